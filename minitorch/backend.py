@@ -1,0 +1,146 @@
+"""Devices and the kernel interface that every backend implements.
+
+A backend is a module exposing the functions of `KernelBackend` plus buffer helpers. Buffers are
+1-D, C-contiguous arrays of the storage dtype (numpy on the CPU, CuPy on the GPU): float32,
+float64, int64, or uint8 for bool. Shapes, strides and offsets are Python ints counted in
+elements; strides may be zero (broadcast) or negative (flipped views). Kernels write into a
+preallocated `out` and return None. "Compact" means C-contiguous and starting at element 0 of the
+buffer passed (callers slice a buffer when a compact view starts at an offset).
+"""
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class KernelBackend(Protocol):
+    """The kernel interface, identical on every device (see docs/ARCHITECTURE.md)."""
+
+    def compact(self, a, out, shape, strides, offset):
+        """out[i] = a[offset + Σ idx_d·strides_d] for the i-th index of `shape` in C order."""
+
+    def strided_add(self, src, out, shape, strides, offset):
+        """out[offset + Σ idx_d·strides_d] += src[i]: the adjoint of compact. Correct when the
+        view overlaps itself (stride 0, as_strided windows): that is col2im."""
+
+    def strided_set(self, src, out, shape, strides, offset):
+        """out[offset + Σ idx_d·strides_d] = src[i] (src may hold one element: a fill)."""
+
+    def cast(self, a, out):
+        """out[i] = a[i] converted to out's dtype (to bool: a[i] != 0)."""
+
+    def unary(self, op, a, out):
+        """out[i] = op(a[i]) over compact a; `op` is a UnaryOp. Predicates write bool."""
+
+    def binary(self, op, a, b, out, shape, a_strides, a_offset, b_strides, b_offset):
+        """out (compact, `shape`) = op(a, b), each input read through its own strides, so a
+        broadcast operand (stride 0) is never materialised. a and b share a dtype; out has it
+        too, or bool for comparisons and logical ops."""
+
+    def where(self, cond, a, b, out, shape, c_strides, c_offset, a_strides, a_offset,
+              b_strides, b_offset):
+        """out = a if cond else b, all three read through their strides (cond is bool)."""
+
+    def reduce_last(self, op, a, out, n, inner=1):
+        """Reduce the middle axis of compact a viewed as (m, n, inner) into out (m, inner).
+        inner=1 is the last axis. ARGMAX/ARGMIN write int64 (first index of the extreme;
+        NaN counts as the extreme, as in torch)."""
+
+    def scan_last(self, op, a, out, n, inner=1):
+        """Inclusive scan (SUM: cumsum, PROD: cumprod) along the middle axis of (m, n, inner)."""
+
+    def matmul(self, a, b, out, batch, m, n, k, a_strides=None, a_offset=0,
+               b_strides=None, b_offset=0):
+        """out (compact batch×m×n) = a (batch×m×k) @ b (batch×k×n). Strides are 3-tuples
+        (batch, row, col); None means compact. Stride-0 batch broadcasts; transposes are free."""
+
+    def gather(self, a, index, out, outer, a_dim, index_dim, inner):
+        """out[o, j, i] = a[o, index[o, j, i], i]; a is (outer, a_dim, inner)."""
+
+    def scatter(self, src, index, out, outer, out_dim, index_dim, inner):
+        """out[o, index[o, j, i], i] = src[o, j, i]."""
+
+    def scatter_add(self, src, index, out, outer, out_dim, index_dim, inner):
+        """out[o, index[o, j, i], i] += src[o, j, i]: the adjoint of gather."""
+
+    def index_select(self, a, index, out, outer, a_dim, n_index, inner):
+        """out[o, j, i] = a[o, index[j], i]."""
+
+    def index_add(self, src, index, out, outer, out_dim, n_index, inner):
+        """out[o, index[j], i] += src[o, j, i]: the adjoint of index_select."""
+
+    def take(self, a, offsets, out):
+        """out[i] = a[offsets[i]] (flat element offsets into the buffer a)."""
+
+    def put(self, src, offsets, out, accumulate):
+        """out[offsets[i]] = src[i], or += when `accumulate` (duplicates then all count)."""
+
+
+KERNEL_NAMES = tuple(name for name in KernelBackend.__dict__
+                     if not name.startswith("_") and callable(KernelBackend.__dict__[name]))
+
+
+class device:
+    """`mt.device("cpu")`, `mt.device("cuda")`, `mt.device("cuda:1")`, `mt.device("cuda", 1)`."""
+    __slots__ = ("type", "index")
+
+    def __new__(cls, spec, index=None):
+        if isinstance(spec, device):
+            return spec
+        if isinstance(spec, int):
+            spec, index = "cuda", spec
+        if not isinstance(spec, str):
+            raise TypeError(f"device() received an invalid combination of arguments: {spec!r}")
+        kind, _, number = spec.partition(":")
+        if kind not in ("cpu", "cuda"):
+            raise RuntimeError("Expected one of cpu, cuda device type at start of device string: "
+                               f"{spec}")
+        if number:
+            if index is not None or not number.isdigit():
+                raise RuntimeError(f"Invalid device string: '{spec}'")
+            index = int(number)
+        if kind == "cpu":
+            index = None
+        elif index is None:
+            index = 0
+        key = (kind, index)
+        cached = _DEVICES.get(key)
+        if cached is None:
+            cached = object.__new__(cls)
+            object.__setattr__(cached, "type", kind)
+            object.__setattr__(cached, "index", index)
+            _DEVICES[key] = cached
+        return cached
+
+    def __setattr__(self, name, value):
+        raise AttributeError("device objects are immutable")
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __reduce__(self):
+        return (device, (str(self),))
+
+
+_DEVICES = {}
+CPU = device("cpu")
+
+
+def get_backend(dev):
+    """The kernel module for a device; importing the GPU one needs CuPy and a GPU."""
+    if dev.type == "cpu":
+        from . import _cpu
+        return _cpu
+    from . import _gpu
+    return _gpu.backend_for(dev.index)

@@ -1,0 +1,95 @@
+"""The four dtypes and torch's type-promotion rules.
+
+bool is stored as uint8 so that kernels see a plain byte buffer; `numpy()` views it back as bool.
+"""
+import numpy as np
+
+
+class dtype:
+    """A minitorch dtype: `mt.float32`, `mt.float64`, `mt.int64`, `mt.bool`."""
+    __slots__ = ("name", "storage", "numpy_dtype", "itemsize", "is_floating_point", "rank")
+
+    def __init__(self, name, storage, numpy_dtype, is_floating_point, rank):
+        self.name = name
+        self.storage = np.dtype(storage)          # what the kernels see
+        self.numpy_dtype = np.dtype(numpy_dtype)  # what users see from .numpy()
+        self.itemsize = self.storage.itemsize
+        self.is_floating_point = is_floating_point
+        self.rank = rank                          # bool < int64 < float32 < float64
+
+    def __repr__(self):
+        return f"minitorch.{self.name}"
+
+    def __reduce__(self):
+        return (from_name, (self.name,))
+
+
+bool_ = dtype("bool", np.uint8, np.bool_, False, 0)
+int64 = dtype("int64", np.int64, np.int64, False, 1)
+float32 = dtype("float32", np.float32, np.float32, True, 2)
+float64 = dtype("float64", np.float64, np.float64, True, 3)
+
+ALL = (bool_, int64, float32, float64)
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NUMPY = {np.dtype(np.bool_): bool_, np.dtype(np.uint8): int64, np.dtype(np.int8): int64,
+             np.dtype(np.int16): int64, np.dtype(np.int32): int64, np.dtype(np.int64): int64,
+             np.dtype(np.uint16): int64, np.dtype(np.uint32): int64,
+             np.dtype(np.float16): float32, np.dtype(np.float32): float32,
+             np.dtype(np.float64): float64}
+_default_float = float32
+
+
+def from_name(name):
+    return _BY_NAME[name]
+
+
+def from_numpy(np_dtype):
+    """The minitorch dtype a numpy array of `np_dtype` becomes (torch.from_numpy's mapping,
+    narrowed to our four dtypes)."""
+    try:
+        return _BY_NUMPY[np.dtype(np_dtype)]
+    except KeyError:
+        raise TypeError(f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only "
+                        "supported types are: float64, float32, int64, int32, int16, int8, "
+                        "uint8, and bool.") from None
+
+
+def get_default_dtype():
+    return _default_float
+
+
+def set_default_dtype(d):
+    global _default_float
+    if d not in (float32, float64):
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default_float = d
+
+
+def scalar_dtype(value):
+    """The dtype torch gives a Python scalar: bool → bool, int → int64, float → default float."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool_
+    if isinstance(value, (int, np.integer)):
+        return int64
+    if isinstance(value, (float, np.floating)):
+        return _default_float
+    raise TypeError(f"unsupported scalar type {type(value).__name__}")
+
+
+def _category(d):
+    return 0 if d is bool_ else (1 if d is int64 else 2)
+
+
+def promote_types(a, b):
+    """torch.promote_types for our dtypes: the higher of the two."""
+    return a if a.rank >= b.rank else b
+
+
+def result_type(a_dtype, b_dtype, a_priority=2, b_priority=2):
+    """torch's promotion. Priority: 2 for a tensor with dimensions, 1 for a 0-d tensor, 0 for a
+    Python scalar (whose dtype is `scalar_dtype`). The higher-priority operand decides unless the
+    other is of a higher category (bool < integer < float), as in torch."""
+    if a_priority == b_priority:
+        return promote_types(a_dtype, b_dtype)
+    high, low = (a_dtype, b_dtype) if a_priority > b_priority else (b_dtype, a_dtype)
+    return low if _category(low) > _category(high) else high

@@ -1,0 +1,89 @@
+"""Op codes shared by every backend: the one place where an elementwise or reduction op is named.
+
+The CPU build turns these enums into a Cython `.pxd` (setup.py) and the GPU backend into
+`#define`s, so a new op is one member here plus one `case` per backend.
+"""
+from enum import IntEnum
+
+
+class UnaryOp(IntEnum):
+    """out[i] = f(a[i]); predicates (ISNAN, ISINF, LOGICAL_NOT) write bool."""
+    IDENTITY = 0
+    NEG = 1
+    ABS = 2
+    SIGN = 3
+    EXP = 4
+    LOG = 5
+    LOG1P = 6
+    EXPM1 = 7
+    SQRT = 8
+    RSQRT = 9
+    SIN = 10
+    COS = 11
+    TANH = 12
+    SIGMOID = 13
+    RELU = 14
+    RECIPROCAL = 15
+    SQUARE = 16
+    FLOOR = 17
+    CEIL = 18
+    ROUND = 19
+    TRUNC = 20
+    ERF = 21
+    LOGICAL_NOT = 22
+    ISNAN = 23
+    ISINF = 24
+    ISFINITE = 25
+
+
+class BinaryOp(IntEnum):
+    """out[i] = f(a[i], b[i]); comparisons and logical ops write bool."""
+    ADD = 0
+    SUB = 1
+    MUL = 2
+    DIV = 3
+    POW = 4
+    MAXIMUM = 5
+    MINIMUM = 6
+    FLOOR_DIVIDE = 7
+    REMAINDER = 8
+    ATAN2 = 9
+    EQ = 10
+    NE = 11
+    LT = 12
+    LE = 13
+    GT = 14
+    GE = 15
+    LOGICAL_AND = 16
+    LOGICAL_OR = 17
+    LOGICAL_XOR = 18
+    # Fused backward helpers: one pass instead of a compare, a cast and a multiply.
+    RELU_BACKWARD = 19      # a if b > 0 else 0   (a = grad, b = input)
+    TANH_BACKWARD = 20      # a * (1 - b*b)        (b = tanh output)
+    SIGMOID_BACKWARD = 21   # a * b * (1 - b)      (b = sigmoid output)
+
+
+class ReduceOp(IntEnum):
+    """Reductions (and scans) over one axis; ARGMAX/ARGMIN write int64."""
+    SUM = 0
+    PROD = 1
+    MAX = 2
+    MIN = 3
+    ARGMAX = 4
+    ARGMIN = 5
+
+
+BOOL_RESULT_UNARY = frozenset({UnaryOp.LOGICAL_NOT, UnaryOp.ISNAN, UnaryOp.ISINF,
+                               UnaryOp.ISFINITE})
+BOOL_RESULT_BINARY = frozenset({BinaryOp.EQ, BinaryOp.NE, BinaryOp.LT, BinaryOp.LE,
+                                BinaryOp.GT, BinaryOp.GE, BinaryOp.LOGICAL_AND,
+                                BinaryOp.LOGICAL_OR, BinaryOp.LOGICAL_XOR})
+INDEX_RESULT_REDUCE = frozenset({ReduceOp.ARGMAX, ReduceOp.ARGMIN})
+
+ENUMS = (UnaryOp, BinaryOp, ReduceOp)
+
+
+def c_constants():
+    """(name, value) pairs as the backends spell them: UNARY_EXP, BINARY_ADD, REDUCE_SUM, …"""
+    prefixes = {UnaryOp: "UNARY", BinaryOp: "BINARY", ReduceOp: "REDUCE"}
+    return [(f"{prefixes[enum]}_{member.name}", int(member)) for enum in ENUMS for member in enum]
