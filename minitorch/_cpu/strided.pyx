@@ -1,0 +1,768 @@
+"""Strided data movement: compact (a view into contiguous memory), its adjoints strided_add and
+strided_set (a contiguous block scattered through a view, overlap-safe), and dtype cast.
+
+Every kernel walks the view as an odometer over `collapse_dims`-merged axes, innermost axis as a
+plain loop. Two stride sets travel together (destination, source), so one walker serves both
+directions: compact is (compact dst, view src), strided_set is (view dst, compact src).
+"""
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+from cython.parallel cimport prange
+cimport numpy as cnp
+
+from minitorch._cpu.common cimport (MAX_DIMS, PARALLEL_MIN_ELEMENTS, load_dims, collapse_dims,
+                                    shape_size, unravel_offset)
+
+cnp.import_array()
+
+cdef extern from *:
+    """
+    #ifdef _OPENMP
+    #include <omp.h>
+    #else
+    static int omp_get_max_threads(void) { return 1; }
+    #endif
+    """
+    int omp_get_max_threads() nogil
+
+ctypedef fused move_t:      # pure data movement only cares about the element width
+    uint8_t
+    uint32_t
+    uint64_t
+
+ctypedef fused value_t:     # arithmetic needs the real type (uint8 is bool: add means or)
+    float
+    double
+    int64_t
+    uint8_t
+
+cdef enum:
+    TILE_BYTES = 64             # one cache line per tile row: both sides of a transpose reuse it
+    CHUNKS_PER_THREAD = 4       # a few chunks per thread smooth out uneven rows
+    SHORT_ROW = 16              # innermost rows shorter than this are worth reordering
+    ROW_WINDOW = 16384          # elements the packed side may span inside a reordered row
+    TABLE_MAX = 512             # largest block of inner axes walked through an offset table
+
+
+# ---------------------------------------------------------------------------------------------
+# validation (Python level, before anything is written)
+
+cdef int check_buffer(cnp.ndarray buf, str name, bint writable) except -1:
+    """Buffers must be 1-D and C-contiguous (we index them with raw pointers)."""
+    if cnp.PyArray_NDIM(buf) != 1 or not cnp.PyArray_IS_C_CONTIGUOUS(buf):
+        raise ValueError(f"{name} must be a 1-D contiguous buffer, got shape "
+                         f"{(<object>buf).shape} and strides {(<object>buf).strides}")
+    if writable and not cnp.PyArray_ISWRITEABLE(buf):
+        raise ValueError(f"{name} is read-only")
+    return 0
+
+
+cdef int check_same_dtype(cnp.ndarray a, cnp.ndarray b, str a_name, str b_name) except -1:
+    cdef int ta = cnp.PyArray_TYPE(a), tb = cnp.PyArray_TYPE(b)
+    if ta != tb and not cnp.PyArray_EquivTypenums(ta, tb):
+        raise TypeError(f"{a_name} has dtype {(<object>a).dtype} but {b_name} has dtype "
+                        f"{(<object>b).dtype}")
+    return 0
+
+
+cdef int value_code(cnp.ndarray a) except -1:
+    """0..3 for float32, float64, int64, uint8/bool (the storage dtypes); TypeError otherwise."""
+    cdef int t = cnp.PyArray_TYPE(a)
+    cdef Py_ssize_t size = cnp.PyArray_ITEMSIZE(a)
+    if t == cnp.NPY_FLOAT32:
+        return 0
+    if t == cnp.NPY_FLOAT64:
+        return 1
+    if (t == cnp.NPY_LONG or t == cnp.NPY_LONGLONG) and size == 8:
+        return 2
+    if t == cnp.NPY_UINT8 or t == cnp.NPY_BOOL:
+        return 3
+    raise TypeError(f"unsupported dtype {(<object>a).dtype}: expected float32, float64, int64 "
+                    "or uint8 (bool)")
+
+
+cdef tuple as_tuple(int nd, const Py_ssize_t* p):
+    return tuple([p[d] for d in range(nd)])
+
+
+cdef int check_view(int nd, const Py_ssize_t* shape, const Py_ssize_t* strides,
+                    Py_ssize_t offset, Py_ssize_t length, str name) except -1:
+    """The view must touch only elements in [0, length); size-0 views touch nothing."""
+    cdef Py_ssize_t lo = offset, hi = offset, reach, limit = <Py_ssize_t>(<size_t>-1 >> 2)
+    cdef int d
+    for d in range(nd):
+        if shape[d] < 0:
+            raise ValueError(f"negative dimension {shape[d]} in shape {as_tuple(nd, shape)}")
+    if shape_size(nd, shape) == 0:
+        return 0
+    for d in range(nd):
+        if shape[d] > 1 and (strides[d] > limit // (shape[d] - 1)
+                             or strides[d] < -limit // (shape[d] - 1)):
+            raise ValueError(f"stride {strides[d]} of a size-{shape[d]} axis overflows")
+        reach = (shape[d] - 1) * strides[d]
+        if reach > 0:
+            hi += reach
+        else:
+            lo += reach
+        if hi > limit or lo < -limit:
+            raise ValueError("view extent overflows")
+    if lo < 0 or hi >= length:
+        raise IndexError(f"view (shape {as_tuple(nd, shape)}, strides {as_tuple(nd, strides)}, "
+                         f"offset {offset}) reaches "
+                         f"elements {lo}..{hi} of {name}, which has {length} elements")
+    return 0
+
+
+cdef int check_length(cnp.ndarray buf, Py_ssize_t need, str name) except -1:
+    cdef Py_ssize_t have = cnp.PyArray_DIM(buf, 0)
+    if have < need:
+        raise ValueError(f"{name} has {have} elements but the view needs {need}")
+    return 0
+
+
+cdef void c_strides(int nd, const Py_ssize_t* shape, Py_ssize_t* out) noexcept nogil:
+    """Strides of a C-contiguous array of `shape` (the compact side of every kernel)."""
+    cdef Py_ssize_t step = 1
+    cdef int d
+    for d in range(nd - 1, -1, -1):
+        out[d] = step
+        step *= shape[d]
+
+
+# ---------------------------------------------------------------------------------------------
+# memory-layout analysis: which parallel splits are safe
+
+cdef inline Py_ssize_t absval(Py_ssize_t x) noexcept nogil:
+    return -x if x < 0 else x
+
+
+cdef bint is_injective(int nd, const Py_ssize_t* shape, const Py_ssize_t* strides) noexcept nogil:
+    """Sufficient test that no two indices share an element: sorted by |stride|, each stride
+    exceeds the span of all smaller ones (fails for stride 0 and for overlapping windows)."""
+    cdef int order[MAX_DIMS]
+    cdef int d, e, t
+    cdef Py_ssize_t span = 0
+    for d in range(nd):
+        order[d] = d
+    for d in range(1, nd):          # insertion sort: nd is tiny
+        e = d
+        while e > 0 and absval(strides[order[e - 1]]) > absval(strides[order[e]]):
+            t = order[e]; order[e] = order[e - 1]; order[e - 1] = t
+            e -= 1
+    for d in range(nd):
+        e = order[d]
+        if absval(strides[e]) <= span:
+            return False
+        span += (shape[e] - 1) * absval(strides[e])
+    return True
+
+
+cdef int disjoint_axis(int nd, const Py_ssize_t* shape, const Py_ssize_t* strides) noexcept nogil:
+    """An axis whose slices never share an element (|stride| > span of every other axis), or
+    -1. For an im2col view this is the batch axis."""
+    cdef Py_ssize_t span = 0
+    cdef int d
+    for d in range(nd):
+        span += (shape[d] - 1) * absval(strides[d])
+    for d in range(nd):
+        if shape[d] > 1 and absval(strides[d]) > span - (shape[d] - 1) * absval(strides[d]):
+            return d
+    return -1
+
+
+cdef void move_axis_first(int nd, int d, Py_ssize_t* shape, Py_ssize_t* s0,
+                          Py_ssize_t* s1) noexcept nogil:
+    """Reorder axes so that `d` comes first (its slices become contiguous linear ranges)."""
+    cdef Py_ssize_t n = shape[d], a = s0[d], b = s1[d]
+    cdef int e
+    for e in range(d, 0, -1):
+        shape[e] = shape[e - 1]; s0[e] = s0[e - 1]; s1[e] = s1[e - 1]
+    shape[0] = n; s0[0] = a; s1[0] = b
+
+
+# ---------------------------------------------------------------------------------------------
+# the odometer walkers
+
+cdef inline Py_ssize_t start_odometer(Py_ssize_t linear, int nd, const Py_ssize_t* shape,
+                                      const Py_ssize_t* strides, Py_ssize_t* idx) noexcept nogil:
+    """Set idx to the `linear`-th C-order index of `shape`; returns its offset under strides."""
+    cdef Py_ssize_t pos = 0
+    cdef int d
+    for d in range(nd - 1, -1, -1):
+        idx[d] = linear % shape[d]
+        pos += idx[d] * strides[d]
+        linear //= shape[d]
+    return pos
+
+
+cdef inline void carry(Py_ssize_t* idx, int d, const Py_ssize_t* shape, const Py_ssize_t* sa,
+                       const Py_ssize_t* sb, Py_ssize_t* pa, Py_ssize_t* pb) noexcept nogil:
+    """Advance the odometer at axis d, carrying into outer axes, moving both positions."""
+    while d >= 0:
+        idx[d] += 1
+        pa[0] += sa[d]
+        pb[0] += sb[d]
+        if idx[d] < shape[d]:
+            return
+        pa[0] -= shape[d] * sa[d]
+        pb[0] -= shape[d] * sb[d]
+        idx[d] = 0
+        d -= 1
+
+
+cdef inline value_t combine(value_t a, value_t b) noexcept nogil:
+    if value_t is uint8_t:
+        return (a != 0) | (b != 0)      # bool "addition" is logical or
+    else:
+        return a + b
+
+
+cdef inline void copy_row(move_t* d, Py_ssize_t jd, const move_t* s, Py_ssize_t js,
+                          Py_ssize_t cnt) noexcept nogil:
+    cdef Py_ssize_t j
+    if jd == 1 and js == 1:
+        if cnt >= 16:               # a libc call only pays off on longer rows
+            memcpy(d, s, cnt * sizeof(move_t))
+        else:
+            for j in range(cnt):
+                d[j] = s[j]
+    elif jd == 1:
+        for j in range(cnt):
+            d[j] = s[j * js]
+    else:
+        for j in range(cnt):
+            d[j * jd] = s[j * js]
+
+
+cdef inline void add_row(value_t* d, Py_ssize_t jd, const value_t* s, Py_ssize_t js,
+                         Py_ssize_t cnt) noexcept nogil:
+    """In index order, so a repeated destination (stride 0) receives every contribution."""
+    cdef Py_ssize_t j
+    cdef value_t acc
+    if jd == 0:                     # a broadcast row: sum in a register, store once
+        acc = d[0]
+        for j in range(cnt):
+            acc = combine(acc, s[j * js])
+        d[0] = acc
+    elif jd == 1 and js == 1:
+        for j in range(cnt):
+            d[j] = combine(d[j], s[j])
+    else:
+        for j in range(cnt):
+            d[j * jd] = combine(d[j * jd], s[j * js])
+
+
+cdef void copy_range(move_t* dst, const Py_ssize_t* sd, const move_t* src, const Py_ssize_t* ss,
+                     int nd, const Py_ssize_t* shape, Py_ssize_t start,
+                     Py_ssize_t stop) noexcept nogil:
+    """dst[view_d(i)] = src[view_s(i)] for the C-order indices i in [start, stop), in order.
+    Whole blocks of the two innermost axes run as a nested loop (short rows, e.g. the 3-wide
+    kernel rows of im2col, would otherwise pay the odometer once per row)."""
+    cdef Py_ssize_t idx[MAX_DIMS]
+    cdef Py_ssize_t pd = start_odometer(start, nd, shape, sd, idx)
+    cdef Py_ssize_t ps = unravel_offset(start, nd, shape, ss)
+    cdef int last = nd - 1
+    cdef Py_ssize_t n = shape[last], jd = sd[last], js = ss[last], cnt, r
+    cdef Py_ssize_t m = shape[last - 1] if nd >= 2 else 1
+    cdef Py_ssize_t rd = sd[last - 1] if nd >= 2 else 0, rs = ss[last - 1] if nd >= 2 else 0
+    while start < stop:
+        if nd >= 2 and idx[last] == 0 and idx[last - 1] == 0 and stop - start >= m * n:
+            for r in range(m):
+                copy_row(dst + pd + r * rd, jd, src + ps + r * rs, js, n)
+            start += m * n
+            pd += (m - 1) * rd + (n - 1) * jd   # onto the block's last element, then carry
+            ps += (m - 1) * rs + (n - 1) * js
+            idx[last - 1] = m - 1
+            idx[last] = n - 1
+        else:
+            cnt = min(n - idx[last], stop - start)
+            copy_row(dst + pd, jd, src + ps, js, cnt)
+            start += cnt
+            pd += (cnt - 1) * jd
+            ps += (cnt - 1) * js
+            idx[last] += cnt - 1
+        carry(idx, last, shape, sd, ss, &pd, &ps)
+
+
+cdef void add_range(value_t* dst, const Py_ssize_t* sd, const value_t* src, const Py_ssize_t* ss,
+                    int nd, const Py_ssize_t* shape, Py_ssize_t start,
+                    Py_ssize_t stop) noexcept nogil:
+    """dst[view_d(i)] += src[view_s(i)] for i in [start, stop), strictly in order, so repeated
+    destination elements (stride 0, overlapping windows) accumulate every contribution."""
+    cdef Py_ssize_t idx[MAX_DIMS]
+    cdef Py_ssize_t pd = start_odometer(start, nd, shape, sd, idx)
+    cdef Py_ssize_t ps = unravel_offset(start, nd, shape, ss)
+    cdef int last = nd - 1
+    cdef Py_ssize_t n = shape[last], jd = sd[last], js = ss[last], cnt, r
+    cdef Py_ssize_t m = shape[last - 1] if nd >= 2 else 1
+    cdef Py_ssize_t rd = sd[last - 1] if nd >= 2 else 0, rs = ss[last - 1] if nd >= 2 else 0
+    while start < stop:
+        if nd >= 2 and idx[last] == 0 and idx[last - 1] == 0 and stop - start >= m * n:
+            for r in range(m):
+                add_row(dst + pd + r * rd, jd, src + ps + r * rs, js, n)
+            start += m * n
+            pd += (m - 1) * rd + (n - 1) * jd
+            ps += (m - 1) * rs + (n - 1) * js
+            idx[last - 1] = m - 1
+            idx[last] = n - 1
+        else:
+            cnt = min(n - idx[last], stop - start)
+            add_row(dst + pd, jd, src + ps, js, cnt)
+            start += cnt
+            pd += (cnt - 1) * jd
+            ps += (cnt - 1) * js
+            idx[last] += cnt - 1
+        carry(idx, last, shape, sd, ss, &pd, &ps)
+
+
+cdef int block_axis(int nd, const Py_ssize_t* shape) noexcept nogil:
+    """With short innermost rows, the first axis t >= 1 such that axes t.. form a block of at
+    most TABLE_MAX elements spanning two or more axes; -1 when there is none."""
+    cdef Py_ssize_t size = 1
+    cdef int t = nd
+    if nd < 3 or shape[nd - 1] >= SHORT_ROW:
+        return -1
+    while t > 1 and size * shape[t - 1] <= TABLE_MAX:
+        t -= 1
+        size *= shape[t]
+    return t if t <= nd - 2 else -1
+
+
+cdef Py_ssize_t fill_table(int nd, const Py_ssize_t* shape, int t, const Py_ssize_t* strides,
+                           Py_ssize_t* table) noexcept nogil:
+    """Offsets of every index of the block (axes t..) under `strides`; returns the block size."""
+    cdef Py_ssize_t size = shape_size(nd - t, shape + t), q
+    for q in range(size):
+        table[q] = unravel_offset(q, nd - t, shape + t, strides + t)
+    return size
+
+
+cdef void copy_blocks(move_t* dst, const Py_ssize_t* sd, const move_t* src, const Py_ssize_t* ss,
+                      int t, const Py_ssize_t* shape, const Py_ssize_t* td,
+                      const Py_ssize_t* ts, Py_ssize_t size, Py_ssize_t b0,
+                      Py_ssize_t b1) noexcept nogil:
+    """Blocks [b0, b1) of the odometer over axes < t, each block copied through the offset
+    tables: C order, with one odometer step per block instead of per short row."""
+    cdef Py_ssize_t idx[MAX_DIMS]
+    cdef Py_ssize_t pd = start_odometer(b0, t, shape, sd, idx)
+    cdef Py_ssize_t ps = unravel_offset(b0, t, shape, ss), b, q
+    cdef move_t* d
+    cdef const move_t* s
+    for b in range(b0, b1):
+        d = dst + pd
+        s = src + ps
+        for q in range(size):
+            d[td[q]] = s[ts[q]]
+        carry(idx, t - 1, shape, sd, ss, &pd, &ps)
+
+
+cdef void add_blocks(value_t* dst, const Py_ssize_t* sd, const value_t* src,
+                     const Py_ssize_t* ss, int t, const Py_ssize_t* shape, const Py_ssize_t* td,
+                     const Py_ssize_t* ts, Py_ssize_t size, Py_ssize_t b0,
+                     Py_ssize_t b1) noexcept nogil:
+    """As copy_blocks, accumulating (strictly in C order, so overlaps sum exactly serially)."""
+    cdef Py_ssize_t idx[MAX_DIMS]
+    cdef Py_ssize_t pd = start_odometer(b0, t, shape, sd, idx)
+    cdef Py_ssize_t ps = unravel_offset(b0, t, shape, ss), b, q
+    cdef value_t* d
+    cdef const value_t* s
+    for b in range(b0, b1):
+        d = dst + pd
+        s = src + ps
+        for q in range(size):
+            d[td[q]] = combine(d[td[q]], s[ts[q]])
+        carry(idx, t - 1, shape, sd, ss, &pd, &ps)
+
+
+cdef void copy_tiles(move_t* dst, const Py_ssize_t* sd, const move_t* src, const Py_ssize_t* ss,
+                     int nd, const Py_ssize_t* shape, int k, bint parallel) noexcept nogil:
+    """Blocked transpose: axes k and nd-1 are walked in small square tiles, so the side that is
+    contiguous along k reuses each cache line it loads instead of touching one per element."""
+    cdef Py_ssize_t oshape[MAX_DIMS]
+    cdef Py_ssize_t osd[MAX_DIMS]
+    cdef Py_ssize_t oss[MAX_DIMS]
+    cdef int no = 0, d, last = nd - 1
+    cdef Py_ssize_t B = TILE_BYTES // sizeof(move_t)
+    cdef Py_ssize_t nk = shape[k], nl = shape[last], tk = (nk + B - 1) // B, tl = (nl + B - 1) // B
+    cdef Py_ssize_t per_outer = tk * tl, outer, w
+    for d in range(nd):
+        if d != k and d != last:
+            oshape[no] = shape[d]; osd[no] = sd[d]; oss[no] = ss[d]
+            no += 1
+    outer = shape_size(no, oshape)
+    if parallel:
+        for w in prange(outer * per_outer, schedule="static"):
+            copy_tile(dst, src, w, per_outer, tl, B, no, oshape, osd, oss, nk, nl,
+                      sd[k], ss[k], sd[last], ss[last])
+    else:
+        for w in range(outer * per_outer):
+            copy_tile(dst, src, w, per_outer, tl, B, no, oshape, osd, oss, nk, nl,
+                      sd[k], ss[k], sd[last], ss[last])
+
+
+cdef inline void copy_tile(move_t* dst, const move_t* src, Py_ssize_t w, Py_ssize_t per_outer,
+                           Py_ssize_t tl, Py_ssize_t B, int no, const Py_ssize_t* oshape,
+                           const Py_ssize_t* osd, const Py_ssize_t* oss, Py_ssize_t nk,
+                           Py_ssize_t nl, Py_ssize_t dk, Py_ssize_t sk, Py_ssize_t dl,
+                           Py_ssize_t sl) noexcept nogil:
+    """Tile number w: outer position w // per_outer, then tile row and column."""
+    cdef Py_ssize_t p = w // per_outer, t = w % per_outer
+    cdef Py_ssize_t k0 = (t // tl) * B, l0 = (t % tl) * B
+    cdef Py_ssize_t k1 = min(k0 + B, nk), l1 = min(l0 + B, nl), i, j
+    cdef move_t* d = dst + unravel_offset(p, no, oshape, osd)
+    cdef const move_t* s = src + unravel_offset(p, no, oshape, oss)
+    for i in range(k0, k1):
+        for j in range(l0, l1):
+            d[i * dk + j * dl] = s[i * sk + j * sl]
+
+
+cdef int tile_axis(int nd, const Py_ssize_t* shape, const Py_ssize_t* sd,
+                   const Py_ssize_t* ss) noexcept nogil:
+    """When the innermost axis is contiguous on one side only, the axis (other than the last)
+    where the other side is most nearly contiguous; -1 when tiling would not help."""
+    cdef int d, best = -1, last = nd - 1
+    cdef const Py_ssize_t* other
+    if nd < 2 or shape[last] < 4:
+        return -1
+    if sd[last] == 1 and absval(ss[last]) > 1:
+        other = ss
+    elif ss[last] == 1 and absval(sd[last]) > 1:
+        other = sd
+    else:
+        return -1
+    for d in range(last):
+        if other[d] != 0 and shape[d] >= 4 and absval(other[d]) < absval(other[last]):
+            if best < 0 or absval(other[d]) < absval(other[best]):
+                best = d
+    return best
+
+
+# ---------------------------------------------------------------------------------------------
+# drivers: pick serial, parallel linear chunks, or parallel disjoint slices
+
+cdef int chunk_count(Py_ssize_t size) noexcept nogil:
+    if size < PARALLEL_MIN_ELEMENTS:
+        return 1
+    return omp_get_max_threads() * CHUNKS_PER_THREAD
+
+
+cdef void lengthen_rows(int nd, Py_ssize_t* shape, Py_ssize_t* view, Py_ssize_t* packed,
+                        int first) noexcept nogil:
+    """Short innermost rows (an im2col view's 3-wide kernel rows, a broadcast last axis) cost
+    an odometer step per few elements. Walk a longer axis innermost instead, when it is no
+    less contiguous in the view and the packed side's accesses stay within a cache-sized
+    window. Only for walks whose order does not matter (injective writes, or sums); axes
+    before `first` stay in place."""
+    cdef int e, best = -1, last = nd - 1
+    cdef Py_ssize_t n, v, p
+    if nd < 2 or shape[last] >= SHORT_ROW:
+        return
+    n = shape[last]
+    for e in range(first, last):
+        if (shape[e] >= 2 * n and absval(view[e]) <= max(absval(view[last]), 1)
+                and absval(packed[e]) * shape[e] <= ROW_WINDOW
+                and (best < 0 or shape[e] > shape[best])):
+            best = e
+    if best < 0:
+        return
+    n, v, p = shape[best], view[best], packed[best]
+    for e in range(best, last):
+        shape[e] = shape[e + 1]; view[e] = view[e + 1]; packed[e] = packed[e + 1]
+    shape[last] = n; view[last] = v; packed[last] = p
+
+
+cdef int plan(int nd, Py_ssize_t* shape, Py_ssize_t* sd, Py_ssize_t* ss, Py_ssize_t size,
+              bint injective, int* chunks, Py_ssize_t* unit) noexcept nogil:
+    """Decide how a walk writing through strides `sd` may split across threads: anywhere when
+    no two indices write one element (unit 1); else at whole slices of an axis whose slices
+    are disjoint, moved to the front (unit = slice size); else not at all (one chunk)."""
+    cdef int k
+    unit[0] = 1
+    if chunks[0] > 1 and not injective:
+        k = disjoint_axis(nd, shape, sd)
+        if k < 0:
+            chunks[0] = 1
+        else:
+            move_axis_first(nd, k, shape, sd, ss)
+            unit[0] = size // shape[0]
+    return 0
+
+
+cdef int prepare_blocks(int nd, Py_ssize_t* shape, Py_ssize_t* sd, Py_ssize_t* ss,
+                        Py_ssize_t* view, Py_ssize_t* packed, bint reorder, Py_ssize_t unit,
+                        Py_ssize_t* td, Py_ssize_t* ts, Py_ssize_t* block) noexcept nogil:
+    """Short rows: offset tables for a block of inner axes (returns its first axis), or, when
+    the walk order is free, a longer row moved innermost (returns -1, block 1)."""
+    cdef int t = block_axis(nd, shape)
+    block[0] = 1
+    if t >= 0:
+        block[0] = fill_table(nd, shape, t, sd, td)
+        fill_table(nd, shape, t, ss, ts)
+    elif reorder:
+        lengthen_rows(nd, shape, view, packed, 1 if unit > 1 else 0)
+    return t
+
+
+cdef void copy_driver(move_t* dst, Py_ssize_t* sd, const move_t* src, Py_ssize_t* ss, int nd,
+                      Py_ssize_t* shape, Py_ssize_t size, bint dst_injective,
+                      bint view_is_dst) noexcept nogil:
+    """copy over the whole view: tiles for transposes; otherwise rows or offset-table blocks,
+    split across threads as `plan` allows. Overlapping writes keep C order (last one wins)."""
+    cdef Py_ssize_t td[TABLE_MAX]
+    cdef Py_ssize_t ts[TABLE_MAX]
+    cdef int chunks = chunk_count(size), c, t
+    cdef Py_ssize_t unit, block, total, units
+    if dst_injective:
+        t = tile_axis(nd, shape, sd, ss)
+        if t >= 0:
+            copy_tiles(dst, sd, src, ss, nd, shape, t, chunks > 1)
+            return
+    plan(nd, shape, sd, ss, size, dst_injective, &chunks, &unit)
+    if view_is_dst:
+        t = prepare_blocks(nd, shape, sd, ss, sd, ss, dst_injective, unit, td, ts, &block)
+    else:
+        t = prepare_blocks(nd, shape, sd, ss, ss, sd, dst_injective, unit, td, ts, &block)
+    total = size // block
+    unit = max(1, unit // block)    # a slice of axis 0 holds whole blocks (t >= 1)
+    units = total // unit
+    chunks = <int>min(<Py_ssize_t>chunks, units)
+    if chunks > 1:
+        for c in prange(chunks, schedule="static"):
+            copy_part(dst, sd, src, ss, nd, shape, t, td, ts, block,
+                      units * c // chunks * unit, units * (c + 1) // chunks * unit)
+    else:
+        copy_part(dst, sd, src, ss, nd, shape, t, td, ts, block, 0, total)
+
+
+cdef inline void copy_part(move_t* dst, const Py_ssize_t* sd, const move_t* src,
+                           const Py_ssize_t* ss, int nd, const Py_ssize_t* shape, int t,
+                           const Py_ssize_t* td, const Py_ssize_t* ts, Py_ssize_t block,
+                           Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
+    """Work items [start, stop): blocks when there is a block table (t >= 0), else elements."""
+    if t >= 0:
+        copy_blocks(dst, sd, src, ss, t, shape, td, ts, block, start, stop)
+    else:
+        copy_range(dst, sd, src, ss, nd, shape, start, stop)
+
+
+cdef void add_driver(value_t* dst, Py_ssize_t* sd, const value_t* src, Py_ssize_t* ss, int nd,
+                     Py_ssize_t* shape, Py_ssize_t size) noexcept nogil:
+    """Accumulate over the whole view, split across threads only where `plan` proves no two
+    threads touch one element. The walk order is fixed per call (deterministic); a reordered
+    row may add overlapping contributions in another order than plain C order."""
+    cdef Py_ssize_t td[TABLE_MAX]
+    cdef Py_ssize_t ts[TABLE_MAX]
+    cdef int chunks = chunk_count(size), c, t
+    cdef Py_ssize_t unit, block, total, units
+    plan(nd, shape, sd, ss, size, chunks > 1 and is_injective(nd, shape, sd), &chunks, &unit)
+    t = prepare_blocks(nd, shape, sd, ss, sd, ss, True, unit, td, ts, &block)
+    total = size // block
+    unit = max(1, unit // block)
+    units = total // unit
+    chunks = <int>min(<Py_ssize_t>chunks, units)
+    if chunks > 1:
+        for c in prange(chunks, schedule="static"):
+            add_part(dst, sd, src, ss, nd, shape, t, td, ts, block,
+                     units * c // chunks * unit, units * (c + 1) // chunks * unit)
+    else:
+        add_part(dst, sd, src, ss, nd, shape, t, td, ts, block, 0, total)
+
+
+cdef inline void add_part(value_t* dst, const Py_ssize_t* sd, const value_t* src,
+                          const Py_ssize_t* ss, int nd, const Py_ssize_t* shape, int t,
+                          const Py_ssize_t* td, const Py_ssize_t* ts, Py_ssize_t block,
+                          Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
+    if t >= 0:
+        add_blocks(dst, sd, src, ss, t, shape, td, ts, block, start, stop)
+    else:
+        add_range(dst, sd, src, ss, nd, shape, start, stop)
+
+
+cdef int move_dispatch(cnp.ndarray dst, Py_ssize_t dst_start, Py_ssize_t* sd, cnp.ndarray src,
+                       Py_ssize_t src_start, Py_ssize_t* ss, int nd, Py_ssize_t* shape,
+                       Py_ssize_t size, bint dst_injective, bint view_is_dst) except -1:
+    """Call copy_driver with the element width of the buffers (1, 4 or 8 bytes)."""
+    cdef Py_ssize_t width = cnp.PyArray_ITEMSIZE(dst)
+    cdef char* d = <char*>cnp.PyArray_DATA(dst) + dst_start * width
+    cdef char* s = <char*>cnp.PyArray_DATA(src) + src_start * width
+    if width == 4:
+        with nogil:
+            copy_driver(<uint32_t*>d, sd, <uint32_t*>s, ss, nd, shape, size, dst_injective,
+                        view_is_dst)
+    elif width == 8:
+        with nogil:
+            copy_driver(<uint64_t*>d, sd, <uint64_t*>s, ss, nd, shape, size, dst_injective,
+                        view_is_dst)
+    elif width == 1:
+        with nogil:
+            copy_driver(<uint8_t*>d, sd, <uint8_t*>s, ss, nd, shape, size, dst_injective,
+                        view_is_dst)
+    else:
+        raise TypeError(f"unsupported dtype {(<object>dst).dtype}: elements of 1, 4 or 8 bytes")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# the kernels
+
+def compact(cnp.ndarray a, cnp.ndarray out, shape, strides, Py_ssize_t offset):
+    """out[i] = a[offset + Σ idx_d·strides_d] for the i-th index of `shape` in C order."""
+    cdef Py_ssize_t c_shape[MAX_DIMS]
+    cdef Py_ssize_t sv[MAX_DIMS]
+    cdef Py_ssize_t sc[MAX_DIMS]
+    cdef Py_ssize_t* pair[2]
+    cdef int nd = load_dims(shape, strides, c_shape, sv)
+    cdef Py_ssize_t size
+    check_buffer(a, "a", False)
+    check_buffer(out, "out", True)
+    check_same_dtype(a, out, "a", "out")
+    check_view(nd, c_shape, sv, offset, cnp.PyArray_DIM(a, 0), "a")
+    size = shape_size(nd, c_shape)
+    check_length(out, size, "out")
+    if size == 0:
+        return
+    c_strides(nd, c_shape, sc)
+    pair[0] = sc; pair[1] = sv
+    nd = collapse_dims(nd, c_shape, pair, 2)
+    if nd == 0:                     # one element (0-d, or all axes of size 1)
+        nd = 1; c_shape[0] = 1; sc[0] = 1; sv[0] = 1
+    move_dispatch(out, 0, sc, a, offset, sv, nd, c_shape, size, True, False)
+
+
+def strided_set(cnp.ndarray src, cnp.ndarray out, shape, strides, Py_ssize_t offset):
+    """out[offset + Σ idx_d·strides_d] = src[i] (src may hold one element: a fill). Where the
+    view overlaps itself, the last write in C order wins."""
+    cdef Py_ssize_t c_shape[MAX_DIMS]
+    cdef Py_ssize_t sv[MAX_DIMS]
+    cdef Py_ssize_t sc[MAX_DIMS]
+    cdef Py_ssize_t* pair[2]
+    cdef int nd = load_dims(shape, strides, c_shape, sv), d
+    cdef Py_ssize_t size
+    check_buffer(src, "src", False)
+    check_buffer(out, "out", True)
+    check_same_dtype(src, out, "src", "out")
+    check_view(nd, c_shape, sv, offset, cnp.PyArray_DIM(out, 0), "out")
+    size = shape_size(nd, c_shape)
+    if size == 0:
+        return
+    if cnp.PyArray_DIM(src, 0) == 1:
+        for d in range(nd):         # broadcast the single element: every source stride is 0
+            sc[d] = 0
+    else:
+        check_length(src, size, "src")
+        c_strides(nd, c_shape, sc)
+    pair[0] = sv; pair[1] = sc
+    nd = collapse_dims(nd, c_shape, pair, 2)
+    if nd == 0:
+        nd = 1; c_shape[0] = 1; sc[0] = 1; sv[0] = 1
+    move_dispatch(out, offset, sv, src, 0, sc, nd, c_shape, size, is_injective(nd, c_shape, sv),
+                  True)
+
+
+def strided_add(cnp.ndarray src, cnp.ndarray out, shape, strides, Py_ssize_t offset):
+    """out[offset + Σ idx_d·strides_d] += src[i]: the adjoint of compact, exact when the view
+    overlaps itself (col2im). For bool (uint8) buffers the addition is a logical or."""
+    cdef Py_ssize_t c_shape[MAX_DIMS]
+    cdef Py_ssize_t sv[MAX_DIMS]
+    cdef Py_ssize_t sc[MAX_DIMS]
+    cdef Py_ssize_t* pair[2]
+    cdef int nd = load_dims(shape, strides, c_shape, sv), code
+    cdef Py_ssize_t size
+    cdef void* d
+    cdef void* s
+    check_buffer(src, "src", False)
+    check_buffer(out, "out", True)
+    check_same_dtype(src, out, "src", "out")
+    code = value_code(out)
+    check_view(nd, c_shape, sv, offset, cnp.PyArray_DIM(out, 0), "out")
+    size = shape_size(nd, c_shape)
+    check_length(src, size, "src")
+    if size == 0:
+        return
+    c_strides(nd, c_shape, sc)
+    pair[0] = sv; pair[1] = sc
+    nd = collapse_dims(nd, c_shape, pair, 2)
+    if nd == 0:
+        nd = 1; c_shape[0] = 1; sc[0] = 1; sv[0] = 1
+    d = cnp.PyArray_DATA(out)
+    s = cnp.PyArray_DATA(src)
+    with nogil:
+        if code == 0:
+            add_driver(<float*>d + offset, sv, <float*>s, sc, nd, c_shape, size)
+        elif code == 1:
+            add_driver(<double*>d + offset, sv, <double*>s, sc, nd, c_shape, size)
+        elif code == 2:
+            add_driver(<int64_t*>d + offset, sv, <int64_t*>s, sc, nd, c_shape, size)
+        else:
+            add_driver(<uint8_t*>d + offset, sv, <uint8_t*>s, sc, nd, c_shape, size)
+
+
+# ---------------------------------------------------------------------------------------------
+# cast
+
+ctypedef fused src_t:
+    float
+    double
+    int64_t
+    uint8_t
+
+ctypedef fused dst_t:
+    float
+    double
+    int64_t
+    uint8_t
+
+
+cdef void cast_loop(const src_t* a, dst_t* out, Py_ssize_t n) noexcept nogil:
+    """C conversion (float to int truncates toward zero); to bool it is a != 0, so NaN is 1."""
+    cdef Py_ssize_t i
+    if n >= PARALLEL_MIN_ELEMENTS:
+        for i in prange(n, schedule="static"):
+            if dst_t is uint8_t:
+                out[i] = a[i] != 0
+            else:
+                out[i] = <dst_t>a[i]
+    else:
+        for i in range(n):
+            if dst_t is uint8_t:
+                out[i] = a[i] != 0
+            else:
+                out[i] = <dst_t>a[i]
+
+
+cdef void cast_to(const src_t* a, void* out, int out_code, Py_ssize_t n) noexcept nogil:
+    if out_code == 0:
+        cast_loop(a, <float*>out, n)
+    elif out_code == 1:
+        cast_loop(a, <double*>out, n)
+    elif out_code == 2:
+        cast_loop(a, <int64_t*>out, n)
+    else:
+        cast_loop(a, <uint8_t*>out, n)
+
+
+def cast(cnp.ndarray a, cnp.ndarray out):
+    """out[i] = a[i] converted to out's dtype (to bool: a[i] != 0)."""
+    cdef int ac, oc
+    cdef Py_ssize_t n
+    cdef void* src
+    cdef void* dst
+    check_buffer(a, "a", False)
+    check_buffer(out, "out", True)
+    ac = value_code(a)
+    oc = value_code(out)
+    n = cnp.PyArray_DIM(a, 0)
+    if cnp.PyArray_DIM(out, 0) != n:
+        raise ValueError(f"cast needs buffers of one length, got {n} and "
+                         f"{cnp.PyArray_DIM(out, 0)}")
+    src = cnp.PyArray_DATA(a)
+    dst = cnp.PyArray_DATA(out)
+    with nogil:
+        if ac == 0:
+            cast_to(<const float*>src, dst, oc, n)
+        elif ac == 1:
+            cast_to(<const double*>src, dst, oc, n)
+        elif ac == 2:
+            cast_to(<const int64_t*>src, dst, oc, n)
+        else:
+            cast_to(<const uint8_t*>src, dst, oc, n)
