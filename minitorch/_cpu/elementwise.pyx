@@ -1,0 +1,974 @@
+"""Elementwise CPU kernels: unary ops, strided/broadcast binary ops and where.
+
+Each kernel validates its arguments with the GIL held, then runs a `noexcept nogil` loop chosen
+once per call (op and dtype), so the element loops are branch-free and gcc vectorizes them.
+"""
+cimport numpy as cnp
+from cython.parallel cimport prange
+from libc.math cimport (atan2, atan2f, ceil, ceilf, cos, cosf, erf, erff, expm1, expm1f, fabs,
+                        fabsf, floor, floorf, fmod, fmodf, log, log1p, log1pf, logf, pow, powf,
+                        rint, rintf, INFINITY, sin, sinf, sqrt, sqrtf, tanh, tanhf, trunc, truncf, copysign,
+                        copysignf)
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.string cimport memcpy, memmove
+
+from minitorch._cpu.common cimport (MAX_DIMS, PARALLEL_MIN_ELEMENTS, collapse_dims, load_dims,
+                                    load_strides, shape_size, unravel_offset)
+from minitorch._cpu.opcodes cimport *
+from minitorch.opcodes import BinaryOp, UnaryOp
+
+cnp.import_array()
+
+cdef extern from *:
+    """
+    #ifdef _OPENMP
+    #include <omp.h>
+    static int mt_max_threads(void) { return omp_get_max_threads(); }
+    #else
+    static int mt_max_threads(void) { return 1; }
+    #endif
+    """
+    int mt_max_threads() nogil
+
+
+# ---------------------------------------------------------------------------------------------
+# dtypes and argument checks
+# ---------------------------------------------------------------------------------------------
+
+cdef enum:
+    DT_F32 = 0
+    DT_F64 = 1
+    DT_I64 = 2
+    DT_BOOL = 3
+    # error flags raised by the nogil loops (bit flags so threads can OR them together)
+    ERR_ZERO_DIV = 1
+    ERR_NEG_POW = 2
+
+DTYPE_NAMES = ("float32", "float64", "int64", "bool")
+
+ctypedef fused real:
+    float
+    double
+
+ctypedef fused anyt:
+    float
+    double
+    int64_t
+    uint8_t
+
+
+def op_name(enum, int op):
+    """The enum member's name for error messages (the number if it is not a member)."""
+    try:
+        return enum(op).name
+    except ValueError:
+        return str(op)
+
+
+cdef inline int dtype_code(cnp.ndarray a) noexcept:
+    """Our dtype code for a buffer, or -1 for a storage type minitorch does not use."""
+    cdef int t = cnp.PyArray_TYPE(a)
+    if t == cnp.NPY_FLOAT32:
+        return DT_F32
+    if t == cnp.NPY_FLOAT64:
+        return DT_F64
+    if (t == cnp.NPY_LONG or t == cnp.NPY_LONGLONG) and cnp.PyArray_ITEMSIZE(a) == 8:
+        return DT_I64
+    if t == cnp.NPY_UINT8 or t == cnp.NPY_BOOL:
+        return DT_BOOL
+    return -1
+
+
+cdef int buffer_dtype(cnp.ndarray a, str name, bint writable=False) except -1:
+    """Check that a buffer is C-contiguous (and writable for outputs); return its dtype code."""
+    cdef int dt = dtype_code(a)
+    if dt < 0:
+        raise TypeError(f"{name}: unsupported storage dtype {a.dtype}")
+    if not cnp.PyArray_IS_C_CONTIGUOUS(a):
+        raise ValueError(f"{name}: buffer must be C-contiguous")
+    if writable and not cnp.PyArray_ISWRITEABLE(a):
+        raise ValueError(f"{name}: output buffer is read-only")
+    return dt
+
+
+cdef int check_view(cnp.ndarray buf, int nd, const Py_ssize_t* shape, const Py_ssize_t* strides,
+                    Py_ssize_t offset, str name) except -1:
+    """Raise IndexError unless every element of a non-empty strided view lies inside buf."""
+    cdef Py_ssize_t lo = offset, hi = offset, ext
+    cdef int d
+    for d in range(nd):
+        ext = (shape[d] - 1) * strides[d]
+        if ext < 0:
+            lo += ext
+        else:
+            hi += ext
+    if lo < 0 or hi >= cnp.PyArray_SIZE(buf):
+        raise IndexError(f"{name}: strided view touches elements [{lo}, {hi}] of a buffer of "
+                         f"{cnp.PyArray_SIZE(buf)} elements")
+    return 0
+
+
+cdef int check_out(cnp.ndarray out, Py_ssize_t size) except -1:
+    if cnp.PyArray_SIZE(out) < size:
+        raise ValueError(f"out holds {cnp.PyArray_SIZE(out)} elements, the result needs {size}")
+    return 0
+
+
+cdef inline int threads_for(Py_ssize_t work) noexcept nogil:
+    """Threads worth using for `work` elements: OpenMP only pays off above a threshold."""
+    if work < PARALLEL_MIN_ELEMENTS:
+        return 1
+    return mt_max_threads()
+
+
+cdef inline Py_ssize_t chunk_start(Py_ssize_t n, int nt, Py_ssize_t t) noexcept nogil:
+    """Start of the t-th of nt near-equal chunks of n, rounded to 16 elements (one cache line
+    of float32) so that threads never share a line of the output."""
+    if t >= nt:
+        return n
+    return ((n * t // nt) // 16) * 16
+
+
+# ---------------------------------------------------------------------------------------------
+# vectorizable exp: libm's expf/exp are scalar calls, these branch-free versions let gcc emit
+# SIMD loops (exp, sigmoid and softmax are hot). Cody-Waite reduction x = n*ln2 + r, a
+# polynomial for e^r, and 2^n applied as two factors so overflow gives inf and underflow
+# rounds gracefully through the subnormals. NaN propagates through r.
+# ---------------------------------------------------------------------------------------------
+
+cdef union F32Bits:
+    float f
+    int32_t i
+
+cdef union F64Bits:
+    double f
+    int64_t i
+
+
+cdef inline float pow2f(int32_t k) noexcept nogil:
+    """2**k for -126 <= k <= 127."""
+    cdef F32Bits u
+    u.i = (k + 127) << 23
+    return u.f
+
+
+cdef inline double pow2d(int64_t k) noexcept nogil:
+    """2**k for -1022 <= k <= 1023."""
+    cdef F64Bits u
+    u.i = (k + 1023) << 52
+    return u.f
+
+
+cdef inline float vexpf(float x) noexcept nogil:
+    """expf within ~1 ulp (Cephes polynomial), written so that loops over it vectorize."""
+    cdef float n, r, p
+    cdef F32Bits m
+    cdef int32_t k
+    x = 89.0 if x > 89.0 else x          # beyond: inf (2**128 overflows)
+    x = -104.0 if x < -104.0 else x      # below: 0 (under half the smallest subnormal)
+    m.f = x * <float>1.44269504088896341 + <float>12582912.0   # round-to-nearest trick
+    n = m.f - <float>12582912.0
+    k = m.i - 0x4B400000
+    k = 0 if x != x else k
+    r = x - n * <float>0.693359375 - n * <float>-2.12194440e-4
+    p = ((((<float>1.9875691500E-4 * r + <float>1.3981999507E-3) * r
+            + <float>8.3334519073E-3) * r + <float>4.1665795894E-2) * r
+         + <float>1.6666665459E-1) * r + <float>5.0000001201E-1
+    p = p * r * r + r + <float>1.0
+    return p * pow2f(k >> 1) * pow2f(k - (k >> 1))
+
+
+cdef inline double vexp(double x) noexcept nogil:
+    """exp within ~1 ulp (degree-13 Taylor polynomial on |r| <= ln2/2), vectorizable."""
+    cdef double n, r, p
+    cdef F64Bits m
+    cdef int64_t k
+    x = 710.0 if x > 710.0 else x
+    x = -746.0 if x < -746.0 else x
+    m.f = x * 1.4426950408889634 + 6755399441055744.0
+    n = m.f - 6755399441055744.0
+    k = m.i - <int64_t>0x4338000000000000LL
+    k = 0 if x != x else k
+    r = x - n * 6.93147180369123816490e-01 - n * 1.90821492927058770002e-10
+    p = 1.0 / 6227020800.0
+    p = p * r + 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r * r + r + 1.0
+    return p * pow2d(k >> 1) * pow2d(k - (k >> 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# unary
+# ---------------------------------------------------------------------------------------------
+
+cdef inline real r_exp(real x) noexcept nogil:
+    if real is float:
+        return vexpf(x)
+    else:
+        return vexp(x)
+
+
+cdef inline real r_sigmoid(real x) noexcept nogil:
+    """1/(1+e^-x) via e = e^-|x|, so the exponential never overflows; exact 0/1 limits."""
+    cdef real e = r_exp(-x if x > 0 else x)
+    cdef real s = 1 / (1 + e)
+    return s if x >= 0 else e * s
+
+
+cdef inline real r_sign(real x) noexcept nogil:
+    """torch.sign: (0 < x) - (x < 0), so sign(NaN) = 0 and sign(-0.0) = 0."""
+    return <real>(x > 0) - <real>(x < 0)
+
+
+cdef void unary_real(int op, const real* a, real* o, Py_ssize_t n) noexcept nogil:
+    """Float unary ops: one loop per op so each is a tight (mostly vectorized) pass."""
+    cdef Py_ssize_t i
+    cdef real x
+    if op == UNARY_IDENTITY:
+        memmove(o, a, n * sizeof(real))
+    elif op == UNARY_NEG:
+        for i in range(n):
+            o[i] = -a[i]
+    elif op == UNARY_ABS:
+        for i in range(n):
+            o[i] = fabsf(a[i]) if real is float else fabs(a[i])
+    elif op == UNARY_SIGN:
+        for i in range(n):
+            o[i] = r_sign(a[i])
+    elif op == UNARY_EXP:
+        for i in range(n):
+            o[i] = r_exp(a[i])
+    elif op == UNARY_LOG:
+        for i in range(n):
+            o[i] = logf(a[i]) if real is float else log(a[i])
+    elif op == UNARY_LOG1P:
+        for i in range(n):
+            o[i] = log1pf(a[i]) if real is float else log1p(a[i])
+    elif op == UNARY_EXPM1:
+        for i in range(n):
+            o[i] = expm1f(a[i]) if real is float else expm1(a[i])
+    elif op == UNARY_SQRT:
+        for i in range(n):
+            o[i] = sqrtf(a[i]) if real is float else sqrt(a[i])
+    elif op == UNARY_RSQRT:
+        for i in range(n):
+            o[i] = 1 / (sqrtf(a[i]) if real is float else sqrt(a[i]))
+    elif op == UNARY_SIN:
+        for i in range(n):
+            o[i] = sinf(a[i]) if real is float else sin(a[i])
+    elif op == UNARY_COS:
+        for i in range(n):
+            o[i] = cosf(a[i]) if real is float else cos(a[i])
+    elif op == UNARY_TANH:
+        for i in range(n):
+            o[i] = tanhf(a[i]) if real is float else tanh(a[i])
+    elif op == UNARY_SIGMOID:
+        for i in range(n):
+            o[i] = r_sigmoid(a[i])
+    elif op == UNARY_RELU:
+        for i in range(n):          # NaN < 0 is false, so NaN passes through as in torch
+            x = a[i]
+            o[i] = 0 if x < 0 else x
+    elif op == UNARY_RECIPROCAL:
+        for i in range(n):
+            o[i] = 1 / a[i]
+    elif op == UNARY_SQUARE:
+        for i in range(n):
+            o[i] = a[i] * a[i]
+    elif op == UNARY_FLOOR:
+        for i in range(n):
+            o[i] = floorf(a[i]) if real is float else floor(a[i])
+    elif op == UNARY_CEIL:
+        for i in range(n):
+            o[i] = ceilf(a[i]) if real is float else ceil(a[i])
+    elif op == UNARY_ROUND:
+        for i in range(n):          # rint in the default rounding mode: half to even
+            o[i] = rintf(a[i]) if real is float else rint(a[i])
+    elif op == UNARY_TRUNC:
+        for i in range(n):
+            o[i] = truncf(a[i]) if real is float else trunc(a[i])
+    elif op == UNARY_ERF:
+        for i in range(n):
+            o[i] = erff(a[i]) if real is float else erf(a[i])
+
+
+cdef void unary_int(int op, const int64_t* a, int64_t* o, Py_ssize_t n) noexcept nogil:
+    """int64 unary ops; arithmetic wraps (done in uint64, where overflow is defined)."""
+    cdef Py_ssize_t i
+    cdef int64_t x
+    if op == UNARY_IDENTITY:
+        memmove(o, a, n * sizeof(int64_t))
+    elif op == UNARY_NEG:
+        for i in range(n):
+            o[i] = <int64_t>(0 - <uint64_t>a[i])
+    elif op == UNARY_ABS:
+        for i in range(n):
+            x = a[i]
+            o[i] = <int64_t>(0 - <uint64_t>x) if x < 0 else x
+    elif op == UNARY_SIGN:
+        for i in range(n):
+            o[i] = <int64_t>(a[i] > 0) - <int64_t>(a[i] < 0)
+    elif op == UNARY_SQUARE:
+        for i in range(n):
+            o[i] = <int64_t>(<uint64_t>a[i] * <uint64_t>a[i])
+    elif op == UNARY_RELU:
+        for i in range(n):
+            x = a[i]
+            o[i] = 0 if x < 0 else x
+
+
+cdef void unary_pred(int op, const anyt* a, uint8_t* o, Py_ssize_t n) noexcept nogil:
+    """Predicates writing bool; for integer inputs isnan/isinf are false and isfinite true."""
+    cdef Py_ssize_t i
+    if op == UNARY_LOGICAL_NOT:
+        for i in range(n):
+            o[i] = a[i] == 0
+    elif op == UNARY_ISNAN:
+        for i in range(n):
+            if anyt is float or anyt is double:
+                o[i] = a[i] != a[i]
+            else:
+                o[i] = 0
+    elif op == UNARY_ISINF:
+        for i in range(n):
+            if anyt is float:
+                o[i] = fabsf(a[i]) == INFINITY
+            elif anyt is double:
+                o[i] = fabs(a[i]) == INFINITY
+            else:
+                o[i] = 0
+    elif op == UNARY_ISFINITE:
+        for i in range(n):
+            o[i] = a[i] - a[i] == 0     # inf - inf and NaN - NaN are NaN
+
+
+cdef inline bint unary_supported(int op, int dt) noexcept:
+    if op == UNARY_LOGICAL_NOT or op == UNARY_ISNAN or op == UNARY_ISINF or op == UNARY_ISFINITE:
+        return True
+    if dt == DT_F32 or dt == DT_F64:
+        return UNARY_IDENTITY <= op <= UNARY_ERF
+    if dt == DT_I64:
+        return (op == UNARY_IDENTITY or op == UNARY_NEG or op == UNARY_ABS or op == UNARY_SIGN
+                or op == UNARY_SQUARE or op == UNARY_RELU)
+    return op == UNARY_IDENTITY
+
+
+cdef inline bint unary_is_pred(int op) noexcept nogil:
+    return (op == UNARY_LOGICAL_NOT or op == UNARY_ISNAN or op == UNARY_ISINF
+            or op == UNARY_ISFINITE)
+
+
+cdef void unary_chunk(int op, int dt, const char* a, char* o, Py_ssize_t lo,
+                      Py_ssize_t hi) noexcept nogil:
+    """Elements [lo, hi) of one unary call, dispatched on dtype."""
+    cdef Py_ssize_t n = hi - lo
+    if unary_is_pred(op):
+        if dt == DT_F32:
+            unary_pred(op, <const float*>a + lo, <uint8_t*>o + lo, n)
+        elif dt == DT_F64:
+            unary_pred(op, <const double*>a + lo, <uint8_t*>o + lo, n)
+        elif dt == DT_I64:
+            unary_pred(op, <const int64_t*>a + lo, <uint8_t*>o + lo, n)
+        else:
+            unary_pred(op, <const uint8_t*>a + lo, <uint8_t*>o + lo, n)
+    elif dt == DT_F32:
+        unary_real(op, <const float*>a + lo, <float*>o + lo, n)
+    elif dt == DT_F64:
+        unary_real(op, <const double*>a + lo, <double*>o + lo, n)
+    elif dt == DT_I64:
+        unary_int(op, <const int64_t*>a + lo, <int64_t*>o + lo, n)
+    else:
+        memmove(<uint8_t*>o + lo, <const uint8_t*>a + lo, n)
+
+
+def unary(int op, cnp.ndarray a, cnp.ndarray out):
+    """out[i] = op(a[i]) over compact a; predicates (ISNAN, ISINF, ISFINITE, LOGICAL_NOT) write bool."""
+    cdef int dt = buffer_dtype(a, "unary")
+    cdef int dto = buffer_dtype(out, "unary", True)
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(a), t
+    cdef int nt
+    if not unary_supported(op, dt):
+        raise TypeError(f"unary op {op_name(UnaryOp, op)} is not supported for dtype {DTYPE_NAMES[dt]}")
+    if dto != (DT_BOOL if unary_is_pred(op) else dt):
+        raise TypeError(f"unary op {op_name(UnaryOp, op)} on {DTYPE_NAMES[dt]} cannot write {DTYPE_NAMES[dto]}")
+    if cnp.PyArray_SIZE(out) != n:
+        raise ValueError(f"unary: a has {n} elements but out has {cnp.PyArray_SIZE(out)}")
+    cdef const char* pa = <const char*>cnp.PyArray_DATA(a)
+    cdef char* po = <char*>cnp.PyArray_DATA(out)
+    with nogil:
+        nt = threads_for(n)
+        if nt == 1:
+            unary_chunk(op, dt, pa, po, 0, n)
+        else:
+            for t in prange(nt, num_threads=nt, schedule="static"):
+                unary_chunk(op, dt, pa, po, chunk_start(n, nt, t), chunk_start(n, nt, t + 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# binary: per-element op functions. `op` is a compile-time constant at every call site below
+# (the dispatchers pass literal enum values into inline row loops), so gcc folds these chains
+# down to the one expression and vectorizes the loop around it.
+# ---------------------------------------------------------------------------------------------
+
+cdef inline real floordiv_real(real x, real y) noexcept nogil:
+    """floor(x / y) computed like Python/numpy/torch (via fmod, exact at the boundaries)."""
+    cdef real mod, div, fl
+    if y == 0:
+        return x / y
+    mod = fmodf(x, y) if real is float else fmod(x, y)
+    div = (x - mod) / y
+    if mod != 0 and ((y < 0) != (mod < 0)):
+        div -= 1
+    if div != 0:
+        fl = floorf(div) if real is float else floor(div)
+        if div - fl > 0.5:
+            fl += 1
+        return fl
+    return copysignf(0, x / y) if real is float else copysign(0, x / y)
+
+
+cdef inline real remainder_real(real x, real y) noexcept nogil:
+    """Python-style modulo: the result takes the divisor's sign (torch.remainder)."""
+    cdef real mod = fmodf(x, y) if real is float else fmod(x, y)
+    if mod != 0:
+        if (y < 0) != (mod < 0):
+            mod += y
+    else:
+        mod = copysignf(0, y) if real is float else copysign(0, y)
+    return mod
+
+
+cdef inline int64_t floordiv_int(int64_t x, int64_t y, int* err) noexcept nogil:
+    cdef int64_t q
+    if y == 0:
+        err[0] |= ERR_ZERO_DIV
+        return 0
+    if y == -1:                     # INT64_MIN // -1 would trap: wrap like numpy
+        return <int64_t>(0 - <uint64_t>x)
+    q = x // y                      # C truncates (cdivision); step down when signs differ
+    if (x % y != 0) and ((x < 0) != (y < 0)):
+        q -= 1
+    return q
+
+
+cdef inline int64_t remainder_int(int64_t x, int64_t y, int* err) noexcept nogil:
+    cdef int64_t r
+    if y == 0:
+        err[0] |= ERR_ZERO_DIV
+        return 0
+    if y == -1:
+        return 0
+    r = x % y
+    if r != 0 and ((r < 0) != (y < 0)):
+        r += y
+    return r
+
+
+cdef inline int64_t pow_int(int64_t x, int64_t y, int* err) noexcept nogil:
+    """x**y by squaring, wrapping on overflow; negative exponents are an error (torch)."""
+    cdef uint64_t base = <uint64_t>x, result = 1
+    if y < 0:
+        err[0] |= ERR_NEG_POW
+        return 0
+    while y:
+        if y & 1:
+            result *= base
+        base *= base
+        y >>= 1
+    return <int64_t>result
+
+
+cdef inline anyt arith(int op, anyt x, anyt y, int* err) noexcept nogil:
+    """out-dtype-preserving ops; combinations rejected by binary_supported never get here."""
+    if op == BINARY_ADD:
+        if anyt is uint8_t:
+            return (x | y) != 0
+        elif anyt is int64_t:
+            return <int64_t>(<uint64_t>x + <uint64_t>y)
+        else:
+            return x + y
+    elif op == BINARY_SUB:
+        if anyt is int64_t:
+            return <int64_t>(<uint64_t>x - <uint64_t>y)
+        else:
+            return x - y
+    elif op == BINARY_MUL:
+        if anyt is uint8_t:
+            return (x != 0) & (y != 0)
+        elif anyt is int64_t:
+            return <int64_t>(<uint64_t>x * <uint64_t>y)
+        else:
+            return x * y
+    elif op == BINARY_DIV:
+        return x / y
+    elif op == BINARY_MAXIMUM:          # x != x: a NaN on either side wins
+        if anyt is float or anyt is double:
+            return x if (x > y or x != x) else y
+        else:
+            return x if x > y else y
+    elif op == BINARY_MINIMUM:
+        if anyt is float or anyt is double:
+            return x if (x < y or x != x) else y
+        else:
+            return x if x < y else y
+    elif op == BINARY_POW:
+        if anyt is float:
+            return powf(x, y)
+        elif anyt is double:
+            return pow(x, y)
+        elif anyt is int64_t:
+            return pow_int(x, y, err)
+    elif op == BINARY_FLOOR_DIVIDE:
+        if anyt is float or anyt is double:
+            return floordiv_real(x, y)
+        elif anyt is int64_t:
+            return floordiv_int(x, y, err)
+    elif op == BINARY_REMAINDER:
+        if anyt is float or anyt is double:
+            return remainder_real(x, y)
+        elif anyt is int64_t:
+            return remainder_int(x, y, err)
+    elif op == BINARY_ATAN2:
+        if anyt is float:
+            return atan2f(x, y)
+        elif anyt is double:
+            return atan2(x, y)
+    elif op == BINARY_RELU_BACKWARD:
+        return x if y > 0 else 0
+    elif op == BINARY_TANH_BACKWARD:
+        return x * (1 - y * y)
+    elif op == BINARY_SIGMOID_BACKWARD:
+        return x * y * (1 - y)
+    return 0
+
+
+cdef inline uint8_t predicate(int op, anyt x, anyt y) noexcept nogil:
+    """Comparisons and logical ops (NaN is truthy, as in torch)."""
+    if op == BINARY_EQ:
+        return x == y
+    elif op == BINARY_NE:
+        return x != y
+    elif op == BINARY_LT:
+        return x < y
+    elif op == BINARY_LE:
+        return x <= y
+    elif op == BINARY_GT:
+        return x > y
+    elif op == BINARY_GE:
+        return x >= y
+    elif op == BINARY_LOGICAL_AND:
+        return (x != 0) & (y != 0)
+    elif op == BINARY_LOGICAL_OR:
+        return (x != 0) | (y != 0)
+    elif op == BINARY_LOGICAL_XOR:
+        return (x != 0) ^ (y != 0)
+    return 0
+
+
+cdef inline int arith_loop(int op, anyt* o, const anyt* x, Py_ssize_t sx, const anyt* y,
+                           Py_ssize_t sy, Py_ssize_t n) noexcept nogil:
+    """One row, with the three common stride patterns written out so each vectorizes
+    (a stride-0 operand is loaded once, outside the loop)."""
+    cdef Py_ssize_t i
+    cdef int err = 0
+    cdef anyt xv, yv
+    if sx == 1 and sy == 1:
+        for i in range(n):
+            o[i] = arith(op, x[i], y[i], &err)
+    elif sx == 1 and sy == 0:
+        yv = y[0]
+        for i in range(n):
+            o[i] = arith(op, x[i], yv, &err)
+    elif sx == 0 and sy == 1:
+        xv = x[0]
+        for i in range(n):
+            o[i] = arith(op, xv, y[i], &err)
+    else:
+        for i in range(n):
+            o[i] = arith(op, x[i * sx], y[i * sy], &err)
+    return err
+
+
+cdef inline void pred_loop(int op, uint8_t* o, const anyt* x, Py_ssize_t sx, const anyt* y,
+                           Py_ssize_t sy, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef anyt xv, yv
+    if sx == 1 and sy == 1:
+        for i in range(n):
+            o[i] = predicate(op, x[i], y[i])
+    elif sx == 1 and sy == 0:
+        yv = y[0]
+        for i in range(n):
+            o[i] = predicate(op, x[i], yv)
+    elif sx == 0 and sy == 1:
+        xv = x[0]
+        for i in range(n):
+            o[i] = predicate(op, xv, y[i])
+    else:
+        for i in range(n):
+            o[i] = predicate(op, x[i * sx], y[i * sy])
+
+
+cdef int arith_row(int op, anyt* o, const anyt* x, Py_ssize_t sx, const anyt* y,
+                   Py_ssize_t sy, Py_ssize_t n) noexcept nogil:
+    """Pick the specialised row loop for `op` (each branch inlines arith with a constant op)."""
+    if op == BINARY_ADD:
+        return arith_loop(BINARY_ADD, o, x, sx, y, sy, n)
+    elif op == BINARY_SUB:
+        return arith_loop(BINARY_SUB, o, x, sx, y, sy, n)
+    elif op == BINARY_MUL:
+        return arith_loop(BINARY_MUL, o, x, sx, y, sy, n)
+    elif op == BINARY_MAXIMUM:
+        return arith_loop(BINARY_MAXIMUM, o, x, sx, y, sy, n)
+    elif op == BINARY_MINIMUM:
+        return arith_loop(BINARY_MINIMUM, o, x, sx, y, sy, n)
+    elif op == BINARY_POW:
+        return arith_loop(BINARY_POW, o, x, sx, y, sy, n)
+    elif op == BINARY_FLOOR_DIVIDE:
+        return arith_loop(BINARY_FLOOR_DIVIDE, o, x, sx, y, sy, n)
+    elif op == BINARY_REMAINDER:
+        return arith_loop(BINARY_REMAINDER, o, x, sx, y, sy, n)
+    if anyt is float or anyt is double:
+        if op == BINARY_DIV:
+            return arith_loop(BINARY_DIV, o, x, sx, y, sy, n)
+        elif op == BINARY_ATAN2:
+            return arith_loop(BINARY_ATAN2, o, x, sx, y, sy, n)
+        elif op == BINARY_RELU_BACKWARD:
+            return arith_loop(BINARY_RELU_BACKWARD, o, x, sx, y, sy, n)
+        elif op == BINARY_TANH_BACKWARD:
+            return arith_loop(BINARY_TANH_BACKWARD, o, x, sx, y, sy, n)
+        elif op == BINARY_SIGMOID_BACKWARD:
+            return arith_loop(BINARY_SIGMOID_BACKWARD, o, x, sx, y, sy, n)
+    return 0
+
+
+cdef void pred_row(int op, uint8_t* o, const anyt* x, Py_ssize_t sx, const anyt* y,
+                   Py_ssize_t sy, Py_ssize_t n) noexcept nogil:
+    if op == BINARY_EQ:
+        pred_loop(BINARY_EQ, o, x, sx, y, sy, n)
+    elif op == BINARY_NE:
+        pred_loop(BINARY_NE, o, x, sx, y, sy, n)
+    elif op == BINARY_LT:
+        pred_loop(BINARY_LT, o, x, sx, y, sy, n)
+    elif op == BINARY_LE:
+        pred_loop(BINARY_LE, o, x, sx, y, sy, n)
+    elif op == BINARY_GT:
+        pred_loop(BINARY_GT, o, x, sx, y, sy, n)
+    elif op == BINARY_GE:
+        pred_loop(BINARY_GE, o, x, sx, y, sy, n)
+    elif op == BINARY_LOGICAL_AND:
+        pred_loop(BINARY_LOGICAL_AND, o, x, sx, y, sy, n)
+    elif op == BINARY_LOGICAL_OR:
+        pred_loop(BINARY_LOGICAL_OR, o, x, sx, y, sy, n)
+    elif op == BINARY_LOGICAL_XOR:
+        pred_loop(BINARY_LOGICAL_XOR, o, x, sx, y, sy, n)
+
+
+cdef inline bint binary_is_pred(int op) noexcept nogil:
+    return BINARY_EQ <= op <= BINARY_LOGICAL_XOR
+
+
+cdef inline bint binary_supported(int op, int dt) noexcept:
+    if binary_is_pred(op):
+        return True
+    if dt == DT_F32 or dt == DT_F64:
+        return BINARY_ADD <= op <= BINARY_SIGMOID_BACKWARD
+    if dt == DT_I64:
+        return (op == BINARY_ADD or op == BINARY_SUB or op == BINARY_MUL or op == BINARY_POW
+                or op == BINARY_MAXIMUM or op == BINARY_MINIMUM or op == BINARY_FLOOR_DIVIDE
+                or op == BINARY_REMAINDER)
+    return op == BINARY_ADD or op == BINARY_MUL or op == BINARY_MAXIMUM or op == BINARY_MINIMUM
+
+
+# ---------------------------------------------------------------------------------------------
+# strided traversal shared by binary and where: operands' strides collapsed together, rows of
+# the innermost axis walked by an odometer over the outer axes.
+# ---------------------------------------------------------------------------------------------
+
+cdef struct Plan:
+    int nd                          # collapsed ndim (>= 1)
+    int nops                        # operands besides out
+    Py_ssize_t rows                 # product of the outer axes
+    Py_ssize_t shape[MAX_DIMS]
+    Py_ssize_t strides[3][MAX_DIMS]  # per input operand; out is compact
+
+
+cdef int make_plan(Plan* p, object shape, tuple strides_list, Py_ssize_t* size) except -1:
+    """Load shape and every operand's strides, collapse them together with out's compact
+    strides; sets *size (0 means nothing to do)."""
+    cdef int nd, d, s
+    p.nops = len(strides_list)
+    nd = load_dims(shape, strides_list[0], p.shape, p.strides[0])
+    for s in range(1, p.nops):
+        load_strides(strides_list[s], nd, p.strides[s])
+    for d in range(nd):
+        if p.shape[d] < 0:
+            raise ValueError(f"negative dimension in shape {tuple(shape)}")
+    size[0] = shape_size(nd, p.shape)
+    p.nd = nd
+    return 0
+
+
+cdef void collapse_plan(Plan* p) noexcept nogil:
+    """Merge axes (out's compact strides included) and leave at least one axis."""
+    cdef Py_ssize_t out_strides[MAX_DIMS]
+    cdef Py_ssize_t* sp[4]
+    cdef Py_ssize_t acc = 1
+    cdef int d, s
+    for d in range(p.nd - 1, -1, -1):
+        out_strides[d] = acc
+        acc *= p.shape[d]
+    sp[0] = out_strides
+    for s in range(p.nops):
+        sp[s + 1] = p.strides[s]
+    p.nd = collapse_dims(p.nd, p.shape, sp, p.nops + 1)
+    if p.nd == 0:                   # one element: a single axis of length 1
+        p.nd = 1
+        p.shape[0] = 1
+        for s in range(p.nops):
+            p.strides[s][0] = 0
+    p.rows = shape_size(p.nd - 1, p.shape)
+
+
+cdef inline void split_work(const Plan* p, Py_ssize_t size, int* nt, bint* by_rows) noexcept nogil:
+    """Threads split the rows when there are plenty, else each row's columns."""
+    nt[0] = threads_for(size)
+    by_rows[0] = p.rows >= 4 * nt[0]
+
+
+cdef int binary_block(int op, const anyt* a, const anyt* b, char* o, const Plan* p,
+                      Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t c0, Py_ssize_t c1) noexcept nogil:
+    """Rows [r0, r1), columns [c0, c1) of a binary op; returns the error flags."""
+    cdef int nd = p.nd, d, err = 0
+    cdef bint pred = binary_is_pred(op)
+    cdef Py_ssize_t inner = p.shape[nd - 1], r
+    cdef Py_ssize_t sa = p.strides[0][nd - 1], sb = p.strides[1][nd - 1]
+    cdef Py_ssize_t idx[MAX_DIMS]
+    cdef Py_ssize_t pa = unravel_offset(r0, nd - 1, p.shape, p.strides[0]) + c0 * sa
+    cdef Py_ssize_t pb = unravel_offset(r0, nd - 1, p.shape, p.strides[1]) + c0 * sb
+    if c1 <= c0:
+        return 0
+    r = r0
+    for d in range(nd - 2, -1, -1):
+        idx[d] = r % p.shape[d]
+        r //= p.shape[d]
+    for r in range(r0, r1):
+        if pred:
+            pred_row(op, <uint8_t*>o + r * inner + c0, a + pa, sa, b + pb, sb, c1 - c0)
+        else:
+            err |= arith_row(op, <anyt*>o + r * inner + c0, a + pa, sa, b + pb, sb, c1 - c0)
+        d = nd - 2                  # odometer: bump the last outer axis, carry leftwards
+        while d >= 0:
+            idx[d] += 1
+            pa += p.strides[0][d]
+            pb += p.strides[1][d]
+            if idx[d] < p.shape[d]:
+                break
+            pa -= p.strides[0][d] * p.shape[d]
+            pb -= p.strides[1][d] * p.shape[d]
+            idx[d] = 0
+            d -= 1
+    return err
+
+
+cdef int binary_part(int op, int dt, const char* a, const char* b, char* o, const Plan* p,
+                     Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t c0, Py_ssize_t c1) noexcept nogil:
+    if dt == DT_F32:
+        return binary_block(op, <const float*>a, <const float*>b, o, p, r0, r1, c0, c1)
+    elif dt == DT_F64:
+        return binary_block(op, <const double*>a, <const double*>b, o, p, r0, r1, c0, c1)
+    elif dt == DT_I64:
+        return binary_block(op, <const int64_t*>a, <const int64_t*>b, o, p, r0, r1, c0, c1)
+    return binary_block(op, <const uint8_t*>a, <const uint8_t*>b, o, p, r0, r1, c0, c1)
+
+
+cdef inline Py_ssize_t itemsize_of(int dt) noexcept nogil:
+    return 4 if dt == DT_F32 else (1 if dt == DT_BOOL else 8)
+
+
+def binary(int op, cnp.ndarray a, cnp.ndarray b, cnp.ndarray out, shape, a_strides,
+           Py_ssize_t a_offset, b_strides, Py_ssize_t b_offset):
+    """out (compact, `shape`) = op(a, b), a and b read through their strides (0 broadcasts)."""
+    cdef int dt = buffer_dtype(a, "binary")
+    cdef int dtb = buffer_dtype(b, "binary")
+    cdef int dto = buffer_dtype(out, "binary", True)
+    cdef Plan p
+    cdef Py_ssize_t size, t, rows, inner
+    cdef int nt, err = 0
+    cdef bint by_rows
+    if dt != dtb:
+        raise TypeError(f"binary op {op_name(BinaryOp, op)}: operands differ in dtype ({DTYPE_NAMES[dt]} and "
+                        f"{DTYPE_NAMES[dtb]})")
+    if not binary_supported(op, dt):
+        raise TypeError(f"binary op {op_name(BinaryOp, op)} is not supported for dtype {DTYPE_NAMES[dt]}")
+    if dto != (DT_BOOL if binary_is_pred(op) else dt):
+        raise TypeError(f"binary op {op_name(BinaryOp, op)} on {DTYPE_NAMES[dt]} cannot write {DTYPE_NAMES[dto]}")
+    make_plan(&p, shape, (a_strides, b_strides), &size)
+    check_out(out, size)
+    if size == 0:
+        return
+    check_view(a, p.nd, p.shape, p.strides[0], a_offset, "binary: a")
+    check_view(b, p.nd, p.shape, p.strides[1], b_offset, "binary: b")
+    cdef const char* pa = <const char*>cnp.PyArray_DATA(a) + a_offset * itemsize_of(dt)
+    cdef const char* pb = <const char*>cnp.PyArray_DATA(b) + b_offset * itemsize_of(dt)
+    cdef char* po = <char*>cnp.PyArray_DATA(out)
+    with nogil:
+        collapse_plan(&p)
+        rows = p.rows
+        inner = p.shape[p.nd - 1]
+        split_work(&p, size, &nt, &by_rows)
+        if nt == 1:
+            err = binary_part(op, dt, pa, pb, po, &p, 0, rows, 0, inner)
+        elif by_rows:
+            for t in prange(nt, num_threads=nt, schedule="static"):
+                err |= binary_part(op, dt, pa, pb, po, &p, rows * t // nt, rows * (t + 1) // nt,
+                                   0, inner)
+        else:
+            for t in prange(nt, num_threads=nt, schedule="static"):
+                err |= binary_part(op, dt, pa, pb, po, &p, 0, rows, chunk_start(inner, nt, t),
+                                   chunk_start(inner, nt, t + 1))
+    if err & ERR_NEG_POW:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if err & ERR_ZERO_DIV:
+        raise RuntimeError("ZeroDivisionError")
+
+
+# ---------------------------------------------------------------------------------------------
+# where
+# ---------------------------------------------------------------------------------------------
+
+cdef inline void where_loop(anyt* o, const uint8_t* c, Py_ssize_t sc, const anyt* x,
+                            Py_ssize_t sx, const anyt* y, Py_ssize_t sy,
+                            Py_ssize_t n) noexcept nogil:
+    """One row of a select; contiguous and scalar-operand patterns get their own loops."""
+    cdef Py_ssize_t i
+    cdef anyt xv, yv
+    if sc == 1 and sx == 1 and sy == 1:
+        for i in range(n):
+            o[i] = x[i] if c[i] else y[i]
+    elif sc == 1 and sx == 1 and sy == 0:
+        yv = y[0]
+        for i in range(n):
+            o[i] = x[i] if c[i] else yv
+    elif sc == 1 and sx == 0 and sy == 1:
+        xv = x[0]
+        for i in range(n):
+            o[i] = xv if c[i] else y[i]
+    elif sc == 1 and sx == 0 and sy == 0:
+        xv = x[0]
+        yv = y[0]
+        for i in range(n):
+            o[i] = xv if c[i] else yv
+    elif sc == 0:                   # the condition is constant along the row
+        if c[0]:
+            for i in range(n):
+                o[i] = x[i * sx]
+        else:
+            for i in range(n):
+                o[i] = y[i * sy]
+    else:
+        for i in range(n):
+            o[i] = x[i * sx] if c[i * sc] else y[i * sy]
+
+
+cdef void where_block(const uint8_t* c, const anyt* a, const anyt* b, anyt* o, const Plan* p,
+                      Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t c0, Py_ssize_t c1) noexcept nogil:
+    """Rows [r0, r1), columns [c0, c1) of where (same odometer as binary_block)."""
+    cdef int nd = p.nd, d
+    cdef Py_ssize_t inner = p.shape[nd - 1], r
+    cdef Py_ssize_t sc = p.strides[0][nd - 1], sa = p.strides[1][nd - 1]
+    cdef Py_ssize_t sb = p.strides[2][nd - 1]
+    cdef Py_ssize_t idx[MAX_DIMS]
+    cdef Py_ssize_t pc = unravel_offset(r0, nd - 1, p.shape, p.strides[0]) + c0 * sc
+    cdef Py_ssize_t pa = unravel_offset(r0, nd - 1, p.shape, p.strides[1]) + c0 * sa
+    cdef Py_ssize_t pb = unravel_offset(r0, nd - 1, p.shape, p.strides[2]) + c0 * sb
+    if c1 <= c0:
+        return
+    r = r0
+    for d in range(nd - 2, -1, -1):
+        idx[d] = r % p.shape[d]
+        r //= p.shape[d]
+    for r in range(r0, r1):
+        where_loop(o + r * inner + c0, c + pc, sc, a + pa, sa, b + pb, sb, c1 - c0)
+        d = nd - 2
+        while d >= 0:
+            idx[d] += 1
+            pc += p.strides[0][d]
+            pa += p.strides[1][d]
+            pb += p.strides[2][d]
+            if idx[d] < p.shape[d]:
+                break
+            pc -= p.strides[0][d] * p.shape[d]
+            pa -= p.strides[1][d] * p.shape[d]
+            pb -= p.strides[2][d] * p.shape[d]
+            idx[d] = 0
+            d -= 1
+
+
+cdef void where_part(int dt, const uint8_t* c, const char* a, const char* b, char* o,
+                     const Plan* p, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t c0,
+                     Py_ssize_t c1) noexcept nogil:
+    """Select is a pure copy, so dispatch on the element width (floats move as their bits)."""
+    if dt == DT_F32:
+        where_block(c, <const float*>a, <const float*>b, <float*>o, p, r0, r1, c0, c1)
+    elif dt == DT_F64:
+        where_block(c, <const double*>a, <const double*>b, <double*>o, p, r0, r1, c0, c1)
+    elif dt == DT_I64:
+        where_block(c, <const int64_t*>a, <const int64_t*>b, <int64_t*>o, p, r0, r1, c0, c1)
+    else:
+        where_block(c, <const uint8_t*>a, <const uint8_t*>b, <uint8_t*>o, p, r0, r1, c0, c1)
+
+
+def where(cnp.ndarray cond, cnp.ndarray a, cnp.ndarray b, cnp.ndarray out, shape, c_strides,
+          Py_ssize_t c_offset, a_strides, Py_ssize_t a_offset, b_strides, Py_ssize_t b_offset):
+    """out (compact, `shape`) = a if cond else b, all three read through their strides."""
+    cdef int dtc = buffer_dtype(cond, "where")
+    cdef int dt = buffer_dtype(a, "where")
+    cdef int dtb = buffer_dtype(b, "where")
+    cdef int dto = buffer_dtype(out, "where", True)
+    cdef Plan p
+    cdef Py_ssize_t size, t, rows, inner
+    cdef int nt
+    cdef bint by_rows
+    if dtc != DT_BOOL:
+        raise TypeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                        f"with dtype {DTYPE_NAMES[dtc]}")
+    if dt != dtb or dt != dto:
+        raise TypeError(f"where: a, b and out must share a dtype (got {DTYPE_NAMES[dt]}, "
+                        f"{DTYPE_NAMES[dtb]}, {DTYPE_NAMES[dto]})")
+    make_plan(&p, shape, (c_strides, a_strides, b_strides), &size)
+    check_out(out, size)
+    if size == 0:
+        return
+    check_view(cond, p.nd, p.shape, p.strides[0], c_offset, "where: cond")
+    check_view(a, p.nd, p.shape, p.strides[1], a_offset, "where: a")
+    check_view(b, p.nd, p.shape, p.strides[2], b_offset, "where: b")
+    cdef Py_ssize_t w = itemsize_of(dt)
+    cdef const uint8_t* pc = <const uint8_t*>cnp.PyArray_DATA(cond) + c_offset
+    cdef const char* pa = <const char*>cnp.PyArray_DATA(a) + a_offset * w
+    cdef const char* pb = <const char*>cnp.PyArray_DATA(b) + b_offset * w
+    cdef char* po = <char*>cnp.PyArray_DATA(out)
+    with nogil:
+        collapse_plan(&p)
+        rows = p.rows
+        inner = p.shape[p.nd - 1]
+        split_work(&p, size, &nt, &by_rows)
+        if nt == 1:
+            where_part(dt, pc, pa, pb, po, &p, 0, rows, 0, inner)
+        elif by_rows:
+            for t in prange(nt, num_threads=nt, schedule="static"):
+                where_part(dt, pc, pa, pb, po, &p, rows * t // nt, rows * (t + 1) // nt,
+                           0, inner)
+        else:
+            for t in prange(nt, num_threads=nt, schedule="static"):
+                where_part(dt, pc, pa, pb, po, &p, 0, rows, chunk_start(inner, nt, t),
+                           chunk_start(inner, nt, t + 1))
