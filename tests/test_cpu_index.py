@@ -9,7 +9,7 @@ from minitorch._cpu.index import (gather, index_add, index_select, put, scatter,
 DTYPES = [np.float32, np.float64, np.int64, np.uint8]
 # (outer, dim, index_dim, inner); the last two are large enough for the parallel paths
 SIZES = [(1, 1, 1, 1), (3, 5, 7, 4), (2, 6, 3, 1), (1, 9, 20, 33), (70, 8, 10, 50),
-         (1, 50, 40, 1000)]
+         (1, 50, 40, 1000), (40, 30, 1000, 1), (2, 30, 20000, 1)]
 
 
 def values(shape, dtype, seed=0):

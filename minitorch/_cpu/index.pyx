@@ -121,39 +121,46 @@ cdef inline bint parallel(Py_ssize_t work) noexcept nogil:
     return work >= PARALLEL_MIN_ELEMENTS and omp_get_max_threads() > 1
 
 
-cdef Py_ssize_t inner_chunks(Py_ssize_t outer, Py_ssize_t inner, Py_ssize_t work) noexcept nogil:
-    """How many pieces to cut the inner axis into so that (outer x pieces) independent tasks
-    keep every thread busy; 1 when outer alone suffices or the job is small."""
+cdef Py_ssize_t inner_chunks(Py_ssize_t outer, Py_ssize_t axis, Py_ssize_t work) noexcept nogil:
+    """How many pieces to cut `axis` into so that (outer x pieces) independent tasks keep
+    every thread busy; 1 when outer alone suffices or the job is small."""
     cdef Py_ssize_t want = 4 * omp_get_max_threads()
     if not parallel(work) or outer >= want:
         return 1
-    return max(1, min(inner // 16, (want + outer - 1) // outer))
+    return max(1, min(axis // 16, (want + outer - 1) // outer))
 
 
 # ---------------------------------------------------------------------------------------------
 # gather / scatter / scatter_add: one index per element
 
-cdef void gather_rows(const move_t* a, const int64_t* index, move_t* out, Py_ssize_t outer,
-                      Py_ssize_t a_dim, Py_ssize_t index_dim, Py_ssize_t inner) noexcept nogil:
-    """out[o, j, i] = a[o, index[o, j, i], i], one task per output row (o, j)."""
-    cdef Py_ssize_t rows = outer * index_dim, r
-    if parallel(rows * inner):
-        for r in prange(rows, schedule="static"):
-            gather_row(a, index, out, r, a_dim, index_dim, inner)
+cdef void gather_slices(const move_t* a, const int64_t* index, move_t* out, Py_ssize_t outer,
+                        Py_ssize_t a_dim, Py_ssize_t index_dim, Py_ssize_t inner) noexcept nogil:
+    """out[o, j, i] = a[o, index[o, j, i], i]. Every output is written once, so tasks are
+    (o, piece of j), as many as keep the threads busy."""
+    cdef Py_ssize_t pieces = inner_chunks(outer, index_dim, outer * index_dim * inner), t
+    if pieces * outer > 1 and parallel(outer * index_dim * inner):
+        for t in prange(outer * pieces, schedule="static"):
+            gather_task(a, index, out, t, pieces, a_dim, index_dim, inner)
     else:
-        for r in range(rows):
-            gather_row(a, index, out, r, a_dim, index_dim, inner)
+        for t in range(outer * pieces):
+            gather_task(a, index, out, t, pieces, a_dim, index_dim, inner)
 
 
-cdef inline void gather_row(const move_t* a, const int64_t* index, move_t* out, Py_ssize_t r,
-                            Py_ssize_t a_dim, Py_ssize_t index_dim,
-                            Py_ssize_t inner) noexcept nogil:
-    cdef const move_t* base = a + (r // index_dim) * a_dim * inner
-    cdef const int64_t* idx = index + r * inner
-    cdef move_t* dst = out + r * inner
-    cdef Py_ssize_t i
-    for i in range(inner):
-        dst[i] = base[idx[i] * inner + i]
+cdef inline void gather_task(const move_t* a, const int64_t* index, move_t* out, Py_ssize_t t,
+                             Py_ssize_t pieces, Py_ssize_t a_dim, Py_ssize_t index_dim,
+                             Py_ssize_t inner) noexcept nogil:
+    cdef Py_ssize_t o = t // pieces, p = t % pieces
+    cdef Py_ssize_t j0 = index_dim * p // pieces, j1 = index_dim * (p + 1) // pieces, j, i
+    cdef const move_t* base = a + o * a_dim * inner
+    cdef const int64_t* idx = index + o * index_dim * inner
+    cdef move_t* dst = out + o * index_dim * inner
+    if inner == 1:                  # e.g. picking each row's target logit: one flat loop
+        for j in range(j0, j1):
+            dst[j] = base[idx[j]]
+        return
+    for j in range(j0, j1):
+        for i in range(inner):
+            dst[j * inner + i] = base[idx[j * inner + i] * inner + i]
 
 
 cdef void scatter_slices(const value_t* src, const int64_t* index, value_t* out,
@@ -179,6 +186,12 @@ cdef inline void scatter_task(const value_t* src, const int64_t* index, value_t*
     cdef const value_t* s
     cdef const int64_t* idx
     cdef value_t* dst = out + o * out_dim * inner
+    if inner == 1:                  # e.g. max-pool backward rows: one flat loop over j
+        s = src + o * index_dim
+        idx = index + o * index_dim
+        for j in range(index_dim):
+            dst[idx[j]] = combine(dst[idx[j]], s[j]) if accumulate else s[j]
+        return
     for j in range(index_dim):
         s = src + (o * index_dim + j) * inner
         idx = index + (o * index_dim + j) * inner
@@ -287,11 +300,11 @@ def gather(cnp.ndarray a, cnp.ndarray index, cnp.ndarray out, Py_ssize_t outer,
     pi = <const int64_t*>cnp.PyArray_DATA(index)
     with nogil:
         if code == 3:
-            gather_rows(<uint8_t*>pa, pi, <uint8_t*>po, outer, a_dim, index_dim, inner)
+            gather_slices(<uint8_t*>pa, pi, <uint8_t*>po, outer, a_dim, index_dim, inner)
         elif code == 0:
-            gather_rows(<uint32_t*>pa, pi, <uint32_t*>po, outer, a_dim, index_dim, inner)
+            gather_slices(<uint32_t*>pa, pi, <uint32_t*>po, outer, a_dim, index_dim, inner)
         else:
-            gather_rows(<uint64_t*>pa, pi, <uint64_t*>po, outer, a_dim, index_dim, inner)
+            gather_slices(<uint64_t*>pa, pi, <uint64_t*>po, outer, a_dim, index_dim, inner)
 
 
 cdef int scatter_common(cnp.ndarray src, cnp.ndarray index, cnp.ndarray out, Py_ssize_t outer,

@@ -1,9 +1,12 @@
 """Strided data movement: compact (a view into contiguous memory), its adjoints strided_add and
 strided_set (a contiguous block scattered through a view, overlap-safe), and dtype cast.
 
-Every kernel walks the view as an odometer over `collapse_dims`-merged axes, innermost axis as a
-plain loop. Two stride sets travel together (destination, source), so one walker serves both
-directions: compact is (compact dst, view src), strided_set is (view dst, compact src).
+Every kernel walks the view as an odometer over `collapse_dims`-merged axes. Two stride sets
+travel together (destination, source), so one walker serves both directions: compact is
+(packed dst, view src), strided_set / strided_add are (view dst, packed src). Shapes that walk
+badly row by row get one of two layouts: transposes go through square tiles, short inner rows
+(im2col's kernel rows) through a table of offsets for a block of inner axes. Threads split the
+walk only where their writes provably cannot meet (see `plan`).
 """
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
@@ -37,8 +40,8 @@ ctypedef fused value_t:     # arithmetic needs the real type (uint8 is bool: add
     uint8_t
 
 cdef enum:
-    TILE_BYTES = 64             # one cache line per tile row: both sides of a transpose reuse it
-    CHUNKS_PER_THREAD = 4       # a few chunks per thread smooth out uneven rows
+    TILE = 16                   # transpose tile edge: a cache line (float32) or two (float64)
+    CHUNKS_PER_THREAD = 4       # dynamic chunks: a thread the OS delays holds up less work
     SHORT_ROW = 16              # innermost rows shorter than this are worth reordering
     ROW_WINDOW = 16384          # elements the packed side may span inside a reordered row
     TABLE_MAX = 512             # largest block of inner axes walked through an offset table
@@ -382,7 +385,7 @@ cdef void copy_tiles(move_t* dst, const Py_ssize_t* sd, const move_t* src, const
     cdef Py_ssize_t osd[MAX_DIMS]
     cdef Py_ssize_t oss[MAX_DIMS]
     cdef int no = 0, d, last = nd - 1
-    cdef Py_ssize_t B = TILE_BYTES // sizeof(move_t)
+    cdef Py_ssize_t B = TILE if sizeof(move_t) > 1 else 4 * TILE   # bytes: a full line too
     cdef Py_ssize_t nk = shape[k], nl = shape[last], tk = (nk + B - 1) // B, tl = (nl + B - 1) // B
     cdef Py_ssize_t per_outer = tk * tl, outer, w
     for d in range(nd):
@@ -391,7 +394,7 @@ cdef void copy_tiles(move_t* dst, const Py_ssize_t* sd, const move_t* src, const
             no += 1
     outer = shape_size(no, oshape)
     if parallel:
-        for w in prange(outer * per_outer, schedule="static"):
+        for w in prange(outer * per_outer, schedule="dynamic", chunksize=16):
             copy_tile(dst, src, w, per_outer, tl, B, no, oshape, osd, oss, nk, nl,
                       sd[k], ss[k], sd[last], ss[last])
     else:
@@ -527,7 +530,7 @@ cdef void copy_driver(move_t* dst, Py_ssize_t* sd, const move_t* src, Py_ssize_t
     units = total // unit
     chunks = <int>min(<Py_ssize_t>chunks, units)
     if chunks > 1:
-        for c in prange(chunks, schedule="static"):
+        for c in prange(chunks, schedule="dynamic"):
             copy_part(dst, sd, src, ss, nd, shape, t, td, ts, block,
                       units * c // chunks * unit, units * (c + 1) // chunks * unit)
     else:
@@ -561,7 +564,7 @@ cdef void add_driver(value_t* dst, Py_ssize_t* sd, const value_t* src, Py_ssize_
     units = total // unit
     chunks = <int>min(<Py_ssize_t>chunks, units)
     if chunks > 1:
-        for c in prange(chunks, schedule="static"):
+        for c in prange(chunks, schedule="dynamic"):
             add_part(dst, sd, src, ss, nd, shape, t, td, ts, block,
                      units * c // chunks * unit, units * (c + 1) // chunks * unit)
     else:
