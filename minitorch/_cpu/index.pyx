@@ -90,7 +90,7 @@ cdef Py_ssize_t count_bad(const int64_t* idx, Py_ssize_t n, int64_t dim) noexcep
     """How many indices fall outside [0, dim): a branch-free pass the compiler vectorises
     (the unsigned compare also catches negatives)."""
     cdef Py_ssize_t k, bad = 0
-    if n >= PARALLEL_MIN_ELEMENTS * 4:
+    if n >= PARALLEL_MIN_ELEMENTS * 4:     # ~1 cycle per index: threads pay off only later
         for k in prange(n, schedule="static"):
             bad += <uint64_t>idx[k] >= <uint64_t>dim
     else:
@@ -103,8 +103,8 @@ cdef int check_index(cnp.ndarray index, Py_ssize_t n, Py_ssize_t dim) except -1:
     """index is an int64 buffer of at least n entries, all in [0, dim)."""
     cdef const int64_t* p
     cdef Py_ssize_t k, bad
-    if not ((cnp.PyArray_TYPE(index) == cnp.NPY_LONG or cnp.PyArray_TYPE(index) == cnp.NPY_LONGLONG)
-            and cnp.PyArray_ITEMSIZE(index) == 8):
+    cdef int t = cnp.PyArray_TYPE(index)
+    if not ((t == cnp.NPY_LONG or t == cnp.NPY_LONGLONG) and cnp.PyArray_ITEMSIZE(index) == 8):
         raise TypeError(f"index must have dtype int64, got {(<object>index).dtype}")
     check_buffer(index, "index", n, False)
     p = <const int64_t*>cnp.PyArray_DATA(index)
@@ -121,7 +121,7 @@ cdef inline bint parallel(Py_ssize_t work) noexcept nogil:
     return work >= PARALLEL_MIN_ELEMENTS and omp_get_max_threads() > 1
 
 
-cdef Py_ssize_t inner_chunks(Py_ssize_t outer, Py_ssize_t axis, Py_ssize_t work) noexcept nogil:
+cdef Py_ssize_t split_count(Py_ssize_t outer, Py_ssize_t axis, Py_ssize_t work) noexcept nogil:
     """How many pieces to cut `axis` into so that (outer x pieces) independent tasks keep
     every thread busy; 1 when outer alone suffices or the job is small."""
     cdef Py_ssize_t want = 4 * omp_get_max_threads()
@@ -137,7 +137,7 @@ cdef void gather_slices(const move_t* a, const int64_t* index, move_t* out, Py_s
                         Py_ssize_t a_dim, Py_ssize_t index_dim, Py_ssize_t inner) noexcept nogil:
     """out[o, j, i] = a[o, index[o, j, i], i]. Every output is written once, so tasks are
     (o, piece of j), as many as keep the threads busy."""
-    cdef Py_ssize_t pieces = inner_chunks(outer, index_dim, outer * index_dim * inner), t
+    cdef Py_ssize_t pieces = split_count(outer, index_dim, outer * index_dim * inner), t
     if pieces * outer > 1 and parallel(outer * index_dim * inner):
         for t in prange(outer * pieces, schedule="static"):
             gather_task(a, index, out, t, pieces, a_dim, index_dim, inner)
@@ -168,7 +168,7 @@ cdef void scatter_slices(const value_t* src, const int64_t* index, value_t* out,
                          Py_ssize_t inner, bint accumulate) noexcept nogil:
     """out[o, index[o, j, i], i] (+)= src[o, j, i]. Tasks are (o, piece of i): two tasks never
     write one element, and within a task j runs in order (last write wins, sums are serial)."""
-    cdef Py_ssize_t pieces = inner_chunks(outer, inner, outer * index_dim * inner), t
+    cdef Py_ssize_t pieces = split_count(outer, inner, outer * index_dim * inner), t
     if pieces * outer > 1 and parallel(outer * index_dim * inner):
         for t in prange(outer * pieces, schedule="static"):
             scatter_task(src, index, out, t, pieces, out_dim, index_dim, inner, accumulate)
@@ -230,7 +230,7 @@ cdef void select_rows(const char* a, const int64_t* index, char* out, Py_ssize_t
 cdef void add_slices(const value_t* src, const int64_t* index, value_t* out, Py_ssize_t outer,
                      Py_ssize_t out_dim, Py_ssize_t n_index, Py_ssize_t inner) noexcept nogil:
     """out[o, index[j], i] += src[o, j, i]; tasks are (o, piece of i) as in scatter."""
-    cdef Py_ssize_t pieces = inner_chunks(outer, inner, outer * n_index * inner), t
+    cdef Py_ssize_t pieces = split_count(outer, inner, outer * n_index * inner), t
     if pieces * outer > 1 and parallel(outer * n_index * inner):
         for t in prange(outer * pieces, schedule="static"):
             add_task(src, index, out, t, pieces, out_dim, n_index, inner)

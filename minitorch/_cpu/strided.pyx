@@ -259,8 +259,8 @@ cdef void copy_range(move_t* dst, const Py_ssize_t* sd, const move_t* src, const
                      int nd, const Py_ssize_t* shape, Py_ssize_t start,
                      Py_ssize_t stop) noexcept nogil:
     """dst[view_d(i)] = src[view_s(i)] for the C-order indices i in [start, stop), in order.
-    Whole blocks of the two innermost axes run as a nested loop (short rows, e.g. the 3-wide
-    kernel rows of im2col, would otherwise pay the odometer once per row)."""
+    Whole blocks of the two innermost axes run as a nested loop, so the odometer steps once
+    per block rather than once per row."""
     cdef Py_ssize_t idx[MAX_DIMS]
     cdef Py_ssize_t pd = start_odometer(start, nd, shape, sd, idx)
     cdef Py_ssize_t ps = unravel_offset(start, nd, shape, ss)
