@@ -116,6 +116,15 @@ def test_exp_sigmoid_tanh_sweep(dtype):
         assert_close(run_unary(op, x), reference_unary(op, x), dtype, atol=tiny)
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_log_sweep(dtype):
+    """The vectorized log from the smallest subnormal to the largest finite value."""
+    info = np.finfo(dtype)
+    x = np.geomspace(float(info.smallest_subnormal), float(info.max), 200_001).astype(dtype)
+    x = np.concatenate([x, np.linspace(0.5, 2, 10_001, dtype=dtype)])
+    assert_close(run_unary(U.LOG, x), reference_unary(U.LOG, x), dtype)
+
+
 def test_sigmoid_limits_exact_and_quiet():
     x = np.array([-1e4, -200, -110, 110, 200, 1e4, -np.inf, np.inf], np.float32)
     with np.errstate(all="raise"):

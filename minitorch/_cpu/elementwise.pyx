@@ -7,7 +7,7 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport (atan2, atan2f, ceil, ceilf, cos, cosf, erf, erff, expm1, expm1f, fabs,
                         fabsf, floor, floorf, fmod, fmodf, log, log1p, log1pf, logf, pow, powf,
-                        rint, rintf, INFINITY, sin, sinf, sqrt, sqrtf, tanh, tanhf, trunc, truncf, copysign,
+                        rint, rintf, INFINITY, NAN, sin, sinf, sqrt, sqrtf, tanh, tanhf, trunc, truncf, copysign,
                         copysignf)
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy, memmove
@@ -21,6 +21,11 @@ cnp.import_array()
 
 cdef extern from *:
     """
+    /* The kernels never read errno or trap on FP exceptions; without these two guarantees
+       gcc will not vectorize sqrt/floor/ceil/trunc or if-convert selects of FP values. */
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC optimize ("no-math-errno", "no-trapping-math")
+    #endif
     #ifdef _OPENMP
     #include <omp.h>
     static int mt_max_threads(void) { return omp_get_max_threads(); }
@@ -206,6 +211,85 @@ cdef inline double vexp(double x) noexcept nogil:
     return p * pow2d(k >> 1) * pow2d(k - (k >> 1))
 
 
+cdef inline float vlogf(float x) noexcept nogil:
+    """logf within ~1 ulp (Cephes polynomial on the mantissa), vectorizable: the exponent is
+    split off with bit operations, subnormals are pre-scaled, special cases are selects."""
+    cdef F32Bits u
+    cdef float m, z, y, e, res
+    cdef int32_t k, one = 1, shift = 23   # typed so that every lane stays 32 bits wide
+    cdef bint sub = x < <float>1.17549435e-38
+    u.f = x * <float>8388608.0 if sub else x                 # 2**23 makes subnormals normal
+    k = ((u.i >> 23) & 0xff) - 126
+    k = k - shift if sub else k
+    u.i = (u.i & 0x007fffff) | 0x3f000000                   # mantissa in [0.5, 1)
+    m = u.f
+    k = k - one if m < <float>0.707106781186547524 else k   # keep m - 1 within +-0.3
+    m = (m + m if m < <float>0.707106781186547524 else m) - <float>1.0
+    e = <float>k
+    z = m * m
+    y = ((((((((<float>7.0376836292E-2 * m - <float>1.1514610310E-1) * m
+                + <float>1.1676998740E-1) * m - <float>1.2420140846E-1) * m
+              + <float>1.4249322787E-1) * m - <float>1.6668057665E-1) * m
+            + <float>2.0000714765E-1) * m - <float>2.4999993993E-1) * m
+         + <float>3.3333331174E-1) * m * z
+    y = y + e * <float>-2.12194440e-4 - <float>0.5 * z
+    res = m + y + e * <float>0.693359375
+    res = INFINITY if x == INFINITY else res
+    res = -INFINITY if x == 0 else res
+    res = NAN if x < 0 else res
+    return x if x != x else res
+
+
+cdef inline double vlog(double x) noexcept nogil:
+    """log within ~1 ulp (Cephes rational approximation), vectorizable like vlogf."""
+    cdef F64Bits u
+    cdef double m, z, y, e, res
+    cdef int64_t k, one = 1, shift = 54
+    cdef bint sub = x < 2.2250738585072014e-308
+    u.f = x * 18014398509481984.0 if sub else x             # 2**54
+    k = ((u.i >> 52) & 0x7ff) - 1022
+    k = k - shift if sub else k
+    u.i = (u.i & <int64_t>0x000fffffffffffffLL) | <int64_t>0x3fe0000000000000LL
+    m = u.f
+    k = k - one if m < 0.70710678118654752440 else k
+    m = (m + m if m < 0.70710678118654752440 else m) - 1.0
+    e = <double>k
+    z = m * m
+    y = m * (z * (((((1.01875663804580931796E-4 * m + 4.97494994976747001425E-1) * m
+                     + 4.70579119878881725854E0) * m + 1.44989225341610930846E1) * m
+                   + 1.79368678507819816313E1) * m + 7.70838733755885391666E0)
+             / (((((m + 1.12873587189167450590E1) * m + 4.52279145837532221105E1) * m
+                  + 8.29875266912776603211E1) * m + 7.11544750618563894466E1) * m
+                + 2.31251620126765340583E1))
+    y = y - e * 2.121944400546905827679e-4 - 0.5 * z
+    res = m + y + e * 0.693359375
+    res = INFINITY if x == INFINITY else res
+    res = -INFINITY if x == 0 else res
+    res = NAN if x < 0 else res
+    return x if x != x else res
+
+
+cdef inline float vtanhf(float x) noexcept nogil:
+    """tanhf within ~2 ulp (Cephes): odd polynomial near 0, 1 - 2/(e^2|x| + 1) beyond."""
+    cdef float a = fabsf(x), z = x * x, small, big
+    small = ((((<float>-5.70498872745E-3 * z + <float>2.06390887954E-2) * z
+               - <float>5.37397155531E-2) * z + <float>1.33314422036E-1) * z
+             - <float>3.33332819422E-1) * z * x + x
+    big = copysignf(<float>1.0 - <float>2.0 / (vexpf(a + a) + <float>1.0), x)
+    return small if a < <float>0.625 else big
+
+
+cdef inline double vtanh(double x) noexcept nogil:
+    """tanh within ~2 ulp (Cephes): rational function near 0, 1 - 2/(e^2|x| + 1) beyond."""
+    cdef double a = fabs(x), z = x * x, small, big
+    small = x + x * z * (((-9.64399179425052238628E-1 * z - 9.92877231001918586564E1) * z
+                          - 1.61468768441708447952E3)
+                         / (((z + 1.12811678491632931402E2) * z + 2.23548839060100448583E3) * z
+                            + 4.84406305325125486048E3))
+    big = copysign(1.0 - 2.0 / (vexp(a + a) + 1.0), x)
+    return small if a < 0.625 else big
+
+
 # ---------------------------------------------------------------------------------------------
 # unary
 # ---------------------------------------------------------------------------------------------
@@ -219,8 +303,9 @@ cdef inline real r_exp(real x) noexcept nogil:
 
 cdef inline real r_sigmoid(real x) noexcept nogil:
     """1/(1+e^-x) via e = e^-|x|, so the exponential never overflows; exact 0/1 limits."""
+    cdef real one = 1              # typed: a bare literal would make Cython compute in double
     cdef real e = r_exp(-x if x > 0 else x)
-    cdef real s = 1 / (1 + e)
+    cdef real s = one / (one + e)
     return s if x >= 0 else e * s
 
 
@@ -232,7 +317,7 @@ cdef inline real r_sign(real x) noexcept nogil:
 cdef void unary_real(int op, const real* a, real* o, Py_ssize_t n) noexcept nogil:
     """Float unary ops: one loop per op so each is a tight (mostly vectorized) pass."""
     cdef Py_ssize_t i
-    cdef real x
+    cdef real x, one = 1           # typed: a bare literal would make Cython compute in double
     if op == UNARY_IDENTITY:
         memmove(o, a, n * sizeof(real))
     elif op == UNARY_NEG:
@@ -249,7 +334,7 @@ cdef void unary_real(int op, const real* a, real* o, Py_ssize_t n) noexcept nogi
             o[i] = r_exp(a[i])
     elif op == UNARY_LOG:
         for i in range(n):
-            o[i] = logf(a[i]) if real is float else log(a[i])
+            o[i] = vlogf(a[i]) if real is float else vlog(a[i])
     elif op == UNARY_LOG1P:
         for i in range(n):
             o[i] = log1pf(a[i]) if real is float else log1p(a[i])
@@ -261,7 +346,7 @@ cdef void unary_real(int op, const real* a, real* o, Py_ssize_t n) noexcept nogi
             o[i] = sqrtf(a[i]) if real is float else sqrt(a[i])
     elif op == UNARY_RSQRT:
         for i in range(n):
-            o[i] = 1 / (sqrtf(a[i]) if real is float else sqrt(a[i]))
+            o[i] = one / (sqrtf(a[i]) if real is float else sqrt(a[i]))
     elif op == UNARY_SIN:
         for i in range(n):
             o[i] = sinf(a[i]) if real is float else sin(a[i])
@@ -270,7 +355,7 @@ cdef void unary_real(int op, const real* a, real* o, Py_ssize_t n) noexcept nogi
             o[i] = cosf(a[i]) if real is float else cos(a[i])
     elif op == UNARY_TANH:
         for i in range(n):
-            o[i] = tanhf(a[i]) if real is float else tanh(a[i])
+            o[i] = vtanhf(a[i]) if real is float else vtanh(a[i])
     elif op == UNARY_SIGMOID:
         for i in range(n):
             o[i] = r_sigmoid(a[i])
@@ -280,7 +365,7 @@ cdef void unary_real(int op, const real* a, real* o, Py_ssize_t n) noexcept nogi
             o[i] = 0 if x < 0 else x
     elif op == UNARY_RECIPROCAL:
         for i in range(n):
-            o[i] = 1 / a[i]
+            o[i] = one / a[i]
     elif op == UNARY_SQUARE:
         for i in range(n):
             o[i] = a[i] * a[i]
@@ -414,24 +499,23 @@ def unary(int op, cnp.ndarray a, cnp.ndarray out):
 
 
 # ---------------------------------------------------------------------------------------------
-# binary: per-element op functions. `op` is a compile-time constant at every call site below
-# (the dispatchers pass literal enum values into inline row loops), so gcc folds these chains
-# down to the one expression and vectorizes the loop around it.
+# binary: per-element op functions, one specialised row loop per (op, dtype), and the
+# dispatchers that pick the loop once per row.
 # ---------------------------------------------------------------------------------------------
 
 cdef inline real floordiv_real(real x, real y) noexcept nogil:
     """floor(x / y) computed like Python/numpy/torch (via fmod, exact at the boundaries)."""
-    cdef real mod, div, fl
+    cdef real mod, div, fl, one = 1
     if y == 0:
         return x / y
     mod = fmodf(x, y) if real is float else fmod(x, y)
     div = (x - mod) / y
     if mod != 0 and ((y < 0) != (mod < 0)):
-        div -= 1
+        div -= one
     if div != 0:
         fl = floorf(div) if real is float else floor(div)
         if div - fl > 0.5:
-            fl += 1
+            fl += one
         return fl
     return copysignf(0, x / y) if real is float else copysign(0, x / y)
 
@@ -487,190 +571,271 @@ cdef inline int64_t pow_int(int64_t x, int64_t y, int* err) noexcept nogil:
     return <int64_t>result
 
 
-cdef inline anyt arith(int op, anyt x, anyt y, int* err) noexcept nogil:
-    """out-dtype-preserving ops; combinations rejected by binary_supported never get here."""
-    if op == BINARY_ADD:
+# Op tags: empty structs whose only job is to be a fused type, so Cython emits one copy of
+# each row loop per op (and dtype) with the op body pasted in, instead of relying on gcc to
+# inline and constant-fold a runtime switch (its heuristics do not always do it).
+cdef struct OpAdd:
+    char unused
+cdef struct OpSub:
+    char unused
+cdef struct OpMul:
+    char unused
+cdef struct OpDiv:
+    char unused
+cdef struct OpPow:
+    char unused
+cdef struct OpMaximum:
+    char unused
+cdef struct OpMinimum:
+    char unused
+cdef struct OpFloorDivide:
+    char unused
+cdef struct OpRemainder:
+    char unused
+cdef struct OpAtan2:
+    char unused
+cdef struct OpReluBackward:
+    char unused
+cdef struct OpTanhBackward:
+    char unused
+cdef struct OpSigmoidBackward:
+    char unused
+cdef struct OpEq:
+    char unused
+cdef struct OpNe:
+    char unused
+cdef struct OpLt:
+    char unused
+cdef struct OpLe:
+    char unused
+cdef struct OpGt:
+    char unused
+cdef struct OpGe:
+    char unused
+cdef struct OpAnd:
+    char unused
+cdef struct OpOr:
+    char unused
+cdef struct OpXor:
+    char unused
+
+ctypedef fused arith_op:
+    OpAdd
+    OpSub
+    OpMul
+    OpDiv
+    OpPow
+    OpMaximum
+    OpMinimum
+    OpFloorDivide
+    OpRemainder
+    OpAtan2
+    OpReluBackward
+    OpTanhBackward
+    OpSigmoidBackward
+
+ctypedef fused pred_op:
+    OpEq
+    OpNe
+    OpLt
+    OpLe
+    OpGt
+    OpGe
+    OpAnd
+    OpOr
+    OpXor
+
+
+cdef inline anyt arith(arith_op* tag, anyt x, anyt y, int* err) noexcept nogil:
+    """Ops that keep the dtype; combinations rejected by binary_supported are never called."""
+    cdef anyt one = 1               # typed: a bare literal would make Cython compute in double
+    if arith_op is OpAdd:
         if anyt is uint8_t:
             return (x | y) != 0
         elif anyt is int64_t:
             return <int64_t>(<uint64_t>x + <uint64_t>y)
         else:
             return x + y
-    elif op == BINARY_SUB:
+    elif arith_op is OpSub:
         if anyt is int64_t:
             return <int64_t>(<uint64_t>x - <uint64_t>y)
         else:
             return x - y
-    elif op == BINARY_MUL:
+    elif arith_op is OpMul:
         if anyt is uint8_t:
             return (x != 0) & (y != 0)
         elif anyt is int64_t:
             return <int64_t>(<uint64_t>x * <uint64_t>y)
         else:
             return x * y
-    elif op == BINARY_DIV:
+    elif arith_op is OpDiv:
         return x / y
-    elif op == BINARY_MAXIMUM:          # x != x: a NaN on either side wins
+    elif arith_op is OpMaximum:          # x != x: a NaN on either side wins
         if anyt is float or anyt is double:
-            return x if (x > y or x != x) else y
+            return x if (x > y) | (x != x) else y     # | not `or`: no branch
         else:
             return x if x > y else y
-    elif op == BINARY_MINIMUM:
+    elif arith_op is OpMinimum:
         if anyt is float or anyt is double:
-            return x if (x < y or x != x) else y
+            return x if (x < y) | (x != x) else y
         else:
             return x if x < y else y
-    elif op == BINARY_POW:
+    elif arith_op is OpPow:
         if anyt is float:
             return powf(x, y)
         elif anyt is double:
             return pow(x, y)
         elif anyt is int64_t:
             return pow_int(x, y, err)
-    elif op == BINARY_FLOOR_DIVIDE:
+        else:
+            return 0
+    elif arith_op is OpFloorDivide:
         if anyt is float or anyt is double:
             return floordiv_real(x, y)
         elif anyt is int64_t:
             return floordiv_int(x, y, err)
-    elif op == BINARY_REMAINDER:
+        else:
+            return 0
+    elif arith_op is OpRemainder:
         if anyt is float or anyt is double:
             return remainder_real(x, y)
         elif anyt is int64_t:
             return remainder_int(x, y, err)
-    elif op == BINARY_ATAN2:
+        else:
+            return 0
+    elif arith_op is OpAtan2:
         if anyt is float:
             return atan2f(x, y)
         elif anyt is double:
             return atan2(x, y)
-    elif op == BINARY_RELU_BACKWARD:
+        else:
+            return 0
+    elif arith_op is OpReluBackward:
         return x if y > 0 else 0
-    elif op == BINARY_TANH_BACKWARD:
-        return x * (1 - y * y)
-    elif op == BINARY_SIGMOID_BACKWARD:
-        return x * y * (1 - y)
-    return 0
+    elif arith_op is OpTanhBackward:
+        return x * (one - y * y)
+    else:
+        return x * y * (one - y)    # OpSigmoidBackward
 
 
-cdef inline uint8_t predicate(int op, anyt x, anyt y) noexcept nogil:
+cdef inline uint8_t predicate(pred_op* tag, anyt x, anyt y) noexcept nogil:
     """Comparisons and logical ops (NaN is truthy, as in torch)."""
-    if op == BINARY_EQ:
+    if pred_op is OpEq:
         return x == y
-    elif op == BINARY_NE:
+    elif pred_op is OpNe:
         return x != y
-    elif op == BINARY_LT:
+    elif pred_op is OpLt:
         return x < y
-    elif op == BINARY_LE:
+    elif pred_op is OpLe:
         return x <= y
-    elif op == BINARY_GT:
+    elif pred_op is OpGt:
         return x > y
-    elif op == BINARY_GE:
+    elif pred_op is OpGe:
         return x >= y
-    elif op == BINARY_LOGICAL_AND:
+    elif pred_op is OpAnd:
         return (x != 0) & (y != 0)
-    elif op == BINARY_LOGICAL_OR:
+    elif pred_op is OpOr:
         return (x != 0) | (y != 0)
-    elif op == BINARY_LOGICAL_XOR:
+    else:
         return (x != 0) ^ (y != 0)
-    return 0
 
 
-cdef inline int arith_loop(int op, anyt* o, const anyt* x, Py_ssize_t sx, const anyt* y,
-                           Py_ssize_t sy, Py_ssize_t n) noexcept nogil:
+cdef int arith_loop(arith_op* tag, anyt* o, const anyt* x, Py_ssize_t sx, const anyt* y,
+                    Py_ssize_t sy, Py_ssize_t n) noexcept nogil:
     """One row, with the three common stride patterns written out so each vectorizes
-    (a stride-0 operand is loaded once, outside the loop)."""
+    (a stride-0 operand is loaded once, outside the loop); returns error flags."""
     cdef Py_ssize_t i
     cdef int err = 0
     cdef anyt xv, yv
     if sx == 1 and sy == 1:
         for i in range(n):
-            o[i] = arith(op, x[i], y[i], &err)
+            o[i] = arith(tag, x[i], y[i], &err)
     elif sx == 1 and sy == 0:
         yv = y[0]
         for i in range(n):
-            o[i] = arith(op, x[i], yv, &err)
+            o[i] = arith(tag, x[i], yv, &err)
     elif sx == 0 and sy == 1:
         xv = x[0]
         for i in range(n):
-            o[i] = arith(op, xv, y[i], &err)
+            o[i] = arith(tag, xv, y[i], &err)
     else:
         for i in range(n):
-            o[i] = arith(op, x[i * sx], y[i * sy], &err)
+            o[i] = arith(tag, x[i * sx], y[i * sy], &err)
     return err
 
 
-cdef inline void pred_loop(int op, uint8_t* o, const anyt* x, Py_ssize_t sx, const anyt* y,
-                           Py_ssize_t sy, Py_ssize_t n) noexcept nogil:
+cdef void pred_loop(pred_op* tag, uint8_t* o, const anyt* x, Py_ssize_t sx, const anyt* y,
+                    Py_ssize_t sy, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t i
     cdef anyt xv, yv
     if sx == 1 and sy == 1:
         for i in range(n):
-            o[i] = predicate(op, x[i], y[i])
+            o[i] = predicate(tag, x[i], y[i])
     elif sx == 1 and sy == 0:
         yv = y[0]
         for i in range(n):
-            o[i] = predicate(op, x[i], yv)
+            o[i] = predicate(tag, x[i], yv)
     elif sx == 0 and sy == 1:
         xv = x[0]
         for i in range(n):
-            o[i] = predicate(op, xv, y[i])
+            o[i] = predicate(tag, xv, y[i])
     else:
         for i in range(n):
-            o[i] = predicate(op, x[i * sx], y[i * sy])
+            o[i] = predicate(tag, x[i * sx], y[i * sy])
 
 
 cdef int arith_row(int op, anyt* o, const anyt* x, Py_ssize_t sx, const anyt* y,
                    Py_ssize_t sy, Py_ssize_t n) noexcept nogil:
-    """Pick the specialised row loop for `op` (each branch inlines arith with a constant op)."""
+    """Run the row loop specialised for `op` (the NULL tag only selects the specialisation)."""
     if op == BINARY_ADD:
-        return arith_loop(BINARY_ADD, o, x, sx, y, sy, n)
+        return arith_loop(<OpAdd*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_SUB:
-        return arith_loop(BINARY_SUB, o, x, sx, y, sy, n)
+        return arith_loop(<OpSub*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_MUL:
-        return arith_loop(BINARY_MUL, o, x, sx, y, sy, n)
-    elif op == BINARY_MAXIMUM:
-        return arith_loop(BINARY_MAXIMUM, o, x, sx, y, sy, n)
-    elif op == BINARY_MINIMUM:
-        return arith_loop(BINARY_MINIMUM, o, x, sx, y, sy, n)
+        return arith_loop(<OpMul*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_DIV:
+        return arith_loop(<OpDiv*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_POW:
-        return arith_loop(BINARY_POW, o, x, sx, y, sy, n)
+        return arith_loop(<OpPow*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_MAXIMUM:
+        return arith_loop(<OpMaximum*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_MINIMUM:
+        return arith_loop(<OpMinimum*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_FLOOR_DIVIDE:
-        return arith_loop(BINARY_FLOOR_DIVIDE, o, x, sx, y, sy, n)
+        return arith_loop(<OpFloorDivide*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_REMAINDER:
-        return arith_loop(BINARY_REMAINDER, o, x, sx, y, sy, n)
-    if anyt is float or anyt is double:
-        if op == BINARY_DIV:
-            return arith_loop(BINARY_DIV, o, x, sx, y, sy, n)
-        elif op == BINARY_ATAN2:
-            return arith_loop(BINARY_ATAN2, o, x, sx, y, sy, n)
-        elif op == BINARY_RELU_BACKWARD:
-            return arith_loop(BINARY_RELU_BACKWARD, o, x, sx, y, sy, n)
-        elif op == BINARY_TANH_BACKWARD:
-            return arith_loop(BINARY_TANH_BACKWARD, o, x, sx, y, sy, n)
-        elif op == BINARY_SIGMOID_BACKWARD:
-            return arith_loop(BINARY_SIGMOID_BACKWARD, o, x, sx, y, sy, n)
+        return arith_loop(<OpRemainder*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_ATAN2:
+        return arith_loop(<OpAtan2*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_RELU_BACKWARD:
+        return arith_loop(<OpReluBackward*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_TANH_BACKWARD:
+        return arith_loop(<OpTanhBackward*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_SIGMOID_BACKWARD:
+        return arith_loop(<OpSigmoidBackward*>NULL, o, x, sx, y, sy, n)
     return 0
 
 
 cdef void pred_row(int op, uint8_t* o, const anyt* x, Py_ssize_t sx, const anyt* y,
                    Py_ssize_t sy, Py_ssize_t n) noexcept nogil:
     if op == BINARY_EQ:
-        pred_loop(BINARY_EQ, o, x, sx, y, sy, n)
+        pred_loop(<OpEq*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_NE:
-        pred_loop(BINARY_NE, o, x, sx, y, sy, n)
+        pred_loop(<OpNe*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_LT:
-        pred_loop(BINARY_LT, o, x, sx, y, sy, n)
+        pred_loop(<OpLt*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_LE:
-        pred_loop(BINARY_LE, o, x, sx, y, sy, n)
+        pred_loop(<OpLe*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_GT:
-        pred_loop(BINARY_GT, o, x, sx, y, sy, n)
+        pred_loop(<OpGt*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_GE:
-        pred_loop(BINARY_GE, o, x, sx, y, sy, n)
+        pred_loop(<OpGe*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_LOGICAL_AND:
-        pred_loop(BINARY_LOGICAL_AND, o, x, sx, y, sy, n)
+        pred_loop(<OpAnd*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_LOGICAL_OR:
-        pred_loop(BINARY_LOGICAL_OR, o, x, sx, y, sy, n)
+        pred_loop(<OpOr*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_LOGICAL_XOR:
-        pred_loop(BINARY_LOGICAL_XOR, o, x, sx, y, sy, n)
+        pred_loop(<OpXor*>NULL, o, x, sx, y, sy, n)
 
 
 cdef inline bint binary_is_pred(int op) noexcept nogil:

@@ -7,7 +7,7 @@ Float sums are pairwise over blocks, so float32 stays about as accurate as numpy
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport INFINITY
-from libc.stdint cimport INT64_MAX, INT64_MIN, int64_t, uint8_t, uint64_t
+from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc
 
 from minitorch._cpu.common cimport PARALLEL_MIN_ELEMENTS
@@ -34,11 +34,10 @@ cdef enum:
     DT_BOOL = 3
     LANES = 32          # independent accumulators across a contiguous row
     PW_CHUNKS = 16      # pairwise base case: 16 chunks of LANES = 512 elements
-    TW = 256            # column tile (inner > 1): the accumulators stay in L1
+    TW = 1024           # column tile (inner > 1): accumulators for 4-8 KB of a row
     COL_BLOCK = 32      # pairwise base case along n for column sums
     SMALL_INNER = 16    # below this, columns are folded into lanes (see small_lanes)
     LMAX = 256          # lcm(inner, 16) for inner < SMALL_INNER
-    ARG_BLOCK = 256     # argmax: best block found with SIMD, then one short scalar search
 
 DTYPE_NAMES = ("float32", "float64", "int64", "bool")
 REDUCE_NAMES = ("SUM", "PROD", "MAX", "MIN", "ARGMAX", "ARGMIN")
@@ -93,40 +92,66 @@ cdef inline int threads_for(Py_ssize_t work) noexcept nogil:
 
 
 # ---------------------------------------------------------------------------------------------
-# per-element combine; `op` is a literal at every inlined call site, so gcc keeps one branch
+# Op tags: empty structs used as fused types, so Cython emits one copy of every loop per op
+# (and dtype) with the op pasted in; the element loops then vectorize without depending on
+# gcc to inline and constant-fold a runtime switch.
 # ---------------------------------------------------------------------------------------------
 
-cdef inline num combine(int op, num acc, num v) noexcept nogil:
+cdef struct OpSum:
+    char unused
+cdef struct OpProd:
+    char unused
+cdef struct OpMax:
+    char unused
+cdef struct OpMin:
+    char unused
+cdef struct OpArgmax:
+    char unused
+cdef struct OpArgmin:
+    char unused
+
+ctypedef fused value_op:
+    OpSum
+    OpProd
+    OpMax
+    OpMin
+
+ctypedef fused arg_op:
+    OpArgmax
+    OpArgmin
+
+
+cdef inline num combine(value_op* tag, num acc, num v) noexcept nogil:
     """acc (op) v; MAX/MIN propagate NaN (v != v), integers wrap (uint64 arithmetic)."""
-    if op == REDUCE_SUM:
+    if value_op is OpSum:
         if num is int64_t:
             return <int64_t>(<uint64_t>acc + <uint64_t>v)
         else:
             return acc + v
-    elif op == REDUCE_PROD:
+    elif value_op is OpProd:
         if num is int64_t:
             return <int64_t>(<uint64_t>acc * <uint64_t>v)
         else:
             return acc * v
-    elif op == REDUCE_MAX:
+    elif value_op is OpMax:
         if num is float or num is double:
-            return v if (v > acc or v != v) else acc
+            return v if (v > acc) | (v != v) else acc   # | not `or`: no branch
         else:
             return v if v > acc else acc
     else:
         if num is float or num is double:
-            return v if (v < acc or v != v) else acc
+            return v if (v < acc) | (v != v) else acc
         else:
             return v if v < acc else acc
 
 
-cdef inline num identity(int op, num like) noexcept nogil:
+cdef inline num identity(value_op* tag, num like) noexcept nogil:
     """The neutral element, so that lanes can start empty (`like` only picks the type)."""
-    if op == REDUCE_SUM:
+    if value_op is OpSum:
         return 0
-    elif op == REDUCE_PROD:
+    elif value_op is OpProd:
         return 1
-    elif op == REDUCE_MAX:
+    elif value_op is OpMax:
         if num is float or num is double:
             return -INFINITY
         elif num is int64_t:
@@ -142,26 +167,32 @@ cdef inline num identity(int op, num like) noexcept nogil:
             return 255
 
 
-cdef inline bint better(int op, num v, num best) noexcept nogil:
+cdef inline bint better(arg_op* tag, num v, num best) noexcept nogil:
     """ARGMAX/ARGMIN: v strictly beats best (ties keep the first); the first NaN wins."""
     if num is float or num is double:
-        if op == REDUCE_ARGMAX:
-            return v > best or (v != v and best == best)
-        return v < best or (v != v and best == best)
+        if arg_op is OpArgmax:
+            return (v > best) | ((v != v) & (best == best))
+        else:
+            return (v < best) | ((v != v) & (best == best))
     else:
-        if op == REDUCE_ARGMAX:
+        if arg_op is OpArgmax:
             return v > best
-        return v < best
+        else:
+            return v < best
 
 
-cdef inline num fold_lanes(int op, num* acc, Py_ssize_t lanes) noexcept nogil:
-    """Tree-combine `lanes` (a power of two) accumulators into one value."""
-    cdef Py_ssize_t w = lanes // 2, j
-    while w >= 1:
-        for j in range(w):
-            acc[j] = combine(op, acc[j], acc[j + w])
-        w //= 2
-    return acc[0]
+cdef inline num fold_lanes(value_op* tag, num* acc) noexcept nogil:
+    """Tree-combine the LANES (32) accumulators; constant trip counts let gcc unroll it."""
+    cdef Py_ssize_t j
+    for j in range(16):
+        acc[j] = combine(tag, acc[j], acc[j + 16])
+    for j in range(8):
+        acc[j] = combine(tag, acc[j], acc[j + 8])
+    for j in range(4):
+        acc[j] = combine(tag, acc[j], acc[j + 4])
+    for j in range(2):
+        acc[j] = combine(tag, acc[j], acc[j + 2])
+    return combine(tag, acc[0], acc[1])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,62 +217,81 @@ cdef void sum_chunks(const num* x, Py_ssize_t nch, num* acc) noexcept nogil:
         acc[j] = acc[j] + tmp[j]
 
 
-cdef inline num flat_row(int op, const num* x, Py_ssize_t n) noexcept nogil:
+cdef num reduce_row(value_op* tag, const num* x, Py_ssize_t n) noexcept nogil:
     """Reduce a contiguous row with LANES independent accumulators (gcc turns them into
     vector registers); SUM goes through the pairwise sum_chunks."""
     cdef num acc[LANES]
     cdef Py_ssize_t nch = n // LANES, i, j
-    if op == REDUCE_SUM:
+    if value_op is OpSum:
         sum_chunks(x, nch, acc)
     else:
         for j in range(LANES):
-            acc[j] = identity(op, x[0])
+            acc[j] = identity(tag, x[0])
         for i in range(nch):
             for j in range(LANES):
-                acc[j] = combine(op, acc[j], x[i * LANES + j])
+                acc[j] = combine(tag, acc[j], x[i * LANES + j])
     for j in range(n - nch * LANES):
-        acc[j] = combine(op, acc[j], x[nch * LANES + j])
-    return fold_lanes(op, acc, LANES)
+        acc[j] = combine(tag, acc[j], x[nch * LANES + j])
+    return fold_lanes(tag, acc)
 
 
-cdef num reduce_row(int op, const num* x, Py_ssize_t n) noexcept nogil:
-    if op == REDUCE_SUM:
-        return flat_row(REDUCE_SUM, x, n)
-    elif op == REDUCE_PROD:
-        return flat_row(REDUCE_PROD, x, n)
-    elif op == REDUCE_MAX:
-        return flat_row(REDUCE_MAX, x, n)
-    return flat_row(REDUCE_MIN, x, n)
+cdef Py_ssize_t arg_row(arg_op* tag, const num* x, Py_ssize_t n, num* best_out) noexcept nogil:
+    """First index of the extreme of a row (n >= 1) in one pass: each of LANES lanes keeps its
+    best value and the chunk where it was found (strictly better only, so the first); then
+    the lowest index holding the overall extreme wins, and the tail is checked last."""
+    cdef num best[LANES]
+    cdef num tmp[LANES]
+    cdef int32_t chunk[LANES]       # as wide as a float lane; reduce_row_arg keeps rows short
+    cdef Py_ssize_t nch = n // LANES, i, j, bi, cand
+    cdef num v, bv
+    cdef bint take
+    if nch == 0:
+        bv = x[0]
+        bi = 0
+    else:
+        for j in range(LANES):
+            best[j] = x[j]
+            chunk[j] = 0
+        for i in range(1, nch):
+            for j in range(LANES):
+                v = x[i * LANES + j]
+                take = better(tag, v, best[j])
+                best[j] = v if take else best[j]
+                chunk[j] = <int32_t>i if take else chunk[j]
+        for j in range(LANES):
+            tmp[j] = best[j]
+        if arg_op is OpArgmax:       # NaN-propagating max/min: the extreme in torch's sense
+            bv = fold_lanes(<OpMax*>NULL, tmp)
+        else:
+            bv = fold_lanes(<OpMin*>NULL, tmp)
+        bi = n
+        for j in range(LANES):
+            cand = chunk[j] * LANES + j
+            if num is float or num is double:
+                cand = cand if (best[j] == bv) | ((best[j] != best[j]) & (bv != bv)) else n
+            else:
+                cand = cand if best[j] == bv else n
+            bi = cand if cand < bi else bi
+    for i in range(nch * LANES, n):     # the tail comes after every lane index
+        if better(tag, x[i], bv):
+            bv = x[i]
+            bi = i
+    best_out[0] = bv
+    return bi
 
 
-cdef inline Py_ssize_t arg_row_impl(int op, const num* x, Py_ssize_t n, num* best_out) noexcept nogil:
-    """First index of the extreme of a row (n >= 1): the NaN-propagating block extreme is
-    vectorized, only the winning block is searched element by element."""
-    cdef int vop = REDUCE_MAX if op == REDUCE_ARGMAX else REDUCE_MIN
-    cdef num best = x[0], bm
-    cdef Py_ssize_t blk, b0, bstart = 0, bn, i, end
-    for blk in range((n + ARG_BLOCK - 1) // ARG_BLOCK):
-        b0 = blk * ARG_BLOCK
-        bn = n - b0 if n - b0 < ARG_BLOCK else ARG_BLOCK
-        bm = flat_row(vop, x + b0, bn)
-        if better(op, bm, best):
-            best = bm
-            bstart = b0
-    best_out[0] = best
-    end = bstart + ARG_BLOCK if bstart + ARG_BLOCK < n else n
-    for i in range(bstart, end):
-        if x[i] == best:
-            return i
-        if num is float or num is double:
-            if best != best and x[i] != x[i]:
-                return i
-    return bstart
-
-
-cdef Py_ssize_t arg_row(int op, const num* x, Py_ssize_t n, num* best_out) noexcept nogil:
-    if op == REDUCE_ARGMAX:
-        return arg_row_impl(REDUCE_ARGMAX, x, n, best_out)
-    return arg_row_impl(REDUCE_ARGMIN, x, n, best_out)
+cdef Py_ssize_t reduce_row_arg(arg_op* tag, const num* x, Py_ssize_t n,
+                               num* best_out) noexcept nogil:
+    """arg_row over segments short enough for its 32-bit chunk counters, merged in order."""
+    cdef Py_ssize_t seg = <Py_ssize_t>LANES << 30, s0, i, bi = 0
+    cdef num v, bv
+    for s0 in range(0, (n + seg - 1) // seg):
+        i = s0 * seg + arg_row(tag, x + s0 * seg, n - s0 * seg if n - s0 * seg < seg else seg, &v)
+        if s0 == 0 or better(tag, v, bv):
+            bv = v
+            bi = i
+    best_out[0] = bv
+    return bi
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,17 +300,26 @@ cdef Py_ssize_t arg_row(int op, const num* x, Py_ssize_t n, num* best_out) noexc
 
 cdef void sum_cols(const num* x, Py_ssize_t nrows, Py_ssize_t stride, Py_ssize_t w,
                    num* acc) noexcept nogil:
-    """acc[0:w] = column sums of nrows >= 1 rows (w <= TW), pairwise over COL_BLOCK rows."""
+    """acc[0:w] = column sums of nrows >= 1 rows (w <= TW), pairwise over COL_BLOCK rows;
+    the base case adds two rows per pass over acc to halve its loads and stores."""
     cdef num tmp[TW]
-    cdef const num* row
+    cdef const num* r0
+    cdef const num* r1
     cdef Py_ssize_t r, c, h
     if nrows <= COL_BLOCK:
         for c in range(w):
             acc[c] = x[c]
-        for r in range(1, nrows):
-            row = x + r * stride
+        r = 1
+        while r + 1 < nrows:
+            r0 = x + r * stride
+            r1 = r0 + stride
             for c in range(w):
-                acc[c] = acc[c] + row[c]
+                acc[c] = acc[c] + (r0[c] + r1[c])
+            r += 2
+        if r < nrows:
+            r0 = x + r * stride
+            for c in range(w):
+                acc[c] = acc[c] + r0[c]
         return
     h = nrows // 2
     sum_cols(x, h, stride, w, acc)
@@ -269,22 +328,25 @@ cdef void sum_cols(const num* x, Py_ssize_t nrows, Py_ssize_t stride, Py_ssize_t
         acc[c] = acc[c] + tmp[c]
 
 
-cdef inline void flat_cols(int op, const num* x, Py_ssize_t nrows, Py_ssize_t stride,
-                           Py_ssize_t w, num* acc) noexcept nogil:
+cdef void flat_cols(value_op* tag, const num* x, Py_ssize_t nrows, Py_ssize_t stride,
+                    Py_ssize_t w, num* acc) noexcept nogil:
+    """acc[0:w] = column reduction of nrows >= 1 rows (SUM goes through sum_cols)."""
     cdef const num* row
     cdef Py_ssize_t r, c
-    for c in range(w):
-        acc[c] = x[c]
-    for r in range(1, nrows):
-        row = x + r * stride
+    if value_op is OpSum:
+        sum_cols(x, nrows, stride, w, acc)
+    else:
         for c in range(w):
-            acc[c] = combine(op, acc[c], row[c])
+            acc[c] = x[c]
+        for r in range(1, nrows):
+            row = x + r * stride
+            for c in range(w):
+                acc[c] = combine(tag, acc[c], row[c])
 
 
-cdef inline void arg_cols_impl(int op, const num* x, Py_ssize_t nrows, Py_ssize_t stride,
-                               Py_ssize_t w, num* best, int64_t* idx,
-                               int64_t base) noexcept nogil:
-    """Per column: first row index of the extreme (+ base), and the extreme itself."""
+cdef void arg_cols(arg_op* tag, const num* x, Py_ssize_t nrows, Py_ssize_t stride,
+                   Py_ssize_t w, num* best, int64_t* idx, int64_t base) noexcept nogil:
+    """Per column: the first row index of the extreme (+ base), and the extreme itself."""
     cdef const num* row
     cdef Py_ssize_t r, c
     cdef num v
@@ -296,48 +358,9 @@ cdef inline void arg_cols_impl(int op, const num* x, Py_ssize_t nrows, Py_ssize_
         row = x + r * stride
         for c in range(w):
             v = row[c]
-            take = better(op, v, best[c])
+            take = better(tag, v, best[c])
             best[c] = v if take else best[c]
             idx[c] = base + r if take else idx[c]
-
-
-cdef void small_lanes(int op, const num* x, Py_ssize_t n, Py_ssize_t inner,
-                      num* out) noexcept nogil:
-    """A compact (n, inner) slab with small inner, read as one flat stream: L = lcm(inner, 16)
-    lanes, lane j accumulating column j % inner, so the loop is as wide as for a row."""
-    cdef num acc[LMAX]
-    cdef Py_ssize_t L = 16, total = n * inner, nch, i, j, c
-    while L % inner:
-        L += 16
-    nch = total // L
-    if op == REDUCE_SUM:
-        sum_chunks_L(x, nch, L, acc)
-    else:
-        for j in range(L):
-            acc[j] = identity(op, x[0])
-        small_flat(op, x, nch, L, acc)
-    for j in range(total - nch * L):     # leftover whole rows
-        acc[j] = combine(op, acc[j], x[nch * L + j])
-    for c in range(inner):
-        out[c] = acc[c]
-        for j in range(1, L // inner):
-            out[c] = combine(op, out[c], acc[j * inner + c])
-
-
-cdef void small_flat(int op, const num* x, Py_ssize_t nch, Py_ssize_t L, num* acc) noexcept nogil:
-    cdef Py_ssize_t i, j
-    if op == REDUCE_PROD:
-        for i in range(nch):
-            for j in range(L):
-                acc[j] = combine(REDUCE_PROD, acc[j], x[i * L + j])
-    elif op == REDUCE_MAX:
-        for i in range(nch):
-            for j in range(L):
-                acc[j] = combine(REDUCE_MAX, acc[j], x[i * L + j])
-    else:
-        for i in range(nch):
-            for j in range(L):
-                acc[j] = combine(REDUCE_MIN, acc[j], x[i * L + j])
 
 
 cdef void sum_chunks_L(const num* x, Py_ssize_t nch, Py_ssize_t L, num* acc) noexcept nogil:
@@ -358,35 +381,70 @@ cdef void sum_chunks_L(const num* x, Py_ssize_t nch, Py_ssize_t L, num* acc) noe
         acc[j] = acc[j] + tmp[j]
 
 
-cdef void reduce_slab(int op, const num* x, Py_ssize_t nrows, Py_ssize_t stride, Py_ssize_t w,
-                      num* vals, int64_t* idx, int64_t base) noexcept nogil:
-    """Reduce nrows >= 1 rows of w columns (row stride `stride`) into vals[0:w]; ARG ops also
-    write idx[0:w] = base + first row of the extreme. Picks the row, small-inner or column
-    kernel, tiling wide slabs by TW columns."""
-    cdef Py_ssize_t t, c0, tw
-    if op == REDUCE_ARGMAX or op == REDUCE_ARGMIN:
-        if w == 1 and stride == 1:
-            idx[0] = base + arg_row(op, x, nrows, vals)
-        elif op == REDUCE_ARGMAX:
-            arg_cols_impl(REDUCE_ARGMAX, x, nrows, stride, w, vals, idx, base)
-        else:
-            arg_cols_impl(REDUCE_ARGMIN, x, nrows, stride, w, vals, idx, base)
-    elif w == 1 and stride == 1:
-        vals[0] = reduce_row(op, x, nrows)
+cdef void small_lanes(value_op* tag, const num* x, Py_ssize_t n, Py_ssize_t inner,
+                      num* out) noexcept nogil:
+    """A compact (n, inner) slab with small inner, read as one flat stream: L = lcm(inner, 16)
+    lanes, lane j accumulating column j % inner, so the loop is as wide as for a row."""
+    cdef num acc[LMAX]
+    cdef Py_ssize_t L = 16, total = n * inner, nch, i, j, c
+    while L % inner:
+        L += 16
+    nch = total // L
+    if value_op is OpSum:
+        sum_chunks_L(x, nch, L, acc)
+    else:
+        for j in range(L):
+            acc[j] = identity(tag, x[0])
+        for i in range(nch):
+            for j in range(L):
+                acc[j] = combine(tag, acc[j], x[i * L + j])
+    for j in range(total - nch * L):     # leftover whole rows
+        acc[j] = combine(tag, acc[j], x[nch * L + j])
+    for c in range(inner):
+        out[c] = acc[c]
+        for j in range(1, L // inner):
+            out[c] = combine(tag, out[c], acc[j * inner + c])
+
+
+cdef void value_slab(value_op* tag, const num* x, Py_ssize_t nrows, Py_ssize_t stride,
+                     Py_ssize_t w, num* vals) noexcept nogil:
+    """vals[0:w] = reduction of nrows >= 1 rows of w columns (row stride `stride`): the row,
+    small-inner or column kernel, wide slabs tiled by TW columns."""
+    cdef Py_ssize_t t, c0
+    if w == 1 and stride == 1:
+        vals[0] = reduce_row(tag, x, nrows)
     elif w == stride and w < SMALL_INNER:
-        small_lanes(op, x, nrows, w, vals)
+        small_lanes(tag, x, nrows, w, vals)
     else:
         for t in range((w + TW - 1) // TW):
             c0 = t * TW
-            tw = w - c0 if w - c0 < TW else TW
-            if op == REDUCE_SUM:
-                sum_cols(x + c0, nrows, stride, tw, vals + c0)
-            elif op == REDUCE_PROD:
-                flat_cols(REDUCE_PROD, x + c0, nrows, stride, tw, vals + c0)
-            elif op == REDUCE_MAX:
-                flat_cols(REDUCE_MAX, x + c0, nrows, stride, tw, vals + c0)
-            else:
-                flat_cols(REDUCE_MIN, x + c0, nrows, stride, tw, vals + c0)
+            flat_cols(tag, x + c0, nrows, stride, w - c0 if w - c0 < TW else TW, vals + c0)
+
+
+cdef void arg_slab(arg_op* tag, const num* x, Py_ssize_t nrows, Py_ssize_t stride,
+                   Py_ssize_t w, num* vals, int64_t* idx, int64_t base) noexcept nogil:
+    """idx[0:w] = base + first row of each column's extreme, vals[0:w] the extremes."""
+    if w == 1 and stride == 1:
+        idx[0] = base + reduce_row_arg(tag, x, nrows, vals)
+    else:
+        arg_cols(tag, x, nrows, stride, w, vals, idx, base)
+
+
+cdef void reduce_slab(int op, const num* x, Py_ssize_t nrows, Py_ssize_t stride, Py_ssize_t w,
+                      num* vals, int64_t* idx, int64_t base) noexcept nogil:
+    """Dispatch on op once: SUM..MIN write vals, ARGMAX/ARGMIN write idx (and vals)."""
+    if op == REDUCE_SUM:
+        value_slab(<OpSum*>NULL, x, nrows, stride, w, vals)
+    elif op == REDUCE_PROD:
+        value_slab(<OpProd*>NULL, x, nrows, stride, w, vals)
+    elif op == REDUCE_MAX:
+        value_slab(<OpMax*>NULL, x, nrows, stride, w, vals)
+    elif op == REDUCE_MIN:
+        value_slab(<OpMin*>NULL, x, nrows, stride, w, vals)
+    elif op == REDUCE_ARGMAX:
+        arg_slab(<OpArgmax*>NULL, x, nrows, stride, w, vals, idx, base)
+    else:
+        arg_slab(<OpArgmin*>NULL, x, nrows, stride, w, vals, idx, base)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -415,13 +473,31 @@ cdef void reduce_units(int op, const num* a, num* out, int64_t* iout, Py_ssize_t
             reduce_slab(op, a + k * n * inner + c0, n, inner, w, out + k * inner + c0, NULL, 0)
 
 
+cdef void merge_values(value_op* tag, num* vals, Py_ssize_t parts, Py_ssize_t inner) noexcept nogil:
+    """vals[0:inner] = combination of `parts` partial rows of `inner` values."""
+    cdef Py_ssize_t t, c
+    for t in range(1, parts):
+        for c in range(inner):
+            vals[c] = combine(tag, vals[c], vals[t * inner + c])
+
+
+cdef void merge_args(arg_op* tag, num* vals, int64_t* idx, Py_ssize_t parts,
+                     Py_ssize_t inner) noexcept nogil:
+    """Like merge_values for ARG ops; partials are in row order, so strict wins keep ties."""
+    cdef Py_ssize_t t, c
+    for t in range(1, parts):
+        for c in range(inner):
+            if better(tag, vals[t * inner + c], vals[c]):
+                vals[c] = vals[t * inner + c]
+                idx[c] = idx[t * inner + c]
+
+
 cdef int reduce_split(int op, const num* a, num* out, int64_t* iout, Py_ssize_t m, Py_ssize_t n,
                       Py_ssize_t inner, int nt) noexcept nogil:
     """Few, long slabs: every thread reduces a range of rows of the slab into a partial result,
-    then the partials are combined in row order (so ARG ties still keep the first index)."""
+    then the partials are merged in row order. Returns -1 when out of memory."""
     cdef num* vals = <num*>malloc(nt * inner * sizeof(num))
     cdef int64_t* idx = <int64_t*>malloc(nt * inner * sizeof(int64_t))
-    cdef bint arg = op == REDUCE_ARGMAX or op == REDUCE_ARGMIN
     cdef Py_ssize_t k, c, r0, r1
     cdef int t
     if vals == NULL or idx == NULL:
@@ -434,21 +510,20 @@ cdef int reduce_split(int op, const num* a, num* out, int64_t* iout, Py_ssize_t 
             r1 = n * (t + 1) // nt
             reduce_slab(op, a + (k * n + r0) * inner, r1 - r0, inner, inner, vals + t * inner,
                         idx + t * inner, r0)
+        if op == REDUCE_SUM:
+            merge_values(<OpSum*>NULL, vals, nt, inner)
+        elif op == REDUCE_PROD:
+            merge_values(<OpProd*>NULL, vals, nt, inner)
+        elif op == REDUCE_MAX:
+            merge_values(<OpMax*>NULL, vals, nt, inner)
+        elif op == REDUCE_MIN:
+            merge_values(<OpMin*>NULL, vals, nt, inner)
+        elif op == REDUCE_ARGMAX:
+            merge_args(<OpArgmax*>NULL, vals, idx, nt, inner)
+        else:
+            merge_args(<OpArgmin*>NULL, vals, idx, nt, inner)
         for c in range(inner):
-            for t in range(1, nt):
-                if arg:
-                    if better(op, vals[t * inner + c], vals[c]):
-                        vals[c] = vals[t * inner + c]
-                        idx[c] = idx[t * inner + c]
-                elif op == REDUCE_SUM:
-                    vals[c] = combine(REDUCE_SUM, vals[c], vals[t * inner + c])
-                elif op == REDUCE_PROD:
-                    vals[c] = combine(REDUCE_PROD, vals[c], vals[t * inner + c])
-                elif op == REDUCE_MAX:
-                    vals[c] = combine(REDUCE_MAX, vals[c], vals[t * inner + c])
-                else:
-                    vals[c] = combine(REDUCE_MIN, vals[c], vals[t * inner + c])
-            if arg:
+            if op == REDUCE_ARGMAX or op == REDUCE_ARGMIN:
                 iout[k * inner + c] = idx[c]
             else:
                 out[k * inner + c] = vals[c]
@@ -547,8 +622,8 @@ def reduce_last(int op, cnp.ndarray a, cnp.ndarray out, Py_ssize_t n, Py_ssize_t
 # scans
 # ---------------------------------------------------------------------------------------------
 
-cdef inline void scan_slab_impl(int op, const scan_t* x, scan_t* o, Py_ssize_t n,
-                                Py_ssize_t inner, Py_ssize_t c0, Py_ssize_t c1) noexcept nogil:
+cdef void scan_slab(value_op* tag, const scan_t* x, scan_t* o, Py_ssize_t n,
+                    Py_ssize_t inner, Py_ssize_t c0, Py_ssize_t c1) noexcept nogil:
     """Inclusive scan of columns [c0, c1) of one (n, inner) slab, in row order (the same
     order as numpy's cumsum, so float results match it exactly)."""
     cdef Py_ssize_t r, c
@@ -557,14 +632,14 @@ cdef inline void scan_slab_impl(int op, const scan_t* x, scan_t* o, Py_ssize_t n
         acc = x[0]
         o[0] = acc
         for r in range(1, n):
-            acc = combine(op, acc, x[r])
+            acc = combine(tag, acc, x[r])
             o[r] = acc
         return
     for c in range(c0, c1):
         o[c] = x[c]
     for r in range(1, n):
         for c in range(c0, c1):
-            o[r * inner + c] = combine(op, o[(r - 1) * inner + c], x[r * inner + c])
+            o[r * inner + c] = combine(tag, o[(r - 1) * inner + c], x[r * inner + c])
 
 
 cdef void scan_units(int op, const scan_t* a, scan_t* out, Py_ssize_t n, Py_ssize_t inner,
@@ -576,9 +651,9 @@ cdef void scan_units(int op, const scan_t* a, scan_t* out, Py_ssize_t n, Py_ssiz
         c0 = (u % tiles) * tw
         c1 = c0 + tw if c0 + tw < inner else inner
         if op == REDUCE_SUM:
-            scan_slab_impl(REDUCE_SUM, a + k * n * inner, out + k * n * inner, n, inner, c0, c1)
+            scan_slab(<OpSum*>NULL, a + k * n * inner, out + k * n * inner, n, inner, c0, c1)
         else:
-            scan_slab_impl(REDUCE_PROD, a + k * n * inner, out + k * n * inner, n, inner, c0, c1)
+            scan_slab(<OpProd*>NULL, a + k * n * inner, out + k * n * inner, n, inner, c0, c1)
 
 
 cdef void scan_run(int op, const scan_t* a, scan_t* out, Py_ssize_t m, Py_ssize_t n,
