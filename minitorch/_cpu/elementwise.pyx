@@ -5,12 +5,11 @@ once per call (op and dtype), so the element loops are branch-free and gcc vecto
 """
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.math cimport (atan2, atan2f, ceil, ceilf, cos, cosf, erf, erff, expm1, expm1f, fabs,
-                        fabsf, floor, floorf, fmod, fmodf, log, log1p, log1pf, logf, pow, powf,
-                        rint, rintf, INFINITY, NAN, sin, sinf, sqrt, sqrtf, tanh, tanhf, trunc, truncf, copysign,
-                        copysignf)
+from libc.math cimport (INFINITY, NAN, atan2, atan2f, ceil, ceilf, copysign, copysignf, cos, cosf,
+                        erf, erff, expm1, expm1f, fabs, fabsf, floor, floorf, fmod, fmodf, log1p,
+                        log1pf, pow, powf, rint, rintf, sin, sinf, sqrt, sqrtf, trunc, truncf)
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
-from libc.string cimport memcpy, memmove
+from libc.string cimport memmove
 
 from minitorch._cpu.common cimport (MAX_DIMS, PARALLEL_MIN_ELEMENTS, collapse_dims, load_dims,
                                     load_strides, shape_size, unravel_offset)
@@ -62,7 +61,7 @@ ctypedef fused anyt:
     uint8_t
 
 
-def op_name(enum, int op):
+cdef str op_name(object enum, int op):
     """The enum member's name for error messages (the number if it is not a member)."""
     try:
         return enum(op).name
@@ -135,10 +134,11 @@ cdef inline Py_ssize_t chunk_start(Py_ssize_t n, int nt, Py_ssize_t t) noexcept 
 
 
 # ---------------------------------------------------------------------------------------------
-# vectorizable exp: libm's expf/exp are scalar calls, these branch-free versions let gcc emit
-# SIMD loops (exp, sigmoid and softmax are hot). Cody-Waite reduction x = n*ln2 + r, a
-# polynomial for e^r, and 2^n applied as two factors so overflow gives inf and underflow
-# rounds gracefully through the subnormals. NaN propagates through r.
+# vectorizable exp, log and tanh: libm's are scalar calls, these branch-free versions (Cephes
+# polynomials, special cases as selects) let gcc emit SIMD loops; they are the hot ones
+# (softmax, log-softmax, sigmoid, tanh). exp: Cody-Waite reduction x = n*ln2 + r, a polynomial
+# for e^r, and 2^n applied as two factors so that overflow gives inf and underflow rounds
+# gracefully through the subnormals; NaN propagates through r.
 # ---------------------------------------------------------------------------------------------
 
 cdef union F32Bits:
@@ -476,15 +476,17 @@ cdef void unary_chunk(int op, int dt, const char* a, char* o, Py_ssize_t lo,
 
 
 def unary(int op, cnp.ndarray a, cnp.ndarray out):
-    """out[i] = op(a[i]) over compact a; predicates (ISNAN, ISINF, ISFINITE, LOGICAL_NOT) write bool."""
+    """out[i] = op(a[i]) over compact a; ISNAN, ISINF, ISFINITE and LOGICAL_NOT write bool."""
     cdef int dt = buffer_dtype(a, "unary")
     cdef int dto = buffer_dtype(out, "unary", True)
     cdef Py_ssize_t n = cnp.PyArray_SIZE(a), t
     cdef int nt
     if not unary_supported(op, dt):
-        raise TypeError(f"unary op {op_name(UnaryOp, op)} is not supported for dtype {DTYPE_NAMES[dt]}")
+        raise TypeError(f"unary op {op_name(UnaryOp, op)} is not supported for dtype "
+                        f"{DTYPE_NAMES[dt]}")
     if dto != (DT_BOOL if unary_is_pred(op) else dt):
-        raise TypeError(f"unary op {op_name(UnaryOp, op)} on {DTYPE_NAMES[dt]} cannot write {DTYPE_NAMES[dto]}")
+        raise TypeError(f"unary op {op_name(UnaryOp, op)} on {DTYPE_NAMES[dt]} cannot write "
+                        f"{DTYPE_NAMES[dto]}")
     if cnp.PyArray_SIZE(out) != n:
         raise ValueError(f"unary: a has {n} elements but out has {cnp.PyArray_SIZE(out)}")
     cdef const char* pa = <const char*>cnp.PyArray_DATA(a)
@@ -971,12 +973,14 @@ def binary(int op, cnp.ndarray a, cnp.ndarray b, cnp.ndarray out, shape, a_strid
     cdef int nt, err = 0
     cdef bint by_rows
     if dt != dtb:
-        raise TypeError(f"binary op {op_name(BinaryOp, op)}: operands differ in dtype ({DTYPE_NAMES[dt]} and "
-                        f"{DTYPE_NAMES[dtb]})")
+        raise TypeError(f"binary op {op_name(BinaryOp, op)}: operands differ in dtype "
+                        f"({DTYPE_NAMES[dt]} and {DTYPE_NAMES[dtb]})")
     if not binary_supported(op, dt):
-        raise TypeError(f"binary op {op_name(BinaryOp, op)} is not supported for dtype {DTYPE_NAMES[dt]}")
+        raise TypeError(f"binary op {op_name(BinaryOp, op)} is not supported for dtype "
+                        f"{DTYPE_NAMES[dt]}")
     if dto != (DT_BOOL if binary_is_pred(op) else dt):
-        raise TypeError(f"binary op {op_name(BinaryOp, op)} on {DTYPE_NAMES[dt]} cannot write {DTYPE_NAMES[dto]}")
+        raise TypeError(f"binary op {op_name(BinaryOp, op)} on {DTYPE_NAMES[dt]} cannot write "
+                        f"{DTYPE_NAMES[dto]}")
     make_plan(&p, shape, (a_strides, b_strides), &size)
     check_out(out, size)
     if size == 0:

@@ -32,8 +32,8 @@ cdef enum:
     DT_F64 = 1
     DT_I64 = 2
     DT_BOOL = 3
-    LANES = 32          # independent accumulators across a contiguous row
-    PW_CHUNKS = 16      # pairwise base case: 16 chunks of LANES = 512 elements
+    LANES = 64          # independent accumulators across a contiguous row
+    PW_CHUNKS = 8       # pairwise base case: 8 chunks of LANES = 512 elements
     TW = 1024           # column tile (inner > 1): accumulators for 4-8 KB of a row
     COL_BLOCK = 32      # pairwise base case along n for column sums
     SMALL_INNER = 16    # below this, columns are folded into lanes (see small_lanes)
@@ -182,8 +182,10 @@ cdef inline bint better(arg_op* tag, num v, num best) noexcept nogil:
 
 
 cdef inline num fold_lanes(value_op* tag, num* acc) noexcept nogil:
-    """Tree-combine the LANES (32) accumulators; constant trip counts let gcc unroll it."""
+    """Tree-combine the LANES (64) accumulators; constant trip counts let gcc unroll it."""
     cdef Py_ssize_t j
+    for j in range(32):
+        acc[j] = combine(tag, acc[j], acc[j + 32])
     for j in range(16):
         acc[j] = combine(tag, acc[j], acc[j + 16])
     for j in range(8):
@@ -283,7 +285,7 @@ cdef Py_ssize_t arg_row(arg_op* tag, const num* x, Py_ssize_t n, num* best_out) 
 cdef Py_ssize_t reduce_row_arg(arg_op* tag, const num* x, Py_ssize_t n,
                                num* best_out) noexcept nogil:
     """arg_row over segments short enough for its 32-bit chunk counters, merged in order."""
-    cdef Py_ssize_t seg = <Py_ssize_t>LANES << 30, s0, i, bi = 0
+    cdef Py_ssize_t seg = <Py_ssize_t>LANES << 24, s0, i, bi = 0
     cdef num v, bv
     for s0 in range(0, (n + seg - 1) // seg):
         i = s0 * seg + arg_row(tag, x + s0 * seg, n - s0 * seg if n - s0 * seg < seg else seg, &v)
@@ -672,7 +674,7 @@ cdef void scan_run(int op, const scan_t* a, scan_t* out, Py_ssize_t m, Py_ssize_
 
 
 def scan_last(int op, cnp.ndarray a, cnp.ndarray out, Py_ssize_t n, Py_ssize_t inner=1):
-    """Inclusive scan (SUM: cumsum, PROD: cumprod) along the middle axis of compact (m, n, inner)."""
+    """Inclusive scan (SUM: cumsum, PROD: cumprod) along the middle axis of (m, n, inner)."""
     cdef int dt = buffer_dtype(a, "scan_last")
     cdef int dto = buffer_dtype(out, "scan_last", True)
     cdef Py_ssize_t size = cnp.PyArray_SIZE(a), m
