@@ -1,3 +1,5 @@
+# cython: cdivision=True
+# (C division semantics are relied on below, also in MINITORCH_DEBUG builds)
 """Elementwise CPU kernels: unary ops, strided/broadcast binary ops and where.
 
 Each kernel validates its arguments with the GIL held, then runs a `noexcept nogil` loop chosen
@@ -126,8 +128,8 @@ cdef inline int threads_for(Py_ssize_t work) noexcept nogil:
 
 
 cdef inline Py_ssize_t chunk_start(Py_ssize_t n, int nt, Py_ssize_t t) noexcept nogil:
-    """Start of the t-th of nt near-equal chunks of n, rounded to 16 elements (one cache line
-    of float32) so that threads never share a line of the output."""
+    """Start of the t-th of nt near-equal chunks of n (t == nt gives n)."""
+    # multiples of 16 elements (a cache line of float32): threads never share an output line
     if t >= nt:
         return n
     return ((n * t // nt) // 16) * 16
@@ -212,8 +214,8 @@ cdef inline double vexp(double x) noexcept nogil:
 
 
 cdef inline float vlogf(float x) noexcept nogil:
-    """logf within ~1 ulp (Cephes polynomial on the mantissa), vectorizable: the exponent is
-    split off with bit operations, subnormals are pre-scaled, special cases are selects."""
+    """logf within ~1 ulp (Cephes polynomial on the mantissa), vectorizable."""
+    # the exponent is split off with bit operations, subnormals pre-scaled, specials selected
     cdef F32Bits u
     cdef float m, z, y, e, res
     cdef int32_t k, one = 1, shift = 23   # typed so that every lane stays 32 bits wide
@@ -671,7 +673,10 @@ cdef inline anyt arith(arith_op* tag, anyt x, anyt y, int* err) noexcept nogil:
         else:
             return x * y
     elif arith_op is OpDiv:
-        return x / y
+        if anyt is float or anyt is double:
+            return x / y
+        else:
+            return 0
     elif arith_op is OpMaximum:          # x != x: a NaN on either side wins
         if anyt is float or anyt is double:
             return x if (x > y) | (x != x) else y     # | not `or`: no branch
@@ -744,8 +749,9 @@ cdef inline uint8_t predicate(pred_op* tag, anyt x, anyt y) noexcept nogil:
 
 cdef int arith_loop(arith_op* tag, anyt* o, const anyt* x, Py_ssize_t sx, const anyt* y,
                     Py_ssize_t sy, Py_ssize_t n) noexcept nogil:
-    """One row, with the three common stride patterns written out so each vectorizes
-    (a stride-0 operand is loaded once, outside the loop); returns error flags."""
+    """One row of a dtype-preserving op; returns the error flags."""
+    # the three common stride patterns get their own loops so that each vectorizes (a
+    # stride-0 operand is loaded once, outside the loop)
     cdef Py_ssize_t i
     cdef int err = 0
     cdef anyt xv, yv
@@ -870,8 +876,7 @@ cdef struct Plan:
 
 
 cdef int make_plan(Plan* p, object shape, tuple strides_list, Py_ssize_t* size) except -1:
-    """Load shape and every operand's strides, collapse them together with out's compact
-    strides; sets *size (0 means nothing to do)."""
+    """Load shape and every operand's strides into p; sets *size (0: nothing to do)."""
     cdef int nd, d, s
     p.nops = len(strides_list)
     nd = load_dims(shape, strides_list[0], p.shape, p.strides[0])

@@ -1,3 +1,5 @@
+# cython: cdivision=True
+# (C division semantics are relied on below, also in MINITORCH_DEBUG builds)
 """Reduction and scan CPU kernels over the middle axis of a compact (m, n, inner) array.
 
 inner == 1 reduces contiguous rows (SIMD lanes across the row); inner > 1 accumulates whole rows
@@ -220,8 +222,7 @@ cdef void sum_chunks(const num* x, Py_ssize_t nch, num* acc) noexcept nogil:
 
 
 cdef num reduce_row(value_op* tag, const num* x, Py_ssize_t n) noexcept nogil:
-    """Reduce a contiguous row with LANES independent accumulators (gcc turns them into
-    vector registers); SUM goes through the pairwise sum_chunks."""
+    """Reduce a contiguous row with LANES independent (vectorized) accumulators."""
     cdef num acc[LANES]
     cdef Py_ssize_t nch = n // LANES, i, j
     if value_op is OpSum:
@@ -238,9 +239,10 @@ cdef num reduce_row(value_op* tag, const num* x, Py_ssize_t n) noexcept nogil:
 
 
 cdef Py_ssize_t arg_row(arg_op* tag, const num* x, Py_ssize_t n, num* best_out) noexcept nogil:
-    """First index of the extreme of a row (n >= 1) in one pass: each of LANES lanes keeps its
-    best value and the chunk where it was found (strictly better only, so the first); then
-    the lowest index holding the overall extreme wins, and the tail is checked last."""
+    """First index of the extreme of a row (n >= 1), in one vectorized pass."""
+    # each of LANES lanes keeps its best value and the chunk where it was found (strictly
+    # better only, so the first); then the lowest index holding the overall extreme wins, and
+    # the tail, whose indices come after every lane's, is checked last
     cdef num best[LANES]
     cdef num tmp[LANES]
     cdef int32_t chunk[LANES]       # as wide as a float lane; reduce_row_arg keeps rows short
@@ -302,8 +304,8 @@ cdef Py_ssize_t reduce_row_arg(arg_op* tag, const num* x, Py_ssize_t n,
 
 cdef void sum_cols(const num* x, Py_ssize_t nrows, Py_ssize_t stride, Py_ssize_t w,
                    num* acc) noexcept nogil:
-    """acc[0:w] = column sums of nrows >= 1 rows (w <= TW), pairwise over COL_BLOCK rows;
-    the base case adds two rows per pass over acc to halve its loads and stores."""
+    """acc[0:w] = column sums of nrows >= 1 rows (w <= TW), pairwise over COL_BLOCK rows."""
+    # the base case adds two rows per pass over acc, halving its loads and stores
     cdef num tmp[TW]
     cdef const num* r0
     cdef const num* r1
@@ -385,8 +387,9 @@ cdef void sum_chunks_L(const num* x, Py_ssize_t nch, Py_ssize_t L, num* acc) noe
 
 cdef void small_lanes(value_op* tag, const num* x, Py_ssize_t n, Py_ssize_t inner,
                       num* out) noexcept nogil:
-    """A compact (n, inner) slab with small inner, read as one flat stream: L = lcm(inner, 16)
-    lanes, lane j accumulating column j % inner, so the loop is as wide as for a row."""
+    """out[0:inner] = reduction of a compact (n, inner) slab with a small inner."""
+    # read as one flat stream with L = lcm(inner, 16) lanes, lane j accumulating column
+    # j % inner, so the loop is as wide as a row reduction's instead of `inner` long
     cdef num acc[LMAX]
     cdef Py_ssize_t L = 16, total = n * inner, nch, i, j, c
     while L % inner:
@@ -410,8 +413,7 @@ cdef void small_lanes(value_op* tag, const num* x, Py_ssize_t n, Py_ssize_t inne
 
 cdef void value_slab(value_op* tag, const num* x, Py_ssize_t nrows, Py_ssize_t stride,
                      Py_ssize_t w, num* vals) noexcept nogil:
-    """vals[0:w] = reduction of nrows >= 1 rows of w columns (row stride `stride`): the row,
-    small-inner or column kernel, wide slabs tiled by TW columns."""
+    """vals[0:w] = reduction of nrows >= 1 rows of w columns, row stride `stride`."""
     cdef Py_ssize_t t, c0
     if w == 1 and stride == 1:
         vals[0] = reduce_row(tag, x, nrows)
@@ -496,8 +498,8 @@ cdef void merge_args(arg_op* tag, num* vals, int64_t* idx, Py_ssize_t parts,
 
 cdef int reduce_split(int op, const num* a, num* out, int64_t* iout, Py_ssize_t m, Py_ssize_t n,
                       Py_ssize_t inner, int nt) noexcept nogil:
-    """Few, long slabs: every thread reduces a range of rows of the slab into a partial result,
-    then the partials are merged in row order. Returns -1 when out of memory."""
+    """Few, long slabs: threads reduce row ranges to partials, merged in row order."""
+    # returns -1 when the partials cannot be allocated
     cdef num* vals = <num*>malloc(nt * inner * sizeof(num))
     cdef int64_t* idx = <int64_t*>malloc(nt * inner * sizeof(int64_t))
     cdef Py_ssize_t k, c, r0, r1
@@ -626,8 +628,8 @@ def reduce_last(int op, cnp.ndarray a, cnp.ndarray out, Py_ssize_t n, Py_ssize_t
 
 cdef void scan_slab(value_op* tag, const scan_t* x, scan_t* o, Py_ssize_t n,
                     Py_ssize_t inner, Py_ssize_t c0, Py_ssize_t c1) noexcept nogil:
-    """Inclusive scan of columns [c0, c1) of one (n, inner) slab, in row order (the same
-    order as numpy's cumsum, so float results match it exactly)."""
+    """Inclusive scan of columns [c0, c1) of one (n, inner) slab."""
+    # sequential in row order, like numpy's cumsum, so float results match it exactly
     cdef Py_ssize_t r, c
     cdef scan_t acc
     if inner == 1:
