@@ -137,10 +137,18 @@ _DEVICES = {}
 CPU = device("cpu")
 
 
+_BACKENDS = {}
+
+
 def get_backend(dev):
-    """The kernel module for a device; importing the GPU one needs CuPy and a GPU."""
-    if dev.type == "cpu":
-        from . import _cpu
-        return _cpu
-    from . import _gpu
-    return _gpu.backend_for(dev.index)
+    """The kernel module for a device (memoised: this sits on every op's path). Importing the GPU
+    one needs CuPy and a GPU."""
+    backend = _BACKENDS.get(dev)
+    if backend is None:
+        if dev.type == "cpu":
+            from . import _cpu as backend
+        else:
+            from . import _gpu
+            backend = _gpu.backend_for(dev.index)
+        _BACKENDS[dev] = backend
+    return backend

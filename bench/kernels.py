@@ -1,0 +1,98 @@
+"""CPU kernel benchmark: minitorch vs numpy (and PyTorch when installed), float32, one run.
+
+Prints throughput (higher is better) and the ratio minitorch/numpy for matmul, compact of a
+permuted 4-D array, broadcast add and a middle-axis sum. Run: python bench/kernels.py
+"""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import best_times, print_row, try_import_torch  # noqa: E402
+
+from minitorch.ndarray import NDArray  # noqa: E402
+from minitorch.opcodes import BinaryOp, ReduceOp  # noqa: E402
+
+torch = try_import_torch()
+rng = np.random.default_rng(0)
+
+
+def contenders(ours, theirs, torch_fn=None):
+    fns = {"minitorch": ours, "numpy": theirs}
+    if torch is not None and torch_fn is not None:
+        fns["torch"] = torch_fn
+    return fns
+
+
+def bench_matmul(m, k, n, transpose_a=False):
+    a = rng.standard_normal((k, m) if transpose_a else (m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    x, y = NDArray.from_numpy(a), NDArray.from_numpy(b)
+    if transpose_a:
+        a, x = a.T, x.transpose(0, 1)
+    out = np.empty((m, n), np.float32)
+    fns = contenders(lambda: x.matmul(y), lambda: np.matmul(a, b, out=out),
+                     (lambda ta=torch.from_numpy(np.ascontiguousarray(a)) if torch else None,
+                      tb=torch.from_numpy(b) if torch else None: ta @ tb))
+    times = best_times(fns, repeat=5 if m * n * k > 1e9 else 7)
+    label = f"matmul {m}x{k} @ {k}x{n}" + (" (a.T)" if transpose_a else "")
+    print_row(label, {name: 2 * m * n * k / t / 1e9 for name, t in times.items()}, "GFLOP/s")
+
+
+def bench_compact(shape, order):
+    a = rng.standard_normal(shape, dtype=np.float32)
+    x = NDArray.from_numpy(a).permute(order)
+    view = a.transpose(order)
+    out = np.empty(view.shape, np.float32)
+    ta = torch.from_numpy(a).permute(order) if torch else None
+    fns = contenders(lambda: x.compact(), lambda: np.copyto(out, view),
+                     lambda: ta.contiguous())
+    times = best_times(fns)
+    moved = 2 * a.nbytes
+    print_row(f"compact {shape} permute{order}", {k: moved / t / 1e9 for k, t in times.items()},
+              "GB/s")
+
+
+def bench_broadcast_add(a_shape, b_shape):
+    a = rng.standard_normal(a_shape, dtype=np.float32)
+    b = rng.standard_normal(b_shape, dtype=np.float32)
+    x, y = NDArray.from_numpy(a), NDArray.from_numpy(b)
+    out = np.empty(np.broadcast_shapes(a_shape, b_shape), np.float32)
+    ta, tb = (torch.from_numpy(a), torch.from_numpy(b)) if torch else (None, None)
+    fns = contenders(lambda: x.binary(BinaryOp.ADD, y), lambda: np.add(a, b, out=out),
+                     lambda: ta + tb)
+    times = best_times(fns)
+    moved = a.nbytes + b.nbytes + out.nbytes
+    print_row(f"add {a_shape} + {b_shape}", {k: moved / t / 1e9 for k, t in times.items()}, "GB/s")
+
+
+def bench_sum(shape, axis):
+    a = rng.standard_normal(shape, dtype=np.float32)
+    x = NDArray.from_numpy(a)
+    ta = torch.from_numpy(a) if torch else None
+    fns = contenders(lambda: x.reduce(ReduceOp.SUM, axis), lambda: a.sum(axis=axis),
+                     lambda: ta.sum(dim=axis))
+    times = best_times(fns)
+    print_row(f"sum {shape} axis={axis}", {k: a.nbytes / t / 1e9 for k, t in times.items()},
+              "GB/s")
+
+
+def main():
+    print(f"float32, {os.cpu_count()} CPU cores; higher is better; ratios are vs numpy"
+          + ("" if torch else " (PyTorch not installed)"))
+    for size in (256, 512, 1024, 2048):
+        bench_matmul(size, size, size)
+    bench_matmul(128, 784, 256)
+    bench_matmul(784, 128, 256, transpose_a=True)
+    bench_compact((64, 64, 64, 64), (0, 2, 3, 1))
+    bench_compact((64, 64, 64, 64), (3, 2, 1, 0))
+    bench_broadcast_add((64, 256, 256), (256,))
+    bench_broadcast_add((256, 256, 64), (256, 1, 64))
+    bench_sum((64, 512, 64), 1)
+    bench_sum((4096, 1024), -1)
+    bench_sum((10_000_000,), 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,576 @@
+"""Tape-based reverse-mode autograd.
+
+Every differentiable op is a `Function` subclass. `Function.apply` runs `forward` and, when any
+input requires grad, the instance itself becomes the graph node (torch's `ctx` is the node): it
+keeps the edges to its inputs' nodes and what `forward` saved. `backward()` walks the nodes in
+reverse topological order with an explicit work list (no recursion, so 100 000-op chains work).
+Backward rules are written with Tensor ops, so with `create_graph=True` the gradient computation
+is itself recorded and can be differentiated again.
+"""
+import contextlib
+import threading
+
+import numpy as np
+
+
+class _GradMode(threading.local):
+    enabled = True
+
+
+_grad_mode = _GradMode()
+Tensor = None   # bound by minitorch.tensor at import (autograd sits below it in the layers)
+
+
+def is_grad_enabled():
+    return _grad_mode.enabled
+
+
+class set_grad_enabled(contextlib.ContextDecorator):
+    """Context manager / decorator / function: `mt.set_grad_enabled(False)` switches recording."""
+
+    def __init__(self, mode):
+        self.previous = _grad_mode.enabled
+        self.mode = bool(mode)
+        _grad_mode.enabled = self.mode
+
+    def __enter__(self):
+        _grad_mode.enabled = self.mode
+        return self
+
+    def __exit__(self, *exc):
+        _grad_mode.enabled = self.previous
+        return False
+
+
+class no_grad(contextlib.ContextDecorator):
+    """Ops inside record nothing (`with mt.no_grad():` or `@mt.no_grad()`)."""
+
+    def __enter__(self):
+        self.previous = _grad_mode.enabled
+        _grad_mode.enabled = False
+        return self
+
+    def __exit__(self, *exc):
+        _grad_mode.enabled = self.previous
+        return False
+
+
+class enable_grad(no_grad):
+    """Recording on inside, e.g. within a `no_grad` block."""
+
+    def __enter__(self):
+        self.previous = _grad_mode.enabled
+        _grad_mode.enabled = True
+        return self
+
+
+class inference_mode(no_grad):
+    """Accepted for torch compatibility; behaves like no_grad."""
+
+    def __init__(self, mode=True):
+        self.mode = mode
+
+    def __enter__(self):
+        self.previous = _grad_mode.enabled
+        _grad_mode.enabled = not self.mode and self.previous
+        return self
+
+
+class RemovableHandle:
+    """Returned by register_hook: `.remove()` unregisters the hook."""
+    _next_id = 0
+
+    def __init__(self, hooks_dict):
+        self.hooks_dict = hooks_dict
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self):
+        self.hooks_dict.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class Function:
+    """Base of every differentiable op. Subclasses define static `forward(ctx, *args)` and
+    `backward(ctx, *grad_outputs)`; call them through `Cls.apply(*args)`."""
+
+    # Class-level defaults keep node creation to the attributes an op actually sets.
+    _saved = ()
+    _saved_versions = ()
+    _released = False
+    _hooks = None
+    _tensor_hooks = None
+    needs_input_grad = ()
+    materialize_grads = True
+    output_count = 1
+    output_meta = ()
+    _internal = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # minitorch's own ops compute forward on NDArrays and record nothing there, so they skip
+        # switching grad mode off around forward (user Functions get torch's no-grad forward).
+        cls._internal = cls.__module__.startswith("minitorch.functions")
+
+    @classmethod
+    def apply(cls, *args):
+        ctx = cls.__new__(cls)
+        requires_grad = False
+        if _grad_mode.enabled:
+            for arg in args:
+                if type(arg) is Tensor and arg.requires_grad:
+                    requires_grad = True
+                    break
+        if cls._internal:
+            result = cls.forward(ctx, *args)
+        else:
+            with no_grad():
+                result = cls.forward(ctx, *args)
+        if requires_grad:
+            ctx._connect(args, result)
+        return result
+
+    def _connect(self, args, result):
+        """Record this node: edges to the inputs' nodes, and the outputs' grad_fn."""
+        edges, needs = [], []
+        for arg in args:
+            if isinstance(arg, Tensor):
+                if arg.requires_grad:
+                    needs.append(True)
+                    edges.append((arg.grad_fn, arg._output_nr) if arg.grad_fn is not None
+                                 else (arg, -1))
+                else:
+                    needs.append(False)
+                    edges.append(None)
+        self.next_edges = edges
+        self.needs_input_grad = needs
+        if type(result) is Tensor:
+            if result._data.dtype.is_floating_point:
+                result.requires_grad = True
+                result.grad_fn = self
+            return
+        self.output_count = len(result)
+        # Multi-output nodes may get no gradient for some outputs: keep what zeros need.
+        self.output_meta = [(out.shape, out.dtype, out.device) if isinstance(out, Tensor)
+                            else None for out in result]
+        for nr, out in enumerate(result):
+            if isinstance(out, Tensor) and out.dtype.is_floating_point:
+                out.requires_grad = True
+                out.grad_fn = self
+                out._output_nr = nr
+
+    # -- saved tensors --------------------------------------------------------------------------
+    def save_for_backward(self, *tensors):
+        self._saved = tensors
+        self._saved_versions = [t._version[0] if t is not None else 0 for t in tensors]
+
+    @property
+    def saved_tensors(self):
+        if self._released:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved "
+                "tensors after they have already been freed). Saved intermediate values of the "
+                "graph are freed when you call .backward() or autograd.grad(). Specify "
+                "retain_graph=True if you need to backward through the graph a second time or if "
+                "you need to access saved tensors after calling backward.")
+        for tensor, version in zip(self._saved, self._saved_versions):
+            if tensor is not None and tensor._version[0] != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by "
+                    f"an inplace operation: [{tensor.type()} {list(tensor.shape)}], which is "
+                    f"output 0 of {self.name()}, is at version {tensor._version[0]}; expected "
+                    f"version {version} instead. Hint: the backtrace further above can point to "
+                    "the operation that failed to compute its gradient.")
+        return self._saved
+
+    def mark_non_differentiable(self, *tensors):
+        """Accepted for torch compatibility: non-float outputs never require grad here."""
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = value
+
+    def _release(self):
+        self._saved = ()
+        self._released = True
+        for name in getattr(self, "_saved_attrs", ()):
+            setattr(self, name, None)
+
+    # -- node API -------------------------------------------------------------------------------
+    @classmethod
+    def name(cls):
+        return cls.__name__ + "Backward0" if not cls.__name__.endswith("Backward") else cls.__name__
+
+    @property
+    def next_functions(self):
+        return tuple((_node_view(edge), edge[1] if edge else 0) for edge in self.next_edges)
+
+    def register_hook(self, hook):
+        """hook(grad_inputs, grad_outputs) after this node's backward (torch's Node hook)."""
+        if self._hooks is None:
+            self._hooks = {}
+        handle = RemovableHandle(self._hooks)
+        self._hooks[handle.id] = hook
+        return handle
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    @staticmethod
+    def forward(ctx, *args):
+        raise NotImplementedError("Function subclasses must implement forward")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("Function subclasses must implement backward")
+
+
+class AccumulateGrad:
+    """The node a leaf's gradient flows into (shown by next_functions, as in torch)."""
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def name(self):
+        return "AccumulateGrad"
+
+    next_functions = ()
+
+
+def _edge_of(tensor):
+    """Where a gradient for `tensor` goes: (node, output_nr) for results of ops, (tensor, -1)
+    for leaves (accumulated into .grad)."""
+    if tensor.grad_fn is not None:
+        return (tensor.grad_fn, tensor._output_nr)
+    return (tensor, -1)
+
+
+def _node_view(edge):
+    if edge is None:
+        return None
+    target, nr = edge
+    return AccumulateGrad(target) if nr == -1 else target
+
+
+# ---- the engine ---------------------------------------------------------------------------------
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate d(tensors)/d(leaves) into the leaves' .grad (torch.autograd.backward)."""
+    roots = _roots(tensors, grad_tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    capture = None
+    if inputs is not None:
+        inputs = (inputs,) if _is_tensor(inputs) else tuple(inputs)
+        capture = {_capture_key(t): i for i, t in enumerate(inputs)}
+    _run(roots, retain_graph, create_graph, capture, accumulate=True, inputs=inputs)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=None, materialize_grads=False):
+    """Gradients of `outputs` w.r.t. `inputs`, returned rather than accumulated."""
+    single = _is_tensor(inputs)
+    inputs = (inputs,) if single else tuple(inputs)
+    for t in inputs:
+        if not t.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    roots = _roots(outputs, grad_outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    capture = {_capture_key(t): i for i, t in enumerate(inputs)}
+    results = _run(roots, retain_graph, create_graph, capture, accumulate=False, inputs=inputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    for i, g in enumerate(results):
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been "
+                                   "used in the graph. Set allow_unused=True if this is the "
+                                   "desired behavior.")
+            if materialize_grads:
+                from .tensor import zeros_like
+                results[i] = zeros_like(inputs[i])
+    return tuple(results)
+
+
+def _is_tensor(x):
+    return isinstance(x, Tensor)
+
+
+def _capture_key(tensor):
+    edge = _edge_of(tensor)
+    return (id(edge[0]), edge[1])
+
+
+def _roots(tensors, grads):
+    """[(edge, grad)] for each output, checking torch's rules for implicit gradients."""
+    tensors = (tensors,) if isinstance(tensors, Tensor) else tuple(tensors)
+    if grads is None:
+        grads = (None,) * len(tensors)
+    elif isinstance(grads, Tensor):
+        grads = (grads,)
+    else:
+        grads = tuple(grads)
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs"
+                           if not grads else f"Mismatch in number of gradients: got "
+                           f"{len(grads)} but expected {len(tensors)}")
+    roots = []
+    for t, g in zip(tensors, grads):
+        if not t.requires_grad:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a "
+                               "grad_fn")
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            g = _ones_like_scalar(t)
+        elif g.shape != t.shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of "
+                               f"torch.Size({list(g.shape)}) and output[0] has a shape of "
+                               f"torch.Size({list(t.shape)}).")
+        roots.append((_edge_of(t), g))
+    return roots
+
+
+def _ones_like_scalar(t):
+    """The implicit seed 1 for a one-element output: a cached constant viewed to its shape
+    (leaves copy before storing a gradient, so nothing can write into it)."""
+    from .functions.elementwise import scalar_array
+    return Tensor._from_data(scalar_array(1, t.dtype, t.device).reshape(t._data.shape))
+
+
+def _dependencies(roots):
+    """How many edges point at each node reachable from the roots (iterative DFS)."""
+    deps = {}
+    stack = [edge[0] for edge, _ in roots if edge[1] != -1]
+    seen = set(id(n) for n in stack)
+    while stack:
+        node = stack.pop()
+        for edge in node.next_edges:
+            if edge is None or edge[1] == -1:
+                continue
+            child = edge[0]
+            deps[id(child)] = deps.get(id(child), 0) + 1
+            if id(child) not in seen:
+                seen.add(id(child))
+                stack.append(child)
+    return deps
+
+
+def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
+    """Propagate gradients from the roots. With `capture` ({key: position}), the gradients
+    reaching those tensors are returned; with `accumulate`, leaves' .grad is updated."""
+    results = [None] * len(inputs) if inputs is not None else None
+    pending = {}              # id(node) -> [node, [grad per output]]
+    ready = []
+    for (target, nr), g in roots:
+        if nr == -1:
+            _deliver_to_leaf(target, g, capture, results, accumulate, create_graph)
+            continue
+        entry = pending.get(id(target))
+        if entry is None:
+            entry = pending[id(target)] = [target, [None] * target.output_count]
+        entry[1][nr] = g if entry[1][nr] is None else entry[1][nr] + g
+    deps = _dependencies(roots)
+    ready = [entry for key, entry in pending.items() if deps.get(key, 0) == 0]
+    previous = _grad_mode.enabled
+    _grad_mode.enabled = create_graph
+    try:
+        while ready:
+            node, grads = ready.pop()
+            del pending[id(node)]
+            grads = _apply_tensor_hooks(node, grads)
+            if capture is not None:
+                for nr, g in enumerate(grads):
+                    position = capture.get((id(node), nr))
+                    if position is not None:
+                        results[position] = g
+            input_grads = _call_backward(node, grads, retain_graph)
+            for edge, g in zip(node.next_edges, input_grads):
+                if edge is None or g is None:
+                    continue
+                target, nr = edge
+                if nr == -1:
+                    _deliver_to_leaf(target, g, capture, results, accumulate, create_graph)
+                    continue
+                entry = pending.get(id(target))
+                if entry is None:
+                    entry = pending[id(target)] = [target, [None] * target.output_count]
+                slot = entry[1]
+                slot[nr] = g if slot[nr] is None else slot[nr] + g
+                remaining = deps[id(target)] - 1
+                deps[id(target)] = remaining
+                if remaining == 0:
+                    ready.append(entry)
+    finally:
+        _grad_mode.enabled = previous
+    return results
+
+
+def _call_backward(node, grads, retain_graph):
+    """Run one node's backward; returns one gradient (or None) per input edge."""
+    if node.materialize_grads and any(g is None for g in grads):
+        from .tensor import zeros
+        grads = [zeros(*meta[0], dtype=meta[1], device=meta[2]) if g is None else g
+                 for g, meta in zip(grads, node.output_meta)]
+    result = node.backward(node, *grads)
+    if not retain_graph:
+        node._release()
+    if not isinstance(result, tuple):
+        result = (result,)
+    if len(result) < len(node.next_edges):
+        raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
+                           f"(expected {len(node.next_edges)}, got {len(result)})")
+    if node._hooks:
+        for hook in list(node._hooks.values()):
+            replaced = hook(result, tuple(grads))
+            if replaced is not None:
+                result = tuple(replaced)
+    return result
+
+
+def _apply_tensor_hooks(node, grads):
+    """Run hooks registered on the non-leaf tensors this node produced (tensor.register_hook)."""
+    hooks = node._tensor_hooks
+    if not hooks:
+        return grads
+    grads = list(grads)
+    for nr, hook_dict in hooks.items():
+        if grads[nr] is None:
+            continue
+        for hook in list(hook_dict.values()):
+            replaced = hook(grads[nr])
+            if replaced is not None:
+                grads[nr] = replaced
+    return grads
+
+
+def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
+    if leaf._hooks:
+        for hook in list(leaf._hooks.values()):
+            replaced = hook(g)
+            if replaced is not None:
+                g = replaced
+    if capture is not None:
+        position = capture.get((id(leaf), -1))
+        if position is not None:
+            results[position] = g if results[position] is None else results[position] + g
+            if not accumulate:
+                return
+    if not accumulate:
+        return
+    if leaf.grad is None:
+        # Backward rules may hand the same tensor to several inputs (a + b), so the first
+        # gradient is copied: two leaves must never share one .grad buffer.
+        leaf.grad = g.clone() if create_graph else g.detach().clone()
+    else:
+        leaf.grad = leaf.grad + (g if create_graph else g.detach())
+    for hook in getattr(leaf, "_post_accumulate_hooks", {}).values():
+        hook(leaf)
+
+
+# ---- gradcheck ----------------------------------------------------------------------------------
+def _as_tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+def _numerical_jacobian(fn, inputs, eps):
+    """d(flattened outputs)/d(each float input that requires grad), by central differences."""
+    outputs = [o.detach().numpy().astype(np.float64).ravel().copy() for o in _as_tuple(fn(*inputs))]
+    jacobians = []
+    for tensor in inputs:
+        if not (_is_tensor(tensor) and tensor.requires_grad):
+            jacobians.append(None)
+            continue
+        values = tensor.detach().numpy()   # shares memory with the tensor (CPU)
+        cols = []
+        for index in np.ndindex(values.shape):
+            original = values[index]
+            values[index] = original + eps
+            plus = [o.detach().numpy().astype(np.float64).ravel().copy()
+                    for o in _as_tuple(fn(*inputs))]
+            values[index] = original - eps
+            minus = [o.detach().numpy().astype(np.float64).ravel().copy()
+                     for o in _as_tuple(fn(*inputs))]
+            values[index] = original
+            cols.append(np.concatenate([(p - m) / (2 * eps) for p, m in zip(plus, minus)])
+                        if plus else np.zeros(0))
+        rows = sum(o.size for o in outputs)
+        jacobians.append(np.stack(cols, axis=1) if cols else np.zeros((rows, 0)))
+    return jacobians
+
+
+def _analytical_jacobian(fn, inputs):
+    """Row by row: backprop a one-hot gradient through each output element."""
+    from .tensor import tensor as make_tensor
+    outputs = _as_tuple(fn(*inputs))
+    diff_inputs = [t for t in inputs if _is_tensor(t) and t.requires_grad]
+    sizes = [o.numel() for o in outputs]
+    rows = sum(sizes)
+    jacobians = [np.zeros((rows, t.numel())) for t in diff_inputs]
+    row = 0
+    for out_i, out in enumerate(outputs):
+        for flat in range(sizes[out_i]):
+            grads_out = []
+            for j, o in enumerate(outputs):
+                seed = np.zeros(o.numel())
+                if j == out_i:
+                    seed[flat] = 1.0
+                grads_out.append(make_tensor(seed.reshape(o.shape), dtype=o.dtype,
+                                             device=o.device))
+            diff_outputs = [(o, g) for o, g in zip(outputs, grads_out) if o.requires_grad]
+            if diff_outputs:
+                grads = grad([o for o, _ in diff_outputs], diff_inputs,
+                             [g for _, g in diff_outputs], retain_graph=True, allow_unused=True)
+                for k, g in enumerate(grads):
+                    if g is not None:
+                        jacobians[k][row] = g.detach().numpy().astype(np.float64).ravel()
+            row += 1
+    return jacobians
+
+
+def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, **_ignored):
+    """Compare autograd's Jacobian with central finite differences (inputs should be float64)."""
+    inputs = _as_tuple(inputs)
+    numerical = [j for j in _numerical_jacobian(fn, inputs, eps) if j is not None]
+    analytical = _analytical_jacobian(fn, inputs)
+    for i, (a, n) in enumerate(zip(analytical, numerical)):
+        if a.shape != n.shape or not np.allclose(a, n, atol=atol, rtol=rtol):
+            if raise_exception:
+                raise GradcheckError(f"Jacobian mismatch for output 0 with respect to input {i},\n"
+                                     f"numerical:{n}\nanalytical:{a}\n")
+            return False
+    return True
+
+
+def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  raise_exception=True, **_ignored):
+    """gradcheck of the first derivative: checks the backward of backward (create_graph)."""
+    from .tensor import tensor as make_tensor
+    inputs = _as_tuple(inputs)
+    outputs = _as_tuple(fn(*inputs))
+    if grad_outputs is None:
+        rng = np.random.default_rng(0)
+        grad_outputs = tuple(make_tensor(rng.standard_normal(o.shape), dtype=o.dtype,
+                                         device=o.device, requires_grad=True) for o in outputs)
+    grad_outputs = _as_tuple(grad_outputs)
+    diff_inputs = [t for t in inputs if _is_tensor(t) and t.requires_grad]
+
+    def first_derivative(*args):
+        ins, gos = args[:len(inputs)], args[len(inputs):]
+        outs = _as_tuple(fn(*ins))
+        diff = [t for t in ins if _is_tensor(t) and t.requires_grad]
+        grads = grad(outs, diff, gos, create_graph=True, allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return gradcheck(first_derivative, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)
+
+
+class GradcheckError(RuntimeError):
+    """Raised by gradcheck when the analytical and numerical Jacobians differ."""
+

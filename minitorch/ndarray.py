@@ -1,0 +1,652 @@
+"""NDArray: a flat device buffer plus shape, strides (in elements), offset, dtype and device.
+
+View operations (reshape when strides allow, permute, expand, slicing, as_strided) only compute
+new metadata and share the buffer. Everything else allocates `out`, compacts an operand where a
+kernel needs contiguous input, and calls the device's kernel. No autograd lives here.
+"""
+import math
+import operator
+from functools import lru_cache
+
+import numpy as np
+
+from . import dtypes
+from .backend import CPU, device as Device, get_backend
+from .opcodes import BOOL_RESULT_BINARY, BOOL_RESULT_UNARY, INDEX_RESULT_REDUCE, ReduceOp
+
+
+@lru_cache(maxsize=4096)
+def contiguous_strides(shape):
+    """C-order strides (in elements) of a compact array of `shape`."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+@lru_cache(maxsize=4096)
+def shape_numel(shape):
+    return math.prod(shape)
+
+
+def shape_str(shape):
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def normalize_dim(dim, ndim):
+    """A dim in [-ndim, ndim) → [0, ndim); torch treats a 0-d array as having one dim here."""
+    dim = operator.index(dim)
+    bound = max(ndim, 1)
+    if not -bound <= dim < bound:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-bound}, "
+                         f"{bound - 1}], but got {dim})")
+    return dim + bound if dim < 0 else dim
+
+
+def normalize_dims(dims, ndim):
+    """None → every dim; an int or a sequence → sorted unique positive dims (torch's errors)."""
+    if dims is None:
+        return tuple(range(ndim))
+    if isinstance(dims, (int, np.integer)):
+        dims = (dims,)
+    result = []
+    for dim in dims:
+        d = normalize_dim(dim, ndim)
+        if d in result:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        result.append(d)
+    return tuple(sorted(d for d in result if d < ndim))
+
+
+def broadcast_shapes(a, b):
+    """torch.broadcast_shapes for two shapes, with torch's error message."""
+    if a == b:
+        return a
+    ndim = max(len(a), len(b))
+    a_pad, b_pad = (1,) * (ndim - len(a)) + a, (1,) * (ndim - len(b)) + b
+    out = []
+    for i, (x, y) in enumerate(zip(a_pad, b_pad)):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
+                               f"at non-singleton dimension {i}")
+    return tuple(out)
+
+
+def check_shape(shape):
+    """Validate a requested shape (ints, none negative) and return it as a tuple."""
+    try:
+        shape = tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise TypeError(f"shape must be a sequence of ints, got {shape!r}") from None
+    if any(s < 0 for s in shape):
+        bad = next(s for s in shape if s < 0)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {bad}: "
+                           f"{shape_str(shape)}")
+    return shape
+
+
+class NDArray:
+    """A strided view of a flat buffer; see the module docstring."""
+    __slots__ = ("buffer", "shape", "strides", "offset", "dtype", "device", "backend")
+
+    def __init__(self, buffer, shape, strides, offset, dtype, device, backend=None):
+        self.buffer = buffer
+        self.shape = shape
+        self.strides = strides
+        self.offset = offset
+        self.dtype = dtype
+        self.device = device
+        self.backend = backend if backend is not None else get_backend(device)
+
+    # ---- construction -------------------------------------------------------------------------
+    @staticmethod
+    def empty(shape, dtype=dtypes.float32, device=CPU):
+        backend = get_backend(device)
+        buffer = backend.empty(shape_numel(shape), dtype.storage)
+        return NDArray(buffer, shape, contiguous_strides(shape), 0, dtype, device, backend)
+
+    @staticmethod
+    def full(shape, value, dtype=dtypes.float32, device=CPU):
+        shape = check_shape(shape)
+        backend = get_backend(device)
+        buffer = backend.full(shape_numel(shape), value, dtype.storage)
+        return NDArray(buffer, shape, contiguous_strides(shape), 0, dtype, device, backend)
+
+    @staticmethod
+    def from_numpy(array, dtype=None, device=CPU):
+        """Copy a numpy array (any layout) into a new compact NDArray on `device`."""
+        array = np.asarray(array)
+        dtype = dtype or dtypes.from_numpy(array.dtype)
+        flat = np.array(array, dtype=dtype.storage, order="C", copy=True).reshape(-1)
+        backend = get_backend(device)
+        shape = tuple(array.shape)
+        return NDArray(backend.from_host(flat), shape, contiguous_strides(shape), 0, dtype, device,
+                       backend)
+
+    def numpy(self):
+        """A numpy array with this array's values: a view of the buffer on the CPU."""
+        host = self.backend.to_host(self.buffer)
+        itemsize = self.dtype.storage.itemsize
+        if self.size == 0:
+            return np.empty(self.shape, self.dtype.numpy_dtype)
+        view = np.ndarray(self.shape, self.dtype.storage, buffer=host, offset=self.offset * itemsize,
+                          strides=tuple(s * itemsize for s in self.strides))
+        return view.view(np.bool_) if self.dtype is dtypes.bool_ else view
+
+    # ---- metadata -----------------------------------------------------------------------------
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return shape_numel(self.shape)
+
+    def is_compact(self):
+        """C-contiguous (strides of size-1 axes don't matter, as in torch)."""
+        if self.strides == contiguous_strides(self.shape):
+            return True
+        expected = 1
+        for size, stride in zip(reversed(self.shape), reversed(self.strides)):
+            if size != 1 and stride != expected:
+                return size == 0 or self.size == 0
+            expected *= size
+        return True
+
+    def _view(self, shape, strides, offset=None):
+        return NDArray(self.buffer, shape, strides, self.offset if offset is None else offset,
+                       self.dtype, self.device, self.backend)
+
+    def _new(self, shape, dtype=None):
+        """A fresh compact array on this device (this dtype unless told)."""
+        if dtype is None:
+            dtype = self.dtype
+        backend = self.backend
+        return NDArray(backend.empty(shape_numel(shape), dtype.storage), shape,
+                       contiguous_strides(shape), 0, dtype, self.device, backend)
+
+    def flat(self):
+        """The buffer slice holding a compact array's elements (what compact-input kernels take)."""
+        n = self.size
+        if self.offset == 0 and len(self.buffer) == n:
+            return self.buffer
+        return self.buffer[self.offset:self.offset + n]
+
+    def __repr__(self):
+        return (f"NDArray(shape={self.shape}, strides={self.strides}, offset={self.offset}, "
+                f"dtype={self.dtype.name}, device={self.device})")
+
+    # ---- views --------------------------------------------------------------------------------
+    def compact(self):
+        """Self when already C-contiguous, else a compact copy (the `compact` kernel)."""
+        if self.is_compact():
+            return self
+        out = self._new(self.shape)
+        if out.size:
+            self.backend.compact(self.buffer, out.buffer, self.shape, self.strides, self.offset)
+        return out
+
+    def copy(self):
+        out = self._new(self.shape)
+        if out.size:
+            self.backend.compact(self.buffer, out.buffer, self.shape, self.strides, self.offset)
+        return out
+
+    def reshape(self, shape):
+        """A view when the strides allow it (torch's rule), otherwise a compact copy."""
+        shape = self._infer_shape(shape)
+        strides = self._view_strides(shape)
+        if strides is None:
+            return self.copy()._view(shape, contiguous_strides(shape), 0)
+        return self._view(shape, strides)
+
+    def view(self, shape):
+        """Like reshape but never copies (torch's `view` error when the strides don't allow)."""
+        shape = self._infer_shape(shape)
+        strides = self._view_strides(shape)
+        if strides is None:
+            raise RuntimeError("view size is not compatible with input tensor's size and stride "
+                               "(at least one dimension spans across two contiguous subspaces). "
+                               "Use .reshape(...) instead.")
+        return self._view(shape, strides)
+
+    def _infer_shape(self, shape):
+        shape = tuple(operator.index(s) for s in shape)
+        if shape.count(-1) > 1:
+            raise RuntimeError("only one dimension can be inferred")
+        if any(s < -1 for s in shape):
+            raise RuntimeError(f"invalid shape dimension {min(shape)}")
+        known = math.prod(s for s in shape if s != -1)
+        if -1 in shape:
+            if known == 0 or self.size % known:
+                raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size "
+                                   f"{self.size}")
+            shape = tuple(self.size // known if s == -1 else s for s in shape)
+        elif known != self.size:
+            raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size {self.size}")
+        return shape
+
+    def _view_strides(self, shape):
+        """Strides that view this array's elements as `shape` in C order, or None (torch's
+        computeStride: groups of old axes that are contiguous among themselves can be re-split)."""
+        if self.is_compact():
+            return contiguous_strides(shape)
+        if self.size == 0:
+            return contiguous_strides(shape)
+        old = [(s, st) for s, st in zip(self.shape, self.strides) if s != 1]
+        new_strides = [0] * len(shape)
+        new_i = len(shape) - 1
+        # Walk old axes from the innermost, merging runs that are contiguous with each other.
+        chunk_size, chunk_stride = 1, None
+        old_i = len(old) - 1
+        while old_i >= 0:
+            size, stride = old[old_i]
+            chunk_size, chunk_stride = size, stride
+            old_i -= 1
+            while old_i >= 0 and old[old_i][1] == old[old_i + 1][1] * old[old_i + 1][0]:
+                chunk_size *= old[old_i][0]
+                old_i -= 1
+            # Give this chunk to new axes, innermost first, until their product matches it.
+            covered = 1
+            while new_i >= 0 and (covered < chunk_size or shape[new_i] == 1):
+                if covered * shape[new_i] > chunk_size:
+                    return None
+                new_strides[new_i] = chunk_stride * covered
+                covered *= shape[new_i]
+                new_i -= 1
+            if covered != chunk_size:
+                return None
+        while new_i >= 0:           # leading size-1 axes
+            new_strides[new_i] = 1
+            new_i -= 1
+        return tuple(new_strides)
+
+    def permute(self, dims):
+        dims = tuple(normalize_dim(d, self.ndim) for d in dims)
+        if len(dims) != self.ndim:
+            raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does "
+                               "not match the length of the desired ordering of dimensions i.e. "
+                               f"input.dim() = {self.ndim} is not equal to len(dims) = {len(dims)}")
+        if len(set(dims)) != len(dims):
+            raise RuntimeError("permute(): duplicate dims are not allowed.")
+        return self._view(tuple(self.shape[d] for d in dims), tuple(self.strides[d] for d in dims))
+
+    def transpose(self, dim0, dim1):
+        d0, d1 = normalize_dim(dim0, self.ndim), normalize_dim(dim1, self.ndim)
+        if self.ndim < 2:
+            return self
+        order = list(range(self.ndim))
+        order[d0], order[d1] = order[d1], order[d0]
+        return self.permute(order)
+
+    def expand(self, shape):
+        """Broadcast to `shape` with stride 0 on new or size-1 axes (-1 keeps a size)."""
+        shape = tuple(operator.index(s) for s in shape)
+        if len(shape) < self.ndim:
+            raise RuntimeError(f"expand(torch.FloatTensor{{{shape_str(self.shape)}}}, "
+                               f"size={shape_str(shape)}): the number of sizes provided "
+                               f"({len(shape)}) must be greater or equal to the number of "
+                               f"dimensions in the tensor ({self.ndim})")
+        lead = len(shape) - self.ndim
+        new_shape, new_strides = [], []
+        for i, size in enumerate(shape):
+            if i < lead:
+                if size < 0:
+                    raise RuntimeError(f"The expanded size of the tensor ({size}) isn't allowed in "
+                                       "a leading, non-existing dimension 0")
+                new_shape.append(size)
+                new_strides.append(0)
+                continue
+            old_size, old_stride = self.shape[i - lead], self.strides[i - lead]
+            if size == -1 or size == old_size:
+                new_shape.append(old_size)
+                new_strides.append(old_stride)
+            elif old_size == 1:
+                new_shape.append(size)
+                new_strides.append(0)
+            else:
+                raise RuntimeError(f"The expanded size of the tensor ({size}) must match the "
+                                   f"existing size ({old_size}) at non-singleton dimension {i}.  "
+                                   f"Target sizes: {shape_str(shape)}.  Tensor sizes: "
+                                   f"{shape_str(self.shape)}")
+        return self._view(tuple(new_shape), tuple(new_strides))
+
+    broadcast_to = expand
+
+    def as_strided(self, shape, strides, storage_offset=None):
+        """A view with explicit metadata; refuses one that reaches outside the buffer."""
+        shape, strides = check_shape(shape), tuple(operator.index(s) for s in strides)
+        offset = self.offset if storage_offset is None else operator.index(storage_offset)
+        if len(shape) != len(strides):
+            raise RuntimeError(f"mismatch in length of strides and shape")
+        if any(s < 0 for s in strides):
+            raise RuntimeError("as_strided: Negative strides are not supported at the moment, got "
+                               f"strides: {shape_str(strides)}")
+        if offset < 0:
+            raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+        if math.prod(shape) > 0:
+            needed = offset + 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+            if needed > len(self.buffer):
+                raise RuntimeError(f"setStorage: sizes {shape_str(shape)}, strides "
+                                   f"{shape_str(strides)}, storage offset {offset}, and itemsize "
+                                   f"{self.dtype.itemsize} requiring a storage size of "
+                                   f"{needed * self.dtype.itemsize} are out of bounds for storage "
+                                   f"of size {len(self.buffer) * self.dtype.itemsize}")
+        return self._view(shape, strides, offset)
+
+    def squeeze(self, dims=None):
+        dims = normalize_dims(dims, self.ndim)
+        keep = [i for i in range(self.ndim) if not (i in dims and self.shape[i] == 1)]
+        return self._view(tuple(self.shape[i] for i in keep), tuple(self.strides[i] for i in keep))
+
+    def unsqueeze(self, dim):
+        dim = normalize_dim(dim, self.ndim + 1)
+        inner = self.strides[dim] * self.shape[dim] if dim < self.ndim else 1
+        return self._view(self.shape[:dim] + (1,) + self.shape[dim:],
+                          self.strides[:dim] + (inner,) + self.strides[dim:])
+
+    def __getitem__(self, key):
+        """Basic indexing: ints (negative ok), slices with any nonzero step, None, Ellipsis."""
+        shape, strides, offset = [], [], self.offset
+        dim = 0
+        for item in _expand_ellipsis(key, self.ndim):
+            if item is None:
+                shape.append(1)
+                strides.append(0)
+                continue
+            if isinstance(item, slice):
+                start, stop, step = item.indices(self.shape[dim])
+                count = max(0, (stop - start + (step - (1 if step > 0 else -1))) // step)
+                if count:
+                    offset += start * self.strides[dim]
+                shape.append(count)
+                strides.append(self.strides[dim] * step)
+            else:
+                index = _int_index(item)
+                size = self.shape[dim]
+                if not -size <= index < size:
+                    raise IndexError(f"index {index} is out of bounds for dimension {dim} with "
+                                     f"size {size}")
+                offset += (index + size if index < 0 else index) * self.strides[dim]
+            dim += 1
+        shape += self.shape[dim:]
+        strides += self.strides[dim:]
+        return self._view(tuple(shape), tuple(strides), offset)
+
+    def __setitem__(self, key, value):
+        self[key].assign(value)
+
+    def assign(self, value):
+        """Write `value` (a scalar or an NDArray broadcastable to this view) through the view."""
+        if self.size == 0:
+            return
+        if isinstance(value, NDArray):
+            if value.device is not self.device:
+                raise RuntimeError(_device_mismatch(self.device, value.device))
+            value = value.expand(self.shape) if value.shape != self.shape else value
+            # A source sharing our buffer is copied first so overlapping writes read old values.
+            if value.buffer is self.buffer or not value.is_compact():
+                value = value.copy()
+            value = value.astype(self.dtype)
+            source = value.flat()
+        else:
+            source = self.backend.full(1, value, self.dtype.storage)
+        self.backend.strided_set(source, self.buffer, self.shape, self.strides, self.offset)
+
+    # ---- dtype --------------------------------------------------------------------------------
+    def astype(self, dtype):
+        """This array converted to `dtype` (self when it already has it)."""
+        if dtype is self.dtype:
+            return self
+        src = self.compact()
+        out = self._new(self.shape, dtype)
+        if out.size:
+            self.backend.cast(src.flat(), out.buffer)
+        return out
+
+    # ---- elementwise --------------------------------------------------------------------------
+    def unary(self, op, out_dtype=None):
+        src = self.compact()
+        out = self._new(self.shape, dtypes.bool_ if op in BOOL_RESULT_UNARY else out_dtype)
+        if out.buffer.size:
+            self.backend.unary(op, src.flat(), out.buffer)
+        return out
+
+    def binary(self, op, other):
+        """op(self, other) with broadcasting; both operands must share dtype and device."""
+        if other.device is not self.device:
+            raise RuntimeError(_device_mismatch(self.device, other.device))
+        a, b, shape = self, other, self.shape
+        if other.shape != shape:
+            shape = broadcast_shapes(shape, other.shape)
+            a, b = self._broadcast_view(shape), other._broadcast_view(shape)
+        out = self._new(shape, dtypes.bool_ if op in BOOL_RESULT_BINARY else None)
+        if out.buffer.size:
+            self.backend.binary(op, a.buffer, b.buffer, out.buffer, shape,
+                                a.strides, a.offset, b.strides, b.offset)
+        return out
+
+    def _broadcast_view(self, shape):
+        return self if self.shape == shape else self.expand(shape)
+
+    def where(self, a, b):
+        """a where self (bool) else b, all three broadcast together."""
+        shape = broadcast_shapes(broadcast_shapes(self.shape, a.shape), b.shape)
+        c, a, b = (x._broadcast_view(shape) for x in (self, a, b))
+        out = a._new(shape)
+        if out.size:
+            self.backend.where(c.buffer, a.buffer, b.buffer, out.buffer, shape,
+                               c.strides, c.offset, a.strides, a.offset, b.strides, b.offset)
+        return out
+
+    # ---- reductions ---------------------------------------------------------------------------
+    def reduce(self, op, dims=None, keepdim=False):
+        """Reduce over `dims` (None = all). A contiguous group of reduced axes is reduced in
+        place as the middle axis of (outer, n, inner); other layouts are permuted last first."""
+        dims = normalize_dims(dims, self.ndim)
+        out_dtype = dtypes.int64 if op in INDEX_RESULT_REDUCE else self.dtype
+        kept_shape = tuple(1 if i in dims else s for i, s in enumerate(self.shape))
+        n = math.prod(self.shape[d] for d in dims)
+        if n == 0 and op not in (ReduceOp.SUM, ReduceOp.PROD):
+            raise _empty_reduction_error(op, dims, self.shape)
+        if dims and dims == tuple(range(dims[0], dims[-1] + 1)):
+            src, inner = self.compact(), math.prod(self.shape[dims[-1] + 1:])
+        else:
+            order = [i for i in range(self.ndim) if i not in dims] + list(dims)
+            src, inner = self.permute(order).compact(), 1
+        out = self._new(kept_shape, out_dtype)
+        if out.size:
+            self.backend.reduce_last(op, src.flat(), out.buffer, n, inner)
+        return out if keepdim else out.squeeze(dims)
+
+    def scan(self, op, dim):
+        """Inclusive cumulative SUM or PROD along `dim`."""
+        dim = normalize_dim(dim, self.ndim)
+        src = self.compact()
+        out = self._new(self.shape)
+        if out.size:
+            n = self.shape[dim] if self.ndim else 1
+            self.backend.scan_last(op, src.flat(), out.buffer, n, math.prod(self.shape[dim + 1:]))
+        return out
+
+    # ---- matmul -------------------------------------------------------------------------------
+    def matmul(self, other):
+        """(…, m, k) @ (…, k, n) with broadcast batch axes; both at least 2-D."""
+        if other.device is not self.device:
+            raise RuntimeError(_device_mismatch(self.device, other.device))
+        (m, k), (k2, n) = self.shape[-2:], other.shape[-2:]
+        if k != k2:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n})")
+        batch_shape = broadcast_shapes(self.shape[:-2], other.shape[:-2])
+        a, b = self._batched(batch_shape), other._batched(batch_shape)
+        batch = math.prod(batch_shape)
+        out = self._new((batch, m, n))
+        if out.size:
+            self.backend.matmul(a.buffer, b.buffer, out.buffer, batch, m, n, k,
+                                a.strides, a.offset, b.strides, b.offset)
+        return out._view(batch_shape + (m, n), contiguous_strides(batch_shape + (m, n)), 0)
+
+    def _batched(self, batch_shape):
+        """This (…, r, c) array as a 3-D (batch, r, c) view; copies only when the broadcast batch
+        axes can't be described by a single stride."""
+        view = self.expand(batch_shape + self.shape[-2:])
+        rows, cols = view.shape[-2:]
+        batch_strides = [s for size, s in zip(batch_shape, view.strides) if size != 1]
+        batch_sizes = [size for size in batch_shape if size != 1]
+        one_stride = all(batch_strides[i] == batch_strides[i + 1] * batch_sizes[i + 1]
+                         for i in range(len(batch_strides) - 1))
+        if not one_stride:
+            view = view.copy()
+            batch_strides = [view.strides[len(batch_shape) - 1]] if batch_shape else []
+        stride = batch_strides[-1] if batch_strides else 0
+        return view._view((math.prod(batch_shape), rows, cols),
+                          (stride,) + view.strides[-2:])
+
+    # ---- index kernels ------------------------------------------------------------------------
+    def _index_layout(self, dim):
+        """(outer, size along dim, inner): how an index kernel along `dim` sees this array."""
+        size = self.shape[dim] if self.ndim else 1
+        return math.prod(self.shape[:dim]), size, math.prod(self.shape[dim + 1:])
+
+    def gather(self, dim, index):
+        """torch.gather: out[..., j, ...] = self[..., index[..., j, ...], ...] along dim."""
+        dim = normalize_dim(dim, self.ndim)
+        _check_index_array(index, "gather")
+        region = self[self._index_region(dim, index.shape, "gather")].compact()
+        outer, size, inner = region._index_layout(dim)
+        out = self._new(index.shape)
+        if out.size:
+            with _index_error_context(dim, self.shape):
+                self.backend.gather(region.flat(), index.compact().flat(), out.buffer, outer, size,
+                                    index.shape[dim] if index.ndim else 1, inner)
+        return out
+
+    def _index_region(self, dim, index_shape, op):
+        """The key of the block gather/scatter address: index may be smaller than self on every
+        axis but `dim` (torch's rule), and only that leading block is touched."""
+        if len(index_shape) != self.ndim:
+            raise RuntimeError(f"{op}(): Index tensor must have the same number of dimensions as "
+                               "input tensor")
+        for d, (i_size, s_size) in enumerate(zip(index_shape, self.shape)):
+            if d != dim and i_size > s_size:
+                raise RuntimeError(f"Size does not match at dimension {d} expected index "
+                                   f"{shape_str(index_shape)} to be smaller than self "
+                                   f"{shape_str(self.shape)} apart from dimension {dim}")
+        return tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(index_shape))
+
+    def scatter_into(self, dim, index, src, accumulate):
+        """In-place torch.scatter_ / scatter_add_: self[..., index[..., j, ...], ...] (+)= src.
+        Works on a compact staging copy of the addressed block when that block isn't compact."""
+        dim = normalize_dim(dim, self.ndim)
+        _check_index_array(index, "scatter")
+        region = self[self._index_region(dim, index.shape, "scatter")]
+        if index.size == 0:
+            return
+        values = src[tuple(slice(0, n) for n in index.shape)].compact().astype(self.dtype)
+        target = region if region.is_compact() else region.copy()
+        outer, size, inner = target._index_layout(dim)
+        kernel = self.backend.scatter_add if accumulate else self.backend.scatter
+        with _index_error_context(dim, self.shape):
+            kernel(values.flat(), index.compact().flat(), target.flat(), outer, size,
+                   index.shape[dim] if index.ndim else 1, inner)
+        if target is not region:
+            region.assign(target)
+
+    def index_select(self, dim, index):
+        dim = normalize_dim(dim, self.ndim)
+        _check_index_array(index, "index_select", max_ndim=1)
+        src = self.compact()
+        outer, size, inner = src._index_layout(dim)
+        n_index = index.size
+        out_shape = self.shape[:dim] + (n_index,) + self.shape[dim + 1:] if self.ndim else (
+            (n_index,) if index.ndim else ())
+        out = self._new(out_shape)
+        if out.size:
+            with _index_error_context(dim, self.shape):
+                self.backend.index_select(src.flat(), index.compact().flat(), out.buffer, outer,
+                                          size, n_index, inner)
+        return out
+
+    def index_add_into(self, dim, index, src):
+        """In-place torch.index_add_: self[..., index[j], ...] += src[..., j, ...]."""
+        dim = normalize_dim(dim, self.ndim)
+        _check_index_array(index, "index_add", max_ndim=1)
+        if index.size == 0:
+            return
+        target = self if self.is_compact() else self.copy()
+        outer, size, inner = target._index_layout(dim)
+        with _index_error_context(dim, self.shape):
+            self.backend.index_add(src.compact().astype(self.dtype).flat(),
+                                   index.compact().flat(), target.flat(), outer, size,
+                                   index.size, inner)
+        if target is not self:
+            self.assign(target)
+
+
+def _expand_ellipsis(key, ndim):
+    """The indexing key as a list with `...` replaced by full slices; checks its length."""
+    key = key if isinstance(key, tuple) else (key,)
+    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
+    ellipses = sum(1 for k in key if k is Ellipsis)
+    if ellipses > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if consumed > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    items = []
+    for k in key:
+        if k is Ellipsis:
+            items += [slice(None)] * (ndim - consumed)
+        else:
+            items.append(k)
+    return items
+
+
+def _int_index(item):
+    if isinstance(item, (bool, np.bool_)):
+        raise IndexError("boolean indices are handled by the tensor layer")
+    try:
+        return operator.index(item)
+    except TypeError:
+        raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                         f"Variables are valid indices (got {type(item).__name__})") from None
+
+
+def _check_index_array(index, op, max_ndim=None):
+    if index.dtype is not dtypes.int64:
+        raise RuntimeError(f"{op}(): Expected dtype int64 for index")
+    if max_ndim is not None and index.ndim > max_ndim:
+        raise IndexError(f"{op}(): Index is supposed to be a vector")
+
+
+class _index_error_context:
+    """Adds the dimension and the sizes to an out-of-range error raised by an index kernel."""
+    __slots__ = ("dim", "shape")
+
+    def __init__(self, dim, shape):
+        self.dim, self.shape = dim, shape
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        if kind is IndexError:
+            raise IndexError(f"{error} (dimension {self.dim} of a tensor of shape "
+                             f"{shape_str(self.shape)})") from None
+        return False
+
+
+def _empty_reduction_error(op, dims, shape):
+    name = op.name.lower()
+    return IndexError(f"{name}(): Expected reduction dim {dims[0] if dims else 0} to have "
+                      f"non-zero size (input shape {shape_str(shape)})")
+
+
+def _device_mismatch(a, b):
+    first, second = (a, b) if a.type == "cuda" else (b, a)
+    return ("Expected all tensors to be on the same device, but found at least two devices, "
+            f"{first} and {second}!")

@@ -1,0 +1,167 @@
+"""Random tensors. numpy's Generator (CPU) / CuPy's (GPU) draw the bits, seeded by manual_seed;
+the values land in our buffers like any other data coming in at the edge."""
+import numpy as np
+
+from . import dtypes
+from .backend import CPU, device as Device
+from .ndarray import NDArray, check_shape
+from .tensor import Tensor, _shape_args, wrap
+
+_state = {"seed": 0, "generator": np.random.default_rng(0)}
+
+
+class Generator:
+    """torch.Generator: an independent stream (DataLoader shuffling, random_split)."""
+
+    def __init__(self, device="cpu"):
+        self._seed = int(np.random.SeedSequence().entropy % (2 ** 63))
+        self.rng = np.random.default_rng(self._seed)
+
+    def manual_seed(self, seed):
+        self._seed = int(seed)
+        self.rng = np.random.default_rng(self._seed)
+        return self
+
+    def initial_seed(self):
+        return self._seed
+
+    def seed(self):
+        return self.manual_seed(int(np.random.SeedSequence().entropy % (2 ** 63))).initial_seed()
+
+    def get_state(self):
+        from .tensor import tensor
+        state = self.rng.bit_generator.state
+        return tensor(np.frombuffer(repr(state).encode(), dtype=np.uint8).astype(np.int64))
+
+    def set_state(self, state):
+        import ast
+        text = bytes(np.asarray(state.tolist(), dtype=np.uint8)).decode()
+        self.rng.bit_generator.state = ast.literal_eval(text)
+
+
+def manual_seed(seed):
+    """Seed the generator every random op draws from (for every device)."""
+    seed = int(seed)
+    _state["seed"] = seed
+    _state["generator"] = np.random.default_rng(seed)
+    return default_generator
+
+
+def seed():
+    return manual_seed(int(np.random.SeedSequence().entropy % (2 ** 63)))
+
+
+def initial_seed():
+    return _state["seed"]
+
+
+def host_rng(generator=None):
+    """The numpy Generator to draw from: the caller's, or the global one."""
+    return generator.rng if generator is not None else _state["generator"]
+
+
+class _DefaultGenerator(Generator):
+    """mt.default_generator: a view onto the global state that manual_seed resets."""
+
+    def __init__(self):
+        pass
+
+    @property
+    def rng(self):
+        return _state["generator"]
+
+    def manual_seed(self, seed):
+        manual_seed(seed)
+        return self
+
+    def initial_seed(self):
+        return _state["seed"]
+
+
+default_generator = _DefaultGenerator()
+
+
+def _draw(size, dtype, device, requires_grad, generator, draw):
+    """Fill a new tensor of `size` with values from `draw(rng, shape)`, on the right device."""
+    shape = check_shape(_shape_args(size))
+    dtype = dtype or dtypes.get_default_dtype()
+    device = Device(device) if device is not None else CPU
+    # Drawn on the host for every device: the same seed gives the same values on CPU and GPU.
+    values = draw(host_rng(generator), shape)
+    nd = NDArray.from_numpy(np.asarray(values), dtype, device)
+    return wrap(nd, requires_grad)
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    return _draw(size, dtype, device, requires_grad, generator,
+                 lambda rng, shape: rng.random(shape))
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    return _draw(size, dtype, device, requires_grad, generator,
+                 lambda rng, shape: rng.standard_normal(shape))
+
+
+def randint(low=0, high=None, size=None, generator=None, dtype=None, device=None,
+            requires_grad=False):
+    if high is None:
+        low, high = 0, low
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    if high <= low:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
+    return _draw((tuple(size),), dtype or dtypes.int64, device, requires_grad, generator,
+                 lambda rng, shape: rng.integers(low, high, shape))
+
+
+def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
+    return _draw(((n,),), dtype or dtypes.int64, device, requires_grad, generator,
+                 lambda rng, shape: rng.permutation(n))
+
+
+def _like(input, dtype, device):
+    return input.shape, dtype or input.dtype, device or input.device
+
+
+def rand_like(input, dtype=None, device=None, requires_grad=False):
+    shape, dtype, device = _like(input, dtype, device)
+    return rand(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def randn_like(input, dtype=None, device=None, requires_grad=False):
+    shape, dtype, device = _like(input, dtype, device)
+    return randn(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def randint_like(input, low=0, high=None, dtype=None, device=None, requires_grad=False):
+    shape, dtype, device = _like(input, dtype, device)
+    return randint(low, high, shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def bernoulli(input, p=None, generator=None):
+    """Draws 1 with probability input (or p) elementwise."""
+    probs = input.detach().cpu().numpy() if p is None else np.full(input.shape, p)
+    draws = host_rng(generator).random(probs.shape) < probs
+    return wrap(NDArray.from_numpy(draws.astype(np.float64), input.dtype, input.device))
+
+
+def multinomial(input, num_samples, replacement=False, generator=None):
+    probs = np.atleast_2d(input.detach().cpu().numpy().astype(np.float64))
+    rng = host_rng(generator)
+    rows = []
+    for row in probs:
+        p = row / row.sum()
+        rows.append(rng.choice(len(p), size=num_samples, replace=replacement, p=p))
+    out = np.array(rows).reshape(input.shape[:-1] + (num_samples,))
+    return wrap(NDArray.from_numpy(out, dtypes.int64, input.device))
+
+
+def normal(mean, std, size=None, generator=None):
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        like = mean if isinstance(mean, Tensor) else std
+        return randn(*like.shape, generator=generator, dtype=like.dtype,
+                     device=like.device) * std + mean
+    return randn(*size, generator=generator) * std + mean
+
+

@@ -1,0 +1,688 @@
+"""Tensor: an NDArray plus autograd metadata, with torch's methods, operators and indexing.
+
+Every method is a one-liner into `minitorch.functions`, where each differentiable op is defined
+once with its forward and backward side by side.
+"""
+import numbers
+
+import numpy as np
+
+from . import dtypes
+from . import autograd as _autograd
+from .autograd import RemovableHandle, _grad_mode
+from .autograd import backward as _autograd_backward
+from .backend import CPU, device as Device
+from .ndarray import NDArray, shape_numel
+from .printing import tensor_repr
+
+
+class Size(tuple):
+    """torch.Size: a tuple of ints that prints like torch's."""
+
+    def __repr__(self):
+        return f"torch.Size({list(self)})"
+
+    def numel(self):
+        return shape_numel(tuple(self))
+
+
+_new_object = object.__new__
+
+
+def wrap(data, requires_grad=False, version=None):
+    """A Tensor around an NDArray (the fast internal constructor: no checks, no copies)."""
+    t = _new_object(Tensor)
+    t._data = data
+    t.requires_grad = requires_grad
+    t.grad = None
+    t.grad_fn = None
+    t._output_nr = 0
+    t._version = [0] if version is None else version
+    t._hooks = None
+    t._retains_grad = False
+    return t
+
+
+class Tensor:
+    """A multi-dimensional array with autograd; mirrors torch.Tensor."""
+    __slots__ = ("_data", "requires_grad", "grad", "grad_fn", "_output_nr", "_version", "_hooks",
+                 "_retains_grad", "_post_accumulate_hooks", "__weakref__", "__dict__")
+    __array_priority__ = 1000   # numpy defers `ndarray op Tensor` to our reflected operators
+
+    def __init__(self, *args, dtype=None, device=None, requires_grad=False):
+        """torch.Tensor's legacy constructor: Tensor(data) or Tensor(*sizes) (uninitialised)."""
+        if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+            source = tensor(args[0], dtype=dtype or dtypes.get_default_dtype(), device=device)
+        else:
+            shape = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+            source = empty(*shape, dtype=dtype, device=device)
+        wrap_into(self, source._data, requires_grad)
+
+    # ---- metadata -----------------------------------------------------------------------------
+    @property
+    def data(self):
+        return wrap(self._data, version=self._version)
+
+    @data.setter
+    def data(self, value):
+        self._data = value._data
+
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        from .ndarray import normalize_dim
+        return self._data.shape[normalize_dim(dim, self.ndim)] if self.ndim else 1
+
+    @property
+    def dtype(self):
+        return self._data.dtype
+
+    @property
+    def device(self):
+        return self._data.device
+
+    @property
+    def is_cuda(self):
+        return self._data.device.type == "cuda"
+
+    @property
+    def ndim(self):
+        return len(self._data.shape)
+
+    def dim(self):
+        return len(self._data.shape)
+
+    ndimension = dim
+
+    def numel(self):
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self):
+        return self._data.dtype.itemsize
+
+    def stride(self, dim=None):
+        if dim is None:
+            return self._data.strides
+        from .ndarray import normalize_dim
+        return self._data.strides[normalize_dim(dim, self.ndim)]
+
+    def storage_offset(self):
+        return self._data.offset
+
+    def data_ptr(self):
+        return self._data.backend.data_ptr(self._data.buffer) + \
+            self._data.offset * self._data.dtype.itemsize
+
+    def is_contiguous(self, memory_format=None):
+        return self._data.is_compact()
+
+    def is_floating_point(self):
+        return self._data.dtype.is_floating_point
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def T(self):
+        return self.permute(*reversed(range(self.ndim)))
+
+    @property
+    def mT(self):
+        return self.transpose(-2, -1)
+
+    @property
+    def H(self):
+        return self.T
+
+    @property
+    def mH(self):
+        return self.mT
+
+    @property
+    def itemsize(self):
+        return self._data.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self._data.size * self._data.dtype.itemsize
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def _version_counter(self):
+        return self._version[0]
+
+    def type(self, dtype=None):
+        if dtype is None:
+            names = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
+                     "bool": "BoolTensor"}
+            prefix = "torch.cuda." if self.is_cuda else "torch."
+            return prefix + names[self.dtype.name]
+        return self.to(dtypes.from_name(dtype) if isinstance(dtype, str) else dtype)
+
+    # ---- conversion ---------------------------------------------------------------------------
+    def numpy(self, force=False):
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        if self.is_cuda and not force:
+            raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() "
+                            "to copy the tensor to host memory first.")
+        return self._data.numpy()
+
+    def __array__(self, dtype=None, copy=None):
+        array = self.detach().cpu()._data.numpy()
+        return array if dtype is None else array.astype(dtype)
+
+    def tolist(self):
+        return self.detach().cpu()._data.numpy().tolist()
+
+    def item(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
+                               "Scalar")
+        return self.detach().cpu()._data.numpy().reshape(()).item()
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous"
+                               if self.numel() else "Boolean value of Tensor with no values is "
+                               "ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self._single_value())
+
+    def __int__(self):
+        return int(self._single_value())
+
+    def __index__(self):
+        if self.dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def _single_value(self):
+        if self.numel() != 1:
+            raise ValueError(f"only one element tensors can be converted to Python scalars")
+        return self.item()
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __repr__(self):
+        return tensor_repr(self)
+
+    def __format__(self, spec):
+        if self.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return object.__format__(self, spec) if spec else repr(self)
+
+    def __hash__(self):
+        return id(self)
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild, (self.detach().cpu().numpy(), self.dtype.name, str(self.device),
+                           self.requires_grad))
+
+    # ---- device / dtype moves -----------------------------------------------------------------
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
+        """to(dtype), to(device), to(device, dtype), to(other_tensor)."""
+        for arg in args:
+            if isinstance(arg, dtypes.dtype):
+                dtype = arg
+            elif isinstance(arg, Tensor):
+                dtype, device = arg.dtype, arg.device
+            elif arg is not None:
+                device = arg
+        from .functions import elementwise as E
+        result = self
+        if device is not None and Device(device) is not self.device:
+            result = E.to_device(result, Device(device))
+        if dtype is not None and dtype is not result.dtype:
+            result = E.cast(result, dtype)
+        if copy and result is self:
+            result = self.clone()
+        return result
+
+    def cuda(self, device=None, non_blocking=False):
+        return self.to(Device("cuda" if device is None else device))
+
+    def cpu(self):
+        return self.to(CPU)
+
+    def float(self):
+        return self.to(dtypes.float32)
+
+    def double(self):
+        return self.to(dtypes.float64)
+
+    def long(self):
+        return self.to(dtypes.int64)
+
+    def int(self):
+        return self.to(dtypes.int64)
+
+    def bool(self):
+        return self.to(dtypes.bool_)
+
+    def half(self):
+        return self.to(dtypes.float32)
+
+    # ---- autograd -----------------------------------------------------------------------------
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        _autograd_backward(self, gradient, retain_graph, create_graph, inputs)
+
+    def detach(self):
+        return wrap(self._data, version=self._version)
+
+    def detach_(self):
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def requires_grad_(self, requires_grad=True):
+        if not self.is_leaf and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you "
+                               "want to use a computed variable in a subgraph that doesn't require "
+                               "differentiation use var_no_grad = var.detach().")
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self.requires_grad = requires_grad
+        return self
+
+    def retain_grad(self):
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.is_leaf or self._retains_grad:
+            return
+        self._retains_grad = True
+        import weakref
+        ref = weakref.ref(self)
+
+        def store_grad(grad):
+            owner = ref()
+            if owner is not None:
+                owner.grad = grad.detach().clone() if owner.grad is None else owner.grad + grad
+        self._add_node_hook(store_grad)
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    def register_hook(self, hook):
+        """hook(grad) -> Tensor or None, called when this tensor's gradient is computed."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is None:
+            if self._hooks is None:
+                self._hooks = {}
+            handle = RemovableHandle(self._hooks)
+            self._hooks[handle.id] = hook
+            return handle
+        return self._add_node_hook(hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        if not self.is_leaf:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        if not hasattr(self, "_post_accumulate_hooks"):
+            self._post_accumulate_hooks = {}
+        handle = RemovableHandle(self._post_accumulate_hooks)
+        self._post_accumulate_hooks[handle.id] = hook
+        return handle
+
+    def _add_node_hook(self, hook):
+        node = self.grad_fn
+        hooks = node.__dict__.setdefault("_tensor_hooks", {})
+        per_output = hooks.setdefault(self._output_nr, {})
+        handle = RemovableHandle(per_output)
+        per_output[handle.id] = hook
+        return handle
+
+    def _check_inplace(self):
+        """torch's rule: a leaf that requires grad can't be modified in place while recording."""
+        if self.requires_grad and self.grad_fn is None and _grad_mode.enabled:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+
+    def _bump_version(self):
+        self._version[0] += 1
+
+
+Tensor._from_data = staticmethod(wrap)
+_autograd.Tensor = Tensor
+
+
+def wrap_into(target, data, requires_grad=False):
+    target._data = data
+    target.requires_grad = requires_grad
+    target.grad = None
+    target.grad_fn = None
+    target._output_nr = 0
+    target._version = [0]
+    target._hooks = None
+    target._retains_grad = False
+
+
+def _rebuild(array, dtype_name, device_name, requires_grad):
+    return tensor(array, dtype=dtypes.from_name(dtype_name), device=device_name,
+                  requires_grad=requires_grad)
+
+
+# ---- creation ---------------------------------------------------------------------------------
+def _infer_dtype(data):
+    """The dtype torch.tensor infers for nested Python data."""
+    array = np.asarray(data)
+    if array.dtype == object:
+        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+    if array.dtype.kind == "f":
+        return dtypes.get_default_dtype() if not isinstance(data, np.ndarray) else \
+            dtypes.from_numpy(array.dtype)
+    if array.dtype.kind in "iu":
+        return dtypes.int64
+    if array.dtype.kind == "b":
+        return dtypes.bool_
+    raise TypeError(f"Could not infer dtype of {array.dtype}")
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """torch.tensor: always copies `data` (nested lists, scalars, numpy arrays, Tensors)."""
+    if isinstance(data, Tensor):
+        data = data.detach().cpu()._data.numpy()
+    elif isinstance(data, (list, tuple)) and data and _contains_tensor(data):
+        data = [np.asarray(x.detach().cpu()._data.numpy()) if isinstance(x, Tensor) else x
+                for x in data]
+    if dtype is None:
+        dtype = _infer_dtype(data)
+    array = np.asarray(data)
+    if array.dtype.kind == "f" and not dtype.is_floating_point and np.isnan(array).any():
+        raise RuntimeError("value cannot be converted to type int64 without overflow")
+    nd = NDArray.from_numpy(array, dtype, Device(device) if device is not None else CPU)
+    if requires_grad and not dtype.is_floating_point:
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                           "gradients")
+    return wrap(nd, requires_grad)
+
+
+def _contains_tensor(seq):
+    return any(isinstance(x, Tensor) or (isinstance(x, (list, tuple)) and _contains_tensor(x))
+               for x in seq)
+
+
+def as_tensor(data, dtype=None, device=None):
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(array):
+    """torch.from_numpy: shares memory with `array` when its dtype is one of ours."""
+    array = np.asarray(array)
+    dtype = dtypes.from_numpy(array.dtype)
+    if array.dtype != dtype.numpy_dtype or array.dtype == np.bool_ or not \
+            array.flags.c_contiguous:
+        return tensor(array, dtype=dtype)
+    flat = array.reshape(-1)
+    from .ndarray import contiguous_strides
+    return wrap(NDArray(flat, tuple(array.shape), contiguous_strides(tuple(array.shape)), 0,
+                        dtype, CPU))
+
+
+def _shape_args(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
+        return tuple(size[0])
+    return tuple(size)
+
+
+def _make(size, dtype, device, requires_grad, fill):
+    dtype = dtype or dtypes.get_default_dtype()
+    nd = NDArray.full(_shape_args(size), fill, dtype, Device(device) if device else CPU)
+    return wrap(nd, requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
+    return _make(size, dtype, device, requires_grad, 0)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
+    return _make(size, dtype, device, requires_grad, 1)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return _make(size, dtype, device, requires_grad, 0)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    if dtype is None:
+        dtype = dtypes.scalar_dtype(fill_value)
+    return _make((tuple(size),), dtype, device, requires_grad, fill_value)
+
+
+def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return zeros(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                 requires_grad=requires_grad)
+
+
+def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return ones(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
+
+
+def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
+    return full(input.shape, fill_value, dtype=dtype or input.dtype,
+                device=device or input.device, requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    values = [float(v) if isinstance(v, Tensor) else v for v in (start, end, step)]
+    if values[2] == 0:
+        raise RuntimeError("step must be nonzero")
+    if (values[1] - values[0]) * values[2] < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    if dtype is None:
+        dtype = dtypes.int64 if all(isinstance(v, numbers.Integral) for v in values) else \
+            dtypes.get_default_dtype()
+    array = np.arange(*values, dtype=np.float64 if dtype.is_floating_point else np.int64)
+    return tensor(array, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    if steps < 0:
+        raise RuntimeError("linspace(): number of steps must be non-negative")
+    array = np.linspace(float(start), float(end), steps)
+    return tensor(array, dtype=dtype or dtypes.get_default_dtype(), device=device,
+                  requires_grad=requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    array = np.logspace(float(start), float(end), steps, base=base)
+    return tensor(array, dtype=dtype or dtypes.get_default_dtype(), device=device,
+                  requires_grad=requires_grad)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    array = np.eye(n, n if m is None else m)
+    return tensor(array, dtype=dtype or dtypes.get_default_dtype(), device=device,
+                  requires_grad=requires_grad)
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def numel(input):
+    return input.numel()
+
+
+
+# ---- ops as methods and operators (one line each; the ops live in minitorch.functions) --------
+from .functions import elementwise as _E, index as _I, linalg as _L, movement as _M  # noqa: E402
+from .functions import reduce as _R  # noqa: E402
+
+
+def _inplace(fn):
+    """torch's `x.op_(...)`: compute out of place, write the result into x's memory, and make x
+    the op's output in the graph (its old history becomes the op's input)."""
+    def method(self, *args, **kwargs):
+        self._check_inplace()
+        result = fn(self, *args, **kwargs)
+        return self._assign_result(result)
+    method.__name__ = fn.__name__ + "_"
+    return method
+
+
+def _assign_result(self, result):
+    if result.dtype is not self.dtype and (result.dtype.is_floating_point
+                                           and not self.dtype.is_floating_point):
+        raise RuntimeError(f"result type {result.dtype.name.capitalize()} can't be cast to the "
+                           f"desired output type {self.dtype.name.capitalize()}")
+    if result.shape != self.shape:
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast "
+                           f"shape {list(result.shape)}")
+    self._data.assign(result._data)
+    self._bump_version()
+    if result.requires_grad and _grad_mode.enabled:
+        self.requires_grad = True
+        self.grad_fn = result.grad_fn
+        self._output_nr = result._output_nr
+    return self
+
+
+Tensor._assign_result = _assign_result
+_T = Tensor
+_OPERAND_TYPES = (Tensor, numbers.Number, np.number, np.bool_)
+
+
+def _operator(fn, reflected=False):
+    """A binary dunder: NotImplemented for foreign operand types (so `t == None` is False and
+    `t + "a"` raises Python's TypeError), else the op with the operands in the right order."""
+    if reflected:
+        return lambda self, other: fn(other, self) if isinstance(other, _OPERAND_TYPES) \
+            else NotImplemented
+    return lambda self, other: fn(self, other) if isinstance(other, _OPERAND_TYPES) \
+        else NotImplemented
+
+
+for _name, _fn in (("add", _E.add), ("sub", _E.sub), ("mul", _E.mul), ("truediv", _E.div),
+                   ("floordiv", _E.floor_divide), ("mod", _E.remainder), ("pow", _E.pow),
+                   ("matmul", _L.matmul), ("and", _E.bitwise_and), ("or", _E.bitwise_or),
+                   ("xor", _E.bitwise_xor)):
+    setattr(_T, f"__{_name}__", _operator(_fn))
+    setattr(_T, f"__r{_name}__", _operator(_fn, reflected=True))
+for _name, _fn in (("eq", _E.eq), ("ne", _E.ne), ("lt", _E.lt), ("le", _E.le), ("gt", _E.gt),
+                   ("ge", _E.ge)):
+    setattr(_T, f"__{_name}__", _operator(_fn))
+_T.__neg__ = lambda self: _E.neg(self)
+_T.__pos__ = lambda self: self
+_T.__abs__ = lambda self: _E.abs(self)
+_T.__invert__ = lambda self: _E.bitwise_not(self)
+_T.__iadd__ = _inplace(lambda self, other: _E.add(self, other))
+_T.__isub__ = _inplace(lambda self, other: _E.sub(self, other))
+_T.__imul__ = _inplace(lambda self, other: _E.mul(self, other))
+_T.__itruediv__ = _inplace(lambda self, other: _E.div(self, other))
+_T.__ipow__ = _inplace(lambda self, other: _E.pow(self, other))
+_T.__getitem__ = lambda self, key: _I.getitem(self, key)
+_T.__setitem__ = lambda self, key, value: _I.setitem(self, key, value)
+
+# methods that are the same-named function with `self` first
+_SAME_NAME = {
+    _E: ("add sub mul div true_divide floor_divide remainder fmod pow float_power neg abs sign "
+         "exp log log1p expm1 sqrt rsqrt sin cos tanh sigmoid relu reciprocal square erf floor "
+         "ceil round trunc clamp minimum maximum fmax fmin atan2 where eq ne lt le gt ge "
+         "logical_and logical_or logical_xor logical_not isnan isinf isfinite lerp equal "
+         "allclose isclose bitwise_and bitwise_or bitwise_xor bitwise_not"),
+    _R: ("sum mean prod max min amax amin argmax argmin var std logsumexp softmax log_softmax "
+         "norm cumsum cumprod all any count_nonzero"),
+    _M: ("reshape view flatten unflatten squeeze unsqueeze permute transpose t expand expand_as "
+         "broadcast_to movedim as_strided narrow unbind split chunk flip roll repeat tile "
+         "contiguous clone unfold view_as reshape_as swapaxes"),
+    _L: "matmul mm bmm outer dot mv",
+    _I: ("gather scatter scatter_add index_select masked_fill take_along_dim nonzero "
+         "masked_select take index_add index_put"),
+}
+for _module, _names in _SAME_NAME.items():
+    for _name in _names.split():
+        setattr(_T, _name, getattr(_module, _name, None))
+_T.clip = _E.clamp
+_T.multiply = _E.mul
+_T.subtract = _E.sub
+_T.divide = _E.div
+_T.negative = _E.neg
+_T.absolute = _E.abs
+_T.greater = _E.gt
+_T.less = _E.lt
+
+# in-place variants: same op, result written into self
+for _name in ("add sub mul div pow neg abs sign exp log log1p expm1 sqrt rsqrt sin cos tanh "
+              "sigmoid relu reciprocal square floor ceil round trunc clamp lerp").split():
+    setattr(_T, _name + "_", _inplace(getattr(_E, _name)))
+_T.clip_ = _T.clamp_
+for _name in ("masked_fill", "index_add", "scatter", "scatter_add", "index_put"):
+    setattr(_T, _name + "_", _inplace(getattr(_I, _name, None)) if hasattr(_I, _name) else None)
+
+
+def _fill_(self, value):
+    """Every element := value. Inside a recorded graph it is a `where` so the old history gets
+    a zero gradient, as in torch; otherwise it is a plain fill of the memory."""
+    self._check_inplace()
+    if self.requires_grad and _grad_mode.enabled:
+        everywhere = wrap(_E.scalar_array(True, dtypes.bool_, self.device))
+        return self._assign_result(_E.where(everywhere, _scalar_like(value, self), self))
+    self._data.assign(value._data.astype(self.dtype) if isinstance(value, Tensor) else value)
+    self._bump_version()
+    return self
+
+
+def _zero_(self):
+    return _fill_(self, 0)
+
+
+def _copy_(self, src, non_blocking=False):
+    self._check_inplace()
+    src = src.to(self.device) if isinstance(src, Tensor) else tensor(src)
+    result = _E.cast(_M.expand(src, *self.shape) if src.shape != self.shape else src, self.dtype)
+    return self._assign_result(result)
+
+
+def _scalar_like(value, t):
+    if isinstance(value, Tensor):
+        return _E.cast(value, t.dtype)
+    return wrap(_E.scalar_array(value, t.dtype, t.device))
+
+
+_T.fill_ = _fill_
+_T.zero_ = _zero_
+_T.copy_ = _copy_
+_T.new_tensor = lambda self, data, dtype=None, device=None, requires_grad=False: tensor(
+    data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+_T.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: zeros(
+    *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+_T.new_ones = lambda self, *size, dtype=None, device=None, requires_grad=False: ones(
+    *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+_T.new_full = lambda self, size, fill_value, dtype=None, device=None, requires_grad=False: full(
+    size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+    requires_grad=requires_grad)
+_T.new_empty = _T.new_zeros

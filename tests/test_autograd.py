@@ -1,0 +1,206 @@
+"""Autograd semantics: accumulation, graphs, retain_graph, errors, hooks, grad modes, higher order."""
+import numpy as np
+import pytest
+
+import minitorch as mt
+from minitorch.autograd import gradcheck, gradgradcheck
+
+
+def leaf(values, device="cpu", dtype=mt.float64):
+    return mt.tensor(values, dtype=dtype, device=device, requires_grad=True)
+
+
+def test_accumulates_into_leaf_grad(device):
+    x = leaf([1.0, 2.0, 3.0], device)
+    (x * x).sum().backward()
+    (x * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [5.0, 7.0, 9.0])
+
+
+def test_diamond_graph(device):
+    x = leaf([0.5, -1.0], device)
+    a, b = x.exp(), x * 2
+    (a * b).sum().backward()
+    v = np.array([0.5, -1.0])
+    np.testing.assert_allclose(x.grad.cpu().numpy(), np.exp(v) * 2 * v + np.exp(v) * 2)
+
+
+def test_same_tensor_twice_and_leaf_grads_do_not_alias(device):
+    x, y = leaf([1.0, 2.0], device), leaf([3.0, 4.0], device)
+    (x + y).sum().backward()
+    x.grad.mul_(5)                      # must not change y.grad
+    np.testing.assert_allclose(y.grad.cpu().numpy(), [1.0, 1.0])
+    z = leaf([2.0], device)
+    (z + z).sum().backward()
+    np.testing.assert_allclose(z.grad.cpu().numpy(), [2.0])
+
+
+def test_long_chain_is_iterative():
+    x = leaf([1.0])
+    y = x
+    for _ in range(100_000):
+        y = y + 0.0
+    y.sum().backward()
+    assert x.grad.item() == 1.0
+
+
+def test_backward_twice_raises_unless_retained():
+    x = leaf([1.0, 2.0])
+    y = (x.exp() * 2).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), 4 * np.exp([1.0, 2.0]))
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        y.backward()
+
+
+def test_non_scalar_backward_needs_gradient():
+    x = leaf([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar "
+                                           "outputs"):
+        (x * 2).backward()
+    (x * 2).backward(mt.tensor([1.0, 10.0], dtype=mt.float64))
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 20.0])
+
+
+def test_backward_of_tensor_without_grad_raises():
+    with pytest.raises(RuntimeError, match="does not require grad"):
+        mt.tensor([1.0]).sum().backward()
+
+
+def test_no_grad_enable_grad_set_grad_enabled():
+    x = leaf([1.0])
+    with mt.no_grad():
+        assert not (x * 2).requires_grad
+        with mt.enable_grad():
+            assert (x * 2).requires_grad
+    with mt.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert mt.is_grad_enabled()
+
+    @mt.no_grad()
+    def f(t):
+        return t * 2
+    assert not f(x).requires_grad
+
+
+def test_detach_and_leaf_flags():
+    x = leaf([1.0])
+    y = x * 2
+    assert x.is_leaf and not y.is_leaf and y.grad_fn is not None
+    d = y.detach()
+    assert d.is_leaf and not d.requires_grad
+    assert "MulBackward0" in repr(y)
+
+
+def test_retain_grad_and_tensor_hooks():
+    x = leaf([1.0, 2.0])
+    y = x * 3
+    y.retain_grad()
+    seen = []
+    handle = y.register_hook(lambda g: seen.append(g.numpy().copy()))
+    x_handle = x.register_hook(lambda g: g * 10)
+    (y * y).sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), [6.0, 12.0])
+    np.testing.assert_allclose(seen[0], [6.0, 12.0])
+    np.testing.assert_allclose(x.grad.numpy(), [180.0, 360.0])
+    handle.remove()
+    x_handle.remove()
+    x.grad = None
+    (x * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 3.0])
+    assert len(seen) == 1
+
+
+def test_autograd_grad_and_unused():
+    x, y = leaf([1.0, 2.0]), leaf([3.0])
+    out = (x * x).sum()
+    gx, = mt.autograd.grad(out, x, retain_graph=True)
+    np.testing.assert_allclose(gx.numpy(), [2.0, 4.0])
+    assert x.grad is None
+    with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+        mt.autograd.grad(out, [x, y], retain_graph=True)
+    gx, gy = mt.autograd.grad(out, [x, y], allow_unused=True)
+    assert gy is None
+
+
+@pytest.mark.parametrize("fn,second", [
+    (lambda x: x.tanh(), lambda v: -2 * np.tanh(v) * (1 - np.tanh(v) ** 2)),
+    (lambda x: x.sigmoid(), lambda v: (s := 1 / (1 + np.exp(-v))) * (1 - s) * (1 - 2 * s)),
+    (lambda x: x.exp(), np.exp),
+    (lambda x: x * x * x, lambda v: 6 * v),
+])
+def test_create_graph_second_derivative(fn, second):
+    v = np.array([-0.7, 0.1, 1.3])
+    x = leaf(v)
+    g, = mt.autograd.grad(fn(x).sum(), x, create_graph=True)
+    g.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), second(v), rtol=1e-10)
+
+
+def test_create_graph_matmul_second_derivative():
+    rng = np.random.default_rng(0)
+    a = leaf(rng.standard_normal((3, 4)))
+    b = leaf(rng.standard_normal((4, 2)))
+    assert gradgradcheck(lambda p, q: (p @ q).tanh(), (a, b))
+
+
+def test_inplace_on_saved_tensor_raises():
+    x = leaf([1.0, 2.0])
+    y = x * 1
+    z = y.exp()            # saves its output
+    z.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+
+
+def test_inplace_on_leaf_requiring_grad_raises():
+    x = leaf([1.0])
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in "
+                                           "an in-place operation"):
+        x.add_(1)
+    with mt.no_grad():
+        x.add_(1)
+    assert x.item() == 2.0
+
+
+def test_inplace_rebases_graph():
+    x = leaf([1.0, 2.0])
+    y = x * 2
+    y.mul_(3)
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [6.0, 6.0])
+
+
+def test_gradcheck_detects_wrong_gradient():
+    class Wrong(mt.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    x = leaf([1.0, 2.0])
+    with pytest.raises(mt.autograd.GradcheckError):
+        gradcheck(Wrong.apply, (x,))
+    assert gradcheck(lambda t: t * 2, (x,))
+
+
+def test_custom_function_with_saved_tensors():
+    class Cube(mt.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            return g * 3 * x * x
+
+    x = leaf([2.0])
+    Cube.apply(x).sum().backward()
+    assert x.grad.item() == 12.0
+    assert gradcheck(Cube.apply, (leaf([0.3, -1.2]),))
