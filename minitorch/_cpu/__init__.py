@@ -1,0 +1,27 @@
+"""The CPU backend: Cython kernels (see minitorch.backend.KernelBackend) and numpy buffers."""
+import numpy as np
+
+from .elementwise import binary, unary, where
+from .index import gather, index_add, index_select, put, scatter, scatter_add, take
+from .matmul import matmul
+from .reduce import reduce_last, scan_last
+from .strided import cast, compact, strided_add, strided_set
+from .threads import get_num_threads, set_num_threads
+
+
+# Buffers: numpy allocates them (empty/full take a length and a numpy storage dtype).
+empty = np.empty
+full = np.full
+
+
+def from_host(array):
+    """A host array becomes a CPU buffer as it is (callers pass a fresh copy)."""
+    return array
+
+
+def to_host(buffer):
+    return buffer
+
+
+def data_ptr(buffer):
+    return buffer.ctypes.data
