@@ -16,6 +16,17 @@ from ..opcodes import BinaryOp as B, UnaryOp as U
 from ..tensor import Tensor, wrap
 from .reduce import sum_to
 
+
+__all__ = [
+    'abs', 'absolute', 'add', 'allclose', 'atan2', 'bitwise_and', 'bitwise_not', 'bitwise_or',
+    'bitwise_xor', 'ceil', 'clamp', 'clip', 'cos', 'div', 'divide', 'eq', 'equal', 'erf', 'exp',
+    'expm1', 'float_power', 'floor', 'floor_divide', 'fmax', 'fmin', 'fmod', 'ge', 'greater',
+    'gt', 'isclose', 'isfinite', 'isinf', 'isnan', 'le', 'lerp', 'less', 'log', 'log1p',
+    'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'lt', 'maximum', 'minimum',
+    'mul', 'multiply', 'ne', 'neg', 'negative', 'pow', 'reciprocal', 'relu', 'remainder',
+    'round', 'rsqrt', 'sigmoid', 'sign', 'sin', 'sqrt', 'square', 'sub', 'subtract', 'tanh',
+    'true_divide', 'trunc', 'where',
+]
 _scalar_cache = {}
 
 
@@ -839,3 +850,13 @@ def _broadcast_bound(bound, like):
 
 def lerp(input, end, weight):
     return input + (end - input) * weight
+
+
+clip = clamp
+divide = div
+multiply = mul
+subtract = sub
+negative = neg
+absolute = abs
+greater = gt
+less = lt

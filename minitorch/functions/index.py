@@ -4,6 +4,8 @@ from ..autograd import Function
 from ..tensor import wrap
 
 
+
+__all__ = []
 class BasicIndex(Function):
     """t[ints, slices, None, ...]: a view; backward scatters the gradient into zeros."""
 

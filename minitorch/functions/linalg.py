@@ -5,6 +5,10 @@ from .elementwise import promote
 from .reduce import sum_to
 
 
+
+__all__ = [
+    'matmul',
+]
 class Matmul(Function):
     """(…, m, k) @ (…, k, n) with broadcast batch axes (both inputs at least 2-D)."""
 

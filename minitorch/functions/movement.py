@@ -8,6 +8,11 @@ from ..ndarray import normalize_dim
 from ..tensor import wrap
 
 
+
+__all__ = [
+    'broadcast_to', 'clone', 'contiguous', 'expand', 'flatten', 'permute', 'reshape', 'squeeze',
+    't', 'transpose', 'unsqueeze', 'view',
+]
 def _view_of(a, data):
     """A Tensor viewing `data`, sharing `a`'s version counter (in-place writes are seen)."""
     return wrap(data, version=a._version) if data.buffer is a._data.buffer else wrap(data)

@@ -7,6 +7,10 @@ from ..opcodes import ReduceOp
 from ..tensor import wrap
 
 
+
+__all__ = [
+    'sum',
+]
 class Sum(Function):
     @staticmethod
     def forward(ctx, a, dims, keepdim):

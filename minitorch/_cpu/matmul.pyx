@@ -1,0 +1,455 @@
+"""Batched strided matrix multiply for the CPU backend: a packed GEMM in the BLIS/GotoBLAS style.
+
+out (compact batch x m x n) = a (batch x m x k) @ b (batch x k x n), each operand read through
+its own (batch, row, col) element strides, so transposes and broadcast batches cost nothing: they
+are absorbed by the packing step, which copies blocks of a and b into contiguous, zero-padded
+panels laid out in exactly the order the micro-kernel reads them.
+
+Loop nest for one product (or one thread's rectangle of it), as in BLIS:
+    for jc in n by NC:
+      for pc in k by KC:
+        pack B[pc:, jc:] -> panels of NR columns (KC x NR each, k-major)
+        for ic in m by MC:
+          pack A[ic:, pc:] -> panels of MR rows (or read A in place when n is narrow)
+          for jr in nc by NR:          one B panel ...
+            for ir in mc by MR:        ... meets every A panel of the block
+              micro-kernel: the MR x NR tile of out (=|+=) A panel @ B panel
+
+Threads: many batch items are dealt out whole; otherwise each product is cut into one rectangle
+of out per thread (see choose_split), so threads share no buffers and never wait on each other.
+"""
+from cython cimport floating
+from cython.parallel cimport parallel, prange, threadid
+from libc.stdlib cimport free, malloc
+from libc.string cimport memset
+cimport numpy as cnp
+
+cnp.import_array()
+
+cdef extern from *:
+    """
+    #ifdef _OPENMP
+    #include <omp.h>
+    #else  /* built without OpenMP: one thread */
+    static int omp_get_max_threads(void) { return 1; }
+    #endif
+    """
+    int omp_get_max_threads() nogil
+
+cdef enum:
+    # Register tile: MR x NR accumulators. NR = 32 is 2 zmm of float (4 of double): 16 (32)
+    # independent FMA chains, plenty to hide the FMA latency. For double gcc spills a few values
+    # to L1, which the spare load ports absorb (measured at peak). 6 x 32 is as fast on square
+    # sizes, but MR = 8 divides the power-of-two row counts of typical models (64 rows: 3% of
+    # padding work with MR = 6). NR must stay above 16: gcc fully unrolls loops of <= 16 trips
+    # *before* vectorizing, and then vectorizes the k loop with shuffles instead of the NR loop
+    # with plain FMAs (10-20x slower; measured).
+    MR = 8
+    NR = 32
+    # Cache blocks, chosen by measurement on Zen 4 (32 KiB L1d, 1 MiB L2 per core). A deep k
+    # block means out is read and written fewer times; a B panel (KC x NR, 64 KiB) and the A
+    # block (MC x KC, 192 KiB) then both stream from L2, which keeps up with the kernel.
+    KC_BYTES = 2048   # k depth of a block: 512 floats or 256 doubles
+    MC = 96           # rows of a packed A block (multiple of MR)
+    NC = 3072         # columns of a packed B block (multiple of NR)
+    DIRECT_A_MAX_N = 4 * NR   # n up to this: read A in place instead of packing it
+    # m*n*k below which a plain loop beats packing. Packing pays off early (16^3: 0.8 us
+    # packed vs 1.2 us plain; equal at 8^3) because the plain loop cannot keep a row of out in
+    # registers.
+    SMALL_WORK = 1024
+    # batch*m*n*k below which one OpenMP region (~3 us) costs more than it saves (2 threads
+    # break even near 80^3).
+    PARALLEL_MIN_WORK = 524288
+
+
+cdef struct Plan:
+    Py_ssize_t mc, kc, nc      # block sizes actually used (balanced so the last block is not tiny)
+
+
+cdef inline Py_ssize_t cdiv(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    return (a + b - 1) // b
+
+
+cdef inline Py_ssize_t round_up(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    return cdiv(a, b) * b
+
+
+cdef inline floating* aligned(floating* p) noexcept nogil:
+    """Round a scratch pointer up to a 64-byte boundary (one cache line, one zmm)."""
+    return <floating*>((<size_t>p + 63) & ~(<size_t>63))
+
+
+cdef Plan make_plan(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, size_t itemsize) noexcept nogil:
+    """Block sizes for one thread's m x n x k product, evened out so that the last block is not
+    a sliver (k = 300 runs as 150 + 150, not 256 + 44)."""
+    cdef Plan plan
+    cdef Py_ssize_t nblocks = cdiv(k, KC_BYTES // itemsize)
+    plan.kc = cdiv(k, nblocks)
+    nblocks = cdiv(n, NC)
+    plan.nc = round_up(cdiv(n, nblocks), NR)
+    nblocks = cdiv(m, MC)
+    plan.mc = round_up(cdiv(m, nblocks), MR)
+    return plan
+
+
+cdef inline void store_tile(const floating* acc, floating* c, Py_ssize_t rsc, Py_ssize_t csc,
+                            Py_ssize_t mr, Py_ssize_t nr, bint accumulate) noexcept nogil:
+    """c[:mr, :nr] (=|+=) acc[:mr, :nr]; c has row stride rsc, column stride csc (csc != 1 only
+    when the kernel computes the transposed product; see `run`)."""
+    cdef Py_ssize_t i, j
+    if csc == 1 and mr == MR and nr == NR:     # full tile: constant bounds, vector stores
+        if accumulate:
+            for i in range(MR):
+                for j in range(NR):
+                    c[i * rsc + j] += acc[i * NR + j]
+        else:
+            for i in range(MR):
+                for j in range(NR):
+                    c[i * rsc + j] = acc[i * NR + j]
+    elif csc == 1 and accumulate:   # edge tile: constant trip count + `if` = masked vector
+        for i in range(mr):           # stores (a loop to nr became a memcpy call per row)
+            for j in range(NR):
+                if j < nr:
+                    c[i * rsc + j] += acc[i * NR + j]
+    elif csc == 1:
+        for i in range(mr):
+            for j in range(NR):
+                if j < nr:
+                    c[i * rsc + j] = acc[i * NR + j]
+    else:
+        for j in range(nr):
+            for i in range(mr):
+                if accumulate:
+                    c[i * rsc + j * csc] += acc[i * NR + j]
+                else:
+                    c[i * rsc + j * csc] = acc[i * NR + j]
+
+
+cdef void micro_kernel(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
+                       const floating* b, floating* tile) noexcept nogil:
+    """tile (MR x NR, contiguous) = a (MR x kc, strides rs, cs) @ b_panel (kc x NR, k-major).
+    A packed A panel is just rs = 1, cs = MR; A can also be read in place (the kernel only
+    broadcasts single elements of it, so its layout hardly matters). The accumulators are a local
+    array with constant bounds: gcc keeps it in registers and turns the j loop into FMAs on full
+    vectors. Writing the result to out is left to the caller (store_tile): with it in here, the
+    extra live values pushed the loop's own counters out of registers (5% slower)."""
+    cdef floating acc[MR * NR]
+    cdef floating ai
+    cdef Py_ssize_t p, i, j
+    for i in range(MR):             # p = 0 initialises acc (kc >= 1): zeroing it first made
+        ai = a[i * rs]              # gcc call memset on every tile
+        for j in range(NR):
+            acc[i * NR + j] = ai * b[j]
+    for p in range(1, kc):
+        for i in range(MR):
+            ai = a[i * rs + p * cs]
+            for j in range(NR):
+                acc[i * NR + j] += ai * b[p * NR + j]
+    for j in range(MR * NR):
+        tile[j] = acc[j]
+
+
+# The kernel is only ever called through these pointers. That keeps gcc from inlining it into a
+# caller: inlined into `run`, gcc once kept the i loop rolled and the accumulators in memory (a
+# 2.5x slowdown, depending only on unrelated code nearby). Out of line it compiles the same way
+# every time; one indirect call per MR x NR x kc tile is noise.
+ctypedef void (*kernel_f32_t)(Py_ssize_t, const float*, Py_ssize_t, Py_ssize_t, const float*,
+                              float*) noexcept nogil
+ctypedef void (*kernel_f64_t)(Py_ssize_t, const double*, Py_ssize_t, Py_ssize_t, const double*,
+                              double*) noexcept nogil
+cdef kernel_f32_t kernel_f32 = micro_kernel[float]
+cdef kernel_f64_t kernel_f64 = micro_kernel[double]
+
+
+cdef void pack_a(floating* dst, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
+                 Py_ssize_t mc, Py_ssize_t kc) noexcept nogil:
+    """Copy the mc x kc block at a (row stride rs, col stride cs) into panels of MR rows, each
+    stored k-major (dst[p*MR + i]), rows past mc zero-filled so the kernel needs no edge case."""
+    cdef Py_ssize_t ib, ir, i, p, mr
+    cdef const floating* src
+    for ib in range(cdiv(mc, MR)):
+        ir = ib * MR
+        mr = min(MR, mc - ir)
+        src = a + ir * rs
+        if mr == MR:
+            for p in range(kc):
+                for i in range(MR):
+                    dst[p * MR + i] = src[i * rs + p * cs]
+        else:
+            for p in range(kc):
+                for i in range(mr):
+                    dst[p * MR + i] = src[i * rs + p * cs]
+                for i in range(mr, MR):
+                    dst[p * MR + i] = 0
+        dst += MR * kc
+
+
+cdef void pack_b_panel(floating* dst, const floating* b, Py_ssize_t rs, Py_ssize_t cs,
+                       Py_ssize_t kc, Py_ssize_t nr) noexcept nogil:
+    """Copy the kc x nr slab at b into one k-major panel dst[p*NR + j], columns past nr zeroed.
+    Walk whichever axis of b is contiguous so a transposed b is read sequentially too."""
+    cdef Py_ssize_t p, j, p0
+    cdef const floating* src
+    if nr < NR:
+        memset(dst, 0, kc * NR * sizeof(floating))
+    if cs == 1 and nr == NR:
+        for p in range(kc):
+            for j in range(NR):
+                dst[p * NR + j] = b[p * rs + j]
+    elif cs == 1:
+        for p in range(kc):
+            for j in range(nr):
+                dst[p * NR + j] = b[p * rs + j]
+    else:   # a transposing copy, in slabs of 16 rows: reads and writes stay in few cache lines
+        for p0 in range(0, kc, 16):
+            for j in range(nr):
+                src = b + j * cs
+                for p in range(p0, min(p0 + 16, kc)):
+                    dst[p * NR + j] = src[p * rs]
+
+
+cdef void macro_kernel(const floating* a, Py_ssize_t rs, Py_ssize_t cs, Py_ssize_t panel_step,
+                       const floating* bp, floating* c, Py_ssize_t rsc, Py_ssize_t csc,
+                       Py_ssize_t mc, Py_ssize_t nc, Py_ssize_t kc,
+                       bint accumulate) noexcept nogil:
+    """c[:mc, :nc] (=|+=) A block (mc x kc; its panels of MR rows start panel_step apart and are
+    read with strides rs, cs) @ the packed B block (kc x nc). B panel outer: it stays in
+    cache while the A panels of the block stream past it."""
+    cdef Py_ssize_t jp, ib
+    cdef floating tile[MR * NR]
+    for jp in range(cdiv(nc, NR)):
+        for ib in range(cdiv(mc, MR)):
+            if floating is float:
+                kernel_f32(kc, a + ib * panel_step, rs, cs, bp + jp * NR * kc, tile)
+            else:
+                kernel_f64(kc, a + ib * panel_step, rs, cs, bp + jp * NR * kc, tile)
+            store_tile(tile, c + ib * MR * rsc + jp * NR * csc, rsc, csc, min(MR, mc - ib * MR),
+                       min(NR, nc - jp * NR), accumulate)
+
+
+cdef void gemm_naive(const floating* a, Py_ssize_t ars, Py_ssize_t acs,
+                     const floating* b, Py_ssize_t brs, Py_ssize_t bcs, floating* c,
+                     Py_ssize_t m, Py_ssize_t n, Py_ssize_t k) noexcept nogil:
+    """Tiny products: row of c += a[i, p] * row p of b (vectorizes when b's rows are contiguous)."""
+    cdef Py_ssize_t i, p, j
+    cdef floating aip
+    cdef floating* crow
+    cdef const floating* brow
+    for i in range(m):
+        crow = c + i * n
+        for j in range(n):
+            crow[j] = 0
+        for p in range(k):
+            aip = a[i * ars + p * acs]
+            brow = b + p * brs
+            if bcs == 1:
+                for j in range(n):
+                    crow[j] += aip * brow[j]
+            else:
+                for j in range(n):
+                    crow[j] += aip * brow[j * bcs]
+
+
+cdef void gemm_block(const floating* a, Py_ssize_t ars, Py_ssize_t acs,
+                     const floating* b, Py_ssize_t brs, Py_ssize_t bcs, floating* c,
+                     Py_ssize_t rsc, Py_ssize_t csc, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
+                     Plan plan, floating* abuf, floating* bbuf) noexcept nogil:
+    """c[:m, :n] (strides rsc, csc) = a @ b on one thread, through the packed loop nest.
+    When n is only a few B panels wide, packing A would cost about as much as using it, so A is
+    read in place (if it has a unit stride); only its last partial panel is packed, for the
+    zero padding."""
+    cdef Py_ssize_t jb, pb, ib, jc, pc, ic, nc, kc, mc, jp, npanels, full
+    cdef bint direct_a = n <= DIRECT_A_MAX_N and (acs == 1 or ars == 1)
+    cdef const floating* ablk
+    for jb in range(cdiv(n, plan.nc)):
+        jc = jb * plan.nc
+        nc = min(plan.nc, n - jc)
+        npanels = cdiv(nc, NR)
+        for pb in range(cdiv(k, plan.kc)):
+            pc = pb * plan.kc
+            kc = min(plan.kc, k - pc)
+            for jp in range(npanels):
+                pack_b_panel(bbuf + jp * NR * kc, b + pc * brs + (jc + jp * NR) * bcs, brs, bcs,
+                             kc, min(NR, nc - jp * NR))
+            for ib in range(cdiv(m, plan.mc)):
+                ic = ib * plan.mc
+                mc = min(plan.mc, m - ic)
+                ablk = a + ic * ars + pc * acs
+                full = (mc // MR) * MR if direct_a else 0
+                if full > 0:
+                    macro_kernel(ablk, ars, acs, MR * ars, bbuf, c + ic * rsc + jc * csc,
+                                 rsc, csc, full, nc, kc, pc > 0)
+                if full < mc:
+                    pack_a(abuf, ablk + full * ars, ars, acs, mc - full, kc)
+                    macro_kernel(abuf, 1, MR, MR * kc, bbuf, c + (ic + full) * rsc + jc * csc,
+                                 rsc, csc, mc - full, nc, kc, pc > 0)
+
+
+cdef struct Split:
+    Py_ssize_t rows, cols     # each thread owns one rows x cols rectangle of out
+    Py_ssize_t tm, tn         # grid of rectangles: tm x tn == number of threads
+
+
+cdef Split choose_split(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, int nthreads) noexcept nogil:
+    """Cut out into one rectangle per thread. Each thread packs everything its rectangle needs, so
+    threads share nothing and never wait on each other; the price is packing twice: a row split
+    re-packs B in every thread, a column split re-packs A. Pick the grid whose slowest thread
+    has the least (multiply-adds / 16 per cycle + packed elements) to do."""
+    cdef Split best, cand
+    cdef double cost, best_cost = -1
+    cdef int tm
+    for tm in range(1, nthreads + 1):
+        if nthreads % tm:
+            continue
+        cand.tm = tm
+        cand.tn = nthreads // tm
+        cand.rows = cdiv(cdiv(m, MR), cand.tm) * MR
+        cand.cols = cdiv(cdiv(n, NR), cand.tn) * NR
+        cost = <double>min(cand.rows, m) * min(cand.cols, n) * k / 16.0 + \
+            <double>(min(cand.rows, m) + min(cand.cols, n)) * k
+        if best_cost < 0 or cost < best_cost:
+            best, best_cost = cand, cost
+    return best
+
+
+cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
+             const floating* b, Py_ssize_t bs0, Py_ssize_t bs1, Py_ssize_t bs2, floating* c,
+             Py_ssize_t batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k) noexcept nogil:
+    """Pick the orientation and serial / threads over batch items / threads over rectangles of
+    each product; returns -1 when out of memory."""
+    cdef Py_ssize_t work = m * n * k, bi, t, i0, j0, abuf_size, bbuf_size, rsc = n, csc = 1
+    cdef int nthreads = omp_get_max_threads()
+    cdef bint by_batch
+    cdef Split split
+    cdef Plan plan
+    cdef floating* abufs
+    cdef floating* bbufs
+    if batch * work < PARALLEL_MIN_WORK:
+        nthreads = 1
+    if work < SMALL_WORK:      # tiny products, maybe many of them: not worth packing
+        if nthreads == 1:
+            for bi in range(batch):
+                gemm_naive(a + bi * as0, as1, as2, b + bi * bs0, bs1, bs2, c + bi * m * n,
+                           m, n, k)
+        else:
+            for bi in prange(batch, schedule='static', num_threads=nthreads):
+                gemm_naive(a + bi * as0, as1, as2, b + bi * bs0, bs1, bs2, c + bi * m * n,
+                           m, n, k)
+        return 0
+    # The register tile pads m up to MR and n up to NR. When n is the narrow side, computing
+    # out.T = b.T @ a.T (out written with strides (1, n)) pads far less: for n = 1, 8x instead
+    # of 32x the useful work. Only done when a is stored column-major (a.T of a compact array),
+    # so that a.T, now the packed-B operand, is copied row by row; a transposing copy of a
+    # row-major a costs about what the swap saves (measured).
+    if n < NR and as1 == 1 and \
+            round_up(n, MR) * round_up(m, NR) < round_up(m, MR) * round_up(n, NR):
+        a, as0, as1, as2, b, bs0, bs1, bs2 = b, bs0, bs2, bs1, a, as0, as2, as1
+        m, n, rsc, csc = n, m, 1, n
+    # Whole batch items go to threads when they can be shared evenly; otherwise each product
+    # is cut into one rectangle per thread.
+    by_batch = nthreads > 1 and batch >= nthreads and (
+        batch % nthreads == 0 or batch >= 4 * nthreads or work < 4 * PARALLEL_MIN_WORK)
+    split = choose_split(m, n, k, 1 if nthreads == 1 or by_batch else nthreads)
+    plan = make_plan(min(split.rows, m), min(split.cols, n), k, sizeof(floating))
+    abuf_size = plan.mc * plan.kc + 64      # + 64: room to align each buffer to a cache line
+    bbuf_size = plan.nc * plan.kc + 64
+    abufs = <floating*>malloc(nthreads * abuf_size * sizeof(floating))
+    bbufs = <floating*>malloc(nthreads * bbuf_size * sizeof(floating))
+    if abufs == NULL or bbufs == NULL:
+        free(abufs)
+        free(bbufs)
+        return -1
+    if nthreads == 1:
+        for bi in range(batch):
+            gemm_block(a + bi * as0, as1, as2, b + bi * bs0, bs1, bs2, c + bi * m * n, rsc, csc,
+                       m, n, k, plan, aligned(abufs), aligned(bbufs))
+    elif by_batch:
+        for bi in prange(batch, schedule='dynamic', num_threads=nthreads):
+            gemm_block(a + bi * as0, as1, as2, b + bi * bs0, bs1, bs2, c + bi * m * n, rsc, csc,
+                       m, n, k, plan, aligned(abufs + threadid() * abuf_size),
+                       aligned(bbufs + threadid() * bbuf_size))
+    else:
+        for bi in range(batch):
+            for t in prange(nthreads, schedule='static', num_threads=nthreads):
+                i0 = (t // split.tn) * split.rows
+                j0 = (t % split.tn) * split.cols
+                if i0 < m and j0 < n:
+                    gemm_block(a + bi * as0 + i0 * as1, as1, as2, b + bi * bs0 + j0 * bs2,
+                               bs1, bs2, c + bi * m * n + i0 * rsc + j0 * csc, rsc, csc,
+                               min(split.rows, m - i0), min(split.cols, n - j0), k, plan,
+                               aligned(abufs + threadid() * abuf_size),
+                               aligned(bbufs + threadid() * bbuf_size))
+    free(abufs)
+    free(bbufs)
+    return 0
+
+
+cdef int check_view(cnp.ndarray buf, str name, Py_ssize_t offset, Py_ssize_t d0, Py_ssize_t s0,
+                    Py_ssize_t d1, Py_ssize_t s1, Py_ssize_t d2, Py_ssize_t s2) except -1:
+    """Raise ValueError unless every element of the (d0, d1, d2) strided view lies inside buf:
+    a few integer ops, so a wrong stride is an error instead of a crash. Negative strides work."""
+    cdef Py_ssize_t lo = offset, hi = offset
+    if d0 == 0 or d1 == 0 or d2 == 0:
+        return 0
+    lo += min(0, (d0 - 1) * s0) + min(0, (d1 - 1) * s1) + min(0, (d2 - 1) * s2)
+    hi += max(0, (d0 - 1) * s0) + max(0, (d1 - 1) * s1) + max(0, (d2 - 1) * s2)
+    if lo < 0 or hi >= cnp.PyArray_SIZE(buf):
+        raise ValueError(f"matmul: {name} view (shape {(d0, d1, d2)}, strides {(s0, s1, s2)}, "
+                         f"offset {offset}) reaches outside its buffer of "
+                         f"{cnp.PyArray_SIZE(buf)} elements")
+    return 0
+
+
+cdef int check_buffer(cnp.ndarray buf, str name) except -1:
+    if not cnp.PyArray_IS_C_CONTIGUOUS(buf):
+        raise ValueError(f"matmul: {name} must be a C-contiguous buffer")
+    return 0
+
+
+def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not None,
+           Py_ssize_t batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
+           a_strides=None, Py_ssize_t a_offset=0, b_strides=None, Py_ssize_t b_offset=0):
+    """out (compact batch x m x n, overwritten) = a (batch x m x k) @ b (batch x k x n).
+
+    a is read as a[a_offset + bi*a_strides[0] + i*a_strides[1] + p*a_strides[2]] (element
+    strides, None = compact); b likewise. Stride 0 broadcasts, transposes are free. All three
+    buffers are 1-D C-contiguous float32 or float64 of one dtype."""
+    cdef int dtype = cnp.PyArray_TYPE(a)
+    cdef Py_ssize_t as0 = m * k, as1 = k, as2 = 1, bs0 = k * n, bs1 = n, bs2 = 1
+    cdef int status
+    if dtype != cnp.NPY_FLOAT32 and dtype != cnp.NPY_FLOAT64:
+        raise TypeError(f"matmul: unsupported dtype {a.dtype} (expected float32 or float64)")
+    if cnp.PyArray_TYPE(b) != dtype or cnp.PyArray_TYPE(out) != dtype:
+        raise TypeError(f"matmul: dtypes differ: a {a.dtype}, b {b.dtype}, out {out.dtype}")
+    if batch < 0 or m < 0 or n < 0 or k < 0:
+        raise ValueError(f"matmul: negative size (batch={batch}, m={m}, n={n}, k={k})")
+    check_buffer(a, "a")
+    check_buffer(b, "b")
+    check_buffer(out, "out")
+    if not cnp.PyArray_ISWRITEABLE(out):
+        raise ValueError("matmul: out is read-only")
+    if cnp.PyArray_SIZE(out) < batch * m * n:
+        raise ValueError(f"matmul: out has {cnp.PyArray_SIZE(out)} elements, "
+                         f"needs {batch * m * n} (batch={batch}, m={m}, n={n})")
+    if a_strides is not None:
+        as0, as1, as2 = a_strides
+    if b_strides is not None:
+        bs0, bs1, bs2 = b_strides
+    check_view(a, "a", a_offset, batch, as0, m, as1, k, as2)
+    check_view(b, "b", b_offset, batch, bs0, k, bs1, n, bs2)
+    if batch == 0 or m == 0 or n == 0:
+        return
+    if k == 0:         # empty sum: zeros, and the packed path never sees k == 0
+        memset(cnp.PyArray_DATA(out), 0, batch * m * n * cnp.PyArray_ITEMSIZE(out))
+        return
+    with nogil:
+        if dtype == cnp.NPY_FLOAT32:
+            status = run((<const float*>cnp.PyArray_DATA(a)) + a_offset, as0, as1, as2,
+                         (<const float*>cnp.PyArray_DATA(b)) + b_offset, bs0, bs1, bs2,
+                         <float*>cnp.PyArray_DATA(out), batch, m, n, k)
+        else:
+            status = run((<const double*>cnp.PyArray_DATA(a)) + a_offset, as0, as1, as2,
+                         (<const double*>cnp.PyArray_DATA(b)) + b_offset, bs0, bs1, bs2,
+                         <double*>cnp.PyArray_DATA(out), batch, m, n, k)
+    if status < 0:
+        raise MemoryError("matmul: cannot allocate packing buffers")
