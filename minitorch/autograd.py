@@ -123,7 +123,7 @@ class Function:
         requires_grad = False
         if _grad_mode.enabled:
             for arg in args:
-                if type(arg) is Tensor and arg.requires_grad:
+                if isinstance(arg, Tensor) and arg.requires_grad:
                     requires_grad = True
                     break
         if cls._internal:

@@ -135,18 +135,29 @@ cdef void micro_kernel(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize
     extra live values pushed the loop's own counters out of registers (5% slower)."""
     cdef floating acc[MR * NR]
     cdef floating ai
-    cdef Py_ssize_t p, i, j
-    for i in range(MR):             # p = 0 initialises acc (kc >= 1): zeroing it first made
-        ai = a[i * rs]              # gcc call memset on every tile
+    cdef Py_ssize_t p = kc - 1, i, j
+    if kc == 1:
+        for i in range(MR):
+            ai = a[i * rs]
+            for j in range(NR):
+                tile[i * NR + j] = ai * b[j]
+        return
+    # First and last k steps are peeled: the first initialises acc (zeroing it made gcc call
+    # memset per tile), the last writes acc + a*b straight to tile (a plain copy became memcpy).
+    for i in range(MR):
+        ai = a[i * rs]
         for j in range(NR):
             acc[i * NR + j] = ai * b[j]
-    for p in range(1, kc):
+    for p in range(1, kc - 1):
         for i in range(MR):
             ai = a[i * rs + p * cs]
             for j in range(NR):
                 acc[i * NR + j] += ai * b[p * NR + j]
-    for j in range(MR * NR):
-        tile[j] = acc[j]
+    p = kc - 1
+    for i in range(MR):
+        ai = a[i * rs + p * cs]
+        for j in range(NR):
+            tile[i * NR + j] = acc[i * NR + j] + ai * b[p * NR + j]
 
 
 # The kernel is only ever called through these pointers. That keeps gcc from inlining it into a

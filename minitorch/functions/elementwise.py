@@ -620,7 +620,7 @@ class Remainder(_Binary):
 
 
 def _binary(fn, a, b, floating=False):
-    if type(a) is Tensor and type(b) is Tensor and a._data.dtype is b._data.dtype and (
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.dtype is b._data.dtype and (
             not floating or a._data.dtype.is_floating_point):
         return fn.apply(a, b)
     a, b = promote(a, b, floating)
