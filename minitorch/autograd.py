@@ -149,7 +149,7 @@ class Function:
                     edges.append(None)
         self.next_edges = edges
         self.needs_input_grad = needs
-        if type(result) is Tensor:
+        if isinstance(result, Tensor):
             if result._data.dtype.is_floating_point:
                 result.requires_grad = True
                 result.grad_fn = self

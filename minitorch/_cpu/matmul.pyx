@@ -92,72 +92,37 @@ cdef Plan make_plan(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, size_t itemsize) n
     return plan
 
 
-cdef inline void store_tile(const floating* acc, floating* c, Py_ssize_t rsc, Py_ssize_t csc,
-                            Py_ssize_t mr, Py_ssize_t nr, bint accumulate) noexcept nogil:
-    """c[:mr, :nr] (=|+=) acc[:mr, :nr]; c has row stride rsc, column stride csc (csc != 1 only
-    when the kernel computes the transposed product; see `run`)."""
-    cdef Py_ssize_t i, j
-    if csc == 1 and mr == MR and nr == NR:     # full tile: constant bounds, vector stores
-        if accumulate:
-            for i in range(MR):
-                for j in range(NR):
-                    c[i * rsc + j] += acc[i * NR + j]
-        else:
-            for i in range(MR):
-                for j in range(NR):
-                    c[i * rsc + j] = acc[i * NR + j]
-    elif csc == 1 and accumulate:   # edge tile: constant trip count + `if` = masked vector
-        for i in range(mr):           # stores (a loop to nr became a memcpy call per row)
-            for j in range(NR):
-                if j < nr:
-                    c[i * rsc + j] += acc[i * NR + j]
-    elif csc == 1:
-        for i in range(mr):
-            for j in range(NR):
-                if j < nr:
-                    c[i * rsc + j] = acc[i * NR + j]
-    else:
-        for j in range(nr):
-            for i in range(mr):
-                if accumulate:
-                    c[i * rsc + j * csc] += acc[i * NR + j]
-                else:
-                    c[i * rsc + j * csc] = acc[i * NR + j]
-
-
 cdef void micro_kernel(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
-                       const floating* b, floating* tile) noexcept nogil:
-    """tile (MR x NR, contiguous) = a (MR x kc, strides rs, cs) @ b_panel (kc x NR, k-major).
+                       const floating* b, floating* c, Py_ssize_t ldc,
+                       bint accumulate) noexcept nogil:
+    """c[:MR, :NR] (row stride ldc) (=|+=) a (MR x kc, strides rs, cs) @ b (kc x NR panel).
+
     A packed A panel is just rs = 1, cs = MR; A can also be read in place (the kernel only
     broadcasts single elements of it, so its layout hardly matters). The accumulators are a local
     array with constant bounds: gcc keeps it in registers and turns the j loop into FMAs on full
-    vectors. Writing the result to out is left to the caller (store_tile): with it in here, the
-    extra live values pushed the loop's own counters out of registers (5% slower)."""
+    vectors. Always a full tile with unit column stride: edge tiles go through a scratch tile
+    (see macro_kernel), since each extra live value here pushes the loop's own pointers out of
+    registers (measured 5% slower with an edge case in here)."""
     cdef floating acc[MR * NR]
     cdef floating ai
-    cdef Py_ssize_t p = kc - 1, i, j
-    if kc == 1:
-        for i in range(MR):
-            ai = a[i * rs]
-            for j in range(NR):
-                tile[i * NR + j] = ai * b[j]
-        return
-    # First and last k steps are peeled: the first initialises acc (zeroing it made gcc call
-    # memset per tile), the last writes acc + a*b straight to tile (a plain copy became memcpy).
-    for i in range(MR):
-        ai = a[i * rs]
+    cdef Py_ssize_t p, i, j
+    for i in range(MR):             # p = 0 initialises acc (kc >= 1): zeroing it first made
+        ai = a[i * rs]              # gcc call memset on every tile
         for j in range(NR):
             acc[i * NR + j] = ai * b[j]
-    for p in range(1, kc - 1):
+    for p in range(1, kc):
         for i in range(MR):
             ai = a[i * rs + p * cs]
             for j in range(NR):
                 acc[i * NR + j] += ai * b[p * NR + j]
-    p = kc - 1
-    for i in range(MR):
-        ai = a[i * rs + p * cs]
-        for j in range(NR):
-            tile[i * NR + j] = acc[i * NR + j] + ai * b[p * NR + j]
+    if accumulate:
+        for i in range(MR):
+            for j in range(NR):
+                c[i * ldc + j] += acc[i * NR + j]
+    else:
+        for i in range(MR):
+            for j in range(NR):
+                c[i * ldc + j] = acc[i * NR + j]
 
 
 # The kernel is only ever called through these pointers. That keeps gcc from inlining it into a
@@ -165,11 +130,45 @@ cdef void micro_kernel(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize
 # 2.5x slowdown, depending only on unrelated code nearby). Out of line it compiles the same way
 # every time; one indirect call per MR x NR x kc tile is noise.
 ctypedef void (*kernel_f32_t)(Py_ssize_t, const float*, Py_ssize_t, Py_ssize_t, const float*,
-                              float*) noexcept nogil
+                              float*, Py_ssize_t, bint) noexcept nogil
 ctypedef void (*kernel_f64_t)(Py_ssize_t, const double*, Py_ssize_t, Py_ssize_t, const double*,
-                              double*) noexcept nogil
+                              double*, Py_ssize_t, bint) noexcept nogil
 cdef kernel_f32_t kernel_f32 = micro_kernel[float]
 cdef kernel_f64_t kernel_f64 = micro_kernel[double]
+
+
+cdef inline void kernel(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
+                        const floating* b, floating* c, Py_ssize_t ldc,
+                        bint accumulate) noexcept nogil:
+    if floating is float:
+        kernel_f32(kc, a, rs, cs, b, c, ldc, accumulate)
+    else:
+        kernel_f64(kc, a, rs, cs, b, c, ldc, accumulate)
+
+
+cdef inline void store_edge(const floating* tile, floating* c, Py_ssize_t rsc, Py_ssize_t csc,
+                            Py_ssize_t mr, Py_ssize_t nr, bint accumulate) noexcept nogil:
+    """c[:mr, :nr] (=|+=) tile[:mr, :nr] (tile is MR x NR), c with strides rsc, csc. With unit
+    csc the constant-length j loop + `if` becomes masked vector stores (a loop to nr became one
+    memcpy call per row)."""
+    cdef Py_ssize_t i, j
+    if csc == 1:
+        for i in range(mr):
+            if accumulate:
+                for j in range(NR):
+                    if j < nr:
+                        c[i * rsc + j] += tile[i * NR + j]
+            else:
+                for j in range(NR):
+                    if j < nr:
+                        c[i * rsc + j] = tile[i * NR + j]
+    else:
+        for j in range(nr):
+            for i in range(mr):
+                if accumulate:
+                    c[i * rsc + j * csc] += tile[i * NR + j]
+                else:
+                    c[i * rsc + j * csc] = tile[i * NR + j]
 
 
 cdef void pack_a(floating* dst, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
@@ -225,17 +224,21 @@ cdef void macro_kernel(const floating* a, Py_ssize_t rs, Py_ssize_t cs, Py_ssize
                        bint accumulate) noexcept nogil:
     """c[:mc, :nc] (=|+=) A block (mc x kc; its panels of MR rows start panel_step apart and are
     read with strides rs, cs) @ the packed B block (kc x nc). B panel outer: it stays in
-    cache while the A panels of the block stream past it."""
-    cdef Py_ssize_t jp, ib
+    cache while the A panels of the block stream past it. Edge tiles (and every tile of a
+    transposed out, csc != 1) are computed into a scratch tile and copied out."""
+    cdef Py_ssize_t jp, ib, mr, nr
     cdef floating tile[MR * NR]
+    cdef floating* ct
     for jp in range(cdiv(nc, NR)):
+        nr = min(NR, nc - jp * NR)
         for ib in range(cdiv(mc, MR)):
-            if floating is float:
-                kernel_f32(kc, a + ib * panel_step, rs, cs, bp + jp * NR * kc, tile)
+            mr = min(MR, mc - ib * MR)
+            ct = c + ib * MR * rsc + jp * NR * csc
+            if mr == MR and nr == NR and csc == 1:
+                kernel(kc, a + ib * panel_step, rs, cs, bp + jp * NR * kc, ct, rsc, accumulate)
             else:
-                kernel_f64(kc, a + ib * panel_step, rs, cs, bp + jp * NR * kc, tile)
-            store_tile(tile, c + ib * MR * rsc + jp * NR * csc, rsc, csc, min(MR, mc - ib * MR),
-                       min(NR, nc - jp * NR), accumulate)
+                kernel(kc, a + ib * panel_step, rs, cs, bp + jp * NR * kc, tile, NR, False)
+                store_edge(tile, ct, rsc, csc, mr, nr, accumulate)
 
 
 cdef void gemm_naive(const floating* a, Py_ssize_t ars, Py_ssize_t acs,
