@@ -119,7 +119,7 @@ class Function:
 
     @classmethod
     def apply(cls, *args):
-        ctx = cls.__new__(cls)
+        ctx = cls()
         requires_grad = False
         if _grad_mode.enabled:
             for arg in args:
@@ -193,12 +193,6 @@ class Function:
 
     def set_materialize_grads(self, value):
         self.materialize_grads = value
-
-    def _release(self):
-        self._saved = ()
-        self._released = True
-        for name in getattr(self, "_saved_attrs", ()):
-            setattr(self, name, None)
 
     # -- node API -------------------------------------------------------------------------------
     @classmethod
@@ -344,20 +338,22 @@ def _ones_like_scalar(t):
 
 
 def _dependencies(roots):
-    """How many edges point at each node reachable from the roots (iterative DFS)."""
+    """How many edges point at each node reachable from the roots (iterative DFS).
+    Nodes are dict keys themselves: Function objects hash by identity."""
     deps = {}
     stack = [edge[0] for edge, _ in roots if edge[1] != -1]
-    seen = set(id(n) for n in stack)
     while stack:
         node = stack.pop()
         for edge in node.next_edges:
             if edge is None or edge[1] == -1:
                 continue
             child = edge[0]
-            deps[id(child)] = deps.get(id(child), 0) + 1
-            if id(child) not in seen:
-                seen.add(id(child))
+            count = deps.get(child)
+            if count is None:
+                deps[child] = 1
                 stack.append(child)
+            else:
+                deps[child] = count + 1
     return deps
 
 
@@ -365,25 +361,22 @@ def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
     """Propagate gradients from the roots. With `capture` ({key: position}), the gradients
     reaching those tensors are returned; with `accumulate`, leaves' .grad is updated."""
     results = [None] * len(inputs) if inputs is not None else None
-    pending = {}              # id(node) -> [node, [grad per output]]
-    ready = []
+    pending = {}              # node -> [grad per output], until all its consumers are done
     for (target, nr), g in roots:
         if nr == -1:
             _deliver_to_leaf(target, g, capture, results, accumulate, create_graph)
             continue
-        entry = pending.get(id(target))
-        if entry is None:
-            entry = pending[id(target)] = [target, [None] * target.output_count]
-        entry[1][nr] = g if entry[1][nr] is None else entry[1][nr] + g
+        _add_grad(pending, target, nr, g)
     deps = _dependencies(roots)
-    ready = [entry for key, entry in pending.items() if deps.get(key, 0) == 0]
+    ready = [node for node in pending if node not in deps]
     previous = _grad_mode.enabled
     _grad_mode.enabled = create_graph
     try:
         while ready:
-            node, grads = ready.pop()
-            del pending[id(node)]
-            grads = _apply_tensor_hooks(node, grads)
+            node = ready.pop()
+            grads = pending.pop(node)
+            if node._tensor_hooks:
+                grads = _apply_tensor_hooks(node, grads)
             if capture is not None:
                 for nr, g in enumerate(grads):
                     position = capture.get((id(node), nr))
@@ -397,30 +390,35 @@ def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
                 if nr == -1:
                     _deliver_to_leaf(target, g, capture, results, accumulate, create_graph)
                     continue
-                entry = pending.get(id(target))
-                if entry is None:
-                    entry = pending[id(target)] = [target, [None] * target.output_count]
-                slot = entry[1]
-                slot[nr] = g if slot[nr] is None else slot[nr] + g
-                remaining = deps[id(target)] - 1
-                deps[id(target)] = remaining
+                _add_grad(pending, target, nr, g)
+                remaining = deps[target] - 1
+                deps[target] = remaining
                 if remaining == 0:
-                    ready.append(entry)
+                    ready.append(target)
     finally:
         _grad_mode.enabled = previous
     return results
 
 
+def _add_grad(pending, node, nr, g):
+    """Sum gradient `g` into output `nr` of `node`'s pending gradients."""
+    grads = pending.get(node)
+    if grads is None:
+        grads = pending[node] = [None] * node.output_count
+    grads[nr] = g if grads[nr] is None else grads[nr] + g
+
+
 def _call_backward(node, grads, retain_graph):
     """Run one node's backward; returns one gradient (or None) per input edge."""
-    if node.materialize_grads and any(g is None for g in grads):
+    if node.output_count > 1 and node.materialize_grads and any(g is None for g in grads):
         from .tensor import zeros
         grads = [zeros(*meta[0], dtype=meta[1], device=meta[2]) if g is None else g
                  for g, meta in zip(grads, node.output_meta)]
     result = node.backward(node, *grads)
     if not retain_graph:
-        node._release()
-    if not isinstance(result, tuple):
+        node._saved = ()
+        node._released = True
+    if type(result) is not tuple:
         result = (result,)
     if len(result) < len(node.next_edges):
         raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
@@ -435,11 +433,8 @@ def _call_backward(node, grads, retain_graph):
 
 def _apply_tensor_hooks(node, grads):
     """Run hooks registered on the non-leaf tensors this node produced (tensor.register_hook)."""
-    hooks = node._tensor_hooks
-    if not hooks:
-        return grads
     grads = list(grads)
-    for nr, hook_dict in hooks.items():
+    for nr, hook_dict in node._tensor_hooks.items():
         if grads[nr] is None:
             continue
         for hook in list(hook_dict.values()):

@@ -6,7 +6,6 @@ kernel needs contiguous input, and calls the device's kernel. No autograd lives 
 """
 import math
 import operator
-from functools import lru_cache
 
 import numpy as np
 
@@ -15,19 +14,33 @@ from .backend import CPU, device as Device, get_backend
 from .opcodes import BOOL_RESULT_BINARY, BOOL_RESULT_UNARY, INDEX_RESULT_REDUCE, ReduceOp
 
 
-@lru_cache(maxsize=4096)
+# Plain dicts rather than functools.lru_cache: these sit on every op's path and a dict lookup
+# costs half as much as an lru_cache call. Shapes seen in a program are few; the caches are
+# cleared if a program produces very many.
+_STRIDES, _NUMEL = {}, {}
+
+
 def contiguous_strides(shape):
     """C-order strides (in elements) of a compact array of `shape`."""
-    strides, step = [], 1
-    for size in reversed(shape):
-        strides.append(step)
-        step *= max(size, 1)
-    return tuple(reversed(strides))
+    strides = _STRIDES.get(shape)
+    if strides is None:
+        if len(_STRIDES) > 65536:
+            _STRIDES.clear()
+        result, step = [], 1
+        for size in reversed(shape):
+            result.append(step)
+            step *= max(size, 1)
+        strides = _STRIDES[shape] = tuple(reversed(result))
+    return strides
 
 
-@lru_cache(maxsize=4096)
 def shape_numel(shape):
-    return math.prod(shape)
+    n = _NUMEL.get(shape)
+    if n is None:
+        if len(_NUMEL) > 65536:
+            _NUMEL.clear()
+        n = _NUMEL[shape] = math.prod(shape)
+    return n
 
 
 def shape_str(shape):
@@ -94,14 +107,14 @@ class NDArray:
     """A strided view of a flat buffer; see the module docstring."""
     __slots__ = ("buffer", "shape", "strides", "offset", "dtype", "device", "backend")
 
-    def __init__(self, buffer, shape, strides, offset, dtype, device, backend=None):
+    def __init__(self, buffer, shape, strides, offset, dtype, device, backend):
         self.buffer = buffer
         self.shape = shape
         self.strides = strides
         self.offset = offset
         self.dtype = dtype
         self.device = device
-        self.backend = backend if backend is not None else get_backend(device)
+        self.backend = backend   # get_backend(device), passed along so views skip the lookup
 
     # ---- construction -------------------------------------------------------------------------
     @staticmethod
@@ -425,11 +438,13 @@ class NDArray:
         if other.shape != shape:
             shape = broadcast_shapes(shape, other.shape)
             a, b = self._broadcast_view(shape), other._broadcast_view(shape)
-        out = self._new(shape, dtypes.bool_ if op in BOOL_RESULT_BINARY else None)
-        if out.buffer.size:
-            self.backend.binary(op, a.buffer, b.buffer, out.buffer, shape,
-                                a.strides, a.offset, b.strides, b.offset)
-        return out
+        dtype = dtypes.bool_ if op in BOOL_RESULT_BINARY else self.dtype
+        backend = self.backend
+        buffer = backend.empty(shape_numel(shape), dtype.storage)
+        if buffer.size:
+            backend.binary(op, a.buffer, b.buffer, buffer, shape,
+                           a.strides, a.offset, b.strides, b.offset)
+        return NDArray(buffer, shape, contiguous_strides(shape), 0, dtype, self.device, backend)
 
     def _broadcast_view(self, shape):
         return self if self.shape == shape else self.expand(shape)
@@ -460,9 +475,12 @@ class NDArray:
             order = [i for i in range(self.ndim) if i not in dims] + list(dims)
             src, inner = self.permute(order).compact(), 1
         out = self._new(kept_shape, out_dtype)
-        if out.size:
+        if out.buffer.size:
             self.backend.reduce_last(op, src.flat(), out.buffer, n, inner)
-        return out if keepdim else out.squeeze(dims)
+        if keepdim:
+            return out
+        shape = tuple(s for i, s in enumerate(self.shape) if i not in dims)
+        return out._view(shape, contiguous_strides(shape))
 
     def scan(self, op, dim):
         """Inclusive cumulative SUM or PROD along `dim`."""

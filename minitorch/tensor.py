@@ -11,7 +11,7 @@ from . import dtypes
 from . import autograd as _autograd
 from .autograd import RemovableHandle, _grad_mode
 from .autograd import backward as _autograd_backward
-from .backend import CPU, device as Device
+from .backend import CPU, device as Device, get_backend
 from .ndarray import NDArray, shape_numel
 from .printing import tensor_repr
 
@@ -33,21 +33,24 @@ def wrap(data, requires_grad=False, version=None):
     """A Tensor around an NDArray (the fast internal constructor: no checks, no copies)."""
     t = _new_object(Tensor)
     t._data = data
-    t.requires_grad = requires_grad
-    t.grad = None
-    t.grad_fn = None
-    t._output_nr = 0
     t._version = [0] if version is None else version
-    t._hooks = None
-    t._retains_grad = False
+    if requires_grad:
+        t.requires_grad = True
     return t
 
 
 class Tensor:
     """A multi-dimensional array with autograd; mirrors torch.Tensor."""
-    __slots__ = ("_data", "requires_grad", "grad", "grad_fn", "_output_nr", "_version", "_hooks",
-                 "_retains_grad", "_post_accumulate_hooks", "__weakref__", "__dict__")
+    __slots__ = ("_data", "_version", "__weakref__", "__dict__")
     __array_priority__ = 1000   # numpy defers `ndarray op Tensor` to our reflected operators
+    # Autograd metadata most tensors never change: class-level defaults, so creating a tensor
+    # (every op result) sets two attributes instead of eight.
+    requires_grad = False
+    grad = None
+    grad_fn = None
+    _output_nr = 0
+    _hooks = None
+    _retains_grad = False
 
     def __init__(self, *args, dtype=None, device=None, requires_grad=False):
         """torch.Tensor's legacy constructor: Tensor(data) or Tensor(*sizes) (uninitialised)."""
@@ -371,14 +374,10 @@ _autograd.Tensor = Tensor
 
 
 def wrap_into(target, data, requires_grad=False):
+    """Initialise an already-allocated Tensor (or subclass) around `data`."""
     target._data = data
-    target.requires_grad = requires_grad
-    target.grad = None
-    target.grad_fn = None
-    target._output_nr = 0
     target._version = [0]
-    target._hooks = None
-    target._retains_grad = False
+    target.requires_grad = requires_grad
 
 
 def _rebuild(array, dtype_name, device_name, requires_grad):
@@ -442,7 +441,7 @@ def from_numpy(array):
     flat = array.reshape(-1)
     from .ndarray import contiguous_strides
     return wrap(NDArray(flat, tuple(array.shape), contiguous_strides(tuple(array.shape)), 0,
-                        dtype, CPU))
+                        dtype, CPU, get_backend(CPU)))
 
 
 def _shape_args(size):
@@ -592,6 +591,19 @@ for _name, _fn in (("add", _E.add), ("sub", _E.sub), ("mul", _E.mul), ("truediv"
                    ("xor", _E.bitwise_xor)):
     setattr(_T, f"__{_name}__", _operator(_fn))
     setattr(_T, f"__r{_name}__", _operator(_fn, reflected=True))
+def _fast_operator(function_class, slow_path):
+    """`a op b` for two tensors of one dtype goes straight to the op's Function (the most
+    common call in any model); everything else takes the general promoting path."""
+    def method(self, other):
+        if isinstance(other, Tensor) and other._data.dtype is self._data.dtype:
+            return function_class.apply(self, other)
+        return slow_path(self, other) if isinstance(other, _OPERAND_TYPES) else NotImplemented
+    return method
+
+
+_T.__add__ = _fast_operator(_E.Add, _E.add)
+_T.__sub__ = _fast_operator(_E.Sub, _E.sub)
+_T.__mul__ = _fast_operator(_E.Mul, _E.mul)
 for _name, _fn in (("eq", _E.eq), ("ne", _E.ne), ("lt", _E.lt), ("le", _E.le), ("gt", _E.gt),
                    ("ge", _E.ge)):
     setattr(_T, f"__{_name}__", _operator(_fn))
