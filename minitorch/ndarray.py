@@ -103,6 +103,9 @@ def check_shape(shape):
     return shape
 
 
+_BOOL = dtypes.bool_
+
+
 class NDArray:
     """A strided view of a flat buffer; see the module docstring."""
     __slots__ = ("buffer", "shape", "strides", "offset", "dtype", "device", "backend")
@@ -438,13 +441,17 @@ class NDArray:
         if other.shape != shape:
             shape = broadcast_shapes(shape, other.shape)
             a, b = self._broadcast_view(shape), other._broadcast_view(shape)
-        dtype = dtypes.bool_ if op in BOOL_RESULT_BINARY else self.dtype
+        dtype = _BOOL if op in BOOL_RESULT_BINARY else self.dtype
         backend = self.backend
-        buffer = backend.empty(shape_numel(shape), dtype.storage)
-        if buffer.size:
+        numel = _NUMEL.get(shape)
+        if numel is None:
+            numel = shape_numel(shape)
+        buffer = backend.empty(numel, dtype.storage)
+        if numel:
             backend.binary(op, a.buffer, b.buffer, buffer, shape,
                            a.strides, a.offset, b.strides, b.offset)
-        return NDArray(buffer, shape, contiguous_strides(shape), 0, dtype, self.device, backend)
+        return NDArray(buffer, shape, _STRIDES.get(shape) or contiguous_strides(shape), 0, dtype,
+                       self.device, backend)
 
     def _broadcast_view(self, shape):
         return self if self.shape == shape else self.expand(shape)
