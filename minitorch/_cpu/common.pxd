@@ -2,9 +2,52 @@
 # axis collapsing that lets every odometer walk as few (and as long) axes as possible.
 cimport numpy as cnp
 
+cdef extern from *:
+    """
+    #ifdef _OPENMP
+    #include <omp.h>
+    #else  /* built without OpenMP: one thread, and the setter is a no-op */
+    static int omp_get_max_threads(void) { return 1; }
+    static void omp_set_num_threads(int n) { (void)n; }
+    #endif
+    """
+    int omp_get_max_threads() nogil
+    void omp_set_num_threads(int n) nogil
+
+
 cdef enum:
     MAX_DIMS = 64               # torch's limit too
     PARALLEL_MIN_ELEMENTS = 32768   # below this an OpenMP region costs more than it saves
+    DT_F32 = 0                  # dtype codes of the four storage types
+    DT_F64 = 1
+    DT_I64 = 2
+    DT_BOOL = 3
+
+
+cdef inline int dtype_code(cnp.ndarray a) noexcept:
+    """Our dtype code for a buffer, or -1 for a storage type minitorch does not use."""
+    cdef int t = cnp.PyArray_TYPE(a)
+    if t == cnp.NPY_FLOAT32:
+        return DT_F32
+    if t == cnp.NPY_FLOAT64:
+        return DT_F64
+    if (t == cnp.NPY_LONG or t == cnp.NPY_LONGLONG) and cnp.PyArray_ITEMSIZE(a) == 8:
+        return DT_I64
+    if t == cnp.NPY_UINT8 or t == cnp.NPY_BOOL:
+        return DT_BOOL
+    return -1
+
+
+cdef inline int buffer_dtype(cnp.ndarray a, str name, bint writable=False) except -1:
+    """Check that a buffer is C-contiguous (and writable for outputs); return its dtype code."""
+    cdef int dt = dtype_code(a)
+    if dt < 0:
+        raise TypeError(f"{name}: unsupported storage dtype {a.dtype}")
+    if not cnp.PyArray_IS_C_CONTIGUOUS(a):
+        raise ValueError(f"{name}: buffer must be C-contiguous")
+    if writable and not cnp.PyArray_ISWRITEABLE(a):
+        raise ValueError(f"{name}: output buffer is read-only")
+    return dt
 
 
 cdef inline int load_dims(object shape, object strides, Py_ssize_t* c_shape,

@@ -13,28 +13,15 @@ from libc.math cimport (INFINITY, NAN, atan2, atan2f, ceil, ceilf, copysign, cop
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memmove
 
-from minitorch._cpu.common cimport (MAX_DIMS, PARALLEL_MIN_ELEMENTS, collapse_dims, load_dims,
-                                    load_strides, shape_size, unravel_offset)
+from minitorch._cpu.common cimport (buffer_dtype, collapse_dims, DT_BOOL, DT_F32, DT_F64, DT_I64,
+                                      dtype_code, load_dims, load_strides, MAX_DIMS,
+                                      omp_get_max_threads, PARALLEL_MIN_ELEMENTS, shape_size,
+                                      unravel_offset)
 from minitorch._cpu.opcodes cimport *
 from minitorch.opcodes import BinaryOp, UnaryOp
 
 cnp.import_array()
 
-cdef extern from *:
-    """
-    /* The kernels never read errno or trap on FP exceptions; without these two guarantees
-       gcc will not vectorize sqrt/floor/ceil/trunc or if-convert selects of FP values. */
-    #if defined(__GNUC__) && !defined(__clang__)
-    #pragma GCC optimize ("no-math-errno", "no-trapping-math")
-    #endif
-    #ifdef _OPENMP
-    #include <omp.h>
-    static int mt_max_threads(void) { return omp_get_max_threads(); }
-    #else
-    static int mt_max_threads(void) { return 1; }
-    #endif
-    """
-    int mt_max_threads() nogil
 
 
 # ---------------------------------------------------------------------------------------------
@@ -42,10 +29,6 @@ cdef extern from *:
 # ---------------------------------------------------------------------------------------------
 
 cdef enum:
-    DT_F32 = 0
-    DT_F64 = 1
-    DT_I64 = 2
-    DT_BOOL = 3
     # error flags raised by the nogil loops (bit flags so threads can OR them together)
     ERR_ZERO_DIV = 1
     ERR_NEG_POW = 2
@@ -69,32 +52,6 @@ cdef str op_name(object enum, int op):
         return enum(op).name
     except ValueError:
         return str(op)
-
-
-cdef inline int dtype_code(cnp.ndarray a) noexcept:
-    """Our dtype code for a buffer, or -1 for a storage type minitorch does not use."""
-    cdef int t = cnp.PyArray_TYPE(a)
-    if t == cnp.NPY_FLOAT32:
-        return DT_F32
-    if t == cnp.NPY_FLOAT64:
-        return DT_F64
-    if (t == cnp.NPY_LONG or t == cnp.NPY_LONGLONG) and cnp.PyArray_ITEMSIZE(a) == 8:
-        return DT_I64
-    if t == cnp.NPY_UINT8 or t == cnp.NPY_BOOL:
-        return DT_BOOL
-    return -1
-
-
-cdef int buffer_dtype(cnp.ndarray a, str name, bint writable=False) except -1:
-    """Check that a buffer is C-contiguous (and writable for outputs); return its dtype code."""
-    cdef int dt = dtype_code(a)
-    if dt < 0:
-        raise TypeError(f"{name}: unsupported storage dtype {a.dtype}")
-    if not cnp.PyArray_IS_C_CONTIGUOUS(a):
-        raise ValueError(f"{name}: buffer must be C-contiguous")
-    if writable and not cnp.PyArray_ISWRITEABLE(a):
-        raise ValueError(f"{name}: output buffer is read-only")
-    return dt
 
 
 cdef int check_view(cnp.ndarray buf, int nd, const Py_ssize_t* shape, const Py_ssize_t* strides,
@@ -124,7 +81,7 @@ cdef inline int threads_for(Py_ssize_t work) noexcept nogil:
     """Threads worth using for `work` elements: OpenMP only pays off above a threshold."""
     if work < PARALLEL_MIN_ELEMENTS:
         return 1
-    return mt_max_threads()
+    return omp_get_max_threads()
 
 
 cdef inline Py_ssize_t chunk_start(Py_ssize_t n, int nt, Py_ssize_t t) noexcept nogil:

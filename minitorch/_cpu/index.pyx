@@ -10,19 +10,9 @@ from libc.string cimport memcpy
 from cython.parallel cimport prange
 cimport numpy as cnp
 
-from minitorch._cpu.common cimport PARALLEL_MIN_ELEMENTS
+from minitorch._cpu.common cimport (omp_get_max_threads, PARALLEL_MIN_ELEMENTS)
 
 cnp.import_array()
-
-cdef extern from *:
-    """
-    #ifdef _OPENMP
-    #include <omp.h>
-    #else
-    static int omp_get_max_threads(void) { return 1; }
-    #endif
-    """
-    int omp_get_max_threads() nogil
 
 ctypedef fused move_t:      # copies only care about the element width
     uint8_t

@@ -12,28 +12,13 @@ from libc.math cimport INFINITY
 from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc
 
-from minitorch._cpu.common cimport PARALLEL_MIN_ELEMENTS
+from minitorch._cpu.common cimport (buffer_dtype, DT_BOOL, DT_F32, DT_F64, DT_I64, dtype_code,
+                                      omp_get_max_threads, PARALLEL_MIN_ELEMENTS)
 from minitorch._cpu.opcodes cimport *
 
 cnp.import_array()
 
-cdef extern from *:
-    """
-    #ifdef _OPENMP
-    #include <omp.h>
-    static int mt_max_threads(void) { return omp_get_max_threads(); }
-    #else
-    static int mt_max_threads(void) { return 1; }
-    #endif
-    """
-    int mt_max_threads() nogil
-
-
 cdef enum:
-    DT_F32 = 0
-    DT_F64 = 1
-    DT_I64 = 2
-    DT_BOOL = 3
     LANES = 64          # independent accumulators across a contiguous row
     PW_CHUNKS = 8       # pairwise base case: 8 chunks of LANES = 512 elements
     TW = 1024           # column tile (inner > 1): accumulators for 4-8 KB of a row
@@ -56,32 +41,6 @@ ctypedef fused scan_t:
     int64_t
 
 
-cdef inline int dtype_code(cnp.ndarray a) noexcept:
-    """Our dtype code for a buffer, or -1 for a storage type minitorch does not use."""
-    cdef int t = cnp.PyArray_TYPE(a)
-    if t == cnp.NPY_FLOAT32:
-        return DT_F32
-    if t == cnp.NPY_FLOAT64:
-        return DT_F64
-    if (t == cnp.NPY_LONG or t == cnp.NPY_LONGLONG) and cnp.PyArray_ITEMSIZE(a) == 8:
-        return DT_I64
-    if t == cnp.NPY_UINT8 or t == cnp.NPY_BOOL:
-        return DT_BOOL
-    return -1
-
-
-cdef int buffer_dtype(cnp.ndarray a, str name, bint writable=False) except -1:
-    """Check that a buffer is C-contiguous (and writable for outputs); return its dtype code."""
-    cdef int dt = dtype_code(a)
-    if dt < 0:
-        raise TypeError(f"{name}: unsupported storage dtype {a.dtype}")
-    if not cnp.PyArray_IS_C_CONTIGUOUS(a):
-        raise ValueError(f"{name}: buffer must be C-contiguous")
-    if writable and not cnp.PyArray_ISWRITEABLE(a):
-        raise ValueError(f"{name}: output buffer is read-only")
-    return dt
-
-
 cdef inline str op_name(int op):
     return REDUCE_NAMES[op] if 0 <= op < 6 else str(op)
 
@@ -90,7 +49,7 @@ cdef inline int threads_for(Py_ssize_t work) noexcept nogil:
     """Threads worth using for `work` elements: OpenMP only pays off above a threshold."""
     if work < PARALLEL_MIN_ELEMENTS:
         return 1
-    return mt_max_threads()
+    return omp_get_max_threads()
 
 
 # ---------------------------------------------------------------------------------------------

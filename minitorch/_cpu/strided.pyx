@@ -13,20 +13,10 @@ from libc.string cimport memcpy
 from cython.parallel cimport prange
 cimport numpy as cnp
 
-from minitorch._cpu.common cimport (MAX_DIMS, PARALLEL_MIN_ELEMENTS, load_dims, collapse_dims,
-                                    shape_size, unravel_offset)
+from minitorch._cpu.common cimport (collapse_dims, load_dims, MAX_DIMS, omp_get_max_threads,
+                                      PARALLEL_MIN_ELEMENTS, shape_size, unravel_offset)
 
 cnp.import_array()
-
-cdef extern from *:
-    """
-    #ifdef _OPENMP
-    #include <omp.h>
-    #else
-    static int omp_get_max_threads(void) { return 1; }
-    #endif
-    """
-    int omp_get_max_threads() nogil
 
 ctypedef fused move_t:      # pure data movement only cares about the element width
     uint8_t

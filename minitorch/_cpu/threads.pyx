@@ -1,16 +1,5 @@
 """OpenMP thread count for every CPU kernel (mt.set_num_threads / mt.get_num_threads)."""
-
-cdef extern from *:
-    """
-    #ifdef _OPENMP
-    #include <omp.h>
-    #else  /* built without OpenMP: one thread, and the setter is a no-op */
-    static void omp_set_num_threads(int n) { (void)n; }
-    static int omp_get_max_threads(void) { return 1; }
-    #endif
-    """
-    void omp_set_num_threads(int n) nogil
-    int omp_get_max_threads() nogil
+from minitorch._cpu.common cimport omp_get_max_threads, omp_set_num_threads
 
 
 def set_num_threads(int n):
