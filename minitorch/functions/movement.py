@@ -1,45 +1,401 @@
-"""Shape and movement ops. Views (reshape, permute, expand, …) share storage with their input
-and its version counter; their backward maps the gradient back through the inverse view."""
+"""Shape and movement ops.
+
+Views (reshape, permute, expand, narrow, split, unfold, as_strided, …) share storage with their
+input and its version counter; their backward maps the gradient back through the inverse view.
+Copies (flip, roll, repeat, cat, stack) run one strided-copy kernel per block they write.
+The backward of every strided view is one overlap-correct `strided_add` of the gradient through
+the same view of a zeroed buffer (`AsStridedBackward`), whose own backward is the view again.
+"""
+import functools
+import itertools
 import math
+import numbers
 import operator
 
+from .. import dtypes
 from ..autograd import Function
-from ..ndarray import normalize_dim
-from ..tensor import wrap
-
+from ..ndarray import (NDArray, _device_mismatch, check_shape, contiguous_strides, normalize_dim,
+                       normalize_dims, shape_numel, shape_str)
+from ..opcodes import BinaryOp
+from ..tensor import Tensor, wrap
 
 
 __all__ = [
-    'broadcast_to', 'clone', 'contiguous', 'expand', 'flatten', 'permute', 'reshape', 'squeeze',
-    't', 'transpose', 'unsqueeze', 'view',
+    'as_strided', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'broadcast_to', 'cat', 'chunk',
+    'clone', 'column_stack', 'concat', 'concatenate', 'dstack', 'flatten', 'flip', 'fliplr',
+    'flipud', 'hstack', 'moveaxis', 'movedim', 'narrow', 'permute', 'reshape', 'roll', 'split',
+    'squeeze', 'stack', 'swapaxes', 'swapdims', 't', 'tile', 'transpose', 'unbind', 'unflatten',
+    'unsqueeze', 'vstack',
 ]
+
+
+# ---- helpers ----------------------------------------------------------------------------------
 def _view_of(a, data):
     """A Tensor viewing `data`, sharing `a`'s version counter (in-place writes are seen)."""
     return wrap(data, version=a._version) if data.buffer is a._data.buffer else wrap(data)
 
 
-class Reshape(Function):
-    @staticmethod
-    def forward(ctx, a, shape):
-        ctx.input_shape = a._data.shape
-        return _view_of(a, a._data.reshape(shape))
+def _sizes(size, keyword=None):
+    """Varargs sizes (`x.view(2, 3)`), one sequence (`x.view((2, 3))`) or, with no positional
+    sizes, the keyword form (`x.permute(dims=(1, 0))`) as a tuple of ints."""
+    if not size and keyword is not None:
+        size = (keyword,)
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        return tuple(operator.index(s) for s in size[0])
+    return tuple(operator.index(s) for s in size)
+
+
+def _dim_of(dim, ndim):
+    """normalize_dim for ops that need a real dimension (torch rejects 0-d tensors here)."""
+    if ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    return normalize_dim(dim, ndim)
+
+
+def _axis_key(dim, item):
+    """An NDArray index selecting `item` (int or slice) along `dim` and everything elsewhere."""
+    return (slice(None),) * dim + (item,)
+
+
+def _copy_into(dst, src):
+    """dst := src for a view `dst` of a fresh buffer: one `compact` kernel straight into dst when
+    dst is contiguous, else `assign` (strided_set, after compacting a non-contiguous src)."""
+    if dst.size == 0:
+        return
+    if dst.is_compact():
+        dst.backend.compact(src.buffer, dst.flat(), src.shape, src.strides, src.offset)
+    else:
+        dst.assign(src)
+
+
+def _check_tensor_list(tensors, op):
+    """torch's TypeErrors for cat/stack arguments that are not a sequence of Tensors."""
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+
+
+def _common(tensors):
+    """The tensors on one device, cast to their promoted dtype (Cast nodes carry the gradient)."""
+    from .elementwise import cast
+    device = tensors[0].device
+    for t in tensors[1:]:
+        if t.device is not device:
+            raise RuntimeError(_device_mismatch(device, t.device))
+    dtype = functools.reduce(dtypes.promote_types, (t.dtype for t in tensors))
+    return [cast(t, dtype) for t in tensors]
+
+
+# ---- geometry of strided views (for AsStridedBackward) ----------------------------------------
+def _span(geometry):
+    """(lowest, highest) buffer offset a non-empty (shape, strides, offset) view touches."""
+    shape, strides, offset = geometry
+    low = high = offset
+    for size, stride in zip(shape, strides):
+        if stride > 0:
+            high += (size - 1) * stride
+        else:
+            low += (size - 1) * stride
+    return low, high
+
+
+def _maybe_overlapping(shape, strides):
+    """True unless the axes provably address distinct elements (torch's sufficient test)."""
+    reach = 0
+    for stride, size in sorted((abs(st), n) for n, st in zip(shape, strides) if n > 1):
+        if stride <= reach:
+            return True
+        reach += stride * (size - 1)
+    return False
+
+
+def _compact_geometry(shape):
+    return (tuple(shape), contiguous_strides(tuple(shape)), 0)
+
+
+def _restride(nd, src, dst, counted):
+    """Scatter-add `nd` through the view `src` of a zeroed buffer, divide by how often the view
+    `counted` addresses each element (when given), and gather the view `dst` compactly."""
+    out_shape = dst[0]
+    if not shape_numel(out_shape) or not nd.size:
+        return NDArray.full(out_shape, 0, nd.dtype, nd.device)
+    (src_low, src_high), (dst_low, dst_high) = _span(src), _span(dst)
+    low, high = min(src_low, dst_low), max(src_high, dst_high)
+    storage = NDArray.full((high - low + 1,), 0, nd.dtype, nd.device)
+    backend = nd.backend
+    backend.strided_add(nd.compact().flat(), storage.buffer, src[0], src[1], src[2] - low)
+    if counted is not None:
+        counts = NDArray.full((high - low + 1,), 0, nd.dtype, nd.device)
+        ones = NDArray.full(counted[0], 1, nd.dtype, nd.device)
+        backend.strided_add(ones.buffer, counts.buffer, counted[0], counted[1], counted[2] - low)
+        one = NDArray.full((), 1, nd.dtype, nd.device)
+        storage = storage.binary(BinaryOp.DIV, counts.binary(BinaryOp.MAXIMUM, one))
+    return storage._view(out_shape, dst[1], dst[2] - low).compact()
+
+
+class AsStridedBackward(Function):
+    """g → gather_dst(scatter_add_src(g) / counts): the backward of every strided view. It is
+    linear, and its adjoint is itself with src and dst swapped, so double backward works."""
 
     @staticmethod
-    def backward(ctx, g):
-        return g.reshape(ctx.input_shape), None
+    def forward(ctx, g, src, dst, counted):
+        ctx.geometry = (src, dst, counted)
+        return wrap(_restride(g._data, src, dst, counted))
+
+    @staticmethod
+    def backward(ctx, gg):
+        src, dst, counted = ctx.geometry
+        return AsStridedBackward.apply(gg, dst, src, counted), None, None, None
 
 
+def _scatter_back(g, input_shape, view_geometry):
+    """The gradient of a view of a tensor of `input_shape`, where `view_geometry` is that view
+    expressed over the compact layout of the input."""
+    return AsStridedBackward.apply(g, view_geometry, _compact_geometry(input_shape), None)
+
+
+# ---- reshape family ---------------------------------------------------------------------------
 class View(Function):
     @staticmethod
+    def forward(ctx, a, shape, strides=None):
+        nd = a._data
+        ctx.input_shape = nd.shape
+        return _view_of(a, nd.view(shape) if strides is None else nd._view(shape, strides))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx.input_shape), None, None
+
+
+class UnsafeView(Function):
+    """reshape of a layout no view can describe: a compact copy (torch's _unsafe_view)."""
+
+    @staticmethod
     def forward(ctx, a, shape):
         ctx.input_shape = a._data.shape
-        return _view_of(a, a._data.view(shape))
+        return wrap(a._data.copy()._view(shape, contiguous_strides(shape), 0))
 
     @staticmethod
     def backward(ctx, g):
         return g.reshape(ctx.input_shape), None
 
 
+def reshape(input, *args, shape=None):
+    """A view when the strides allow it, otherwise a copy (torch's rule and grad_fn names)."""
+    shape = _sizes(args, shape)
+    nd = input._data
+    shape = nd._infer_shape(shape)
+    strides = nd._view_strides(shape)
+    if strides is not None:
+        return View.apply(input, shape, strides)
+    return UnsafeView.apply(input, shape)
+
+
+def view(input, *shape, size=None):
+    if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
+        return _view_dtype(input, shape[0])
+    return View.apply(input, _sizes(shape, size))
+
+
+def _view_dtype(input, dtype):
+    """x.view(dtype): the same bytes read as another dtype of the same size (float64 ↔ int64)."""
+    nd = input._data
+    if dtype is nd.dtype:
+        return View.apply(input, nd.shape)
+    if dtype.itemsize != nd.dtype.itemsize or dtypes.bool_ in (dtype, nd.dtype):
+        raise RuntimeError(f"view(): minitorch only reinterprets between dtypes of the same size "
+                           f"(float64 and int64), not {nd.dtype.name} as {dtype.name}")
+    data = NDArray(nd.buffer.view(dtype.storage), nd.shape, nd.strides, nd.offset, dtype,
+                   nd.device, nd.backend)
+    return wrap(data, version=input._version)
+
+
+def view_as(input, other):
+    return view(input, other.shape)
+
+
+def reshape_as(input, other):
+    return reshape(input, other.shape)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    if input.ndim == 0:
+        return reshape(input, 1)
+    start, end = normalize_dim(start_dim, input.ndim), normalize_dim(end_dim, input.ndim)
+    if start > end:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if start == end:
+        return input
+    shape = input._data.shape
+    return reshape(input, shape[:start] + (math.prod(shape[start:end + 1]),) + shape[end + 1:])
+
+
+def unflatten(input, dim, sizes):
+    """Split dimension `dim` into `sizes` (one of which may be -1)."""
+    d = _dim_of(dim, input.ndim)
+    sizes = tuple(operator.index(s) for s in sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    if sizes.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    size = input._data.shape[d]
+    known = math.prod(s for s in sizes if s != -1)
+    if -1 in sizes:
+        if known == 0 or size % known:
+            if known == 0 and size == 0:
+                raise RuntimeError(f"cannot reshape tensor of 0 elements into shape "
+                                   f"{shape_str(sizes)} because the unspecified dimension size "
+                                   "-1 can be any value and is ambiguous")
+            raise _unflatten_error(sizes, d, size)
+        sizes = tuple(size // known if s == -1 else s for s in sizes)
+    elif known != size:
+        raise _unflatten_error(sizes, d, size)
+    shape = input._data.shape
+    return view(input, shape[:d] + sizes + shape[d + 1:])
+
+
+def _unflatten_error(sizes, dim, size):
+    return RuntimeError(f"unflatten: Provided sizes {shape_str(sizes)} don't multiply up to the "
+                        f"size of dim {dim} ({size}) in the input tensor")
+
+
+class Squeeze(Function):
+    @staticmethod
+    def forward(ctx, a, dims):
+        ctx.input_shape = a._data.shape
+        return _view_of(a, a._data.squeeze(dims))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx.input_shape), None
+
+
+class Unsqueeze(Function):
+    @staticmethod
+    def forward(ctx, a, dim):
+        ctx.dim = dim
+        return _view_of(a, a._data.unsqueeze(dim))
+
+    @staticmethod
+    def backward(ctx, g):
+        return squeeze(g, ctx.dim), None
+
+
+def squeeze(input, dim=None):
+    """Drop size-1 dims: all of them, or those among `dim` (an int or a tuple)."""
+    return Squeeze.apply(input, normalize_dims(dim, input.ndim))
+
+
+def unsqueeze(input, dim):
+    return Unsqueeze.apply(input, normalize_dim(dim, input.ndim + 1))
+
+
+# ---- permutations -----------------------------------------------------------------------------
+def _inverse(order):
+    inverse = [0] * len(order)
+    for i, d in enumerate(order):
+        inverse[d] = i
+    return tuple(inverse)
+
+
+class Permute(Function):
+    @staticmethod
+    def forward(ctx, a, dims):
+        ctx.dims = tuple(normalize_dim(d, a._data.ndim) for d in dims)
+        return _view_of(a, a._data.permute(ctx.dims))
+
+    @staticmethod
+    def backward(ctx, g):
+        return Permute.apply(g, _inverse(ctx.dims)), None
+
+
+class Transpose(Function):
+    @staticmethod
+    def forward(ctx, a, dim0, dim1):
+        ctx.dims = (dim0, dim1)
+        return _view_of(a, _swapped(a._data, dim0, dim1))
+
+    @staticmethod
+    def backward(ctx, g):
+        return Transpose.apply(g, *ctx.dims), None, None
+
+
+class T(Function):
+    @staticmethod
+    def forward(ctx, a):
+        return _view_of(a, _swapped(a._data, 0, 1) if a._data.ndim == 2 else a._data._view(
+            a._data.shape, a._data.strides))
+
+    @staticmethod
+    def backward(ctx, g):
+        return T.apply(g)
+
+
+def _swapped(nd, d0, d1):
+    """nd with axes d0 and d1 exchanged (an alias view when there is nothing to swap)."""
+    if d0 == d1 or nd.ndim < 2:
+        return nd._view(nd.shape, nd.strides)
+    order = list(range(nd.ndim))
+    order[d0], order[d1] = order[d1], order[d0]
+    return nd.permute(order)
+
+
+def permute(input, *args, dims=None):
+    return Permute.apply(input, _sizes(args, dims))
+
+
+def transpose(input, dim0, dim1):
+    ndim = input.ndim
+    return Transpose.apply(input, normalize_dim(dim0, ndim), normalize_dim(dim1, ndim))
+
+
+def swapaxes(input, axis0, axis1):
+    return transpose(input, axis0, axis1)
+
+
+def swapdims(input, dim0, dim1):
+    return transpose(input, dim0, dim1)
+
+
+def t(input):
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{input.ndim}D")
+    return T.apply(input)
+
+
+def movedim(input, source, destination):
+    """Move dims `source` to positions `destination` (ints or sequences); the rest keep order."""
+    ndim = input.ndim
+    src = (source,) if isinstance(source, numbers.Integral) else tuple(source)
+    dst = (destination,) if isinstance(destination, numbers.Integral) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source "
+                           f"({shape_str(src)} dims) should contain the same number of dims as "
+                           f"destination ({shape_str(dst)} dims)")
+    norm_src = [normalize_dim(d, ndim) for d in src]
+    norm_dst = [normalize_dim(d, ndim) for d in dst]
+    for name, given, norm in (("source", src, norm_src), ("destination", dst, norm_dst)):
+        if len(set(norm)) != len(norm):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({shape_str(given)})")
+    if ndim == 0:
+        return Permute.apply(input, ())
+    order = [-1] * ndim
+    for s, d in zip(norm_src, norm_dst):
+        order[d] = s
+    rest = iter(d for d in range(ndim) if d not in norm_src)
+    order = [next(rest) if o == -1 else o for o in order]
+    return Permute.apply(input, tuple(order))
+
+
+moveaxis = movedim
+
+
+# ---- broadcasting -----------------------------------------------------------------------------
 class Expand(Function):
     @staticmethod
     def forward(ctx, a, shape):
@@ -52,91 +408,208 @@ class Expand(Function):
         return sum_to(g, ctx.input_shape), None
 
 
-class Permute(Function):
-    @staticmethod
-    def forward(ctx, a, dims):
-        ctx.dims = tuple(normalize_dim(d, a._data.ndim) for d in dims)
-        return _view_of(a, a._data.permute(ctx.dims))
-
-    @staticmethod
-    def backward(ctx, g):
-        inverse = [0] * len(ctx.dims)
-        for i, d in enumerate(ctx.dims):
-            inverse[d] = i
-        return g.permute(*inverse), None
-
-
-def _sizes(size):
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        return tuple(operator.index(s) for s in size[0])
-    return tuple(operator.index(s) for s in size)
-
-
-def reshape(input, *shape):
-    shape = _sizes(shape)
-    if shape == input._data.shape:
-        return input
-    return Reshape.apply(input, shape)
-
-
-def view(input, *shape):
-    return View.apply(input, _sizes(shape))
-
-
-def expand(input, *sizes):
-    sizes = _sizes(sizes)
-    if sizes == input._data.shape:
-        return input
-    return Expand.apply(input, sizes)
+def expand(input, *sizes, size=None):
+    return Expand.apply(input, _sizes(sizes, size))
 
 
 def broadcast_to(input, size):
-    return expand(input, *size)
+    return expand(input, tuple(size))
 
 
 def expand_as(input, other):
-    return expand(input, *other.shape)
+    return expand(input, tuple(other.shape))
 
 
-def permute(input, *dims):
-    return Permute.apply(input, _sizes(dims))
+# ---- strided views ----------------------------------------------------------------------------
+class AsStrided(Function):
+    """A view with explicit size/stride/offset into the input's storage (torch's semantics:
+    the gradient is routed through storage, averaged where the input's own view overlaps)."""
+
+    @staticmethod
+    def forward(ctx, a, size, stride, storage_offset):
+        nd = a._data
+        out = nd.as_strided(size, stride, storage_offset)
+        ctx.geometry = ((out.shape, out.strides, out.offset), (nd.shape, nd.strides, nd.offset))
+        return _view_of(a, out)
+
+    @staticmethod
+    def backward(ctx, g):
+        out_geometry, in_geometry = ctx.geometry
+        counted = in_geometry if _maybe_overlapping(*in_geometry[:2]) else None
+        return AsStridedBackward.apply(g, out_geometry, in_geometry, counted), None, None, None
 
 
-def transpose(input, dim0, dim1):
+def as_strided(input, size, stride, storage_offset=None):
+    return AsStrided.apply(input, tuple(size), tuple(stride), storage_offset)
+
+
+def _unfold_geometry(shape, strides, offset, dim, size, step):
+    """Tensor.unfold's view: dim becomes the window count, a trailing axis walks each window."""
+    if not shape:
+        return (size,), (1,), offset
+    shape, strides = list(shape), list(strides)
+    count = (shape[dim] - size) // step + 1
+    window_stride = strides[dim]
+    shape[dim], strides[dim] = count, strides[dim] * step
+    return tuple(shape) + (size,), tuple(strides) + (window_stride,), offset
+
+
+class Unfold(Function):
+    """Tensor.unfold(dimension, size, step): every window of `size` along a dim, as a view."""
+
+    @staticmethod
+    def forward(ctx, a, dim, size, step):
+        nd = a._data
+        ctx.args = (nd.shape, dim, size, step)
+        shape, strides, offset = _unfold_geometry(nd.shape, nd.strides, nd.offset, dim, size, step)
+        return _view_of(a, nd._view(shape, strides, offset))
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, dim, size, step = ctx.args
+        geometry = _unfold_geometry(shape, contiguous_strides(shape), 0, dim, size, step)
+        return _scatter_back(g, shape, geometry), None, None, None
+
+
+def unfold(input, dimension, size, step):
     ndim = input.ndim
-    if ndim < 2 and dim0 in (0, -1) and dim1 in (0, -1):
-        return input
-    d0, d1 = normalize_dim(dim0, ndim), normalize_dim(dim1, ndim)
-    order = list(range(ndim))
-    order[d0], order[d1] = order[d1], order[d0]
-    return Permute.apply(input, tuple(order))
+    dim = normalize_dim(dimension, ndim)
+    max_size = input._data.shape[dim] if ndim else 1
+    if size > max_size:
+        raise RuntimeError(f"maximum size for tensor at dimension {dim} is {max_size} but size "
+                           f"is {size}")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    return Unfold.apply(input, dim, operator.index(size), operator.index(step))
 
 
-def t(input):
-    if input.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
-                           f"{input.ndim}D")
-    return transpose(input, 0, 1) if input.ndim == 2 else input
+class Slice(Function):
+    """narrow: `length` entries of one dim starting at `start`, as a view."""
+
+    @staticmethod
+    def forward(ctx, a, dim, start, length):
+        ctx.args = (a._data.shape, dim, start, length)
+        return _view_of(a, a._data[_axis_key(dim, slice(start, start + length))])
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, dim, start, length = ctx.args
+        strides = contiguous_strides(shape)
+        view_shape = shape[:dim] + (length,) + shape[dim + 1:]
+        return _scatter_back(g, shape, (view_shape, strides, start * strides[dim])), None, None, \
+            None
 
 
-def squeeze(input, dim=None):
-    return reshape(input, wrap(input._data.squeeze(dim)).shape)
-
-
-def unsqueeze(input, dim):
-    return reshape(input, wrap(input._data.unsqueeze(dim)).shape)
-
-
-def flatten(input, start_dim=0, end_dim=-1):
+def narrow(input, dim, start, length):
     if input.ndim == 0:
-        return reshape(input, 1)
-    start, end = normalize_dim(start_dim, input.ndim), normalize_dim(end_dim, input.ndim)
-    if start > end:
-        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-    shape = tuple(input.shape)
-    return reshape(input, shape[:start] + (math.prod(shape[start:end + 1]),) + shape[end + 1:])
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    start, length = operator.index(start), operator.index(length)
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    dim = normalize_dim(dim, input.ndim)
+    size = input._data.shape[dim]
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
+                         f"but got {start})")
+    if start < 0:
+        start += size
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                           f"({size}).")
+    return Slice.apply(input, dim, start, length)
 
 
+# ---- multi-output views -----------------------------------------------------------------------
+class Split(Function):
+    """Consecutive pieces of one dim (views); backward concatenates the pieces' gradients."""
+
+    @staticmethod
+    def forward(ctx, a, dim, sizes):
+        ctx.dim = dim
+        nd, start, pieces = a._data, 0, []
+        for size in sizes:
+            pieces.append(_view_of(a, nd[_axis_key(dim, slice(start, start + size))]))
+            start += size
+        return tuple(pieces)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return cat(grads, ctx.dim), None, None
+
+
+class SplitWithSizes(Split):
+    pass
+
+
+class Unbind(Function):
+    @staticmethod
+    def forward(ctx, a, dim):
+        ctx.dim = dim
+        nd = a._data
+        return tuple(_view_of(a, nd[_axis_key(dim, i)]) for i in range(nd.shape[dim]))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return stack(grads, ctx.dim), None
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Pieces of `split_size` along dim (the last may be smaller), or of the listed sizes."""
+    if tensor.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    if isinstance(split_size_or_sections, (numbers.Integral, Tensor)):
+        return _split_even(tensor, operator.index(split_size_or_sections), dim)
+    return _split_sizes(tensor, [operator.index(s) for s in split_size_or_sections], dim)
+
+
+def _split_even(tensor, split_size, dim):
+    if split_size < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got "
+                           f"split_size={split_size}")
+    dim = normalize_dim(dim, tensor.ndim)
+    size = tensor._data.shape[dim]
+    if split_size == 0 and size:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
+                           f"size of {size}")
+    count = max(-(-size // split_size), 1) if split_size else 1
+    sizes = [split_size] * (count - 1) + [size - split_size * (count - 1)]
+    return Split.apply(tensor, dim, tuple(sizes))
+
+
+def _split_sizes(tensor, sizes, dim):
+    dim = normalize_dim(dim, tensor.ndim)
+    size = tensor._data.shape[dim]
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative "
+                           f"entries, but got split_sizes={shape_str(sizes)}")
+    if sum(sizes) != size:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
+                           f"(input tensor's size at dimension {dim}), but got "
+                           f"split_sizes={shape_str(sizes)}")
+    return SplitWithSizes.apply(tensor, dim, tuple(sizes))
+
+
+def chunk(input, chunks, dim=0):
+    """`chunks` pieces of equal size (the last may be smaller; there may be fewer pieces)."""
+    if input.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    size = input._data.shape[normalize_dim(dim, input.ndim)]
+    split_size = -(-size // chunks)
+    if split_size == 0:
+        # An empty dim still yields `chunks` (empty) pieces, as in torch.
+        return _split_sizes(input, [0] * chunks, dim)
+    return _split_even(input, split_size, dim)
+
+
+def unbind(input, dim=0):
+    return Unbind.apply(input, _dim_of(dim, input.ndim))
+
+
+# ---- copies -----------------------------------------------------------------------------------
 class Clone(Function):
     @staticmethod
     def forward(ctx, a):
@@ -153,3 +626,285 @@ def clone(input, memory_format=None):
 
 def contiguous(input, memory_format=None):
     return input if input._data.is_compact() else Clone.apply(input)
+
+
+class Flip(Function):
+    """A reversed copy: a negative-stride view compacted by one kernel."""
+
+    @staticmethod
+    def forward(ctx, a, dims):
+        ctx.dims = dims
+        key = tuple(slice(None, None, -1) if d in dims else slice(None)
+                    for d in range(a._data.ndim))
+        return wrap(a._data[key].copy())
+
+    @staticmethod
+    def backward(ctx, g):
+        return Flip.apply(g, ctx.dims), None
+
+
+def flip(input, *args, dims=None):
+    return Flip.apply(input, normalize_dims(_sizes(args, dims), input.ndim))
+
+
+def fliplr(input):
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, 1)
+
+
+def flipud(input):
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, 0)
+
+
+class Roll(Function):
+    """Shift entries cyclically along dims: one strided copy per block of the result."""
+
+    @staticmethod
+    def forward(ctx, a, shifts, dims):
+        ctx.shifts, ctx.dims = shifts, dims
+        nd = a._data
+        if dims is None:    # roll the flattened tensor, then restore the shape
+            flat = _roll(nd.reshape((nd.size,)), shifts, (0,))
+            return wrap(flat._view(nd.shape, contiguous_strides(nd.shape), 0))
+        return wrap(_roll(nd, shifts, dims))
+
+    @staticmethod
+    def backward(ctx, g):
+        return Roll.apply(g, tuple(-s for s in ctx.shifts), ctx.dims), None, None
+
+
+def _roll(nd, shifts, dims):
+    """Each rolled dim splits into two blocks that swap places; 2**len(dims) copies in all."""
+    total = {}
+    for s, d in zip(shifts, dims):
+        total[d] = total.get(d, 0) + s
+    out = nd._new(nd.shape)
+    if not out.size:
+        return out
+    moves = []
+    for d, s in total.items():
+        n = nd.shape[d]
+        s %= n
+        moves.append([(d, slice(s, n), slice(0, n - s)), (d, slice(0, s), slice(n - s, n))]
+                     if s else [(d, slice(None), slice(None))])
+    for blocks in itertools.product(*moves):
+        dst_key, src_key = [slice(None)] * nd.ndim, [slice(None)] * nd.ndim
+        for d, dst, src in blocks:
+            dst_key[d], src_key[d] = dst, src
+        _copy_into(out[tuple(dst_key)], nd[tuple(src_key)])
+    return out
+
+
+def roll(input, shifts, dims=None):
+    shifts = (shifts,) if isinstance(shifts, numbers.Integral) else tuple(shifts)
+    dims = () if dims is None else ((dims,) if isinstance(dims, numbers.Integral) else
+                                    tuple(dims))
+    if not shifts:
+        raise RuntimeError("`shifts` required")
+    if not dims and len(shifts) == 1:
+        return Roll.apply(input, (operator.index(shifts[0]),), None)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    dims = tuple(_dim_of(d, input.ndim) for d in dims)
+    return Roll.apply(input, tuple(operator.index(s) for s in shifts), dims)
+
+
+class Repeat(Function):
+    """Tile the input `repeats` times per dim: an expanded (r0, s0, r1, s1, …) view compacted
+    by one kernel; backward sums the gradient over the repeat axes."""
+
+    @staticmethod
+    def forward(ctx, a, repeats):
+        nd = a._data
+        lead = len(repeats) - nd.ndim
+        sizes = (1,) * lead + nd.shape
+        strides = (0,) * lead + nd.strides
+        pairs_shape = tuple(x for r, s in zip(repeats, sizes) for x in (r, s))
+        pairs_strides = tuple(x for st in strides for x in (0, st))
+        ctx.input_shape, ctx.pairs_shape = nd.shape, pairs_shape
+        tiled = nd._view(pairs_shape, pairs_strides).copy()
+        shape = tuple(r * s for r, s in zip(repeats, sizes))
+        return wrap(tiled._view(shape, contiguous_strides(shape), 0))
+
+    @staticmethod
+    def backward(ctx, g):
+        from .reduce import Sum
+        if not ctx.pairs_shape:
+            return g, None
+        folded = g.reshape(ctx.pairs_shape)
+        repeat_axes = tuple(range(0, len(ctx.pairs_shape), 2))
+        return Sum.apply(folded, repeat_axes, False).reshape(ctx.input_shape), None
+
+
+def repeat(input, *args, repeats=None):
+    repeats = _sizes(args, repeats)
+    if len(repeats) < input.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    lead = len(repeats) - input.ndim
+    check_shape(tuple(r * s for r, s in zip(repeats, (1,) * lead + tuple(input.shape))))
+    return Repeat.apply(input, repeats)
+
+
+def tile(input, *args, dims=None):
+    dims = _sizes(args, dims)
+    return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
+
+
+# ---- joining ----------------------------------------------------------------------------------
+def _legacy_empty(nd):
+    """torch.cat skips 1-D empty tensors of any other shape (legacy behaviour)."""
+    return nd.shape == (0,)
+
+
+class Cat(Function):
+    @staticmethod
+    def forward(ctx, *args):
+        *tensors, dim = args
+        arrays = [t._data for t in tensors]
+        kept = [nd for nd in arrays if not _legacy_empty(nd)] or arrays
+        ref = kept[0]
+        total = sum(nd.shape[dim] for nd in kept)
+        out = ref._new(ref.shape[:dim] + (total,) + ref.shape[dim + 1:])
+        ranges, start = [], 0
+        for nd in arrays:
+            if len(kept) != len(arrays) and _legacy_empty(nd):
+                ranges.append(None)
+                continue
+            n = nd.shape[dim]
+            _copy_into(out[_axis_key(dim, slice(start, start + n))], nd)
+            ranges.append((start, n))
+            start += n
+        ctx.dim, ctx.ranges = dim, ranges
+        return wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..tensor import zeros
+        grads = []
+        for needs, span in zip(ctx.needs_input_grad, ctx.ranges):
+            if not needs:
+                grads.append(None)
+            elif span is None:
+                grads.append(zeros(0, dtype=g.dtype, device=g.device))
+            else:
+                grads.append(Slice.apply(g, ctx.dim, *span))
+        return tuple(grads)
+
+
+def cat(tensors, dim=0):
+    """Join tensors along an existing dim, promoting dtypes; (0,)-shaped tensors are skipped."""
+    _check_tensor_list(tensors, "cat")
+    if not tensors:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               "concatenated")
+    kept = [(i, t) for i, t in enumerate(tensors) if not _legacy_empty(t._data)] or \
+        list(enumerate(tensors))
+    ref = kept[0][1]
+    dim = normalize_dim(dim, ref.ndim)
+    for i, t in kept[1:]:
+        if t.ndim != ref.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and "
+                               f"{t.ndim}")
+        for d in range(ref.ndim):
+            if d != dim and t.shape[d] != ref.shape[d]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {dim}. "
+                                   f"Expected size {ref.shape[d]} but got size {t.shape[d]} for "
+                                   f"tensor number {i} in the list.")
+    return Cat.apply(*_common(list(tensors)), dim)
+
+
+def concat(tensors, dim=0):
+    return cat(tensors, dim)
+
+
+def concatenate(tensors, axis=0):
+    return cat(tensors, axis)
+
+
+class Stack(Function):
+    @staticmethod
+    def forward(ctx, *args):
+        *tensors, dim = args
+        ref = tensors[0]._data
+        out = ref._new(ref.shape[:dim] + (len(tensors),) + ref.shape[dim:])
+        for i, t in enumerate(tensors):
+            _copy_into(out[_axis_key(dim, i)], t._data)
+        ctx.dim = dim
+        return wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        pieces = Unbind.apply(g, ctx.dim)
+        return tuple(p if needs else None for p, needs in zip(pieces, ctx.needs_input_grad))
+
+
+def stack(tensors, dim=0):
+    """Join equally-shaped tensors along a new dim, promoting dtypes."""
+    _check_tensor_list(tensors, "stack")
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    shape = tensors[0].shape
+    for i, t in enumerate(tensors[1:], 1):
+        if t.shape != shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{shape_str(shape)} at entry 0 and {shape_str(t.shape)} at "
+                               f"entry {i}")
+    dim = normalize_dim(dim, len(shape) + 1)
+    return Stack.apply(*_common(list(tensors)), dim)
+
+
+def _atleast(args, ndim, place):
+    """atleast_Nd: each tensor viewed with size-1 dims added (`place(shape)` gives the shape);
+    one tensor in gives one back, several (or a sequence) give a tuple."""
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        t = args[0]
+        return t if t.ndim >= ndim else reshape(t, place(tuple(t.shape)))
+    items = args[0] if len(args) == 1 and isinstance(args[0], (list, tuple)) else args
+    return tuple(_atleast((t,), ndim, place) for t in items)
+
+
+def atleast_1d(*tensors):
+    return _atleast(tensors, 1, lambda shape: (1,))
+
+
+def atleast_2d(*tensors):
+    return _atleast(tensors, 2, lambda shape: (1,) + (shape or (1,)))
+
+
+def atleast_3d(*tensors):
+    def place(shape):
+        return {0: (1, 1, 1), 1: (1,) + shape + (1,), 2: shape + (1,)}[len(shape)]
+    return _atleast(tensors, 3, place)
+
+
+def _stack_family(tensors, name):
+    _check_tensor_list(tensors, name)
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return list(tensors)
+
+
+def hstack(tensors):
+    tensors = [atleast_1d(t) for t in _stack_family(tensors, "hstack")]
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    return cat([atleast_2d(t) for t in _stack_family(tensors, "vstack")], 0)
+
+
+def dstack(tensors):
+    return cat([atleast_3d(t) for t in _stack_family(tensors, "dstack")], 2)
+
+
+def column_stack(tensors):
+    tensors = _stack_family(tensors, "column_stack")
+    return cat([reshape(t, t.numel(), 1) if t.ndim <= 1 else t for t in tensors], 1)

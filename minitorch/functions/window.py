@@ -1,0 +1,235 @@
+"""Sliding windows over (N, C, H, W) images: torch.nn.functional.unfold (im2col) and fold
+(col2im), and the windowed view that convolution and pooling build on.
+
+This is DESIGN's "convolution-like operations" mechanism. im2col pads the input into a fresh
+buffer (only when there is padding), describes every window as one `as_strided`-style view of
+shape (N, C, kh, kw, OH, OW) with strides (sN, sC, dil·sH, dil·sW, stride·sH, stride·sW), and
+compacts it with one kernel. col2im is the adjoint: one overlap-correct `strided_add` of the
+columns through the same view of a zeroed padded buffer, then the padding is cropped. Each is the
+other's backward, so gradients of any order work.
+"""
+import numbers
+import operator
+from collections import namedtuple
+
+from ..autograd import Function
+from ..ndarray import NDArray, contiguous_strides, normalize_dim, shape_str
+from ..tensor import wrap
+from .movement import _copy_into, _view_of
+
+
+__all__ = []   # torch has these only in torch.nn.functional, which imports them from here
+
+_Geometry = namedtuple("_Geometry", "kernel dilation padding stride size blocks")
+_TORCH_TYPE_NAMES = {"int64": "Long", "bool": "Bool", "float32": "Float", "float64": "Double"}
+
+
+# ---- argument checks (torch's order and wording) ----------------------------------------------
+def _pair(value, name):
+    if isinstance(value, numbers.Integral):
+        return (operator.index(value),) * 2
+    value = tuple(operator.index(v) for v in value)
+    if len(value) != 2:
+        raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(value)}")
+    return value
+
+
+def _check_positive(name, value, first, second):
+    if value[0] <= 0 or value[1] <= 0:
+        raise RuntimeError(f"{name} should be greater than zero, but got {first}: {value[0]} "
+                           f"{second}: {value[1]}")
+
+
+def _check_kernel(kernel):
+    _check_positive("kernel size", kernel, "kernel_height", "kernel_width")
+
+
+def _check_dilation(dilation):
+    _check_positive("dilation", dilation, "dilation_height", "dilation_width")
+
+
+def _check_stride(stride):
+    _check_positive("stride", stride, "stride_height", "stride_width")
+
+
+def _check_padding(padding):
+    if padding[0] < 0 or padding[1] < 0:
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {padding[0]} "
+                           f"pad_width: {padding[1]}")
+
+
+def _blocks(size, kernel, dilation, padding, stride):
+    """Window positions along one axis (floor division, as torch's div_rtn)."""
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _im2col_geometry(input, kernel_size, dilation, padding, stride):
+    """Validate F.unfold's arguments for a (C, H, W) or (N, C, H, W) input; the geometry."""
+    kernel, dilation = _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation")
+    padding, stride = _pair(padding, "padding"), _pair(stride, "stride")
+    _check_kernel(kernel)
+    _check_dilation(dilation)
+    _check_padding(padding)
+    _check_stride(stride)
+    shape, ndim = input._data.shape, input.ndim
+    # torch reads size(1) and size(2) before looking at ndim, so low-rank inputs get its
+    # IndexError (size(2) only when size(1) is nonzero).
+    valid = shape[normalize_dim(1, ndim)] != 0 and shape[normalize_dim(2, ndim)] != 0
+    if not ((ndim == 3 and shape[0] and valid) or (ndim == 4 and valid and shape[3])):
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and "
+                           f"other non-zero dimensions for input, but got: {shape_str(shape)}")
+    size = shape[-2:]
+    blocks = tuple(_blocks(size[i], kernel[i], dilation[i], padding[i], stride[i])
+                   for i in range(2))
+    if blocks[0] < 1 or blocks[1] < 1:
+        raise RuntimeError(f"Given input with spatial size {size}, kernel_size={kernel}, "
+                           f"dilation={dilation}, padding={padding}, calculated shape of the "
+                           f"array of sliding blocks as {blocks}, but its components must be at "
+                           "least one.")
+    return _Geometry(kernel, dilation, padding, stride, size, blocks)
+
+
+def _col2im_geometry(input, output_size, kernel_size, dilation, padding, stride):
+    """Validate F.fold's arguments for a (C·kh·kw, L) or (N, C·kh·kw, L) input; the geometry."""
+    size, kernel = _pair(output_size, "output_size"), _pair(kernel_size, "kernel_size")
+    dilation, padding = _pair(dilation, "dilation"), _pair(padding, "padding")
+    stride = _pair(stride, "stride")
+    _check_kernel(kernel)
+    _check_stride(stride)
+    _check_dilation(dilation)
+    _check_padding(padding)
+    shape, ndim = input._data.shape, input.ndim
+    if not ((ndim == 2 and shape[0] and shape[1]) or (ndim == 3 and shape[1] and shape[2])):
+        raise RuntimeError("Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
+                           "batch size and non-zero dimensions for input, but got: "
+                           f"{shape_str(shape)}")
+    planes, length = shape[-2:]
+    if planes % (kernel[0] * kernel[1]):
+        raise RuntimeError("Expected size of input's dimension 1 to be divisible by the product "
+                           f"of kernel_size, but got input.size(1)={planes} and "
+                           f"kernel_size={kernel}.")
+    blocks = tuple(_blocks(size[i], kernel[i], dilation[i], padding[i], stride[i])
+                   for i in range(2))
+    given = (f"Given output_size={size}, kernel_size={kernel}, dilation={dilation}, "
+             f"padding={padding}, stride={stride}, ")
+    if length != blocks[0] * blocks[1]:
+        raise RuntimeError(given + "expected size of input's dimension 2 to match the calculated "
+                           f"number of sliding blocks {blocks[0]} * {blocks[1]} = "
+                           f"{blocks[0] * blocks[1]}, but got input.size(2)={length}.")
+    if blocks[0] < 1 or blocks[1] < 1:
+        raise RuntimeError(given + f"calculated shape of the array of sliding blocks as {blocks}, "
+                           "which is too small (non-positive)")
+    if size[0] < 1 or size[1] < 1:
+        raise RuntimeError("Expected output spatial size to be positive, but got: "
+                           f"output_size={size}.")
+    return _Geometry(kernel, dilation, padding, stride, size, blocks)
+
+
+def _check_floating(input, op):
+    """torch implements im2col/col2im for floating dtypes only."""
+    dtype = input.dtype
+    if not dtype.is_floating_point:
+        device = "cuda" if input.is_cuda else "cpu"
+        raise NotImplementedError(f'"{op}_out_{device}" not implemented for '
+                                  f"'{_TORCH_TYPE_NAMES[dtype.name]}'")
+
+
+# ---- NDArray-level im2col / col2im ------------------------------------------------------------
+def _pad(nd, padding, value):
+    """nd (N, C, H, W) surrounded by `padding` rows/columns of `value` (nd itself if none)."""
+    ph, pw = padding
+    if not ph and not pw:
+        return nd
+    n, c, h, w = nd.shape
+    out = NDArray.full((n, c, h + 2 * ph, w + 2 * pw), value, nd.dtype, nd.device)
+    _copy_into(out[:, :, ph:ph + h, pw:pw + w], nd)
+    return out
+
+
+def _windows(padded, geometry):
+    """Every window of a padded (N, C, Hp, Wp) array as a (N, C, kh, kw, OH, OW) view."""
+    (kh, kw), (dh, dw), (sh, sw) = geometry.kernel, geometry.dilation, geometry.stride
+    n, c = padded.shape[:2]
+    s_n, s_c, s_h, s_w = padded.strides
+    return padded._view((n, c, kh, kw) + geometry.blocks,
+                        (s_n, s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w), padded.offset)
+
+
+def _batched(nd, batched):
+    """A view with a leading batch axis of 1 added when the input is unbatched."""
+    return nd if batched else nd._view((1,) + nd.shape, (0,) + nd.strides, nd.offset)
+
+
+def _unbatched(nd, batched):
+    return nd if batched else nd._view(nd.shape[1:], nd.strides[1:], nd.offset)
+
+
+class Im2Col(Function):
+    """Windows of an image: compact (N, C·kh·kw, L) columns (`flat`) or the (N, C, kh, kw, OH,
+    OW) view itself (of the input when unpadded, else of a padded copy)."""
+
+    @staticmethod
+    def forward(ctx, x, geometry, pad_value, flat):
+        nd = x._data
+        batched = nd.ndim == 4
+        ctx.geometry, ctx.batched = geometry, batched
+        windows = _windows(_pad(_batched(nd, batched), geometry.padding, pad_value), geometry)
+        if not flat:
+            return _view_of(x, _unbatched(windows, batched))
+        n, c, kh, kw, oh, ow = windows.shape
+        shape = ((n,) if batched else ()) + (c * kh * kw, oh * ow)
+        return wrap(windows.copy()._view(shape, contiguous_strides(shape), 0))
+
+    @staticmethod
+    def backward(ctx, g):
+        return Col2Im.apply(g, ctx.geometry, ctx.batched), None, None, None
+
+
+class Col2Im(Function):
+    """Sum columns back into the image they were taken from: one strided_add through the
+    window view of a zeroed padded buffer, then the padding is cropped."""
+
+    @staticmethod
+    def forward(ctx, cols, geometry, batched):
+        nd = cols._data
+        (kh, kw), (ph, pw), (h, w) = geometry.kernel, geometry.padding, geometry.size
+        flat = nd.ndim == (3 if batched else 2)
+        ctx.geometry, ctx.flat = geometry, flat
+        nd = _batched(nd, batched)
+        n = nd.shape[0]
+        c = nd.shape[1] // (kh * kw) if flat else nd.shape[1]
+        padded = NDArray.full((n, c, h + 2 * ph, w + 2 * pw), 0, nd.dtype, nd.device)
+        windows = _windows(padded, geometry)
+        if windows.size:
+            src = nd.reshape(windows.shape).compact()
+            nd.backend.strided_add(src.flat(), padded.buffer, windows.shape, windows.strides,
+                                   windows.offset)
+        image = padded[:, :, ph:ph + h, pw:pw + w].compact() if ph or pw else padded
+        return wrap(_unbatched(image, batched))
+
+    @staticmethod
+    def backward(ctx, g):
+        return Im2Col.apply(g, ctx.geometry, 0.0, ctx.flat), None, None
+
+
+# ---- public -----------------------------------------------------------------------------------
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """torch.nn.functional.unfold: (N, C, H, W) → (N, C·kh·kw, L) sliding-block columns."""
+    geometry = _im2col_geometry(input, kernel_size, dilation, padding, stride)
+    _check_floating(input, "im2col")
+    return Im2Col.apply(input, geometry, 0.0, True)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """torch.nn.functional.fold: (N, C·kh·kw, L) columns summed into (N, C, H, W)."""
+    geometry = _col2im_geometry(input, output_size, kernel_size, dilation, padding, stride)
+    _check_floating(input, "col2im")
+    return Col2Im.apply(input, geometry, input.ndim == 3)
+
+
+def im2col_view(x, kernel_size, dilation=1, padding=0, stride=1, pad_value=0.0):
+    """The differentiable (N, C, kh, kw, OH, OW) window view conv and pooling build on ((C, kh,
+    kw, OH, OW) for an unbatched input); pad_value fills the border (-inf for max-pooling).
+    Not compacted: callers permute/reshape it into the layout their kernel wants."""
+    geometry = _im2col_geometry(x, kernel_size, dilation, padding, stride)
+    return Im2Col.apply(x, geometry, pad_value, False)
