@@ -630,7 +630,7 @@ _SAME_NAME = {
          "norm cumsum cumprod all any count_nonzero"),
     _M: ("reshape view flatten unflatten squeeze unsqueeze permute transpose t expand expand_as "
          "broadcast_to movedim as_strided narrow unbind split chunk flip roll repeat tile "
-         "contiguous clone unfold view_as reshape_as swapaxes"),
+         "contiguous clone unfold view_as reshape_as swapaxes swapdims moveaxis fliplr flipud"),
     _L: "matmul mm bmm outer dot mv",
     _I: ("gather scatter scatter_add index_select masked_fill take_along_dim nonzero "
          "masked_select take index_add index_put"),
