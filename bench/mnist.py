@@ -1,0 +1,148 @@
+"""One MNIST training epoch: minitorch vs PyTorch (when installed), same models, data order and
+hyper-parameters. Prints seconds per epoch, peak RSS and test accuracy, with ratios.
+
+  MLP 784-256-10 ReLU, SGD lr 0.1 momentum 0.9, batch 128
+  CNN conv(1→16,3,p1)-ReLU-maxpool2-conv(16→32,3,p1)-ReLU-maxpool2-Linear(1568→10), Adam 1e-3,
+      batch 128
+  one epoch over the 50 000 training images of mnist.pkl.gz, then the 10 000 test images.
+
+Each (framework, model) runs in its own child process so peak RSS is its own.
+Run: python bench/mnist.py [--models mlp cnn] [--data-dir DIR]
+"""
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BATCH = 128
+
+
+def load_arrays(data_dir):
+    """(x_train, y_train, x_test, y_test) as float32 (N,1,28,28) / int64, via minitorch's MNIST
+    reader (the classic pickle's 50 000 training split and the 10 000 test images)."""
+    from minitorch.datasets.mnist import read_pickle_splits
+    (x_train, y_train), _, (x_test, y_test) = read_pickle_splits(data_dir)
+    to_images = lambda x: (x.reshape(-1, 1, 28, 28).astype(np.float32) / 255.0)  # noqa: E731
+    return to_images(x_train), y_train.astype(np.int64), to_images(x_test), y_test.astype(np.int64)
+
+
+def batches(n, seed=0):
+    order = np.random.default_rng(seed).permutation(n)
+    return [order[i:i + BATCH] for i in range(0, n, BATCH)]
+
+
+def run_minitorch(model_kind, data):
+    import minitorch as mt
+    import minitorch.nn as nn
+    import minitorch.nn.functional as F
+    mt.manual_seed(0)
+    model = (nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+             if model_kind == "mlp" else
+             nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                           nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                           nn.Flatten(), nn.Linear(1568, 10)))
+    opt = (mt.optim.SGD(model.parameters(), lr=0.1, momentum=0.9) if model_kind == "mlp"
+           else mt.optim.Adam(model.parameters(), lr=1e-3))
+    x_train, y_train, x_test, y_test = (mt.from_numpy(a) for a in data)
+    start = time.perf_counter()
+    for index in batches(len(y_train)):
+        idx = mt.from_numpy(index.astype(np.int64))
+        loss = F.cross_entropy(model(x_train.index_select(0, idx)), y_train.index_select(0, idx))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    seconds = time.perf_counter() - start
+    with mt.no_grad():
+        model.eval()
+        correct = sum(int((model(x_test[i:i + 1000]).argmax(1) == y_test[i:i + 1000]).sum())
+                      for i in range(0, len(y_test), 1000))
+    return seconds, correct / len(y_test)
+
+
+def run_torch(model_kind, data):
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    model = (nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+             if model_kind == "mlp" else
+             nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                           nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                           nn.Flatten(), nn.Linear(1568, 10)))
+    opt = (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9) if model_kind == "mlp"
+           else torch.optim.Adam(model.parameters(), lr=1e-3))
+    x_train, y_train, x_test, y_test = (torch.from_numpy(a) for a in data)
+    start = time.perf_counter()
+    for index in batches(len(y_train)):
+        idx = torch.from_numpy(index.astype(np.int64))
+        loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    seconds = time.perf_counter() - start
+    with torch.no_grad():
+        model.eval()
+        correct = sum(int((model(x_test[i:i + 1000]).argmax(1) == y_test[i:i + 1000]).sum())
+                      for i in range(0, len(y_test), 1000))
+    return seconds, correct / len(y_test)
+
+
+def child(framework, model_kind, data_dir):
+    """Runs in a subprocess: one epoch, prints a JSON line with time, accuracy and peak RSS."""
+    data = load_arrays(data_dir)
+    runner = run_minitorch if framework == "minitorch" else run_torch
+    seconds, accuracy = runner(model_kind, data)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": seconds, "accuracy": accuracy, "peak_rss_mb": peak_mb}))
+
+
+def measure(framework, model_kind, data_dir):
+    command = [sys.executable, __file__, "--child", framework, model_kind]
+    if data_dir:
+        command += ["--data-dir", data_dir]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{framework} {model_kind} run failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def torch_available():
+    try:
+        import torch  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--models", nargs="+", default=["mlp", "cnn"], choices=["mlp", "cnn"])
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--child", nargs=2, metavar=("FRAMEWORK", "MODEL"))
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child, args.data_dir)
+        return
+    frameworks = ["minitorch"] + (["torch"] if torch_available() else [])
+    print(f"MNIST, 1 epoch of 50 000 images, batch {BATCH}, {os.cpu_count()} CPU cores"
+          + ("" if len(frameworks) > 1 else " (PyTorch not installed)"))
+    for model_kind in args.models:
+        results = {fw: measure(fw, model_kind, args.data_dir) for fw in frameworks}
+        for fw, r in results.items():
+            line = (f"{model_kind:4s} {fw:10s} {r['seconds']:7.2f} s/epoch  test acc "
+                    f"{r['accuracy']:.4f}  peak RSS {r['peak_rss_mb']:7.1f} MB")
+            if fw != "torch" and "torch" in results:
+                t = results["torch"]
+                line += (f"   time ratio {r['seconds'] / t['seconds']:.2f}x  RSS ratio "
+                         f"{r['peak_rss_mb'] / t['peak_rss_mb']:.2f}x")
+            print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()

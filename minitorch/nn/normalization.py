@@ -1,0 +1,120 @@
+"""BatchNorm1d/2d (running statistics, momentum, eval mode), LayerNorm, GroupNorm."""
+import numbers
+
+import minitorch as mt
+from . import functional as F, init
+from .module import Module, Parameter
+
+
+class _BatchNorm(Module):
+    _expected_dims = ()
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, device=None, dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(mt.ones(num_features, device=device, dtype=dtype))
+            self.bias = Parameter(mt.zeros(num_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", mt.zeros(num_features, device=device,
+                                                          dtype=dtype))
+            self.register_buffer("running_var", mt.ones(num_features, device=device, dtype=dtype))
+            self.register_buffer("num_batches_tracked", mt.tensor(0, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            with mt.no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input):
+        if input.ndim not in self._expected_dims:
+            raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._expected_dims)} "
+                             f"input (got {input.ndim}D input)")
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            with mt.no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:   # cumulative moving average, as torch
+                momentum = 1.0 / float(self.num_batches_tracked.item())
+        use_batch_stats = self.training or not self.track_running_stats
+        track = self.track_running_stats and self.training
+        return F.batch_norm(input, self.running_mean if track or not use_batch_stats else None,
+                            self.running_var if track or not use_batch_stats else None,
+                            self.weight, self.bias, use_batch_stats, momentum, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    _expected_dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    _expected_dims = (4,)
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+                 device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(mt.ones(*self.normalized_shape, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(mt.zeros(*self.normalized_shape, device=device,
+                                               dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class GroupNorm(Module):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels, self.eps, self.affine = (num_groups, num_channels,
+                                                                     eps, affine)
+        if affine:
+            self.weight = Parameter(mt.ones(num_channels, device=device, dtype=dtype))
+            self.bias = Parameter(mt.zeros(num_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
