@@ -12,8 +12,8 @@ import numpy as np
 from .. import dtypes
 from ..autograd import Function
 from ..ndarray import NDArray
-from ..opcodes import BinaryOp as B, UnaryOp as U
-from ..tensor import Tensor, wrap
+from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
+from ..tensor import Tensor, wrap, zeros, zeros_like
 from .reduce import sum_to
 
 
@@ -28,12 +28,18 @@ __all__ = [
     'true_divide', 'trunc', 'where',
 ]
 _scalar_cache = {}
+_FAST_SCALARS = (int, float)
+# torch's names for dtypes in error messages: ScalarType names, and C type names (c10 typename).
+TORCH_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "bool": "bool"}
 
 
 def scalar_array(value, dtype, device):
     """A 0-d NDArray holding `value` (cached: `x * 2` should not allocate a constant each time).
     Cached arrays are only ever read by kernels, never handed to users."""
     key = (value, type(value), dtype, device)
+    if value == 0 and type(value) is float and math.copysign(1.0, value) < 0:
+        key = ("-0.0", dtype, device)       # -0.0 == 0.0: keep the sign apart in the cache
     nd = _scalar_cache.get(key)
     if nd is None:
         if len(_scalar_cache) > 4096:
@@ -49,6 +55,25 @@ def _priority(x):
 
 def _dtype_of(x):
     return x._data.dtype if isinstance(x, Tensor) else dtypes.scalar_dtype(x)
+
+
+def result_type(*operands):
+    """torch.result_type over any number of operands (None ignored): dtypes promote within each
+    priority class (dimensioned tensors, 0-d tensors, Python scalars), then a lower class
+    overrides only with a higher category."""
+    by_priority = [None, None, None]
+    for x in operands:
+        if x is None:
+            continue
+        _check_operand(x)
+        p, d = _priority(x), _dtype_of(x)
+        by_priority[p] = d if by_priority[p] is None else dtypes.promote_types(by_priority[p], d)
+    result = None
+    for p in (2, 1, 0):
+        d = by_priority[p]
+        if d is not None:
+            result = d if result is None else dtypes.result_type(result, d, 1, 0)
+    return result
 
 
 def promote(a, b, floating=False):
@@ -70,6 +95,12 @@ def _check_operand(x):
         raise TypeError(f"unsupported operand type: '{type(x).__name__}'")
 
 
+def _check_tensor(x, name, position=1, arg="input"):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
 def _as_operand(x, dtype, device):
     if isinstance(x, Tensor):
         return x if x._data.dtype is dtype else cast(x, dtype)
@@ -81,8 +112,21 @@ def _float_input(a):
     return a if a._data.dtype.is_floating_point else cast(a, dtypes.get_default_dtype())
 
 
+def _no_bool_kernel(kernel, device):
+    """torch's error for an op that has no bool kernel ("floor_vml_cpu", "remainder_cpu", …)."""
+    return NotImplementedError(f'"{kernel}_{device.type}" not implemented for \'Bool\'')
+
+
+def _copy(a):
+    """A new tensor with a's values: ops that are the identity on a dtype still return a copy,
+    as in torch (writing into the result must not change the input)."""
+    return wrap(a._data.copy())
+
+
 # ---- dtype casts and device moves -------------------------------------------------------------
-class Cast(Function):
+class ToCopy(Function):
+    """A dtype conversion (torch's grad_fn for `.to(dtype)` is ToCopyBackward0)."""
+
     @staticmethod
     def forward(ctx, a, dtype):
         ctx.source_dtype = a._data.dtype
@@ -96,10 +140,16 @@ class Cast(Function):
 def cast(a, dtype):
     if a._data.dtype is dtype:
         return a
-    return Cast.apply(a, dtype)
+    return ToCopy.apply(a, dtype)
 
 
 class ToDevice(Function):
+    """A copy to another device; shows as ToCopyBackward0 like torch's."""
+
+    @classmethod
+    def name(cls):
+        return "ToCopyBackward0"
+
     @staticmethod
     def forward(ctx, a, device):
         ctx.source_device = a._data.device
@@ -292,7 +342,7 @@ class _ZeroGradUnary(_Unary):
 
     @staticmethod
     def backward(ctx, g):
-        return g * 0
+        return zeros_like(g)
 
 
 class Sign(_ZeroGradUnary):
@@ -353,28 +403,31 @@ class ReluBackward(Function):
 
 
 def _unary(fn, a, integer_ok=False):
-    if not isinstance(a, Tensor):
-        raise TypeError(f"{fn.__name__.lower()}(): argument 'input' must be Tensor, not "
-                        f"{type(a).__name__}")
+    _check_tensor(a, fn.__name__.lower())
     if not integer_ok:
         a = _float_input(a)
     return fn.apply(a)
 
 
 def neg(a):
+    _check_tensor(a, "neg")
     if a._data.dtype is dtypes.bool_:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
                            "are trying to invert a mask, use the `~` or `logical_not()` operator "
                            "instead.")
-    return _unary(Neg, a, integer_ok=True)
+    return Neg.apply(a)
 
 
 def abs(a):
-    return _unary(Abs, a, integer_ok=True)
+    _check_tensor(a, "abs")
+    if a._data.dtype is dtypes.bool_:
+        raise _no_bool_kernel("abs", a.device)
+    return Abs.apply(a)
 
 
 def sign(a):
-    return _unary(Sign, a, integer_ok=True)
+    _check_tensor(a, "sign")
+    return _copy(a) if a._data.dtype is dtypes.bool_ else Sign.apply(a)
 
 
 def exp(a):
@@ -418,7 +471,10 @@ def sigmoid(a):
 
 
 def relu(a):
-    return _unary(Relu, a, integer_ok=True)
+    _check_tensor(a, "relu")
+    if a._data.dtype is dtypes.bool_:
+        raise RuntimeError("Boolean inputs not supported for relu")
+    return Relu.apply(a)
 
 
 def reciprocal(a):
@@ -426,52 +482,69 @@ def reciprocal(a):
 
 
 def square(a):
-    return _unary(Square, a, integer_ok=True)
+    _check_tensor(a, "square")
+    if a._data.dtype is dtypes.bool_:       # torch squares bools as int64 (pow(a, 2))
+        a = cast(a, dtypes.int64)
+    return Square.apply(a)
 
 
 def erf(a):
     return _unary(Erf, a)
 
 
+def _rounding(fn, a, kernel):
+    """floor/ceil/round/trunc: a copy for integers, torch's error for bool."""
+    _check_tensor(a, kernel)
+    if a._data.dtype.is_floating_point:
+        return fn.apply(a)
+    if a._data.dtype is dtypes.bool_:
+        raise _no_bool_kernel(kernel + "_vml", a.device)
+    return _copy(a)
+
+
 def floor(a):
-    return a if not a.dtype.is_floating_point else _unary(Floor, a)
+    return _rounding(Floor, a, "floor")
 
 
 def ceil(a):
-    return a if not a.dtype.is_floating_point else _unary(Ceil, a)
+    return _rounding(Ceil, a, "ceil")
 
 
 def round(a, decimals=0):
-    if not a.dtype.is_floating_point:
-        return a
-    if decimals:
+    """Round half to even; with `decimals`, scale like torch does (divide for negative decimals
+    so that e.g. 1250 rounds to 1200 exactly)."""
+    if not decimals or not isinstance(a, Tensor) or not a._data.dtype.is_floating_point:
+        return _rounding(Round, a, "round")
+    if decimals > 0:
         scale = 10.0 ** decimals
-        return _unary(Round, a * scale) / scale
-    return _unary(Round, a)
+        return Round.apply(a * scale) / scale
+    scale = 10.0 ** -decimals
+    return Round.apply(a / scale) * scale
 
 
 def trunc(a):
-    return a if not a.dtype.is_floating_point else _unary(Trunc, a)
+    return _rounding(Trunc, a, "trunc")
 
 
-def _predicate(op, a):
+def _predicate(op, a, name):
+    _check_tensor(a, name)
     return wrap(a._data.unary(op))
 
 
 def isnan(a):
-    return _predicate(U.ISNAN, a)
+    return _predicate(U.ISNAN, a, "isnan")
 
 
 def isinf(a):
-    return _predicate(U.ISINF, a)
+    return _predicate(U.ISINF, a, "isinf")
 
 
 def isfinite(a):
-    return _predicate(U.ISFINITE, a)
+    return _predicate(U.ISFINITE, a, "isfinite")
 
 
 def logical_not(a):
-    return _predicate(U.LOGICAL_NOT, a)
+    return _predicate(U.LOGICAL_NOT, a, "logical_not")
 
 
 # ---- binary -----------------------------------------------------------------------------------
@@ -496,6 +569,13 @@ class Add(_Binary):
 
 class Sub(_Binary):
     op = B.SUB
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        if a._data.dtype is dtypes.bool_:   # Tensor.__sub__ calls apply directly for one dtype
+            _check_sub(a, b)
+        ctx.shapes = (a._data.shape, b._data.shape)
+        return wrap(a._data.binary(B.SUB, b._data))
 
     @staticmethod
     def backward(ctx, g):
@@ -526,27 +606,68 @@ class Div(_Binary):
 
     @classmethod
     def forward(cls, ctx, a, b):
-        out = wrap(a._data.binary(B.DIV, b._data))
-        ctx.save_for_backward(b, out if b.requires_grad else None)
+        # torch saves the inputs, not the result, so `y = a / b; y += 1` stays legal.
+        ctx.save_for_backward(a if b.requires_grad else None, b)
         ctx.shapes = (a._data.shape, b._data.shape)
-        return out
+        return wrap(a._data.binary(B.DIV, b._data))
 
     @staticmethod
     def backward(ctx, g):
-        b, out = ctx.saved_tensors
+        a, b = ctx.saved_tensors
         a_shape, b_shape = ctx.shapes
-        grad_a = g / b
-        return (sum_to(grad_a, a_shape),
-                sum_to(-grad_a * out, b_shape) if out is not None else None)
+        grad_a = sum_to(g / b, a_shape) if ctx.needs_input_grad[0] else None
+        grad_b = sum_to(-g * a / (b * b), b_shape) if a is not None else None
+        return grad_a, grad_b
 
 
-class Pow(_Binary):
+class FloorDivide(_Binary):
+    """floor(a / b) computed exactly by the kernel; piecewise constant, so zero gradients."""
+    op = B.FLOOR_DIVIDE
+
+    @staticmethod
+    def backward(ctx, g):
+        needs = ctx.needs_input_grad
+        return tuple(zeros(*shape, dtype=g.dtype, device=g.device) if need else None
+                     for shape, need in zip(ctx.shapes, needs))
+
+
+class Pow(Function):
+    """tensor ** Python number (torch's PowBackward0)."""
+
+    @staticmethod
+    def forward(ctx, a, exponent):
+        ctx.save_for_backward(a)
+        ctx.exponent = exponent
+        data = a._data
+        return wrap(data.binary(B.POW, scalar_array(exponent, data.dtype, data.device)))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        exponent = ctx.exponent
+        if exponent == 0:
+            return zeros_like(g), None
+        return g * exponent * pow(a, exponent - 1), None
+
+
+class PowTensor(_Binary):
+    """tensor ** tensor and number ** tensor (torch's PowBackward1)."""
     op = B.POW
 
     @classmethod
+    def name(cls):
+        return "PowBackward1"
+
+    @classmethod
     def forward(cls, ctx, a, b):
-        out = wrap(a._data.binary(B.POW, b._data))
-        ctx.save_for_backward(a, b, out)
+        try:
+            out = a._data.binary(B.POW, b._data)
+        except RuntimeError:
+            if a._data.dtype is not dtypes.int64:
+                raise
+            out = _int_pow_negative(a._data, b._data)
+        out = wrap(out)
+        ctx.save_for_backward(a, b, out if b.requires_grad else None)
         ctx.shapes = (a._data.shape, b._data.shape)
         return out
 
@@ -554,13 +675,25 @@ class Pow(_Binary):
     def backward(ctx, g):
         a, b, out = ctx.saved_tensors
         a_shape, b_shape = ctx.shapes
-        grad_a = sum_to(g * b * pow(a, b - 1), a_shape) if ctx.needs_input_grad[0] else None
-        grad_b = None
-        if ctx.needs_input_grad[1]:
-            # torch's convention: the exponent's gradient is 0 where the base is 0.
-            safe_log = where(a == 0, wrap(scalar_array(0.0, a.dtype, a.device)), log(a))
-            grad_b = sum_to(g * out * safe_log, b_shape)
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0]:
+            # torch's convention: no gradient through a zero exponent (even where a == 0).
+            zero = wrap(scalar_array(0, g.dtype, g.device))
+            grad_a = sum_to(where(b == 0, zero, g * b * pow(a, b - 1)), a_shape)
+        if out is not None:
+            # ... and d(a**b)/db = 0 where a == 0 and b >= 0 (instead of 0 * log 0).
+            zero = wrap(scalar_array(0, g.dtype, g.device))
+            grad_b = sum_to(g * where((a == 0) & (b >= 0), zero, out * log(a)), b_shape)
         return grad_a, grad_b
+
+
+def _int_pow_negative(a, b):
+    """Integer a ** b where some b < 0 (torch: 1 for a == 1, ±1 for a == -1, else 0)."""
+    zero = scalar_array(0, dtypes.int64, a.device)
+    one = scalar_array(1, dtypes.int64, a.device)
+    powered = a.binary(B.POW, b.unary(U.ABS))
+    vanishes = b.binary(B.LT, zero).binary(B.LOGICAL_AND, a.unary(U.ABS).binary(B.NE, one))
+    return vanishes.where(zero, powered)
 
 
 class Maximum(_Binary):
@@ -619,26 +752,72 @@ class Remainder(_Binary):
         return sum_to(g, a_shape), sum_to(-g * floor_divide(a, b), b_shape)
 
 
+class Fmod(_Binary):
+    """C's fmod (the result takes the dividend's sign), exactly: for |a|, |b| it equals the
+    kernel's remainder, and the sign of a is put back."""
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        ctx.save_for_backward(a, b)
+        ctx.shapes = (a._data.shape, b._data.shape)
+        x, y = a._data, b._data
+        magnitude = x.unary(U.ABS).binary(B.REMAINDER, y.unary(U.ABS))
+        negative = x.binary(B.LT, scalar_array(0, x.dtype, x.device))
+        return wrap(negative.where(magnitude.unary(U.NEG), magnitude))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        a_shape, b_shape = ctx.shapes
+        return sum_to(g, a_shape), sum_to(-g * trunc(a / b), b_shape)
+
+
 def _binary(fn, a, b, floating=False):
-    if isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.dtype is b._data.dtype and (
-            not floating or a._data.dtype.is_floating_point):
-        return fn.apply(a, b)
+    """Apply a binary Function: same-dtype tensors and float tensor ⊕ Python int/float go
+    straight to the kernel; anything else is promoted first."""
+    if isinstance(a, Tensor):
+        dtype = a._data.dtype
+        if isinstance(b, Tensor):
+            if b._data.dtype is dtype and (not floating or dtype.is_floating_point):
+                return fn.apply(a, b)
+        elif type(b) in _FAST_SCALARS and dtype.is_floating_point:
+            return fn.apply(a, wrap(scalar_array(b, dtype, a._data.device)))
+    elif type(a) in _FAST_SCALARS and isinstance(b, Tensor) and b._data.dtype.is_floating_point:
+        return fn.apply(wrap(scalar_array(a, b._data.dtype, b._data.device)), b)
     a, b = promote(a, b, floating)
     return fn.apply(a, b)
 
 
+def _scale(other, alpha, input):
+    """other * alpha for add/sub, with torch's checks on alpha's type."""
+    if isinstance(alpha, float) and not result_type(input, other).is_floating_point:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+    return other * alpha
+
+
 def add(input, other, alpha=1):
     if alpha != 1:
-        other = other * alpha
+        other = _scale(other, alpha, input)
     return _binary(Add, input, other)
 
 
-def sub(input, other, alpha=1):
-    if _dtype_of(input) is dtypes.bool_ and _dtype_of(other) is dtypes.bool_:
+def _check_sub(input, other):
+    """torch refuses `-` on bool operands (it would be ambiguous with logical ops)."""
+    a_bool, b_bool = _dtype_of(input) is dtypes.bool_, _dtype_of(other) is dtypes.bool_
+    if a_bool and b_bool:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
+    if a_bool or b_bool:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+
+
+def sub(input, other, alpha=1):
+    _check_sub(input, other)
     if alpha != 1:
-        other = other * alpha
+        other = _scale(other, alpha, input)
     return _binary(Sub, input, other)
 
 
@@ -646,18 +825,29 @@ def mul(input, other):
     return _binary(Mul, input, other)
 
 
+def _integer_division_operands(input, other, kernel):
+    """Promoted operands of floor/trunc division, remainder and fmod; torch has no bool kernel."""
+    a, b = promote(input, other)
+    if a._data.dtype is dtypes.bool_:
+        raise _no_bool_kernel(kernel, a.device)
+    return a, b
+
+
 def div(input, other, rounding_mode=None):
     if rounding_mode is None:
         return _binary(Div, input, other, floating=True)
     if rounding_mode == "floor":
-        return floor_divide(input, other)
+        return FloorDivide.apply(*_integer_division_operands(input, other, "div_floor"))
     if rounding_mode == "trunc":
-        if _dtype_of(input).is_floating_point or _dtype_of(other).is_floating_point:
-            return trunc(_binary(Div, input, other, floating=True))
-        quotient = floor_divide(input, other)
-        remainder_nonzero = remainder(input, other) != 0
-        negative = (input < 0) != (other < 0)
-        return quotient + cast(remainder_nonzero & negative, dtypes.int64)
+        a, b = _integer_division_operands(input, other, "div_trunc")
+        if a._data.dtype.is_floating_point:
+            return trunc(Div.apply(a, b))
+        # Integers: floor division, moved up by one where the exact quotient is negative and
+        # not whole.
+        quotient = FloorDivide.apply(a, b)
+        inexact = Remainder.apply(a, b) != 0
+        negative = (a < 0) != (b < 0)
+        return quotient + cast(inexact & negative, dtypes.int64)
     raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                        f"found '{rounding_mode}'")
 
@@ -667,20 +857,27 @@ def true_divide(input, other):
 
 
 def pow(input, exponent):
-    if isinstance(exponent, numbers.Number) and not isinstance(exponent, bool) and isinstance(
-            input, Tensor):
-        if exponent == 1:
-            return input * 1
-        if exponent == 2 and input.dtype.is_floating_point:
-            return square(input)
-        if exponent == 0.5 and input.dtype.is_floating_point:
-            return sqrt(input)
-    return _binary(Pow, input, exponent)
+    if isinstance(input, Tensor) and isinstance(exponent, numbers.Real) and not isinstance(
+            exponent, (bool, np.bool_)):
+        dtype = result_type(input, exponent)
+        if dtype is dtypes.bool_:
+            raise NotImplementedError('"pow" not implemented for \'Bool\'')
+        input = cast(input, dtype)
+        if dtype.is_floating_point:
+            if exponent == 2:
+                return square(input)
+            if exponent == 0.5:
+                return sqrt(input)
+        return Pow.apply(input, exponent)
+    a, b = promote(input, exponent)
+    if a._data.dtype is dtypes.bool_:
+        raise NotImplementedError('"pow" not implemented for \'Bool\'')
+    return PowTensor.apply(a, b)
 
 
 def float_power(input, exponent):
-    input = input.double() if isinstance(input, Tensor) else input
-    exponent = exponent.double() if isinstance(exponent, Tensor) else exponent
+    input = input.double() if isinstance(input, Tensor) else float(input)
+    exponent = exponent.double() if isinstance(exponent, Tensor) else float(exponent)
     return pow(input, exponent)
 
 
@@ -693,6 +890,7 @@ def minimum(input, other):
 
 
 def fmax(input, other):
+    """maximum that ignores NaN: the other operand wins where one side is NaN."""
     return where(isnan(other), input, where(isnan(input), other, maximum(input, other)))
 
 
@@ -705,17 +903,17 @@ def atan2(input, other):
 
 
 def remainder(input, other):
-    return _binary(Remainder, input, other)
+    """Python's modulo: the result takes the divisor's sign."""
+    return Remainder.apply(*_integer_division_operands(input, other, "remainder"))
 
 
 def fmod(input, other):
-    """C-style remainder: the result takes the dividend's sign."""
-    return input - div(input, other, rounding_mode="trunc") * other
+    """C's fmod: the result takes the dividend's sign."""
+    return Fmod.apply(*_integer_division_operands(input, other, "fmod"))
 
 
 def floor_divide(input, other):
-    a, b = promote(input, other)
-    return wrap(a._data.binary(B.FLOOR_DIVIDE, b._data))
+    return FloorDivide.apply(*_integer_division_operands(input, other, "div_floor"))
 
 
 # ---- comparisons and logic (no gradient) ------------------------------------------------------
@@ -785,25 +983,48 @@ def bitwise_not(input):
     return logical_not(input)
 
 
+def _all(mask):
+    """Python bool: every element of a bool tensor is True (one min-reduction kernel)."""
+    if mask.numel() == 0:
+        return True
+    return bool(wrap(mask._data.reduce(ReduceOp.MIN)).item())
+
+
 def equal(input, other):
-    """True when both have the same shape and elements."""
-    return input.shape == other.shape and bool(eq(input, other).all())
+    """True when both have the same shape and elements (values compared across dtypes)."""
+    _check_tensor(input, "equal")
+    _check_tensor(other, "equal", 2, "other")
+    return input.shape == other.shape and _all(eq(input, other))
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return bool(isclose(input, other, rtol, atol, equal_nan).all())
+    return _all(isclose(input, other, rtol, atol, equal_nan))
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    a, b = promote(input, other)
-    close = abs(a - b) <= atol + rtol * abs(b)
-    close = close | (a == b)
-    if equal_nan:
-        close = close | (isnan(a) & isnan(b))
-    return close
+    """|input - other| <= atol + rtol * |other| (and equal values, infinities included)."""
+    _check_tensor(input, "isclose")
+    _check_tensor(other, "isclose", 2, "other")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"{TORCH_NAMES[input.dtype.name]} did not match "
+                           f"{TORCH_NAMES[other.dtype.name]}")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+    close = eq(input, other)
+    if input.dtype is dtypes.bool_:
+        return close
+    if equal_nan and input.dtype.is_floating_point:
+        close = close | (isnan(input) & isnan(other))
+    if rtol == 0 and atol == 0:
+        return close
+    a, b = _float_input(input.detach()), _float_input(other.detach())
+    error = abs(a - b)
+    return close | (isfinite(error) & (error <= abs(b * rtol) + atol))
 
 
-# ---- where / clamp ----------------------------------------------------------------------------
+# ---- where / clamp / lerp ---------------------------------------------------------------------
 class Where(Function):
     @staticmethod
     def forward(ctx, condition, a, b):
@@ -816,40 +1037,59 @@ class Where(Function):
         condition, = ctx.saved_tensors
         a_shape, b_shape = ctx.shapes
         zero = wrap(scalar_array(0, g.dtype, g.device))
-        return (None, sum_to(where(condition, g, zero), a_shape),
-                sum_to(where(condition, zero, g), b_shape))
+        grad_a = sum_to(where(condition, g, zero), a_shape) if ctx.needs_input_grad[1] else None
+        grad_b = sum_to(where(condition, zero, g), b_shape) if ctx.needs_input_grad[2] else None
+        return None, grad_a, grad_b
 
 
 def where(condition, input=None, other=None):
+    """input where condition else other (broadcast together); where(condition) = nonzero."""
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
+    _check_tensor(condition, "where", arg="condition")
     if condition.dtype is not dtypes.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
-                           f"with dtype {condition.dtype.name.capitalize()}")
-    a, b = promote(input, other)
-    return Where.apply(condition, a, b)
+                           f"with dtype {TORCH_NAMES[condition.dtype.name]}")
+    dtype = result_type(input, other)
+    device = condition.device
+    return Where.apply(condition, _as_operand(input, dtype, device),
+                       _as_operand(other, dtype, device))
 
 
 def clamp(input, min=None, max=None):
+    """Limit to [min, max] (scalars or tensors, broadcast); NaN stays NaN. The result dtype
+    promotes over all three, as in torch (an int tensor clamped to 0.5 is float)."""
+    _check_tensor(input, "clamp")
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    result = input
+    dtype = result_type(input, min, max)
+    device = input.device
+    result = cast(input, dtype)
     if min is not None:
-        result = where(lt(result, min), _broadcast_bound(min, result), result)
+        low = _as_operand(min, dtype, device)
+        result = Where.apply(lt(result, low), low, result)
     if max is not None:
-        result = where(lt(max, result), _broadcast_bound(max, result), result)
+        high = _as_operand(max, dtype, device)
+        result = Where.apply(lt(high, result), high, result)
     return result
 
 
-def _broadcast_bound(bound, like):
-    if isinstance(bound, Tensor):
-        return cast(bound, like.dtype)
-    dtype = dtypes.result_type(like.dtype, dtypes.scalar_dtype(bound), 2, 0)
-    return wrap(scalar_array(bound, dtype, like.device))
-
-
 def lerp(input, end, weight):
-    return input + (end - input) * weight
+    """input + weight * (end - input), in torch's two-sided form (exact at weight 0 and 1)."""
+    _check_tensor(input, "lerp")
+    _check_tensor(end, "lerp", 2, "end")
+    kind = "tensor" if isinstance(weight, Tensor) else "scalar"
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"lerp_kernel_{kind}" not implemented for '
+                                  f"'{TORCH_NAMES[input.dtype.name]}'")
+    for name, other in (("end", end), ("weight", weight)):
+        if isinstance(other, Tensor) and other.dtype is not input.dtype:
+            raise RuntimeError(f"expected dtype {C_NAMES[input.dtype.name]} for `{name}` but got "
+                               f"dtype {C_NAMES[other.dtype.name]}")
+    diff = end - input
+    if not isinstance(weight, Tensor):
+        return input + diff * weight if weight < 0.5 else end - diff * (1 - weight)
+    return where(weight < 0.5, input + diff * weight, end - diff * (1 - weight))
 
 
 clip = clamp

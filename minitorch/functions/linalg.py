@@ -1,14 +1,29 @@
-"""Matrix products: matmul with torch's rank rules, mm, bmm, mv, dot, outer, einsum."""
+"""Matrix products: matmul with torch's rank rules, mm, bmm, mv, dot, outer, inner, tensordot,
+einsum, addmm and baddbmm.
+
+Every float product runs on the batched GEMM kernel (`NDArray.matmul`); einsum and tensordot
+are built from views (permute, reshape, a diagonal view), sums and that same product, so their
+gradients come from the ops they are made of.
+"""
+import math
+import operator
+
+from .. import dtypes
 from ..autograd import Function
-from ..tensor import wrap
-from .elementwise import promote
+from ..ndarray import NDArray, normalize_dim
+from ..opcodes import BinaryOp as B
+from ..tensor import Tensor, wrap
+from .elementwise import C_NAMES, TORCH_NAMES, promote, scalar_array
 from .reduce import sum_to
 
 
-
 __all__ = [
-    'matmul',
+    'addmm', 'baddbmm', 'bmm', 'dot', 'einsum', 'ger', 'inner', 'matmul', 'mm', 'mv', 'outer',
+    'tensordot',
 ]
+
+
+# ---- products as Functions ----------------------------------------------------------------------
 class Matmul(Function):
     """(…, m, k) @ (…, k, n) with broadcast batch axes (both inputs at least 2-D)."""
 
@@ -28,6 +43,93 @@ class Matmul(Function):
         return grad_a, grad_b
 
 
+class Mm(Matmul):
+    """torch.mm: (n, k) @ (k, m)."""
+
+
+class Bmm(Matmul):
+    """torch.bmm: (b, n, k) @ (b, k, m)."""
+
+
+class Mv(Function):
+    """(n, k) @ (k,) -> (n,)."""
+
+    @staticmethod
+    def forward(ctx, mat, vec):
+        ctx.save_for_backward(mat if vec.requires_grad else None,
+                              vec if mat.requires_grad else None)
+        k = vec._data.shape[0]
+        return wrap(mat._data.matmul(vec._data.reshape((k, 1))).reshape((mat._data.shape[0],)))
+
+    @staticmethod
+    def backward(ctx, g):
+        mat, vec = ctx.saved_tensors
+        grad_mat = outer(g, vec) if vec is not None else None
+        grad_vec = mv(mat.mT, g) if mat is not None else None
+        return grad_mat, grad_vec
+
+
+class Dot(Function):
+    """(k,) · (k,) -> 0-d."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a if b.requires_grad else None, b if a.requires_grad else None)
+        k = a._data.shape[0]
+        return wrap(a._data.reshape((1, k)).matmul(b._data.reshape((k, 1))).reshape(()))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return (g * b if b is not None else None), (g * a if a is not None else None)
+
+
+class Addmm(Function):
+    """beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape."""
+
+    @staticmethod
+    def forward(ctx, input, mat1, mat2, beta, alpha):
+        ctx.save_for_backward(mat1 if mat2.requires_grad else None,
+                              mat2 if mat1.requires_grad else None)
+        ctx.input_shape, ctx.beta, ctx.alpha = input._data.shape, beta, alpha
+        out = mat1._data.matmul(mat2._data)
+        dtype, device = out.dtype, out.device
+        if alpha != 1:
+            out = out.binary(B.MUL, scalar_array(alpha, dtype, device))
+        if beta != 0:       # beta == 0 ignores input entirely (its NaN/inf don't propagate)
+            term = input._data
+            if beta != 1:
+                term = term.binary(B.MUL, scalar_array(beta, dtype, device))
+            out = out.binary(B.ADD, term)
+        return wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        mat1, mat2 = ctx.saved_tensors
+        beta, alpha = ctx.beta, ctx.alpha
+        grad_input = sum_to(g if beta == 1 else g * beta, ctx.input_shape) \
+            if ctx.needs_input_grad[0] else None
+        scaled = g if alpha == 1 else g * alpha
+        grad_mat1 = matmul(scaled, mat2.mT) if mat2 is not None else None
+        grad_mat2 = matmul(mat1.mT, scaled) if mat1 is not None else None
+        return grad_input, grad_mat1, grad_mat2, None, None
+
+
+class Baddbmm(Addmm):
+    """The batched addmm: input + (b, n, k) @ (b, k, m)."""
+
+
+def _product(a, b, function=Matmul):
+    """a @ b for two tensors of one dtype, both at least 2-D. Floats use the GEMM kernel;
+    integers (there is no integer GEMM kernel) an exact broadcast multiply and sum."""
+    if a._data.dtype.is_floating_point:
+        return function.apply(a, b)
+    if a._data.dtype is dtypes.bool_:
+        raise NotImplementedError(f'"addmm_impl_{a.device.type}_" not implemented for \'Bool\'')
+    return (a.unsqueeze(-1) * b.unsqueeze(-3)).sum(-2)
+
+
+# ---- matmul and the fixed-rank products ---------------------------------------------------------
 def matmul(input, other):
     """torch.matmul: 1-D operands are promoted to matrices and the added axis removed after."""
     a, b = promote(input, other)
@@ -39,9 +141,438 @@ def matmul(input, other):
             raise RuntimeError(f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
                                f"[{b.shape[0]}] to have the same number of elements, but got "
                                f"{a.shape[0]} and {b.shape[0]} elements respectively")
-        return Matmul.apply(a.reshape(1, -1), b.reshape(-1, 1)).reshape(())
+        return _product(a.reshape(1, -1), b.reshape(-1, 1)).reshape(())
     if a.ndim == 1:
-        return Matmul.apply(a.unsqueeze(0), b).squeeze(-2)
+        return _product(a.unsqueeze(0), b).squeeze(-2)
     if b.ndim == 1:
-        return Matmul.apply(a, b.unsqueeze(-1)).squeeze(-1)
-    return Matmul.apply(a, b)
+        return _product(a, b.unsqueeze(-1)).squeeze(-1)
+    return _product(a, b)
+
+
+def _check_shapes_multiply(m1, m2):
+    (n, k), (k2, m) = m1.shape[-2:], m2.shape[-2:]
+    if k != k2:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
+
+
+def mm(input, mat2):
+    """torch.mm: matrix @ matrix, no broadcasting, both of one dtype."""
+    if input.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if mat2.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    if input.dtype is not mat2.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{C_NAMES[input.dtype.name]} != {C_NAMES[mat2.dtype.name]}")
+    _check_shapes_multiply(input, mat2)
+    return _product(input, mat2, Mm)
+
+
+def _check_batches(batch1, batch2):
+    if batch1.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if batch2.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    expected = [batch1.shape[0], batch1.shape[2]]
+    got = [batch2.shape[0], batch2.shape[1]]
+    if expected != got:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"{expected} but got: {got}.")
+
+
+def bmm(input, mat2):
+    """torch.bmm: a batch of matrix products, (b, n, k) @ (b, k, m) -> (b, n, m)."""
+    _check_batches(input, mat2)
+    if input.dtype is not mat2.dtype:
+        raise RuntimeError(f"expected scalar type {TORCH_NAMES[input.dtype.name]} but found "
+                           f"{TORCH_NAMES[mat2.dtype.name]}")
+    return _product(input, mat2, Bmm)
+
+
+def mv(input, vec):
+    """torch.mv: matrix (n, k) @ vector (k,) -> (n,)."""
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
+    n, k = input.shape
+    if vec.shape[0] != k:
+        raise RuntimeError(f"size mismatch, got input ({n}), mat ({n}x{k}), vec ({vec.shape[0]})")
+    if input.dtype is not vec.dtype:
+        result = dtypes.promote_types(input.dtype, vec.dtype)
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
+                           f"{TORCH_NAMES[result.name]}, {TORCH_NAMES[input.dtype.name]}, and "
+                           f"{TORCH_NAMES[vec.dtype.name]}")
+    if input.dtype.is_floating_point:
+        return Mv.apply(input, vec)
+    return matmul(input, vec)
+
+
+def dot(input, other):
+    """torch.dot: the inner product of two 1-D tensors of one length and dtype."""
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
+                           "tensors")
+    if input.shape[0] != other.shape[0]:
+        n, m = input.shape[0], other.shape[0]
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to "
+                           f"have the same number of elements, but got {n} and {m} elements "
+                           "respectively")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{TORCH_NAMES[input.dtype.name]} and {TORCH_NAMES[other.dtype.name]}")
+    if input.dtype.is_floating_point:
+        return Dot.apply(input, other)
+    return matmul(input, other)
+
+
+def outer(input, vec2):
+    """torch.outer: input[i] * vec2[j] (a broadcast multiply: the product is the output)."""
+    if input.ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument self, but got {input.ndim}-D")
+    if vec2.ndim != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    return input.unsqueeze(1) * vec2
+
+
+ger = outer
+
+
+def inner(input, other):
+    """torch.inner: contract the last axis of both (a plain product when either is 0-d)."""
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got "
+                           f"shapes {list(input.shape)} and {list(other.shape)}")
+    return tensordot(input, other, ([-1], [-1]))
+
+
+def tensordot(a, b, dims=2, out=None):
+    """torch.tensordot: contract dims_a of `a` with dims_b of `b` (an int n means a's last n
+    with b's first n), as one matrix product of the two reshaped operands."""
+    dims_a, dims_b = _tensordot_dims(a, b, dims)
+    if a.dtype is not b.dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    axes_a = [normalize_dim(d, a.ndim) for d in dims_a]
+    axes_b = [normalize_dim(d, b.ndim) for d in dims_b]
+    for axes, ndim in ((axes_a, a.ndim), (axes_b, b.ndim)):
+        repeated = [d for d in axes if axes.count(d) > 1]
+        if repeated:
+            raise RuntimeError(f"dim {repeated[0]} appears multiple times in the list of dims")
+    for da, db, xa, xb in zip(dims_a, dims_b, axes_a, axes_b):
+        if a.shape[xa] != b.shape[xb]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                               f"{a.shape[xa]} in dim {da} and second has size {b.shape[xb]} in "
+                               f"dim {db}")
+    free_a = [d for d in range(a.ndim) if d not in axes_a]
+    free_b = [d for d in range(b.ndim) if d not in axes_b]
+    shape_a, shape_b = [a.shape[d] for d in free_a], [b.shape[d] for d in free_b]
+    k = math.prod(a.shape[d] for d in axes_a)
+    left = _permute(a, free_a + axes_a).reshape(math.prod(shape_a), k)
+    right = _permute(b, axes_b + free_b).reshape(k, math.prod(shape_b))
+    return _product(left, right).reshape(shape_a + shape_b)
+
+
+def _tensordot_dims(a, b, dims):
+    """(dims_a, dims_b) from tensordot's `dims` argument, as the user wrote them."""
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > a.ndim or dims > b.ndim:
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        return list(range(-dims, 0)), list(range(dims))
+    dims_a, dims_b = dims
+    dims_a = [dims_a] if isinstance(dims_a, int) else [operator.index(d) for d in dims_a]
+    dims_b = [dims_b] if isinstance(dims_b, int) else [operator.index(d) for d in dims_b]
+    if len(dims_a) != len(dims_b):
+        raise RuntimeError("both dimension lists should have same length")
+    return dims_a, dims_b
+
+
+def _permute(t, order):
+    """t.permute(order), skipping the op when the order is the identity."""
+    return t if list(order) == list(range(t.ndim)) else t.permute(*order)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """torch.addmm: beta * input + alpha * (mat1 @ mat2); input broadcasts to (n, m)."""
+    if mat1.ndim != 2:
+        raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor")
+    if mat2.ndim != 2:
+        raise RuntimeError(f"mat2 must be a matrix, got {mat2.ndim}-D tensor")
+    _check_shapes_multiply(mat1, mat2)
+    if input.dtype is not mat2.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                           f"{TORCH_NAMES[input.dtype.name]} and {TORCH_NAMES[mat2.dtype.name]}")
+    if mat1.dtype is not mat2.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{TORCH_NAMES[mat1.dtype.name]} and {TORCH_NAMES[mat2.dtype.name]}")
+    return _add_product(Addmm, input, mat1, mat2, beta, alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """torch.baddbmm: beta * input + alpha * bmm(batch1, batch2); input broadcasts to (b, n, m)."""
+    _check_batches(batch1, batch2)
+    if batch1.dtype is not batch2.dtype:
+        raise RuntimeError(f"expected scalar type {TORCH_NAMES[batch1.dtype.name]} but found "
+                           f"{TORCH_NAMES[batch2.dtype.name]}")
+    if input.dtype is not batch1.dtype:
+        raise RuntimeError(f"Input dtypes must be the same, got: input "
+                           f"{C_NAMES[input.dtype.name]}, batch1: {C_NAMES[batch1.dtype.name]}, "
+                           f"batch2: {C_NAMES[batch2.dtype.name]}")
+    return _add_product(Baddbmm, input, batch1, batch2, beta, alpha)
+
+
+def _add_product(function, input, m1, m2, beta, alpha):
+    shape = m1.shape[:-1] + m2.shape[-1:]
+    input._data.expand(shape)       # torch's error when input doesn't broadcast to the product
+    if m1.dtype.is_floating_point:
+        return function.apply(input, m1, m2, beta, alpha)
+    product = _product(m1, m2) * alpha
+    return product if beta == 0 else product + input * beta
+
+
+# ---- einsum ----------------------------------------------------------------------------------
+_ELLIPSIS = "..."
+
+
+def einsum(equation, *operands):
+    """torch.einsum. Repeated subscripts in one operand take a diagonal view; subscripts needed
+    by no later operand and not by the output are summed as early as possible; operands are then
+    contracted left to right, each pair by one batched matrix product (shared kept subscripts
+    are the batch, shared dropped ones the contraction) — a broadcast multiply only when the pair
+    shares nothing to contract, where the product is the result itself."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not operands:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    terms, output = _parse_equation(equation, len(operands))
+    for t in operands[1:]:
+        if t.dtype is not operands[0].dtype:
+            raise RuntimeError(f"expected scalar type {TORCH_NAMES[operands[0].dtype.name]} but "
+                               f"found {TORCH_NAMES[t.dtype.name]}")
+    labelled = _label_operands(terms, operands)
+    output = _output_labels(terms, output, labelled)
+    _check_label_sizes(labelled)
+    operands = [_take_diagonals(t, labels) for t, labels in labelled]
+    return _contract_all(operands, output)
+
+
+def _parse_equation(equation, n_operands):
+    """Subscript lists per input term (letters and "..."), and the output's (None if implicit),
+    with torch's errors (positions count in the whole equation string)."""
+    terms, current, output = [], [], None
+    i = 0
+    while i < len(equation):
+        c = equation[i]
+        target = output if output is not None else current
+        where = "output" if output is not None else f"operand {len(terms)}"
+        if c == " ":
+            pass
+        elif c == ".":
+            if _ELLIPSIS in target:
+                raise RuntimeError(f"einsum(): found '.' for {where} for which an ellipsis was "
+                                   "already found")
+            if equation[i:i + 3] != _ELLIPSIS:
+                raise RuntimeError(f"einsum(): found '.' for {where} that is not part of any "
+                                   "ellipsis")
+            target.append(_ELLIPSIS)
+            i += 2
+        elif c == "," and output is None:
+            terms.append(current)
+            current = []
+            if len(terms) >= n_operands:
+                raise RuntimeError("einsum(): fewer operands were provided than specified in the "
+                                   "equation")
+        elif c == "-" and output is None and equation[i + 1:i + 2] == ">":
+            terms.append(current)
+            output = []
+            i += 1
+        elif c.isascii() and c.isalpha():
+            target.append(c)
+        else:
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation "
+                               "string, subscripts must be in [a-zA-Z]")
+        i += 1
+    if output is None:
+        terms.append(current)
+    if len(terms) < n_operands:
+        raise RuntimeError("einsum(): more operands were provided than specified in the "
+                           "equation")
+    return terms, output
+
+
+def _label_operands(terms, operands):
+    """[(tensor, labels)]: one label per axis; the axes an ellipsis covers get integer labels,
+    right-aligned across operands (the broadcasting rule), letters keep their letter."""
+    covered = []
+    for k, (term, t) in enumerate(zip(terms, operands)):
+        letters = len(term) - term.count(_ELLIPSIS)
+        if _ELLIPSIS not in term and letters != t.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({letters}) "
+                               f"does not match the number of dimensions ({t.ndim}) for operand "
+                               f"{k} and no ellipsis was given")
+        if letters > t.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({letters}) "
+                               f"is more than the number of dimensions ({t.ndim}) for operand {k}")
+        covered.append(t.ndim - letters)
+    width = max(covered)
+    labelled = []
+    for term, t, n in zip(terms, operands, covered):
+        labels = []
+        for s in term:
+            labels += list(range(width - n, width)) if s == _ELLIPSIS else [s]
+        labelled.append((t, labels))
+    return labelled
+
+
+def _output_labels(terms, output, labelled):
+    """The output's labels: as written (ellipsis expanded), or torch's implicit order: the
+    ellipsis axes, then every letter used exactly once, uppercase before lowercase."""
+    width = max((label + 1 for _, labels in labelled for label in labels
+                 if isinstance(label, int)), default=0)
+    letters = [s for term in terms for s in term if s != _ELLIPSIS]
+    if output is None:
+        return list(range(width)) + sorted(s for s in set(letters) if letters.count(s) == 1)
+    result = []
+    for s in output:
+        if s == _ELLIPSIS:
+            result += list(range(width))
+            continue
+        if s not in letters:
+            raise RuntimeError(f"einsum(): output subscript {s} does not appear in the equation "
+                               "for any input operand")
+        if s in result:
+            raise RuntimeError(f"einsum(): output subscript {s} appears more than once in the "
+                               "output")
+        result.append(s)
+    return result
+
+
+def _check_label_sizes(labelled):
+    """A label's sizes must agree within an operand, and broadcast (equal or 1) across them."""
+    seen = {}
+    for k, (t, labels) in enumerate(labelled):
+        first = {}
+        for axis, (label, size) in enumerate(zip(labels, t.shape)):
+            if label in first and first[label] != size:
+                raise RuntimeError(f"einsum(): subscript {label} is repeated for operand {k} but "
+                                   f"the sizes don't match, {size} != {first[label]}")
+            first.setdefault(label, size)
+        for axis, (label, size) in enumerate(zip(labels, t.shape)):
+            previous = seen.get(label, size)
+            if previous != size and 1 not in (previous, size):
+                if isinstance(label, int):
+                    raise RuntimeError(
+                        f"einsum(): dimension {axis} covered by ellipsis in operand {k}has size "
+                        f"{size} which does not broadcast with previously seen ellipsis with size "
+                        f"{previous} for the respective dimension")
+                raise RuntimeError(f"einsum(): subscript {label} has size {size} for operand {k} "
+                                   f"which does not broadcast with previously seen size {previous}")
+            seen[label] = size if previous == 1 else previous
+
+
+def _take_diagonals(t, labels):
+    """(tensor, unique labels): repeated labels of one operand become one diagonal axis."""
+    unique = list(dict.fromkeys(labels))
+    if len(unique) == len(labels):
+        return t, labels
+    groups = tuple(tuple(axis for axis, label in enumerate(labels) if label == u) for u in unique)
+    return Diagonal.apply(t, groups), unique
+
+
+def _contract_all(operands, output):
+    """Fold the operands left to right into the result, then order its axes as `output`."""
+    wanted = set(output)
+    later = [set() for _ in operands]           # labels used by the operands after each one
+    for k in range(len(operands) - 2, -1, -1):
+        later[k] = later[k + 1] | set(operands[k + 1][1])
+    t, labels = _sum_labels(*operands[0], keep=wanted | later[0])
+    for k in range(1, len(operands)):
+        keep = wanted | later[k]
+        other, other_labels = operands[k]
+        shared = set(labels) & set(other_labels)
+        t, labels = _sum_labels(t, labels, keep | shared)
+        other, other_labels = _sum_labels(other, other_labels, keep | shared)
+        t, labels = _contract_pair(t, labels, other, other_labels, keep)
+    return _permute(t, [labels.index(label) for label in output])
+
+
+def _sum_labels(t, labels, keep):
+    """Sum out the axes whose label is not in `keep`."""
+    dropped = [axis for axis, label in enumerate(labels) if label not in keep]
+    if not dropped:
+        return t, labels
+    return t.sum(dropped), [label for label in labels if label in keep]
+
+
+def _contract_pair(a, a_labels, b, b_labels, keep):
+    """One pairwise step: labels in both and still needed are batch axes, labels in both and no
+    longer needed are contracted; the rest stay as rows (from a) and columns (from b)."""
+    batch = [label for label in a_labels if label in b_labels and label in keep]
+    summed = [label for label in a_labels if label in b_labels and label not in keep]
+    rows = [label for label in a_labels if label not in b_labels]
+    cols = [label for label in b_labels if label not in a_labels]
+    a, b = _match_summed(a, a_labels, b, b_labels, summed)
+    a_size = dict(zip(a_labels, a.shape))
+    b_size = dict(zip(b_labels, b.shape))
+    k = math.prod(a_size[label] for label in summed)
+    left = _permute(a, [a_labels.index(label) for label in batch + rows + summed]).reshape(
+        [a_size[label] for label in batch] + [math.prod(a_size[label] for label in rows), k])
+    right = _permute(b, [b_labels.index(label) for label in batch + summed + cols]).reshape(
+        [b_size[label] for label in batch] + [k, math.prod(b_size[label] for label in cols)])
+    product = _product(left, right) if summed else left * right
+    shape = list(product.shape[:len(batch)]) + [a_size[label] for label in rows] + \
+        [b_size[label] for label in cols]
+    return product.reshape(shape), batch + rows + cols
+
+
+def _match_summed(a, a_labels, b, b_labels, summed):
+    """A contracted label of size 1 on one side and n on the other broadcasts: sum the other
+    side over it first (Σ_k x·y_k = x·Σ_k y_k), so both sides have size 1 there."""
+    a_axes = [a_labels.index(label) for label in summed
+              if a.shape[a_labels.index(label)] != 1 and b.shape[b_labels.index(label)] == 1]
+    b_axes = [b_labels.index(label) for label in summed
+              if b.shape[b_labels.index(label)] != 1 and a.shape[a_labels.index(label)] == 1]
+    if a_axes:
+        a = a.sum(a_axes, keepdim=True)
+    if b_axes:
+        b = b.sum(b_axes, keepdim=True)
+    return a, b
+
+
+class Diagonal(Function):
+    """A view of the diagonal over groups of equal-size axes: output axis i walks all axes in
+    groups[i] together (its stride is the sum of theirs)."""
+
+    @staticmethod
+    def forward(ctx, a, groups):
+        ctx.input_shape, ctx.groups = a._data.shape, groups
+        return wrap(_diagonal_view(a._data, groups), version=a._version)
+
+    @staticmethod
+    def backward(ctx, g):
+        return DiagonalBackward.apply(g, ctx.input_shape, ctx.groups), None
+
+
+class DiagonalBackward(Function):
+    """Zeros of the input's shape with the gradient written onto the diagonal (its own backward
+    is the diagonal again, so double backward works)."""
+
+    @staticmethod
+    def forward(ctx, g, input_shape, groups):
+        ctx.groups = groups
+        out = NDArray.full(input_shape, 0, g._data.dtype, g._data.device)
+        _diagonal_view(out, groups).assign(g._data)
+        return wrap(out)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return Diagonal.apply(gg, ctx.groups), None, None
+
+
+def _diagonal_view(data, groups):
+    shape = tuple(data.shape[group[0]] for group in groups)
+    strides = tuple(sum(data.strides[axis] for axis in group) for group in groups)
+    return data.as_strided(shape, strides, data.offset)
