@@ -1,16 +1,102 @@
 """Reductions: sum, mean, prod, max/min, arg-reductions, var/std, logsumexp, softmax family,
-norms, cumulative ops, all/any. Each reduces with one `reduce_last` kernel call."""
-from .. import dtypes
-from ..autograd import Function
-from ..ndarray import normalize_dims
-from ..opcodes import ReduceOp
-from ..tensor import wrap
+norms, cumulative ops, all/any. Every reduction is one `reduce_last` kernel call (through
+NDArray.reduce) and every cumulative op one `scan_last`; composites chain a few of them.
 
+Forward works on NDArrays; backward is written with Tensor ops so it can be differentiated
+again. Softmax and log_softmax have fused backward Functions of their own (they run in every
+training step), each with its own backward so double backward still works.
+"""
+import builtins
+import collections
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from .. import dtypes
+from ..autograd import Function, is_grad_enabled
+from ..ndarray import NDArray, normalize_dim, normalize_dims, shape_numel
+from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
+from ..tensor import Tensor, arange, wrap
+from . import elementwise as _E   # circular at import time: only used inside functions
 
 
 __all__ = [
-    'sum',
+    'all', 'amax', 'amin', 'any', 'argmax', 'argmin', 'count_nonzero', 'cumprod', 'cumsum',
+    'log_softmax', 'logsumexp', 'max', 'mean', 'min', 'norm', 'prod', 'softmax', 'std',
+    'std_mean', 'sum', 'var', 'var_mean',
 ]
+
+_TORCH_DTYPE_NAMES = {"bool": "Bool", "int64": "Long", "float32": "Float", "float64": "Double"}
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+def _scalar(value, nd):
+    """A cached 0-d NDArray of `nd`'s dtype and device (an operand for one binary kernel)."""
+    return _E.scalar_array(value, nd.dtype, nd.device)
+
+
+def _zero_like(t):
+    return wrap(_E.scalar_array(0, t.dtype, t.device))
+
+
+def _all_if_empty(dim):
+    """torch reads dim=None and an empty dim list alike: reduce over every dim."""
+    if dim is None or isinstance(dim, (numbers.Integral, np.integer)):
+        return dim
+    dim = tuple(dim)
+    return dim if dim else None
+
+
+def _count(shape, dims):
+    """How many elements each output element reduces over."""
+    return math.prod(shape[d] for d in dims)
+
+
+def _restore_dims(g, dims, ndim):
+    """Re-insert reduced axes as size 1 so the gradient broadcasts back over them."""
+    shape = list(g.shape)
+    for d in dims:
+        shape.insert(d, 1)
+    return g.reshape(shape) if ndim else g
+
+
+def _kept(t, dims, keepdim, ndim):
+    """A reduction result (or its gradient) with the reduced axes present as size 1."""
+    return t if keepdim else _restore_dims(t, dims, ndim)
+
+
+def _check_nonempty(name, shape, dims, full):
+    """torch's errors for max-like reductions (no identity element) over nothing."""
+    if full and shape_numel(shape) == 0:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                           "== 0. Specify the reduction dim with the 'dim' argument.")
+    for d in dims:
+        if shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _check_int_dim(name, dim):
+    if not isinstance(dim, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name}(): argument 'dim' must be int, not {type(dim).__name__}")
+
+
+def _integral_to_long(input, dtype):
+    """torch's accumulation dtype for sum/prod/cumsum/cumprod: `dtype`, else int64 for
+    bool/integer input, else the input's own."""
+    if dtype is not None:
+        return _E.cast(input, dtype)
+    if not input.dtype.is_floating_point:
+        return _E.cast(input, dtypes.int64)
+    return input
+
+
+def _torch_dtype_name(dtype):
+    return _TORCH_DTYPE_NAMES[dtype.name]
+
+
+# ---- sum / mean -------------------------------------------------------------------------------
 class Sum(Function):
     @staticmethod
     def forward(ctx, a, dims, keepdim):
@@ -27,22 +113,9 @@ class Sum(Function):
         return g.expand(ctx.input_shape), None, None
 
 
-def _restore_dims(g, dims, ndim):
-    """Re-insert reduced axes as size 1 so the gradient broadcasts back over them."""
-    shape = list(g.shape)
-    for d in dims:
-        shape.insert(d, 1)
-    return g.reshape(shape) if ndim else g
-
-
 def sum(input, dim=None, keepdim=False, dtype=None):
-    if dtype is not None:
-        input = input.to(dtype)
-    elif not input.dtype.is_floating_point:
-        input = input.to(dtypes.int64)      # torch sums bool/int into int64
-    if dim is not None and not isinstance(dim, int) and len(dim) == 0:
-        dim = None
-    return Sum.apply(input, dim, keepdim)
+    input = _integral_to_long(input, dtype)     # torch sums bool/int into int64
+    return Sum.apply(input, _all_if_empty(dim), keepdim)
 
 
 def sum_to(g, shape):
@@ -54,3 +127,759 @@ def sum_to(g, shape):
                                       if size == 1 and g._data.shape[lead + i] != 1)
     result = Sum.apply(g, dims, True) if dims else g
     return result.reshape(shape) if result._data.shape != shape else result
+
+
+class Mean(Function):
+    @staticmethod
+    def forward(ctx, a, dims, keepdim):
+        nd = a._data
+        ctx.input_shape, ctx.keepdim = nd.shape, keepdim
+        ctx.dims = normalize_dims(dims, nd.ndim)
+        ctx.count = _count(nd.shape, ctx.dims)
+        total = nd.reduce(ReduceOp.SUM, ctx.dims, keepdim)
+        return wrap(total.binary(B.DIV, _scalar(ctx.count, nd)))   # 0/0 = nan when empty
+
+    @staticmethod
+    def backward(ctx, g):
+        g = _kept(g, ctx.dims, ctx.keepdim, len(ctx.input_shape))
+        return (g / builtins.max(ctx.count, 1)).expand(ctx.input_shape), None, None
+
+
+def mean(input, dim=None, keepdim=False, dtype=None):
+    if dtype is not None:
+        if not dtype.is_floating_point:
+            raise RuntimeError("mean(): could not infer output dtype. Optional dtype must be "
+                               "either a floating point or complex dtype. Got: "
+                               f"{_torch_dtype_name(dtype)}")
+        input = _E.cast(input, dtype)
+    elif not input.dtype.is_floating_point:
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
+                           "floating point or complex dtype. Got: "
+                           f"{_torch_dtype_name(input.dtype)}")
+    return Mean.apply(input, _all_if_empty(dim), keepdim)
+
+
+# ---- prod -------------------------------------------------------------------------------------
+class Prod(Function):
+    @staticmethod
+    def forward(ctx, a, dim, keepdim):
+        nd = a._data
+        ctx.dim, ctx.keepdim = dim, keepdim
+        out = wrap(nd.reduce(ReduceOp.PROD, dim, keepdim))
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, out = ctx.saved_tensors
+        if ctx.dim is None:             # full product: work on the flattened input
+            flat = a.reshape(-1)
+            grad = _product_of_others(g.reshape(1), flat, out.reshape(1), 0)
+            return grad.reshape(a.shape), None, None
+        dims = normalize_dims(ctx.dim, a.ndim)
+        g, out = (_kept(t, dims, ctx.keepdim, a.ndim) for t in (g, out))
+        return _product_of_others(g, a, out, normalize_dim(ctx.dim, a.ndim)), None, None
+
+
+def _kth_zero_masks(zero, dim):
+    """Masks of the first (and, when recording a graph, second) zero along `dim`: only those
+    positions have a nonzero gradient (first order) or a nonzero derivative of it (second)."""
+    if not bool(any(zero)):
+        return
+    ranks = cumsum(zero, dim)                       # k at the k-th zero of each slice
+    for k in ((1, 2) if is_grad_enabled() else (1,)):
+        kth = zero & (ranks == k)
+        if not bool(any(kth)):
+            return
+        yield k, ranks, kth
+
+
+def _product_of_others(g, x, out, dim):
+    """g * prod_{j != i} x_j along `dim` (g, out keep the axis). out / x is exact as a function
+    wherever x_i != 0; at a zero, the product of the others is taken with that entry set to 1.
+    Both pieces are Tensor expressions of x, so the result is differentiable again."""
+    zero = x == 0
+    masks = list(_kth_zero_masks(zero, dim))
+    if not masks:
+        return g * (out / x)
+    grad = g * (out / _E.where(zero, 1, x))
+    for _, _, kth in masks:
+        others = prod(_E.where(kth, 1, x), dim, keepdim=True)
+        grad = _E.where(kth, g * others, grad)
+    return grad
+
+
+def prod(input, dim=None, keepdim=False, dtype=None):
+    if dim is not None:
+        _check_int_dim("prod", dim)
+    input = _integral_to_long(input, dtype)
+    return Prod.apply(input, dim, keepdim)
+
+
+# ---- max / min and friends --------------------------------------------------------------------
+def _return_type(name):
+    """A (values, indices) namedtuple printed like torch.return_types.<name>."""
+    cls = collections.namedtuple(name, ("values", "indices"))
+    cls.__qualname__ = f"_{name.capitalize()}Result"      # so pickle finds it in this module
+    cls.__repr__ = lambda self: (f"minitorch.return_types.{name}(\nvalues={self.values!r},\n"
+                                 f"indices={self.indices!r})")
+    return cls
+
+
+_MaxResult = _return_type("max")
+_MinResult = _return_type("min")
+
+
+class _ExtremumAll(Function):
+    """max() / min() over every element; ties (and NaNs, when the result is NaN) share the
+    gradient evenly, as in torch."""
+    op = None
+
+    @classmethod
+    def forward(cls, ctx, a):
+        out = wrap(a._data.reduce(cls.op, None, False))
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, out = ctx.saved_tensors
+        hit = _E.cast((a == out) | (_E.isnan(a) & _E.isnan(out)), g.dtype)
+        return hit * (g / sum(hit))
+
+
+class MaxAll(_ExtremumAll):
+    op = ReduceOp.MAX
+
+    @classmethod
+    def name(cls):
+        return "MaxBackward1"
+
+
+class MinAll(_ExtremumAll):
+    op = ReduceOp.MIN
+
+    @classmethod
+    def name(cls):
+        return "MinBackward1"
+
+
+class Max(Function):
+    """max(dim) -> (values, indices); the gradient goes to the returned index only."""
+    op, arg_op, result = ReduceOp.MAX, ReduceOp.ARGMAX, _MaxResult
+    materialize_grads = False
+
+    @classmethod
+    def forward(cls, ctx, a, dim, keepdim):
+        nd = a._data
+        ctx.input_shape, ctx.keepdim = nd.shape, keepdim
+        ctx.dims = normalize_dims(dim, nd.ndim)
+        values = nd.reduce(cls.op, ctx.dims, keepdim)
+        # The arg kernels have no bool variant: indices of a bool input come from int64.
+        index_src = nd.astype(dtypes.int64) if nd.dtype is dtypes.bool_ else nd
+        indices = wrap(index_src.reduce(cls.arg_op, ctx.dims, keepdim))
+        ctx.save_for_backward(indices)
+        return cls.result(wrap(values), indices)
+
+    @staticmethod
+    def backward(ctx, g, _indices_grad):
+        if g is None:
+            return None, None, None
+        if not ctx.input_shape:
+            return g, None, None
+        indices, = ctx.saved_tensors
+        dim, ndim = ctx.dims[0], len(ctx.input_shape)
+        g, indices = (_kept(t, ctx.dims, ctx.keepdim, ndim) for t in (g, indices))
+        positions = arange(ctx.input_shape[dim], device=g.device)
+        positions = positions.reshape([-1] + [1] * (ndim - dim - 1))
+        return _E.where(positions == indices, g, _zero_like(g)), None, None
+
+
+class Min(Max):
+    op, arg_op, result = ReduceOp.MIN, ReduceOp.ARGMIN, _MinResult
+
+
+def _max_min(name, all_fn, dim_fn, pair_fn, input, dim, keepdim, other):
+    if other is not None or isinstance(dim, Tensor):
+        return pair_fn(input, dim if other is None else other)
+    nd = input._data
+    if dim is None:
+        _check_nonempty(name, nd.shape, (), full=True)
+        return all_fn.apply(input)
+    _check_int_dim(name, dim)
+    d = normalize_dim(dim, nd.ndim)
+    _check_nonempty(name, nd.shape, (d,) if nd.ndim else (), full=False)
+    return dim_fn.apply(input, d, keepdim)
+
+
+def max(input, dim=None, keepdim=False, *, other=None):
+    """max(input) -> 0-d; max(input, dim, keepdim) -> (values, indices); max(input, other)."""
+    return _max_min("max", MaxAll, Max, _E.maximum, input, dim, keepdim, other)
+
+
+def min(input, dim=None, keepdim=False, *, other=None):
+    """min(input) -> 0-d; min(input, dim, keepdim) -> (values, indices); min(input, other)."""
+    return _max_min("min", MinAll, Min, _E.minimum, input, dim, keepdim, other)
+
+
+class Amax(Function):
+    """amax over dims; ties share the gradient evenly (torch's scale_grad_by_count)."""
+    op = ReduceOp.MAX
+
+    @classmethod
+    def forward(cls, ctx, a, dims, keepdim):
+        nd = a._data
+        ctx.dims, ctx.keepdim = normalize_dims(dims, nd.ndim), keepdim
+        out = wrap(nd.reduce(cls.op, ctx.dims, keepdim))
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, out = ctx.saved_tensors
+        g, out = (_kept(t, ctx.dims, ctx.keepdim, a.ndim) for t in (g, out))
+        hit = _E.cast(a == out, g.dtype)
+        return (g / sum(hit, ctx.dims, keepdim=True)) * hit, None, None
+
+
+class Amin(Amax):
+    op = ReduceOp.MIN
+
+
+def _amax_amin(name, fn, input, dim, keepdim):
+    dim = _all_if_empty(dim)
+    nd = input._data
+    normalize_dims(dim, nd.ndim)                     # range / duplicate errors first
+    if dim is None:
+        _check_nonempty(name, nd.shape, (), full=True)
+    else:
+        _check_nonempty(name, nd.shape, _empty_dims(nd, dim), full=False)
+    return fn.apply(input, dim, keepdim)
+
+
+def _empty_dims(nd, dim):
+    """The dims of `dim`, as the user wrote them, that have size 0 (torch's messages name the
+    dim as given)."""
+    dims = (dim,) if isinstance(dim, (numbers.Integral, np.integer)) else tuple(dim)
+    return [d for d in dims if nd.ndim and nd.shape[normalize_dim(d, nd.ndim)] == 0]
+
+
+def amax(input, dim=(), keepdim=False):
+    return _amax_amin("amax", Amax, input, dim, keepdim)
+
+
+def amin(input, dim=(), keepdim=False):
+    return _amax_amin("amin", Amin, input, dim, keepdim)
+
+
+def _arg_reduce(name, op, input, dim, keepdim):
+    """Indices (int64) of the extreme value; ties give the first, and the first NaN wins."""
+    nd = input._data
+    if nd.dtype is dtypes.bool_:
+        raise RuntimeError(f"{name}(): does not support bool input")
+    if dim is None:
+        if nd.size == 0:
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for "
+                             "input.numel() == 0.")
+        out = nd.reshape((nd.size,)).reduce(op, 0, False)
+        return wrap(out.reshape((1,) * nd.ndim) if keepdim else out)
+    _check_int_dim(name, dim)
+    d = normalize_dim(dim, nd.ndim)
+    _check_nonempty(name, nd.shape, (d,) if nd.ndim else (), full=False)
+    return wrap(nd.reduce(op, d, keepdim))
+
+
+def argmax(input, dim=None, keepdim=False):
+    return _arg_reduce("argmax", ReduceOp.ARGMAX, input, dim, keepdim)
+
+
+def argmin(input, dim=None, keepdim=False):
+    return _arg_reduce("argmin", ReduceOp.ARGMIN, input, dim, keepdim)
+
+
+# ---- var / std --------------------------------------------------------------------------------
+def _nd_var(nd, dims, correction, keepdim):
+    """(variance, keepdim mean) by two passes: mean first, then squared deviations, which
+    stays accurate in float32 where E[x^2] - E[x]^2 would cancel."""
+    count = _count(nd.shape, dims)
+    mean = nd.reduce(ReduceOp.SUM, dims, True).binary(B.DIV, _scalar(count, nd))
+    squares = nd.binary(B.SUB, mean).unary(U.SQUARE)
+    dof = builtins.max(0, count - correction)        # torch: max(0, N - correction)
+    var = squares.reduce(ReduceOp.SUM, dims, keepdim).binary(B.DIV, _scalar(dof, nd))
+    return var, mean
+
+
+def _var_backward(g, a, dims, correction):
+    """d var / d a = 2 (a - mean) / (N - correction), with g already keeping the axes."""
+    count = _count(a.shape, dims)
+    dof = count - correction
+    scale = 2.0 / dof if dof > 0 else math.inf
+    return (g * scale) * (a - mean(a, dims, keepdim=True))
+
+
+class Var(Function):
+    @staticmethod
+    def forward(ctx, a, dims, correction, keepdim):
+        ctx.dims = normalize_dims(dims, a._data.ndim)
+        ctx.correction, ctx.keepdim = correction, keepdim
+        ctx.save_for_backward(a)
+        return wrap(_nd_var(a._data, ctx.dims, correction, keepdim)[0])
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        g = _kept(g, ctx.dims, ctx.keepdim, a.ndim)
+        return _var_backward(g, a, ctx.dims, ctx.correction), None, None, None
+
+
+def _std_grad(g, std):
+    """var's gradient for std = sqrt(var): g / (2 std), zero where std is 0 (as torch)."""
+    return _E.where(std == 0, _zero_like(g), g / (std * 2))
+
+
+class Std(Function):
+    @staticmethod
+    def forward(ctx, a, dims, correction, keepdim):
+        ctx.dims = normalize_dims(dims, a._data.ndim)
+        ctx.correction, ctx.keepdim = correction, keepdim
+        out = wrap(_nd_var(a._data, ctx.dims, correction, keepdim)[0].unary(U.SQRT))
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, out = ctx.saved_tensors
+        g, out = (_kept(t, ctx.dims, ctx.keepdim, a.ndim) for t in (g, out))
+        return _var_backward(_std_grad(g, out), a, ctx.dims, ctx.correction), None, None, None
+
+
+class VarMean(Function):
+    """(var, mean) from one pass over the mean."""
+    materialize_grads = False
+    take_sqrt = False
+
+    @classmethod
+    def forward(cls, ctx, a, dims, correction, keepdim):
+        nd = a._data
+        ctx.dims = normalize_dims(dims, nd.ndim)
+        ctx.correction, ctx.keepdim = correction, keepdim
+        var, mean_kept = _nd_var(nd, ctx.dims, correction, keepdim)
+        if cls.take_sqrt:
+            var = var.unary(U.SQRT)
+        out = wrap(var)
+        ctx.save_for_backward(a, out)
+        return out, wrap(mean_kept if keepdim else mean_kept.squeeze(ctx.dims))
+
+    @classmethod
+    def backward(cls, ctx, g_spread, g_mean):
+        a, spread = ctx.saved_tensors
+        grad = None
+        if g_spread is not None:
+            g_spread, spread = (_kept(t, ctx.dims, ctx.keepdim, a.ndim) for t in (g_spread, spread))
+            if cls.take_sqrt:
+                g_spread = _std_grad(g_spread, spread)
+            grad = _var_backward(g_spread, a, ctx.dims, ctx.correction)
+        if g_mean is not None:
+            g_mean = _kept(g_mean, ctx.dims, ctx.keepdim, a.ndim)
+            from_mean = (g_mean / builtins.max(_count(a.shape, ctx.dims), 1)).expand(a.shape)
+            grad = from_mean if grad is None else grad + from_mean
+        return grad, None, None, None
+
+
+class StdMean(VarMean):
+    take_sqrt = True
+
+
+def _var_args(name, input, dim, unbiased, correction):
+    """torch's var/std overloads: (dim, unbiased, keepdim), (unbiased) and (dim, *,
+    correction, keepdim). Returns (dims or None, correction)."""
+    if isinstance(dim, bool):
+        if unbiased is not None:
+            raise TypeError(f"{name}(): argument 'dim' must be tuple of ints, not bool")
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{name}(): 'unbiased' and 'correction' can't be given together; "
+                        "use correction (unbiased=False is correction=0)")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    dim = _all_if_empty(dim)
+    nd = input._data
+    count = _count(nd.shape, normalize_dims(dim, nd.ndim))
+    if count - correction <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly "
+                      "less than the reduction factor (input numel divided by output numel).",
+                      UserWarning, stacklevel=3)
+    return dim, correction
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    dim, correction = _var_args("var", input, dim, unbiased, correction)
+    return Var.apply(input, dim, correction, keepdim)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    dim, correction = _var_args("std", input, dim, unbiased, correction)
+    return Std.apply(input, dim, correction, keepdim)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    dim, correction = _var_args("var_mean", input, dim, unbiased, correction)
+    return VarMean.apply(input, dim, correction, keepdim)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    dim, correction = _var_args("std_mean", input, dim, unbiased, correction)
+    return StdMean.apply(input, dim, correction, keepdim)
+
+
+# ---- logsumexp / softmax ----------------------------------------------------------------------
+class Logsumexp(Function):
+    @staticmethod
+    def forward(ctx, a, dims, keepdim):
+        nd = a._data
+        ctx.dims, ctx.keepdim = normalize_dims(dims, nd.ndim), keepdim
+        if _count(nd.shape, ctx.dims) == 0:            # log of an empty sum
+            kept = tuple(1 if i in ctx.dims else s for i, s in enumerate(nd.shape))
+            result = NDArray.full(kept, -math.inf, nd.dtype, nd.device)
+        else:
+            # Shift by the max for stability, but by 0 where the max is infinite, so that
+            # all -inf gives -inf (not -inf - -inf = nan) and +inf gives +inf.
+            peak = nd.reduce(ReduceOp.MAX, ctx.dims, True)
+            shift = peak.unary(U.ISFINITE).where(peak, _scalar(0, nd))
+            total = nd.binary(B.SUB, shift).unary(U.EXP).reduce(ReduceOp.SUM, ctx.dims, True)
+            result = total.unary(U.LOG).binary(B.ADD, shift)
+        out = wrap(result if keepdim else result.squeeze(ctx.dims))
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, out = ctx.saved_tensors
+        g, out = (_kept(t, ctx.dims, ctx.keepdim, a.ndim) for t in (g, out))
+        return g * _E.exp(a - out), None, None
+
+
+def logsumexp(input, dim, keepdim=False):
+    if not input.dtype.is_floating_point:
+        input = _E.cast(input, dtypes.get_default_dtype())
+    return Logsumexp.apply(input, _all_if_empty(dim), keepdim)
+
+
+def _nd_softmax(nd, dim):
+    peak = nd.reduce(ReduceOp.MAX, dim, True)
+    e = nd.binary(B.SUB, peak).unary(U.EXP)
+    return e.binary(B.DIV, e.reduce(ReduceOp.SUM, dim, True))
+
+
+def _nd_log_softmax(nd, dim):
+    """x - max - log(sum(exp(x - max))): exact for the dominant entry, no overflow."""
+    shifted = nd.binary(B.SUB, nd.reduce(ReduceOp.MAX, dim, True))
+    log_total = shifted.unary(U.EXP).reduce(ReduceOp.SUM, dim, True).unary(U.LOG)
+    return shifted.binary(B.SUB, log_total)
+
+
+class Softmax(Function):
+    @staticmethod
+    def forward(ctx, a, dim):
+        nd = a._data
+        ctx.dim = dim
+        out = wrap(_nd_softmax(nd, dim) if nd.size else nd.copy())
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        y, = ctx.saved_tensors
+        return SoftmaxBackward.apply(g, y, ctx.dim), None
+
+
+class SoftmaxBackward(Function):
+    """(g - sum(g * y)) * y in four kernels; its own backward keeps double backward."""
+
+    @staticmethod
+    def forward(ctx, g, y, dim):
+        ctx.dim = dim
+        ctx.save_for_backward(g, y)
+        gd, yd = g._data, y._data
+        dot = gd.binary(B.MUL, yd).reduce(ReduceOp.SUM, dim, True)
+        return wrap(gd.binary(B.SUB, dot).binary(B.MUL, yd))
+
+    @staticmethod
+    def backward(ctx, gg):
+        g, y = ctx.saved_tensors
+        dim = ctx.dim
+        grad_g = SoftmaxBackward.apply(gg, y, dim) if ctx.needs_input_grad[0] else None
+        grad_y = None
+        if ctx.needs_input_grad[1]:
+            grad_y = (gg * (g - sum(g * y, dim, keepdim=True))
+                      - g * sum(gg * y, dim, keepdim=True))
+        return grad_g, grad_y, None
+
+
+class LogSoftmax(Function):
+    @staticmethod
+    def forward(ctx, a, dim):
+        nd = a._data
+        ctx.dim = dim
+        out = wrap(_nd_log_softmax(nd, dim) if nd.size else nd.copy())
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        y, = ctx.saved_tensors
+        return LogSoftmaxBackward.apply(g, y, ctx.dim), None
+
+
+class LogSoftmaxBackward(Function):
+    """g - exp(y) * sum(g) in four kernels; its own backward keeps double backward."""
+
+    @staticmethod
+    def forward(ctx, g, y, dim):
+        ctx.dim = dim
+        ctx.save_for_backward(g, y)
+        gd, yd = g._data, y._data
+        total = gd.reduce(ReduceOp.SUM, dim, True)
+        return wrap(gd.binary(B.SUB, yd.unary(U.EXP).binary(B.MUL, total)))
+
+    @staticmethod
+    def backward(ctx, gg):
+        g, y = ctx.saved_tensors
+        dim = ctx.dim
+        e = _E.exp(y)
+        grad_g = gg - sum(gg * e, dim, keepdim=True) if ctx.needs_input_grad[0] else None
+        grad_y = -(gg * e) * sum(g, dim, keepdim=True) if ctx.needs_input_grad[1] else None
+        return grad_g, grad_y, None
+
+
+def _softmax_input(name, kernel, input, dim, dtype):
+    if dtype is not None:
+        input = _E.cast(input, dtype)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_torch_dtype_name(input.dtype)}'")
+    _check_int_dim(name, dim)
+    return input, normalize_dim(dim, input.ndim)
+
+
+def softmax(input, dim, dtype=None):
+    input, dim = _softmax_input("softmax", "softmax_kernel_impl", input, dim, dtype)
+    return Softmax.apply(input, dim)
+
+
+def log_softmax(input, dim, dtype=None):
+    input, dim = _softmax_input("log_softmax", "log_softmax_lastdim_kernel_impl", input, dim,
+                                dtype)
+    return LogSoftmax.apply(input, dim)
+
+
+# ---- norm -------------------------------------------------------------------------------------
+class LinalgVectorNorm(Function):
+    """(sum |x|^p)^(1/p) over dims, with p = 0 (count), 1, 2, inf, -inf or any float."""
+
+    @staticmethod
+    def forward(ctx, a, p, dims, keepdim):
+        nd = a._data
+        ctx.p, ctx.keepdim = p, keepdim
+        ctx.dims = dims = normalize_dims(dims, nd.ndim)
+        if p == 2:
+            result = nd.unary(U.SQUARE).reduce(ReduceOp.SUM, dims, keepdim).unary(U.SQRT)
+        elif p == 1:
+            result = nd.unary(U.ABS).reduce(ReduceOp.SUM, dims, keepdim)
+        elif math.isinf(p):
+            op = ReduceOp.MAX if p > 0 else ReduceOp.MIN
+            result = nd.unary(U.ABS).reduce(op, dims, keepdim)
+        elif p == 0:
+            nonzero = nd.binary(B.NE, _scalar(0, nd)).astype(nd.dtype)
+            result = nonzero.reduce(ReduceOp.SUM, dims, keepdim)
+        else:
+            powered = nd.unary(U.ABS).binary(B.POW, _scalar(float(p), nd))
+            result = powered.reduce(ReduceOp.SUM, dims, keepdim).binary(
+                B.POW, _scalar(1.0 / p, nd))
+        out = wrap(result)
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, out = ctx.saved_tensors
+        p, dims = ctx.p, ctx.dims
+        if p == 0:
+            return None, None, None, None        # piecewise constant: torch gives no gradient
+        g, out = (_kept(t, dims, ctx.keepdim, a.ndim) for t in (g, out))
+        return _norm_backward(g, a, out, p, dims), None, None, None
+
+
+def _norm_backward(g, a, out, p, dims):
+    """torch's linalg_vector_norm_backward (g and out keep the reduced axes)."""
+    zero = _zero_like(g)
+    if p == 1:
+        return _E.sign(a) * g
+    if p == 2:
+        return a * _E.where(out == 0, zero, g / out)
+    if math.isinf(p):
+        magnitude = _E.abs(a)
+        hit = _E.cast((magnitude == out) | _E.isnan(magnitude), g.dtype)
+        return _E.sign(a) * ((g / sum(hit, dims, keepdim=True)) * hit)
+    magnitude = _E.abs(a)
+    if p < 1:
+        scaled = _E.where(a == 0, zero, magnitude ** (p - 1))
+        return _E.sign(a) * scaled * g * out ** (1 - p)
+    scale = _E.where(out == 0, zero, g / out ** (p - 1))
+    if p < 2:
+        return _E.sign(a) * magnitude ** (p - 1) * scale
+    return a * magnitude ** (p - 2) * scale
+
+
+def _norm_order(p, dim):
+    """p as a float (vector norms only: 'fro' is the 2-norm of the flattened dims)."""
+    if isinstance(p, str):
+        if p == "fro":
+            if dim is not None and not isinstance(dim, numbers.Integral) and len(dim) > 2:
+                raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got "
+                                   + " ".join(str(d) for d in dim))
+            return 2.0
+        if p == "nuc":
+            raise NotImplementedError("norm(p='nuc') needs singular values, which minitorch "
+                                      "does not compute")
+        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+    if p is None:
+        return 2.0
+    return float(p)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    if out is not None:
+        raise TypeError("norm(): the 'out' argument is not supported by minitorch")
+    if dtype is not None:
+        if not dtype.is_floating_point:
+            raise RuntimeError("linalg.vector_norm: dtype should be floating point or complex, "
+                               f"but got {_torch_dtype_name(dtype)}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {_torch_dtype_name(input.dtype)}")
+    order = _norm_order(p, dim)
+    if dtype is not None:
+        input = _E.cast(input, dtype)
+    dim = _all_if_empty(dim)
+    _check_norm_identity(input._data, p, order, dim)
+    return LinalgVectorNorm.apply(input, order, dim, keepdim)
+
+
+def _check_norm_identity(nd, p, order, dim):
+    """Norms with p < 0 or p = inf have no value over nothing: torch's errors."""
+    if order >= 0 and not math.isinf(order):
+        return
+    if dim is None:
+        if nd.size == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {p} norm on an empty "
+                               "tensor because the operation does not have an identity")
+        return
+    empty = _empty_dims(nd, dim)
+    if empty:
+        # (torch's message really has no space before "because")
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {p} norm on the dimension "
+                           f"{empty[0]}because this dimension is empty and the operation does "
+                           "not have an identity")
+
+
+# ---- cumulative ops ---------------------------------------------------------------------------
+def _nd_scan(nd, op, dim, reverse):
+    """Inclusive scan along dim; `reverse` scans from the end (through flipped views)."""
+    if not reverse or not nd.ndim:
+        return nd.scan(op, dim)
+    flip = (slice(None),) * dim + (slice(None, None, -1),)
+    return nd[flip].scan(op, dim)[flip].compact()
+
+
+class Cumsum(Function):
+    """cumsum, or (reverse=True) the suffix sum that is its backward; each is the other's
+    gradient."""
+
+    @staticmethod
+    def forward(ctx, a, dim, reverse):
+        ctx.dim, ctx.reverse = dim, reverse
+        return wrap(_nd_scan(a._data, ReduceOp.SUM, dim, reverse))
+
+    @staticmethod
+    def backward(ctx, g):
+        return Cumsum.apply(g, ctx.dim, not ctx.reverse), None, None
+
+
+class Cumprod(Function):
+    @staticmethod
+    def forward(ctx, a, dim):
+        ctx.dim = dim
+        out = wrap(a._data.scan(ReduceOp.PROD, dim))
+        ctx.save_for_backward(a, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, out = ctx.saved_tensors
+        return _cumprod_backward(g, a, out, ctx.dim), None
+
+
+def _cumprod_backward(g, x, out, dim):
+    """grad_i = sum_{j >= i} g_j * prod_{k <= j, k != i} x_k in O(n).
+
+    Wherever x_i != 0 that is suffix_sum(g * out)_i / x_i exactly (as a function, so it
+    differentiates correctly). At the first zero (and the second, which matters for double
+    backward) the product skips the entry by setting it to 1 and summing g * cumprod from there.
+    """
+    suffix = Cumsum.apply(g * out, dim, True)
+    zero = x == 0
+    masks = list(_kth_zero_masks(zero, dim))
+    if not masks:
+        return suffix / x
+    grad = suffix / _E.where(zero, 1, x)
+    for k, ranks, kth in masks:
+        tail = _E.where(ranks >= k, g * cumprod(_E.where(kth, 1, x), dim), _zero_like(g))
+        grad = _E.where(kth, sum(tail, dim, keepdim=True), grad)
+    return grad
+
+
+def cumsum(input, dim, *, dtype=None):
+    input = _integral_to_long(input, dtype)
+    return Cumsum.apply(input, normalize_dim(dim, input.ndim), False)
+
+
+def cumprod(input, dim, *, dtype=None):
+    input = _integral_to_long(input, dtype)
+    return Cumprod.apply(input, normalize_dim(dim, input.ndim))
+
+
+# ---- logical reductions -----------------------------------------------------------------------
+def _truth(nd):
+    """A bool NDArray: nd itself if bool, else nd != 0."""
+    return nd if nd.dtype is dtypes.bool_ else nd.binary(B.NE, _scalar(0, nd))
+
+
+def _logical_reduce(op, empty_value, input, dim, keepdim):
+    nd = input._data
+    if dim is not None and not isinstance(dim, (numbers.Integral, np.integer)) and \
+            len(tuple(dim)) == 0:
+        return wrap(_truth(nd).copy())           # torch: dim=() reduces nothing
+    dims = normalize_dims(dim, nd.ndim)
+    truth = _truth(nd)
+    if _count(nd.shape, dims) == 0:              # all() of nothing is True, any() False
+        kept = tuple(1 if i in dims else s for i, s in enumerate(nd.shape))
+        result = NDArray.full(kept, empty_value, dtypes.bool_, nd.device)
+        return wrap(result if keepdim else result.squeeze(dims))
+    return wrap(truth.reduce(op, dims, keepdim))
+
+
+def all(input, dim=None, keepdim=False):
+    return _logical_reduce(ReduceOp.MIN, True, input, dim, keepdim)
+
+
+def any(input, dim=None, keepdim=False):
+    return _logical_reduce(ReduceOp.MAX, False, input, dim, keepdim)
+
+
+def count_nonzero(input, dim=None):
+    nd = input._data
+    dims = normalize_dims(_all_if_empty(dim), nd.ndim)
+    return wrap(_truth(nd).astype(dtypes.int64).reduce(ReduceOp.SUM, dims, False))
