@@ -633,7 +633,7 @@ _SAME_NAME = {
          "contiguous clone unfold view_as reshape_as swapaxes swapdims moveaxis fliplr flipud"),
     _L: "matmul mm bmm outer dot mv",
     _I: ("gather scatter scatter_add index_select masked_fill take_along_dim nonzero "
-         "masked_select take index_add index_put"),
+         "masked_select take index_add index_put argwhere"),
 }
 for _module, _names in _SAME_NAME.items():
     for _name in _names.split():
