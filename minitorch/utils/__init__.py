@@ -1,0 +1,4 @@
+"""mt.utils: data loading utilities (mt.utils.data), as in torch.utils."""
+from . import data
+
+__all__ = ["data"]
