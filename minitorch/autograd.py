@@ -341,19 +341,19 @@ def _dependencies(roots):
     """How many edges point at each node reachable from the roots (iterative DFS).
     Nodes are dict keys themselves: Function objects hash by identity."""
     deps = {}
-    stack = [edge[0] for edge, _ in roots if edge[1] != -1]
+    # A root may also be reachable from another root: visit every node once.
+    stack = list(dict.fromkeys(edge[0] for edge, _ in roots if edge[1] != -1))
+    seen = set(stack)
     while stack:
         node = stack.pop()
         for edge in node.next_edges:
             if edge is None or edge[1] == -1:
                 continue
             child = edge[0]
-            count = deps.get(child)
-            if count is None:
-                deps[child] = 1
+            deps[child] = deps.get(child, 0) + 1
+            if child not in seen:
+                seen.add(child)
                 stack.append(child)
-            else:
-                deps[child] = count + 1
     return deps
 
 
@@ -374,23 +374,23 @@ def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
     try:
         while ready:
             node = ready.pop()
-            grads = pending.pop(node)
-            if node._tensor_hooks:
-                grads = _apply_tensor_hooks(node, grads)
-            if capture is not None:
-                for nr, g in enumerate(grads):
-                    position = capture.get((id(node), nr))
-                    if position is not None:
-                        results[position] = g
-            input_grads = _call_backward(node, grads, retain_graph)
+            grads = pending.pop(node, None)
+            if grads is None:
+                # Only "no gradient" (None) reached this node: nothing to compute, but its
+                # inputs must still be released so gradient arriving by other paths flows.
+                input_grads = (None,) * len(node.next_edges)
+            else:
+                input_grads = _backward_node(node, grads, capture, results, retain_graph)
             for edge, g in zip(node.next_edges, input_grads):
-                if edge is None or g is None:
+                if edge is None:
                     continue
                 target, nr = edge
                 if nr == -1:
-                    _deliver_to_leaf(target, g, capture, results, accumulate, create_graph)
+                    if g is not None:
+                        _deliver_to_leaf(target, g, capture, results, accumulate, create_graph)
                     continue
-                _add_grad(pending, target, nr, g)
+                if g is not None:
+                    _add_grad(pending, target, nr, g)
                 remaining = deps[target] - 1
                 deps[target] = remaining
                 if remaining == 0:
@@ -398,6 +398,18 @@ def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
     finally:
         _grad_mode.enabled = previous
     return results
+
+
+def _backward_node(node, grads, capture, results, retain_graph):
+    """Tensor hooks, gradient capture (autograd.grad), then the node's backward."""
+    if node._tensor_hooks:
+        grads = _apply_tensor_hooks(node, grads)
+    if capture is not None:
+        for nr, g in enumerate(grads):
+            position = capture.get((id(node), nr))
+            if position is not None:
+                results[position] = g
+    return _call_backward(node, grads, retain_graph)
 
 
 def _add_grad(pending, node, nr, g):

@@ -439,8 +439,11 @@ class NDArray:
             raise RuntimeError(_device_mismatch(self.device, other.device))
         a, b, shape = self, other, self.shape
         if other.shape != shape:
-            shape = broadcast_shapes(shape, other.shape)
-            a, b = self._broadcast_view(shape), other._broadcast_view(shape)
+            if not other.shape:     # a 0-d operand (a scalar): broadcast by stride 0 directly
+                b = other._view(shape, (0,) * len(shape))
+            else:
+                shape = broadcast_shapes(shape, other.shape)
+                a, b = self._broadcast_view(shape), other._broadcast_view(shape)
         dtype = _BOOL if op in BOOL_RESULT_BINARY else self.dtype
         backend = self.backend
         numel = _NUMEL.get(shape)

@@ -51,6 +51,7 @@ class Tensor:
     _output_nr = 0
     _hooks = None
     _retains_grad = False
+    _base = None        # for views: the tensor owning the storage (set by functions.movement)
 
     def __init__(self, *args, dtype=None, device=None, requires_grad=False):
         """torch.Tensor's legacy constructor: Tensor(data) or Tensor(*sizes) (uninitialised)."""
@@ -360,10 +361,17 @@ class Tensor:
         return handle
 
     def _check_inplace(self):
-        """torch's rule: a leaf that requires grad can't be modified in place while recording."""
-        if self.requires_grad and self.grad_fn is None and _grad_mode.enabled:
+        """torch's rule: a leaf that requires grad (or a view of one) can't be modified in place
+        while recording."""
+        if not _grad_mode.enabled:
+            return
+        if self.requires_grad and self.grad_fn is None:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                                "operation.")
+        base = self._base
+        if base is not None and base.requires_grad and base.grad_fn is None:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
 
     def _bump_version(self):
         self._version[0] += 1
@@ -554,19 +562,26 @@ def _inplace(fn):
 
 
 def _assign_result(self, result):
-    if result.dtype is not self.dtype and (result.dtype.is_floating_point
-                                           and not self.dtype.is_floating_point):
-        raise RuntimeError(f"result type {result.dtype.name.capitalize()} can't be cast to the "
-                           f"desired output type {self.dtype.name.capitalize()}")
+    """Write an out-of-place result into self (an in-place op) and make self its output in the
+    graph; through a view, the storage owner's graph is updated too (CopySlices)."""
+    if (result.dtype.is_floating_point and not self.dtype.is_floating_point) or (
+            self.dtype is dtypes.bool_ and result.dtype is not dtypes.bool_):
+        raise RuntimeError(f"result type {_E.TORCH_NAMES[result.dtype.name]} can't be cast to "
+                           f"the desired output type {_E.TORCH_NAMES[self.dtype.name]}")
     if result.shape != self.shape:
         raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast "
                            f"shape {list(result.shape)}")
     self._data.assign(result._data)
     self._bump_version()
-    if result.requires_grad and _grad_mode.enabled:
-        self.requires_grad = True
-        self.grad_fn = result.grad_fn
-        self._output_nr = result._output_nr
+    if _grad_mode.enabled:
+        if result.requires_grad:
+            self.requires_grad = True
+            self.grad_fn = result.grad_fn
+            self._output_nr = result._output_nr
+        base = self._base
+        if base is not None and base._version is self._version and (
+                base.requires_grad or result.requires_grad):
+            _M.rebase_view_write(base, self, result)
     return self
 
 
@@ -631,7 +646,7 @@ _SAME_NAME = {
     _M: ("reshape view flatten unflatten squeeze unsqueeze permute transpose t expand expand_as "
          "broadcast_to movedim as_strided narrow unbind split chunk flip roll repeat tile "
          "contiguous clone unfold view_as reshape_as swapaxes swapdims moveaxis fliplr flipud"),
-    _L: "matmul mm bmm outer dot mv",
+    _L: "matmul mm bmm outer dot mv addmm baddbmm inner ger",
     _I: ("gather scatter scatter_add index_select masked_fill take_along_dim nonzero "
          "masked_select take index_add index_put argwhere"),
 }

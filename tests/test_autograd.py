@@ -204,3 +204,33 @@ def test_custom_function_with_saved_tensors():
     Cube.apply(x).sum().backward()
     assert x.grad.item() == 12.0
     assert gradcheck(Cube.apply, (leaf([0.3, -1.2]),))
+
+
+def test_inplace_through_view_updates_base_graph():
+    x = leaf([1.0, 2.0, 3.0])
+    b = x * 1
+    b[1:].mul_(10)                          # in place through a view of b
+    (b * b).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2 * 20 * 10, 2 * 30 * 10])
+
+
+def test_inplace_constant_through_view_blocks_gradient():
+    x = leaf([1.0, 2.0, 3.0])
+    b = x * 2
+    b[0].zero_()
+    b.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [0.0, 2.0, 2.0])
+
+
+def test_inplace_on_view_of_leaf_requiring_grad_raises():
+    x = leaf([1.0, 2.0])
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
+        x[0].add_(1)
+
+
+def test_copy_into_view_of_buffer_records_graph():
+    x = leaf([1.0, 2.0])
+    buffer = mt.zeros(4, dtype=mt.float64)
+    buffer[1:3].copy_(x * 3)
+    (buffer * buffer).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [18.0, 36.0])

@@ -221,23 +221,14 @@ def test_ternary_forward_and_gradient(op, reference, layout, device, rng):
         assert gradcheck(lambda p, q, r: op(_view(p, a_view), _view(q, b_view), r), (a, b, w))
 
 
-_ENGINE_ROOTS = pytest.mark.xfail(reason=(
-    "autograd.py (working tree): _dependencies walks a root that is also reached from another "
-    "root twice, so its inputs never become ready (fix requested)"))
-_ENGINE_NONE = pytest.mark.xfail(reason=(
-    "autograd.py: a backward returning None for an input that requires grad doesn't release "
-    "that input's node, so gradient reaching it by another path is lost (fix requested)"))
-
-
 @pytest.mark.parametrize("op", [
     pytest.param(lambda a, b: a ** b, id="pow_tensor_tensor"),
     pytest.param(lambda a, b: a ** 3, id="pow_tensor_scalar"),
     pytest.param(lambda a, b: 1.5 ** b, id="pow_scalar_tensor"),
     pytest.param(lambda a, b: mt.tanh(a * b), id="tanh"),
     pytest.param(lambda a, b: mt.sigmoid(a * b), id="sigmoid"),
-    pytest.param(lambda a, b: mt.sigmoid(a - b), id="sigmoid_of_difference",
-                 marks=_ENGINE_ROOTS),
-    pytest.param(lambda a, b: mt.relu(a) * b, id="relu", marks=_ENGINE_NONE),
+    pytest.param(lambda a, b: mt.sigmoid(a - b), id="sigmoid_of_difference"),
+    pytest.param(lambda a, b: mt.relu(a) * b, id="relu"),
     pytest.param(lambda a, b: mt.relu(a * b), id="relu_of_product"),
     pytest.param(lambda a, b: a * b * a, id="mul"),
     pytest.param(lambda a, b: a / b, id="div"),
@@ -567,8 +558,6 @@ def test_inplace_writes_through_views(device):
     assert base.tolist() == [[0.0, 5.0, 1.0], [0.0, 5.0, 1.0]]
 
 
-@pytest.mark.xfail(reason="tensor.py's _assign_result names dtypes 'Float32' / 'Int64' where "
-                          "torch says 'Float' / 'Long' (fix requested)")
 def test_inplace_dtype_error_message():
     with pytest.raises(RuntimeError, match="^result type Float can't be cast to the desired "
                                            "output type Long$"):

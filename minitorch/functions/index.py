@@ -24,6 +24,7 @@ from ..tensor import Tensor, tensor as _make_tensor, wrap
 from . import reduce as _reduce
 from .elementwise import cast, scalar_array, where
 from .reduce import sum_to
+from .movement import view_of
 
 
 __all__ = [
@@ -395,7 +396,7 @@ class _View(Function):
     @staticmethod
     def forward(ctx, a, key):
         ctx.input_shape, ctx.key = a._data.shape, key
-        return wrap(a._data[key], version=a._version)
+        return view_of(a, a._data[key])
 
     @classmethod
     def backward(cls, ctx, g):

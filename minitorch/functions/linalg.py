@@ -15,6 +15,7 @@ from ..opcodes import BinaryOp as B
 from ..tensor import Tensor, wrap
 from .elementwise import C_NAMES, TORCH_NAMES, promote, scalar_array
 from .reduce import sum_to
+from .movement import view_of
 
 
 __all__ = [
@@ -549,7 +550,7 @@ class Diagonal(Function):
     @staticmethod
     def forward(ctx, a, groups):
         ctx.input_shape, ctx.groups = a._data.shape, groups
-        return wrap(_diagonal_view(a._data, groups), version=a._version)
+        return view_of(a, _diagonal_view(a._data, groups))
 
     @staticmethod
     def backward(ctx, g):

@@ -30,9 +30,54 @@ __all__ = [
 
 
 # ---- helpers ----------------------------------------------------------------------------------
+def view_of(a, data):
+    """A Tensor viewing `data`, part of `a`'s storage: it shares `a`'s version counter (in-place
+    writes are seen by saved-tensor checks) and remembers the tensor owning the storage, so an
+    in-place write through the view can update that tensor's graph (CopySlices)."""
+    t = wrap(data, version=a._version)
+    t._base = a._base if a._base is not None else a
+    return t
+
+
 def _view_of(a, data):
-    """A Tensor viewing `data`, sharing `a`'s version counter (in-place writes are seen)."""
-    return wrap(data, version=a._version) if data.buffer is a._data.buffer else wrap(data)
+    """view_of when `data` still lies in `a`'s buffer, else a fresh tensor (reshape copies)."""
+    return view_of(a, data) if data.buffer is a._data.buffer else wrap(data)
+
+
+class CopySlices(Function):
+    """The storage owner after an in-place write through one of its views: gradient in the
+    view's region goes to the written value, the rest to the owner's previous history."""
+
+    @staticmethod
+    def forward(ctx, old_base, value, region):
+        ctx.region = region
+        return wrap(old_base._data, version=old_base._version)
+
+    @staticmethod
+    def backward(ctx, g):
+        shape, strides, offset = ctx.region
+        g = g.contiguous()
+        grad_value = g.as_strided(shape, strides, offset) if ctx.needs_input_grad[1] else None
+        grad_base = None
+        if ctx.needs_input_grad[0]:
+            outside = NDArray.full(g._data.shape, 1, g.dtype, g.device)
+            outside.as_strided(shape, strides, offset).assign(0)
+            grad_base = g * wrap(outside)
+        return grad_base, grad_value, None
+
+
+def rebase_view_write(base, view, value):
+    """Record that `value` was written in place through `view` into `base`'s storage: `base`
+    becomes the output of a CopySlices node (torch's semantics for in-place ops on views)."""
+    if not base._data.is_compact():
+        raise RuntimeError("in-place writes through a view of a non-contiguous tensor that is "
+                           "part of an autograd graph are not supported")
+    old = wrap(base._data, version=base._version)
+    if base.requires_grad:
+        old.requires_grad, old.grad_fn, old._output_nr = True, base.grad_fn, base._output_nr
+    region = (view._data.shape, view._data.strides, view._data.offset - base._data.offset)
+    new = CopySlices.apply(old, value, region)
+    base.requires_grad, base.grad_fn, base._output_nr = True, new.grad_fn, 0
 
 
 def _sizes(size, keyword=None):
@@ -211,7 +256,7 @@ def _view_dtype(input, dtype):
                            f"(float64 and int64), not {nd.dtype.name} as {dtype.name}")
     data = NDArray(nd.buffer.view(dtype.storage), nd.shape, nd.strides, nd.offset, dtype,
                    nd.device, nd.backend)
-    return wrap(data, version=input._version)
+    return view_of(input, data)
 
 
 def view_as(input, other):
