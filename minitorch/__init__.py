@@ -6,7 +6,7 @@
 from .tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, full,
                      full_like, is_tensor, linspace, logspace, numel, ones, ones_like, tensor,
                      zeros, zeros_like)
-from . import autograd, cuda, dtypes as _dtypes
+from . import autograd, cuda, datasets, dtypes as _dtypes, utils
 from ._cpu.threads import get_num_threads, set_num_threads
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import device
@@ -17,6 +17,7 @@ from .functions.linalg import *  # noqa: F401,F403
 from .functions.movement import *  # noqa: F401,F403
 from .functions.reduce import *  # noqa: F401,F403
 from .printing import get_printoptions, set_printoptions
+from .serialization import load, save
 from .random import (Generator, bernoulli, default_generator, initial_seed, manual_seed,
                      multinomial, normal, rand, rand_like, randint, randint_like, randn,
                      randn_like, randperm, seed)
