@@ -15,8 +15,8 @@ Loop nest for one product (or one thread's rectangle of it), as in BLIS:
             for ir in mc by MR:        ... meets every A panel of the block
               micro-kernel: the MR x NR tile of out (=|+=) A panel @ B panel
 
-Threads: many batch items are dealt out whole; otherwise each product is cut into one rectangle
-of out per thread (see choose_split), so threads share no buffers and never wait on each other.
+Threads: tasks are whole batch items, or rectangles of out (see choose_split); every task packs
+what it needs into its thread's buffers, so threads share nothing and never wait on each other.
 """
 from cython cimport floating
 from cython.parallel cimport prange, threadid
@@ -52,7 +52,13 @@ cdef enum:
     KC_BYTES = 2048   # k depth of a block: 512 floats or 256 doubles
     MC = 96           # rows of a packed A block (multiple of MR)
     NC = 3072         # columns of a packed B block (multiple of NR)
-    DIRECT_A_MAX_N = 4 * NR   # n up to this: read A in place instead of packing it
+    DIRECT_A_MAX_N = 4 * NR   # n up to this: read a column-major A in place (a_in_place)
+    # Parallel tasks: when column blocks of out cost no extra packing, cut out into up to
+    # TASKS_PER_THREAD blocks per thread (each at least MIN_TASK_PANELS B panels wide), handed
+    # out dynamically, so that a thread that loses its core to another process (a DataLoader
+    # worker, another job) does not hold everyone up.
+    TASKS_PER_THREAD = 4
+    MIN_TASK_PANELS = 4
     # m*n*k below which a plain loop beats packing. Packing pays off early (16^3: 0.8 us
     # packed vs 1.2 us plain; equal at 8^3) because the plain loop cannot keep a row of out in
     # registers.
@@ -281,16 +287,25 @@ cdef void gemm_naive(const floating* a, Py_ssize_t ars, Py_ssize_t acs,
                     crow[j] += aip * brow[j * bcs]
 
 
+cdef inline bint a_in_place(Py_ssize_t ars, Py_ssize_t acs, Py_ssize_t n) noexcept nogil:
+    """Read A in place instead of packing it? The kernel only broadcasts single elements of A,
+    so a row-major A (8 row streams) runs as fast as a packed one (measured at 1024^2, 2048^2)
+    and costs no copy; that also makes cutting out into column blocks free (see choose_split).
+    A column-major A is read in place only when n is a few panels wide: then packing would cost
+    about as much as using it, while for wide products its k stride (m elements, often a power
+    of two) would make the panel's rows collide in cache."""
+    return acs == 1 or (ars == 1 and n <= DIRECT_A_MAX_N)
+
+
 cdef void gemm_block(const floating* a, Py_ssize_t ars, Py_ssize_t acs,
                      const floating* b, Py_ssize_t brs, Py_ssize_t bcs, floating* c,
                      Py_ssize_t rsc, Py_ssize_t csc, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
                      Plan plan, floating* abuf, floating* bbuf) noexcept nogil:
     """c[:m, :n] (strides rsc, csc) = a @ b on one thread, through the packed loop nest.
-    When n is only a few B panels wide, packing A would cost about as much as using it, so A is
-    read in place (if it has a unit stride); only its last partial panel is packed, for the
-    zero padding."""
+    A is read in place when `a_in_place` says so; only its last partial panel is then packed,
+    for the zero padding."""
     cdef Py_ssize_t jb, pb, ib, jc, pc, ic, nc, kc, mc, jp, npanels, full
-    cdef bint direct_a = n <= DIRECT_A_MAX_N and (acs == 1 or ars == 1)
+    cdef bint direct_a = a_in_place(ars, acs, n)
     cdef const floating* ablk
     for jb in range(cdiv(n, plan.nc)):
         jc = jb * plan.nc
@@ -317,38 +332,64 @@ cdef void gemm_block(const floating* a, Py_ssize_t ars, Py_ssize_t acs,
 
 
 cdef struct Split:
-    Py_ssize_t rows, cols     # each thread owns one rows x cols rectangle of out
-    Py_ssize_t tm, tn         # grid of rectangles: tm x tn == number of threads
+    Py_ssize_t tm, tn         # out is cut into tm x tn rectangles (whole MR x NR tiles), one
+                              # task each; panel counts of neighbours differ by at most one
 
 
-cdef Split choose_split(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, int nthreads) noexcept nogil:
-    """Cut out into one rectangle per thread. Each thread packs everything its rectangle needs, so
-    threads share nothing and never wait on each other; the price is packing twice: a row split
-    re-packs B in every thread, a column split re-packs A. Pick the grid whose slowest thread
-    has the least (multiply-adds / 16 per cycle + packed elements) to do."""
-    cdef Split best, cand
+cdef Split choose_split(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, int nthreads,
+                        bint direct_a) noexcept nogil:
+    """How to cut one product into tasks. Every task packs the B columns (and, unless A is read
+    in place, the A rows) of its own rectangle, so tasks share nothing and never wait on each
+    other; the price is packing some data more than once: a row cut re-packs B, a column cut
+    re-packs a packed A.
+    With A read in place, column cuts are free: several tasks per thread. Otherwise one
+    rectangle per thread, the grid whose slowest thread has the least (multiply-adds / 16 per
+    cycle + packed elements) to do."""
+    cdef Split best
+    cdef Py_ssize_t mp = cdiv(m, MR), np_ = cdiv(n, NR), tm, tn, rows, cols
     cdef double cost, best_cost = -1
-    cdef int tm
+    best.tm = best.tn = 1
+    if nthreads <= 1:
+        return best
+    if direct_a:
+        tn = min(TASKS_PER_THREAD * nthreads, np_ // MIN_TASK_PANELS)
+        if tn >= nthreads:
+            best.tn = tn
+            return best
     for tm in range(1, nthreads + 1):
         if nthreads % tm:
             continue
-        cand.tm = tm
-        cand.tn = nthreads // tm
-        cand.rows = cdiv(cdiv(m, MR), cand.tm) * MR
-        cand.cols = cdiv(cdiv(n, NR), cand.tn) * NR
-        cost = <double>min(cand.rows, m) * min(cand.cols, n) * k / 16.0 + \
-            <double>(min(cand.rows, m) + min(cand.cols, n)) * k
+        tn = nthreads // tm
+        rows = min(cdiv(mp, tm) * MR, m)
+        cols = min(cdiv(np_, tn) * NR, n)
+        cost = <double>rows * cols * k / 16.0 + <double>(rows + cols) * k
         if best_cost < 0 or cost < best_cost:
-            best, best_cost = cand, cost
+            best.tm, best.tn, best_cost = tm, tn, cost
     return best
+
+
+cdef void run_task(Py_ssize_t t, Split split, Plan plan,
+                   const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
+                   const floating* b, Py_ssize_t bs0, Py_ssize_t bs1, Py_ssize_t bs2,
+                   floating* c, Py_ssize_t rsc, Py_ssize_t csc, Py_ssize_t m, Py_ssize_t n,
+                   Py_ssize_t k, floating* abuf, floating* bbuf) noexcept nogil:
+    """Task t: batch item t // (tm*tn), and rectangle t % (tm*tn) of its out."""
+    cdef Py_ssize_t per_item = split.tm * split.tn, bi = t // per_item, r = t % per_item
+    cdef Py_ssize_t mp = cdiv(m, MR), np_ = cdiv(n, NR), ti = r // split.tn, tj = r % split.tn
+    cdef Py_ssize_t i0 = ti * mp // split.tm * MR, i1 = min(m, (ti + 1) * mp // split.tm * MR)
+    cdef Py_ssize_t j0 = tj * np_ // split.tn * NR, j1 = min(n, (tj + 1) * np_ // split.tn * NR)
+    if i0 < i1 and j0 < j1:
+        gemm_block(a + bi * as0 + i0 * as1, as1, as2, b + bi * bs0 + j0 * bs2, bs1, bs2,
+                   c + bi * m * n + i0 * rsc + j0 * csc, rsc, csc, i1 - i0, j1 - j0, k, plan,
+                   abuf, bbuf)
 
 
 cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
              const floating* b, Py_ssize_t bs0, Py_ssize_t bs1, Py_ssize_t bs2, floating* c,
              Py_ssize_t batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k) noexcept nogil:
-    """Pick the orientation and serial / threads over batch items / threads over rectangles of
-    each product; returns -1 when out of memory."""
-    cdef Py_ssize_t work = m * n * k, bi, t, i0, j0, abuf_size, bbuf_size, rsc = n, csc = 1
+    """Pick the orientation and the tasks (whole batch items, or rectangles of each product),
+    then run them on one thread or hand them out to all; returns -1 when out of memory."""
+    cdef Py_ssize_t work = m * n * k, bi, t, ntasks, abuf_size, bbuf_size, rsc = n, csc = 1
     cdef int nthreads = omp_get_max_threads()
     cdef bint by_batch
     cdef Split split
@@ -376,12 +417,14 @@ cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
             round_up(n, MR) * round_up(m, NR) < round_up(m, MR) * round_up(n, NR):
         a, as0, as1, as2, b, bs0, bs1, bs2 = b, bs0, bs2, bs1, a, as0, as2, as1
         m, n, rsc, csc = n, m, 1, n
-    # Whole batch items go to threads when they can be shared evenly; otherwise each product
-    # is cut into one rectangle per thread.
-    by_batch = nthreads > 1 and batch >= nthreads and (
+    # Whole batch items are tasks when there are enough to share evenly; otherwise each
+    # product is cut into rectangles.
+    by_batch = batch >= nthreads and (
         batch % nthreads == 0 or batch >= 4 * nthreads or work < 4 * PARALLEL_MIN_WORK)
-    split = choose_split(m, n, k, 1 if nthreads == 1 or by_batch else nthreads)
-    plan = make_plan(min(split.rows, m), min(split.cols, n), k, sizeof(floating))
+    split = choose_split(m, n, k, 1 if by_batch else nthreads, a_in_place(as1, as2, n))
+    ntasks = batch * split.tm * split.tn
+    plan = make_plan(min(cdiv(cdiv(m, MR), split.tm) * MR, m),
+                     min(cdiv(cdiv(n, NR), split.tn) * NR, n), k, sizeof(floating))
     abuf_size = plan.mc * plan.kc + 64      # + 64: room to align each buffer to a cache line
     bbuf_size = plan.nc * plan.kc + 64
     abufs = <floating*>malloc(nthreads * abuf_size * sizeof(floating))
@@ -391,25 +434,14 @@ cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
         free(bbufs)
         return -1
     if nthreads == 1:
-        for bi in range(batch):
-            gemm_block(a + bi * as0, as1, as2, b + bi * bs0, bs1, bs2, c + bi * m * n, rsc, csc,
-                       m, n, k, plan, aligned(abufs), aligned(bbufs))
-    elif by_batch:
-        for bi in prange(batch, schedule='dynamic', num_threads=nthreads):
-            gemm_block(a + bi * as0, as1, as2, b + bi * bs0, bs1, bs2, c + bi * m * n, rsc, csc,
-                       m, n, k, plan, aligned(abufs + threadid() * abuf_size),
-                       aligned(bbufs + threadid() * bbuf_size))
+        for t in range(ntasks):
+            run_task(t, split, plan, a, as0, as1, as2, b, bs0, bs1, bs2, c, rsc, csc, m, n, k,
+                     aligned(abufs), aligned(bbufs))
     else:
-        for bi in range(batch):
-            for t in prange(nthreads, schedule='static', num_threads=nthreads):
-                i0 = (t // split.tn) * split.rows
-                j0 = (t % split.tn) * split.cols
-                if i0 < m and j0 < n:
-                    gemm_block(a + bi * as0 + i0 * as1, as1, as2, b + bi * bs0 + j0 * bs2,
-                               bs1, bs2, c + bi * m * n + i0 * rsc + j0 * csc, rsc, csc,
-                               min(split.rows, m - i0), min(split.cols, n - j0), k, plan,
-                               aligned(abufs + threadid() * abuf_size),
-                               aligned(bbufs + threadid() * bbuf_size))
+        for t in prange(ntasks, schedule='dynamic', num_threads=nthreads):
+            run_task(t, split, plan, a, as0, as1, as2, b, bs0, bs1, bs2, c, rsc, csc, m, n, k,
+                     aligned(abufs + threadid() * abuf_size),
+                     aligned(bbufs + threadid() * bbuf_size))
     free(abufs)
     free(bbufs)
     return 0
