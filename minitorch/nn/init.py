@@ -1,0 +1,244 @@
+"""nn.init: fill tensors in place (without recording autograd history) with torch's schemes.
+
+Random values are drawn on the host from the global generator (seeded by `mt.manual_seed`) or
+the caller's `generator`, then copied into the tensor; fan computations follow torch exactly.
+"""
+import math
+import warnings
+
+import numpy as np
+
+from ..autograd import no_grad
+from ..random import host_rng
+from ..tensor import eye as _eye, tensor as _as_tensor, zeros as _zeros
+
+__all__ = [
+    "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
+    "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+    "kaiming_normal_", "orthogonal_", "sparse_",
+]
+
+_LINEAR_FNS = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+               "conv_transpose3d")
+
+
+def calculate_gain(nonlinearity, param=None):
+    """The recommended gain for a nonlinearity (torch's table)."""
+    if nonlinearity in _LINEAR_FNS or nonlinearity == "sigmoid":
+        return 1
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            negative_slope = 0.01
+        elif (not isinstance(param, bool) and isinstance(param, int)) or isinstance(param, float):
+            negative_slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + negative_slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _fill_from_host(tensor, values):
+    """Copy host-drawn values into `tensor` in place, outside autograd."""
+    with no_grad():
+        source = _as_tensor(np.asarray(values).reshape(tuple(tensor.shape)),
+                            dtype=tensor.dtype, device=tensor.device)
+        return tensor.copy_(source)
+
+
+def _draw(tensor, generator, sample):
+    return _fill_from_host(tensor, sample(host_rng(generator), tuple(tensor.shape)))
+
+
+def uniform_(tensor, a=0.0, b=1.0, generator=None):
+    """Values drawn from U(a, b)."""
+    return _draw(tensor, generator, lambda rng, shape: rng.uniform(a, b, shape))
+
+
+def normal_(tensor, mean=0.0, std=1.0, generator=None):
+    """Values drawn from N(mean, std²)."""
+    return _draw(tensor, generator, lambda rng, shape: rng.normal(mean, std, shape))
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """N(mean, std²) restricted to [a, b], by rejection sampling as torch does."""
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
+                      "distribution of values may be incorrect.", stacklevel=2)
+    return _draw(tensor, generator,
+                 lambda rng, shape: _truncated_normal(rng, shape, mean, std, a, b))
+
+
+def _truncated_normal(rng, shape, mean, std, a, b):
+    """Exact samples: redraw normals outside [a, b] when most mass is inside, else propose
+    uniformly on [a, b] and accept with the normal density (torch's two strategies)."""
+    def cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+    size = math.prod(shape)
+    if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
+        values = rng.normal(mean, std, size)
+        while True:
+            bad = np.flatnonzero((values < a) | (values > b))
+            if not bad.size:
+                return values.reshape(shape)
+            values[bad] = rng.normal(mean, std, bad.size)
+    mode = max(a, min(mean, b))
+    log_peak = -0.5 * ((mode - mean) / std) ** 2
+    values = np.empty(size)
+    pending = np.arange(size)
+    while pending.size:
+        candidates = rng.uniform(a, b, pending.size)
+        log_density = -0.5 * ((candidates - mean) / std) ** 2 - log_peak
+        accept = np.log(rng.uniform(size=pending.size)) <= log_density
+        values[pending[accept]] = candidates[accept]
+        pending = pending[~accept]
+    return values.reshape(shape)
+
+
+def constant_(tensor, val):
+    with no_grad():
+        return tensor.fill_(val)
+
+
+def ones_(tensor):
+    return constant_(tensor, 1.0)
+
+
+def zeros_(tensor):
+    with no_grad():
+        return tensor.zero_()
+
+
+def eye_(tensor):
+    """The identity matrix (2-D tensors only)."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    with no_grad():
+        return tensor.copy_(_eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
+
+
+def dirac_(tensor, groups=1):
+    """Identity convolution weights: the centre tap of each (out, in) channel pair is 1."""
+    dimensions = tensor.ndim
+    if dimensions not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tensor.shape
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_per_group = sizes[0] // groups
+    centre = tuple(s // 2 for s in sizes[2:])
+    with no_grad():
+        tensor.zero_()
+        for g in range(groups):
+            for d in range(min(out_per_group, sizes[1])):
+                tensor[(g * out_per_group + d, d) + centre] = 1
+    return tensor
+
+
+def _calculate_fan_in_and_fan_out(tensor):
+    dimensions = tensor.dim()
+    if dimensions < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 "
+                         "dimensions")
+    receptive_field_size = math.prod(tensor.shape[2:])
+    return tensor.size(1) * receptive_field_size, tensor.size(0) * receptive_field_size
+
+
+def _calculate_correct_fan(tensor, mode):
+    mode = mode.lower()
+    valid_modes = ["fan_in", "fan_out"]
+    if mode not in valid_modes:
+        raise ValueError(f"Mode {mode} not supported, please use one of {valid_modes}")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def xavier_uniform_(tensor, gain=1.0, generator=None):
+    """U(-a, a) with a = gain·sqrt(6 / (fan_in + fan_out)) (Glorot)."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def xavier_normal_(tensor, gain=1.0, generator=None):
+    """N(0, std²) with std = gain·sqrt(2 / (fan_in + fan_out)) (Glorot)."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
+
+
+def _kaiming_std(tensor, a, mode, nonlinearity):
+    fan = _calculate_correct_fan(tensor, mode)
+    return calculate_gain(nonlinearity, a) / math.sqrt(fan)
+
+
+def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """U(-bound, bound) with bound = gain·sqrt(3 / fan) (He)."""
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
+    bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """N(0, std²) with std = gain / sqrt(fan) (He)."""
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
+    return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """A (semi-)orthogonal matrix: the Q factor of a Gaussian matrix, made unique by a positive
+    diagonal of R as torch does, computed by Gram-Schmidt with our ops, times `gain`."""
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.size(0)
+    cols = tensor.numel() // rows
+    tall = (rows, cols) if rows >= cols else (cols, rows)
+    with no_grad():
+        gaussian = _as_tensor(host_rng(generator).standard_normal(tall), dtype=tensor.dtype,
+                              device=tensor.device)
+        q = _orthonormal_columns(gaussian)
+        if rows < cols:
+            q = q.t()
+        tensor.copy_((q * gain).reshape(tuple(tensor.shape)))
+    return tensor
+
+
+def _orthonormal_columns(a):
+    """Q of a = QR (a tall, full column rank) with diag(R) > 0: classical Gram-Schmidt applied
+    twice per column, which keeps Q orthogonal to working precision."""
+    n, k = a.shape
+    q = _zeros(n, k, dtype=a.dtype, device=a.device)
+    for j in range(k):
+        v = a[:, j]
+        if j:
+            basis = q[:, :j]
+            for _ in range(2):
+                v = v - basis.matmul(basis.t().matmul(v))
+        q[:, j] = v / (v * v).sum().sqrt()
+    return q
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """N(0, std²) with ceil(sparsity·rows) zeros in every column."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+
+    def sample(rng, shape):
+        values = rng.normal(0.0, std, shape)
+        for col in range(cols):
+            values[rng.permutation(rows)[:num_zeros], col] = 0.0
+        return values
+    return _draw(tensor, generator, sample)

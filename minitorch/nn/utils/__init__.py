@@ -1,0 +1,37 @@
+"""nn.utils: gradient clipping, and flattening parameters into one vector and back."""
+from ...functions.movement import cat
+from ...tensor import Tensor
+from .clip_grad import (clip_grad_norm, clip_grad_norm_, clip_grad_value_,  # noqa: F401
+                        clip_grads_with_norm_, get_total_norm)
+
+__all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
+           "get_total_norm", "parameters_to_vector", "vector_to_parameters"]
+
+
+def _check_param_device(param, device):
+    """The common device of the parameters seen so far (torch refuses mixed devices)."""
+    if device is not None and param.device != device:
+        raise TypeError("Found two parameters on different devices, this is currently not "
+                        "supported.")
+    return param.device
+
+
+def parameters_to_vector(parameters):
+    """All parameters flattened and concatenated into one 1-D tensor (differentiable)."""
+    device, pieces = None, []
+    for param in parameters:
+        device = _check_param_device(param, device)
+        pieces.append(param.view(-1))
+    return cat(pieces)
+
+
+def vector_to_parameters(vec, parameters):
+    """Point each parameter's data at its slice of `vec` (the inverse of the above)."""
+    if not isinstance(vec, Tensor):
+        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
+    device, pointer = None, 0
+    for param in parameters:
+        device = _check_param_device(param, device)
+        count = param.numel()
+        param.data = vec[pointer:pointer + count].view_as(param).data
+        pointer += count

@@ -1,0 +1,61 @@
+"""Adagrad with lr decay, weight decay, an initial accumulator and maximize (torch's rule)."""
+from ..autograd import no_grad
+from ..tensor import full_like
+from .optimizer import Optimizer, _addcdiv_, _addcmul_, _step_counter
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    """Adagrad (Duchi et al.), step for step torch.optim.Adagrad."""
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
+                 eps=1e-10, foreach=None, *, maximize=False, fused=None):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError("Invalid initial_accumulator_value value: "
+                             f"{initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
+                    "initial_accumulator_value": initial_accumulator_value, "foreach": foreach,
+                    "maximize": maximize, "fused": fused}
+        super().__init__(params, defaults)
+        # torch creates the accumulators up front (they are in state_dict before any step)
+        for group in self.param_groups:
+            for param in group["params"]:
+                self._state_of(param)
+
+    def _state_of(self, param):
+        state = self.state[param]
+        if not state:
+            state["step"] = _step_counter()
+            state["sum"] = full_like(param, self.defaults["initial_accumulator_value"])
+        return state
+
+    def step(self, closure=None):
+        """One update of every parameter that has a .grad; returns the closure's loss."""
+        loss = self._evaluate(closure)
+        with no_grad():
+            for group in self.param_groups:
+                for param in group["params"]:
+                    if param.grad is not None:
+                        self._update(param, self._state_of(param), group)
+        return loss
+
+    @staticmethod
+    def _update(param, state, group):
+        step = state["step"].add_(1).item()
+        grad = param.grad if not group["maximize"] else -param.grad
+        if group["weight_decay"] != 0:
+            grad = grad.add(param, alpha=group["weight_decay"])
+        clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
+        state_sum = state["sum"]
+        _addcmul_(state_sum, grad, grad, value=1)
+        std = state_sum.sqrt().add_(group["eps"])
+        _addcdiv_(param, grad, std, value=-clr)

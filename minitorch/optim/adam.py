@@ -1,0 +1,92 @@
+"""Adam and AdamW (decoupled weight decay), with amsgrad and maximize: torch's update rule,
+operation for operation."""
+from ..autograd import no_grad
+from ..functions.elementwise import maximum
+from ..tensor import zeros_like
+from .optimizer import Optimizer, _addcdiv_, _addcmul_, _step_counter
+
+__all__ = ["Adam", "AdamW"]
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba); decoupled_weight_decay=True gives AdamW."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 amsgrad=False, *, foreach=None, maximize=False, fused=None,
+                 decoupled_weight_decay=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not (isinstance(betas[0], float) and isinstance(betas[1], float)):
+            raise ValueError("betas must be either both floats or both Tensors")
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
+                    "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
+                    "fused": fused, "decoupled_weight_decay": decoupled_weight_decay}
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        """One update of every parameter that has a .grad; returns the closure's loss."""
+        loss = self._evaluate(closure)
+        with no_grad():
+            for group in self.param_groups:
+                for param in group["params"]:
+                    if param.grad is not None:
+                        self._update(param, self._state_of(param, group), group)
+        return loss
+
+    def _state_of(self, param, group):
+        state = self.state[param]
+        if not state:
+            state["step"] = _step_counter()
+            state["exp_avg"] = zeros_like(param)
+            state["exp_avg_sq"] = zeros_like(param)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = zeros_like(param)
+        return state
+
+    @staticmethod
+    def _update(param, state, group):
+        lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+        beta1, beta2 = group["betas"]
+        grad = param.grad if not group["maximize"] else -param.grad
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        step_t = state["step"].add_(1)
+        if weight_decay != 0:
+            if group["decoupled_weight_decay"]:
+                param.mul_(1 - lr * weight_decay)
+            else:
+                grad = grad.add(param, alpha=weight_decay)
+        exp_avg.lerp_(grad, 1 - beta1)
+        _addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
+        step = step_t.item()
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        step_size = lr / bias_correction1
+        bias_correction2_sqrt = bias_correction2 ** 0.5
+        second_moment = exp_avg_sq
+        if group["amsgrad"]:
+            second_moment = state["max_exp_avg_sq"]
+            second_moment.copy_(maximum(second_moment, exp_avg_sq))
+        denom = (second_moment.sqrt() / bias_correction2_sqrt).add_(eps)
+        _addcdiv_(param, exp_avg, denom, value=-step_size)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter): param *= 1 - lr * wd first."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 amsgrad=False, *, maximize=False, foreach=None, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, fused=fused, decoupled_weight_decay=True)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True

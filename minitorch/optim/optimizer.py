@@ -1,0 +1,272 @@
+"""Optimizer: parameter groups, per-parameter state, zero_grad, state_dict and step hooks, laid
+out exactly like torch.optim.Optimizer (so checkpoints have torch's structure).
+
+The update rules live in one module per algorithm; each follows torch's single-tensor
+implementation operation by operation, with our in-place Tensor ops under no_grad. The fused
+forms torch has as Tensor methods (addcmul_, addcdiv_) are the small helpers below.
+"""
+import functools
+from collections import OrderedDict, defaultdict
+from collections.abc import Iterable
+from copy import deepcopy
+from itertools import chain
+
+from .. import dtypes
+from ..autograd import RemovableHandle, enable_grad
+from ..tensor import Tensor, tensor
+
+__all__ = ["Optimizer", "required"]
+
+
+class _RequiredParameter:
+    """Marks a default that every parameter group must supply."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
+def _typename(obj):
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = type(obj).__module__
+    name = type(obj).__qualname__
+    return name if module in ("", "builtins") else f"{module}.{name}"
+
+
+# ---- the fused Tensor ops torch's update rules use -----------------------------------------------
+def _addcmul(t, a, b, value=1):
+    """t + value * a * b (torch.addcmul, same operation order)."""
+    return t + (a * value if value != 1 else a) * b
+
+
+def _addcmul_(t, a, b, value=1):
+    """In-place torch.Tensor.addcmul_."""
+    return t.add_((a * value if value != 1 else a) * b)
+
+
+def _addcdiv_(t, a, b, value=1):
+    """In-place torch.Tensor.addcdiv_: t += value * a / b."""
+    return t.add_((a * value if value != 1 else a) / b)
+
+
+def _scalar_dtype():
+    """The dtype torch keeps `state["step"]` in."""
+    return dtypes.float64 if dtypes.get_default_dtype() is dtypes.float64 else dtypes.float32
+
+
+def _step_counter():
+    return tensor(0.0, dtype=_scalar_dtype())
+
+
+# ---- Optimizer -----------------------------------------------------------------------------------
+class Optimizer:
+    """Base class of all optimizers (torch.optim.Optimizer)."""
+
+    def __init__(self, params, defaults):
+        self.defaults = defaults
+        self._optimizer_step_pre_hooks = OrderedDict()
+        self._optimizer_step_post_hooks = OrderedDict()
+        self._patch_step_function()
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            "Tensors or dicts, but got " + _typename(params))
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        param_groups = list(params)
+        if not param_groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(param_group)
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state,
+                "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_optimizer_step_pre_hooks", OrderedDict())
+        self.__dict__.setdefault("_optimizer_step_post_hooks", OrderedDict())
+        self._patch_step_function()
+
+    def __repr__(self):
+        text = type(self).__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            text += f"\nParameter Group {i}\n"
+            for key in sorted(group):
+                if key != "params":
+                    text += f"    {key}: {group[key]}\n"
+        return text + ")"
+
+    # -- step hooks -----------------------------------------------------------------------------
+    def _patch_step_function(self):
+        """Wrap the class's step once so that step hooks run around it (as torch does)."""
+        cls = type(self)
+        if not getattr(cls.step, "hooked", False):
+            cls.step = _hook_step(cls.step)
+
+    def register_step_pre_hook(self, hook):
+        """hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs), before step()."""
+        handle = RemovableHandle(self._optimizer_step_pre_hooks)
+        self._optimizer_step_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_step_post_hook(self, hook):
+        """hook(optimizer, args, kwargs) -> None, after step()."""
+        handle = RemovableHandle(self._optimizer_step_post_hooks)
+        self._optimizer_step_post_hooks[handle.id] = hook
+        return handle
+
+    # -- parameter groups -----------------------------------------------------------------------
+    def add_param_group(self, param_group):
+        """Add a group (a dict with "params" and optional per-group options)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. "
+                            "Please use a list instead.")
+        else:
+            params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        params = [p[1] if isinstance(p, tuple) else p for p in params]
+        param_group["params"] = params
+        if names:
+            if len(names) != len(params):
+                raise ValueError("all optimizer params should be with/without names. Some param "
+                                 "names are missing")
+            param_group["param_names"] = names
+        for param in params:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is " +
+                                _typename(param))
+            if not (param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError("parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            param_group.setdefault(name, default)
+        existing = set()
+        for group in self.param_groups:
+            existing.update(group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {'with' if names else 'without'} "
+                                 "names to the optimizer")
+        if not existing.isdisjoint(params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none=True):
+        """Drop (or zero) every parameter's .grad."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                    continue
+                if p.grad.grad_fn is not None:
+                    p.grad.detach_()
+                else:
+                    p.grad.requires_grad_(False)
+                p.grad.zero_()
+
+    def step(self, closure=None):
+        raise NotImplementedError
+
+    @staticmethod
+    def _evaluate(closure):
+        """The closure's loss, computed with gradients on (step itself runs under no_grad)."""
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    # -- state_dict -----------------------------------------------------------------------------
+    def state_dict(self):
+        """{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}; parameters
+        are numbered in group order. State tensors are referenced, not copied (as in torch)."""
+        mapping, start = {}, 0
+        packed_groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            mapping.update({id(p): i for i, p in enumerate(group["params"], start)
+                            if id(p) not in mapping})
+            packed["params"] = [mapping[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            packed_groups.append(packed)
+        packed_state = {(mapping[id(k)] if isinstance(k, Tensor) else k): v
+                        for k, v in self.state.items()}
+        return {"state": packed_state, "param_groups": packed_groups}
+
+    def load_state_dict(self, state_dict):
+        """Restore state and group options saved by state_dict() (parameters matched by
+        position); floating state is cast to each parameter's dtype and device."""
+        state_dict = dict(state_dict)
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                             "the size of optimizer's group")
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+        state = defaultdict(dict)
+        for key, value in state_dict["state"].items():
+            if key in id_map:
+                param = id_map[key]
+                state[param] = _cast_state(param, value)
+            else:
+                state[key] = value
+        new_groups = []
+        for group, saved in zip(groups, saved_groups):
+            saved["params"] = group["params"]
+            if "param_names" in group and "param_names" not in saved:
+                saved["param_names"] = group["param_names"]
+            new_groups.append(saved)
+        self.__setstate__({"state": state, "param_groups": new_groups})
+
+
+def _cast_state(param, value, key=None):
+    """A saved state value matched to `param`: floating tensors take its dtype and device,
+    others its device; the step counter is left as saved (torch's policy)."""
+    if isinstance(value, Tensor):
+        if key == "step":
+            return value
+        if param.is_floating_point():
+            return value.to(dtype=param.dtype, device=param.device)
+        return value.to(device=param.device)
+    if isinstance(value, dict):
+        return {k: _cast_state(param, v, k) for k, v in value.items()}
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes)):
+        return type(value)(_cast_state(param, v) for v in value)
+    return value
+
+
+def _hook_step(step):
+    """step with the optimizer's pre/post hooks around it."""
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        for pre_hook in list(self._optimizer_step_pre_hooks.values()):
+            result = pre_hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
+                                       f"new_kwargs), but got {result}.")
+                args, kwargs = result
+        out = step(self, *args, **kwargs)
+        for post_hook in list(self._optimizer_step_post_hooks.values()):
+            post_hook(self, args, kwargs)
+        return out
+    wrapper.hooked = True
+    return wrapper

@@ -1,0 +1,70 @@
+"""RMSprop with momentum, centering, weight decay and maximize (torch's update rule)."""
+from ..autograd import no_grad
+from ..tensor import zeros_like
+from .optimizer import Optimizer, _addcdiv_, _addcmul, _addcmul_, _step_counter
+
+__all__ = ["RMSprop"]
+
+
+class RMSprop(Optimizer):
+    """RMSprop (Hinton), step for step torch.optim.RMSprop."""
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
+                 centered=False, foreach=None, maximize=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps,
+                    "centered": centered, "weight_decay": weight_decay, "foreach": foreach,
+                    "maximize": maximize}
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        """One update of every parameter that has a .grad; returns the closure's loss."""
+        loss = self._evaluate(closure)
+        with no_grad():
+            for group in self.param_groups:
+                for param in group["params"]:
+                    if param.grad is not None:
+                        self._update(param, self._state_of(param, group), group)
+        return loss
+
+    def _state_of(self, param, group):
+        state = self.state[param]
+        if not state:
+            state["step"] = _step_counter()
+            state["square_avg"] = zeros_like(param)
+            if group["momentum"] > 0:
+                state["momentum_buffer"] = zeros_like(param)
+            if group["centered"]:
+                state["grad_avg"] = zeros_like(param)
+        return state
+
+    @staticmethod
+    def _update(param, state, group):
+        alpha, momentum = group["alpha"], group["momentum"]
+        grad = param.grad if not group["maximize"] else -param.grad
+        square_avg = state["square_avg"]
+        state["step"].add_(1)
+        if group["weight_decay"] != 0:
+            grad = grad.add(param, alpha=group["weight_decay"])
+        _addcmul_(square_avg.mul_(alpha), grad, grad, value=1 - alpha)
+        if group["centered"]:
+            grad_avg = state["grad_avg"].lerp_(grad, 1 - alpha)
+            avg = _addcmul(square_avg, grad_avg, grad_avg, value=-1).sqrt_()
+        else:
+            avg = square_avg.sqrt()
+        avg = avg.add_(group["eps"])
+        if momentum > 0:
+            buf = state["momentum_buffer"]
+            _addcdiv_(buf.mul_(momentum), grad, avg)
+            param.add_(buf, alpha=-group["lr"])
+        else:
+            _addcdiv_(param, grad, avg, value=-group["lr"])
