@@ -1,4 +1,5 @@
-"""mt.cuda: what the GPU backend offers, answerable without CuPy installed."""
+"""mt.cuda: what the GPU backend offers (torch.cuda's names), answerable without CuPy installed:
+is_available() is False then, and the calls that need a GPU raise the backend's clear error."""
 
 
 def _cupy():
@@ -10,6 +11,7 @@ def _cupy():
 
 
 def is_available():
+    """True when CuPy is installed and sees at least one GPU (never raises)."""
     cupy = _cupy()
     if cupy is None:
         return False
@@ -23,12 +25,49 @@ def device_count():
     return _cupy().cuda.runtime.getDeviceCount() if is_available() else 0
 
 
+def _require_cupy():
+    from ._gpu import device_count as count_devices, import_cupy
+    cupy = import_cupy()
+    count_devices(cupy)
+    return cupy
+
+
+def _index(device):
+    """A device argument (None, int, "cuda:1", mt.device) as a GPU index."""
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        return device
+    from .backend import device as Device
+    dev = Device(device)
+    if dev.type != "cuda":
+        raise ValueError(f"Expected a cuda device, but got: {dev}")
+    return dev.index
+
+
+def current_device():
+    """The index of the GPU that CuPy currently targets."""
+    return _require_cupy().cuda.runtime.getDevice()
+
+
+def set_device(device):
+    _require_cupy().cuda.runtime.setDevice(_index(device))
+
+
+def get_device_name(device=None):
+    props = _require_cupy().cuda.runtime.getDeviceProperties(_index(device))
+    name = props["name"]
+    return name.decode() if isinstance(name, bytes) else name
+
+
 def synchronize(device=None):
+    """Wait for every kernel queued on the device (a no-op without a GPU)."""
     if is_available():
-        _cupy().cuda.Device().synchronize()
+        _cupy().cuda.Device(_index(device)).synchronize()
 
 
 def manual_seed(seed):
+    """Random numbers are drawn on the host for every device, so this is mt.manual_seed."""
     from .random import manual_seed as seed_all
     seed_all(seed)
 

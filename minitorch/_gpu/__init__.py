@@ -1,0 +1,47 @@
+"""The GPU backend: CuPy RawKernels behind the same kernel interface as minitorch._cpu.
+
+`backend_for(index)` returns the backend object of `cuda:index` (minitorch.backend.get_backend
+calls it). CuPy is imported here, lazily: `import minitorch` never needs it, and using a CUDA
+device without CuPy or without a GPU raises a RuntimeError that says what is missing.
+"""
+
+INSTALL_HINT = ('install CuPy for your CUDA version: pip install "minitorch[cuda]" '
+                "(which brings cupy-cuda12x), or pip install cupy-cuda13x for CUDA 13")
+
+_BACKENDS = {}
+
+
+def import_cupy():
+    """The cupy module, or a RuntimeError saying how to get it."""
+    try:
+        import cupy
+    except ImportError as error:
+        raise RuntimeError(f"minitorch's CUDA backend needs CuPy, which could not be imported "
+                           f"({error}); {INSTALL_HINT}") from None
+    return cupy
+
+
+def device_count(cupy):
+    """How many GPUs CuPy sees, or a RuntimeError when there is no usable driver or GPU."""
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as error:   # CUDARuntimeError and friends: no driver, driver too old, ...
+        raise RuntimeError("Found no NVIDIA driver on your system. Please check that you have "
+                           f"an NVIDIA GPU and installed a driver (CuPy reports: {error})") from None
+    if count == 0:
+        raise RuntimeError("Found no NVIDIA GPU on your system (CuPy sees 0 CUDA devices)")
+    return count
+
+
+def backend_for(index):
+    """The kernel backend of `cuda:index` (memoised; compiled kernels live in it)."""
+    backend = _BACKENDS.get(index)
+    if backend is None:
+        cupy = import_cupy()
+        count = device_count(cupy)
+        if not 0 <= index < count:
+            raise RuntimeError(f"CUDA error: invalid device ordinal (cuda:{index} requested, "
+                               f"{count} device{'s' if count != 1 else ''} available)")
+        from .backend import GpuBackend
+        backend = _BACKENDS[index] = GpuBackend(cupy, index)
+    return backend

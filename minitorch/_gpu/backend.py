@@ -1,0 +1,646 @@
+"""The GPU kernel backend for one device: the KernelBackend interface of minitorch.backend over
+CuPy buffers, every computation in our own CUDA kernels (minitorch/_gpu/kernels/*.cu).
+
+CuPy allocates, copies and compiles (NVRTC, lazily, one module per (source, dtype) and device,
+cached on disk by CuPy); it does no math here. Arguments are checked on the host with the CPU
+backend's exception types and messages, and integer indices are validated before any kernel
+reads them: a device-side fault would poison the CUDA context for the rest of the process.
+"""
+import functools
+
+import numpy as np
+
+from ..opcodes import BinaryOp, ReduceOp, UnaryOp
+from . import launch as L
+
+DTYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
+               np.dtype(np.int64): "int64", np.dtype(np.uint8): "uint8", np.dtype(np.bool_): "uint8"}
+SHOWN = {"float32": "float32", "float64": "float64", "int64": "int64", "uint8": "bool"}
+I64, I32 = np.int64, np.int32
+
+_UNARY_PREDICATES = {UnaryOp.LOGICAL_NOT, UnaryOp.ISNAN, UnaryOp.ISINF, UnaryOp.ISFINITE}
+_UNARY_INT = {UnaryOp.IDENTITY, UnaryOp.NEG, UnaryOp.ABS, UnaryOp.SIGN, UnaryOp.SQUARE,
+              UnaryOp.RELU}
+_BINARY_PREDICATES = set(range(BinaryOp.EQ, BinaryOp.LOGICAL_XOR + 1))
+_BINARY_INT = {BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL, BinaryOp.POW, BinaryOp.MAXIMUM,
+               BinaryOp.MINIMUM, BinaryOp.FLOOR_DIVIDE, BinaryOp.REMAINDER}
+_BINARY_BOOL = {BinaryOp.ADD, BinaryOp.MUL, BinaryOp.MAXIMUM, BinaryOp.MINIMUM}
+_BINARY_CAN_FAIL = {BinaryOp.POW, BinaryOp.FLOOR_DIVIDE, BinaryOp.REMAINDER}
+_ARG_OPS = {ReduceOp.ARGMAX, ReduceOp.ARGMIN}
+ERR_ZERO_DIV, ERR_NEG_POW = 1, 2
+MODE_PLAIN, MODE_CLAIM, MODE_WRITE = 0, 1, 2
+_GEOMETRY_CACHE_MAX = 4096
+
+
+def _op_name(enum, op):
+    try:
+        return enum(op).name
+    except ValueError:
+        return str(op)
+
+
+def unary_supported(op, dtype):
+    """Same table as the CPU backend (minitorch/_cpu/elementwise.pyx)."""
+    if op in _UNARY_PREDICATES:
+        return True
+    if dtype in L.FLOAT_TYPES:
+        return UnaryOp.IDENTITY <= op <= UnaryOp.ERF
+    if dtype == "int64":
+        return op in _UNARY_INT
+    return op == UnaryOp.IDENTITY
+
+
+def binary_supported(op, dtype):
+    if op in _BINARY_PREDICATES:
+        return True
+    if dtype in L.FLOAT_TYPES:
+        return BinaryOp.ADD <= op <= BinaryOp.SIGMOID_BACKWARD
+    if dtype == "int64":
+        return op in _BINARY_INT
+    return op in _BINARY_BOOL
+
+
+def reduce_supported(op, dtype):
+    if not ReduceOp.SUM <= op <= ReduceOp.ARGMIN:
+        return False
+    return op in (ReduceOp.MAX, ReduceOp.MIN) if dtype == "uint8" else True
+
+
+def _on_device(method):
+    """Run a backend method with this backend's GPU current (allocations and launches)."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self._device:
+            return method(self, *args, **kwargs)
+    return wrapper
+
+
+class GpuBackend:
+    """Kernels and buffers for `cuda:index` (built by minitorch._gpu.backend_for)."""
+
+    def __init__(self, cupy, index):
+        self.cupy = cupy
+        self.index = index
+        self._device = cupy.cuda.Device(index)
+        self.sm_count = self._device.attributes["MultiProcessorCount"]
+        self._modules = {}
+        self._functions = {}
+        self._geometries = {}
+
+    def __repr__(self):
+        return f"<minitorch GPU backend for cuda:{self.index}>"
+
+    # ---- buffers ------------------------------------------------------------------------------
+    @_on_device
+    def empty(self, n, dtype):
+        return self.cupy.empty(n, dtype)
+
+    @_on_device
+    def full(self, n, value, dtype):
+        buffer = self.cupy.empty(n, dtype)
+        if n:
+            value = np.full(1, value, dtype)[0]     # numpy's conversion, as on the CPU
+            name = _dtype_name(buffer, "out")
+            self._launch("strided", name, f"fill_kernel<{L.CTYPES[name]}>", L.flat_grid(n),
+                         (buffer, I64(n), value))
+        return buffer
+
+    @_on_device
+    def from_host(self, array):
+        return self.cupy.asarray(np.ascontiguousarray(array).reshape(-1))
+
+    def to_host(self, buffer):
+        return buffer.get()
+
+    def data_ptr(self, buffer):
+        return buffer.data.ptr
+
+    def synchronize(self):
+        self._device.synchronize()
+
+    # ---- compilation and launch ---------------------------------------------------------------
+    def _function(self, module, key, name):
+        """The compiled kernel `name` (compiling its whole (module, key) group on first use)."""
+        fn = self._functions.get(name)
+        if fn is None:
+            compiled = self._modules.get((module, key))
+            if compiled is None:
+                compiled = self.cupy.RawModule(code=L.module_source(module),
+                                               options=("-std=c++17",),
+                                               name_expressions=L.name_expressions(module, key))
+                self._modules[module, key] = compiled
+            fn = self._functions[name] = compiled.get_function(name)
+        return fn
+
+    def _launch(self, module, key, name, grid, args, block=L.THREADS):
+        self._function(module, key, name)(grid if isinstance(grid, tuple) else (grid,),
+                                          block if isinstance(block, tuple) else (block,), args)
+
+    def _geometry(self, shape, strides_list):
+        """(packed Geometry, compiled axis count, key suffix) for an already collapsed view."""
+        cache_key = (shape, tuple(strides_list))
+        hit = self._geometries.get(cache_key)
+        if hit is None:
+            if len(self._geometries) > _GEOMETRY_CACHE_MAX:
+                self._geometries.clear()
+            dims = L.geometry_dims(len(shape))
+            hit = (L.pack_geometry(shape, strides_list, dims), dims,
+                   ":wide" if dims == L.WIDE_DIMS else "")
+            self._geometries[cache_key] = hit
+        return hit
+
+    def _claims(self, n):
+        """n int64 claims, all -1 (bytes 0xff), for last-writer-wins scatters."""
+        claims = self.cupy.empty(max(n, 1), np.int64)
+        claims.data.memset_async(0xFF, claims.nbytes)
+        return claims
+
+    # ---- strided data movement ----------------------------------------------------------------
+    @_on_device
+    def compact(self, a, out, shape, strides, offset):
+        """out[i] = a[offset + Σ idx_d·strides_d] for the i-th index of `shape` in C order."""
+        name = _same_dtype(a, out, "a", "out")
+        shape, strides = _dims(shape, strides)
+        _check_view(shape, strides, offset, a.size, "a")
+        size = _numel(shape)
+        _check_length(out, size, "out")
+        if size == 0:
+            return
+        cshape, (_, cstrides) = L.collapse(shape, [L.contiguous(shape), strides])
+        geometry, dims, wide = self._geometry(cshape, [cstrides])
+        self._launch("strided", name + wide, f"compact_kernel<{L.CTYPES[name]}, {dims}>",
+                     L.flat_grid(size), (a, I64(offset), out, I64(size), geometry))
+
+    @_on_device
+    def strided_set(self, src, out, shape, strides, offset):
+        """out[offset + Σ idx_d·strides_d] = src[i] (src may hold one element: a fill). Where the
+        view overlaps itself, the last write in C order wins, as on the CPU."""
+        name = _same_dtype(src, out, "src", "out")
+        shape, strides = _dims(shape, strides)
+        _check_view(shape, strides, offset, out.size, "out")
+        size = _numel(shape)
+        if size == 0:
+            return
+        step = 0 if src.size == 1 else 1
+        if step:
+            _check_length(src, size, "src")
+        cshape, (_, cstrides) = L.collapse(shape, [L.contiguous(shape), strides])
+        geometry, dims, wide = self._geometry(cshape, [cstrides])
+        kernel = f"strided_set_kernel<{L.CTYPES[name]}, {dims}>"
+        args = (src, I64(step), out, I64(offset), I64(size), geometry)
+        if step == 0 or L.is_injective(cshape, cstrides):
+            self._launch("strided", name + wide, kernel, L.flat_grid(size),
+                         args + (I32(MODE_PLAIN), None, I64(0)))
+            return
+        lo, hi = L.view_extent(cshape, cstrides, offset)
+        claims = self._claims(hi - lo + 1)
+        for mode in (MODE_CLAIM, MODE_WRITE):
+            self._launch("strided", name + wide, kernel, L.flat_grid(size),
+                         args + (I32(mode), claims, I64(lo)))
+
+    @_on_device
+    def strided_add(self, src, out, shape, strides, offset):
+        """out[offset + Σ idx_d·strides_d] += src[i]: the adjoint of compact, exact when the view
+        overlaps itself (col2im): atomics then, plain adds for injective views. bool: or."""
+        name = _same_dtype(src, out, "src", "out")
+        shape, strides = _dims(shape, strides)
+        _check_view(shape, strides, offset, out.size, "out")
+        size = _numel(shape)
+        _check_length(src, size, "src")
+        if size == 0:
+            return
+        cshape, (_, cstrides) = L.collapse(shape, [L.contiguous(shape), strides])
+        geometry, dims, wide = self._geometry(cshape, [cstrides])
+        atomic = not L.is_injective(cshape, cstrides)
+        self._launch("strided", name + wide, f"strided_add_kernel<{L.CTYPES[name]}, {dims}>",
+                     L.flat_grid(size), (src, out, I64(offset), I64(size), geometry, I32(atomic)))
+
+    @_on_device
+    def cast(self, a, out):
+        """out[i] = a[i] converted to out's dtype (to bool: a[i] != 0)."""
+        src, dst = _dtype_name(a, "a"), _dtype_name(out, "out")
+        if a.size != out.size:
+            raise ValueError(f"cast needs buffers of one length, got {a.size} and {out.size}")
+        if a.size:
+            self._launch("strided", src, f"cast_kernel<{L.CTYPES[src]}, {L.CTYPES[dst]}>",
+                         L.flat_grid(a.size), (a, out, I64(a.size)))
+
+    # ---- elementwise --------------------------------------------------------------------------
+    @_on_device
+    def unary(self, op, a, out):
+        """out[i] = op(a[i]) over compact a; ISNAN, ISINF, ISFINITE and LOGICAL_NOT write bool."""
+        name, out_name = _dtype_name(a, "unary"), _dtype_name(out, "unary")
+        if not unary_supported(op, name):
+            raise TypeError(f"unary op {_op_name(UnaryOp, op)} is not supported for dtype "
+                            f"{SHOWN[name]}")
+        if out_name != ("uint8" if op in _UNARY_PREDICATES else name):
+            raise TypeError(f"unary op {_op_name(UnaryOp, op)} on {SHOWN[name]} cannot write "
+                            f"{SHOWN[out_name]}")
+        if out.size != a.size:
+            raise ValueError(f"unary: a has {a.size} elements but out has {out.size}")
+        if a.size:
+            self._launch("elementwise", name, f"unary_kernel<{L.CTYPES[name]}>",
+                         L.flat_grid(a.size), (I32(op), a, out, I64(a.size)))
+
+    @_on_device
+    def binary(self, op, a, b, out, shape, a_strides, a_offset, b_strides, b_offset):
+        """out (compact, `shape`) = op(a, b), a and b read through their strides (0 broadcasts)."""
+        name, b_name = _dtype_name(a, "binary"), _dtype_name(b, "binary")
+        out_name = _dtype_name(out, "binary")
+        if name != b_name:
+            raise TypeError(f"binary op {_op_name(BinaryOp, op)}: operands differ in dtype "
+                            f"({SHOWN[name]} and {SHOWN[b_name]})")
+        if not binary_supported(op, name):
+            raise TypeError(f"binary op {_op_name(BinaryOp, op)} is not supported for dtype "
+                            f"{SHOWN[name]}")
+        if out_name != ("uint8" if op in _BINARY_PREDICATES else name):
+            raise TypeError(f"binary op {_op_name(BinaryOp, op)} on {SHOWN[name]} cannot write "
+                            f"{SHOWN[out_name]}")
+        shape, a_strides = _dims(shape, a_strides)
+        b_strides = _strides(b_strides, len(shape))
+        size = _numel(shape)
+        if out.size < size:
+            raise ValueError(f"out holds {out.size} elements, the result needs {size}")
+        if size == 0:
+            return
+        _check_view(shape, a_strides, a_offset, a.size, "binary: a", ValueError)
+        _check_view(shape, b_strides, b_offset, b.size, "binary: b", ValueError)
+        cshape, (_, sa, sb) = L.collapse(shape, [L.contiguous(shape), a_strides, b_strides])
+        geometry, dims, wide = self._geometry(cshape, [sa, sb])
+        err = None
+        if name == "int64" and op in _BINARY_CAN_FAIL:
+            err = self.cupy.zeros(1, np.int32)
+        self._launch("elementwise", name + wide, f"binary_kernel<{L.CTYPES[name]}, {dims}>",
+                     L.flat_grid(size), (I32(op), a, I64(a_offset), b, I64(b_offset), out,
+                                         I64(size), geometry, err))
+        if err is not None:
+            flags = int(err.get()[0])
+            if flags & ERR_NEG_POW:
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            if flags & ERR_ZERO_DIV:
+                raise RuntimeError("ZeroDivisionError")
+
+    @_on_device
+    def where(self, cond, a, b, out, shape, c_strides, c_offset, a_strides, a_offset,
+              b_strides, b_offset):
+        """out (compact, `shape`) = a if cond else b, all three read through their strides."""
+        c_name = _dtype_name(cond, "where")
+        names = [_dtype_name(x, "where") for x in (a, b, out)]
+        if c_name != "uint8":
+            raise TypeError("where expected condition to be a boolean tensor, but got a tensor "
+                            f"with dtype {SHOWN[c_name]}")
+        if len(set(names)) != 1:
+            raise TypeError("where: a, b and out must share a dtype (got "
+                            + ", ".join(SHOWN[n] for n in names) + ")")
+        shape, c_strides = _dims(shape, c_strides)
+        a_strides, b_strides = _strides(a_strides, len(shape)), _strides(b_strides, len(shape))
+        size = _numel(shape)
+        if out.size < size:
+            raise ValueError(f"out holds {out.size} elements, the result needs {size}")
+        if size == 0:
+            return
+        for view, offset, buf, label in ((c_strides, c_offset, cond, "cond"),
+                                         (a_strides, a_offset, a, "a"),
+                                         (b_strides, b_offset, b, "b")):
+            _check_view(shape, view, offset, buf.size, f"where: {label}")
+        cshape, (_, sc, sa, sb) = L.collapse(shape, [L.contiguous(shape), c_strides, a_strides,
+                                                     b_strides])
+        geometry, dims, wide = self._geometry(cshape, [sc, sa, sb])
+        name = names[0]
+        self._launch("elementwise", name + wide, f"where_kernel<{L.CTYPES[name]}, {dims}>",
+                     L.flat_grid(size), (cond, I64(c_offset), a, I64(a_offset), b, I64(b_offset),
+                                         out, I64(size), geometry))
+
+    # ---- reductions ---------------------------------------------------------------------------
+    @_on_device
+    def reduce_last(self, op, a, out, n, inner=1):
+        """Reduce the middle axis of compact a viewed as (m, n, inner) into compact out
+        (m, inner). ARGMAX/ARGMIN write int64: the first index of the extreme, NaN counting as
+        the extreme."""
+        name, out_name = _dtype_name(a, "reduce_last"), _dtype_name(out, "reduce_last")
+        arg = op in _ARG_OPS
+        if not reduce_supported(op, name):
+            raise TypeError(f"reduce op {_op_name(ReduceOp, op)} is not supported for dtype "
+                            f"{SHOWN[name]}")
+        if out_name != ("int64" if arg else name):
+            raise TypeError(f"reduce op {_op_name(ReduceOp, op)} on {SHOWN[name]} cannot write "
+                            f"{SHOWN[out_name]}")
+        if n < 0 or inner < 0:
+            raise ValueError(f"reduce_last: n={n} and inner={inner} must be non-negative")
+        size, osize = a.size, out.size
+        if n == 0 or inner == 0:
+            if size != 0 or (inner == 0 and osize != 0):
+                raise ValueError(f"reduce_last: a has {size} elements, expected 0 for n={n}, "
+                                 f"inner={inner}")
+            if inner and osize % inner:
+                raise ValueError(f"reduce_last: out has {osize} elements, not a multiple of "
+                                 f"{inner}")
+            if osize:
+                if op not in (ReduceOp.SUM, ReduceOp.PROD):
+                    raise ValueError(f"{_op_name(ReduceOp, op)}: cannot reduce over an empty "
+                                     "axis")
+                self._fill(out, 1 if op == ReduceOp.PROD else 0)
+            return
+        m = size // (n * inner)
+        if m * n * inner != size:
+            raise ValueError(f"reduce_last: a has {size} elements, not a multiple of n*inner = "
+                             f"{n * inner}")
+        if osize != m * inner:
+            raise ValueError(f"reduce_last: out has {osize} elements, expected {m * inner}")
+        if m == 0:
+            return
+        final = (None, out) if arg else (out, None)
+        self._reduce(op, name, a, None, final, m, n, inner)
+
+    def _fill(self, buffer, value):
+        name = _dtype_name(buffer, "out")
+        value = np.full(1, value, buffer.dtype)[0]
+        self._launch("strided", name, f"fill_kernel<{L.CTYPES[name]}>", L.flat_grid(buffer.size),
+                     (buffer, I64(buffer.size), value))
+
+    def _reduce(self, op, name, a, in_idx, final, m, n, inner):
+        """One or two passes: partials over chunks of n when there are too few outputs to keep
+        the GPU busy, then their reduction into `final` (values, indices)."""
+        t = L.CTYPES[name]
+        if inner == 1:
+            parts, chunk = L.reduce_plan(m, n, 1, self.sm_count)
+            kernel, block = f"reduce_rows_kernel<{t}>", L.row_threads(min(n, chunk))
+            tasks = m * parts
+        else:
+            bx, by = L.column_block(inner)
+            col_blocks = -(-inner // bx)
+            parts, chunk = L.reduce_plan(m, n, col_blocks, self.sm_count)
+            kernel, block = f"reduce_cols_kernel<{t}>", (bx, by)
+            tasks = m * parts * col_blocks
+        if parts == 1:
+            target = final
+        else:
+            count = m * parts * inner
+            target = (self.cupy.empty(count, a.dtype),
+                      self.cupy.empty(count, np.int64) if op in _ARG_OPS else None)
+        sizes = (I64(m), I64(n)) + ((I64(inner),) if inner > 1 else ()) + (I64(parts), I64(chunk))
+        self._launch("reduce", name, kernel, min(tasks, L.MAX_GRID),
+                     (I32(op), a, in_idx, target[0], target[1]) + sizes, block)
+        if parts > 1:
+            self._reduce(op, name, target[0], target[1], final, m, parts, inner)
+
+    @_on_device
+    def scan_last(self, op, a, out, n, inner=1):
+        """Inclusive scan (SUM: cumsum, PROD: cumprod) along the middle axis of (m, n, inner)."""
+        name, out_name = _dtype_name(a, "scan_last"), _dtype_name(out, "scan_last")
+        if op not in (ReduceOp.SUM, ReduceOp.PROD):
+            raise ValueError("scan_last supports SUM (cumsum) and PROD (cumprod), not "
+                             f"{_op_name(ReduceOp, op)}")
+        if name == "uint8":
+            raise TypeError(f"scan {_op_name(ReduceOp, op)} is not supported for dtype bool")
+        if out_name != name:
+            raise TypeError(f"scan {_op_name(ReduceOp, op)} on {SHOWN[name]} cannot write "
+                            f"{SHOWN[out_name]}")
+        size = a.size
+        if out.size != size:
+            raise ValueError(f"scan_last: a has {size} elements but out has {out.size}")
+        if n < 0 or inner < 0:
+            raise ValueError(f"scan_last: n={n} and inner={inner} must be non-negative")
+        if size == 0:
+            return
+        m = size // (n * inner) if n * inner else 0
+        if m * n * inner != size:
+            raise ValueError(f"scan_last: a has {size} elements, not a multiple of n*inner = "
+                             f"{n * inner}")
+        t = L.CTYPES[name]
+        if inner == 1:
+            self._launch("reduce", name, f"scan_rows_kernel<{t}>", min(m, L.MAX_GRID),
+                         (I32(op), a, out, I64(m), I64(n)), L.row_threads(n))
+        else:
+            self._launch("reduce", name, f"scan_cols_kernel<{t}>", L.flat_grid(m * inner),
+                         (I32(op), a, out, I64(m), I64(n), I64(inner)))
+
+    # ---- matmul -------------------------------------------------------------------------------
+    @_on_device
+    def matmul(self, a, b, out, batch, m, n, k, a_strides=None, a_offset=0, b_strides=None,
+               b_offset=0):
+        """out (compact batch x m x n, overwritten) = a (batch x m x k) @ b (batch x k x n), each
+        operand read through its (batch, row, col) element strides (None = compact)."""
+        name = _dtype_name(a, "matmul")
+        if name not in L.FLOAT_TYPES:
+            raise TypeError(f"matmul: unsupported dtype {a.dtype} (expected float32 or float64)")
+        if b.dtype != a.dtype or out.dtype != a.dtype:
+            raise TypeError(f"matmul: dtypes differ: a {a.dtype}, b {b.dtype}, out {out.dtype}")
+        if batch < 0 or m < 0 or n < 0 or k < 0:
+            raise ValueError(f"matmul: negative size (batch={batch}, m={m}, n={n}, k={k})")
+        if out.size < batch * m * n:
+            raise ValueError(f"matmul: out has {out.size} elements, needs {batch * m * n} "
+                             f"(batch={batch}, m={m}, n={n})")
+        a_strides = (m * k, k, 1) if a_strides is None else tuple(a_strides)
+        b_strides = (k * n, n, 1) if b_strides is None else tuple(b_strides)
+        _check_matmul_view(a, "a", a_offset, (batch, m, k), a_strides)
+        _check_matmul_view(b, "b", b_offset, (batch, k, n), b_strides)
+        if batch == 0 or m == 0 or n == 0:
+            return
+        if k == 0:         # an empty sum: zeros
+            self._fill(out[:batch * m * n], 0)
+            return
+        tiles = L.MATMUL_TILES[L.matmul_tiles(batch, m, n, self.sm_count)]
+        bm, bn = tiles[:2]
+        blocks = min(batch * -(-m // bm) * -(-n // bn), L.MAX_GRID)
+        threads = (bm // tiles[3]) * (bn // tiles[4])
+        self._launch("matmul", name, L.matmul_name(L.CTYPES[name], tiles), blocks,
+                     (a, I64(a_offset)) + tuple(I64(s) for s in a_strides)
+                     + (b, I64(b_offset)) + tuple(I64(s) for s in b_strides)
+                     + (out, I64(batch), I64(m), I64(n), I64(k)), threads)
+
+    # ---- index kernels ------------------------------------------------------------------------
+    def _check_index(self, index, n, dim):
+        """index is an int64 buffer of at least n entries, all in [0, dim). One reduction on the
+        GPU (the largest index read as unsigned, so negatives count as huge) and one number
+        back; only a failing check copies the indices over to name the first bad one."""
+        if index.dtype != np.int64:
+            raise TypeError(f"index must have dtype int64, got {index.dtype}")
+        _check_length(index, n, "index")
+        if n == 0:
+            return
+        largest = self.cupy.zeros(1, np.uint64)
+        self._launch("index", "check", "index_umax_kernel",
+                     max(1, min(-(-n // L.THREADS), 4 * self.sm_count)),
+                     (index, I64(n), largest))
+        if int(largest.get()[0]) >= dim:
+            values = index[:n].get()
+            bad = values[(values < 0) | (values >= dim)][0]
+            raise IndexError(f"index {bad} is out of bounds for dimension with size {dim}")
+
+    def _index_values(self, a, b, a_name, b_name):
+        return _same_dtype(a, b, a_name, b_name)
+
+    @_on_device
+    def gather(self, a, index, out, outer, a_dim, index_dim, inner):
+        """out[o, j, i] = a[o, index[o, j, i], i]; a is (outer, a_dim, inner)."""
+        n = outer * index_dim * inner
+        _check_sizes(outer, a_dim, index_dim, inner)
+        name = self._index_values(a, out, "a", "out")
+        _check_length(a, outer * a_dim * inner, "a")
+        _check_length(out, n, "out")
+        self._check_index(index, n, a_dim)
+        if n:
+            self._launch("index", name, f"gather_kernel<{L.CTYPES[name]}>", L.flat_grid(n),
+                         (a, index, out, I64(outer), I64(a_dim), I64(index_dim), I64(inner)))
+
+    def _scatter_checks(self, src, index, out, outer, out_dim, index_dim, inner):
+        n = outer * index_dim * inner
+        _check_sizes(outer, out_dim, index_dim, inner)
+        name = self._index_values(src, out, "src", "out")
+        _check_length(src, n, "src")
+        _check_length(out, outer * out_dim * inner, "out")
+        self._check_index(index, n, out_dim)
+        return name, n
+
+    @_on_device
+    def scatter(self, src, index, out, outer, out_dim, index_dim, inner):
+        """out[o, index[o, j, i], i] = src[o, j, i] (duplicates: the last j wins)."""
+        name, n = self._scatter_checks(src, index, out, outer, out_dim, index_dim, inner)
+        if n == 0:
+            return
+        claims = self._claims(outer * out_dim * inner)
+        for mode in (MODE_CLAIM, MODE_WRITE):
+            self._launch("index", name, f"scatter_kernel<{L.CTYPES[name]}>", L.flat_grid(n),
+                         (src, index, out, I64(outer), I64(out_dim), I64(index_dim), I64(inner),
+                          I32(mode), claims))
+
+    @_on_device
+    def scatter_add(self, src, index, out, outer, out_dim, index_dim, inner):
+        """out[o, index[o, j, i], i] += src[o, j, i]: the adjoint of gather (bool: logical or)."""
+        name, n = self._scatter_checks(src, index, out, outer, out_dim, index_dim, inner)
+        if n:
+            self._launch("index", name, f"scatter_add_kernel<{L.CTYPES[name]}>", L.flat_grid(n),
+                         (src, index, out, I64(outer), I64(out_dim), I64(index_dim), I64(inner)))
+
+    @_on_device
+    def index_select(self, a, index, out, outer, a_dim, n_index, inner):
+        """out[o, j, i] = a[o, index[j], i] (an embedding lookup is outer=1, inner=dim)."""
+        _check_sizes(outer, a_dim, n_index, inner)
+        name = self._index_values(a, out, "a", "out")
+        _check_length(a, outer * a_dim * inner, "a")
+        n = outer * n_index * inner
+        _check_length(out, n, "out")
+        self._check_index(index, n_index, a_dim)
+        if n:
+            self._launch("index", name, f"index_select_kernel<{L.CTYPES[name]}>", L.flat_grid(n),
+                         (a, index, out, I64(outer), I64(a_dim), I64(n_index), I64(inner)))
+
+    @_on_device
+    def index_add(self, src, index, out, outer, out_dim, n_index, inner):
+        """out[o, index[j], i] += src[o, j, i]: the adjoint of index_select (duplicates add)."""
+        _check_sizes(outer, out_dim, n_index, inner)
+        name = self._index_values(src, out, "src", "out")
+        n = outer * n_index * inner
+        _check_length(src, n, "src")
+        _check_length(out, outer * out_dim * inner, "out")
+        self._check_index(index, n_index, out_dim)
+        if n:
+            self._launch("index", name, f"index_add_kernel<{L.CTYPES[name]}>", L.flat_grid(n),
+                         (src, index, out, I64(outer), I64(out_dim), I64(n_index), I64(inner)))
+
+    @_on_device
+    def take(self, a, offsets, out):
+        """out[i] = a[offsets[i]] (flat element offsets into the buffer a)."""
+        name = self._index_values(a, out, "a", "out")
+        n = offsets.size
+        _check_length(out, n, "out")
+        self._check_index(offsets, n, a.size)
+        if n:
+            self._launch("index", name, f"take_kernel<{L.CTYPES[name]}>", L.flat_grid(n),
+                         (a, offsets, out, I64(n)))
+
+    @_on_device
+    def put(self, src, offsets, out, accumulate):
+        """out[offsets[i]] = src[i], or += when `accumulate` (duplicates then all count); a
+        one-element src is broadcast. Without accumulate the last duplicate wins."""
+        name = self._index_values(src, out, "src", "out")
+        n = offsets.size
+        step = 0 if src.size == 1 else 1
+        _check_length(src, n * step, "src")
+        self._check_index(offsets, n, out.size)
+        if n == 0:
+            return
+        kernel = f"put_kernel<{L.CTYPES[name]}>"
+        if accumulate:
+            self._launch("index", name, kernel, L.flat_grid(n),
+                         (src, I64(step), offsets, out, I64(n), I32(1), I32(MODE_PLAIN), None))
+            return
+        claims = self._claims(out.size)
+        for mode in (MODE_CLAIM, MODE_WRITE):
+            self._launch("index", name, kernel, L.flat_grid(n),
+                         (src, I64(step), offsets, out, I64(n), I32(0), I32(mode), claims))
+
+
+# ---------------------------------------------------------------------------------------------
+# argument checks (the CPU backend's exception types and wording)
+
+def _dtype_name(buffer, label):
+    name = DTYPE_NAMES.get(buffer.dtype)
+    if name is None:
+        raise TypeError(f"{label}: unsupported storage dtype {buffer.dtype}")
+    if buffer.ndim != 1 or not buffer.flags.c_contiguous:
+        raise ValueError(f"{label} must be a 1-D contiguous buffer, got shape {buffer.shape} and "
+                         f"strides {buffer.strides}")
+    return name
+
+
+def _same_dtype(a, b, a_name, b_name):
+    name, other = _dtype_name(a, a_name), _dtype_name(b, b_name)
+    if name != other:
+        raise TypeError(f"{a_name} has dtype {a.dtype} but {b_name} has dtype {b.dtype}")
+    return name
+
+
+def _dims(shape, strides):
+    shape, strides = tuple(int(s) for s in shape), tuple(int(s) for s in strides)
+    if len(shape) > 64:
+        raise ValueError(f"minitorch supports at most 64 dimensions, got {len(shape)}")
+    if len(strides) != len(shape):
+        raise ValueError(f"shape {shape} and strides {strides} differ in length")
+    if any(s < 0 for s in shape):
+        raise ValueError(f"negative dimension in shape {shape}")
+    return shape, strides
+
+
+def _strides(strides, nd):
+    strides = tuple(int(s) for s in strides)
+    if len(strides) != nd:
+        raise ValueError(f"strides {strides} do not have {nd} entries")
+    return strides
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _check_view(shape, strides, offset, length, name, error=IndexError):
+    """Every element of a non-empty view lies in [0, length)."""
+    if _numel(shape) == 0:
+        return
+    lo, hi = L.view_extent(shape, strides, offset)
+    if lo < 0 or hi >= length:
+        raise error(f"view (shape {shape}, strides {strides}, offset {offset}) reaches elements "
+                    f"{lo}..{hi} of {name}, which has {length} elements")
+
+
+def _check_matmul_view(buf, name, offset, dims, strides):
+    if 0 in dims:
+        return
+    lo, hi = L.view_extent(dims, strides, offset)
+    if lo < 0 or hi >= buf.size:
+        raise ValueError(f"matmul: {name} view (shape {dims}, strides {strides}, offset "
+                         f"{offset}) reaches outside its buffer of {buf.size} elements")
+
+
+def _check_length(buf, need, name):
+    if buf.size < need:
+        raise ValueError(f"{name} has {buf.size} elements but {need} are needed")
+
+
+def _check_sizes(*sizes):
+    if any(s < 0 for s in sizes):
+        raise ValueError("sizes must be non-negative, got " + ", ".join(str(s) for s in sizes))

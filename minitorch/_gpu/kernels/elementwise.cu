@@ -1,0 +1,297 @@
+// Elementwise kernels: unary ops over a compact input, binary ops and where with every operand
+// read through its own strides (a broadcast operand has stride 0 and is never materialised).
+// The op is a kernel argument; the switch sits outside the element loop, so each op runs its own
+// tight loop. Semantics match the CPU backend (minitorch/_cpu/elementwise.pyx).
+#include "common.cuh"
+
+#define ERR_ZERO_DIV 1
+#define ERR_NEG_POW 2
+
+// Math by explicit name per precision (expf for float, exp for double), so no overload
+// resolution differs between NVRTC and nvcc.
+#define MATH1(NAME)                                                                        \
+    __device__ __forceinline__ float m_##NAME(float x) { return NAME##f(x); }              \
+    __device__ __forceinline__ double m_##NAME(double x) { return NAME(x); }
+#define MATH2(NAME)                                                                        \
+    __device__ __forceinline__ float m_##NAME(float x, float y) { return NAME##f(x, y); }  \
+    __device__ __forceinline__ double m_##NAME(double x, double y) { return NAME(x, y); }
+MATH1(fabs) MATH1(exp) MATH1(log) MATH1(log1p) MATH1(expm1) MATH1(sqrt) MATH1(sin) MATH1(cos)
+MATH1(tanh) MATH1(floor) MATH1(ceil) MATH1(rint) MATH1(trunc) MATH1(erf)
+MATH2(fmod) MATH2(pow) MATH2(atan2) MATH2(copysign)
+
+// ---------------------------------------------------------------------------------------------
+// unary
+
+template <typename T> __device__ __forceinline__ T sigmoid_of(T x) {
+    // 1/(1+e^-x) through e = e^-|x|, so the exponential never overflows
+    T e = m_exp(x > T(0) ? -x : x);
+    T s = T(1) / (T(1) + e);
+    return x >= T(0) ? s : e * s;
+}
+
+template <typename T, int OP> __device__ __forceinline__ T unary_value(T x) {
+    if constexpr (is_float_type<T>::value) {
+        if constexpr (OP == UNARY_IDENTITY) return x;
+        else if constexpr (OP == UNARY_NEG) return -x;
+        else if constexpr (OP == UNARY_ABS) return m_fabs(x);
+        else if constexpr (OP == UNARY_SIGN) return T(x > T(0)) - T(x < T(0));   // sign(NaN) = 0
+        else if constexpr (OP == UNARY_EXP) return m_exp(x);
+        else if constexpr (OP == UNARY_LOG) return m_log(x);
+        else if constexpr (OP == UNARY_LOG1P) return m_log1p(x);
+        else if constexpr (OP == UNARY_EXPM1) return m_expm1(x);
+        else if constexpr (OP == UNARY_SQRT) return m_sqrt(x);
+        else if constexpr (OP == UNARY_RSQRT) return T(1) / m_sqrt(x);
+        else if constexpr (OP == UNARY_SIN) return m_sin(x);
+        else if constexpr (OP == UNARY_COS) return m_cos(x);
+        else if constexpr (OP == UNARY_TANH) return m_tanh(x);
+        else if constexpr (OP == UNARY_SIGMOID) return sigmoid_of(x);
+        else if constexpr (OP == UNARY_RELU) return x < T(0) ? T(0) : x;         // NaN passes
+        else if constexpr (OP == UNARY_RECIPROCAL) return T(1) / x;
+        else if constexpr (OP == UNARY_SQUARE) return x * x;
+        else if constexpr (OP == UNARY_FLOOR) return m_floor(x);
+        else if constexpr (OP == UNARY_CEIL) return m_ceil(x);
+        else if constexpr (OP == UNARY_ROUND) return m_rint(x);                   // half to even
+        else if constexpr (OP == UNARY_TRUNC) return m_trunc(x);
+        else if constexpr (OP == UNARY_ERF) return m_erf(x);
+        else return x;
+    } else if constexpr (same_type<T, i64>::value) {
+        // integer arithmetic wraps: done in uint64, where overflow is defined
+        if constexpr (OP == UNARY_NEG) return (i64)(0ull - (u64)x);
+        else if constexpr (OP == UNARY_ABS) return x < 0 ? (i64)(0ull - (u64)x) : x;
+        else if constexpr (OP == UNARY_SIGN) return (i64)(x > 0) - (i64)(x < 0);
+        else if constexpr (OP == UNARY_SQUARE) return (i64)((u64)x * (u64)x);
+        else if constexpr (OP == UNARY_RELU) return x < 0 ? 0 : x;
+        else return x;
+    } else {
+        return x;   // bool: IDENTITY only (the host refuses the rest)
+    }
+}
+
+template <typename T, int OP> __device__ __forceinline__ unsigned char unary_predicate(T x) {
+    if constexpr (OP == UNARY_LOGICAL_NOT) return x == T(0);
+    else if constexpr (OP == UNARY_ISNAN) return x != x;
+    else if constexpr (OP == UNARY_ISINF) {
+        if constexpr (is_float_type<T>::value) return m_fabs(x) == pos_inf<T>();
+        else return 0;
+    } else return (x - x) == T(0);      // ISFINITE: inf - inf and NaN - NaN are NaN
+}
+
+// Apply OP to a thread's loaded items (kept as a loop: one copy of each op's code).
+template <typename T, int OP>
+__device__ __forceinline__ void unary_apply(const T (&x)[ITEMS], void* out, i64 base, i64 n) {
+#pragma unroll 1
+    for (int k = 0; k < ITEMS; ++k) {
+        i64 i = ITEM(base, k);
+        if (i >= n) break;
+        if constexpr (OP >= UNARY_LOGICAL_NOT) {
+            static_cast<unsigned char*>(out)[i] = unary_predicate<T, OP>(x[k]);
+        } else {
+            static_cast<T*>(out)[i] = unary_value<T, OP>(x[k]);
+        }
+    }
+}
+
+#define UNARY_CASE(OP) case OP: unary_apply<T, OP>(x, out, base, n); break;
+
+// The loads are issued once (all ITEMS in flight), then the op is picked by a uniform switch.
+template <typename T>
+__global__ void __launch_bounds__(THREADS)
+unary_kernel(int op, const T* __restrict__ a, void* out, i64 n) {
+    FOR_EACH_CHUNK(base, n) {
+        T x[ITEMS];
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            i64 i = ITEM(base, k);
+            x[k] = i < n ? a[i] : T(0);
+        }
+        switch (op) {
+            UNARY_CASE(UNARY_IDENTITY) UNARY_CASE(UNARY_NEG) UNARY_CASE(UNARY_ABS)
+            UNARY_CASE(UNARY_SIGN) UNARY_CASE(UNARY_EXP) UNARY_CASE(UNARY_LOG)
+            UNARY_CASE(UNARY_LOG1P) UNARY_CASE(UNARY_EXPM1) UNARY_CASE(UNARY_SQRT)
+            UNARY_CASE(UNARY_RSQRT) UNARY_CASE(UNARY_SIN) UNARY_CASE(UNARY_COS)
+            UNARY_CASE(UNARY_TANH) UNARY_CASE(UNARY_SIGMOID) UNARY_CASE(UNARY_RELU)
+            UNARY_CASE(UNARY_RECIPROCAL) UNARY_CASE(UNARY_SQUARE) UNARY_CASE(UNARY_FLOOR)
+            UNARY_CASE(UNARY_CEIL) UNARY_CASE(UNARY_ROUND) UNARY_CASE(UNARY_TRUNC)
+            UNARY_CASE(UNARY_ERF) UNARY_CASE(UNARY_LOGICAL_NOT) UNARY_CASE(UNARY_ISNAN)
+            UNARY_CASE(UNARY_ISINF) UNARY_CASE(UNARY_ISFINITE)
+            default: break;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// binary
+
+template <typename T> __device__ __forceinline__ T floordiv_real(T x, T y) {
+    // floor(x / y) computed like Python/numpy/torch (via fmod, exact at the boundaries)
+    if (y == T(0)) return x / y;
+    T mod = m_fmod(x, y);
+    T div = (x - mod) / y;
+    if (mod != T(0) && ((y < T(0)) != (mod < T(0)))) div -= T(1);
+    if (div != T(0)) {
+        T fl = m_floor(div);
+        if (div - fl > T(0.5)) fl += T(1);
+        return fl;
+    }
+    return m_copysign(T(0), x / y);
+}
+
+template <typename T> __device__ __forceinline__ T remainder_real(T x, T y) {
+    // Python-style modulo: the result takes the divisor's sign (torch.remainder)
+    T mod = m_fmod(x, y);
+    if (mod != T(0)) {
+        if ((y < T(0)) != (mod < T(0))) mod += y;
+    } else {
+        mod = m_copysign(T(0), y);
+    }
+    return mod;
+}
+
+__device__ __forceinline__ i64 floordiv_int(i64 x, i64 y, int& err) {
+    if (y == 0) { err |= ERR_ZERO_DIV; return 0; }
+    if (y == -1) return (i64)(0ull - (u64)x);       // INT64_MIN // -1 wraps like numpy
+    i64 q = x / y;
+    if ((x % y != 0) && ((x < 0) != (y < 0))) q -= 1;
+    return q;
+}
+
+__device__ __forceinline__ i64 remainder_int(i64 x, i64 y, int& err) {
+    if (y == 0) { err |= ERR_ZERO_DIV; return 0; }
+    if (y == -1) return 0;
+    i64 r = x % y;
+    if (r != 0 && ((r < 0) != (y < 0))) r += y;
+    return r;
+}
+
+__device__ __forceinline__ i64 pow_int(i64 x, i64 y, int& err) {
+    // by squaring, wrapping on overflow; negative exponents are an error (torch)
+    if (y < 0) { err |= ERR_NEG_POW; return 0; }
+    u64 base = (u64)x, result = 1;
+    while (y) {
+        if (y & 1) result *= base;
+        base *= base;
+        y >>= 1;
+    }
+    return (i64)result;
+}
+
+template <typename T, int OP> __device__ __forceinline__ T arith(T x, T y, int& err) {
+    if constexpr (OP == BINARY_ADD) {
+        if constexpr (same_type<T, unsigned char>::value) return (x | y) != 0;
+        else if constexpr (same_type<T, i64>::value) return (i64)((u64)x + (u64)y);
+        else return x + y;
+    } else if constexpr (OP == BINARY_SUB) {
+        if constexpr (same_type<T, i64>::value) return (i64)((u64)x - (u64)y);
+        else return x - y;
+    } else if constexpr (OP == BINARY_MUL) {
+        if constexpr (same_type<T, unsigned char>::value) return (x != 0) & (y != 0);
+        else if constexpr (same_type<T, i64>::value) return (i64)((u64)x * (u64)y);
+        else return x * y;
+    } else if constexpr (OP == BINARY_MAXIMUM) {       // a NaN on either side wins
+        return (x > y) | (x != x) ? x : y;
+    } else if constexpr (OP == BINARY_MINIMUM) {
+        return (x < y) | (x != x) ? x : y;
+    } else if constexpr (OP == BINARY_RELU_BACKWARD) {
+        return y > T(0) ? x : T(0);
+    } else if constexpr (is_float_type<T>::value) {
+        if constexpr (OP == BINARY_DIV) return x / y;
+        else if constexpr (OP == BINARY_POW) return m_pow(x, y);
+        else if constexpr (OP == BINARY_FLOOR_DIVIDE) return floordiv_real(x, y);
+        else if constexpr (OP == BINARY_REMAINDER) return remainder_real(x, y);
+        else if constexpr (OP == BINARY_ATAN2) return m_atan2(x, y);
+        else if constexpr (OP == BINARY_TANH_BACKWARD) return x * (T(1) - y * y);
+        else if constexpr (OP == BINARY_SIGMOID_BACKWARD) return x * y * (T(1) - y);
+        else return T(0);
+    } else if constexpr (same_type<T, i64>::value) {
+        if constexpr (OP == BINARY_POW) return pow_int(x, y, err);
+        else if constexpr (OP == BINARY_FLOOR_DIVIDE) return floordiv_int(x, y, err);
+        else if constexpr (OP == BINARY_REMAINDER) return remainder_int(x, y, err);
+        else return 0;
+    } else {
+        return 0;   // combinations the host refuses
+    }
+}
+
+template <typename T, int OP> __device__ __forceinline__ unsigned char predicate(T x, T y) {
+    // comparisons and logical ops (NaN is truthy, as in torch)
+    if constexpr (OP == BINARY_EQ) return x == y;
+    else if constexpr (OP == BINARY_NE) return x != y;
+    else if constexpr (OP == BINARY_LT) return x < y;
+    else if constexpr (OP == BINARY_LE) return x <= y;
+    else if constexpr (OP == BINARY_GT) return x > y;
+    else if constexpr (OP == BINARY_GE) return x >= y;
+    else if constexpr (OP == BINARY_LOGICAL_AND) return (x != T(0)) & (y != T(0));
+    else if constexpr (OP == BINARY_LOGICAL_OR) return (x != T(0)) | (y != T(0));
+    else return (x != T(0)) ^ (y != T(0));
+}
+
+template <typename T, int OP> struct is_predicate {
+    static constexpr bool value = OP >= BINARY_EQ && OP <= BINARY_LOGICAL_XOR;
+};
+
+template <typename T, int OP>
+__device__ __forceinline__ int binary_apply(const T (&x)[ITEMS], const T (&y)[ITEMS], void* out,
+                                            i64 base, i64 n) {
+    int err = 0;
+#pragma unroll 1
+    for (int k = 0; k < ITEMS; ++k) {
+        i64 i = ITEM(base, k);
+        if (i >= n) break;
+        if constexpr (is_predicate<T, OP>::value) {
+            static_cast<unsigned char*>(out)[i] = predicate<T, OP>(x[k], y[k]);
+        } else {
+            static_cast<T*>(out)[i] = arith<T, OP>(x[k], y[k], err);
+        }
+    }
+    return err;
+}
+
+#define BINARY_CASE(OP) case OP: err |= binary_apply<T, OP>(x, y, out, base, n); break;
+
+// a and b are read at a_off / b_off plus their view offsets; err may be null unless the op is
+// an integer floor_divide / remainder / pow (the only ops that can fail).
+template <typename T, int MAXD>
+__global__ void __launch_bounds__(THREADS)
+binary_kernel(int op, const T* __restrict__ a, i64 a_off, const T* __restrict__ b, i64 b_off,
+              void* out, i64 n, Geometry<2, MAXD> g, int* err_flag) {
+    int err = 0;
+    FOR_EACH_CHUNK(base, n) {
+        T x[ITEMS], y[ITEMS];
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+            i64 i = ITEM(base, k);
+            i64 off[2] = {0, 0};
+            if (i < n) geometry_offsets(g, (u64)i, off);
+            x[k] = i < n ? a[a_off + off[0]] : T(0);
+            y[k] = i < n ? b[b_off + off[1]] : T(0);
+        }
+        switch (op) {
+            BINARY_CASE(BINARY_ADD) BINARY_CASE(BINARY_SUB) BINARY_CASE(BINARY_MUL)
+            BINARY_CASE(BINARY_DIV) BINARY_CASE(BINARY_POW) BINARY_CASE(BINARY_MAXIMUM)
+            BINARY_CASE(BINARY_MINIMUM) BINARY_CASE(BINARY_FLOOR_DIVIDE)
+            BINARY_CASE(BINARY_REMAINDER) BINARY_CASE(BINARY_ATAN2) BINARY_CASE(BINARY_EQ)
+            BINARY_CASE(BINARY_NE) BINARY_CASE(BINARY_LT) BINARY_CASE(BINARY_LE)
+            BINARY_CASE(BINARY_GT) BINARY_CASE(BINARY_GE) BINARY_CASE(BINARY_LOGICAL_AND)
+            BINARY_CASE(BINARY_LOGICAL_OR) BINARY_CASE(BINARY_LOGICAL_XOR)
+            BINARY_CASE(BINARY_RELU_BACKWARD) BINARY_CASE(BINARY_TANH_BACKWARD)
+            BINARY_CASE(BINARY_SIGMOID_BACKWARD)
+            default: break;
+        }
+    }
+    if (err && err_flag) atomicOr(err_flag, err);
+}
+
+// ---------------------------------------------------------------------------------------------
+// where: out = a if cond else b (a pure select; operands 0, 1, 2 of g are cond, a, b)
+
+template <typename T, int MAXD>
+__global__ void __launch_bounds__(THREADS)
+where_kernel(const unsigned char* __restrict__ cond, i64 c_off, const T* __restrict__ a,
+             i64 a_off, const T* __restrict__ b, i64 b_off, T* __restrict__ out, i64 n,
+             Geometry<3, MAXD> g) {
+    FOR_EACH_ELEMENT(i, n) {
+        i64 off[3];
+        geometry_offsets(g, (u64)i, off);
+        out[i] = cond[c_off + off[0]] ? a[a_off + off[1]] : b[b_off + off[2]];
+    }
+}

@@ -1,0 +1,295 @@
+// Reductions and scans over the middle axis of a compact (rows, n, inner) array.
+//
+// reduce_rows_kernel (inner == 1): one block per (row, part) task, threads stride along the row
+// (coalesced), then a warp-shuffle tree and a tree across the warps. reduce_cols_kernel
+// (inner > 1): a (x, y) block where x walks columns (coalesced) and y splits the reduced axis,
+// then a tree across y. Either can cut n into `parts` chunks: pass 1 writes (rows, parts[, inner])
+// partial values (and indices for ARGMAX/ARGMIN), pass 2 reduces those with `in_idx` set.
+// Every combine is commutative and ties break on the index, so results do not depend on timing.
+#include "common.cuh"
+
+#define MAX_BLOCK 256
+
+// A partial result: for ARGMAX/ARGMIN the index of the extreme too (-1: no element yet).
+template <typename T> struct Partial {
+    T v;
+    i64 i;
+};
+
+template <typename T, int OP> __device__ __forceinline__ Partial<T> reduce_identity() {
+    Partial<T> p;
+    p.i = -1;
+    if constexpr (OP == REDUCE_SUM) p.v = T(0);
+    else if constexpr (OP == REDUCE_PROD) p.v = T(1);
+    else if constexpr (OP == REDUCE_MAX) {
+        if constexpr (is_float_type<T>::value) p.v = -pos_inf<T>();
+        else if constexpr (same_type<T, i64>::value) p.v = (i64)(1ull << 63);
+        else p.v = 0;
+    } else if constexpr (OP == REDUCE_MIN) {
+        if constexpr (is_float_type<T>::value) p.v = pos_inf<T>();
+        else if constexpr (same_type<T, i64>::value) p.v = (i64)((1ull << 63) - 1);
+        else p.v = 255;
+    } else p.v = T(0);
+    return p;
+}
+
+// For ARGMAX/ARGMIN: does candidate b beat a? NaN is the extreme (the first NaN wins); equal
+// values go to the lower index, so the first occurrence wins whatever the combining order.
+template <typename T, int OP>
+__device__ __forceinline__ bool arg_beats(Partial<T> b, Partial<T> a) {
+    if (a.i < 0) return true;
+    if (b.i < 0) return false;
+    bool a_nan = is_nan(a.v), b_nan = is_nan(b.v);
+    if (a_nan || b_nan) return b_nan && (!a_nan || b.i < a.i);
+    if (b.v == a.v) return b.i < a.i;
+    return OP == REDUCE_ARGMAX ? b.v > a.v : b.v < a.v;
+}
+
+template <typename T, int OP>
+__device__ __forceinline__ Partial<T> combine(Partial<T> a, Partial<T> b) {
+    if constexpr (OP == REDUCE_ARGMAX || OP == REDUCE_ARGMIN) {
+        return arg_beats<T, OP>(b, a) ? b : a;
+    } else {
+        Partial<T> r;
+        r.i = 0;
+        if constexpr (OP == REDUCE_SUM) {
+            if constexpr (same_type<T, i64>::value) r.v = (i64)((u64)a.v + (u64)b.v);
+            else r.v = a.v + b.v;
+        } else if constexpr (OP == REDUCE_PROD) {
+            if constexpr (same_type<T, i64>::value) r.v = (i64)((u64)a.v * (u64)b.v);
+            else r.v = a.v * b.v;
+        } else if constexpr (OP == REDUCE_MAX) {       // NaN propagates
+            r.v = (b.v > a.v) | (b.v != b.v) ? b.v : a.v;
+        } else {
+            r.v = (b.v < a.v) | (b.v != b.v) ? b.v : a.v;
+        }
+        return r;
+    }
+}
+
+template <typename T, int OP>
+__device__ __forceinline__ Partial<T> warp_reduce(Partial<T> p) {
+#pragma unroll
+    for (int delta = 16; delta > 0; delta >>= 1) {
+        Partial<T> other;
+        other.v = shfl_down(p.v, delta);
+        other.i = shfl_down(p.i, delta);
+        p = combine<T, OP>(p, other);
+    }
+    return p;
+}
+
+// The block's combined partial, valid in thread 0 (blockDim.x a multiple of 32, <= MAX_BLOCK).
+template <typename T, int OP>
+__device__ __forceinline__ Partial<T> block_reduce(Partial<T> p) {
+    __shared__ T warp_v[MAX_BLOCK / 32];
+    __shared__ i64 warp_i[MAX_BLOCK / 32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    p = warp_reduce<T, OP>(p);
+    if (warps == 1) return p;
+    if (lane == 0) {
+        warp_v[warp] = p.v;
+        warp_i[warp] = p.i;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        p = reduce_identity<T, OP>();
+        if (lane < warps) {
+            p.v = warp_v[lane];
+            p.i = warp_i[lane];
+        }
+        p = warp_reduce<T, OP>(p);
+    }
+    __syncthreads();    // the shared slots are reused by the block's next task
+    return p;
+}
+
+template <typename T> __device__ __forceinline__ void store_partial(Partial<T> p, T* out_v,
+                                                                   i64* out_i, i64 at) {
+    if (out_v) out_v[at] = p.v;
+    if (out_i) out_i[at] = p.i;
+}
+
+template <typename T, int OP>
+__device__ void reduce_rows(const T* __restrict__ a, const i64* __restrict__ in_idx, T* out_v,
+                            i64* out_i, i64 rows, i64 n, i64 parts, i64 chunk) {
+    for (i64 task = blockIdx.x; task < rows * parts; task += gridDim.x) {
+        i64 r = task / parts, start = (task - r * parts) * chunk;
+        i64 end = min(n, start + chunk);
+        Partial<T> acc = reduce_identity<T, OP>();
+        for (i64 j = start + threadIdx.x; j < end; j += blockDim.x) {
+            Partial<T> x;
+            x.v = a[r * n + j];
+            x.i = in_idx ? in_idx[r * n + j] : j;
+            acc = combine<T, OP>(acc, x);
+        }
+        acc = block_reduce<T, OP>(acc);
+        if (threadIdx.x == 0) store_partial(acc, out_v, out_i, task);
+    }
+}
+
+#define REDUCE_CASE(OP, CALL) case OP: CALL<T, OP>(a, in_idx, out_v, out_i, ARGS); break;
+#define REDUCE_SWITCH(CALL)                                                                 \
+    switch (op) {                                                                           \
+        REDUCE_CASE(REDUCE_SUM, CALL) REDUCE_CASE(REDUCE_PROD, CALL)                        \
+        REDUCE_CASE(REDUCE_MAX, CALL) REDUCE_CASE(REDUCE_MIN, CALL)                         \
+        REDUCE_CASE(REDUCE_ARGMAX, CALL) REDUCE_CASE(REDUCE_ARGMIN, CALL)                   \
+        default: break;                                                                     \
+    }
+
+// out[task] for task = row * parts + part; out_v and/or out_i may be null (a final ARGMAX
+// writes only indices, a final SUM only values).
+template <typename T>
+__global__ void __launch_bounds__(MAX_BLOCK)
+reduce_rows_kernel(int op, const T* __restrict__ a, const i64* __restrict__ in_idx, T* out_v,
+                   i64* out_i, i64 rows, i64 n, i64 parts, i64 chunk) {
+#define ARGS rows, n, parts, chunk
+    REDUCE_SWITCH(reduce_rows)
+#undef ARGS
+}
+
+template <typename T, int OP>
+__device__ void reduce_cols(const T* __restrict__ a, const i64* __restrict__ in_idx, T* out_v,
+                            i64* out_i, i64 rows, i64 n, i64 inner, i64 parts, i64 chunk) {
+    __shared__ T tile_v[MAX_BLOCK];
+    __shared__ i64 tile_i[MAX_BLOCK];
+    const int tx = threadIdx.x, ty = threadIdx.y, bx = blockDim.x, by = blockDim.y;
+    const int slot = ty * bx + tx;
+    const i64 col_blocks = (inner + bx - 1) / bx;
+    for (i64 task = blockIdx.x; task < rows * parts * col_blocks; task += gridDim.x) {
+        i64 rp = task / col_blocks, col = (task - rp * col_blocks) * bx + tx;
+        i64 r = rp / parts, start = (rp - r * parts) * chunk;
+        i64 end = min(n, start + chunk);
+        Partial<T> acc = reduce_identity<T, OP>();
+        if (col < inner) {
+            for (i64 j = start + ty; j < end; j += by) {
+                i64 at = (r * n + j) * inner + col;
+                Partial<T> x;
+                x.v = a[at];
+                x.i = in_idx ? in_idx[at] : j;
+                acc = combine<T, OP>(acc, x);
+            }
+        }
+        tile_v[slot] = acc.v;
+        tile_i[slot] = acc.i;
+        __syncthreads();
+        for (int half = by >> 1; half > 0; half >>= 1) {    // tree across y, fixed order
+            if (ty < half) {
+                Partial<T> mine, other;
+                mine.v = tile_v[slot];
+                mine.i = tile_i[slot];
+                other.v = tile_v[slot + half * bx];
+                other.i = tile_i[slot + half * bx];
+                mine = combine<T, OP>(mine, other);
+                tile_v[slot] = mine.v;
+                tile_i[slot] = mine.i;
+            }
+            __syncthreads();
+        }
+        if (ty == 0 && col < inner) {
+            Partial<T> p;
+            p.v = tile_v[tx];
+            p.i = tile_i[tx];
+            store_partial(p, out_v, out_i, rp * inner + col);
+        }
+        __syncthreads();
+    }
+}
+
+// out[(row * parts + part) * inner + col]; blockDim = (x, y) with x * y = MAX_BLOCK, y a power
+// of two.
+template <typename T>
+__global__ void __launch_bounds__(MAX_BLOCK)
+reduce_cols_kernel(int op, const T* __restrict__ a, const i64* __restrict__ in_idx, T* out_v,
+                   i64* out_i, i64 rows, i64 n, i64 inner, i64 parts, i64 chunk) {
+#define ARGS rows, n, inner, parts, chunk
+    REDUCE_SWITCH(reduce_cols)
+#undef ARGS
+}
+
+// ---------------------------------------------------------------------------------------------
+// scans (inclusive; SUM = cumsum, PROD = cumprod; integers wrap)
+
+template <typename T, int OP> __device__ __forceinline__ T scan_op(T a, T b) {
+    if constexpr (same_type<T, i64>::value) {
+        return OP == REDUCE_SUM ? (i64)((u64)a + (u64)b) : (i64)((u64)a * (u64)b);
+    } else {
+        return OP == REDUCE_SUM ? a + b : a * b;
+    }
+}
+
+// inner == 1: one block per row (grid-strided over rows) walks the row in tiles of blockDim
+// elements: a shuffle scan inside each warp, the warp totals scanned by warp 0, and the running
+// total of the earlier tiles carried in.
+template <typename T, int OP>
+__device__ void scan_rows(const T* __restrict__ a, T* __restrict__ out, i64 rows, i64 n) {
+    __shared__ T warp_total[MAX_BLOCK / 32];
+    __shared__ T carry_in;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const T ident = OP == REDUCE_SUM ? T(0) : T(1);
+    for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        if (threadIdx.x == 0) carry_in = ident;
+        __syncthreads();
+        for (i64 base = 0; base < n; base += blockDim.x) {
+            i64 j = base + threadIdx.x;
+            T v = j < n ? a[r * n + j] : ident;
+#pragma unroll
+            for (int delta = 1; delta < 32; delta <<= 1) {
+                T up = shfl_up(v, delta);
+                if (lane >= delta) v = scan_op<T, OP>(up, v);
+            }
+            if (lane == 31) warp_total[warp] = v;
+            __syncthreads();
+            if (warp == 0) {
+                T w = lane < warps ? warp_total[lane] : ident;
+#pragma unroll
+                for (int delta = 1; delta < 32; delta <<= 1) {
+                    T up = shfl_up(w, delta);
+                    if (lane >= delta) w = scan_op<T, OP>(up, w);
+                }
+                if (lane < warps) warp_total[lane] = w;     // inclusive over warps
+            }
+            __syncthreads();
+            T prefix = carry_in;
+            if (warp > 0) prefix = scan_op<T, OP>(prefix, warp_total[warp - 1]);
+            v = scan_op<T, OP>(prefix, v);
+            if (j < n) out[r * n + j] = v;
+            __syncthreads();                                // everyone has read carry_in
+            if (threadIdx.x == blockDim.x - 1) carry_in = v;
+            __syncthreads();
+        }
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(MAX_BLOCK)
+scan_rows_kernel(int op, const T* __restrict__ a, T* __restrict__ out, i64 rows, i64 n) {
+    if (op == REDUCE_SUM) scan_rows<T, REDUCE_SUM>(a, out, rows, n);
+    else scan_rows<T, REDUCE_PROD>(a, out, rows, n);
+}
+
+// inner > 1: one thread per (row, column) runs down its column in order (coalesced across
+// columns), so results equal the CPU's sequential scan exactly.
+template <typename T, int OP>
+__device__ void scan_cols(const T* __restrict__ a, T* __restrict__ out, i64 rows, i64 n,
+                          i64 inner) {
+    FOR_EACH_ELEMENT(t, rows * inner) {
+        i64 r = t / inner, c = t - r * inner;
+        const T* src = a + r * n * inner + c;
+        T* dst = out + r * n * inner + c;
+        T acc = src[0];
+        dst[0] = acc;
+        for (i64 j = 1; j < n; ++j) {
+            acc = scan_op<T, OP>(acc, src[j * inner]);
+            dst[j * inner] = acc;
+        }
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(THREADS)
+scan_cols_kernel(int op, const T* __restrict__ a, T* __restrict__ out, i64 rows, i64 n,
+                 i64 inner) {
+    if (op == REDUCE_SUM) scan_cols<T, REDUCE_SUM>(a, out, rows, n, inner);
+    else scan_cols<T, REDUCE_PROD>(a, out, rows, n, inner);
+}

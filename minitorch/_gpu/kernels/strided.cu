@@ -1,0 +1,67 @@
+// Strided data movement: compact (gather a view into contiguous memory), its adjoints strided_set
+// and strided_add (scatter a contiguous block through a view), fill, and dtype cast.
+// One thread per view element; the geometry's operand 0 is the view.
+#include "common.cuh"
+
+// out[i] = a[a_off + view(i)]
+template <typename T, int MAXD>
+__global__ void __launch_bounds__(THREADS)
+compact_kernel(const T* __restrict__ a, i64 a_off, T* __restrict__ out, i64 n,
+               Geometry<1, MAXD> g) {
+    FOR_EACH_ELEMENT(i, n) {
+        i64 off[1];
+        geometry_offsets(g, (u64)i, off);
+        out[i] = a[a_off + off[0]];
+    }
+}
+
+// out[out_off + view(i)] = src[i * src_step] (src_step 0: a fill from one element). A view that
+// may overlap itself runs twice with claims (MODE_CLAIM then MODE_WRITE) so that the last write
+// in C order wins, as on the CPU; claims are indexed from the view's lowest element claim_base.
+template <typename T, int MAXD>
+__global__ void __launch_bounds__(THREADS)
+strided_set_kernel(const T* __restrict__ src, i64 src_step, T* out, i64 out_off, i64 n,
+                   Geometry<1, MAXD> g, int mode, i64* claims, i64 claim_base) {
+    FOR_EACH_ELEMENT(i, n) {
+        i64 off[1];
+        geometry_offsets(g, (u64)i, off);
+        i64 target = out_off + off[0];
+        claimed_store(mode, out, target, src[i * src_step], claims, target - claim_base, i);
+    }
+}
+
+// out[out_off + view(i)] += src[i]; atomics only where the view may overlap itself (col2im,
+// expand backward), plain read-modify-write where the host proved it injective.
+template <typename T, int MAXD>
+__global__ void __launch_bounds__(THREADS)
+strided_add_kernel(const T* __restrict__ src, T* out, i64 out_off, i64 n, Geometry<1, MAXD> g,
+                   int atomic) {
+    FOR_EACH_ELEMENT(i, n) {
+        i64 off[1];
+        geometry_offsets(g, (u64)i, off);
+        if (atomic) {
+            atomic_accumulate(out + out_off + off[0], src[i]);
+        } else {
+            plain_accumulate(out + out_off + off[0], src[i]);
+        }
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(THREADS)
+fill_kernel(T* __restrict__ out, i64 n, T value) {
+    FOR_EACH_ELEMENT(i, n) { out[i] = value; }
+}
+
+// C conversion (float to int truncates toward zero); to bool it is a != 0, so NaN becomes true.
+template <typename S, typename D>
+__global__ void __launch_bounds__(THREADS)
+cast_kernel(const S* __restrict__ a, D* __restrict__ out, i64 n) {
+    FOR_EACH_ELEMENT(i, n) {
+        if constexpr (same_type<D, unsigned char>::value) {
+            out[i] = a[i] != (S)0;
+        } else {
+            out[i] = (D)a[i];
+        }
+    }
+}

@@ -1,0 +1,231 @@
+"""Host-side planning for the GPU kernels, in plain Python and numpy (no CuPy): kernel sources and
+the template instances each module is compiled with, axis collapsing, the by-value geometry
+struct with its magic-number dividers, launch shapes, and the overlap test that decides between
+plain and atomic / claimed writes. Everything here is testable without a GPU.
+"""
+import math
+import pathlib
+
+import numpy as np
+
+from ..opcodes import c_constants
+
+KERNEL_DIR = pathlib.Path(__file__).resolve().parent / "kernels"
+MODULES = ("strided", "elementwise", "reduce", "matmul", "index")
+
+THREADS = 256           # block size of the flat kernels (common.cuh)
+ITEMS = 4               # elements per thread in the flat kernels (common.cuh)
+NARROW_DIMS = 8         # geometry size compiled by default; views that still have more axes
+WIDE_DIMS = 64          # after collapsing use the 64-axis instances (compiled on first need)
+MAX_GRID = 2 ** 31 - 1
+
+# storage dtype name → C++ type
+CTYPES = {"float32": "float", "float64": "double", "int64": "long long", "uint8": "unsigned char"}
+FLOAT_TYPES = ("float32", "float64")
+
+# matmul tile shapes: (BM, BN, BK, TM, TN); the big one for large products, the small one when the
+# big tiles would leave most multiprocessors idle
+MATMUL_TILES = {"large": (128, 128, 8, 8, 8), "small": (64, 64, 8, 4, 4)}
+
+
+# ---------------------------------------------------------------------------------------------
+# sources and template instances
+
+def opcode_prelude():
+    """`#define UNARY_EXP 4`-style lines from minitorch.opcodes: that file stays the only place
+    where op numbers are written down."""
+    return "".join(f"#define {name} {value}\n" for name, value in c_constants())
+
+
+def module_source(module):
+    """The complete text NVRTC compiles for `module`: opcode prelude, common.cuh pasted where
+    the module includes it, then the module."""
+    text = (KERNEL_DIR / f"{module}.cu").read_text()
+    common = (KERNEL_DIR / "common.cuh").read_text()
+    include = '#include "common.cuh"\n'
+    if include not in text:
+        raise RuntimeError(f"{module}.cu must include common.cuh")
+    return opcode_prelude() + text.replace(include, common, 1)
+
+
+def name_expressions(module, key):
+    """The template instances compiled together for (module, key). key is a storage dtype name,
+    with ":wide" for the 64-axis strided instances, or "check" for the index validator."""
+    dtype, _, variant = key.partition(":")
+    if module == "index" and key == "check":
+        return ["index_umax_kernel"]
+    t = CTYPES[dtype]
+    dims = WIDE_DIMS if variant == "wide" else NARROW_DIMS
+    if module == "strided":
+        names = [f"compact_kernel<{t}, {dims}>", f"strided_set_kernel<{t}, {dims}>",
+                 f"strided_add_kernel<{t}, {dims}>"]
+        if variant != "wide":
+            names += [f"fill_kernel<{t}>"] + [f"cast_kernel<{t}, {u}>" for u in CTYPES.values()]
+        return names
+    if module == "elementwise":
+        names = [f"binary_kernel<{t}, {dims}>", f"where_kernel<{t}, {dims}>"]
+        return names if variant == "wide" else [f"unary_kernel<{t}>"] + names
+    if module == "reduce":
+        return [f"reduce_rows_kernel<{t}>", f"reduce_cols_kernel<{t}>",
+                f"scan_rows_kernel<{t}>", f"scan_cols_kernel<{t}>"]
+    if module == "matmul":
+        return [matmul_name(t, tiles) for tiles in MATMUL_TILES.values()]
+    if module == "index":
+        return [f"{kernel}<{t}>" for kernel in ("gather_kernel", "scatter_kernel",
+                                                "scatter_add_kernel", "index_select_kernel",
+                                                "index_add_kernel", "take_kernel", "put_kernel")]
+    raise ValueError(f"unknown kernel module {module!r}")
+
+
+def matmul_name(ctype, tiles):
+    return "matmul_kernel<{}, {}, {}, {}, {}, {}>".format(ctype, *tiles)
+
+
+def module_keys(module):
+    """Every key the backend may request for `module` (what the compile test instantiates)."""
+    if module == "matmul":
+        return list(FLOAT_TYPES)
+    keys = list(CTYPES)
+    if module in ("strided", "elementwise"):
+        keys += [f"{d}:wide" for d in CTYPES]
+    if module == "index":
+        keys.append("check")
+    return keys
+
+
+# ---------------------------------------------------------------------------------------------
+# geometry
+
+def collapse(shape, strides_list):
+    """Drop size-1 axes and merge neighbours that are contiguous in every operand (the same rule
+    as the CPU's collapse_dims). Returns (shape, strides_list), at least one axis."""
+    out_shape, out_strides = [], [[] for _ in strides_list]
+    for d, size in enumerate(shape):
+        if size == 1:
+            continue
+        if out_shape and all(s[-1] == st[d] * size for s, st in zip(out_strides, strides_list)):
+            out_shape[-1] *= size
+            for s, st in zip(out_strides, strides_list):
+                s[-1] = st[d]
+            continue
+        out_shape.append(size)
+        for s, st in zip(out_strides, strides_list):
+            s.append(st[d])
+    if not out_shape:
+        return (1,), [(0,) for _ in strides_list]
+    return tuple(out_shape), [tuple(s) for s in out_strides]
+
+
+def contiguous(shape):
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= size
+    return tuple(reversed(strides))
+
+
+def magic_divider(d):
+    """(magic, shift) with q = (umulhi(n, magic) + n) >> shift == n // d for 0 <= n < 2**63 and
+    1 <= d < 2**63 (Granlund & Montgomery's round-up method; exact integer arithmetic here)."""
+    if not 1 <= d < 2 ** 63:
+        raise ValueError(f"divisor {d} out of range")
+    shift = (d - 1).bit_length()            # smallest s with 2**s >= d
+    magic = (2 ** 64 * (2 ** shift - d)) // d + 1
+    if not 1 <= magic < 2 ** 64:
+        raise AssertionError(f"magic for {d} does not fit in 64 bits")
+    return magic, shift
+
+
+def magic_quotient(n, magic, shift):
+    """What the device computes (for tests): ((n * magic) >> 64) + n, shifted."""
+    return (((n * magic) >> 64) + n) >> shift
+
+
+def pack_geometry(shape, strides_list, max_dims):
+    """The Geometry<NARGS, max_dims> struct of common.cuh as one numpy element of a void dtype
+    (CuPy passes a size-1 numpy array by value). Axes are written innermost first."""
+    nargs, nd = len(strides_list), len(shape)
+    if not 1 <= nd <= max_dims:
+        raise ValueError(f"geometry with {nd} axes does not fit {max_dims}")
+    words = np.zeros(1 + (3 + nargs) * max_dims, np.uint64)
+    signed = words.view(np.int64)
+    words[0] = nd
+    for j, d in enumerate(reversed(range(nd))):
+        magic, shift = magic_divider(shape[d])
+        words[1 + j] = shape[d]
+        words[1 + max_dims + j] = magic
+        words[1 + 2 * max_dims + j] = shift
+        for k, strides in enumerate(strides_list):
+            signed[1 + (3 + k) * max_dims + j] = strides[d]
+    return words.view(np.dtype((np.void, words.nbytes)))
+
+
+def geometry_dims(nd):
+    """Which compiled geometry size serves a collapsed view of nd axes."""
+    return NARROW_DIMS if nd <= NARROW_DIMS else WIDE_DIMS
+
+
+def view_extent(shape, strides, offset):
+    """(lowest, highest) element a non-empty view touches."""
+    lo = hi = offset
+    for size, stride in zip(shape, strides):
+        reach = (size - 1) * stride
+        if reach > 0:
+            hi += reach
+        else:
+            lo += reach
+    return lo, hi
+
+
+def is_injective(shape, strides):
+    """Sufficient test that no two indices of a view share an element: sorted by |stride|, each
+    stride exceeds the span of all smaller ones (fails for stride 0 and overlapping windows)."""
+    span = 0
+    for size, stride in sorted(zip(shape, strides), key=lambda p: abs(p[1])):
+        if size == 1:
+            continue
+        if abs(stride) <= span:
+            return False
+        span += (size - 1) * abs(stride)
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# launch shapes
+
+def flat_grid(n):
+    """Blocks for a flat kernel over n elements (each block covers THREADS * ITEMS)."""
+    return max(1, min(MAX_GRID, -(-n // (THREADS * ITEMS))))
+
+
+def reduce_plan(rows, n, columns, sm_count):
+    """(parts, chunk) splitting each reduced axis of length n into `parts` chunks, so that about
+    four blocks per multiprocessor have work even when there are few output rows. `columns` is
+    the number of column blocks per row (1 for a row reduction)."""
+    tasks = rows * columns
+    want = 4 * sm_count
+    min_chunk = 4096 if columns == 1 else 256
+    if tasks >= want or n <= min_chunk:
+        return 1, n
+    parts = min(-(-want // tasks), -(-n // min_chunk), 1024)
+    chunk = -(-n // parts)
+    return -(-n // chunk), chunk
+
+
+def row_threads(n):
+    """Threads per block for a row reduction or scan: a power of two from 32 to 256."""
+    return min(256, max(32, 1 << max(0, (n - 1).bit_length())))
+
+
+def column_block(inner):
+    """(x, y) block for column reductions: x threads across columns, y along the reduced axis."""
+    x = min(32, 1 << max(0, (inner - 1).bit_length()))
+    return x, 256 // x
+
+
+def matmul_tiles(batch, m, n, sm_count):
+    """The tile shape for a product: large tiles unless they would leave multiprocessors idle."""
+    bm, bn = MATMUL_TILES["large"][:2]
+    if batch * math.ceil(m / bm) * math.ceil(n / bn) >= sm_count:
+        return "large"
+    return "small"

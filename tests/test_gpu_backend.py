@@ -1,0 +1,746 @@
+"""The GPU backend (minitorch/_gpu) against the CPU backend.
+
+Three layers, so that most of it runs on machines without a GPU:
+- host planning (launch.py): magic-number division, axis collapsing, geometry packing, kernel
+  catalogue; plain Python, always run;
+- every backend method driven through a fake CuPy whose launches check each argument against the
+  kernel's declared CUDA parameter list (a wrong type or order would silently misread on a GPU),
+  plus the clear errors without CuPy / without a driver; always run;
+- the same scenarios on a real GPU, comparing every output with the CPU backend; and Tensor-level
+  round trips. These skip when mt.cuda.is_available() is False.
+"""
+import re
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import minitorch as mt
+from minitorch import _cpu, _gpu
+from minitorch import backend as backend_module
+from minitorch._gpu import launch
+from minitorch.opcodes import BinaryOp, ReduceOp, UnaryOp
+
+CUDA = mt.cuda.is_available()
+needs_gpu = pytest.mark.skipif(not CUDA, reason="no CUDA device (CuPy and a GPU are needed)")
+DTYPES = [np.float32, np.float64, np.int64, np.uint8]
+
+
+# ---------------------------------------------------------------------------------------------
+# host planning
+
+def test_magic_division_matches_integer_division():
+    rng = np.random.default_rng(0)
+    divisors = [1, 2, 3, 5, 7, 10, 12, 255, 256, 641, 2 ** 31 - 1, 2 ** 31, 2 ** 32 + 1,
+                2 ** 62 + 12345, 2 ** 63 - 1] + [int(d) for d in rng.integers(1, 2 ** 40, 50)]
+    for d in divisors:
+        magic, shift = launch.magic_divider(d)
+        samples = [0, 1, d - 1, d, d + 1, 2 * d - 1, 2 * d, 2 ** 63 - 1, 2 ** 63 - d]
+        samples += [int(x) for x in rng.integers(0, 2 ** 63 - 1, 40, dtype=np.int64)]
+        for n in samples:
+            if 0 <= n < 2 ** 63:
+                assert launch.magic_quotient(n, magic, shift) == n // d, (n, d)
+    with pytest.raises(ValueError):
+        launch.magic_divider(0)
+
+
+def test_collapse_merges_contiguous_axes_like_the_cpu():
+    shape = (2, 3, 4)
+    assert launch.collapse(shape, [launch.contiguous(shape)]) == ((24,), [(1,)])
+    # a permuted operand keeps its axes apart; size-1 axes vanish
+    assert launch.collapse((2, 1, 3), [(3, 99, 1), (1, 7, 2)]) == ((2, 3), [(3, 1), (1, 2)])
+    assert launch.collapse((1, 1), [(5, 6)]) == ((1,), [(0,)])
+    # broadcast (stride 0) rows merge with each other but not with the moving axis
+    assert launch.collapse((4, 5, 6), [(30, 6, 1), (0, 0, 1)]) == ((20, 6), [(6, 1), (0, 1)])
+
+
+def test_geometry_packing_layout():
+    packed = launch.pack_geometry((3, 5), [(5, 1), (0, 2)], 8)
+    assert packed.shape == (1,) and packed.dtype.itemsize == (1 + 5 * 8) * 8
+    words = packed.view(np.uint64)
+    signed = words.view(np.int64)
+    assert words[0] == 2
+    assert list(words[1:3]) == [5, 3]                       # innermost first
+    assert tuple(words[17:19]) == (launch.magic_divider(5)[1], launch.magic_divider(3)[1])
+    assert list(signed[25:27]) == [1, 5] and list(signed[33:35]) == [2, 0]
+    negative = launch.pack_geometry((4,), [(-3,)], 8).view(np.int64)
+    assert negative[25] == -3
+    with pytest.raises(ValueError):
+        launch.pack_geometry(tuple([2] * 9), [tuple([1] * 9)], 8)
+    assert launch.geometry_dims(8) == 8 and launch.geometry_dims(9) == 64
+
+
+def test_injectivity_and_extent():
+    assert launch.is_injective((3, 4), (4, 1))
+    assert launch.is_injective((3, 4), (1, 3))
+    assert not launch.is_injective((3, 4), (0, 1))          # broadcast
+    assert not launch.is_injective((5, 4), (1, 1))          # overlapping windows
+    assert launch.is_injective((3, 4), (-4, -1))
+    assert launch.view_extent((3, 4), (-4, 2), 10) == (2, 16)
+
+
+def test_opcode_prelude_is_generated_from_opcodes():
+    prelude = launch.opcode_prelude()
+    assert f"#define UNARY_EXP {int(UnaryOp.EXP)}\n" in prelude
+    assert f"#define BINARY_SIGMOID_BACKWARD {int(BinaryOp.SIGMOID_BACKWARD)}\n" in prelude
+    assert f"#define REDUCE_ARGMIN {int(ReduceOp.ARGMIN)}\n" in prelude
+    for module in launch.MODULES:
+        source = launch.module_source(module)
+        assert source.startswith(prelude) and "#include" not in source
+
+
+def test_catalogue_names_declared_kernels():
+    """Every name expression the backend may request is a __global__ template in its module."""
+    for module in launch.MODULES:
+        declared = set(kernel_signatures(module))
+        for key in launch.module_keys(module):
+            for name in launch.name_expressions(module, key):
+                assert name.partition("<")[0] in declared, (module, name)
+
+
+def test_launch_shapes():
+    assert launch.flat_grid(1) == 1 and launch.flat_grid(1025) == 2
+    assert launch.row_threads(1) == 32 and launch.row_threads(100) == 128
+    assert launch.row_threads(10 ** 6) == 256
+    assert launch.column_block(3) == (4, 64) and launch.column_block(1000) == (32, 8)
+    parts, chunk = launch.reduce_plan(1, 10 ** 6, 1, 132)
+    assert parts > 1 and parts * chunk >= 10 ** 6 and (parts - 1) * chunk < 10 ** 6
+    assert launch.reduce_plan(10 ** 4, 100, 1, 132) == (1, 100)
+    assert launch.matmul_tiles(1, 4096, 4096, 132) == "large"
+    assert launch.matmul_tiles(1, 64, 64, 132) == "small"
+
+
+# ---------------------------------------------------------------------------------------------
+# a fake CuPy whose launches check arguments against the CUDA declarations
+
+def kernel_signatures(module):
+    """{kernel: (template parameter names, [(type, name)], body)} parsed from the module text."""
+    source = launch.module_source(module)
+    found = {}
+    for match in re.finditer(r"__global__\s+void\s+", source):
+        head = source[:match.start()].rstrip()
+        template = re.search(r"template\s*<([^<>]*)>\s*$", head)
+        params_t = [p.split()[-1] for p in template.group(1).split(",")] if template else []
+        pos = match.end()
+        if source.startswith("__launch_bounds__", pos):
+            pos = _skip_parens(source, source.index("(", pos)) + 1
+        name = re.match(r"\s*(\w+)\s*\(", source[pos:])
+        open_at = pos + name.end() - 1
+        close_at = _skip_parens(source, open_at)
+        params = [_split_param(" ".join(text.replace("__restrict__", "")
+                                        .replace("const ", "").split()))
+                  for text in _top_level_split(source[open_at + 1:close_at])]
+        body_end = _skip_braces(source, source.index("{", close_at))
+        found[name.group(1)] = (params_t, params, source[close_at:body_end])
+    return found
+
+
+def _skip_parens(text, at):
+    depth = 0
+    for i in range(at, len(text)):
+        depth += text[i] == "("
+        depth -= text[i] == ")"
+        if depth == 0:
+            return i
+    raise ValueError("unbalanced parentheses")
+
+
+def _skip_braces(text, at):
+    depth = 0
+    for i in range(at, len(text)):
+        depth += text[i] == "{"
+        depth -= text[i] == "}"
+        if depth == 0:
+            return i
+    raise ValueError("unbalanced braces")
+
+
+def _split_param(text):
+    kind, _, name = text.rpartition(" ")
+    if name.startswith("*"):
+        kind, name = kind + "*", name[1:]
+    return kind.replace(" *", "*"), name
+
+
+def _top_level_split(text):
+    """Split a parameter list at commas outside <...> (Geometry<1, MAXD> is one parameter)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "<") - (ch == ">")
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return parts + [text[start:]]
+
+
+C_TYPES = {"float": np.float32, "double": np.float64, "long long": np.int64, "i64": np.int64,
+           "unsigned char": np.uint8, "u64": np.uint64, "int": np.int32}
+NULLABLE = {"in_idx", "out_v", "out_i", "err_flag", "claims"}
+
+
+class FakeArray:
+    """A CuPy-like 1-D buffer backed by numpy (views share memory, like CuPy slices)."""
+
+    def __init__(self, host):
+        self.host = host
+
+    size = property(lambda self: self.host.size)
+    dtype = property(lambda self: self.host.dtype)
+    ndim = property(lambda self: self.host.ndim)
+    shape = property(lambda self: self.host.shape)
+    strides = property(lambda self: self.host.strides)
+    nbytes = property(lambda self: self.host.nbytes)
+    flags = property(lambda self: self.host.flags)
+
+    @property
+    def data(self):
+        host = self.host
+        return types.SimpleNamespace(
+            ptr=host.ctypes.data,
+            memset_async=lambda value, n: host.view(np.uint8)[:n].fill(value))
+
+    def __len__(self):
+        return len(self.host)
+
+    def __getitem__(self, key):
+        return FakeArray(self.host[key])
+
+    def get(self):
+        return self.host.copy()
+
+
+class FakeFunction:
+    def __init__(self, name, signature, launches):
+        self.name, self.signature, self.launches = name, signature, launches
+
+    def __call__(self, grid, block, args):
+        base, _, rest = self.name.partition("<")
+        values = [v.strip() for v in rest.rstrip(">").split(",")] if rest else []
+        params_t, params, body = self.signature
+        assert len(values) == len(params_t), self.name
+        subst = dict(zip(params_t, values))
+        assert len(args) == len(params), f"{self.name}: {len(args)} args for {len(params)} params"
+        for arg, (kind, pname) in zip(args, params):
+            kind = re.sub(r"\b\w+\b", lambda m: subst.get(m.group(0), m.group(0)), kind)
+            check_argument(self.name, kind, pname, arg)
+        assert all(isinstance(g, (int, np.integer)) and 1 <= g < 2 ** 31 for g in grid)
+        threads = int(np.prod(block))
+        if "FOR_EACH_" in body or "THREADS" in body:
+            assert tuple(block) == (launch.THREADS,), f"{self.name}: flat kernels need 256 threads"
+        elif base == "matmul_kernel":
+            bm, bn, _, tm, tn = (int(v) for v in values[1:])
+            assert threads == (bm // tm) * (bn // tn)
+        else:
+            assert threads <= 256 and threads % 32 == 0, (self.name, block)
+        self.launches.append(self.name)
+        if base == "index_umax_kernel":     # emulated so that the validation path runs
+            index, n, out = args
+            out.host[0] = index.host[:int(n)].view(np.uint64).max(initial=0)
+
+
+def check_argument(kernel, kind, name, arg):
+    where = f"{kernel}: parameter {kind} {name}"
+    if kind.endswith("*"):
+        if arg is None:
+            assert name in NULLABLE, f"{where} got a null pointer"
+            return
+        assert isinstance(arg, FakeArray), f"{where} got {type(arg).__name__}"
+        base = kind[:-1].strip()
+        if base != "void":
+            want = np.dtype(C_TYPES[base])
+            ok = arg.dtype == want or (want == np.uint8 and arg.dtype == np.bool_)
+            assert ok, f"{where} got a {arg.dtype} buffer"
+    elif kind.startswith("Geometry<"):
+        nargs, dims = (int(v) for v in kind[9:-1].split(","))
+        assert isinstance(arg, np.ndarray) and arg.size == 1 and arg.dtype.kind == "V", where
+        assert arg.dtype.itemsize == (1 + (3 + nargs) * dims) * 8, where
+    else:
+        want = np.dtype(C_TYPES[kind])
+        assert isinstance(arg, np.generic) and arg.dtype == want, f"{where} got {arg!r}"
+
+
+class FakeModule:
+    def __init__(self, code, options, name_expressions, launches):
+        module = next(m for m in launch.MODULES if launch.module_source(m) == code)
+        self.signatures = kernel_signatures(module)
+        self.names, self.launches = list(name_expressions), launches
+        assert "-std=c++17" in options
+
+    def get_function(self, name):
+        assert name in self.names, f"{name} was not among the compiled name expressions"
+        return FakeFunction(name, self.signatures[name.partition("<")[0]], self.launches)
+
+
+class FakeDevice:
+    def __init__(self, index):
+        self.id, self.attributes = index, {"MultiProcessorCount": 132}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def synchronize(self):
+        pass
+
+
+def fake_cupy(device_count=1, launches=None):
+    """A stand-in for the cupy module: numpy memory, checking kernel launches."""
+    launches = [] if launches is None else launches
+
+    def count():
+        if device_count is None:
+            raise RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
+        return device_count
+
+    runtime = types.SimpleNamespace(getDeviceCount=count, getDevice=lambda: 0,
+                                    getDeviceProperties=lambda i: {"name": b"Fake GPU"})
+    return types.SimpleNamespace(
+        cuda=types.SimpleNamespace(Device=FakeDevice, runtime=runtime),
+        empty=lambda n, dtype: FakeArray(np.empty(n, dtype)),
+        zeros=lambda n, dtype: FakeArray(np.zeros(n, dtype)),
+        asarray=lambda a: FakeArray(np.array(a)),
+        RawModule=lambda code, options, name_expressions: FakeModule(code, options,
+                                                                     name_expressions, launches),
+        launches=launches)
+
+
+# ---------------------------------------------------------------------------------------------
+# scenarios: each runs kernels on the CPU backend and on a GPU backend (real or fake)
+
+class Harness:
+    """Runs one kernel on both backends with the same inputs; compares outputs when real."""
+
+    def __init__(self, gpu, compare):
+        self.gpu, self.compare = gpu, compare
+
+    def _both(self, args):
+        cpu = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        dev = [self.gpu.from_host(a) if isinstance(a, np.ndarray) else a for a in args]
+        return cpu, dev
+
+    def run(self, kernel, *args, check=(), rtol=1e-6, atol=0.0):
+        cpu, dev = self._both(args)
+        getattr(_cpu, kernel)(*cpu)
+        getattr(self.gpu, kernel)(*dev)
+        if not self.compare:
+            return
+        for i in check:
+            got, want = self.gpu.to_host(dev[i]), cpu[i]
+            if want.dtype.kind == "f":
+                np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True,
+                                           err_msg=f"{kernel} output {i}")
+            else:
+                np.testing.assert_array_equal(got, want, err_msg=f"{kernel} output {i}")
+
+    def raises(self, kernel, *args, same_message=True, computed=False):
+        """Both backends refuse the call with the same exception (and message). `computed`:
+        the GPU can only tell after running the kernel (not checkable with the fake)."""
+        if computed and not self.compare:
+            return
+        cpu, dev = self._both(args)
+        with pytest.raises(Exception) as cpu_error:
+            getattr(_cpu, kernel)(*cpu)
+        with pytest.raises(type(cpu_error.value)) as gpu_error:
+            getattr(self.gpu, kernel)(*dev)
+        if same_message:
+            assert str(gpu_error.value) == str(cpu_error.value)
+
+
+def values(n, dtype, seed=0, ties=False):
+    rng = np.random.default_rng(seed)
+    if dtype == np.uint8:
+        return rng.integers(0, 2, n).astype(np.uint8)
+    if dtype == np.int64:
+        return rng.integers(-50 if not ties else 0, 50 if not ties else 4, n).astype(np.int64)
+    x = rng.standard_normal(n)
+    return (np.round(x, 1) if ties else x).astype(dtype)
+
+
+def view_of(v, base):
+    """(shape, strides, offset) in elements of the numpy view v into the 1-D buffer base."""
+    item = v.itemsize
+    offset = (v.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
+    return tuple(v.shape), tuple(s // item for s in v.strides), offset
+
+
+def sample_views(base):
+    """Views of a 2048-element buffer: permuted, stepped/flipped, broadcast, 0-d, empty,
+    10 axes that do not collapse (the 64-axis kernels), overlapping windows."""
+    s = np.lib.stride_tricks
+    return [
+        base[:720].reshape(6, 10, 12).transpose(2, 0, 1),
+        base[:720].reshape(6, 10, 12)[1:5:2, ::-3, 2:],
+        np.broadcast_to(base[3:15].reshape(1, 12), (7, 12)),
+        base[5:6].reshape(()),
+        base[:0],
+        base[:1024].reshape((2,) * 10).transpose(tuple(range(9, -1, -1))),
+        s.as_strided(base[2:], shape=(40, 6), strides=(base.itemsize, base.itemsize)),
+        base[:1000],
+    ]
+
+
+def scenario_buffers(h):
+    for n, value, dtype in ((5, 2.5, np.float32), (7, -3, np.int64), (4, True, np.uint8),
+                            (3, 1.5, np.int64), (0, 1.0, np.float64)):
+        got = h.gpu.full(n, value, np.dtype(dtype))
+        if h.compare:
+            np.testing.assert_array_equal(h.gpu.to_host(got), np.full(n, value, dtype))
+    host = values(9, np.float64)
+    if h.compare:
+        np.testing.assert_array_equal(h.gpu.to_host(h.gpu.from_host(host)), host)
+        assert h.gpu.empty(4, np.dtype(np.int64)).size == 4
+
+
+def scenario_compact(h):
+    for dtype in DTYPES:
+        base = values(2048, dtype)
+        for view in sample_views(base):
+            shape, strides, offset = view_of(view, base)
+            h.run("compact", base, np.zeros(view.size, dtype), shape, strides, offset, check=[1])
+    h.raises("compact", np.zeros(4, np.float32), np.zeros(3, np.float32), (3,), (2,), 0,
+             same_message=False)
+
+
+def scenario_strided_set(h):
+    for dtype in DTYPES:
+        base = values(2048, dtype, seed=1)
+        for view in sample_views(base):
+            shape, strides, offset = view_of(view, base)
+            src = values(view.size, dtype, seed=2)
+            h.run("strided_set", src, base, shape, strides, offset, check=[1])
+            h.run("strided_set", values(1, dtype, seed=3), base, shape, strides, offset,
+                  check=[1])
+
+
+def scenario_strided_add(h):
+    for dtype in DTYPES:
+        base = values(2048, dtype, seed=4)
+        for view in sample_views(base):
+            shape, strides, offset = view_of(view, base)
+            src = values(view.size, dtype, seed=5)
+            h.run("strided_add", src, base, shape, strides, offset, check=[1], rtol=1e-5,
+                  atol=1e-5)
+
+
+def scenario_cast(h):
+    sources = {np.float32: np.array([-2.7, -0.5, -0.0, 0.0, 0.5, 3.9, 1e6], np.float32),
+               np.float64: np.array([-2.7, -0.5, -0.0, 0.0, 0.5, 3.9, 1e15]),
+               np.int64: np.array([-5, 0, 1, 2 ** 40, -(2 ** 53)], np.int64),
+               np.uint8: np.array([0, 1, 1, 0], np.uint8)}
+    for src_type, src in sources.items():
+        for dst in DTYPES:
+            h.run("cast", src, np.zeros(src.size, dst), check=[1])
+    for src_type in (np.float32, np.float64):   # NaN and inf are truthy
+        special = np.array([np.nan, np.inf, -np.inf, 0.0], src_type)
+        h.run("cast", special, np.zeros(4, np.uint8), check=[1])
+        h.run("cast", special, np.zeros(4, np.float64 if src_type == np.float32 else np.float32),
+              check=[1])
+
+
+SWEEP = np.array([-np.inf, -1e30, -20.0, -3.5, -2.5, -1.0, -0.5, -1e-8, -0.0, 0.0, 1e-8, 0.3,
+                  0.5, 1.0, 1.5, 2.5, 3.0, 20.0, 88.0, 1e30, np.inf, np.nan])
+
+
+def scenario_unary(h):
+    for dtype in DTYPES:
+        if dtype in (np.float32, np.float64):
+            a = np.concatenate([SWEEP, values(200, np.float64, seed=6) * 4]).astype(dtype)
+        else:
+            a = values(64, dtype, seed=6)
+        tol = dict(rtol=2e-6, atol=1e-7) if dtype == np.float32 else dict(rtol=1e-13,
+                                                                          atol=1e-300)
+        for op in UnaryOp:
+            predicate = op in (UnaryOp.LOGICAL_NOT, UnaryOp.ISNAN, UnaryOp.ISINF,
+                               UnaryOp.ISFINITE)
+            out = np.zeros(a.size, np.uint8 if predicate else dtype)
+            if _gpu.backend.unary_supported(op, _name(dtype)):
+                h.run("unary", int(op), a, out, check=[2], **tol)
+            else:
+                h.raises("unary", int(op), a, out)
+
+
+def _name(dtype):
+    return _gpu.backend.DTYPE_NAMES[np.dtype(dtype)]
+
+
+def scenario_binary(h):
+    shape = (4, 3, 5)
+    for dtype in DTYPES:
+        if dtype in (np.float32, np.float64):
+            a = np.concatenate([SWEEP[:15], values(45, np.float64, seed=7) * 3]).astype(dtype)
+            b = np.concatenate([SWEEP[5:], values(10, np.float64, seed=8) * 3]).astype(dtype)
+        else:
+            a, b = values(60, dtype, seed=7), values(15, dtype, seed=8)
+            if dtype == np.int64:
+                b = np.where(b == 0, 3, b)
+        tol = dict(rtol=2e-6, atol=1e-7) if dtype == np.float32 else dict(rtol=1e-13,
+                                                                          atol=1e-300)
+        # a is a (4, 3, 5) view permuted from (3, 5, 4) storage, b is (3, 5) broadcast over rows
+        a_view = (1, 20, 4)
+        for op in BinaryOp:
+            if dtype == np.int64 and op == BinaryOp.POW:
+                bb = np.abs(b) % 5
+            else:
+                bb = b
+            predicate = BinaryOp.EQ <= op <= BinaryOp.LOGICAL_XOR
+            out = np.zeros(60, np.uint8 if predicate else dtype)
+            args = (int(op), a, bb, out, shape, a_view, 0, (0, 5, 1), 0)
+            if _gpu.backend.binary_supported(op, _name(dtype)):
+                h.run("binary", *args, check=[3], **tol)
+            else:
+                h.raises("binary", *args)
+    ints = np.arange(-3, 3, dtype=np.int64)
+    for op, divisor in ((BinaryOp.FLOOR_DIVIDE, 0), (BinaryOp.REMAINDER, 0), (BinaryOp.POW, -1)):
+        h.raises("binary", int(op), ints, np.full(6, divisor, np.int64), np.zeros(6, np.int64),
+                 (6,), (1,), 0, (1,), 0, computed=True)
+    h.raises("binary", int(BinaryOp.ADD), np.zeros(3, np.float32), np.zeros(3, np.float64),
+             np.zeros(3, np.float32), (3,), (1,), 0, (1,), 0)
+    wide = tuple(range(9, -1, -1))                         # 10 axes: the 64-axis instances
+    big = values(1024, np.float64, seed=9)
+    strides = tuple(2 ** d for d in range(10))
+    h.run("binary", int(BinaryOp.SUB), big, big, np.zeros(1024), (2,) * 10, strides, 0,
+          tuple(2 ** d for d in wide), 0, check=[3], rtol=1e-15)
+    h.run("binary", int(BinaryOp.MUL), np.array([2.0]), np.array([3.0]), np.zeros(1), (), (), 0,
+          (), 0, check=[3])
+
+
+def scenario_where(h):
+    for dtype in DTYPES:
+        cond = values(15, np.uint8, seed=10)
+        a, b = values(60, dtype, seed=11), values(4, dtype, seed=12)
+        h.run("where", cond, a, b, np.zeros(60, dtype), (4, 3, 5), (0, 5, 1), 0, (15, 5, 1), 0,
+              (1, 0, 0), 0, check=[3])
+    h.raises("where", np.zeros(3, np.float32), np.zeros(3, np.float32), np.zeros(3, np.float32),
+             np.zeros(3, np.float32), (3,), (1,), 0, (1,), 0, (1,), 0)
+
+
+REDUCE_SHAPES = [(3, 7, 1), (5, 300, 1), (1, 100000, 1), (2, 33, 5), (1, 50000, 3), (4, 1, 1),
+                 (3, 7, 40), (2, 5000, 70)]
+
+
+def scenario_reduce(h):
+    for dtype in DTYPES:
+        for m, n, inner in REDUCE_SHAPES:
+            size = m * n * inner
+            for op in ReduceOp:
+                a = values(size, dtype, seed=13, ties=op in (ReduceOp.ARGMAX, ReduceOp.ARGMIN))
+                if op == ReduceOp.PROD and dtype in (np.float32, np.float64):
+                    a = (1 + 1e-3 * values(size, np.float64, seed=14)).astype(dtype)
+                if dtype in (np.float32, np.float64) and size > 40 and op != ReduceOp.PROD:
+                    a[[7, 29, size // 2]] = np.nan                  # NaN propagation / extreme
+                arg = op in (ReduceOp.ARGMAX, ReduceOp.ARGMIN)
+                out = np.zeros(m * inner, np.int64 if arg else dtype)
+                if not _gpu.backend.reduce_supported(op, _name(dtype)):
+                    h.raises("reduce_last", int(op), a, out, n, inner)
+                    continue
+                tol = 1e-4 if dtype == np.float32 else 1e-11
+                if op == ReduceOp.PROD:
+                    tol *= 10
+                h.run("reduce_last", int(op), a, out, n, inner, check=[2], rtol=tol,
+                      atol=tol * np.sqrt(n))
+    h.run("reduce_last", int(ReduceOp.SUM), np.zeros(0, np.float32), np.ones(6, np.float32), 0,
+          3, check=[2])
+    h.run("reduce_last", int(ReduceOp.PROD), np.zeros(0, np.int64), np.zeros(4, np.int64), 0,
+          1, check=[2])
+    h.raises("reduce_last", int(ReduceOp.MAX), np.zeros(0, np.float32), np.ones(2, np.float32),
+             0, 1)
+
+
+def scenario_scan(h):
+    for dtype in (np.float32, np.float64, np.int64):
+        for m, n, inner in [(3, 7, 1), (2, 1000, 1), (2, 50, 6), (1, 1, 1), (40, 3, 1)]:
+            for op in (ReduceOp.SUM, ReduceOp.PROD):
+                a = values(m * n * inner, dtype, seed=15)
+                if op == ReduceOp.PROD and dtype != np.int64:
+                    a = (1 + 1e-3 * a).astype(dtype)
+                tol = 1e-5 if dtype == np.float32 else 1e-12
+                h.run("scan_last", int(op), a, np.zeros(a.size, dtype), n, inner, check=[2],
+                      rtol=tol, atol=tol * np.sqrt(n))
+    h.raises("scan_last", int(ReduceOp.SUM), np.zeros(3, np.uint8), np.zeros(3, np.uint8), 3, 1)
+
+
+MATMUL_SHAPES = [(1, 1, 1, 1), (1, 7, 5, 3), (2, 64, 64, 64), (1, 127, 129, 65),
+                 (1, 130, 257, 9), (3, 33, 1, 200), (3, 520, 1290, 33)]
+
+
+def scenario_matmul(h):
+    for dtype in (np.float32, np.float64):
+        tol = 1e-4 if dtype == np.float32 else 1e-12
+        for batch, m, n, k in MATMUL_SHAPES:
+            a, b = values(batch * m * k, dtype, seed=16), values(batch * k * n, dtype, seed=17)
+            out = np.zeros(batch * m * n, dtype)
+            h.run("matmul", a, b, out, batch, m, n, k, check=[2], rtol=tol,
+                  atol=tol * np.sqrt(k))
+            # a transposed (stored k x m), b's batch broadcast (stride 0) and offset by 3
+            bt = values(3 + k * n, dtype, seed=18)
+            h.run("matmul", a, bt, out, batch, m, n, k, (m * k, 1, m), 0, (0, n, 1), 3,
+                  check=[2], rtol=tol, atol=tol * np.sqrt(k))
+        h.run("matmul", np.zeros(0, dtype), np.zeros(0, dtype), np.ones(6, dtype), 2, 1, 3, 0,
+              check=[2])
+    h.raises("matmul", np.zeros(4, np.int64), np.zeros(4, np.int64), np.zeros(4, np.int64), 1,
+             2, 2, 2)
+
+
+def scenario_index(h):
+    rng = np.random.default_rng(19)
+    outer, dim, index_dim, inner = 3, 5, 4, 2
+    for dtype in DTYPES:
+        a = values(outer * dim * inner, dtype, seed=20)
+        index = rng.integers(0, dim, outer * index_dim * inner).astype(np.int64)   # duplicates
+        src = values(outer * index_dim * inner, dtype, seed=21)
+        h.run("gather", a, index, np.zeros(index.size, dtype), outer, dim, index_dim, inner,
+              check=[2])
+        h.run("scatter", src, index, a, outer, dim, index_dim, inner, check=[2])
+        h.run("scatter_add", src, index, a, outer, dim, index_dim, inner, check=[2], rtol=1e-6)
+        rows = np.array([4, 0, 4, 2], np.int64)
+        h.run("index_select", a, rows, np.zeros(outer * 4 * inner, dtype), outer, dim, 4, inner,
+              check=[2])
+        src_rows = values(outer * 4 * inner, dtype, seed=22)
+        h.run("index_add", src_rows, rows, a, outer, dim, 4, inner, check=[2], rtol=1e-6)
+        offsets = rng.integers(0, a.size, 17).astype(np.int64)
+        h.run("take", a, offsets, np.zeros(17, dtype), check=[2])
+        for accumulate in (False, True):
+            h.run("put", values(17, dtype, seed=23), offsets, a, accumulate, check=[2],
+                  rtol=1e-6)
+            h.run("put", values(1, dtype, seed=24), offsets, a, accumulate, check=[2], rtol=1e-6)
+    a = np.zeros(10, np.float32)
+    for bad in (np.array([1, 10, 3], np.int64), np.array([0, -1, 12], np.int64)):
+        h.raises("gather", a, bad, np.zeros(3, np.float32), 1, 10, 3, 1)
+        h.raises("scatter_add", np.ones(3, np.float32), bad, a, 1, 10, 3, 1)
+        h.raises("index_select", a, bad, np.zeros(3, np.float32), 1, 10, 3, 1)
+        h.raises("take", a, bad, np.zeros(3, np.float32))
+        h.raises("put", np.ones(3, np.float32), bad, a, True)
+    h.raises("gather", a, np.zeros(3, np.int32), np.zeros(3, np.float32), 1, 10, 3, 1,
+             same_message=False)
+
+
+SCENARIOS = [scenario_buffers, scenario_compact, scenario_strided_set, scenario_strided_add,
+             scenario_cast, scenario_unary, scenario_binary, scenario_where, scenario_reduce,
+             scenario_scan, scenario_matmul, scenario_index]
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__[9:])
+def test_launches_match_kernel_declarations(scenario):
+    """Without a GPU: every backend method runs its host logic and each launch passes exactly
+    the argument types, count and block shape its CUDA declaration expects."""
+    from minitorch._gpu.backend import GpuBackend
+    fake = fake_cupy()
+    scenario(Harness(GpuBackend(fake, 0), compare=False))
+    assert fake.launches or scenario is scenario_buffers
+
+
+# ---------------------------------------------------------------------------------------------
+# device selection and the errors without CuPy / without a GPU
+
+@pytest.fixture
+def fresh_backends(monkeypatch):
+    """Forget cached device backends for the duration of a test."""
+    monkeypatch.setattr(_gpu, "_BACKENDS", {})
+    monkeypatch.setattr(backend_module, "_BACKENDS", {})
+
+
+def test_without_cupy_cuda_raises_what_to_install(monkeypatch, fresh_backends):
+    monkeypatch.setitem(sys.modules, "cupy", None)          # makes `import cupy` fail
+    assert mt.cuda.is_available() is False
+    assert mt.cuda.device_count() == 0
+    mt.cuda.synchronize()                                    # a no-op without a GPU
+    with pytest.raises(RuntimeError, match=r'pip install "minitorch\[cuda\]"'):
+        mt.zeros(2, device="cuda")
+    with pytest.raises(RuntimeError, match="CuPy"):
+        mt.tensor([1.0, 2.0]).to("cuda")
+    with pytest.raises(RuntimeError, match="cupy"):
+        mt.cuda.get_device_name()
+    assert mt.zeros(2).device == mt.device("cpu")            # the CPU is untouched
+
+
+def test_without_driver_cuda_raises(monkeypatch, fresh_backends):
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(device_count=None))
+    assert mt.cuda.is_available() is False
+    with pytest.raises(RuntimeError, match="Found no NVIDIA driver"):
+        mt.ones(3, device="cuda")
+
+
+def test_device_ordinal_and_names_with_fake_gpu(monkeypatch, fresh_backends):
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(device_count=1))
+    assert mt.cuda.is_available() and mt.cuda.device_count() == 1
+    assert mt.cuda.current_device() == 0
+    assert mt.cuda.get_device_name(0) == "Fake GPU"
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        mt.zeros(2, device="cuda:3")
+    x = mt.zeros(2, 3, device="cuda")                        # allocation and fill run
+    assert x.device == mt.device("cuda:0") and x.is_cuda and x.shape == (2, 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# the real GPU
+
+@needs_gpu
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__[9:])
+def test_gpu_kernels_match_cpu(scenario):
+    scenario(Harness(_gpu.backend_for(0), compare=True))
+
+
+@needs_gpu
+def test_gpu_index_validation_leaves_output_untouched():
+    gpu = _gpu.backend_for(0)
+    out = gpu.from_host(np.arange(6, dtype=np.float32))
+    with pytest.raises(IndexError, match="index 6 is out of bounds for dimension with size 6"):
+        gpu.put(gpu.from_host(np.ones(2, np.float32)), gpu.from_host(np.array([0, 6])), out,
+                False)
+    np.testing.assert_array_equal(gpu.to_host(out), np.arange(6, dtype=np.float32))
+    # the context is still healthy: a later kernel runs
+    gpu.put(gpu.from_host(np.ones(2, np.float32)), gpu.from_host(np.array([0, 5])), out, False)
+    assert gpu.to_host(out)[5] == 1
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [mt.float32, mt.float64, mt.int64, mt.bool])
+def test_tensor_round_trips(dtype):
+    host = np.arange(-6, 6).reshape(3, 4).astype(dtype.numpy_dtype)
+    x = mt.tensor(host, device="cuda")
+    assert x.device == mt.device("cuda:0") and x.is_cuda and x.dtype is dtype
+    np.testing.assert_array_equal(x.cpu().numpy(), host)
+    y = mt.tensor(host).to("cuda")
+    np.testing.assert_array_equal(y.cpu().numpy(), host)
+    np.testing.assert_array_equal(y.t().cpu().numpy(), host.T)      # a strided view comes back
+    assert mt.zeros(2, device="cuda").cuda().device == mt.device("cuda")
+
+
+@needs_gpu
+def test_mixing_devices_raises_torch_message():
+    with pytest.raises(RuntimeError) as error:
+        mt.ones(2, device="cuda") + mt.ones(2)
+    assert str(error.value) == ("Expected all tensors to be on the same device, but found at "
+                                "least two devices, cuda:0 and cpu!")
+
+
+@needs_gpu
+def test_training_step_matches_cpu():
+    """A small MLP step (matmul, bias broadcast, relu, log_softmax-style reductions) gives the
+    CPU's loss and gradients on the GPU, and gradients flow back across .to()."""
+    rng = np.random.default_rng(25)
+    x, w = rng.standard_normal((16, 9)), rng.standard_normal((9, 4))
+    results = []
+    for device in ("cpu", "cuda"):
+        wt = mt.tensor(w, requires_grad=True)
+        h = (mt.tensor(x).to(device) @ wt.to(device)).relu()
+        loss = (h - h.max(dim=1, keepdim=True)[0]).exp().sum(dim=1).log().mean()
+        loss.backward()
+        results.append((loss.item(), wt.grad.numpy()))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-12)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-10, atol=1e-12)
+
+
+@needs_gpu
+def test_cuda_module():
+    assert mt.cuda.device_count() >= 1
+    assert isinstance(mt.cuda.get_device_name(), str)
+    assert mt.cuda.current_device() == 0
+    mt.cuda.synchronize()
+    mt.cuda.manual_seed(3)
+    a = mt.randn(5, device="cuda").cpu().numpy()
+    mt.cuda.manual_seed_all(3)
+    np.testing.assert_array_equal(mt.randn(5, device="cuda").cpu().numpy(), a)
