@@ -6,7 +6,7 @@
 from .tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, full,
                      full_like, is_tensor, linspace, logspace, numel, ones, ones_like, tensor,
                      zeros, zeros_like)
-from . import autograd, cuda, datasets, dtypes as _dtypes, utils
+from . import autograd, cuda, datasets, dtypes as _dtypes, nn, optim, utils
 from ._cpu.threads import get_num_threads, set_num_threads
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import device
