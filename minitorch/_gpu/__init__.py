@@ -27,7 +27,8 @@ def device_count(cupy):
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as error:   # CUDARuntimeError and friends: no driver, driver too old, ...
         raise RuntimeError("Found no NVIDIA driver on your system. Please check that you have "
-                           f"an NVIDIA GPU and installed a driver (CuPy reports: {error})") from None
+                           f"an NVIDIA GPU and installed a driver (CuPy reports: {error})"
+                           ) from None
     if count == 0:
         raise RuntimeError("Found no NVIDIA GPU on your system (CuPy sees 0 CUDA devices)")
     return count

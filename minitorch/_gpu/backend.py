@@ -14,7 +14,8 @@ from ..opcodes import BinaryOp, ReduceOp, UnaryOp
 from . import launch as L
 
 DTYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
-               np.dtype(np.int64): "int64", np.dtype(np.uint8): "uint8", np.dtype(np.bool_): "uint8"}
+               np.dtype(np.int64): "int64", np.dtype(np.uint8): "uint8",
+               np.dtype(np.bool_): "uint8"}
 SHOWN = {"float32": "float32", "float64": "float64", "int64": "int64", "uint8": "bool"}
 I64, I32 = np.int64, np.int32
 
@@ -263,8 +264,8 @@ class GpuBackend:
             raise ValueError(f"out holds {out.size} elements, the result needs {size}")
         if size == 0:
             return
-        _check_view(shape, a_strides, a_offset, a.size, "binary: a", ValueError)
-        _check_view(shape, b_strides, b_offset, b.size, "binary: b", ValueError)
+        _check_view(shape, a_strides, a_offset, a.size, "binary: a")
+        _check_view(shape, b_strides, b_offset, b.size, "binary: b")
         cshape, (_, sa, sb) = L.collapse(shape, [L.contiguous(shape), a_strides, b_strides])
         geometry, dims, wide = self._geometry(cshape, [sa, sb])
         err = None
@@ -468,15 +469,12 @@ class GpuBackend:
             bad = values[(values < 0) | (values >= dim)][0]
             raise IndexError(f"index {bad} is out of bounds for dimension with size {dim}")
 
-    def _index_values(self, a, b, a_name, b_name):
-        return _same_dtype(a, b, a_name, b_name)
-
     @_on_device
     def gather(self, a, index, out, outer, a_dim, index_dim, inner):
         """out[o, j, i] = a[o, index[o, j, i], i]; a is (outer, a_dim, inner)."""
         n = outer * index_dim * inner
         _check_sizes(outer, a_dim, index_dim, inner)
-        name = self._index_values(a, out, "a", "out")
+        name = _same_dtype(a, out, "a", "out")
         _check_length(a, outer * a_dim * inner, "a")
         _check_length(out, n, "out")
         self._check_index(index, n, a_dim)
@@ -487,7 +485,7 @@ class GpuBackend:
     def _scatter_checks(self, src, index, out, outer, out_dim, index_dim, inner):
         n = outer * index_dim * inner
         _check_sizes(outer, out_dim, index_dim, inner)
-        name = self._index_values(src, out, "src", "out")
+        name = _same_dtype(src, out, "src", "out")
         _check_length(src, n, "src")
         _check_length(out, outer * out_dim * inner, "out")
         self._check_index(index, n, out_dim)
@@ -517,7 +515,7 @@ class GpuBackend:
     def index_select(self, a, index, out, outer, a_dim, n_index, inner):
         """out[o, j, i] = a[o, index[j], i] (an embedding lookup is outer=1, inner=dim)."""
         _check_sizes(outer, a_dim, n_index, inner)
-        name = self._index_values(a, out, "a", "out")
+        name = _same_dtype(a, out, "a", "out")
         _check_length(a, outer * a_dim * inner, "a")
         n = outer * n_index * inner
         _check_length(out, n, "out")
@@ -530,7 +528,7 @@ class GpuBackend:
     def index_add(self, src, index, out, outer, out_dim, n_index, inner):
         """out[o, index[j], i] += src[o, j, i]: the adjoint of index_select (duplicates add)."""
         _check_sizes(outer, out_dim, n_index, inner)
-        name = self._index_values(src, out, "src", "out")
+        name = _same_dtype(src, out, "src", "out")
         n = outer * n_index * inner
         _check_length(src, n, "src")
         _check_length(out, outer * out_dim * inner, "out")
@@ -542,7 +540,7 @@ class GpuBackend:
     @_on_device
     def take(self, a, offsets, out):
         """out[i] = a[offsets[i]] (flat element offsets into the buffer a)."""
-        name = self._index_values(a, out, "a", "out")
+        name = _same_dtype(a, out, "a", "out")
         n = offsets.size
         _check_length(out, n, "out")
         self._check_index(offsets, n, a.size)
@@ -554,7 +552,7 @@ class GpuBackend:
     def put(self, src, offsets, out, accumulate):
         """out[offsets[i]] = src[i], or += when `accumulate` (duplicates then all count); a
         one-element src is broadcast. Without accumulate the last duplicate wins."""
-        name = self._index_values(src, out, "src", "out")
+        name = _same_dtype(src, out, "src", "out")
         n = offsets.size
         step = 0 if src.size == 1 else 1
         _check_length(src, n * step, "src")
@@ -617,14 +615,14 @@ def _numel(shape):
     return n
 
 
-def _check_view(shape, strides, offset, length, name, error=IndexError):
-    """Every element of a non-empty view lies in [0, length)."""
+def _check_view(shape, strides, offset, length, name):
+    """Every element of a non-empty view lies in [0, length) (IndexError, as on the CPU)."""
     if _numel(shape) == 0:
         return
     lo, hi = L.view_extent(shape, strides, offset)
     if lo < 0 or hi >= length:
-        raise error(f"view (shape {shape}, strides {strides}, offset {offset}) reaches elements "
-                    f"{lo}..{hi} of {name}, which has {length} elements")
+        raise IndexError(f"view (shape {shape}, strides {strides}, offset {offset}) reaches "
+                         f"elements {lo}..{hi} of {name}, which has {length} elements")
 
 
 def _check_matmul_view(buf, name, offset, dims, strides):

@@ -67,6 +67,11 @@ template <typename T, int OP> __device__ __forceinline__ T unary_value(T x) {
     }
 }
 
+template <int OP> struct is_unary_predicate {
+    static constexpr bool value = OP == UNARY_LOGICAL_NOT || OP == UNARY_ISNAN ||
+                                  OP == UNARY_ISINF || OP == UNARY_ISFINITE;
+};
+
 template <typename T, int OP> __device__ __forceinline__ unsigned char unary_predicate(T x) {
     if constexpr (OP == UNARY_LOGICAL_NOT) return x == T(0);
     else if constexpr (OP == UNARY_ISNAN) return x != x;
@@ -83,7 +88,7 @@ __device__ __forceinline__ void unary_apply(const T (&x)[ITEMS], void* out, i64 
     for (int k = 0; k < ITEMS; ++k) {
         i64 i = ITEM(base, k);
         if (i >= n) break;
-        if constexpr (OP >= UNARY_LOGICAL_NOT) {
+        if constexpr (is_unary_predicate<OP>::value) {
             static_cast<unsigned char*>(out)[i] = unary_predicate<T, OP>(x[k]);
         } else {
             static_cast<T*>(out)[i] = unary_value<T, OP>(x[k]);
