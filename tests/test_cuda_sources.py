@@ -53,6 +53,40 @@ def test_module_compiles_for_sm90(compiled, module):
     assert not warnings, f"nvcc warned on {module}.cu:\n{log}"
 
 
+LAYOUT_MAIN = r"""
+#include <cstdio>
+#include <cstddef>
+template <int N, int D> void show() {
+    typedef Geometry<N, D> G;
+    std::printf("%d %d %zu %zu %zu %zu %zu\n", N, D, sizeof(G), offsetof(G, size),
+                offsetof(G, magic), offsetof(G, shift), offsetof(G, stride));
+}
+int main() {
+    show<1, 8>(); show<2, 8>(); show<3, 8>(); show<1, 64>(); show<2, 64>(); show<3, 64>();
+    return 0;
+}
+"""
+
+
+@needs_nvcc
+def test_geometry_layout_matches_host_packing(tmp_path):
+    """The by-value Geometry struct, as nvcc lays it out, has the byte layout that
+    launch.pack_geometry writes (a host program: runs without a GPU)."""
+    source = tmp_path / "layout.cu"
+    source.write_text(launch.opcode_prelude() + (launch.KERNEL_DIR / "common.cuh").read_text()
+                      + LAYOUT_MAIN)
+    binary = tmp_path / "layout"
+    subprocess.run([NVCC, "-std=c++17", str(source), "-o", str(binary)], check=True,
+                   capture_output=True, timeout=300)
+    lines = subprocess.run([str(binary)], check=True, capture_output=True, text=True).stdout
+    for line in lines.split("\n")[:-1]:
+        nargs, dims, size, at_size, at_magic, at_shift, at_stride = map(int, line.split())
+        packed = launch.pack_geometry((2,), [(1,)] * nargs, dims)
+        assert size == packed.dtype.itemsize
+        assert (at_size, at_magic, at_shift, at_stride) == (8, 8 + 8 * dims, 8 + 16 * dims,
+                                                            8 + 24 * dims)
+
+
 def test_every_module_has_a_source_file():
     for module in launch.MODULES:
         assert (launch.KERNEL_DIR / f"{module}.cu").is_file()
