@@ -8,6 +8,7 @@ Backward rules are written with Tensor ops, so with `create_graph=True` the grad
 is itself recorded and can be differentiated again.
 """
 import contextlib
+import sys
 import threading
 
 import numpy as np
@@ -137,16 +138,16 @@ class Function:
 
     def _connect(self, args, result):
         """Record this node: edges to the inputs' nodes, and the outputs' grad_fn."""
+        # One entry per forward argument (torch's needs_input_grad), None for non-tensors.
         edges, needs = [], []
         for arg in args:
-            if isinstance(arg, Tensor):
-                if arg.requires_grad:
-                    needs.append(True)
-                    edges.append((arg.grad_fn, arg._output_nr) if arg.grad_fn is not None
-                                 else (arg, -1))
-                else:
-                    needs.append(False)
-                    edges.append(None)
+            if isinstance(arg, Tensor) and arg.requires_grad:
+                needs.append(True)
+                edges.append((arg.grad_fn, arg._output_nr) if arg.grad_fn is not None
+                             else (arg, -1))
+            else:
+                needs.append(False)
+                edges.append(None)
         self.next_edges = edges
         self.needs_input_grad = needs
         if isinstance(result, Tensor):
@@ -381,6 +382,7 @@ def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
                 input_grads = (None,) * len(node.next_edges)
             else:
                 input_grads = _backward_node(node, grads, capture, results, retain_graph)
+                grads = None    # drop the incoming gradients so leaves can own what they get
             for edge, g in zip(node.next_edges, input_grads):
                 if edge is None:
                     continue
@@ -432,7 +434,9 @@ def _call_backward(node, grads, retain_graph):
         node._released = True
     if type(result) is not tuple:
         result = (result,)
-    if len(result) < len(node.next_edges):
+    # Trailing non-differentiable arguments (dims, flags) may be left out of the result.
+    if len(result) < len(node.next_edges) and any(
+            edge is not None for edge in node.next_edges[len(result):]):
         raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
                            f"(expected {len(node.next_edges)}, got {len(result)})")
     if node._hooks:
@@ -456,6 +460,25 @@ def _apply_tensor_hooks(node, grads):
     return grads
 
 
+def _owns_its_buffer(g):
+    """True when nothing but the engine's own locals can reach `g` or its memory, so it can
+    become a leaf's .grad without a copy (torch "steals" such gradients too). Backward rules
+    may hand one tensor, or views of one buffer, to several inputs (a + b): those are shared
+    and must be copied, since two leaves must never share a .grad buffer. The counts are
+    CPython reference counts: the engine's locals and getrefcount's own argument."""
+    data = g._data
+    return (not g.requires_grad and sys.getrefcount(g) <= _ENGINE_REFS_TO_GRAD
+            and sys.getrefcount(data) == 3 and sys.getrefcount(data.buffer) == 2
+            and data.offset == 0 and len(data.buffer) == data.size and data.is_compact())
+
+
+# References to a gradient while _run hands it to _deliver_to_leaf: _run's loop variable and
+# input_grads tuple, the arguments of _deliver_to_leaf and of this function, a reference the
+# interpreter holds for the call, and getrefcount's own argument. (Its NDArray: g's slot, the
+# local `data`, getrefcount's argument; its buffer: the NDArray's slot and the argument.)
+_ENGINE_REFS_TO_GRAD = 6
+
+
 def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
     if leaf._hooks:
         for hook in list(leaf._hooks.values()):
@@ -471,9 +494,8 @@ def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
     if not accumulate:
         return
     if leaf.grad is None:
-        # Backward rules may hand the same tensor to several inputs (a + b), so the first
-        # gradient is copied: two leaves must never share one .grad buffer.
-        leaf.grad = g.clone() if create_graph else g.detach().clone()
+        leaf.grad = g if not create_graph and _owns_its_buffer(g) else (
+            g.clone() if create_graph else g.detach().clone())
     else:
         leaf.grad = leaf.grad + (g if create_graph else g.detach())
     for hook in getattr(leaf, "_post_accumulate_hooks", {}).values():

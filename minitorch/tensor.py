@@ -548,6 +548,8 @@ def numel(input):
 # ---- ops as methods and operators (one line each; the ops live in minitorch.functions) --------
 from .functions import elementwise as _E, index as _I, linalg as _L, movement as _M  # noqa: E402
 from .functions import reduce as _R  # noqa: E402
+from .ndarray import broadcast_shapes as _broadcast_shapes  # noqa: E402
+from .opcodes import BinaryOp as _BinaryOp  # noqa: E402
 
 
 def _inplace(fn):
@@ -667,6 +669,60 @@ for _name in ("add sub mul div pow neg abs sign exp log log1p expm1 sqrt rsqrt s
               "sigmoid relu reciprocal square floor ceil round trunc clamp lerp").split():
     setattr(_T, _name + "_", _inplace(getattr(_E, _name)))
 _T.clip_ = _T.clamp_
+
+
+def _direct_inplace(self, other, opcode):
+    """`self op= other` computed by one kernel writing straight into self's memory (instead of
+    a new buffer and a copy back: optimizer steps are made of these). Applies only when nothing
+    is being recorded, self is compact and the result keeps self's shape and dtype; returns
+    False so the general path runs (and raises torch's errors) otherwise."""
+    if _grad_mode.enabled and (self.requires_grad or getattr(other, "requires_grad", False)):
+        return False
+    nd = self._data
+    if not nd.dtype.is_floating_point or not nd.is_compact():
+        return False
+    if isinstance(other, Tensor):
+        operand = other._data
+        if operand.dtype is not nd.dtype or operand.device is not nd.device:
+            return False
+        if operand.buffer is nd.buffer and (operand.strides, operand.offset, operand.shape) != (
+                nd.strides, nd.offset, nd.shape):
+            return False     # a shifted view of self would be read after being overwritten
+    elif isinstance(other, (numbers.Number, np.number)) and not isinstance(other, bool):
+        operand = _E.scalar_array(other, nd.dtype, nd.device)
+    else:
+        return False
+    if operand.shape != nd.shape:
+        if _broadcast_shapes(nd.shape, operand.shape) != nd.shape:
+            return False
+        operand = operand.expand(nd.shape)
+    if nd.size:
+        nd.backend.binary(opcode, nd.buffer, operand.buffer, nd.flat(), nd.shape, nd.strides,
+                          nd.offset, operand.strides, operand.offset)
+    self._bump_version()
+    return True
+
+
+def _fast_inplace(opcode, general, scaled):
+    """add_/sub_ (with alpha) and mul_/div_: the direct kernel when possible, else `general`."""
+    if scaled:
+        def method(self, other, *, alpha=1):
+            operand = other if alpha == 1 else other * alpha
+            if _direct_inplace(self, operand, opcode):
+                return self
+            return general(self, other, alpha=alpha)
+    else:
+        def method(self, other, **kwargs):
+            if not kwargs and _direct_inplace(self, other, opcode):
+                return self
+            return general(self, other, **kwargs)
+    return method
+
+
+_T.add_ = _fast_inplace(_BinaryOp.ADD, _T.add_, scaled=True)
+_T.sub_ = _fast_inplace(_BinaryOp.SUB, _T.sub_, scaled=True)
+_T.mul_ = _fast_inplace(_BinaryOp.MUL, _T.mul_, scaled=False)
+_T.div_ = _fast_inplace(_BinaryOp.DIV, _T.div_, scaled=False)
 for _name in ("masked_fill", "index_add", "scatter", "scatter_add", "index_put"):
     setattr(_T, _name + "_", _inplace(getattr(_I, _name, None)) if hasattr(_I, _name) else None)
 

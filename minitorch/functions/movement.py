@@ -13,7 +13,7 @@ import numbers
 import operator
 
 from .. import dtypes
-from ..autograd import Function
+from ..autograd import Function, _grad_mode
 from ..ndarray import (NDArray, _device_mismatch, check_shape, contiguous_strides, normalize_dim,
                        normalize_dims, shape_numel, shape_str)
 from ..opcodes import BinaryOp
@@ -35,7 +35,8 @@ def view_of(a, data):
     writes are seen by saved-tensor checks) and remembers the tensor owning the storage, so an
     in-place write through the view can update that tensor's graph (CopySlices)."""
     t = wrap(data, version=a._version)
-    t._base = a._base if a._base is not None else a
+    if _grad_mode.enabled:      # without recording there is no graph to re-root later
+        t._base = a._base if a._base is not None else a
     return t
 
 
