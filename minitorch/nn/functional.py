@@ -10,9 +10,11 @@ import numbers
 
 import minitorch as mt
 from .. import dtypes
+from ..autograd import Function
 from ..functions.elementwise import scalar_array
 from ..functions.reduce import log_softmax, softmax
 from ..functions.window import fold, im2col_view, unfold
+from ..opcodes import BinaryOp
 from ..tensor import wrap
 
 __all__ = [
@@ -40,14 +42,47 @@ def _constant(value, like):
 
 
 # ---- linear and activations -------------------------------------------------------------------
+class Linear(Function):
+    """input @ weight.T + bias as one node. Forward reads the transposed weight as a strided
+    view (the GEMM packs it for free); backward computes the weight's gradient directly in the
+    weight's own layout (gᵀ · input) rather than as the transpose of x.T @ g."""
+
+    @staticmethod
+    def forward(ctx, input, weight, bias):
+        rows = input._data.reshape((-1, input._data.shape[-1]))
+        out = rows.matmul(weight._data.transpose(0, 1))
+        if bias is not None:
+            out = out.binary(BinaryOp.ADD, bias._data)
+        ctx.save_for_backward(input if weight.requires_grad else None,
+                              weight if input.requires_grad else None)
+        ctx.input_shape = input._data.shape
+        return wrap(out.reshape(input._data.shape[:-1] + (weight._data.shape[0],)))
+
+    @staticmethod
+    def backward(ctx, g):
+        input, weight = ctx.saved_tensors
+        rows = g.reshape(-1, g.shape[-1])
+        grad_input = grad_weight = grad_bias = None
+        if ctx.needs_input_grad[0]:
+            grad_input = (rows @ weight).reshape(ctx.input_shape)
+        if ctx.needs_input_grad[1]:
+            grad_weight = rows.mT @ input.reshape(-1, input.shape[-1])
+        if ctx.needs_input_grad[2]:
+            grad_bias = rows.sum(0)
+        return grad_input, grad_weight, grad_bias
+
+
 def linear(input, weight, bias=None):
-    """input @ weight.T + bias; the transposed weight is a strided view the GEMM reads directly."""
+    """torch.nn.functional.linear: input @ weight.T + bias."""
     if input.shape[-1] != weight.shape[-1]:
         rows = math.prod(input.shape[:-1]) if input.ndim > 1 else 1
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} "
                            f"and {weight.shape[1]}x{weight.shape[0]})")
-    out = input @ weight.mT
-    return out + bias if bias is not None else out
+    if input.ndim == 0 or weight.ndim != 2 or input.dtype is not weight.dtype or (
+            bias is not None and bias.dtype is not weight.dtype):
+        out = input @ weight.mT        # the general path raises torch's errors for odd cases
+        return out + bias if bias is not None else out
+    return Linear.apply(input, weight, bias)
 
 
 def relu(input, inplace=False):
