@@ -18,7 +18,7 @@ from .. import dtypes
 from ..autograd import Function, is_grad_enabled
 from ..ndarray import NDArray, normalize_dim, normalize_dims, shape_numel
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
-from ..tensor import Tensor, arange, wrap
+from ..tensor import Tensor, wrap
 from . import elementwise as _E   # circular at import time: only used inside functions
 
 
@@ -287,12 +287,14 @@ class Max(Function):
             return None, None, None
         if not ctx.input_shape:
             return g, None, None
+        from .index import scatter_add   # index builds on this module: import at use
         indices, = ctx.saved_tensors
         dim, ndim = ctx.dims[0], len(ctx.input_shape)
         g, indices = (_kept(t, ctx.dims, ctx.keepdim, ndim) for t in (g, indices))
-        positions = arange(ctx.input_shape[dim], device=g.device)
-        positions = positions.reshape([-1] + [1] * (ndim - dim - 1))
-        return _E.where(positions == indices, g, _zero_like(g)), None, None
+        # One scatter into zeros (differentiable: its backward is a gather), not a full-size
+        # compare-and-select.
+        zeros = wrap(NDArray.full(ctx.input_shape, 0, g.dtype, g.device))
+        return scatter_add(zeros, dim, indices, g), None, None
 
 
 class Min(Max):

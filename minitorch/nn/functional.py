@@ -291,12 +291,14 @@ def _ceil_extra(size, kernel, stride, pad, dilation):
 
 
 def _pool_windows(input, kernel, stride, padding, dilation, extra, pad_value):
-    """(N, C, OH, OW, kh*kw) windows of a (N, C, H, W) input (compact copy of the im2col view)."""
+    """(N, C, kh*kw, OH, OW) windows of a (N, C, H, W) input: one compact copy of the im2col
+    view. Pooling reduces axis 2, the middle axis of a compact array, which the reduction
+    kernel walks vectorized along the OH*OW positions (no permute copy)."""
     if any(extra):
         input = pad(input, (0, extra[1], 0, extra[0]), value=pad_value)
     cols = im2col_view(input, kernel, dilation, padding, stride, pad_value=pad_value)
     n, c, kh, kw, oh, ow = cols.shape
-    return cols.permute(0, 1, 4, 5, 2, 3).reshape(n, c, oh, ow, kh * kw)
+    return cols.reshape(n, c, kh * kw, oh, ow)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -306,7 +308,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     kernel, stride, padding, dilation, extra = _pool_geometry(x, kernel_size, stride, padding,
                                                               dilation, ceil_mode)
     windows = _pool_windows(x, kernel, stride, padding, dilation, extra, -math.inf)
-    values, arg = windows.max(dim=-1)
+    values, arg = windows.max(dim=2)
     if unbatched:
         values = values.squeeze(0)
     if not return_indices:
@@ -332,7 +334,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     kernel, stride, padding, dilation, extra = _pool_geometry(x, kernel_size, stride, padding, 1,
                                                               ceil_mode)
     windows = _pool_windows(x, kernel, stride, padding, dilation, extra, 0.0)
-    total = windows.sum(dim=-1)
+    total = windows.sum(dim=2)
     if divisor_override is not None:
         out = total / divisor_override
     elif count_include_pad and not any(extra):
@@ -350,7 +352,7 @@ def _window_counts(x, kernel, stride, padding, extra, count_include_pad):
                    w + (2 * padding[1] if count_include_pad else 0), dtype=x.dtype,
                    device=x.device)
     inner_pad = (0, 0) if count_include_pad else padding
-    return _pool_windows(ones, kernel, stride, inner_pad, (1, 1), extra, 0.0).sum(dim=-1)
+    return _pool_windows(ones, kernel, stride, inner_pad, (1, 1), extra, 0.0).sum(dim=2)
 
 
 def adaptive_avg_pool2d(input, output_size):
