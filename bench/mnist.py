@@ -7,7 +7,7 @@ hyper-parameters. Prints seconds per epoch, peak RSS and test accuracy, with rat
   one epoch over the 50 000 training images of mnist.pkl.gz, then the 10 000 test images.
 
 Each (framework, model) runs in its own child process so peak RSS is its own.
-Run: python bench/mnist.py [--models mlp cnn] [--data-dir DIR]
+Run: python bench/mnist.py [--models mlp cnn] [--data-dir DIR] [--device cpu|cuda]
 """
 import argparse
 import json
@@ -37,7 +37,7 @@ def batches(n, seed=0):
     return [order[i:i + BATCH] for i in range(0, n, BATCH)]
 
 
-def run_minitorch(model_kind, data):
+def run_minitorch(model_kind, data, device):
     import minitorch as mt
     import minitorch.nn as nn
     import minitorch.nn.functional as F
@@ -49,14 +49,16 @@ def run_minitorch(model_kind, data):
                            nn.Flatten(), nn.Linear(1568, 10)))
     opt = (mt.optim.SGD(model.parameters(), lr=0.1, momentum=0.9) if model_kind == "mlp"
            else mt.optim.Adam(model.parameters(), lr=1e-3))
-    x_train, y_train, x_test, y_test = (mt.from_numpy(a) for a in data)
+    model.to(device)
+    x_train, y_train, x_test, y_test = (mt.from_numpy(a).to(device) for a in data)
     start = time.perf_counter()
     for index in batches(len(y_train)):
-        idx = mt.from_numpy(index.astype(np.int64))
+        idx = mt.from_numpy(index.astype(np.int64)).to(device)
         loss = F.cross_entropy(model(x_train.index_select(0, idx)), y_train.index_select(0, idx))
         opt.zero_grad()
         loss.backward()
         opt.step()
+    loss.item()     # waits for the device to finish
     seconds = time.perf_counter() - start
     with mt.no_grad():
         model.eval()
@@ -65,7 +67,7 @@ def run_minitorch(model_kind, data):
     return seconds, correct / len(y_test)
 
 
-def run_torch(model_kind, data):
+def run_torch(model_kind, data, device):
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -77,14 +79,16 @@ def run_torch(model_kind, data):
                            nn.Flatten(), nn.Linear(1568, 10)))
     opt = (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9) if model_kind == "mlp"
            else torch.optim.Adam(model.parameters(), lr=1e-3))
-    x_train, y_train, x_test, y_test = (torch.from_numpy(a) for a in data)
+    model.to(device)
+    x_train, y_train, x_test, y_test = (torch.from_numpy(a).to(device) for a in data)
     start = time.perf_counter()
     for index in batches(len(y_train)):
-        idx = torch.from_numpy(index.astype(np.int64))
+        idx = torch.from_numpy(index.astype(np.int64)).to(device)
         loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
         opt.zero_grad()
         loss.backward()
         opt.step()
+    loss.item()     # waits for the device to finish
     seconds = time.perf_counter() - start
     with torch.no_grad():
         model.eval()
@@ -93,17 +97,17 @@ def run_torch(model_kind, data):
     return seconds, correct / len(y_test)
 
 
-def child(framework, model_kind, data_dir):
+def child(framework, model_kind, data_dir, device):
     """Runs in a subprocess: one epoch, prints a JSON line with time, accuracy and peak RSS."""
     data = load_arrays(data_dir)
     runner = run_minitorch if framework == "minitorch" else run_torch
-    seconds, accuracy = runner(model_kind, data)
+    seconds, accuracy = runner(model_kind, data, device)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"seconds": seconds, "accuracy": accuracy, "peak_rss_mb": peak_mb}))
 
 
-def measure(framework, model_kind, data_dir):
-    command = [sys.executable, __file__, "--child", framework, model_kind]
+def measure(framework, model_kind, data_dir, device):
+    command = [sys.executable, __file__, "--child", framework, model_kind, "--device", device]
     if data_dir:
         command += ["--data-dir", data_dir]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -124,16 +128,18 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", nargs="+", default=["mlp", "cnn"], choices=["mlp", "cnn"])
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--device", default="cpu")
     parser.add_argument("--child", nargs=2, metavar=("FRAMEWORK", "MODEL"))
     args = parser.parse_args()
     if args.child:
-        child(*args.child, args.data_dir)
+        child(*args.child, args.data_dir, args.device)
         return
     frameworks = ["minitorch"] + (["torch"] if torch_available() else [])
-    print(f"MNIST, 1 epoch of 50 000 images, batch {BATCH}, {os.cpu_count()} CPU cores"
+    print(f"MNIST on {args.device}, 1 epoch of 50 000 images, batch {BATCH}, "
+          f"{os.cpu_count()} CPU cores"
           + ("" if len(frameworks) > 1 else " (PyTorch not installed)"))
     for model_kind in args.models:
-        results = {fw: measure(fw, model_kind, args.data_dir) for fw in frameworks}
+        results = {fw: measure(fw, model_kind, args.data_dir, args.device) for fw in frameworks}
         for fw, r in results.items():
             line = (f"{model_kind:4s} {fw:10s} {r['seconds']:7.2f} s/epoch  test acc "
                     f"{r['accuracy']:.4f}  peak RSS {r['peak_rss_mb']:7.1f} MB")
