@@ -106,6 +106,7 @@ class Function:
     _released = False
     _hooks = None
     _tensor_hooks = None
+    _saved_outputs = ()     # (position in _saved, output number) of saved outputs
     needs_input_grad = ()
     materialize_grads = True
     output_count = 1
@@ -154,6 +155,8 @@ class Function:
             if result._data.dtype.is_floating_point:
                 result.requires_grad = True
                 result.grad_fn = self
+            if self._saved:
+                self._detach_saved_outputs((result,))
             return
         self.output_count = len(result)
         # Multi-output nodes may get no gradient for some outputs: keep what zeros need.
@@ -164,6 +167,20 @@ class Function:
                 out.requires_grad = True
                 out.grad_fn = self
                 out._output_nr = nr
+        if self._saved:
+            self._detach_saved_outputs(result)
+
+    def _detach_saved_outputs(self, outputs):
+        """A saved output would point back at this node (output -> node -> output): keep an
+        alias without grad_fn instead, re-attached in `saved_tensors`, so a graph that is never
+        backpropagated is freed by reference counting alone (torch's SavedVariable does this)."""
+        saved = list(self._saved)
+        for i, tensor in enumerate(saved):
+            for nr, out in enumerate(outputs):
+                if tensor is out:
+                    saved[i] = Tensor._from_data(out._data, version=out._version)
+                    self._saved_outputs = self._saved_outputs + ((i, nr),)
+        self._saved = tuple(saved)
 
     # -- saved tensors --------------------------------------------------------------------------
     def save_for_backward(self, *tensors):
@@ -179,6 +196,10 @@ class Function:
                 "graph are freed when you call .backward() or autograd.grad(). Specify "
                 "retain_graph=True if you need to backward through the graph a second time or if "
                 "you need to access saved tensors after calling backward.")
+        for position, nr in self._saved_outputs:
+            alias = self._saved[position]
+            if alias.grad_fn is None:   # re-attached only while backward needs it
+                alias.requires_grad, alias.grad_fn, alias._output_nr = True, self, nr
         for tensor, version in zip(self._saved, self._saved_versions):
             if tensor is not None and tensor._version[0] != version:
                 raise RuntimeError(

@@ -234,3 +234,22 @@ def test_copy_into_view_of_buffer_records_graph():
     buffer[1:3].copy_(x * 3)
     (buffer * buffer).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [18.0, 36.0])
+
+
+def test_graphs_are_freed_without_the_cycle_collector():
+    import gc
+    import weakref
+    gc.disable()
+    try:
+        x = leaf([0.5, -1.0, 2.0])
+        y = (x.exp().tanh() * 2).sigmoid()          # ops that save their own outputs
+        node = weakref.ref(y.grad_fn)
+        del y
+        assert node() is None                       # forward-only graph: no reference cycle
+        loss = x.exp().sum()
+        node = weakref.ref(loss.grad_fn)
+        loss.backward()
+        del loss
+        assert node() is None
+    finally:
+        gc.enable()
