@@ -24,17 +24,9 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 cimport numpy as cnp
 
-cnp.import_array()
+from minitorch._cpu.common cimport omp_get_max_threads
 
-cdef extern from *:
-    """
-    #ifdef _OPENMP
-    #include <omp.h>
-    #else  /* built without OpenMP: one thread */
-    static int omp_get_max_threads(void) { return 1; }
-    #endif
-    """
-    int omp_get_max_threads() nogil
+cnp.import_array()
 
 cdef enum:
     # Register tile: MR x NR accumulators. NR = 32 is 2 zmm of float (4 of double): 16 (32)
