@@ -1,10 +1,17 @@
 """Activation layers and MultiheadAttention."""
 import math
+import warnings
 
 import minitorch as mt
 from . import functional as F, init
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module, Parameter
+
+
+def _inplace_repr(inplace, first=False):
+    if not inplace:
+        return ""
+    return "inplace=True" if first else ", inplace=True"
 
 
 class ReLU(Module):
@@ -16,7 +23,38 @@ class ReLU(Module):
         return F.relu(input, self.inplace)
 
     def extra_repr(self):
-        return "inplace=True" if self.inplace else ""
+        return _inplace_repr(self.inplace, first=True)
+
+
+class Hardtanh(Module):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
+        super().__init__()
+        if min_value is not None:
+            warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`",
+                          FutureWarning, stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`",
+                          FutureWarning, stacklevel=2)
+            max_val = max_value
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+        if self.max_val <= self.min_val:
+            raise AssertionError(f"max_val ({self.max_val}) must be greater than min_val "
+                                 f"({self.min_val})")
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}" + _inplace_repr(self.inplace)
+
+
+class ReLU6(Hardtanh):
+    def __init__(self, inplace=False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self):
+        return _inplace_repr(self.inplace, first=True)
 
 
 class LeakyReLU(Module):
@@ -28,7 +66,19 @@ class LeakyReLU(Module):
         return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self):
-        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+        return f"negative_slope={self.negative_slope}" + _inplace_repr(self.inplace)
+
+
+class ELU(Module):
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input):
+        return F.elu(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + _inplace_repr(self.inplace)
 
 
 class GELU(Module):
@@ -51,6 +101,26 @@ class SiLU(Module):
     def forward(self, input):
         return F.silu(input, self.inplace)
 
+    def extra_repr(self):
+        return _inplace_repr(self.inplace, first=True)
+
+
+class Softplus(Module):
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input):
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class LogSigmoid(Module):
+    def forward(self, input):
+        return F.logsigmoid(input)
+
 
 class Sigmoid(Module):
     def forward(self, input):
@@ -68,7 +138,7 @@ class Softmax(Module):
         self.dim = dim
 
     def forward(self, input):
-        return F.softmax(input, self.dim if self.dim is not None else -1)
+        return F.softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self):
         return f"dim={self.dim}"
@@ -76,71 +146,238 @@ class Softmax(Module):
 
 class LogSoftmax(Softmax):
     def forward(self, input):
-        return F.log_softmax(input, self.dim if self.dim is not None else -1)
+        return F.log_softmax(input, self.dim, _stacklevel=5)
 
 
 class MultiheadAttention(Module):
-    """torch.nn.MultiheadAttention (packed in-projection, batch_first option, masks)."""
+    """torch.nn.MultiheadAttention: packed (or, with kdim/vdim, separate) in-projection,
+    batch_first, bool or float masks, bias_kv / zero_attn, averaged or per-head weights. With
+    need_weights=False it runs F.scaled_dot_product_attention, as torch does."""
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False,
                  add_zero_attn=False, kdim=None, vdim=None, batch_first=False, device=None,
                  dtype=None):
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
+                             f"embed_dim={embed_dim} and num_heads={num_heads} instead")
         super().__init__()
-        if embed_dim % num_heads:
+        factory = {"device": device, "dtype": dtype}
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads, self.dropout, self.batch_first = num_heads, dropout, batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        if add_bias_kv or add_zero_attn or (kdim not in (None, embed_dim)) or (
-                vdim not in (None, embed_dim)):
-            raise NotImplementedError("minitorch's MultiheadAttention supports equal q/k/v "
-                                      "dims without bias_kv / zero_attn")
-        self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
-        self.head_dim, self.batch_first = embed_dim // num_heads, batch_first
-        self.in_proj_weight = Parameter(mt.empty(3 * embed_dim, embed_dim, device=device,
-                                                 dtype=dtype))
+        self._projection_weights(factory)
         if bias:
-            self.in_proj_bias = Parameter(mt.zeros(3 * embed_dim, device=device, dtype=dtype))
+            self.in_proj_bias = Parameter(mt.empty(3 * embed_dim, **factory))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
-        init.xavier_uniform_(self.in_proj_weight)
-        if bias:
-            init.zeros_(self.out_proj.bias)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
+                                                        **factory)
+        if add_bias_kv:
+            self.bias_k = Parameter(mt.empty(1, 1, embed_dim, **factory))
+            self.bias_v = Parameter(mt.empty(1, 1, embed_dim, **factory))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _projection_weights(self, factory):
+        names = ("in_proj_weight", "q_proj_weight", "k_proj_weight", "v_proj_weight")
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(mt.empty(3 * self.embed_dim, self.embed_dim,
+                                                     **factory))
+            for name in names[1:]:
+                self.register_parameter(name, None)
+        else:
+            for name, dim in zip(names[1:], (self.embed_dim, self.kdim, self.vdim)):
+                setattr(self, name, Parameter(mt.empty(self.embed_dim, dim, **factory)))
+            self.register_parameter(names[0], None)
+
+    def _reset_parameters(self):
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            for w in (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):
+                init.xavier_uniform_(w)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
-        if not self.batch_first:
+        is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask,
+                                      self.num_heads)
+        key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype,
+                                           attn_mask, "attn_mask")
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", query.dtype)
+        self_attention = query is key and key is value
+        if self.batch_first and is_batched:
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        batch, length, _ = query.shape
-        w_q, w_k, w_v = self.in_proj_weight.chunk(3)
-        b_q, b_k, b_v = self.in_proj_bias.chunk(3) if self.in_proj_bias is not None else \
-            (None, None, None)
-        q, k, v = (self._heads(F.linear(x, w, b)) for x, w, b in
-                   ((query, w_q, b_q), (key, w_k, b_k), (value, w_v, b_v)))
-        scores = (q @ k.mT) * (1.0 / math.sqrt(self.head_dim))     # (B, H, L, S)
-        scores = self._masked(scores, attn_mask, key_padding_mask, is_causal)
-        weights = F.softmax(scores, -1)
-        attended = F.dropout(weights, self.dropout, self.training) @ v
-        out = attended.transpose(1, 2).reshape(batch, length, self.embed_dim)
-        out = self.out_proj(out)
-        if not self.batch_first:
-            out = out.transpose(0, 1)
-        if not need_weights:
-            return out, None
-        return out, weights.mean(1) if average_attn_weights else weights
-
-    def _heads(self, x):
-        batch, length, _ = x.shape
-        return x.reshape(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
-
-    @staticmethod
-    def _masked(scores, attn_mask, key_padding_mask, is_causal):
+        if not is_batched:
+            query, key, value = (t.unsqueeze(1) for t in (query, key, value))
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.unsqueeze(0)
         if is_causal and attn_mask is None:
-            length, source = scores.shape[-2:]
-            rows = mt.arange(length, device=scores.device).unsqueeze(1)
-            scores = scores.masked_fill(mt.arange(source, device=scores.device) > rows,
-                                        -math.inf)
-        elif attn_mask is not None:
-            scores = scores.masked_fill(attn_mask, -math.inf) if attn_mask.dtype is mt.bool \
-                else scores + attn_mask
-        if key_padding_mask is not None:
-            scores = scores.masked_fill(key_padding_mask.unsqueeze(1).unsqueeze(2), -math.inf)
-        return scores
+            raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
+                               "Transformer module method `generate_square_subsequent_mask` to "
+                               "create this mask.")
+        if is_causal and key_padding_mask is None and not need_weights:
+            attn_mask = None        # scaled_dot_product_attention builds the causal mask
+        else:
+            is_causal = False
+        out, weights = self._attend(query, key, value, key_padding_mask, attn_mask, need_weights,
+                                    is_causal, self_attention)
+        if not is_batched:
+            out = out.squeeze(1)
+            weights = weights.squeeze(0) if weights is not None else None
+        if self.batch_first and is_batched:
+            out = out.transpose(0, 1)
+        if weights is not None and average_attn_weights:
+            weights = weights.mean(-3)
+        return out, weights
+
+    def _attend(self, query, key, value, key_padding_mask, attn_mask, need_weights, is_causal,
+                self_attention):
+        """Attention over (L, B, E) query and (S, B, E) key/value; the output is (L, B, E) and
+        the weights (B, H, L, S) or None."""
+        length, batch, embed_dim = query.shape
+        if embed_dim != self.embed_dim:
+            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but "
+                                 f"got {embed_dim}")
+        if self._qkv_same_embed_dim and key.shape != value.shape:
+            raise AssertionError(f"key shape {key.shape} does not match value shape "
+                                 f"{value.shape}")
+        if not self._qkv_same_embed_dim and key.shape[:2] != value.shape[:2]:
+            raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match "
+                                 f"value's {value.shape[:2]}")
+        q, k, v = self._in_projection(query, key, value, self_attention)
+        attn_mask = _check_attn_mask(attn_mask, length, key.shape[0], batch, self.num_heads)
+        if self.bias_k is not None:
+            k = mt.cat([k, self.bias_k.repeat(1, batch, 1)])
+            v = mt.cat([v, self.bias_v.repeat(1, batch, 1)])
+            attn_mask, key_padding_mask = (_pad_last(m) for m in (attn_mask, key_padding_mask))
+        q, k, v = (self._heads(t, batch) for t in (q, k, v))         # (B, H, len, D)
+        if self.add_zero_attn:
+            zeros = mt.zeros(batch, self.num_heads, 1, self.head_dim, dtype=k.dtype,
+                             device=k.device)
+            k, v = mt.cat([k, zeros], dim=2), mt.cat([v, zeros], dim=2)
+            attn_mask, key_padding_mask = (_pad_last(m) for m in (attn_mask, key_padding_mask))
+        attn_mask = self._merge_masks(attn_mask, key_padding_mask, batch, k.shape[2])
+        dropout_p = self.dropout if self.training else 0.0
+        if need_weights:
+            scores = (q * math.sqrt(1.0 / self.head_dim)) @ k.mT       # (B, H, L, S)
+            if attn_mask is not None:
+                scores = scores + attn_mask
+            weights = F.softmax(scores, -1)
+            if dropout_p > 0.0:
+                weights = F.dropout(weights, dropout_p)
+            attended = weights @ v
+        else:
+            weights = None
+            attended = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+        out = attended.permute(2, 0, 1, 3).reshape(length, batch, embed_dim)
+        return self.out_proj(out), weights
+
+    def _in_projection(self, query, key, value, self_attention):
+        """q, k, v projections; self-attention with the packed weight is one GEMM."""
+        bias = self.in_proj_bias
+        b_q, b_k, b_v = bias.chunk(3) if bias is not None else (None, None, None)
+        if not self._qkv_same_embed_dim:
+            return (F.linear(query, self.q_proj_weight, b_q),
+                    F.linear(key, self.k_proj_weight, b_k),
+                    F.linear(value, self.v_proj_weight, b_v))
+        if self_attention:
+            return F.linear(query, self.in_proj_weight, bias).chunk(3, dim=-1)
+        w_q, w_k, w_v = self.in_proj_weight.chunk(3)
+        return F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
+
+    def _heads(self, x, batch):
+        """(len, B, E) → (B, H, len, D) as a view (the batched GEMM reads its strides)."""
+        return x.reshape(x.shape[0], batch, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
+
+    def _merge_masks(self, attn_mask, key_padding_mask, batch, source):
+        """The additive masks as one tensor broadcasting over (B, H, L, S), or None."""
+        if attn_mask is not None:
+            attn_mask = attn_mask.reshape(-1, self.num_heads, *attn_mask.shape[-2:]) \
+                if attn_mask.shape[0] != 1 else attn_mask.unsqueeze(0)
+        if key_padding_mask is None:
+            return attn_mask
+        if key_padding_mask.shape[0] != batch:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {batch}, but got "
+                                 f"{key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != source:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {source}, but got "
+                                 f"{key_padding_mask.shape[1]}")
+        padding = key_padding_mask.reshape(batch, 1, 1, source)
+        return padding if attn_mask is None else attn_mask + padding
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """torch's _mha_shape_check: whether the input is batched, with its AssertionErrors."""
+    if query.ndim == 3:
+        kind, expected_mask = "batched (3-D)", 2
+    elif query.ndim == 2:
+        kind, expected_mask = "unbatched (2-D)", 1
+    else:
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                             f"{query.ndim}-D query tensor")
+    if key.ndim != query.ndim or value.ndim != query.ndim:
+        raise AssertionError(f"For {kind} `query`, expected `key` and `value` to be "
+                             f"{query.ndim}-D but found {key.ndim}-D and {value.ndim}-D tensors "
+                             "respectively")
+    if key_padding_mask is not None and key_padding_mask.ndim != expected_mask:
+        raise AssertionError(f"For {kind} `query`, expected `key_padding_mask` to be `None` or "
+                             f"{expected_mask}-D but found {key_padding_mask.ndim}-D tensor "
+                             "instead")
+    if attn_mask is not None:
+        if attn_mask.ndim not in (2, 3):
+            raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or "
+                                 f"3-D but found {attn_mask.ndim}-D tensor instead")
+        if query.ndim == 2 and attn_mask.ndim == 3:
+            expected = (num_heads, query.shape[0], key.shape[0])
+            if tuple(attn_mask.shape) != expected:
+                raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
+                                     f"{attn_mask.shape}")
+    return query.ndim == 3
+
+
+def _canonical_mask(mask, name, dtype, other=None, other_name=""):
+    """A bool mask (True = masked) as an additive float mask of -inf; float masks as given."""
+    if mask is None:
+        return None
+    if mask.dtype is not mt.bool and not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    if other is not None and other.dtype is not mask.dtype:
+        warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same "
+                      "type for both instead.", stacklevel=3)
+    if mask.dtype is mt.bool:
+        zeros = mt.zeros(*mask.shape, dtype=dtype, device=mask.device)
+        mask = zeros.masked_fill(mask, -math.inf)
+    return mask
+
+
+def _check_attn_mask(attn_mask, length, source, batch, num_heads):
+    """attn_mask as (1 or B·H, L, S), with torch's shape errors."""
+    if attn_mask is None:
+        return None
+    if attn_mask.ndim == 2:
+        if tuple(attn_mask.shape) != (length, source):
+            raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but should "
+                               f"be {(length, source)}.")
+        return attn_mask.unsqueeze(0)
+    if tuple(attn_mask.shape) != (batch * num_heads, length, source):
+        raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be "
+                           f"{(batch * num_heads, length, source)}.")
+    return attn_mask
+
+
+def _pad_last(mask):
+    """A mask with one more (unmasked) key position, for bias_kv / zero_attn."""
+    return None if mask is None else F.pad(mask, (0, 1))

@@ -4,17 +4,24 @@ Convolution and pooling share one mechanism (DESIGN's "convolution-like operatio
 im2col view of the (padded) input, (N, C, kh, kw, OH, OW), made by `as_strided`; convolution
 compacts it and multiplies by the weight matrix, pooling reduces over the window axes. Their
 backward is the fold (col2im, an overlap-correct `strided_add`) that autograd derives.
+
+Argument checks follow torch's order and wording (ATen's shape checks for convolution, pooling,
+normalization and the losses), so that a bad call fails here as it would there, before any
+state (running statistics, embedding rows) is touched.
 """
 import math
 import numbers
+import operator
+import warnings
 
 import minitorch as mt
 from .. import dtypes
 from ..autograd import Function
-from ..functions.elementwise import scalar_array
-from ..functions.reduce import log_softmax, softmax
+from ..functions.elementwise import C_NAMES, TORCH_NAMES, scalar_array
+from ..functions.reduce import log_softmax as _log_softmax, softmax as _softmax
 from ..functions.window import fold, im2col_view, unfold
-from ..opcodes import BinaryOp
+from ..ndarray import broadcast_shapes, normalize_dim, shape_str
+from ..opcodes import BinaryOp, UnaryOp
 from ..tensor import wrap
 
 __all__ = [
@@ -39,6 +46,11 @@ def _pair(value, name="kernel_size"):
 
 def _constant(value, like):
     return wrap(scalar_array(value, like.dtype, like.device))
+
+
+def _scalar(value, nd):
+    """A 0-d NDArray of nd's dtype and device (a kernel operand)."""
+    return scalar_array(value, nd.dtype, nd.device)
 
 
 # ---- linear and activations -------------------------------------------------------------------
@@ -89,12 +101,40 @@ def relu(input, inplace=False):
     return input.relu_() if inplace else input.relu()
 
 
-def relu6(input, inplace=False):
-    return hardtanh(input, 0.0, 6.0, inplace)
+class Hardtanh(Function):
+    """clamp(x, min_val, max_val) whose gradient passes strictly inside the range only (torch's
+    rule: 0 at the bounds). The mask is read from the output, so the in-place form, which
+    overwrites the input, still differentiates."""
+
+    @staticmethod
+    def forward(ctx, input, min_val, max_val):
+        nd = input._data
+        out = wrap(nd.binary(BinaryOp.MAXIMUM, _scalar(min_val, nd))
+                   .binary(BinaryOp.MINIMUM, _scalar(max_val, nd)))
+        ctx.save_for_backward(out)
+        ctx.bounds = (min_val, max_val)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        low, high = ctx.bounds
+        inside = (out > low).logical_and(out < high)
+        return g * inside.to(g.dtype), None, None
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    return input.clamp_(min_val, max_val) if inplace else input.clamp(min_val, max_val)
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if not input.dtype.is_floating_point:
+        result = input.clamp(min_val, max_val)
+    else:
+        result = Hardtanh.apply(input, min_val, max_val)
+    return input.copy_(result) if inplace else result
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -103,7 +143,9 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 
 def elu(input, alpha=1.0, inplace=False):
-    result = mt.where(input > 0, input, (input.expm1()) * alpha)
+    # expm1 reads min(x, 0): the unselected branch must not overflow to inf for large x, or its
+    # zeroed gradient (0 · inf) would turn into NaN.
+    result = mt.where(input > 0, input, input.clamp(max=0.0).expm1() * alpha)
     return input.copy_(result) if inplace else result
 
 
@@ -112,12 +154,14 @@ def gelu(input, approximate="none"):
         inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
         return input * 0.5 * (inner.tanh() + 1.0)
     if approximate != "none":
-        raise RuntimeError(f"approximate argument must be either none or tanh.")
+        raise RuntimeError("approximate argument must be either none or tanh.")
     return input * 0.5 * ((input * (1.0 / math.sqrt(2.0))).erf() + 1.0)
 
 
 def silu(input, inplace=False):
-    result = input * input.sigmoid()
+    # In place, the product must not save the input it is about to overwrite: use a copy.
+    source = input.clone() if inplace else input
+    result = source * input.sigmoid()
     return input.copy_(result) if inplace else result
 
 
@@ -131,13 +175,50 @@ def tanh(input):
 
 def softplus(input, beta=1.0, threshold=20.0):
     scaled = input * beta
-    soft = (scaled.clamp(max=threshold).exp() + 1.0).log() / beta
+    soft = scaled.clamp(max=threshold).exp().log1p() / beta
     return mt.where(scaled > threshold, input, soft)
 
 
+class LogSigmoid(Function):
+    """log σ(x) = min(x, 0) − log1p(exp(−|x|)), which never overflows; the gradient σ(−x) is
+    exact everywhere (the composed form would take a subgradient of |x| at 0)."""
+
+    @staticmethod
+    def forward(ctx, input):
+        nd = input._data
+        tail = nd.unary(UnaryOp.ABS).unary(UnaryOp.NEG).unary(UnaryOp.EXP).unary(UnaryOp.LOG1P)
+        ctx.save_for_backward(input)
+        return wrap(nd.binary(BinaryOp.MINIMUM, _scalar(0.0, nd)).binary(BinaryOp.SUB, tail))
+
+    @staticmethod
+    def backward(ctx, g):
+        input, = ctx.saved_tensors
+        return g * (-input).sigmoid()
+
+
 def logsigmoid(input):
-    # log σ(x) = min(x, 0) - log1p(exp(-|x|)): never overflows.
-    return input.clamp(max=0.0) - (-input.abs()).exp().log1p()
+    return LogSigmoid.apply(input)
+
+
+def _softmax_dim(name, ndim, stacklevel):
+    """torch's legacy implicit dim (and its deprecation warning) for softmax without dim."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+                  "include dim=X as an argument.", stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """torch.nn.functional.softmax; dim=None picks torch's legacy dim, with its warning."""
+    if dim is None:
+        dim = _softmax_dim("softmax", input.ndim, _stacklevel)
+    return _softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """torch.nn.functional.log_softmax; dim=None picks torch's legacy dim, with its warning."""
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)
+    return _log_softmax(input, dim, dtype)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
@@ -146,9 +227,17 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    dot = (x1 * x2).sum(dim)
-    norms = (x1 * x1).sum(dim).sqrt().clamp(min=eps) * (x2 * x2).sum(dim).sqrt().clamp(min=eps)
-    return dot / norms
+    """torch's formulation: the inputs are broadcast, each is divided by its norm (clamped at
+    eps, the clamp not entering the gradient), and the quotients' products are summed."""
+    shape = tuple(broadcast_shapes(tuple(x1.shape), tuple(x2.shape)))
+    x1, x2 = (x if tuple(x.shape) == shape else x.expand(*shape) for x in (x1, x2))
+    norms = []
+    for x in (x1, x2):
+        norm = x.norm(2, dim, keepdim=True).clone()
+        with mt.no_grad():
+            norm.clamp_(min=eps)
+        norms.append(norm)
+    return ((x1 / norms[0]) * (x2 / norms[1])).sum(dim)
 
 
 # ---- dropout ----------------------------------------------------------------------------------
@@ -165,39 +254,124 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 
 # ---- convolution ------------------------------------------------------------------------------
-def _conv_padding(padding, kernel, dilation, stride, ndim=2):
-    """Symmetric padding per spatial axis, plus any extra right/bottom padding 'same' needs."""
+def _conv_param(value, name, dims, parsed):
+    """torch's expand_param_if_needed: an int (which torch's binding turns into `parsed` copies)
+    or a one-element list repeats to `dims` values; any other length is an error."""
+    values = ([operator.index(value)] * parsed if isinstance(value, numbers.Integral) else
+              [operator.index(v) for v in value])
+    if len(values) == 1:
+        values = values * dims
+    if len(values) != dims:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {dims} "
+                           "values to match the convolution dimensions, but got "
+                           f"{name}={values}")
+    return tuple(values)
+
+
+def _same_padding(padding, stride, dilation, weight):
+    """Per-axis (left, right) padding for a padding string; 'same' puts any odd extra on the
+    right, as torch does."""
+    if padding == "valid":
+        return [(0, 0)] * len(stride)
+    if padding != "same":
+        raise RuntimeError(f"Invalid padding string: '{padding}'")
+    if any(s != 1 for s in stride):
+        raise RuntimeError("padding='same' is not supported for strided convolutions")
+    totals = [d * (k - 1) for d, k in zip(dilation, weight.shape[2:])]
+    return [(t // 2, t - t // 2) for t in totals]
+
+
+def _conv_setup(name, spatial, input, weight, bias, stride, padding, dilation, groups,
+                transposed=False, output_padding=0):
+    """Validate a convolution call in torch's order and wording. Returns the batched input,
+    whether it was unbatched, and the expanded stride, (left, right) padding per axis,
+    dilation and output_padding."""
+    if input.ndim not in (spatial + 1, spatial + 2):
+        raise RuntimeError(f"Expected {spatial + 1}D (unbatched) or {spatial + 2}D (batched) "
+                           f"input to {name}, but got input of size: {shape_str(input.shape)}")
+    unbatched = input.ndim == spatial + 1
+    x = input.unsqueeze(0) if unbatched else input
+    if weight.ndim < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    dims = weight.ndim - 2
+    stride = _conv_param(stride, "stride", dims, spatial)
+    dilation = _conv_param(dilation, "dilation", dims, spatial)
     if isinstance(padding, str):
-        if padding == "valid":
-            return (0,) * ndim, None
-        if padding != "same":
-            raise ValueError(f"Invalid padding string '{padding}', should be one of "
-                             "{'valid', 'same'}")
-        if any(s != 1 for s in stride):
-            raise ValueError("padding='same' is not supported for strided convolutions")
-        total = [d * (k - 1) for d, k in zip(dilation, kernel)]
-        left = tuple(t // 2 for t in total)
-        extra = tuple(t - 2 * l for t, l in zip(total, left))
-        return left, (extra if any(extra) else None)
-    return _pair(padding, "padding"), None
+        pads = _same_padding(padding, stride, dilation, weight)
+    else:
+        pads = [(p, p) for p in _conv_param(padding, "padding", dims, spatial)]
+    output_padding = _conv_param(output_padding, "output_padding", dims, spatial)
+    if any(p < 0 for pair in pads for p in pair):
+        raise RuntimeError("negative padding is not supported")
+    if any(p < 0 for p in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
+    _check_conv_shapes(x, weight, bias, groups, pads, dilation, transposed)
+    _check_conv_dtypes(x, weight, bias)
+    return x, unbatched, stride, pads, dilation, output_padding
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """(N, C, H, W) * (OC, C/groups, kh, kw) → (N, OC, OH, OW): im2col view, one compact, and a
-    batched GEMM per group; the layout stays batch-major so no result permute is needed."""
-    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
-    _check_conv_input(input, weight, groups)
-    unbatched = input.ndim == 3
-    if unbatched:
-        input = input.unsqueeze(0)
+def _check_conv_shapes(x, weight, bias, groups, pads, dilation, transposed):
+    """ATen's check_shape_forward."""
+    w_shape = shape_str(weight.shape)
+    if weight.ndim != x.ndim:
+        raise RuntimeError(f"Expected {weight.ndim}-dimensional input for {weight.ndim}-"
+                           f"dimensional weight {w_shape}, but got {x.ndim}-dimensional input "
+                           f"of size {shape_str(x.shape)} instead")
+    if weight.shape[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {w_shape} instead")
+    if weight.shape[0] % groups:
+        # torch's message wraps the size in a second pair of brackets.
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size [{w_shape}] instead")
+    channels = weight.shape[0] if transposed else weight.shape[1] * groups
+    out_channels = weight.shape[1] * groups if transposed else weight.shape[0]
+    given = f"Given transposed=1, weight of size {w_shape}" if transposed else \
+        f"Given groups={groups}, weight of size {w_shape}"
+    if x.shape[1] != channels:
+        raise RuntimeError(f"{given}, expected input{shape_str(x.shape)} to have {channels} "
+                           f"channels, but got {x.shape[1]} channels instead")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != out_channels):
+        given = given if transposed else f"Given weight of size {w_shape}"
+        raise RuntimeError(f"{given}, expected bias to be 1-dimensional with {out_channels} "
+                           f"elements, but got bias of size {shape_str(bias.shape)} instead")
+    if transposed:
+        return
+    padded = [size + left + right for size, (left, right) in zip(x.shape[2:], pads)]
+    kernel = [d * (k - 1) + 1 for d, k in zip(dilation, weight.shape[2:])]
+    if any(p < k for p, k in zip(padded, kernel)):
+        raise RuntimeError(f"Calculated padded input size per channel: "
+                           f"({' x '.join(map(str, padded))}). Kernel size: "
+                           f"({' x '.join(map(str, kernel))}). Kernel size can't be greater than "
+                           "actual input size")
+
+
+def _check_conv_dtypes(x, weight, bias):
+    if weight.dtype is not x.dtype:
+        raise RuntimeError(f"expected scalar type {TORCH_NAMES[x.dtype.name]} but found "
+                           f"{TORCH_NAMES[weight.dtype.name]}")
+    if bias is not None and bias.dtype is not x.dtype:
+        raise RuntimeError(f"Input type ({C_NAMES[x.dtype.name]}) and bias type "
+                           f"({C_NAMES[bias.dtype.name]}) should be the same")
+
+
+def _conv2d(x, weight, bias, stride, pads, dilation, groups):
+    """The (N, C, H, W) convolution: im2col view, one compact, and a batched GEMM per group;
+    the layout stays batch-major so no result permute is needed."""
+    extra = [right - left for left, right in pads]
+    if any(extra):
+        x = pad(x, (0, extra[1], 0, extra[0]))
+    n, c = x.shape[:2]
     kernel = tuple(weight.shape[2:])
-    pads, extra = _conv_padding(padding, kernel, dilation, stride)
-    if extra is not None:
-        input = pad(input, (0, extra[1], 0, extra[0]))
-    n, c = input.shape[:2]
     out_channels = weight.shape[0]
-    cols = im2col_view(input, kernel, dilation, pads, stride)      # (N, C, kh, kw, OH, OW)
-    oh, ow = cols.shape[4:]
+    cols = im2col_view(x, kernel, dilation, tuple(left for left, _ in pads), stride)
+    oh, ow = cols.shape[4:]                                        # (N, C, kh, kw, OH, OW)
     cols = cols.reshape(n, groups, (c // groups) * kernel[0] * kernel[1], oh * ow)
     w = weight.reshape(groups, out_channels // groups, -1)
     # One batched GEMM per group, the group's weight broadcast over the batch (stride 0).
@@ -206,58 +380,50 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     out = out.reshape(n, out_channels, oh, ow)
     if bias is not None:
         out = out + bias.reshape(1, out_channels, 1, 1)
+    return out
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """(N, C, H, W) * (OC, C/groups, kh, kw) → (N, OC, OH, OW); (C, H, W) input is unbatched."""
+    x, unbatched, stride, pads, dilation, _ = _conv_setup(
+        "conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+    out = _conv2d(x, weight, bias, stride, pads, dilation, groups)
     return out.squeeze(0) if unbatched else out
-
-
-def _check_conv_input(input, weight, groups):
-    if input.ndim not in (3, 4):
-        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got "
-                           f"input of size: {list(input.shape)}")
-    channels = input.shape[-3]
-    if weight.ndim != 4:
-        raise RuntimeError(f"weight should have 4 dimensions, got {weight.ndim}")
-    if channels % groups or weight.shape[0] % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
-                           f"at dimension 0, but got weight of size {list(weight.shape)} instead")
-    if weight.shape[1] * groups != channels:
-        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, "
-                           f"expected input{list(input.shape)} to have "
-                           f"{weight.shape[1] * groups} channels, but got {channels} channels "
-                           "instead")
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """A 1-D convolution is a 2-D one over a height-1 image."""
-    unbatched = input.ndim == 2
-    x = input.unsqueeze(0) if unbatched else input
-    pad_arg = padding if isinstance(padding, str) else (0, _single(padding))
-    out = conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, _single(stride)), pad_arg,
-                 (1, _single(dilation)), groups).squeeze(2)
+    x, unbatched, stride, pads, dilation, _ = _conv_setup(
+        "conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+    out = _conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1,) + stride, [(0, 0)] + pads,
+                  (1,) + dilation, groups).squeeze(2)
     return out.squeeze(0) if unbatched else out
-
-
-def _single(value):
-    return int(value if isinstance(value, numbers.Integral) else value[0])
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """The adjoint of conv2d: a GEMM to columns, then fold (col2im) onto the output grid."""
-    stride, padding = _pair(stride, "stride"), _pair(padding, "padding")
-    dilation, output_padding = _pair(dilation, "dilation"), _pair(output_padding,
-                                                                  "output_padding")
-    unbatched = input.ndim == 3
-    if unbatched:
-        input = input.unsqueeze(0)
-    n, c, h, w_in = input.shape
-    in_per_group, out_per_group = c // groups, weight.shape[1]
+    x, unbatched, stride, pads, dilation, output_padding = _conv_setup(
+        "conv_transpose2d", 2, input, weight, bias, stride, padding, dilation, groups, True,
+        output_padding)
+    padding = tuple(left for left, _ in pads)
+    if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
+        raise RuntimeError(
+            "output padding must be smaller than either stride or dilation, but got "
+            f"output_padding_height: {output_padding[0]} output_padding_width: "
+            f"{output_padding[1]} stride_height: {stride[0]} stride_width: {stride[1]} "
+            f"dilation_height: {dilation[0]} dilation_width: {dilation[1]}")
+    n, c, h, w_in = x.shape
     kh, kw = weight.shape[2:]
-    out_h = (h - 1) * stride[0] - 2 * padding[0] + dilation[0] * (kh - 1) + output_padding[0] + 1
-    out_w = (w_in - 1) * stride[1] - 2 * padding[1] + dilation[1] * (kw - 1) + \
-        output_padding[1] + 1
-    x = input.reshape(n, groups, in_per_group, h * w_in)
+    out_h, out_w = ((size - 1) * s - 2 * p + d * (k - 1) + op + 1 for size, s, p, d, k, op in
+                    zip((h, w_in), stride, padding, dilation, (kh, kw), output_padding))
+    if out_h < 1 or out_w < 1:
+        raise RuntimeError(f"Given input size per channel: ({h} x {w_in}). Calculated output "
+                           f"size per channel: ({out_h} x {out_w}). Output size is too small")
+    in_per_group, out_per_group = c // groups, weight.shape[1]
+    cols_in = x.reshape(n, groups, in_per_group, h * w_in)
     wt = weight.reshape(groups, in_per_group, out_per_group * kh * kw).mT   # (G, OCg*k, Cg)
-    cols = (wt @ x).reshape(n, groups * out_per_group * kh * kw, h * w_in)
+    cols = (wt @ cols_in).reshape(n, groups * out_per_group * kh * kw, h * w_in)
     out = fold(cols, (out_h, out_w), (kh, kw), dilation, padding, stride)
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1)
@@ -265,49 +431,106 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 # ---- pooling ----------------------------------------------------------------------------------
-def _pool_geometry(input, kernel_size, stride, padding, dilation, ceil_mode):
-    kernel = _pair(kernel_size)
-    stride = kernel if stride is None or stride == [] else _pair(stride, "stride")
-    padding, dilation = _pair(padding, "padding"), _pair(dilation, "dilation")
-    if any(p * 2 > k for p, k in zip(padding, kernel)):
+def _pool_pair(value, message, default=None):
+    """An int or a 1- or 2-element sequence → (h, w); None or [] → default (stride = kernel)."""
+    if default is not None and (value is None or (not isinstance(value, numbers.Integral) and
+                                                  len(value) == 0)):
+        return default
+    if isinstance(value, numbers.Integral):
+        return (int(value), int(value))
+    value = tuple(int(v) for v in value)
+    if len(value) not in (1, 2):
+        raise RuntimeError(message)
+    return value * 2 if len(value) == 1 else value
+
+
+def _pool_output_size(size, kernel, pad, stride, dilation, ceil_mode):
+    """ATen's pooling_output_shape, with its checks: floor (or ceil) window count, where a last
+    window that would start inside the right padding is dropped."""
+    if stride == 0:
+        raise RuntimeError("stride should not be zero")
+    if pad < 0:
+        raise RuntimeError(f"pad must be non-negative, but got pad: {pad}")
+    if pad > int(((kernel - 1) * dilation + 1) / 2):
         raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
-                           f"pad={padding[0]}, kernel_size={kernel[0]} and dilation={dilation[0]}")
-    extra = (0, 0)
-    if ceil_mode:
-        extra = tuple(_ceil_extra(size, k, s, p, d) for size, k, s, p, d in zip(
-            input.shape[-2:], kernel, stride, padding, dilation))
-    return kernel, stride, padding, dilation, extra
+                           f"pad={pad}, kernel_size={kernel} and dilation={dilation}")
+    out = (size + 2 * pad - dilation * (kernel - 1) - 1 + (stride - 1 if ceil_mode else 0)) \
+        // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
 
 
-def _ceil_extra(size, kernel, stride, pad, dilation):
-    """Extra bottom/right padding so that ceil_mode's last (partial) window exists; torch drops
-    a last window that would start inside the right padding only."""
-    span = size + 2 * pad - dilation * (kernel - 1) - 1
-    out_floor = span // stride + 1
-    out_ceil = -(-span // stride) + 1
-    if (out_ceil - 1) * stride >= size + pad:
-        out_ceil -= 1
-    return (out_ceil - out_floor) * stride
+def _pool_setup(name, input, kernel_size, stride, padding, dilation, ceil_mode):
+    """Validate a 2-D pooling call as torch does; returns the geometry and output size."""
+    kernel = _pool_pair(kernel_size, f"{name}: kernel_size must either be a single int, or a "
+                                     "tuple of two ints")
+    stride = _pool_pair(stride, f"{name}: stride must either be omitted, a single int, or a "
+                                "tuple of two ints", default=kernel)
+    padding = _pool_pair(padding, f"{name}: padding must either be a single int, or a tuple of "
+                                  "two ints")
+    dilation = _pool_pair(dilation, f"{name}: dilation must be either a single int, or a tuple "
+                                    "of two ints")
+    if name == "max_pool2d" and input.ndim not in (3, 4):
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    planes = input.shape[normalize_dim(-3, input.ndim)]
+    size = input.shape[-2:]
+    out = tuple(_pool_output_size(size[i], kernel[i], padding[i], stride[i], dilation[i],
+                                  ceil_mode) for i in range(2))
+    _pool_shape_check(input, kernel, stride, padding, dilation, planes, out)
+    return kernel, stride, padding, dilation, out
 
 
-def _pool_windows(input, kernel, stride, padding, dilation, extra, pad_value):
+def _pool_shape_check(input, kernel, stride, padding, dilation, planes, out):
+    """ATen's pool2d_shape_check."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
+    if kh <= 0 or kw <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {kh} kW: {kw}")
+    if sh <= 0 or sw <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got dH: {sh} dW: {sw}")
+    if dh <= 0 or dw <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {dh} "
+                           f"dilationW: {dw}")
+    shape, ndim = input.shape, input.ndim
+    valid = shape[1] != 0 and shape[2] != 0
+    if not ((ndim == 3 and shape[0] != 0 and valid) or (ndim == 4 and valid and shape[3] != 0)):
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
+                           f"for input, but got:{shape_str(shape)}")
+    if kw // 2 < pw or kh // 2 < ph:
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got "
+                           f"padW = {pw}, padH = {ph}, kW = {kw}, kH = {kh}")
+    if out[0] < 1 or out[1] < 1:
+        h, w = shape[-2:]
+        raise RuntimeError(f"Given input size: ({planes}x{h}x{w}). Calculated output size: "
+                           f"({planes}x{out[0]}x{out[1]}). Output size is too small")
+
+
+def _pool_windows(x, kernel, stride, padding, dilation, out, pad_value):
     """(N, C, kh*kw, OH, OW) windows of a (N, C, H, W) input: one compact copy of the im2col
     view. Pooling reduces axis 2, the middle axis of a compact array, which the reduction
-    kernel walks vectorized along the OH*OW positions (no permute copy)."""
+    kernel walks vectorized along the OH*OW positions (no permute copy). ceil_mode's partial
+    last windows read `pad_value` from extra bottom/right padding."""
+    extra = _ceil_extra(x, kernel, stride, padding, dilation, out)
     if any(extra):
-        input = pad(input, (0, extra[1], 0, extra[0]), value=pad_value)
-    cols = im2col_view(input, kernel, dilation, padding, stride, pad_value=pad_value)
+        x = pad(x, (0, extra[1], 0, extra[0]), value=pad_value)
+    cols = im2col_view(x, kernel, dilation, padding, stride, pad_value=pad_value)
     n, c, kh, kw, oh, ow = cols.shape
     return cols.reshape(n, c, kh * kw, oh, ow)
 
 
+def _ceil_extra(x, kernel, stride, padding, dilation, out):
+    """Rows/columns beyond the symmetric padding that the last (ceil_mode) window reaches."""
+    return tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - (size + 2 * p)) for o, s, d, k, size, p
+                 in zip(out, stride, dilation, kernel, x.shape[-2:], padding))
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
+    kernel, stride, padding, dilation, out = _pool_setup("max_pool2d", input, kernel_size,
+                                                         stride, padding, dilation, ceil_mode)
     unbatched = input.ndim == 3
     x = input.unsqueeze(0) if unbatched else input
-    kernel, stride, padding, dilation, extra = _pool_geometry(x, kernel_size, stride, padding,
-                                                              dilation, ceil_mode)
-    windows = _pool_windows(x, kernel, stride, padding, dilation, extra, -math.inf)
+    windows = _pool_windows(x, kernel, stride, padding, dilation, out, -math.inf)
     values, arg = windows.max(dim=2)
     if unbatched:
         values = values.squeeze(0)
@@ -329,22 +552,24 @@ def _window_flat_index(arg, width, kernel, stride, padding, dilation):
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    kernel, stride, padding, dilation, out = _pool_setup("avg_pool2d", input, kernel_size,
+                                                         stride, padding, 1, ceil_mode)
     unbatched = input.ndim == 3
     x = input.unsqueeze(0) if unbatched else input
-    kernel, stride, padding, dilation, extra = _pool_geometry(x, kernel_size, stride, padding, 1,
-                                                              ceil_mode)
-    windows = _pool_windows(x, kernel, stride, padding, dilation, extra, 0.0)
+    windows = _pool_windows(x, kernel, stride, padding, dilation, out, 0.0)
     total = windows.sum(dim=2)
     if divisor_override is not None:
-        out = total / divisor_override
-    elif count_include_pad and not any(extra):
-        out = total / (kernel[0] * kernel[1])
+        result = total / divisor_override
+    elif count_include_pad and not any(_ceil_extra(x, kernel, stride, padding, dilation, out)):
+        result = total / (kernel[0] * kernel[1])
     else:
-        out = total / _window_counts(x, kernel, stride, padding, extra, count_include_pad)
-    return out.squeeze(0) if unbatched else out
+        result = total / _window_counts(x, kernel, stride, padding, out, count_include_pad)
+    return result.squeeze(0) if unbatched else result
 
 
-def _window_counts(x, kernel, stride, padding, extra, count_include_pad):
+def _window_counts(x, kernel, stride, padding, out, count_include_pad):
     """How many elements each window averages: real pixels (plus the symmetric padding when
     count_include_pad), never the extra ceil_mode padding — torch's divisor."""
     h, w = x.shape[-2:]
@@ -352,15 +577,35 @@ def _window_counts(x, kernel, stride, padding, extra, count_include_pad):
                    w + (2 * padding[1] if count_include_pad else 0), dtype=x.dtype,
                    device=x.device)
     inner_pad = (0, 0) if count_include_pad else padding
-    return _pool_windows(ones, kernel, stride, inner_pad, (1, 1), extra, 0.0).sum(dim=2)
+    return _pool_windows(ones, kernel, stride, inner_pad, (1, 1), out, 0.0).sum(dim=2)
+
+
+def _list_with_default(out_size, defaults):
+    """torch's output_size handling: None entries take the input's size."""
+    if isinstance(out_size, numbers.Integral):
+        return (int(out_size), int(out_size))
+    if len(defaults) <= len(out_size):
+        raise ValueError(f"Input dimension should be at least {len(out_size) + 1}")
+    return tuple(d if v is None else int(v) for v, d in zip(out_size, defaults[-len(out_size):]))
 
 
 def adaptive_avg_pool2d(input, output_size):
     """Average over torch's adaptive windows: [floor(i*H/OH), ceil((i+1)*H/OH))."""
-    out_h, out_w = _pair(output_size, "output_size") if output_size is not None else (None, None)
+    output_size = _list_with_default(output_size, input.shape)
+    if len(output_size) != 2:
+        raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got "
+                           f"{shape_str(input.shape)}")
+    for dim in (-2, -1):
+        if input.shape[dim] == 0:
+            raise RuntimeError("adaptive_avg_pool2d(): Expected input to have non-zero size for "
+                               f"non-batch dimensions, but input has sizes "
+                               f"{shape_str(input.shape)} with dimension {dim + input.ndim} "
+                               "being empty")
+    out_h, out_w = output_size
     h, w = input.shape[-2:]
-    out_h, out_w = out_h or h, out_w or w
-    if h % out_h == 0 and w % out_w == 0:
+    if out_h and out_w and h % out_h == 0 and w % out_w == 0:
         return avg_pool2d(input, (h // out_h, w // out_w))
     rows = [input[..., (i * h) // out_h:-(-(i + 1) * h // out_h), :].mean(-2, keepdim=True)
             for i in range(out_h)]
@@ -371,26 +616,42 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 # ---- normalization ----------------------------------------------------------------------------
+def _verify_batch_size(size):
+    """torch's _verify_batch_size: training statistics need more than one value per channel."""
+    values = size[0] * math.prod(size[2:])
+    if values == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"{size}")
+
+
+def _check_batch_norm(input, running_mean, running_var, weight, bias, training):
+    channels = input.shape[normalize_dim(1, input.ndim)]
+    if input.numel() == 0:
+        return
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if t is None and not training:
+            raise RuntimeError(f"{name} must be defined in evaluation mode")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != channels:
+            raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
     """Normalise over every axis but the channel axis (1); in training, update the running
     statistics (unbiased variance) in place, as torch does."""
-    if input.ndim < 2:
-        raise ValueError(f"expected 2D or higher input (got {input.ndim}D input)")
+    if training:
+        _verify_batch_size(input.shape)
+    _check_batch_norm(input, running_mean, running_var, weight, bias, training)
     dims = (0,) + tuple(range(2, input.ndim))
     shape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
     if training:
         count = input.numel() // input.shape[1]
-        if count <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input "
-                             f"size {list(input.shape)}")
         mean = input.mean(dims)
         var = input.var(dims, correction=0)
-        if running_mean is not None:
-            with mt.no_grad():
-                running_mean.mul_(1 - momentum).add_(mean.detach() * momentum)
-                running_var.mul_(1 - momentum).add_(var.detach() * (momentum * count /
-                                                                      (count - 1)))
+        if running_mean is not None or running_var is not None:
+            _update_running_stats(running_mean, running_var, mean, var, momentum, count)
     else:
         mean, var = running_mean, running_var
     out = (input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt()
@@ -401,9 +662,24 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     return out
 
 
+def _update_running_stats(running_mean, running_var, mean, var, momentum, count):
+    """running ← (1 - momentum)·running + momentum·batch, with the unbiased batch variance."""
+    with mt.no_grad():
+        if running_mean is not None:
+            running_mean.mul_(1 - momentum).add_(mean.detach() * momentum)
+        if running_var is not None:
+            unbiased = momentum * count / max(count - 1, 1)
+            running_var.mul_(1 - momentum).add_(var.detach() * unbiased)
+
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     normalized_shape = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) \
         else tuple(normalized_shape)
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != normalized_shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
+                               f"{name} of shape {shape_str(t.shape)} and normalized_shape = "
+                               f"{shape_str(normalized_shape)}")
     if tuple(input.shape[input.ndim - len(normalized_shape):]) != normalized_shape:
         raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with "
                            f"shape [*, {', '.join(str(s) for s in normalized_shape)}], but got "
@@ -420,11 +696,21 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.ndim}")
     n, c = input.shape[:2]
+    _verify_batch_size([n * c // num_groups, num_groups] + list(input.shape[2:]))
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, "
                            f"but got input of shape {list(input.shape)} and num_groups="
                            f"{num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.ndim != 1 or t.numel() != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
+                               f"channels in input, but got {name} of shape "
+                               f"{shape_str(t.shape)} and input of shape "
+                               f"{shape_str(input.shape)}")
     grouped = input.reshape(n, num_groups, -1)
     mean = grouped.mean(-1, keepdim=True)
     var = grouped.var(-1, keepdim=True, correction=0)
@@ -438,36 +724,108 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
 
 # ---- embedding, padding, one-hot --------------------------------------------------------------
+class Embedding(Function):
+    """Rows of the weight picked by integer indices (one index_select). Backward adds each
+    gradient row into its weight row (one index_add), skipping padding_idx and dividing by
+    each index's count for scale_grad_by_freq."""
+
+    @staticmethod
+    def forward(ctx, weight, indices, padding_idx, scale_grad_by_freq):
+        flat = indices._data.reshape((-1,))
+        try:
+            rows = weight._data.index_select(0, flat)
+        except IndexError:
+            raise IndexError("index out of range in self") from None
+        ctx.save_for_backward(indices)
+        ctx.weight_shape, ctx.padding_idx = weight._data.shape, padding_idx
+        ctx.scale_grad_by_freq = scale_grad_by_freq
+        return wrap(rows.reshape(indices._data.shape + (weight._data.shape[1],)))
+
+    @staticmethod
+    def backward(ctx, g):
+        indices, = ctx.saved_tensors
+        flat = indices.reshape(-1)
+        rows = g.reshape(-1, ctx.weight_shape[1])
+        if ctx.padding_idx is not None:
+            rows = rows.masked_fill((flat == ctx.padding_idx).unsqueeze(1), 0.0)
+        if ctx.scale_grad_by_freq:
+            ones = mt.ones(flat.shape[0], dtype=g.dtype, device=g.device)
+            counts = mt.zeros(ctx.weight_shape[0], dtype=g.dtype, device=g.device).index_add(
+                0, flat, ones)
+            rows = rows / counts.index_select(0, flat).unsqueeze(1)
+        grad = mt.zeros(*ctx.weight_shape, dtype=g.dtype, device=g.device)
+        return grad.index_add(0, flat, rows), None, None, None
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
+    """torch.nn.functional.embedding: weight[input]; with max_norm, the looked-up rows are first
+    renormalised in place (torch's embedding_renorm_)."""
     if input.dtype is not dtypes.int64:
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got {input.type()} instead "
                            "(while checking arguments for embedding)")
-    flat = input.reshape(-1)
-    rows = weight.index_select(0, flat)
+    if weight.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    if sparse:
+        raise NotImplementedError("sparse=True needs sparse gradient tensors, which minitorch "
+                                  "does not have")
     if padding_idx is not None:
-        # The padding row gets no gradient: its lookups read a detached copy.
-        padding_idx = padding_idx + weight.shape[0] if padding_idx < 0 else padding_idx
-        is_padding = (flat == padding_idx).unsqueeze(1)
-        rows = mt.where(is_padding, weight.detach().index_select(0, flat), rows)
-    return rows.reshape(*input.shape, weight.shape[1])
+        if padding_idx > 0 and padding_idx >= weight.shape[0]:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        if padding_idx < 0:
+            if padding_idx < -weight.shape[0]:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx += weight.shape[0]
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    return Embedding.apply(weight, input, padding_idx, scale_grad_by_freq)
+
+
+def _embedding_renorm_(weight, indices, max_norm, norm_type):
+    """Scale each referenced row whose norm exceeds max_norm to max_norm / (norm + 1e-7)."""
+    with mt.no_grad():
+        flat = indices.reshape(-1)
+        try:
+            rows = wrap(weight._data.index_select(0, flat._data))
+        except IndexError:
+            raise IndexError("index out of range in self") from None
+        norms = rows.norm(norm_type, dim=1, keepdim=True)
+        scale = mt.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight[flat] = rows * scale
+
+
+_NON_CONSTANT_PADS = ("\nSupported combinations for non-constant padding:\n"
+                      "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+                      "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+                      "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
 
 
 def pad(input, pad, mode="constant", value=None):
-    """torch.nn.functional.pad: (left, right, top, bottom, …) pairs from the last axis back."""
-    if len(pad) % 2 or len(pad) // 2 > input.ndim:
-        raise RuntimeError("Padding length must be divisible by 2" if len(pad) % 2 else
-                           "Padding length should be less than or equal to two times the input "
-                           "dimension")
-    if mode != "constant":
-        return _pad_by_index(input, pad, mode)
-    result = input
-    for axis_from_end in range(len(pad) // 2):
-        dim = input.ndim - 1 - axis_from_end
-        before, after = pad[2 * axis_from_end], pad[2 * axis_from_end + 1]
-        result = _pad_axis(result, dim, before, after, 0.0 if value is None else value)
-    return result
+    """torch.nn.functional.pad: (left, right, top, bottom, …) pairs from the last axis back;
+    negative amounts crop."""
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.ndim:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input "
+                           f"dimension but got padding length {len(pad)} and input of dimension "
+                           f"{input.ndim}")
+    if mode == "constant":
+        result = input
+        for axis_from_end in range(len(pad) // 2):
+            dim = input.ndim - 1 - axis_from_end
+            before, after = pad[2 * axis_from_end], pad[2 * axis_from_end + 1]
+            result = _pad_axis(result, dim, before, after, 0.0 if value is None else value)
+        return result
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    axes = len(pad) // 2
+    if axes > 3 or input.ndim not in (axes + 1, axes + 2):
+        raise NotImplementedError(f"Padding size {len(pad)} is not supported for {input.ndim}D "
+                                  f"input tensor.{_NON_CONSTANT_PADS}")
+    return _pad_by_index(input, pad, mode)
 
 
 def _pad_axis(x, dim, before, after, value):
@@ -488,72 +846,127 @@ def _pad_axis(x, dim, before, after, value):
 
 
 def _pad_by_index(x, pad, mode):
-    """reflect / replicate / circular padding: an index_select along each padded axis."""
-    for axis_from_end in range(len(pad) // 2):
+    """reflect / replicate / circular padding: one index_select along each padded axis."""
+    axes = len(pad) // 2
+    # Only a batch axis may be empty (ATen's check_valid_input).
+    non_batch = x.shape[1:] if x.ndim == axes + 2 else x.shape
+    if mode != "circular" and any(s == 0 for s in non_batch):
+        raise RuntimeError(f"Expected {axes + 1}D or {axes + 2}D (batch mode) tensor with "
+                           "possibly 0 batch size and other non-zero dimensions for input, but "
+                           f"got: {shape_str(x.shape)}")
+    for axis_from_end in range(axes):
         dim = x.ndim - 1 - axis_from_end
         before, after = pad[2 * axis_from_end], pad[2 * axis_from_end + 1]
-        size = x.shape[dim]
-        positions = range(-before, size + after)
-        if mode == "reflect":
-            if before >= size or after >= size:
-                raise RuntimeError(f"Argument #4: Padding size should be less than the "
-                                   f"corresponding input dimension, but got: padding ({before}, "
-                                   f"{after}) at dimension {dim} of input {list(x.shape)}")
-            index = [abs(i) if i < 0 else (2 * (size - 1) - i if i >= size else i)
-                     for i in positions]
-        elif mode == "replicate":
-            index = [min(max(i, 0), size - 1) for i in positions]
-        elif mode == "circular":
-            index = [i % size for i in positions]
-        else:
-            raise NotImplementedError(f"Unsupported padding mode: {mode}")
+        index = _pad_index(mode, x.shape[dim], before, after, dim, x.shape)
         x = x.index_select(dim, mt.tensor(index, device=x.device))
     return x
+
+
+def _pad_index(mode, size, before, after, dim, shape):
+    """Source positions along one axis. reflect/replicate mirror about the input's edges (a
+    negative amount crops the result); circular wraps within the cropped input, as torch."""
+    if mode == "reflect":
+        if before >= size or after >= size:
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
+                               f"input dimension, but got: padding ({before}, {after}) at "
+                               f"dimension {dim} of input {list(shape)}")
+        return [abs(i) if i < 0 else (2 * (size - 1) - i if i >= size else i)
+                for i in range(-before, size + after)]
+    if mode == "replicate":
+        return [min(max(i, 0), size - 1) for i in range(-before, size + after)]
+    if before > size or after > size:
+        raise RuntimeError("Padding value causes wrapping around more than once.")
+    start, stop = max(-before, 0), size - max(-after, 0)
+    kept = stop - start
+    if kept <= 0:
+        return []
+    return [start + i % kept for i in range(-max(before, 0), kept + max(after, 0))]
 
 
 def one_hot(tensor, num_classes=-1):
     if tensor.dtype is not dtypes.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1:
-        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
-    if tensor.numel() and (int(tensor.min().item()) < 0 or
-                           int(tensor.max().item()) >= num_classes):
-        raise RuntimeError("Class values must be smaller than num_classes." if
-                           int(tensor.min().item()) >= 0 else "Class values must be non-negative.")
+        if tensor.numel() == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(tensor.max().item()) + 1
+    if tensor.numel():
+        if int(tensor.min().item()) < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if int(tensor.max().item()) >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
     classes = mt.arange(num_classes, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).long()
 
 
 # ---- losses -----------------------------------------------------------------------------------
+def _legacy_reduction(size_average, reduce, reduction):
+    """torch's deprecated size_average/reduce pair → a reduction string (with its warning)."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    result = "mean" if size_average and reduce else ("sum" if reduce else "none")
+    warnings.warn(f"size_average and reduce args will be deprecated, please use "
+                  f"reduction='{result}' instead.")
+    return result
+
+
+def _check_reduction(reduction):
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
 def _reduce(loss, reduction):
+    _check_reduction(reduction)
     if reduction == "mean":
         return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
+    return loss.sum() if reduction == "sum" else loss
+
+
+def _warn_size(input, target):
+    if target.shape != input.shape:
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size "
+                      f"({input.shape}). This will likely lead to incorrect results due to "
+                      "broadcasting. Please ensure they have the same size.", stacklevel=3)
+
+
+def _weighted(loss, weight, input, reduction, mean_by_weight):
+    """torch's per-element `weight` for the regression losses: 'mean' divides by the weights'
+    sum (mse, l1) or by the element count (huber)."""
+    if weight.shape != input.shape:
+        raise ValueError("Weights and input must have the same size.")
+    loss = loss * weight
     if reduction == "none":
         return loss
-    raise ValueError(f"{reduction} is not a valid value for reduction")
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / weight.sum() if mean_by_weight else loss.mean()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', "
+                     "'sum'.")
 
 
-def _check_same_size(input, target, name):
-    if input.shape != target.shape:
-        raise ValueError(f"Using a target size ({mt.Size(target.shape)}) that is different to the "
-                         f"input size ({mt.Size(input.shape)}) is deprecated. Please ensure they "
-                         "have the same size." if name == "bce" else
-                         f"Target size ({list(target.shape)}) must be the same as input size "
-                         f"({list(input.shape)})")
-
-
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _warn_size(input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     diff = input - target
+    if weight is not None:
+        return _weighted(diff * diff, weight, input, reduction, True)
     return _reduce(diff * diff, reduction)
 
 
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _warn_size(input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if weight is not None:
+        return _weighted((input - target).abs(), weight, input, reduction, True)
     return _reduce((input - target).abs(), reduction)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    _warn_size(input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     diff = (input - target).abs()
     if beta == 0:
         return _reduce(diff, reduction)
@@ -561,18 +974,54 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(loss, reduction)
 
 
-def huber_loss(input, target, reduction="mean", delta=1.0):
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    _warn_size(input, target)
     diff = (input - target).abs()
     loss = mt.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
+    if weight is not None:
+        return _weighted(loss, weight, input, reduction, False)
     return _reduce(loss, reduction)
+
+
+class BinaryCrossEntropy(Function):
+    """-(t·log p + (1-t)·log(1-p)) per element, each log clamped at -100 (torch's rule, so p = 0
+    or 1 gives a finite loss). The input gradient is torch's (p - t) / max(p(1-p), 1e-12),
+    finite at p = 0 and 1 where differentiating the clamped logs would give NaN."""
+
+    @staticmethod
+    def forward(ctx, input, target):
+        p, t = input._data, target._data
+        floor = _scalar(-100.0, p)
+        log_p = p.unary(UnaryOp.LOG).binary(BinaryOp.MAXIMUM, floor)
+        log_q = _scalar(1.0, p).binary(BinaryOp.SUB, p).unary(UnaryOp.LOG).binary(
+            BinaryOp.MAXIMUM, floor)
+        ctx.save_for_backward(input, target)
+        # -(t·log p + (1-t)·log q) = t·(log q - log p) - log q
+        return wrap(log_q.binary(BinaryOp.SUB, log_p).binary(BinaryOp.MUL, t)
+                    .binary(BinaryOp.SUB, log_q))
+
+    @staticmethod
+    def backward(ctx, g):
+        p, t = ctx.saved_tensors
+        grad_input = grad_target = None
+        if ctx.needs_input_grad[0]:
+            grad_input = g * (p - t) / ((1 - p) * p).clamp(min=1e-12)
+        if ctx.needs_input_grad[1]:
+            grad_target = g * ((-p).log1p() - p.log())
+        return grad_input, grad_target
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
-    _check_same_size(input, target, "bce")
-    # torch clamps each log term at -100 so a 0 or 1 probability gives a finite loss.
-    loss = -(target * input.log().clamp(min=-100.0) +
-             (1 - target) * (1 - input).log().clamp(min=-100.0))
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if target.shape != input.shape:
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
+                         f"size ({input.shape}) is deprecated. Please ensure they have the same "
+                         "size.")
+    if input.numel() and not (input >= 0).logical_and(input <= 1).all().item():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    loss = BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
@@ -580,7 +1029,11 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
-    _check_same_size(input, target, "bce_logits")
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if target.shape != input.shape:
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size "
+                         f"({input.shape})")
     # log(1 + exp(-|x|)) + max(-x, 0) is -log σ(x) without overflow.
     log_sigmoid_neg = (-input.abs()).exp().log1p() + (-input).clamp(min=0.0)
     if pos_weight is not None:
@@ -594,13 +1047,24 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Pointwise target·(log target - input). A zero target contributes 0 and gets gradient 0
+    (torch's xlogy form gives that gradient as NaN)."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", stacklevel=2)
+    if reduction != "batchmean":
+        _check_reduction(reduction)
     if log_target:
         loss = target.exp() * (target - input)
     else:
         loss = mt.where(target > 0, target * (target.clamp(min=1e-45).log() - input),
                         _constant(0.0, input))
     if reduction == "batchmean":
-        return loss.sum() / input.shape[0]
+        return loss.sum() / input.shape[0] if input.ndim else loss.sum()
     return _reduce(loss, reduction)
 
 
@@ -615,7 +1079,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
              reduction="mean"):
     """-input[i, target[i]] (weighted), skipping ignore_index; 'mean' divides by the total
     weight of the targets counted, as torch does."""
-    _check_nll_shapes(input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    _check_nll(input, target, weight)
     scores = _class_dim_last(input)
     flat_target = target.reshape(-1)
     classes = scores.shape[-1]
@@ -632,17 +1098,47 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         return losses.reshape(target.shape)
     if reduction == "sum":
         return losses.sum()
-    if reduction == "mean":
-        return losses.sum() / weights.sum()
-    raise ValueError(f"{reduction} is not a valid value for reduction")
+    return losses.sum() / weights.sum()
 
 
-def _check_nll_shapes(input, target):
-    if input.ndim < 1 or (input.ndim >= 2 and input.shape[0] != target.shape[0]):
+def _check_nll(input, target, weight):
+    """ATen's nll_loss_nd / nll_loss / nll_loss2d shape checks, then the target dtype."""
+    if input.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
+    target_batch = target.shape[0] if target.ndim else 0
+    if input.ndim != 1 and input.shape[0] != target_batch:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
-                         f"batch_size ({target.shape[0]}).")
+                         f"batch_size ({target_batch}).")
+    classes = input.shape[1] if input.ndim > 1 else input.shape[0]
+    if input.ndim <= 2:
+        _check_nll_flat(input, target, weight, classes)
+    else:
+        expected = (input.shape[0],) + tuple(input.shape[2:])
+        if input.ndim == 4 and target.ndim != 3:
+            raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got "
+                               f"targets of dimension: {target.ndim}")
+        if weight is not None and weight.numel() != classes:
+            raise RuntimeError("weight tensor should be defined either for all or no classes")
+        if tuple(target.shape) != expected:
+            if input.ndim == 4:
+                raise RuntimeError(f"size mismatch (got input: {shape_str(input.shape)} , "
+                                   f"target: {shape_str(target.shape)}")
+            raise RuntimeError(f"Expected target size {shape_str(expected)}, got "
+                               f"{shape_str(target.shape)}")
     if target.dtype is not dtypes.int64:
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype.name.capitalize()}")
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{TORCH_NAMES[target.dtype.name]}")
+
+
+def _check_nll_flat(input, target, weight, classes):
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input.ndim == 1 and target.ndim == 1 and target.shape[0] != 1:
+        raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
+                         f"{target.shape[0]}")
+    if weight is not None and (weight.ndim != 1 or weight.numel() != classes):
+        raise RuntimeError(f"weight tensor should be defined either for all {classes} classes or "
+                           f"no classes but got weight tensor of shape: {shape_str(weight.shape)}")
 
 
 def _check_targets(target, classes):
@@ -656,21 +1152,30 @@ def _check_targets(target, classes):
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
-    """log_softmax over the class axis (1) followed by nll_loss; `target` holds class indices,
-    or class probabilities when it has the input's floating dtype and shape."""
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    """log_softmax over the class axis (1) followed by nll_loss. A target of the input's shape
+    holds class probabilities (torch's rule), anything else class indices. A label_smoothing
+    at or below 0 is ignored, as in torch."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
     class_dim = 1 if input.ndim > 1 else 0
-    log_probs = log_softmax(input, class_dim)
-    classes = input.shape[class_dim]
-    if target.dtype.is_floating_point:
-        return _soft_target_cross_entropy(log_probs, target, weight, reduction, label_smoothing,
-                                          class_dim, classes)
+    if input.shape == target.shape:
+        if not target.dtype.is_floating_point:
+            raise RuntimeError(f"Expected floating point type for target with class "
+                               f"probabilities, got {TORCH_NAMES[target.dtype.name]}")
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+    if label_smoothing > 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    smoothing = max(label_smoothing, 0.0)
+    if input.shape == target.shape:
+        return _soft_target_cross_entropy(_log_softmax(input, class_dim), target, weight,
+                                          reduction, smoothing, class_dim)
+    log_probs = _log_softmax(input, class_dim)
     loss = nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
-    if label_smoothing == 0.0:
+    if smoothing == 0.0:
         return loss
-    return (1 - label_smoothing) * loss + label_smoothing * _smoothing_term(
-        log_probs, target, weight, ignore_index, reduction, classes)
+    return (1 - smoothing) * loss + smoothing * _smoothing_term(
+        log_probs, target, weight, ignore_index, reduction, input.shape[class_dim])
 
 
 def _smoothing_term(log_probs, target, weight, ignore_index, reduction, classes):
@@ -691,11 +1196,8 @@ def _smoothing_term(log_probs, target, weight, ignore_index, reduction, classes)
     return smooth.sum() / (weight.index_select(0, safe_target) * valid).sum()
 
 
-def _soft_target_cross_entropy(log_probs, target, weight, reduction, label_smoothing, class_dim,
-                               classes):
-    if target.shape != log_probs.shape:
-        raise RuntimeError(f"Expected target size {list(log_probs.shape)}, got "
-                           f"{list(target.shape)}")
+def _soft_target_cross_entropy(log_probs, target, weight, reduction, label_smoothing, class_dim):
+    classes = log_probs.shape[class_dim]
     if label_smoothing > 0:
         target = target * (1 - label_smoothing) + label_smoothing / classes
     terms = log_probs * target
@@ -712,21 +1214,47 @@ def _soft_target_cross_entropy(log_probs, target, weight, reduction, label_smoot
 # ---- attention --------------------------------------------------------------------------------
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
-    """softmax(q kᵀ · scale + mask) v, as torch.nn.functional.scaled_dot_product_attention."""
+    """softmax(q kᵀ · scale + mask) v, as torch.nn.functional.scaled_dot_product_attention: a
+    bool mask marks the positions that may be attended, a float mask is added, and a query
+    row with every position masked gets zero weights (torch's safe softmax), not NaN."""
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
+    if enable_gqa and key.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        key, value = (_repeat_heads(t, query.shape[-3]) for t in (key, value))
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = (query @ key.mT) * scale
     length, source = query.shape[-2], key.shape[-2]
     if is_causal:
         # Position i attends to j <= i (torch's lower-triangular causal mask).
         rows = mt.arange(length, device=query.device).unsqueeze(1)
-        scores = scores.masked_fill(mt.arange(source, device=query.device) > rows, -math.inf)
-    if attn_mask is not None:
+        attn_mask = mt.arange(source, device=query.device) <= rows
+    if attn_mask is None:
+        weights = _softmax(scores, -1)
+    else:
         if attn_mask.dtype is dtypes.bool_:
             scores = scores.masked_fill(attn_mask.logical_not(), -math.inf)
         else:
             scores = scores + attn_mask
-    weights = softmax(scores, -1)
+        weights = _safe_softmax(scores)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     return weights @ value
 
+
+def _safe_softmax(scores):
+    """softmax over the last axis, with rows that are entirely -inf giving zeros; such rows
+    are replaced by 0 before the softmax so no NaN reaches forward or backward."""
+    dead = (scores == -math.inf).all(-1, keepdim=True)
+    weights = _softmax(mt.where(dead, _constant(0.0, scores), scores), -1)
+    return mt.where(dead, _constant(0.0, weights), weights)
+
+
+def _repeat_heads(t, heads):
+    """(…, Hk, S, E) → (…, heads, S, E): each key/value head serves heads/Hk query heads."""
+    if heads % t.shape[-3]:
+        raise RuntimeError(f"number of heads in key/value must divide number of heads in query "
+                           f"({t.shape[-3]} does not divide {heads})")
+    groups = heads // t.shape[-3]
+    expanded = t.unsqueeze(-3).expand(*t.shape[:-2], groups, *t.shape[-2:])
+    return expanded.reshape(*t.shape[:-3], heads, *t.shape[-2:])

@@ -1,4 +1,4 @@
-"""Identity, Linear, Flatten, Unflatten."""
+"""Identity, Linear (and NonDynamicallyQuantizableLinear), Flatten, Unflatten."""
 import math
 
 import minitorch as mt
@@ -39,6 +39,10 @@ class Linear(Module):
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """torch's name for MultiheadAttention.out_proj (a plain Linear; it shows in the repr)."""
 
 
 class Flatten(Module):

@@ -6,20 +6,28 @@ from . import functional as F, init
 from .module import Module, Parameter
 
 
+def _affine_parameters(module, shape, affine, bias, device, dtype):
+    """weight (ones) and, unless bias=False, bias (zeros) of `shape`; None when not affine."""
+    if affine:
+        module.weight = Parameter(mt.ones(*shape, device=device, dtype=dtype))
+        if bias:
+            module.bias = Parameter(mt.zeros(*shape, device=device, dtype=dtype))
+        else:
+            module.register_parameter("bias", None)
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
 class _BatchNorm(Module):
     _expected_dims = ()
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, device=None, dtype=None):
+                 track_running_stats=True, device=None, dtype=None, *, bias=True):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(mt.ones(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(mt.zeros(num_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, (num_features,), affine, bias, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", mt.zeros(num_features, device=device,
                                                           dtype=dtype))
@@ -41,27 +49,45 @@ class _BatchNorm(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
-    def forward(self, input):
+    def _check_input(self, input):
+        """The module's rank check, then F.batch_norm's own checks, before any statistic
+        changes (torch counts the batch first)."""
         if input.ndim not in self._expected_dims:
             raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._expected_dims)} "
                              f"input (got {input.ndim}D input)")
+        if self.training:
+            F._verify_batch_size(input.shape)
+        channels = input.shape[1]
+        for name in ("running_mean", "running_var", "weight", "bias"):
+            t = getattr(self, name)
+            if t is not None and t.numel() != channels:
+                raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
+
+    def forward(self, input):
+        """torch's _BatchNorm.forward: batch statistics in training (or when no running
+        statistics exist), the running ones otherwise; momentum=None is a cumulative average."""
+        self._check_input(input)
         momentum = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats:
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             with mt.no_grad():
                 self.num_batches_tracked.add_(1)
-            if self.momentum is None:   # cumulative moving average, as torch
+            if self.momentum is None:
                 momentum = 1.0 / float(self.num_batches_tracked.item())
-        use_batch_stats = self.training or not self.track_running_stats
-        track = self.track_running_stats and self.training
-        return F.batch_norm(input, self.running_mean if track or not use_batch_stats else None,
-                            self.running_var if track or not use_batch_stats else None,
-                            self.weight, self.bias, use_batch_stats, momentum, self.eps)
+        use_batch_stats = self.training or (self.running_mean is None and
+                                            self.running_var is None)
+        # Buffers are passed only when they are to be updated (training with tracking) or used.
+        pass_buffers = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if pass_buffers else None,
+                            self.running_var if pass_buffers else None, self.weight, self.bias,
+                            use_batch_stats, momentum, self.eps)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):
@@ -80,41 +106,30 @@ class LayerNorm(Module):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(mt.ones(*self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(mt.zeros(*self.normalized_shape, device=device,
-                                               dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.normalized_shape, elementwise_affine, bias, device, dtype)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
-                f"elementwise_affine={self.elementwise_affine}")
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
 
 class GroupNorm(Module):
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None,
+                 *, bias=True):
         super().__init__()
         if num_channels % num_groups:
-            raise ValueError("num_channels must be divisible by num_groups")
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = (num_groups, num_channels,
                                                                      eps, affine)
-        if affine:
-            self.weight = Parameter(mt.ones(num_channels, device=device, dtype=dtype))
-            self.bias = Parameter(mt.zeros(num_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, (num_channels,), affine, bias, device, dtype)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
