@@ -2,8 +2,9 @@
 layout). Each layer module's classes are re-exported here, one import line per module.
 """
 from . import functional, init, utils  # noqa: F401
-from .activation import (GELU, LeakyReLU, LogSoftmax, MultiheadAttention, ReLU,  # noqa: F401
-                         Sigmoid, SiLU, Softmax, Tanh)
+from .activation import (ELU, GELU, Hardtanh, LeakyReLU, LogSigmoid,  # noqa: F401
+                         LogSoftmax, MultiheadAttention, ReLU, ReLU6, Sigmoid, SiLU, Softmax,
+                         Softplus, Tanh)
 from .containers import (ModuleDict, ModuleList, ParameterDict,  # noqa: F401
                          ParameterList, Sequential)
 from .conv import Conv1d, Conv2d, ConvTranspose2d  # noqa: F401
