@@ -185,6 +185,17 @@ class Im2Col(Function):
         return Col2Im.apply(g, ctx.geometry, ctx.batched), None, None, None
 
 
+def _matching_layout(src, target):
+    """(compact source, target view) walked in the same element order. A source that is a
+    permutation of a compact array (conv's channel-major columns) is read as it lies, with
+    the target view permuted alike, instead of being copied into the target's order first."""
+    order = sorted(range(src.ndim), key=lambda d: -src.strides[d])
+    permuted = src.permute(order)
+    if permuted.is_compact():
+        return permuted, target.permute(order)
+    return src.compact(), target
+
+
 class Col2Im(Function):
     """Sum columns back into the image they were taken from: one strided_add through the
     window view of a zeroed padded buffer, then the padding is cropped."""
@@ -201,9 +212,9 @@ class Col2Im(Function):
         padded = NDArray.full((n, c, h + 2 * ph, w + 2 * pw), 0, nd.dtype, nd.device)
         windows = _windows(padded, geometry)
         if windows.size:
-            src = nd.reshape(windows.shape).compact()
-            nd.backend.strided_add(src.flat(), padded.buffer, windows.shape, windows.strides,
-                                   windows.offset)
+            src, target = _matching_layout(nd.reshape(windows.shape), windows)
+            nd.backend.strided_add(src.flat(), padded.buffer, target.shape, target.strides,
+                                   target.offset)
         image = padded[:, :, ph:ph + h, pw:pw + w].compact() if ph or pw else padded
         return wrap(_unbatched(image, batched))
 

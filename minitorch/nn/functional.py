@@ -362,8 +362,8 @@ def _check_conv_dtypes(x, weight, bias):
 
 
 def _conv2d(x, weight, bias, stride, pads, dilation, groups):
-    """The (N, C, H, W) convolution: im2col view, one compact, and a batched GEMM per group;
-    the layout stays batch-major so no result permute is needed."""
+    """The (N, C, H, W) convolution: im2col view, one compact, GEMM(s); grouped convolutions
+    use one batched GEMM per group with the group's weight broadcast over the batch."""
     extra = [right - left for left, right in pads]
     if any(extra):
         x = pad(x, (0, extra[1], 0, extra[0]))
@@ -371,6 +371,8 @@ def _conv2d(x, weight, bias, stride, pads, dilation, groups):
     kernel = tuple(weight.shape[2:])
     out_channels = weight.shape[0]
     cols = im2col_view(x, kernel, dilation, tuple(left for left, _ in pads), stride)
+    if groups == 1:
+        return _conv2d_single_gemm(cols, weight, bias)
     oh, ow = cols.shape[4:]                                        # (N, C, kh, kw, OH, OW)
     cols = cols.reshape(n, groups, (c // groups) * kernel[0] * kernel[1], oh * ow)
     w = weight.reshape(groups, out_channels // groups, -1)
@@ -381,6 +383,19 @@ def _conv2d(x, weight, bias, stride, pads, dilation, groups):
     if bias is not None:
         out = out + bias.reshape(1, out_channels, 1, 1)
     return out
+
+
+def _conv2d_single_gemm(cols, weight, bias):
+    """The whole batch as one tall GEMM (and so are both backward GEMMs) instead of N small
+    ones: rows are the N·OH·OW output positions, so the product is NHWC (N·OH·OW, OC), read
+    back as (N, OC, OH, OW) by the bias add (or a compact). Tall-and-narrow is the shape the
+    GEMM kernel runs fastest; the columns come from one compact of the window view."""
+    n, c, kh, kw, oh, ow = cols.shape
+    out_channels = weight.shape[0]
+    rows = cols.permute(0, 4, 5, 1, 2, 3).reshape(n * oh * ow, c * kh * kw)
+    out = (rows @ weight.reshape(out_channels, -1).mT).reshape(n, oh, ow, out_channels)
+    out = out.permute(0, 3, 1, 2)
+    return out + bias.reshape(1, out_channels, 1, 1) if bias is not None else out.contiguous()
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
