@@ -10,6 +10,7 @@ Each (framework, model) runs in its own child process so peak RSS is its own.
 Run: python bench/mnist.py [--models mlp cnn] [--data-dir DIR] [--device cpu|cuda]
 """
 import argparse
+import importlib
 import json
 import os
 import resource
@@ -37,60 +38,30 @@ def batches(n, seed=0):
     return [order[i:i + BATCH] for i in range(0, n, BATCH)]
 
 
-def run_minitorch(model_kind, data, device):
-    import minitorch as mt
-    import minitorch.nn as nn
-    import minitorch.nn.functional as F
-    mt.manual_seed(0)
+def run(lib, model_kind, data, device):
+    """One epoch with `lib` = minitorch or torch: the very same code drives both, since
+    minitorch speaks torch's API. Returns (seconds, test accuracy)."""
+    nn, F = lib.nn, lib.nn.functional
+    lib.manual_seed(0)
     model = (nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
              if model_kind == "mlp" else
              nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                            nn.Flatten(), nn.Linear(1568, 10)))
-    opt = (mt.optim.SGD(model.parameters(), lr=0.1, momentum=0.9) if model_kind == "mlp"
-           else mt.optim.Adam(model.parameters(), lr=1e-3))
     model.to(device)
-    x_train, y_train, x_test, y_test = (mt.from_numpy(a).to(device) for a in data)
+    opt = (lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.9) if model_kind == "mlp"
+           else lib.optim.Adam(model.parameters(), lr=1e-3))
+    x_train, y_train, x_test, y_test = (lib.from_numpy(a).to(device) for a in data)
     start = time.perf_counter()
     for index in batches(len(y_train)):
-        idx = mt.from_numpy(index.astype(np.int64)).to(device)
+        idx = lib.from_numpy(index.astype(np.int64)).to(device)
         loss = F.cross_entropy(model(x_train.index_select(0, idx)), y_train.index_select(0, idx))
         opt.zero_grad()
         loss.backward()
         opt.step()
     loss.item()     # waits for the device to finish
     seconds = time.perf_counter() - start
-    with mt.no_grad():
-        model.eval()
-        correct = sum(int((model(x_test[i:i + 1000]).argmax(1) == y_test[i:i + 1000]).sum())
-                      for i in range(0, len(y_test), 1000))
-    return seconds, correct / len(y_test)
-
-
-def run_torch(model_kind, data, device):
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-    torch.manual_seed(0)
-    model = (nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
-             if model_kind == "mlp" else
-             nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                           nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                           nn.Flatten(), nn.Linear(1568, 10)))
-    opt = (torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9) if model_kind == "mlp"
-           else torch.optim.Adam(model.parameters(), lr=1e-3))
-    model.to(device)
-    x_train, y_train, x_test, y_test = (torch.from_numpy(a).to(device) for a in data)
-    start = time.perf_counter()
-    for index in batches(len(y_train)):
-        idx = torch.from_numpy(index.astype(np.int64)).to(device)
-        loss = F.cross_entropy(model(x_train[idx]), y_train[idx])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    loss.item()     # waits for the device to finish
-    seconds = time.perf_counter() - start
-    with torch.no_grad():
+    with lib.no_grad():
         model.eval()
         correct = sum(int((model(x_test[i:i + 1000]).argmax(1) == y_test[i:i + 1000]).sum())
                       for i in range(0, len(y_test), 1000))
@@ -100,8 +71,8 @@ def run_torch(model_kind, data, device):
 def child(framework, model_kind, data_dir, device):
     """Runs in a subprocess: one epoch, prints a JSON line with time, accuracy and peak RSS."""
     data = load_arrays(data_dir)
-    runner = run_minitorch if framework == "minitorch" else run_torch
-    seconds, accuracy = runner(model_kind, data, device)
+    lib = importlib.import_module(framework)
+    seconds, accuracy = run(lib, model_kind, data, device)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"seconds": seconds, "accuracy": accuracy, "peak_rss_mb": peak_mb}))
 
