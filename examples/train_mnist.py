@@ -88,6 +88,7 @@ def save_plot(history, path):
     """Loss and accuracy per epoch as a PNG; returns False when matplotlib is missing."""
     try:
         import matplotlib
+        import matplotlib.ticker
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -103,6 +104,7 @@ def save_plot(history, path):
     for axis in (left, right):
         axis.legend()
         axis.grid(alpha=0.3)
+        axis.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
