@@ -1,5 +1,4 @@
 """Adagrad with lr decay, weight decay, an initial accumulator and maximize (torch's rule)."""
-from ..autograd import no_grad
 from ..tensor import full_like
 from .optimizer import Optimizer, _addcdiv_, _addcmul_, _step_counter
 
@@ -29,24 +28,14 @@ class Adagrad(Optimizer):
         # torch creates the accumulators up front (they are in state_dict before any step)
         for group in self.param_groups:
             for param in group["params"]:
-                self._state_of(param)
+                self._state_of(param, group)
 
-    def _state_of(self, param):
+    def _state_of(self, param, group):
         state = self.state[param]
         if not state:
             state["step"] = _step_counter()
             state["sum"] = full_like(param, self.defaults["initial_accumulator_value"])
         return state
-
-    def step(self, closure=None):
-        """One update of every parameter that has a .grad; returns the closure's loss."""
-        loss = self._evaluate(closure)
-        with no_grad():
-            for group in self.param_groups:
-                for param in group["params"]:
-                    if param.grad is not None:
-                        self._update(param, self._state_of(param), group)
-        return loss
 
     @staticmethod
     def _update(param, state, group):

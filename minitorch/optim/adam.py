@@ -1,6 +1,5 @@
 """Adam and AdamW (decoupled weight decay), with amsgrad and maximize: torch's update rule,
 operation for operation."""
-from ..autograd import no_grad
 from ..functions.elementwise import maximum
 from ..tensor import zeros_like
 from .optimizer import Optimizer, _addcdiv_, _addcmul_, _step_counter
@@ -30,16 +29,6 @@ class Adam(Optimizer):
                     "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
                     "fused": fused, "decoupled_weight_decay": decoupled_weight_decay}
         super().__init__(params, defaults)
-
-    def step(self, closure=None):
-        """One update of every parameter that has a .grad; returns the closure's loss."""
-        loss = self._evaluate(closure)
-        with no_grad():
-            for group in self.param_groups:
-                for param in group["params"]:
-                    if param.grad is not None:
-                        self._update(param, self._state_of(param, group), group)
-        return loss
 
     def _state_of(self, param, group):
         state = self.state[param]

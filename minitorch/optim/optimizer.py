@@ -12,7 +12,7 @@ from copy import deepcopy
 from itertools import chain
 
 from .. import dtypes
-from ..autograd import RemovableHandle, enable_grad
+from ..autograd import RemovableHandle, enable_grad, no_grad
 from ..tensor import Tensor, tensor
 
 __all__ = ["Optimizer", "required"]
@@ -181,6 +181,22 @@ class Optimizer:
                 p.grad.zero_()
 
     def step(self, closure=None):
+        """One update of every parameter that has a .grad; returns the closure's loss.
+        Subclasses give `_state_of` (the parameter's state, created on first use) and
+        `_update` (torch's single-tensor rule)."""
+        loss = self._evaluate(closure)
+        with no_grad():
+            for group in self.param_groups:
+                for param in group["params"]:
+                    if param.grad is not None:
+                        self._update(param, self._state_of(param, group), group)
+        return loss
+
+    def _state_of(self, param, group):
+        return self.state[param]
+
+    @staticmethod
+    def _update(param, state, group):
         raise NotImplementedError
 
     @staticmethod

@@ -1,5 +1,4 @@
 """RMSprop with momentum, centering, weight decay and maximize (torch's update rule)."""
-from ..autograd import no_grad
 from ..tensor import zeros_like
 from .optimizer import Optimizer, _addcdiv_, _addcmul, _addcmul_, _step_counter
 
@@ -25,16 +24,6 @@ class RMSprop(Optimizer):
                     "centered": centered, "weight_decay": weight_decay, "foreach": foreach,
                     "maximize": maximize}
         super().__init__(params, defaults)
-
-    def step(self, closure=None):
-        """One update of every parameter that has a .grad; returns the closure's loss."""
-        loss = self._evaluate(closure)
-        with no_grad():
-            for group in self.param_groups:
-                for param in group["params"]:
-                    if param.grad is not None:
-                        self._update(param, self._state_of(param, group), group)
-        return loss
 
     def _state_of(self, param, group):
         state = self.state[param]
