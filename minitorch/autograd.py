@@ -332,8 +332,8 @@ def _roots(tensors, grads):
     else:
         grads = tuple(grads)
     if len(grads) != len(tensors):
-        raise RuntimeError(f"grad can be implicitly created only for scalar outputs"
-                           if not grads else f"Mismatch in number of gradients: got "
+        raise RuntimeError("grad can be implicitly created only for scalar outputs"
+                           if not grads else "Mismatch in number of gradients: got "
                            f"{len(grads)} but expected {len(tensors)}")
     roots = []
     for t, g in zip(tensors, grads):
@@ -608,7 +608,6 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
         grad_outputs = tuple(make_tensor(rng.standard_normal(o.shape), dtype=o.dtype,
                                          device=o.device, requires_grad=True) for o in outputs)
     grad_outputs = _as_tuple(grad_outputs)
-    diff_inputs = [t for t in inputs if _is_tensor(t) and t.requires_grad]
 
     def first_derivative(*args):
         ins, gos = args[:len(inputs)], args[len(inputs):]

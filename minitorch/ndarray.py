@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from . import dtypes
-from .backend import CPU, device as Device, get_backend
+from .backend import CPU, get_backend
 from .opcodes import BOOL_RESULT_BINARY, BOOL_RESULT_UNARY, INDEX_RESULT_REDUCE, ReduceOp
 
 
@@ -339,7 +339,7 @@ class NDArray:
         shape, strides = check_shape(shape), tuple(operator.index(s) for s in strides)
         offset = self.offset if storage_offset is None else operator.index(storage_offset)
         if len(shape) != len(strides):
-            raise RuntimeError(f"mismatch in length of strides and shape")
+            raise RuntimeError("mismatch in length of strides and shape")
         if any(s < 0 for s in strides):
             raise RuntimeError("as_strided: Negative strides are not supported at the moment, got "
                                f"strides: {shape_str(strides)}")

@@ -198,7 +198,7 @@ class Tensor:
 
     def __bool__(self):
         if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous"
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous"
                                if self.numel() else "Boolean value of Tensor with no values is "
                                "ambiguous")
         return bool(self.item())
@@ -217,7 +217,7 @@ class Tensor:
 
     def _single_value(self):
         if self.numel() != 1:
-            raise ValueError(f"only one element tensors can be converted to Python scalars")
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return self.item()
 
     def __len__(self):
@@ -639,6 +639,7 @@ _T.__setitem__ = lambda self, key, value: _I.setitem(self, key, value)
 # methods that are the same-named function with `self` first
 _SAME_NAME = {
     _E: ("add sub mul div true_divide floor_divide remainder fmod pow float_power neg abs sign "
+         "addcmul addcdiv "
          "exp log log1p expm1 sqrt rsqrt sin cos tanh sigmoid relu reciprocal square erf floor "
          "ceil round trunc clamp minimum maximum fmax fmin atan2 where eq ne lt le gt ge "
          "logical_and logical_or logical_xor logical_not isnan isinf isfinite lerp equal "
@@ -719,6 +720,26 @@ def _fast_inplace(opcode, general, scaled):
     return method
 
 
+_T.addcmul_ = lambda self, tensor1, tensor2, *, value=1: self.add_(
+    (tensor1 * value if value != 1 else tensor1) * tensor2)
+_T.addcdiv_ = lambda self, tensor1, tensor2, *, value=1: self.add_(
+    (tensor1 * value if value != 1 else tensor1) / tensor2)
+
+
+def _uniform_(self, a=0.0, b=1.0, *, generator=None):
+    """Fill with U(a, b) draws (nn.init's sampler; torch.Tensor.uniform_)."""
+    from .nn import init
+    return init.uniform_(self, a, b, generator=generator)
+
+
+def _normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Fill with N(mean, std²) draws (torch.Tensor.normal_)."""
+    from .nn import init
+    return init.normal_(self, mean, std, generator=generator)
+
+
+_T.uniform_ = _uniform_
+_T.normal_ = _normal_
 _T.add_ = _fast_inplace(_BinaryOp.ADD, _T.add_, scaled=True)
 _T.sub_ = _fast_inplace(_BinaryOp.SUB, _T.sub_, scaled=True)
 _T.mul_ = _fast_inplace(_BinaryOp.MUL, _T.mul_, scaled=False)

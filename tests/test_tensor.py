@@ -153,3 +153,16 @@ def test_mixed_device_error_message():
     assert _device_mismatch(mt.device("cpu"), mt.device("cuda")) == (
         "Expected all tensors to be on the same device, but found at least two devices, cuda:0 "
         "and cpu!")
+
+
+def test_addcmul_addcdiv_and_random_fills():
+    t, a, b = mt.tensor([1.0, 2.0]), mt.tensor([3.0, 4.0]), mt.tensor([2.0, 8.0])
+    assert mt.addcmul(t, a, b, value=0.5).tolist() == [4.0, 18.0]
+    assert t.addcdiv(a, b, value=2).tolist() == [4.0, 3.0]
+    t.addcmul_(a, b)
+    assert t.tolist() == [7.0, 34.0]
+    mt.manual_seed(1)
+    u = mt.empty(1000).uniform_(-2, 3)
+    assert -2 <= u.min().item() and u.max().item() < 3
+    n = mt.zeros(2000, dtype=mt.float64).normal_(5.0, 0.1)
+    assert abs(n.mean().item() - 5.0) < 0.02 and abs(n.std().item() - 0.1) < 0.02

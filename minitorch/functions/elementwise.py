@@ -18,6 +18,7 @@ from .reduce import sum_to
 
 
 __all__ = [
+    'addcdiv', 'addcmul',
     'abs', 'absolute', 'add', 'allclose', 'atan2', 'bitwise_and', 'bitwise_not', 'bitwise_or',
     'bitwise_xor', 'ceil', 'clamp', 'clip', 'cos', 'div', 'divide', 'eq', 'equal', 'erf', 'exp',
     'expm1', 'float_power', 'floor', 'floor_divide', 'fmax', 'fmin', 'fmod', 'ge', 'greater',
@@ -1072,6 +1073,16 @@ def clamp(input, min=None, max=None):
         high = _as_operand(max, dtype, device)
         result = Where.apply(lt(high, result), high, result)
     return result
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2, in torch's operation order."""
+    return input + (tensor1 * value if value != 1 else tensor1) * tensor2
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 / tensor2, in torch's operation order."""
+    return input + (tensor1 * value if value != 1 else tensor1) / tensor2
 
 
 def lerp(input, end, weight):

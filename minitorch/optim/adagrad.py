@@ -1,6 +1,6 @@
 """Adagrad with lr decay, weight decay, an initial accumulator and maximize (torch's rule)."""
 from ..tensor import full_like
-from .optimizer import Optimizer, _addcdiv_, _addcmul_, _step_counter
+from .optimizer import Optimizer, _step_counter
 
 __all__ = ["Adagrad"]
 
@@ -45,6 +45,6 @@ class Adagrad(Optimizer):
             grad = grad.add(param, alpha=group["weight_decay"])
         clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
         state_sum = state["sum"]
-        _addcmul_(state_sum, grad, grad, value=1)
+        state_sum.addcmul_(grad, grad, value=1)
         std = state_sum.sqrt().add_(group["eps"])
-        _addcdiv_(param, grad, std, value=-clr)
+        param.addcdiv_(grad, std, value=-clr)

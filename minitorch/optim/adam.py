@@ -2,7 +2,7 @@
 operation for operation."""
 from ..functions.elementwise import maximum
 from ..tensor import zeros_like
-from .optimizer import Optimizer, _addcdiv_, _addcmul_, _step_counter
+from .optimizer import Optimizer, _step_counter
 
 __all__ = ["Adam", "AdamW"]
 
@@ -53,7 +53,7 @@ class Adam(Optimizer):
             else:
                 grad = grad.add(param, alpha=weight_decay)
         exp_avg.lerp_(grad, 1 - beta1)
-        _addcmul_(exp_avg_sq.mul_(beta2), grad, grad, value=1 - beta2)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         step = step_t.item()
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step
@@ -64,7 +64,7 @@ class Adam(Optimizer):
             second_moment = state["max_exp_avg_sq"]
             second_moment.copy_(maximum(second_moment, exp_avg_sq))
         denom = (second_moment.sqrt() / bias_correction2_sqrt).add_(eps)
-        _addcdiv_(param, exp_avg, denom, value=-step_size)
+        param.addcdiv_(exp_avg, denom, value=-step_size)
 
 
 class AdamW(Adam):

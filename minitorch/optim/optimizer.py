@@ -2,8 +2,7 @@
 out exactly like torch.optim.Optimizer (so checkpoints have torch's structure).
 
 The update rules live in one module per algorithm; each follows torch's single-tensor
-implementation operation by operation, with our in-place Tensor ops under no_grad. The fused
-forms torch has as Tensor methods (addcmul_, addcdiv_) are the small helpers below.
+implementation operation by operation, with our in-place Tensor ops under no_grad.
 """
 import functools
 from collections import OrderedDict, defaultdict
@@ -37,21 +36,6 @@ def _typename(obj):
 
 
 # ---- the fused Tensor ops torch's update rules use -----------------------------------------------
-def _addcmul(t, a, b, value=1):
-    """t + value * a * b (torch.addcmul, same operation order)."""
-    return t + (a * value if value != 1 else a) * b
-
-
-def _addcmul_(t, a, b, value=1):
-    """In-place torch.Tensor.addcmul_."""
-    return t.add_((a * value if value != 1 else a) * b)
-
-
-def _addcdiv_(t, a, b, value=1):
-    """In-place torch.Tensor.addcdiv_: t += value * a / b."""
-    return t.add_((a * value if value != 1 else a) / b)
-
-
 def _scalar_dtype():
     """The dtype torch keeps `state["step"]` in."""
     return dtypes.float64 if dtypes.get_default_dtype() is dtypes.float64 else dtypes.float32

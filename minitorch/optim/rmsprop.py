@@ -1,6 +1,6 @@
 """RMSprop with momentum, centering, weight decay and maximize (torch's update rule)."""
 from ..tensor import zeros_like
-from .optimizer import Optimizer, _addcdiv_, _addcmul, _addcmul_, _step_counter
+from .optimizer import Optimizer, _step_counter
 
 __all__ = ["RMSprop"]
 
@@ -44,16 +44,16 @@ class RMSprop(Optimizer):
         state["step"].add_(1)
         if group["weight_decay"] != 0:
             grad = grad.add(param, alpha=group["weight_decay"])
-        _addcmul_(square_avg.mul_(alpha), grad, grad, value=1 - alpha)
+        square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
         if group["centered"]:
             grad_avg = state["grad_avg"].lerp_(grad, 1 - alpha)
-            avg = _addcmul(square_avg, grad_avg, grad_avg, value=-1).sqrt_()
+            avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
         else:
             avg = square_avg.sqrt()
         avg = avg.add_(group["eps"])
         if momentum > 0:
             buf = state["momentum_buffer"]
-            _addcdiv_(buf.mul_(momentum), grad, avg)
+            buf.mul_(momentum).addcdiv_(grad, avg)
             param.add_(buf, alpha=-group["lr"])
         else:
-            _addcdiv_(param, grad, avg, value=-group["lr"])
+            param.addcdiv_(grad, avg, value=-group["lr"])
