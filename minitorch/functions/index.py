@@ -594,14 +594,15 @@ class Gather(Function):
 
 class ScatterAdd(Function):
     """a with src[..., j, ...] added at a[..., index[..., j, ...], ...] (duplicates add up)."""
+    accumulate = True
 
-    @staticmethod
-    def forward(ctx, a, index, src, dim):
+    @classmethod
+    def forward(cls, ctx, a, index, src, dim):
         ctx.dim, ctx.src_shape = dim, src._data.shape
         ctx.save_for_backward(index)
         out = a._data.copy()
         try:
-            out.scatter_into(dim, index._data, src._data, True)
+            out.scatter_into(dim, index._data, src._data, cls.accumulate)
         except IndexError:
             raise _out_of_bounds(index._data, dim, out.shape[dim]) from None
         return wrap(out)
@@ -615,19 +616,9 @@ class ScatterAdd(Function):
         return g, None, grad_src
 
 
-class Scatter(Function):
+class Scatter(ScatterAdd):
     """a with src[..., j, ...] written at a[..., index[..., j, ...], ...]."""
-
-    @staticmethod
-    def forward(ctx, a, index, src, dim):
-        ctx.dim, ctx.src_shape = dim, src._data.shape
-        ctx.save_for_backward(index)
-        out = a._data.copy()
-        try:
-            out.scatter_into(dim, index._data, src._data, False)
-        except IndexError:
-            raise _out_of_bounds(index._data, dim, out.shape[dim]) from None
-        return wrap(out)
+    accumulate = False
 
     @staticmethod
     def backward(ctx, g):
