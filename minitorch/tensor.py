@@ -639,7 +639,7 @@ _T.__setitem__ = lambda self, key, value: _I.setitem(self, key, value)
 # methods that are the same-named function with `self` first
 _SAME_NAME = {
     _E: ("add sub mul div true_divide floor_divide remainder fmod pow float_power neg abs sign "
-         "addcmul addcdiv "
+         "addcmul addcdiv clip multiply subtract divide negative absolute greater less "
          "exp log log1p expm1 sqrt rsqrt sin cos tanh sigmoid relu reciprocal square erf floor "
          "ceil round trunc clamp minimum maximum fmax fmin atan2 where eq ne lt le gt ge "
          "logical_and logical_or logical_xor logical_not isnan isinf isfinite lerp equal "
@@ -655,15 +655,7 @@ _SAME_NAME = {
 }
 for _module, _names in _SAME_NAME.items():
     for _name in _names.split():
-        setattr(_T, _name, getattr(_module, _name, None))
-_T.clip = _E.clamp
-_T.multiply = _E.mul
-_T.subtract = _E.sub
-_T.divide = _E.div
-_T.negative = _E.neg
-_T.absolute = _E.abs
-_T.greater = _E.gt
-_T.less = _E.lt
+        setattr(_T, _name, getattr(_module, _name))     # a listed op that is missing fails here
 
 # in-place variants: same op, result written into self
 for _name in ("add sub mul div pow neg abs sign exp log log1p expm1 sqrt rsqrt sin cos tanh "
@@ -745,7 +737,7 @@ _T.sub_ = _fast_inplace(_BinaryOp.SUB, _T.sub_, scaled=True)
 _T.mul_ = _fast_inplace(_BinaryOp.MUL, _T.mul_, scaled=False)
 _T.div_ = _fast_inplace(_BinaryOp.DIV, _T.div_, scaled=False)
 for _name in ("masked_fill", "index_add", "scatter", "scatter_add", "index_put"):
-    setattr(_T, _name + "_", _inplace(getattr(_I, _name, None)) if hasattr(_I, _name) else None)
+    setattr(_T, _name + "_", _inplace(getattr(_I, _name)))
 
 
 def _fill_(self, value):
