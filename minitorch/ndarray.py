@@ -199,15 +199,11 @@ class NDArray:
 
     # ---- views --------------------------------------------------------------------------------
     def compact(self):
-        """Self when already C-contiguous, else a compact copy (the `compact` kernel)."""
-        if self.is_compact():
-            return self
-        out = self._new(self.shape)
-        if out.size:
-            self.backend.compact(self.buffer, out.buffer, self.shape, self.strides, self.offset)
-        return out
+        """Self when already C-contiguous, else a compact copy."""
+        return self if self.is_compact() else self.copy()
 
     def copy(self):
+        """A new compact array with these values (the `compact` kernel)."""
         out = self._new(self.shape)
         if out.size:
             self.backend.compact(self.buffer, out.buffer, self.shape, self.strides, self.offset)
