@@ -157,18 +157,25 @@ class GpuBackend:
         return claims
 
     # ---- strided data movement ----------------------------------------------------------------
+    def _strided_view(self, shape, strides, offset, view_buffer, view_name):
+        """The checked element count of a strided view into `view_buffer`, and (for a non-empty
+        view) its collapsed (shape, strides, packed geometry, compiled axis count, key suffix)."""
+        shape, strides = _dims(shape, strides)
+        _check_view(shape, strides, offset, view_buffer.size, view_name)
+        size = _numel(shape)
+        if size == 0:
+            return (0,) + (None,) * 5
+        cshape, (_, cstrides) = L.collapse(shape, [L.contiguous(shape), strides])
+        return (size, cshape, cstrides) + tuple(self._geometry(cshape, [cstrides]))
+
     @_on_device
     def compact(self, a, out, shape, strides, offset):
         """out[i] = a[offset + Σ idx_d·strides_d] for the i-th index of `shape` in C order."""
         name = _same_dtype(a, out, "a", "out")
-        shape, strides = _dims(shape, strides)
-        _check_view(shape, strides, offset, a.size, "a")
-        size = _numel(shape)
+        size, _, _, geometry, dims, wide = self._strided_view(shape, strides, offset, a, "a")
         _check_length(out, size, "out")
         if size == 0:
             return
-        cshape, (_, cstrides) = L.collapse(shape, [L.contiguous(shape), strides])
-        geometry, dims, wide = self._geometry(cshape, [cstrides])
         self._launch("strided", name + wide, f"compact_kernel<{L.CTYPES[name]}, {dims}>",
                      L.flat_grid(size), (a, I64(offset), out, I64(size), geometry))
 
@@ -177,16 +184,13 @@ class GpuBackend:
         """out[offset + Σ idx_d·strides_d] = src[i] (src may hold one element: a fill). Where the
         view overlaps itself, the last write in C order wins, as on the CPU."""
         name = _same_dtype(src, out, "src", "out")
-        shape, strides = _dims(shape, strides)
-        _check_view(shape, strides, offset, out.size, "out")
-        size = _numel(shape)
+        size, cshape, cstrides, geometry, dims, wide = self._strided_view(shape, strides, offset,
+                                                                          out, "out")
         if size == 0:
             return
         step = 0 if src.size == 1 else 1
         if step:
             _check_length(src, size, "src")
-        cshape, (_, cstrides) = L.collapse(shape, [L.contiguous(shape), strides])
-        geometry, dims, wide = self._geometry(cshape, [cstrides])
         kernel = f"strided_set_kernel<{L.CTYPES[name]}, {dims}>"
         args = (src, I64(step), out, I64(offset), I64(size), geometry)
         if step == 0 or L.is_injective(cshape, cstrides):
@@ -204,14 +208,11 @@ class GpuBackend:
         """out[offset + Σ idx_d·strides_d] += src[i]: the adjoint of compact, exact when the view
         overlaps itself (col2im): atomics then, plain adds for injective views. bool: or."""
         name = _same_dtype(src, out, "src", "out")
-        shape, strides = _dims(shape, strides)
-        _check_view(shape, strides, offset, out.size, "out")
-        size = _numel(shape)
+        size, cshape, cstrides, geometry, dims, wide = self._strided_view(shape, strides, offset,
+                                                                          out, "out")
         _check_length(src, size, "src")
         if size == 0:
             return
-        cshape, (_, cstrides) = L.collapse(shape, [L.contiguous(shape), strides])
-        geometry, dims, wide = self._geometry(cshape, [cstrides])
         atomic = not L.is_injective(cshape, cstrides)
         self._launch("strided", name + wide, f"strided_add_kernel<{L.CTYPES[name]}, {dims}>",
                      L.flat_grid(size), (src, out, I64(offset), I64(size), geometry, I32(atomic)))
