@@ -506,6 +506,13 @@ class NDArray:
         (m, k), (k2, n) = self.shape[-2:], other.shape[-2:]
         if k != k2:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n})")
+        if self.ndim == 2 and other.ndim == 2:     # the common case, without batch bookkeeping
+            out = self._new((m, n))
+            if out.size:
+                self.backend.matmul(self.buffer, other.buffer, out.buffer, 1, m, n, k,
+                                    (0,) + self.strides, self.offset, (0,) + other.strides,
+                                    other.offset)
+            return out
         batch_shape = broadcast_shapes(self.shape[:-2], other.shape[:-2])
         a, b = self._batched(batch_shape), other._batched(batch_shape)
         batch = math.prod(batch_shape)

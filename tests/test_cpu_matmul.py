@@ -10,8 +10,8 @@ import pytest
 from minitorch._cpu.matmul import matmul
 
 DTYPES = [np.float32, np.float64]
-# Sizes hitting every remainder class of the register tile (8 x 32, so every value mod 8 and
-# many mod 32), both sides of the plain-loop cutoff, both orientations (n < 32 with m > n), kept
+# Sizes hitting every remainder class of the register tiles (8 x 16 for n <= 16, 8 x 32 above:
+# every value mod 8 and many mod 16 and 32), both sides of the plain-loop cutoff, both orientations (n < 32 with m > n), kept
 # sparse so that the full m x n x k grid stays fast.
 GRID = [1, 2, 3, 4, 5, 6, 7, 9, 12, 17, 31, 32, 33, 40, 47, 64, 65, 67]
 
@@ -72,6 +72,20 @@ def test_large_exact(dtype, shape):
     rng = np.random.default_rng(2)
     a, b = ints(rng, (1, m, k), dtype), ints(rng, (1, k, n), dtype)
     np.testing.assert_array_equal(run(a, b), a @ b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("a_t", [False, True])
+@pytest.mark.parametrize("shape", [(9, 16, 5000), (16, 9, 5000), (3, 32, 4099), (20, 20, 3000),
+                                   (144, 32, 3000), (1, 1, 2048)])
+def test_long_k_small_out(dtype, a_t, shape):
+    """Out of a tile or two and a long k (conv weight gradients): k is cut across threads and
+    the partial products summed; a compact b exactly one panel wide (16 or 32) is read in
+    place. Both orientations (a column-major runs as out.T = b.T @ a.T)."""
+    m, n, k = shape
+    rng = np.random.default_rng(5)
+    a, b = ints(rng, (1, m, k), dtype), ints(rng, (1, k, n), dtype)
+    np.testing.assert_array_equal(run(a, b, a_t), a @ b)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -1208,6 +1208,47 @@ def test_nll_loss(device, rng):
                      (tensor(logp, device, True),))
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("ignored", [False, True])
+def test_nll_loss_one_node_double_backward(reduction, weighted, ignored, device, rng):
+    """nll_loss is one node (NllLossBackward0, as in torch) whose backward is differentiable
+    again; the all-rows-count fast path (no ignored rows, no weight) and the masked path agree
+    with the numpy reference, also for a non-contiguous input."""
+    logp = log_softmax_ref(rng.standard_normal((3, 6)), 1)
+    target = np.array([0, 2, 1, 2, 2, 0])
+    if ignored:
+        target[1] = -100
+    weight = tensor(rng.random(3) + 0.5, device) if weighted else None
+    w = value(weight) if weighted else np.ones(3)
+    x = tensor(logp, device, True).mT           # (6, 3), strides (1, 6)
+    out = F.nll_loss(x, tensor(target, device), weight, reduction=reduction)
+    assert out.grad_fn.name() == "NllLossBackward0"
+    valid = target != -100
+    picked = -logp.T[np.arange(6), np.where(valid, target, 0)] * w[np.where(valid, target, 0)]
+    picked = picked * valid
+    expected = {"none": picked, "sum": picked.sum(),
+                "mean": picked.sum() / (w[np.where(valid, target, 0)] * valid).sum()}[reduction]
+    np.testing.assert_allclose(value(out), expected, rtol=1e-12)
+    fn = lambda a: F.nll_loss(a.mT, tensor(target, device), weight, reduction=reduction)  # noqa
+    assert gradcheck(fn, (tensor(logp, device, True),))
+    assert gradgradcheck(lambda a: F.cross_entropy(a.mT, tensor(target, device), weight,
+                                                   reduction=reduction),
+                         (tensor(logp, device, True),))
+
+
+def test_nll_loss_empty_batch_and_bad_targets(device):
+    empty = F.nll_loss(mt.zeros(0, 3, device=device, requires_grad=True),
+                       mt.zeros(0, dtype=mt.int64, device=device))
+    assert math.isnan(empty.item())
+    assert F.nll_loss(mt.zeros(0, 3, device=device), mt.zeros(0, dtype=mt.int64, device=device),
+                      reduction="sum").item() == 0
+    x = mt.zeros(2, 3, device=device)
+    for bad, shown in (([0, 3], 3), ([-1, 0], -1), ([-100, 5], 5)):
+        with pytest.raises(IndexError, match=f"Target {shown} is out of bounds."):
+            F.nll_loss(x, mt.tensor(bad, device=device))
+
+
 LOSS_CASES = {
     "mse": (F.mse_loss, lambda a, b: (a - b) ** 2),
     "l1": (F.l1_loss, lambda a, b: np.abs(a - b)),

@@ -8,12 +8,16 @@ panels laid out in exactly the order the micro-kernel reads them.
 Loop nest for one product (or one thread's rectangle of it), as in BLIS:
     for jc in n by NC:
       for pc in k by KC:
-        pack B[pc:, jc:] -> panels of NR columns (KC x NR each, k-major)
+        pack B[pc:, jc:] -> panels of nr columns (KC x nr each, k-major)
         for ic in m by MC:
           pack A[ic:, pc:] -> panels of MR rows (or read A in place when n is narrow)
-          for jr in nc by NR:          one B panel ...
+          for jr in nc by nr:          one B panel ...
             for ir in mc by MR:        ... meets every A panel of the block
-              micro-kernel: the MR x NR tile of out (=|+=) A panel @ B panel
+              micro-kernel: the MR x nr tile of out (=|+=) A panel @ B panel
+
+Register tiles are MR rows by a panel width of NR_WIDE or NR_NARROW columns, chosen per product
+(panel_width): a 16-wide tile keeps narrow products (a classifier's 10 outputs, a first conv layer's
+16 channels) from computing mostly padding.
 
 Threads: tasks are whole batch items, or rectangles of out (see choose_split); every task packs
 what it needs into its thread's buffers, so threads share nothing and never wait on each other.
@@ -29,22 +33,24 @@ from minitorch._cpu.common cimport omp_get_max_threads
 cnp.import_array()
 
 cdef enum:
-    # Register tile: MR x NR accumulators. NR = 32 is 2 zmm of float (4 of double): 16 (32)
-    # independent FMA chains, plenty to hide the FMA latency. For double gcc spills a few values
-    # to L1, which the spare load ports absorb (measured at peak). 6 x 32 is as fast on square
-    # sizes, but MR = 8 divides the power-of-two row counts of typical models (64 rows: 3% of
-    # padding work with MR = 6). NR must stay above 16: gcc fully unrolls loops of <= 16 trips
-    # *before* vectorizing, and then vectorizes the k loop with shuffles instead of the NR loop
-    # with plain FMAs (10-20x slower; measured).
+    # Register tile: MR x NR_WIDE accumulators. NR_WIDE = 32 is 2 zmm of float (4 of double):
+    # 16 (32) independent FMA chains, plenty to hide the FMA latency. For double gcc spills a few
+    # values to L1, which the spare load ports absorb (measured at peak). 6 x 32 is as fast on
+    # square sizes, but MR = 8 divides the power-of-two row counts of typical models (64 rows:
+    # 3% of padding work with MR = 6). The narrow tile, MR x 16, runs at the same peak on one
+    # core (114 GFLOP/s float, Zen 4) only because setup.py stops gcc from fully unrolling loops
+    # of more than 12 trips before vectorizing: by default it unrolls the 16-trip column loop,
+    # then vectorizes the k loop with shuffles instead (11 GFLOP/s; measured).
     MR = 8
-    NR = 32
+    NR_WIDE = 32
+    NR_NARROW = 16
     # Cache blocks, chosen by measurement on Zen 4 (32 KiB L1d, 1 MiB L2 per core). A deep k
-    # block means out is read and written fewer times; a B panel (KC x NR, 64 KiB) and the A
+    # block means out is read and written fewer times; a wide B panel (KC x 32, 64 KiB) and the A
     # block (MC x KC, 192 KiB) then both stream from L2, which keeps up with the kernel.
     KC_BYTES = 2048   # k depth of a block: 512 floats or 256 doubles
     MC = 96           # rows of a packed A block (multiple of MR)
-    NC = 3072         # columns of a packed B block (multiple of NR)
-    DIRECT_A_MAX_N = 4 * NR   # n up to this: read a column-major A in place (a_in_place)
+    NC = 3072         # columns of a packed B block (multiple of both tile widths)
+    DIRECT_A_MAX_N = 4 * NR_WIDE   # n up to this: read a column-major A in place (a_in_place)
     # Parallel tasks: when column blocks of out cost no extra packing, cut out into up to
     # TASKS_PER_THREAD blocks per thread (each at least MIN_TASK_PANELS B panels wide), handed
     # out dynamically, so that a thread that loses its core to another process (a DataLoader
@@ -58,10 +64,12 @@ cdef enum:
     # batch*m*n*k below which one OpenMP region (~3 us) costs more than it saves (2 threads
     # break even near 80^3).
     PARALLEL_MIN_WORK = 524288
+    K_SLICE_MIN = 1024    # k per thread for which summing per-thread partial products pays
 
 
 cdef struct Plan:
     Py_ssize_t mc, kc, nc      # block sizes actually used (balanced so the last block is not tiny)
+    Py_ssize_t nr              # panel width: NR_WIDE or NR_NARROW
 
 
 cdef inline Py_ssize_t cdiv(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
@@ -77,92 +85,128 @@ cdef inline floating* aligned(floating* p) noexcept nogil:
     return <floating*>((<size_t>p + 63) & ~(<size_t>63))
 
 
-cdef Plan make_plan(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, size_t itemsize) noexcept nogil:
+cdef inline Py_ssize_t panel_width(Py_ssize_t n) noexcept nogil:
+    """The register tile's width for a product n columns wide: the narrow one where the wide
+    one would mostly compute padding (n <= 16: 10 classes, 16 channels)."""
+    return NR_NARROW if n <= NR_NARROW else NR_WIDE
+
+
+cdef Plan make_plan(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, Py_ssize_t nr,
+                    size_t itemsize) noexcept nogil:
     """Block sizes for one thread's m x n x k product, evened out so that the last block is not
     a sliver (k = 300 runs as 150 + 150, not 256 + 44)."""
     cdef Plan plan
     cdef Py_ssize_t nblocks = cdiv(k, KC_BYTES // itemsize)
+    plan.nr = nr
     plan.kc = cdiv(k, nblocks)
     nblocks = cdiv(n, NC)
-    plan.nc = round_up(cdiv(n, nblocks), NR)
+    plan.nc = round_up(cdiv(n, nblocks), nr)
     nblocks = cdiv(m, MC)
     plan.mc = round_up(cdiv(m, nblocks), MR)
     return plan
 
 
 cdef inline void tile_product(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
-                              const floating* b, floating* acc) noexcept nogil:
-    """acc (MR x NR) = a (MR x kc, strides rs, cs) @ b (kc x NR panel, packed k-major).
+                              const floating* b, floating* acc, const Py_ssize_t nr) noexcept nogil:
+    """acc (MR x nr) = a (MR x kc, strides rs, cs) @ b (kc x nr panel, packed k-major).
 
     A packed A panel is just rs = 1, cs = MR; A can also be read in place (only single elements
     of it are broadcast, so its layout hardly matters). acc is a local array of the caller with
-    constant bounds; once this is inlined gcc keeps it in registers and turns the j loop into
-    FMAs on full vectors (objdump: 16 vfmadd231ps on zmm per k step for float, 32 for double,
-    no memory traffic for acc inside the loop)."""
+    constant bounds and nr is a constant of the caller too: once this is inlined gcc keeps acc
+    in registers and turns the j loop into FMAs on full vectors (objdump: 16 vfmadd231ps on
+    zmm per k step for float at nr = 32, no memory traffic for acc inside the loop)."""
     cdef floating ai
     cdef Py_ssize_t p, i, j
     for i in range(MR):             # p = 0 initialises acc (kc >= 1): zeroing it first made
         ai = a[i * rs]              # gcc call memset on every tile
-        for j in range(NR):
-            acc[i * NR + j] = ai * b[j]
+        for j in range(nr):
+            acc[i * nr + j] = ai * b[j]
     for p in range(1, kc):
         for i in range(MR):
             ai = a[i * rs + p * cs]
-            for j in range(NR):
-                acc[i * NR + j] += ai * b[p * NR + j]
+            for j in range(nr):
+                acc[i * nr + j] += ai * b[p * nr + j]
 
 
-cdef void micro_kernel(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
-                       const floating* b, floating* c, Py_ssize_t ldc,
-                       bint accumulate) noexcept nogil:
-    """c[:MR, :NR] (row stride ldc) (=|+=) a @ b: the hot path, full tiles only. Every value
+cdef inline void full_tile(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
+                           const floating* b, floating* c, Py_ssize_t ldc, bint accumulate,
+                           floating* acc, const Py_ssize_t nr) noexcept nogil:
+    """c[:MR, :nr] (row stride ldc) (=|+=) a @ b: the hot path, full tiles only. Every value
     live across the k loop costs a register the loop needs, so edge cases live elsewhere
-    (edge_kernel: 5% slower loop, measured)."""
-    cdef floating acc[MR * NR]
+    (edge_tile: 5% slower loop, measured)."""
     cdef Py_ssize_t i, j
-    tile_product(kc, a, rs, cs, b, acc)
+    tile_product(kc, a, rs, cs, b, acc, nr)
     if accumulate:
         for i in range(MR):
-            for j in range(NR):
-                c[i * ldc + j] += acc[i * NR + j]
+            for j in range(nr):
+                c[i * ldc + j] += acc[i * nr + j]
     else:
         for i in range(MR):
-            for j in range(NR):
-                c[i * ldc + j] = acc[i * NR + j]
+            for j in range(nr):
+                c[i * ldc + j] = acc[i * nr + j]
 
 
-cdef void edge_kernel(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
-                      const floating* b, floating* c, Py_ssize_t rsc, Py_ssize_t csc,
-                      Py_ssize_t mr, Py_ssize_t nr, bint accumulate) noexcept nogil:
+cdef inline void edge_tile(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
+                           const floating* b, floating* c, Py_ssize_t rsc, Py_ssize_t csc,
+                           Py_ssize_t mr, Py_ssize_t nr, bint accumulate, floating* acc,
+                           const Py_ssize_t width) noexcept nogil:
     """c[:mr, :nr] (=|+=) a @ b for edge tiles and for out written transposed (csc != 1). For
     unit csc, the constant-length j loop + `if` compiles to masked vector stores (a loop to nr
     became one memcpy call per row)."""
-    cdef floating acc[MR * NR]
     cdef Py_ssize_t i, j
-    tile_product(kc, a, rs, cs, b, acc)
+    tile_product(kc, a, rs, cs, b, acc, width)
     if csc == 1 and accumulate:
         for i in range(mr):
-            for j in range(NR):
+            for j in range(width):
                 if j < nr:
-                    c[i * rsc + j] += acc[i * NR + j]
+                    c[i * rsc + j] += acc[i * width + j]
     elif csc == 1:
         for i in range(mr):
-            for j in range(NR):
+            for j in range(width):
                 if j < nr:
-                    c[i * rsc + j] = acc[i * NR + j]
+                    c[i * rsc + j] = acc[i * width + j]
     else:
         for j in range(nr):
             for i in range(mr):
                 if accumulate:
-                    c[i * rsc + j * csc] += acc[i * NR + j]
+                    c[i * rsc + j * csc] += acc[i * width + j]
                 else:
-                    c[i * rsc + j * csc] = acc[i * NR + j]
+                    c[i * rsc + j * csc] = acc[i * width + j]
 
 
-# The kernels are only ever called through these pointers. That keeps gcc from inlining them
-# into a caller: inlined into `run`, gcc once kept the i loop rolled and the accumulators in
-# memory (a 2.5x slowdown, depending only on unrelated code nearby). Out of line they compile
-# the same way every time; one indirect call per MR x NR x kc tile is noise.
+# One out-of-line instance per (dtype, tile width), each with its accumulators and the width
+# as constants. The kernels are only ever called through pointers. That keeps gcc from
+# inlining them into a caller: inlined into `run`, gcc once kept the i loop rolled and the
+# accumulators in memory (a 2.5x slowdown, depending only on unrelated code nearby). Out of
+# line they compile the same way every time; one indirect call per tile is noise.
+cdef void wide_kernel(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
+                      const floating* b, floating* c, Py_ssize_t ldc,
+                      bint accumulate) noexcept nogil:
+    cdef floating acc[MR * NR_WIDE]
+    full_tile(kc, a, rs, cs, b, c, ldc, accumulate, acc, NR_WIDE)
+
+
+cdef void narrow_kernel(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
+                        const floating* b, floating* c, Py_ssize_t ldc,
+                        bint accumulate) noexcept nogil:
+    cdef floating acc[MR * NR_NARROW]
+    full_tile(kc, a, rs, cs, b, c, ldc, accumulate, acc, NR_NARROW)
+
+
+cdef void wide_edge(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
+                    const floating* b, floating* c, Py_ssize_t rsc, Py_ssize_t csc,
+                    Py_ssize_t mr, Py_ssize_t nr, bint accumulate) noexcept nogil:
+    cdef floating acc[MR * NR_WIDE]
+    edge_tile(kc, a, rs, cs, b, c, rsc, csc, mr, nr, accumulate, acc, NR_WIDE)
+
+
+cdef void narrow_edge(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
+                      const floating* b, floating* c, Py_ssize_t rsc, Py_ssize_t csc,
+                      Py_ssize_t mr, Py_ssize_t nr, bint accumulate) noexcept nogil:
+    cdef floating acc[MR * NR_NARROW]
+    edge_tile(kc, a, rs, cs, b, c, rsc, csc, mr, nr, accumulate, acc, NR_NARROW)
+
+
 ctypedef void (*kernel_f32_t)(Py_ssize_t, const float*, Py_ssize_t, Py_ssize_t, const float*,
                               float*, Py_ssize_t, bint) noexcept nogil
 ctypedef void (*kernel_f64_t)(Py_ssize_t, const double*, Py_ssize_t, Py_ssize_t, const double*,
@@ -173,10 +217,15 @@ ctypedef void (*edge_f32_t)(Py_ssize_t, const float*, Py_ssize_t, Py_ssize_t, co
 ctypedef void (*edge_f64_t)(Py_ssize_t, const double*, Py_ssize_t, Py_ssize_t, const double*,
                             double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                             bint) noexcept nogil
-cdef kernel_f32_t kernel_f32 = micro_kernel[float]
-cdef kernel_f64_t kernel_f64 = micro_kernel[double]
-cdef edge_f32_t edge_f32 = edge_kernel[float]
-cdef edge_f64_t edge_f64 = edge_kernel[double]
+# [0]: the wide tile, [1]: the narrow one
+cdef kernel_f32_t kernel_f32[2]
+cdef kernel_f64_t kernel_f64[2]
+cdef edge_f32_t edge_f32[2]
+cdef edge_f64_t edge_f64[2]
+kernel_f32[0], kernel_f32[1] = wide_kernel[float], narrow_kernel[float]
+kernel_f64[0], kernel_f64[1] = wide_kernel[double], narrow_kernel[double]
+edge_f32[0], edge_f32[1] = wide_edge[float], narrow_edge[float]
+edge_f64[0], edge_f64[1] = wide_edge[double], narrow_edge[double]
 
 
 cdef void pack_a(floating* dst, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
@@ -204,56 +253,53 @@ cdef void pack_a(floating* dst, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
 
 
 cdef void pack_b_panel(floating* dst, const floating* b, Py_ssize_t rs, Py_ssize_t cs,
-                       Py_ssize_t kc, Py_ssize_t nr) noexcept nogil:
-    """Copy the kc x nr slab at b into one k-major panel dst[p*NR + j], columns past nr zeroed.
-    Walk whichever axis of b is contiguous so a transposed b is read sequentially too."""
+                       Py_ssize_t kc, Py_ssize_t nr, Py_ssize_t width) noexcept nogil:
+    """Copy the kc x nr slab at b into one k-major panel dst[p*width + j], columns past nr
+    zeroed. Walk whichever axis of b is contiguous so a transposed b is read sequentially too."""
     cdef Py_ssize_t p, j, p0
     cdef const floating* src
-    if nr < NR:
-        memset(dst, 0, kc * NR * sizeof(floating))
-    if cs == 1 and nr == NR:
-        for p in range(kc):
-            for j in range(NR):
-                dst[p * NR + j] = b[p * rs + j]
-    elif cs == 1:
+    if nr < width:
+        memset(dst, 0, kc * width * sizeof(floating))
+    if cs == 1:
         for p in range(kc):
             for j in range(nr):
-                dst[p * NR + j] = b[p * rs + j]
+                dst[p * width + j] = b[p * rs + j]
     else:   # a transposing copy, in slabs of 16 rows: reads and writes stay in few cache lines
         for p0 in range(0, kc, 16):
             for j in range(nr):
                 src = b + j * cs
                 for p in range(p0, min(p0 + 16, kc)):
-                    dst[p * NR + j] = src[p * rs]
+                    dst[p * width + j] = src[p * rs]
 
 
 cdef void macro_kernel(const floating* a, Py_ssize_t rs, Py_ssize_t cs, Py_ssize_t panel_step,
                        const floating* bp, floating* c, Py_ssize_t rsc, Py_ssize_t csc,
-                       Py_ssize_t mc, Py_ssize_t nc, Py_ssize_t kc,
+                       Py_ssize_t mc, Py_ssize_t nc, Py_ssize_t kc, Py_ssize_t width,
                        bint accumulate) noexcept nogil:
     """c[:mc, :nc] (=|+=) A block (mc x kc; its panels of MR rows start panel_step apart and are
-    read with strides rs, cs) @ the packed B block (kc x nc). B panel outer: it stays in
-    cache while the A panels of the block stream past it."""
+    read with strides rs, cs) @ the packed B block (kc x nc, panels `width` wide). B panel
+    outer: it stays in cache while the A panels of the block stream past it."""
     cdef Py_ssize_t jp, ib, mr, nr
+    cdef int narrow = width == NR_NARROW
     cdef const floating* ap
     cdef const floating* bpanel
     cdef floating* ct
-    for jp in range(cdiv(nc, NR)):
-        nr = min(NR, nc - jp * NR)
-        bpanel = bp + jp * NR * kc
+    for jp in range(cdiv(nc, width)):
+        nr = min(width, nc - jp * width)
+        bpanel = bp + jp * width * kc
         for ib in range(cdiv(mc, MR)):
             mr = min(MR, mc - ib * MR)
             ap = a + ib * panel_step
-            ct = c + ib * MR * rsc + jp * NR * csc
-            if mr == MR and nr == NR and csc == 1:
+            ct = c + ib * MR * rsc + jp * width * csc
+            if mr == MR and nr == width and csc == 1:
                 if floating is float:
-                    kernel_f32(kc, ap, rs, cs, bpanel, ct, rsc, accumulate)
+                    kernel_f32[narrow](kc, ap, rs, cs, bpanel, ct, rsc, accumulate)
                 else:
-                    kernel_f64(kc, ap, rs, cs, bpanel, ct, rsc, accumulate)
+                    kernel_f64[narrow](kc, ap, rs, cs, bpanel, ct, rsc, accumulate)
             elif floating is float:
-                edge_f32(kc, ap, rs, cs, bpanel, ct, rsc, csc, mr, nr, accumulate)
+                edge_f32[narrow](kc, ap, rs, cs, bpanel, ct, rsc, csc, mr, nr, accumulate)
             else:
-                edge_f64(kc, ap, rs, cs, bpanel, ct, rsc, csc, mr, nr, accumulate)
+                edge_f64[narrow](kc, ap, rs, cs, bpanel, ct, rsc, csc, mr, nr, accumulate)
 
 
 cdef void gemm_naive(const floating* a, Py_ssize_t ars, Py_ssize_t acs,
@@ -295,40 +341,45 @@ cdef void gemm_block(const floating* a, Py_ssize_t ars, Py_ssize_t acs,
                      Plan plan, floating* abuf, floating* bbuf) noexcept nogil:
     """c[:m, :n] (strides rsc, csc) = a @ b on one thread, through the packed loop nest.
     A is read in place when `a_in_place` says so; only its last partial panel is then packed,
-    for the zero padding."""
-    cdef Py_ssize_t jb, pb, ib, jc, pc, ic, nc, kc, mc, jp, npanels, full
+    for the zero padding. A compact b exactly one panel wide (16 or 32 columns: the output
+    gradient in a conv layer's weight gradient) already is a packed panel, and is used as is."""
+    cdef Py_ssize_t jb, pb, ib, jc, pc, ic, nc, kc, mc, jp, npanels, full, width = plan.nr
     cdef bint direct_a = a_in_place(ars, acs, n)
+    cdef bint direct_b = bcs == 1 and brs == width and n == width
     cdef const floating* ablk
+    cdef const floating* bblk = bbuf
     for jb in range(cdiv(n, plan.nc)):
         jc = jb * plan.nc
         nc = min(plan.nc, n - jc)
-        npanels = cdiv(nc, NR)
+        npanels = cdiv(nc, width)
         for pb in range(cdiv(k, plan.kc)):
             pc = pb * plan.kc
             kc = min(plan.kc, k - pc)
-            for jp in range(npanels):
-                pack_b_panel(bbuf + jp * NR * kc, b + pc * brs + (jc + jp * NR) * bcs, brs, bcs,
-                             kc, min(NR, nc - jp * NR))
+            if direct_b:
+                bblk = b + pc * brs
+            for jp in range(0 if direct_b else npanels):
+                pack_b_panel(bbuf + jp * width * kc, b + pc * brs + (jc + jp * width) * bcs,
+                             brs, bcs, kc, min(width, nc - jp * width), width)
             for ib in range(cdiv(m, plan.mc)):
                 ic = ib * plan.mc
                 mc = min(plan.mc, m - ic)
                 ablk = a + ic * ars + pc * acs
                 full = (mc // MR) * MR if direct_a else 0
                 if full > 0:
-                    macro_kernel(ablk, ars, acs, MR * ars, bbuf, c + ic * rsc + jc * csc,
-                                 rsc, csc, full, nc, kc, pc > 0)
+                    macro_kernel(ablk, ars, acs, MR * ars, bblk, c + ic * rsc + jc * csc,
+                                 rsc, csc, full, nc, kc, width, pc > 0)
                 if full < mc:
                     pack_a(abuf, ablk + full * ars, ars, acs, mc - full, kc)
-                    macro_kernel(abuf, 1, MR, MR * kc, bbuf, c + (ic + full) * rsc + jc * csc,
-                                 rsc, csc, mc - full, nc, kc, pc > 0)
+                    macro_kernel(abuf, 1, MR, MR * kc, bblk, c + (ic + full) * rsc + jc * csc,
+                                 rsc, csc, mc - full, nc, kc, width, pc > 0)
 
 
 cdef struct Split:
-    Py_ssize_t tm, tn         # out is cut into tm x tn rectangles (whole MR x NR tiles), one
+    Py_ssize_t tm, tn         # out is cut into tm x tn rectangles (whole MR x nr tiles), one
                               # task each; panel counts of neighbours differ by at most one
 
 
-cdef Split choose_split(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, int nthreads,
+cdef Split choose_split(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, Py_ssize_t nr, int nthreads,
                         bint direct_a) noexcept nogil:
     """How to cut one product into tasks. Every task packs the B columns (and, unless A is read
     in place, the A rows) of its own rectangle, so tasks share nothing and never wait on each
@@ -338,7 +389,7 @@ cdef Split choose_split(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, int nthreads,
     rectangle per thread, the grid whose slowest thread has the least (multiply-adds / 16 per
     cycle + packed elements) to do."""
     cdef Split best
-    cdef Py_ssize_t mp = cdiv(m, MR), np_ = cdiv(n, NR), tm, tn, rows, cols
+    cdef Py_ssize_t mp = cdiv(m, MR), np_ = cdiv(n, nr), tm, tn, rows, cols
     cdef double cost, best_cost = -1
     best.tm = best.tn = 1
     if nthreads <= 1:
@@ -353,7 +404,7 @@ cdef Split choose_split(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, int nthreads,
             continue
         tn = nthreads // tm
         rows = min(cdiv(mp, tm) * MR, m)
-        cols = min(cdiv(np_, tn) * NR, n)
+        cols = min(cdiv(np_, tn) * nr, n)
         cost = <double>rows * cols * k / 16.0 + <double>(rows + cols) * k
         if best_cost < 0 or cost < best_cost:
             best.tm, best.tn, best_cost = tm, tn, cost
@@ -367,13 +418,52 @@ cdef void run_task(Py_ssize_t t, Split split, Plan plan,
                    Py_ssize_t k, floating* abuf, floating* bbuf) noexcept nogil:
     """Task t: batch item t // (tm*tn), and rectangle t % (tm*tn) of its out."""
     cdef Py_ssize_t per_item = split.tm * split.tn, bi = t // per_item, r = t % per_item
-    cdef Py_ssize_t mp = cdiv(m, MR), np_ = cdiv(n, NR), ti = r // split.tn, tj = r % split.tn
+    cdef Py_ssize_t nr = plan.nr, mp = cdiv(m, MR), np_ = cdiv(n, nr)
+    cdef Py_ssize_t ti = r // split.tn, tj = r % split.tn
     cdef Py_ssize_t i0 = ti * mp // split.tm * MR, i1 = min(m, (ti + 1) * mp // split.tm * MR)
-    cdef Py_ssize_t j0 = tj * np_ // split.tn * NR, j1 = min(n, (tj + 1) * np_ // split.tn * NR)
+    cdef Py_ssize_t j0 = tj * np_ // split.tn * nr, j1 = min(n, (tj + 1) * np_ // split.tn * nr)
     if i0 < i1 and j0 < j1:
         gemm_block(a + bi * as0 + i0 * as1, as1, as2, b + bi * bs0 + j0 * bs2, bs1, bs2,
                    c + bi * m * n + i0 * rsc + j0 * csc, rsc, csc, i1 - i0, j1 - j0, k, plan,
                    abuf, bbuf)
+
+
+cdef int run_k_slices(const floating* a, Py_ssize_t as1, Py_ssize_t as2, const floating* b,
+                      Py_ssize_t bs1, Py_ssize_t bs2, floating* c, Py_ssize_t rsc,
+                      Py_ssize_t csc, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, Py_ssize_t nr,
+                      int nthreads) noexcept nogil:
+    """out = the sum over threads t of a[:, K_t] @ b[K_t, :], K_t the t-th slice of k. For
+    products whose out is a tile or two but whose k is long (a conv layer's weight gradient:
+    9 x 16 from k = 100352), where cutting out would leave threads idle or re-reading all of
+    b. Each thread writes its partial product to scratch; the partials are then summed."""
+    cdef Plan plan = make_plan(m, n, cdiv(k, nthreads), nr, sizeof(floating))
+    cdef Py_ssize_t abuf_size = plan.mc * plan.kc + 64, bbuf_size = plan.nc * plan.kc + 64
+    cdef Py_ssize_t t, k0, k1, i, j
+    cdef floating total
+    cdef floating* abufs = <floating*>malloc(nthreads * abuf_size * sizeof(floating))
+    cdef floating* bbufs = <floating*>malloc(nthreads * bbuf_size * sizeof(floating))
+    cdef floating* partial = <floating*>malloc(nthreads * m * n * sizeof(floating))
+    if abufs == NULL or bbufs == NULL or partial == NULL:
+        free(abufs)
+        free(bbufs)
+        free(partial)
+        return -1
+    for t in prange(nthreads, schedule='static', num_threads=nthreads):
+        k0 = t * k // nthreads
+        k1 = (t + 1) * k // nthreads
+        gemm_block(a + k0 * as2, as1, as2, b + k0 * bs1, bs1, bs2, partial + t * m * n, n, 1,
+                   m, n, k1 - k0, plan, aligned(abufs + t * abuf_size),
+                   aligned(bbufs + t * bbuf_size))
+    for i in range(m):
+        for j in range(n):
+            total = 0
+            for t in range(nthreads):
+                total = total + partial[t * m * n + i * n + j]
+            c[i * rsc + j * csc] = total
+    free(abufs)
+    free(bbufs)
+    free(partial)
+    return 0
 
 
 cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
@@ -381,7 +471,7 @@ cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
              Py_ssize_t batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k) noexcept nogil:
     """Pick the orientation and the tasks (whole batch items, or rectangles of each product),
     then run them on one thread or hand them out to all; returns -1 when out of memory."""
-    cdef Py_ssize_t work = m * n * k, bi, t, ntasks, abuf_size, bbuf_size, rsc = n, csc = 1
+    cdef Py_ssize_t work = m * n * k, bi, t, ntasks, abuf_size, bbuf_size, rsc = n, csc = 1, nr
     cdef int nthreads = omp_get_max_threads()
     cdef bint by_batch
     cdef Split split
@@ -400,23 +490,27 @@ cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
                 gemm_naive(a + bi * as0, as1, as2, b + bi * bs0, bs1, bs2, c + bi * m * n,
                            m, n, k)
         return 0
-    # The register tile pads m up to MR and n up to NR. When n is the narrow side, computing
-    # out.T = b.T @ a.T (out written with strides (1, n)) pads far less: for n = 1, 8x instead
-    # of 32x the useful work. Only done when a is stored column-major (a.T of a compact array),
-    # so that a.T, now the packed-B operand, is copied row by row; a transposing copy of a
-    # row-major a costs about what the swap saves (measured).
-    if n < NR and as1 == 1 and \
-            round_up(n, MR) * round_up(m, NR) < round_up(m, MR) * round_up(n, NR):
+    # The register tile pads m up to MR and n up to its width. When n is the narrow side,
+    # computing out.T = b.T @ a.T (out written with strides (1, n)) pads far less: for n = 1,
+    # 8x instead of 16x the useful work. Only done when a is stored column-major (a.T of a
+    # compact array), so that a.T, now the packed-B operand, is copied row by row; a
+    # transposing copy of a row-major a costs about what the swap saves (measured).
+    if n < NR_WIDE and as1 == 1 and round_up(n, MR) * round_up(m, panel_width(m)) < \
+            round_up(m, MR) * round_up(n, panel_width(n)):
         a, as0, as1, as2, b, bs0, bs1, bs2 = b, bs0, bs2, bs1, a, as0, as2, as1
         m, n, rsc, csc = n, m, 1, n
+    nr = panel_width(n)
+    if batch == 1 and nthreads > 1 and cdiv(m, MR) * cdiv(n, nr) < 2 * nthreads and \
+            k >= nthreads * K_SLICE_MIN:
+        return run_k_slices(a, as1, as2, b, bs1, bs2, c, rsc, csc, m, n, k, nr, nthreads)
     # Whole batch items are tasks when there are enough to share evenly; otherwise each
     # product is cut into rectangles.
     by_batch = batch >= nthreads and (
         batch % nthreads == 0 or batch >= 4 * nthreads or work < 4 * PARALLEL_MIN_WORK)
-    split = choose_split(m, n, k, 1 if by_batch else nthreads, a_in_place(as1, as2, n))
+    split = choose_split(m, n, k, nr, 1 if by_batch else nthreads, a_in_place(as1, as2, n))
     ntasks = batch * split.tm * split.tn
     plan = make_plan(min(cdiv(cdiv(m, MR), split.tm) * MR, m),
-                     min(cdiv(cdiv(n, NR), split.tn) * NR, n), k, sizeof(floating))
+                     min(cdiv(cdiv(n, nr), split.tn) * nr, n), k, nr, sizeof(floating))
     abuf_size = plan.mc * plan.kc + 64      # + 64: room to align each buffer to a cache line
     bbuf_size = plan.nc * plan.kc + 64
     abufs = <floating*>malloc(nthreads * abuf_size * sizeof(floating))

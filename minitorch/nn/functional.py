@@ -18,10 +18,11 @@ import minitorch as mt
 from .. import dtypes
 from ..autograd import Function
 from ..functions.elementwise import C_NAMES, TORCH_NAMES, scalar_array
+from ..functions.loss import nll_rows
 from ..functions.reduce import log_softmax as _log_softmax, softmax as _softmax
 from ..functions.window import fold, im2col_view, unfold
 from ..ndarray import broadcast_shapes, normalize_dim, shape_str
-from ..opcodes import BinaryOp, UnaryOp
+from ..opcodes import BinaryOp, ReduceOp, UnaryOp
 from ..tensor import wrap
 
 __all__ = [
@@ -1097,23 +1098,39 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_nll(input, target, weight)
-    scores = _class_dim_last(input)
-    flat_target = target.reshape(-1)
-    classes = scores.shape[-1]
-    valid = flat_target != ignore_index
-    safe_target = mt.where(valid, flat_target, _constant(0, flat_target))
-    _check_targets(safe_target, classes)
-    picked = scores.gather(-1, safe_target.unsqueeze(-1)).squeeze(-1) if scores.ndim > 1 else \
-        scores.gather(0, safe_target)
-    weights = valid.to(scores.dtype)
-    if weight is not None:
-        weights = weights * weight.index_select(0, safe_target)
-    losses = -picked * weights
-    if reduction == "none":
-        return losses.reshape(target.shape)
-    if reduction == "sum":
-        return losses.sum()
-    return losses.sum() / weights.sum()
+    scores = _class_dim_last(input) if input.ndim > 1 else input.unsqueeze(0)
+    target_rows, w = _nll_rows_and_weights(target._data.reshape((-1,)), weight, ignore_index,
+                                           scores.shape[-1], scores.dtype)
+    loss = nll_rows(scores, target_rows, w, reduction)
+    if reduction == "none" and loss.shape != target.shape:
+        loss = loss.reshape(target.shape)
+    return loss
+
+
+def _nll_rows_and_weights(target, weight, ignore_index, classes, dtype):
+    """(class of each row, weight of each row or None for all ones) as NDArrays; ignore_index
+    rows get class 0 and weight 0. Targets are checked on the host before any kernel reads
+    them, with torch's message."""
+    low, high = _value_range(target)
+    mask = None
+    if target.size and (low < 0 or high >= classes or 0 <= ignore_index < classes):
+        valid = target.binary(BinaryOp.NE, _scalar(ignore_index, target))
+        target = valid.where(target, _scalar(0, target))
+        low, high = _value_range(target)
+        mask = valid.astype(dtype)
+    if low < 0 or high >= classes:
+        raise IndexError(f"Target {high if high >= classes else low} is out of bounds.")
+    w = None if weight is None else weight._data.index_select(0, target)
+    if mask is not None:
+        w = mask if w is None else w.binary(BinaryOp.MUL, mask)
+    return target, w
+
+
+def _value_range(nd):
+    """(min, max) of an integer NDArray as Python ints, (0, 0) when empty."""
+    if nd.size == 0:
+        return 0, 0
+    return tuple(int(nd.reduce(op).numpy()) for op in (ReduceOp.MIN, ReduceOp.MAX))
 
 
 def _check_nll(input, target, weight):
@@ -1154,15 +1171,6 @@ def _check_nll_flat(input, target, weight, classes):
     if weight is not None and (weight.ndim != 1 or weight.numel() != classes):
         raise RuntimeError(f"weight tensor should be defined either for all {classes} classes or "
                            f"no classes but got weight tensor of shape: {shape_str(weight.shape)}")
-
-
-def _check_targets(target, classes):
-    """Class indices are validated on the host before any kernel reads them."""
-    if target.numel() == 0:
-        return
-    low, high = int(target.min().item()), int(target.max().item())
-    if low < 0 or high >= classes:
-        raise IndexError(f"Target {high if high >= classes else low} is out of bounds.")
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
