@@ -177,7 +177,7 @@ class Function:
         saved = list(self._saved)
         for i, tensor in enumerate(saved):
             for nr, out in enumerate(outputs):
-                if tensor is out:
+                if tensor is out and out is not None:     # (None: an output left out)
                     saved[i] = Tensor._from_data(out._data, version=out._version)
                     self._saved_outputs = self._saved_outputs + ((i, nr),)
         self._saved = tuple(saved)

@@ -75,6 +75,21 @@ def test_linear_forward_and_gradients(shape, bias, device, rng):
     assert F.linear(*args).grad_fn.name() == "LinearBackward0"
 
 
+@pytest.mark.parametrize("needs", [(True, False, False), (False, True, True),
+                                   (True, True, False), (False, False, True)])
+def test_linear_double_backward_partial_requires_grad(needs, device, rng):
+    """LinearBackward computes only the gradients asked for, and its own backward handles any
+    subset of incoming second-order gradients."""
+    x, w, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((5, 4)), rng.standard_normal(5)
+    args = [tensor(v, device, need) for v, need in zip((x, w, b), needs)]
+    wanted = [a for a in args if a.requires_grad]
+
+    def fn(*inputs):
+        it = iter(inputs)
+        return F.linear(*[next(it) if a.requires_grad else a for a in args]).tanh()
+    assert gradgradcheck(fn, tuple(wanted))
+
+
 def test_linear_non_contiguous_and_empty(device, rng):
     x = rng.standard_normal((4, 3))
     w = rng.standard_normal((4, 5))

@@ -74,15 +74,53 @@ class Linear(Function):
     @staticmethod
     def backward(ctx, g):
         input, weight = ctx.saved_tensors
-        rows = g.reshape(-1, g.shape[-1])
+        return LinearBackward.apply(g, input, weight, tuple(ctx.needs_input_grad),
+                                    ctx.input_shape)
+
+
+class LinearBackward(Function):
+    """Linear's three gradients as one node computed on NDArrays (a training step runs it once
+    per layer; as Tensor ops it was eight nodes): g·W, gᵀ·x and Σg over rows. Its backward,
+    in Tensor ops, keeps double backward."""
+    materialize_grads = False
+
+    @staticmethod
+    def forward(ctx, g, input, weight, needs, input_shape):
+        ctx.save_for_backward(g, input, weight)
+        ctx.input_shape = input_shape
+        rows = g._data.reshape((-1, g._data.shape[-1]))
         grad_input = grad_weight = grad_bias = None
-        if ctx.needs_input_grad[0]:
-            grad_input = (rows @ weight).reshape(ctx.input_shape)
-        if ctx.needs_input_grad[1]:
-            grad_weight = rows.mT @ input.reshape(-1, input.shape[-1])
-        if ctx.needs_input_grad[2]:
-            grad_bias = rows.sum(0)
+        if needs[0]:
+            grad_input = wrap(rows.matmul(weight._data).reshape(input_shape))
+        if needs[1]:
+            x = input._data.reshape((-1, input._data.shape[-1]))
+            grad_weight = wrap(rows.transpose(0, 1).matmul(x))
+        if needs[2]:
+            grad_bias = wrap(rows.reduce(ReduceOp.SUM, (0,)))
         return grad_input, grad_weight, grad_bias
+
+    @staticmethod
+    def backward(ctx, gg_input, gg_weight, gg_bias):
+        """The backward is linear in g; x and W enter one product each."""
+        g, input, weight = ctx.saved_tensors
+        rows = g.reshape(-1, g.shape[-1])
+        grad_g = grad_input = grad_weight = None
+        terms = []
+        if gg_input is not None:
+            gg_rows = gg_input.reshape(-1, weight.shape[1])
+            terms.append(gg_rows @ weight.mT)
+            if ctx.needs_input_grad[2]:
+                grad_weight = rows.mT @ gg_rows
+        if gg_weight is not None:
+            x = input.reshape(-1, input.shape[-1])
+            terms.append(x @ gg_weight.mT)
+            if ctx.needs_input_grad[1]:
+                grad_input = (rows @ gg_weight).reshape(ctx.input_shape)
+        if gg_bias is not None:
+            terms.append(gg_bias.expand(rows.shape))
+        if terms and ctx.needs_input_grad[0]:
+            grad_g = sum(terms[1:], terms[0]).reshape(g.shape)
+        return grad_g, grad_input, grad_weight, None, None
 
 
 def linear(input, weight, bias=None):
