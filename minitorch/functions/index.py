@@ -589,7 +589,26 @@ class Gather(Function):
     @staticmethod
     def backward(ctx, g):
         index, = ctx.saved_tensors
-        return ScatterAdd.apply(_zeros(ctx.input_shape, g), index, g, ctx.dim), None
+        return GatherBackward.apply(g, index, ctx.dim, ctx.input_shape), None
+
+
+class GatherBackward(Function):
+    """g scatter-added into fresh zeros of the gathered input's shape (also max/min's backward,
+    through the arg index): one fill and one scatter, where scatter_add(zeros, …) would copy
+    the zeros once more. Linear in g; its backward gathers."""
+
+    @staticmethod
+    def forward(ctx, g, index, dim, input_shape):
+        ctx.dim = dim
+        ctx.save_for_backward(index)
+        out = NDArray.full(input_shape, 0, g.dtype, g.device)
+        out.scatter_into(dim, index._data, g._data, True)
+        return wrap(out)
+
+    @staticmethod
+    def backward(ctx, gg):
+        index, = ctx.saved_tensors
+        return Gather.apply(gg, index, ctx.dim), None, None, None
 
 
 class ScatterAdd(Function):

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd import Function, is_grad_enabled
-from ..ndarray import NDArray, normalize_dim, normalize_dims, shape_numel
+from ..ndarray import NDArray, contiguous_strides, normalize_dim, normalize_dims, shape_numel
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import Tensor, wrap
 from . import elementwise as _E   # circular at import time: only used inside functions
@@ -274,10 +274,17 @@ class Max(Function):
         nd = a._data
         ctx.input_shape, ctx.keepdim = nd.shape, keepdim
         ctx.dims = normalize_dims(dim, nd.ndim)
-        values = nd.reduce(cls.op, ctx.dims, keepdim)
         # The arg kernels have no bool variant: indices of a bool input come from int64.
         index_src = nd.astype(dtypes.int64) if nd.dtype is dtypes.bool_ else nd
-        indices = wrap(index_src.reduce(cls.arg_op, ctx.dims, keepdim))
+        kept = index_src.reduce(cls.arg_op, ctx.dims, True)
+        # The values are read at the indices (a pass over the output, not over the input
+        # again); argmax picks torch's max, NaN included.
+        values = nd.gather(ctx.dims[0], kept) if nd.ndim else nd.copy()
+        if not keepdim:
+            shape = tuple(size for i, size in enumerate(nd.shape) if i not in ctx.dims)
+            strides = contiguous_strides(shape)
+            kept, values = kept._view(shape, strides), values._view(shape, strides)
+        indices = wrap(kept)
         ctx.save_for_backward(indices)
         return cls.result(wrap(values), indices)
 
@@ -287,14 +294,13 @@ class Max(Function):
             return None, None, None
         if not ctx.input_shape:
             return g, None, None
-        from .index import scatter_add   # index builds on this module: import at use
+        from .index import GatherBackward   # index builds on this module: import at use
         indices, = ctx.saved_tensors
         dim, ndim = ctx.dims[0], len(ctx.input_shape)
         g, indices = (_kept(t, ctx.dims, ctx.keepdim, ndim) for t in (g, indices))
         # One scatter into zeros (differentiable: its backward is a gather), not a full-size
         # compare-and-select.
-        zeros = wrap(NDArray.full(ctx.input_shape, 0, g.dtype, g.device))
-        return scatter_add(zeros, dim, indices, g), None, None
+        return GatherBackward.apply(g, indices, dim, ctx.input_shape), None, None
 
 
 class Min(Max):
