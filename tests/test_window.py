@@ -59,6 +59,9 @@ CASES = [
     ((2, 2, 4, 4), 1, 1, 2, 3),
     ((1, 1, 6, 6), 3, 2, 2, 2),
     ((1, 3, 4, 5), (4, 5), 1, 0, 1),          # one window covering the whole image
+    ((2, 3, 4, 6), 2, 1, 0, 2),               # windows tile the image: fold is a plain copy
+    ((1, 2, 4, 4), 2, 1, 1, 2),               # ... tile the padded image
+    ((1, 2, 5, 6), 2, 1, 0, 2),               # ... all but the last row (zeros there)
 ]
 IDS = [f"{s}-k{k}-d{d}-p{p}-s{st}" for s, k, d, p, st in CASES]
 

@@ -196,9 +196,18 @@ def _matching_layout(src, target):
     return src.compact(), target
 
 
+def _tiles_exactly(geometry, padded_size):
+    """Do the windows cover every padded pixel exactly once (pooling with stride = kernel)?
+    Then col2im is a plain strided copy: no zero fill, no read-modify-write."""
+    return all(d == 1 and s == k and blocks * k == size for k, d, s, blocks, size in
+               zip(geometry.kernel, geometry.dilation, geometry.stride, geometry.blocks,
+                   padded_size))
+
+
 class Col2Im(Function):
     """Sum columns back into the image they were taken from: one strided_add through the
-    window view of a zeroed padded buffer, then the padding is cropped."""
+    window view of a zeroed padded buffer (a strided_set when the windows tile it exactly),
+    then the padding is cropped."""
 
     @staticmethod
     def forward(ctx, cols, geometry, batched):
@@ -209,12 +218,16 @@ class Col2Im(Function):
         nd = _batched(nd, batched)
         n = nd.shape[0]
         c = nd.shape[1] // (kh * kw) if flat else nd.shape[1]
-        padded = NDArray.full((n, c, h + 2 * ph, w + 2 * pw), 0, nd.dtype, nd.device)
+        padded_size = (h + 2 * ph, w + 2 * pw)
+        exact = _tiles_exactly(geometry, padded_size)
+        shape = (n, c) + padded_size
+        padded = NDArray.empty(shape, nd.dtype, nd.device) if exact else \
+            NDArray.full(shape, 0, nd.dtype, nd.device)
         windows = _windows(padded, geometry)
         if windows.size:
             src, target = _matching_layout(nd.reshape(windows.shape), windows)
-            nd.backend.strided_add(src.flat(), padded.buffer, target.shape, target.strides,
-                                   target.offset)
+            kernel = nd.backend.strided_set if exact else nd.backend.strided_add
+            kernel(src.flat(), padded.buffer, target.shape, target.strides, target.offset)
         image = padded[:, :, ph:ph + h, pw:pw + w].compact() if ph or pw else padded
         return wrap(_unbatched(image, batched))
 
