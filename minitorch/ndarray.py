@@ -104,6 +104,8 @@ def check_shape(shape):
 
 
 _BOOL = dtypes.bool_
+# Reductions that may be split into successive reductions over groups of axes.
+_SPLITTABLE_REDUCE = frozenset({ReduceOp.SUM, ReduceOp.PROD, ReduceOp.MAX, ReduceOp.MIN})
 
 
 class NDArray:
@@ -477,12 +479,32 @@ class NDArray:
             raise _empty_reduction_error(op, dims, self.shape)
         if dims and dims == tuple(range(dims[0], dims[-1] + 1)):
             src, inner = self.compact(), math.prod(self.shape[dims[-1] + 1:])
+        elif dims and op in _SPLITTABLE_REDUCE and self.is_compact():
+            return self._reduce_in_runs(op, dims, keepdim)
         else:
             order = [i for i in range(self.ndim) if i not in dims] + list(dims)
             src, inner = self.permute(order).compact(), 1
         out = self._new(kept_shape, out_dtype)
         if out.buffer.size:
             self.backend.reduce_last(op, src.flat(), out.buffer, n, inner)
+        if keepdim:
+            return out
+        shape = tuple(s for i, s in enumerate(self.shape) if i not in dims)
+        return out._view(shape, contiguous_strides(shape))
+
+    def _reduce_in_runs(self, op, dims, keepdim):
+        """Reduce separated axes (a bias gradient's (0, 2, 3)) one run of adjacent axes at a
+        time, innermost first, each as the middle axis of a compact array: no transposing copy
+        of the whole input."""
+        runs = [[dims[0]]]
+        for d in dims[1:]:
+            if d == runs[-1][-1] + 1:
+                runs[-1].append(d)
+            else:
+                runs.append([d])
+        out = self
+        for run in reversed(runs):
+            out = out.reduce(op, tuple(run), True)
         if keepdim:
             return out
         shape = tuple(s for i, s in enumerate(self.shape) if i not in dims)

@@ -135,14 +135,35 @@ def _check_floating(input, op):
 
 
 # ---- NDArray-level im2col / col2im ------------------------------------------------------------
+NCHW = (0, 1, 2, 3)
+
+
+def _memory_order(nd):
+    """nd's axes from the outermost in memory to the innermost: (0, 1, 2, 3) for a contiguous
+    (N, C, H, W) array, (0, 2, 3, 1) for a channels-last one."""
+    return tuple(sorted(range(nd.ndim), key=lambda d: -nd.strides[d]))
+
+
+def _new_in_order(shape, order, fill, dtype, device):
+    """A fresh array of `shape` laid out in memory in axis order `order` (torch's
+    preserve_format), filled with `fill` unless it is None."""
+    stored = tuple(shape[d] for d in order)
+    buffer = NDArray.empty(stored, dtype, device) if fill is None else \
+        NDArray.full(stored, fill, dtype, device)
+    return buffer.permute(tuple(order.index(d) for d in range(len(order))))
+
+
 def _pad(nd, padding, value):
-    """nd (N, C, H, W) surrounded by `padding` rows/columns of `value` (nd itself if none)."""
+    """nd (N, C, H, W) surrounded by `padding` rows/columns of `value` (nd itself if none), in
+    nd's memory order: a channels-last input stays channels-last, so its windows keep the
+    channels innermost."""
     ph, pw = padding
     if not ph and not pw:
         return nd
     n, c, h, w = nd.shape
-    out = NDArray.full((n, c, h + 2 * ph, w + 2 * pw), value, nd.dtype, nd.device)
-    _copy_into(out[:, :, ph:ph + h, pw:pw + w], nd)
+    order = _memory_order(nd)
+    out = _new_in_order((n, c, h + 2 * ph, w + 2 * pw), order, value, nd.dtype, nd.device)
+    _copy_into(out[:, :, ph:ph + h, pw:pw + w].permute(order), nd.permute(order))
     return out
 
 
@@ -166,14 +187,15 @@ def _unbatched(nd, batched):
 
 class Im2Col(Function):
     """Windows of an image: compact (N, C·kh·kw, L) columns (`flat`) or the (N, C, kh, kw, OH,
-    OW) view itself (of the input when unpadded, else of a padded copy)."""
+    OW) view itself (of the input when unpadded, else of a padded copy in the input's memory
+    order)."""
 
     @staticmethod
     def forward(ctx, x, geometry, pad_value, flat):
-        nd = x._data
-        batched = nd.ndim == 4
-        ctx.geometry, ctx.batched = geometry, batched
-        windows = _windows(_pad(_batched(nd, batched), geometry.padding, pad_value), geometry)
+        nd = _batched(x._data, x._data.ndim == 4)
+        batched = x._data.ndim == 4
+        ctx.geometry, ctx.batched, ctx.order = geometry, batched, _memory_order(nd)
+        windows = _windows(_pad(nd, geometry.padding, pad_value), geometry)
         if not flat:
             return _view_of(x, _unbatched(windows, batched))
         n, c, kh, kw, oh, ow = windows.shape
@@ -182,7 +204,7 @@ class Im2Col(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return Col2Im.apply(g, ctx.geometry, ctx.batched), None, None, None
+        return Col2Im.apply(g, ctx.geometry, ctx.batched, ctx.order), None, None, None
 
 
 def _matching_layout(src, target):
@@ -207,10 +229,12 @@ def _tiles_exactly(geometry, padded_size):
 class Col2Im(Function):
     """Sum columns back into the image they were taken from: one strided_add through the
     window view of a zeroed padded buffer (a strided_set when the windows tile it exactly),
-    then the padding is cropped."""
+    then the padding is cropped. The padded buffer is laid out in axis order `order` (that of
+    the image the columns came from), so that columns taken channels-innermost are summed in
+    contiguous runs; the result is contiguous."""
 
     @staticmethod
-    def forward(ctx, cols, geometry, batched):
+    def forward(ctx, cols, geometry, batched, order=NCHW):
         nd = cols._data
         (kh, kw), (ph, pw), (h, w) = geometry.kernel, geometry.padding, geometry.size
         flat = nd.ndim == (3 if batched else 2)
@@ -220,20 +244,19 @@ class Col2Im(Function):
         c = nd.shape[1] // (kh * kw) if flat else nd.shape[1]
         padded_size = (h + 2 * ph, w + 2 * pw)
         exact = _tiles_exactly(geometry, padded_size)
-        shape = (n, c) + padded_size
-        padded = NDArray.empty(shape, nd.dtype, nd.device) if exact else \
-            NDArray.full(shape, 0, nd.dtype, nd.device)
+        padded = _new_in_order((n, c) + padded_size, order, None if exact else 0, nd.dtype,
+                               nd.device)
         windows = _windows(padded, geometry)
         if windows.size:
             src, target = _matching_layout(nd.reshape(windows.shape), windows)
             kernel = nd.backend.strided_set if exact else nd.backend.strided_add
             kernel(src.flat(), padded.buffer, target.shape, target.strides, target.offset)
-        image = padded[:, :, ph:ph + h, pw:pw + w].compact() if ph or pw else padded
+        image = padded[:, :, ph:ph + h, pw:pw + w].compact()
         return wrap(_unbatched(image, batched))
 
     @staticmethod
     def backward(ctx, g):
-        return Im2Col.apply(g, ctx.geometry, 0.0, ctx.flat), None, None
+        return Im2Col.apply(g, ctx.geometry, 0.0, ctx.flat), None, None, None
 
 
 # ---- public -----------------------------------------------------------------------------------
