@@ -25,6 +25,7 @@ from .random import (Generator, bernoulli, default_generator, initial_seed, manu
 float32 = float = _dtypes.float32
 float64 = double = _dtypes.float64
 int64 = long = _dtypes.int64
+uint8 = _dtypes.uint8
 bool = _dtypes.bool_
 dtype = _dtypes.dtype
 

@@ -2,10 +2,11 @@
 
 A backend is a module exposing the functions of `KernelBackend` plus buffer helpers. Buffers are
 1-D, C-contiguous arrays of the storage dtype (numpy on the CPU, CuPy on the GPU): float32,
-float64, int64, or uint8 for bool. Shapes, strides and offsets are Python ints counted in
-elements; strides may be zero (broadcast) or negative (flipped views). Kernels write into a
-preallocated `out` and return None. "Compact" means C-contiguous and starting at element 0 of the
-buffer passed (callers slice a buffer when a compact view starts at an offset).
+float64, int64, or uint8 for both bool and uint8 (only `cast` needs telling which). Shapes,
+strides and offsets are Python ints counted in elements; strides may be zero (broadcast) or
+negative (flipped views). Kernels write into a preallocated `out` and return None. "Compact"
+means C-contiguous and starting at element 0 of the buffer passed (callers slice a buffer when
+a compact view starts at an offset).
 """
 from typing import Protocol, runtime_checkable
 
@@ -24,8 +25,10 @@ class KernelBackend(Protocol):
     def strided_set(self, src, out, shape, strides, offset):
         """out[offset + Σ idx_d·strides_d] = src[i] (src may hold one element: a fill)."""
 
-    def cast(self, a, out):
-        """out[i] = a[i] converted to out's dtype (to bool: a[i] != 0)."""
+    def cast(self, a, out, to_bool=True):
+        """out[i] = a[i] converted to out's dtype. A uint8 buffer stores bool and uint8 alike,
+        so `to_bool` says which a uint8 `out` is: bool (a[i] != 0) or uint8 (C's conversion
+        through int64, keeping the low byte: torch's modulo-256 wrap)."""
 
     def unary(self, op, a, out):
         """out[i] = op(a[i]) over compact a; `op` is a UnaryOp. Predicates write bool."""

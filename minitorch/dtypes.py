@@ -1,12 +1,16 @@
-"""The four dtypes and torch's type-promotion rules.
+"""The five dtypes and torch's type-promotion rules.
 
 bool is stored as uint8 so that kernels see a plain byte buffer; `numpy()` views it back as bool.
+uint8 shares that storage, so a kernel cannot tell the two apart: the cast kernel takes a
+`to_bool` flag, and uint8 arithmetic runs in int64 and wraps back (see NDArray).
 """
+import math
+
 import numpy as np
 
 
 class dtype:
-    """A minitorch dtype: `mt.float32`, `mt.float64`, `mt.int64`, `mt.bool`."""
+    """A minitorch dtype: `mt.float32`, `mt.float64`, `mt.int64`, `mt.uint8`, `mt.bool`."""
     __slots__ = ("name", "storage", "numpy_dtype", "itemsize", "is_floating_point", "rank")
 
     def __init__(self, name, storage, numpy_dtype, is_floating_point, rank):
@@ -15,7 +19,7 @@ class dtype:
         self.numpy_dtype = np.dtype(numpy_dtype)  # what users see from .numpy()
         self.itemsize = self.storage.itemsize
         self.is_floating_point = is_floating_point
-        self.rank = rank                          # bool < int64 < float32 < float64
+        self.rank = rank                          # bool < uint8 < int64 < float32 < float64
 
     def __repr__(self):
         return f"minitorch.{self.name}"
@@ -25,13 +29,14 @@ class dtype:
 
 
 bool_ = dtype("bool", np.uint8, np.bool_, False, 0)
-int64 = dtype("int64", np.int64, np.int64, False, 1)
-float32 = dtype("float32", np.float32, np.float32, True, 2)
-float64 = dtype("float64", np.float64, np.float64, True, 3)
+uint8 = dtype("uint8", np.uint8, np.uint8, False, 1)
+int64 = dtype("int64", np.int64, np.int64, False, 2)
+float32 = dtype("float32", np.float32, np.float32, True, 3)
+float64 = dtype("float64", np.float64, np.float64, True, 4)
 
-ALL = (bool_, int64, float32, float64)
+ALL = (bool_, uint8, int64, float32, float64)
 _BY_NAME = {d.name: d for d in ALL}
-_BY_NUMPY = {np.dtype(np.bool_): bool_, np.dtype(np.uint8): int64, np.dtype(np.int8): int64,
+_BY_NUMPY = {np.dtype(np.bool_): bool_, np.dtype(np.uint8): uint8, np.dtype(np.int8): int64,
              np.dtype(np.int16): int64, np.dtype(np.int32): int64, np.dtype(np.int64): int64,
              np.dtype(np.uint16): int64, np.dtype(np.uint32): int64,
              np.dtype(np.float16): float32, np.dtype(np.float32): float32,
@@ -45,7 +50,7 @@ def from_name(name):
 
 def from_numpy(np_dtype):
     """The minitorch dtype a numpy array of `np_dtype` becomes (torch.from_numpy's mapping,
-    narrowed to our four dtypes)."""
+    narrowed to our five dtypes: other integer widths become int64, float16 float32)."""
     try:
         return _BY_NUMPY[np.dtype(np_dtype)]
     except KeyError:
@@ -76,8 +81,38 @@ def scalar_dtype(value):
     raise TypeError(f"unsupported scalar type {type(value).__name__}")
 
 
+def storage_scalar(value, d):
+    """A Python scalar as the kernels store it in dtype `d`. bool is its truth value; uint8
+    takes C's conversion through int64, modulo 256 (so `x + 300` and `x == -6` see the byte
+    torch sees); NaN, infinities and floats beyond int64 give 0, as the cast kernel does."""
+    if d is bool_:
+        return bool(value)      # 0.5 is True (a plain byte store would truncate it to 0)
+    if d is not uint8:
+        return value
+    if isinstance(value, (float, np.floating)):
+        value = int(value) if math.isfinite(value) and abs(value) < 2.0 ** 63 else 0
+    return int(value) % 256
+
+
+def check_scalar_fits(value, d, type_name="uint8_t"):
+    """torch's checked conversion (fill, full, where, clamp and tensor() of Python data): uint8
+    takes ints in [-255, 255] (negatives wrap, so `a - b` can be read as `a + 255 * b`) and
+    floats in [0, 255]; anything else is an overflow. Other dtypes are not range-checked."""
+    if d is not uint8 or isinstance(value, (bool, np.bool_)):
+        return
+    if isinstance(value, (float, np.floating)):
+        fits = 0 <= value <= 255            # False for NaN
+    else:
+        fits = -255 <= value <= 255
+    if not fits:
+        raise RuntimeError(f"value cannot be converted to type {type_name} without overflow")
+
+
 def _category(d):
-    return 0 if d is bool_ else (1 if d is int64 else 2)
+    """bool < integer < floating: a lower-priority operand only wins with a higher category."""
+    if d is bool_:
+        return 0
+    return 2 if d.is_floating_point else 1
 
 
 def promote_types(a, b):

@@ -11,7 +11,8 @@ import numpy as np
 
 from . import dtypes
 from .backend import CPU, get_backend
-from .opcodes import BOOL_RESULT_BINARY, BOOL_RESULT_UNARY, INDEX_RESULT_REDUCE, ReduceOp
+from .opcodes import (BOOL_RESULT_BINARY, BOOL_RESULT_UNARY, INDEX_RESULT_REDUCE, BinaryOp,
+                      ReduceOp, UnaryOp)
 
 
 # Plain dicts rather than functools.lru_cache: these sit on every op's path and a dict lookup
@@ -104,6 +105,13 @@ def check_shape(shape):
 
 
 _BOOL = dtypes.bool_
+_UINT8, _INT64 = dtypes.uint8, dtypes.int64
+# uint8 shares bool's byte kernels. Those compare unsigned bytes exactly (comparisons, logical
+# ops, maximum/minimum, max/min reductions, predicates), but their arithmetic is logical (add is
+# or): every other uint8 op runs in int64 and is cast back, which wraps modulo 256 like torch.
+_BYTE_EXACT_UNARY = BOOL_RESULT_UNARY | {UnaryOp.IDENTITY}
+_BYTE_EXACT_BINARY = BOOL_RESULT_BINARY | {BinaryOp.MAXIMUM, BinaryOp.MINIMUM}
+_BYTE_EXACT_REDUCE = frozenset({ReduceOp.MAX, ReduceOp.MIN})
 # Reductions that may be split into successive reductions over groups of axes.
 _SPLITTABLE_REDUCE = frozenset({ReduceOp.SUM, ReduceOp.PROD, ReduceOp.MAX, ReduceOp.MIN})
 
@@ -132,14 +140,20 @@ class NDArray:
     def full(shape, value, dtype=dtypes.float32, device=CPU):
         shape = check_shape(shape)
         backend = get_backend(device)
-        buffer = backend.full(shape_numel(shape), value, dtype.storage)
+        buffer = backend.full(shape_numel(shape), dtypes.storage_scalar(value, dtype),
+                              dtype.storage)
         return NDArray(buffer, shape, contiguous_strides(shape), 0, dtype, device, backend)
 
     @staticmethod
     def from_numpy(array, dtype=None, device=CPU):
         """Copy a numpy array (any layout) into a new compact NDArray on `device`."""
         array = np.asarray(array)
+        if dtype is _UINT8 and array.dtype != np.uint8:
+            # numpy's float -> uint8 is platform-defined out of range: our cast kernel wraps
+            return NDArray.from_numpy(array, None, device).astype(_UINT8)
         dtype = dtype or dtypes.from_numpy(array.dtype)
+        if dtype is _BOOL and array.dtype != np.bool_:
+            array = array != 0      # truth values: a byte store would make 0.5 False
         flat = np.array(array, dtype=dtype.storage, order="C", copy=True).reshape(-1)
         backend = get_backend(device)
         shape = tuple(array.shape)
@@ -409,7 +423,9 @@ class NDArray:
             value = value.astype(self.dtype)
             source = value.flat()
         else:
-            source = self.backend.full(1, value, self.dtype.storage)
+            dtypes.check_scalar_fits(value, self.dtype)    # torch's fill: 256 overflows uint8
+            source = self.backend.full(1, dtypes.storage_scalar(value, self.dtype),
+                                       self.dtype.storage)
         self.backend.strided_set(source, self.buffer, self.shape, self.strides, self.offset)
 
     # ---- dtype --------------------------------------------------------------------------------
@@ -420,11 +436,19 @@ class NDArray:
         src = self.compact()
         out = self._new(self.shape, dtype)
         if out.size:
-            self.backend.cast(src.flat(), out.buffer)
+            self.backend.cast(src.flat(), out.buffer, dtype is _BOOL)
         return out
+
+    def _in_int64(self, compute, keep_int64=False):
+        """uint8 arithmetic: compute(self as int64), cast back to uint8 (wrapping modulo 256)
+        unless the result stays int64 (arg-reduction indices)."""
+        out = compute(self.astype(_INT64))
+        return out if keep_int64 else out.astype(_UINT8)
 
     # ---- elementwise --------------------------------------------------------------------------
     def unary(self, op, out_dtype=None):
+        if self.dtype is _UINT8 and op not in _BYTE_EXACT_UNARY:
+            return self._in_int64(lambda wide: wide.unary(op))
         src = self.compact()
         out = self._new(self.shape, dtypes.bool_ if op in BOOL_RESULT_UNARY else out_dtype)
         if out.buffer.size:
@@ -435,6 +459,8 @@ class NDArray:
         """op(self, other) with broadcasting; both operands must share dtype and device."""
         if other.device is not self.device:
             raise RuntimeError(_device_mismatch(self.device, other.device))
+        if self.dtype is _UINT8 and op not in _BYTE_EXACT_BINARY:
+            return self._in_int64(lambda wide: wide.binary(op, other.astype(_INT64)))
         a, b, shape = self, other, self.shape
         if other.shape != shape:
             if not other.shape:     # a 0-d operand (a scalar): broadcast by stride 0 directly
@@ -471,6 +497,9 @@ class NDArray:
     def reduce(self, op, dims=None, keepdim=False):
         """Reduce over `dims` (None = all). A contiguous group of reduced axes is reduced in
         place as the middle axis of (outer, n, inner); other layouts are permuted last first."""
+        if self.dtype is _UINT8 and op not in _BYTE_EXACT_REDUCE:
+            return self._in_int64(lambda wide: wide.reduce(op, dims, keepdim),
+                                  keep_int64=op in INDEX_RESULT_REDUCE)
         dims = normalize_dims(dims, self.ndim)
         out_dtype = dtypes.int64 if op in INDEX_RESULT_REDUCE else self.dtype
         kept_shape = tuple(1 if i in dims else s for i, s in enumerate(self.shape))
@@ -512,6 +541,8 @@ class NDArray:
 
     def scan(self, op, dim):
         """Inclusive cumulative SUM or PROD along `dim`."""
+        if self.dtype is _UINT8:
+            return self._in_int64(lambda wide: wide.scan(op, dim))
         dim = normalize_dim(dim, self.ndim)
         src = self.compact()
         out = self._new(self.shape)
@@ -600,8 +631,8 @@ class NDArray:
         region = self[self._index_region(dim, index.shape, "scatter")]
         if index.size == 0:
             return
-        values = src[tuple(slice(0, n) for n in index.shape)].compact().astype(self.dtype)
-        target = region if region.is_compact() else region.copy()
+        target = _accumulation_target(region, accumulate)
+        values = src[tuple(slice(0, n) for n in index.shape)].compact().astype(target.dtype)
         outer, size, inner = target._index_layout(dim)
         kernel = self.backend.scatter_add if accumulate else self.backend.scatter
         with _index_error_context(dim, self.shape):
@@ -631,14 +662,23 @@ class NDArray:
         _check_index_array(index, "index_add", max_ndim=1)
         if index.size == 0:
             return
-        target = self if self.is_compact() else self.copy()
+        target = _accumulation_target(self, True)
         outer, size, inner = target._index_layout(dim)
         with _index_error_context(dim, self.shape):
-            self.backend.index_add(src.compact().astype(self.dtype).flat(),
+            self.backend.index_add(src.compact().astype(target.dtype).flat(),
                                    index.compact().flat(), target.flat(), outer, size,
                                    index.size, inner)
         if target is not self:
             self.assign(target)
+
+
+def _accumulation_target(region, accumulate):
+    """The compact array an index kernel writes for `region` (itself when compact), assigned
+    back afterwards. uint8 accumulates in int64: the byte kernels add bools (logical or), and
+    the assignment back wraps modulo 256."""
+    if accumulate and region.dtype is _UINT8:
+        return region.astype(_INT64)
+    return region if region.is_compact() else region.copy()
 
 
 def _expand_ellipsis(key, ndim):

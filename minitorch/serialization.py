@@ -29,10 +29,11 @@ FORMAT = "minitorch-checkpoint/1"
 MAX_HEADER_BYTES = 100_000_000   # safetensors' own limit
 MAX_DEPTH = 100                  # nesting of containers in a checkpoint
 MAX_NDIM = 64
-_CODE = {dtypes.float32: "F32", dtypes.float64: "F64", dtypes.int64: "I64", dtypes.bool_: "BOOL"}
+_CODE = {dtypes.float32: "F32", dtypes.float64: "F64", dtypes.int64: "I64", dtypes.uint8: "U8",
+         dtypes.bool_: "BOOL"}
 _DTYPE = {code: d for d, code in _CODE.items()}
 _LITTLE = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8"), "I64": np.dtype("<i8"),
-           "BOOL": np.dtype("u1")}
+           "U8": np.dtype("u1"), "BOOL": np.dtype("u1")}
 _HEADER_KEYS = {"dtype", "shape", "data_offsets"}
 _TAGS = {"$tensor", "$tuple", "$dict", "$float", "$dtype", "$device", "$size"}
 
@@ -375,7 +376,7 @@ class _Decoder:
 
     def _dtype(self, node, depth):
         name = node["$dtype"]
-        if name not in ("float32", "float64", "int64", "bool"):
+        if name not in ("float32", "float64", "int64", "uint8", "bool"):
             _fail(f"unknown dtype {name!r}")
         return dtypes.from_name(name)
 

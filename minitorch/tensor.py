@@ -168,7 +168,7 @@ class Tensor:
     def type(self, dtype=None):
         if dtype is None:
             names = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
-                     "bool": "BoolTensor"}
+                     "uint8": "ByteTensor", "bool": "BoolTensor"}
             prefix = "torch.cuda." if self.is_cuda else "torch."
             return prefix + names[self.dtype.name]
         return self.to(dtypes.from_name(dtype) if isinstance(dtype, str) else dtype)
@@ -286,6 +286,9 @@ class Tensor:
     def bool(self):
         return self.to(dtypes.bool_)
 
+    def byte(self):
+        return self.to(dtypes.uint8)
+
     def half(self):
         return self.to(dtypes.float32)
 
@@ -402,8 +405,8 @@ def _infer_dtype(data):
     if array.dtype.kind == "f":
         return dtypes.get_default_dtype() if not isinstance(data, np.ndarray) else \
             dtypes.from_numpy(array.dtype)
-    if array.dtype.kind in "iu":
-        return dtypes.int64
+    if array.dtype.kind in "iu":     # numpy uint8 (arrays, scalars, uint8 tensors) stays uint8
+        return dtypes.uint8 if array.dtype == np.uint8 else dtypes.int64
     if array.dtype.kind == "b":
         return dtypes.bool_
     raise TypeError(f"Could not infer dtype of {array.dtype}")
@@ -419,13 +422,26 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     if dtype is None:
         dtype = _infer_dtype(data)
     array = np.asarray(data)
-    if array.dtype.kind == "f" and not dtype.is_floating_point and np.isnan(array).any():
+    if dtype is dtypes.uint8:
+        if not isinstance(data, (np.ndarray, np.generic)):
+            _check_python_values(array, dtype)
+    elif array.dtype.kind == "f" and dtype is dtypes.int64 and np.isnan(array).any():
         raise RuntimeError("value cannot be converted to type int64 without overflow")
     nd = NDArray.from_numpy(array, dtype, Device(device) if device is not None else CPU)
     if requires_grad and not dtype.is_floating_point:
         raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                            "gradients")
     return wrap(nd, requires_grad)
+
+
+def _check_python_values(array, dtype):
+    """torch.tensor range-checks Python numbers (not numpy arrays) against a uint8 dtype: ints
+    in [-255, 255], floats in [0, 255] (see dtypes.check_scalar_fits)."""
+    if array.size == 0 or array.dtype.kind == "b":
+        return
+    low, high = array.min(), array.max()
+    for value in (low, high):           # NaN propagates through min/max and fails the check
+        dtypes.check_scalar_fits(value.item(), dtype, type_name=dtype.name)
 
 
 def _contains_tensor(seq):
@@ -479,6 +495,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     if dtype is None:
         dtype = dtypes.scalar_dtype(fill_value)
+    dtypes.check_scalar_fits(fill_value, dtype)
     return _make((tuple(size),), dtype, device, requires_grad, fill_value)
 
 
@@ -544,7 +561,6 @@ def numel(input):
     return input.numel()
 
 
-
 # ---- ops as methods and operators (one line each; the ops live in minitorch.functions) --------
 from .functions import elementwise as _E, index as _I, linalg as _L, movement as _M  # noqa: E402
 from .functions import reduce as _R  # noqa: E402
@@ -608,6 +624,8 @@ for _name, _fn in (("add", _E.add), ("sub", _E.sub), ("mul", _E.mul), ("truediv"
                    ("xor", _E.bitwise_xor)):
     setattr(_T, f"__{_name}__", _operator(_fn))
     setattr(_T, f"__r{_name}__", _operator(_fn, reflected=True))
+
+
 def _fast_operator(function_class, slow_path):
     """`a op b` for two tensors of one dtype goes straight to the op's Function (the most
     common call in any model); everything else takes the general promoting path."""

@@ -272,6 +272,19 @@ def test_collate_numpy():
         default_collate([np.array(["a"]), np.array(["b"])])
 
 
+def test_collate_uint8_like_torch():
+    """uint8 images (MNIST's `.data` rows, numpy pixels) batch as uint8, as in torch."""
+    arrays = default_collate([np.full((2, 2), 200, np.uint8), np.zeros((2, 2), np.uint8)])
+    assert arrays.dtype == mt.uint8 and arrays.shape == (2, 2, 2)
+    assert arrays[:, 0, 0].tolist() == [200, 0]
+    scalars = default_collate([np.uint8(3), np.uint8(250)])
+    assert scalars.dtype == mt.uint8 and scalars.tolist() == [3, 250]
+    pixels = mt.tensor(np.arange(24).reshape(6, 2, 2) * 10, dtype=mt.uint8)
+    batches = list(DataLoader(TensorDataset(pixels), batch_size=4))
+    assert [b[0].dtype for b in batches] == [mt.uint8, mt.uint8]
+    np.testing.assert_array_equal(mt.cat([b[0] for b in batches]).numpy(), pixels.numpy())
+
+
 def test_collate_containers():
     out = default_collate([{"a": 1, "b": (1.0, "x")}, {"a": 2, "b": (2.0, "y")}])
     assert set(out) == {"a", "b"} and out["a"].tolist() == [1, 2]

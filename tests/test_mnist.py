@@ -56,7 +56,9 @@ def test_both_formats_agree_on_the_test_split():
 @needs_data
 def test_test_split(test_set):
     assert len(test_set) == 10000
-    assert test_set.data.shape == (10000, 28, 28) and test_set.data.dtype == mt.int64
+    assert test_set.data.shape == (10000, 28, 28) and test_set.data.dtype == mt.uint8
+    idx_images = _readers.read_idx(DATA / T10K[0], T10K[0])
+    np.testing.assert_array_equal(test_set.data.numpy(), idx_images)
     assert test_set.targets.shape == (10000,) and test_set.targets.dtype == mt.int64
     assert test_set.targets[:5].tolist() == [7, 2, 1, 0, 4]
     image, target = test_set[0]
@@ -68,8 +70,22 @@ def test_test_split(test_set):
 
 
 @needs_data
+def test_pickle_source_gives_the_idx_bytes(tmp_path, test_set):
+    """Without IDX files the pickle (float pixels = byte / 256) is read back to the exact bytes,
+    so `.data` is the same uint8 tensor whichever file it came from."""
+    _link_files(tmp_path, ["mnist.pkl.gz"])
+    from_pickle = MNIST(tmp_path, train=False, download=False)
+    assert from_pickle.data.dtype == mt.uint8 and from_pickle.data.shape == (10000, 28, 28)
+    np.testing.assert_array_equal(from_pickle.data.numpy(), test_set.data.numpy())
+    image, target = from_pickle[0]
+    assert image.dtype == mt.float32 and image.shape == (1, 28, 28) and target == 7
+    np.testing.assert_array_equal(image.numpy(), test_set[0][0].numpy())
+
+
+@needs_data
 def test_train_split_is_pickle_train_plus_valid(train_set):
     assert len(train_set) == 60000 and train_set.data.shape == (60000, 28, 28)
+    assert train_set.data.dtype == mt.uint8
     assert train_set.targets[:10].tolist() == [5, 0, 4, 1, 9, 2, 1, 3, 1, 4]
     (_, y_train), (_, y_valid), _ = mnist_module.read_pickle_splits(DATA)
     assert train_set.targets[49999].item() == y_train[-1]
@@ -135,7 +151,7 @@ def test_changing_data_changes_batches():
     first = ds._getitems_collated([0])[0]
     ds.data.fill_(255)  # in place: the cached float images must follow
     assert ds._getitems_collated([0])[0].min().item() == 1.0
-    ds.data = mt.zeros(5, 28, 28, dtype=mt.int64)
+    ds.data = mt.zeros(5, 28, 28, dtype=mt.uint8)
     ds.targets = ds.targets[:5]
     assert len(ds) == 5 and ds._getitems_collated([4])[0].max().item() == 0.0
     assert first.max().item() == 1.0  # batches are copies, untouched by later changes

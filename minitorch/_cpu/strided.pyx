@@ -706,36 +706,52 @@ ctypedef fused dst_t:
     uint8_t
 
 
-cdef void cast_loop(const src_t* a, dst_t* out, Py_ssize_t n) noexcept nogil:
-    """C conversion (float to int truncates toward zero); to bool it is a != 0, so NaN is 1."""
+cdef inline void cast_range(const src_t* a, dst_t* out, Py_ssize_t n,
+                            bint to_bool) noexcept nogil:
+    """C conversion (float to int truncates toward zero), one loop per kind so each vectorizes.
+    A uint8 buffer holds bool or uint8: to bool it is a != 0 (NaN is 1); to uint8 the value
+    goes through int64 and keeps its low byte (torch's modulo-256 wrap; C leaves a float out of
+    uint8_t's range undefined, but not one in int64's)."""
     cdef Py_ssize_t i
-    if n >= PARALLEL_MIN_ELEMENTS:
-        for i in prange(n, schedule="static"):
-            if dst_t is uint8_t:
+    if dst_t is uint8_t:
+        if to_bool:
+            for i in range(n):
                 out[i] = a[i] != 0
-            else:
-                out[i] = <dst_t>a[i]
+        else:
+            for i in range(n):
+                out[i] = <uint8_t><int64_t>a[i]
     else:
         for i in range(n):
-            if dst_t is uint8_t:
-                out[i] = a[i] != 0
-            else:
-                out[i] = <dst_t>a[i]
+            out[i] = <dst_t>a[i]
 
 
-cdef void cast_to(const src_t* a, void* out, int out_code, Py_ssize_t n) noexcept nogil:
+cdef void cast_loop(const src_t* a, dst_t* out, Py_ssize_t n, bint to_bool) noexcept nogil:
+    """cast_range over one contiguous chunk per thread above the parallel threshold."""
+    cdef Py_ssize_t chunks = omp_get_max_threads() if n >= PARALLEL_MIN_ELEMENTS else 1
+    cdef Py_ssize_t c, lo
+    if chunks == 1:
+        cast_range(a, out, n, to_bool)
+        return
+    for c in prange(chunks, schedule="static"):
+        lo = n * c // chunks
+        cast_range(a + lo, out + lo, n * (c + 1) // chunks - lo, to_bool)
+
+
+cdef void cast_to(const src_t* a, void* out, int out_code, Py_ssize_t n,
+                  bint to_bool) noexcept nogil:
     if out_code == 0:
-        cast_loop(a, <float*>out, n)
+        cast_loop(a, <float*>out, n, to_bool)
     elif out_code == 1:
-        cast_loop(a, <double*>out, n)
+        cast_loop(a, <double*>out, n, to_bool)
     elif out_code == 2:
-        cast_loop(a, <int64_t*>out, n)
+        cast_loop(a, <int64_t*>out, n, to_bool)
     else:
-        cast_loop(a, <uint8_t*>out, n)
+        cast_loop(a, <uint8_t*>out, n, to_bool)
 
 
-def cast(cnp.ndarray a, cnp.ndarray out):
-    """out[i] = a[i] converted to out's dtype (to bool: a[i] != 0)."""
+def cast(cnp.ndarray a, cnp.ndarray out, bint to_bool=True):
+    """out[i] = a[i] converted to out's dtype. A uint8 `out` is bool (a[i] != 0) when
+    `to_bool`, else uint8 (the value modulo 256, through int64): the buffer can't say which."""
     cdef int ac, oc
     cdef Py_ssize_t n
     cdef void* src
@@ -752,10 +768,10 @@ def cast(cnp.ndarray a, cnp.ndarray out):
     dst = cnp.PyArray_DATA(out)
     with nogil:
         if ac == 0:
-            cast_to(<const float*>src, dst, oc, n)
+            cast_to(<const float*>src, dst, oc, n, to_bool)
         elif ac == 1:
-            cast_to(<const double*>src, dst, oc, n)
+            cast_to(<const double*>src, dst, oc, n, to_bool)
         elif ac == 2:
-            cast_to(<const int64_t*>src, dst, oc, n)
+            cast_to(<const int64_t*>src, dst, oc, n, to_bool)
         else:
-            cast_to(<const uint8_t*>src, dst, oc, n)
+            cast_to(<const uint8_t*>src, dst, oc, n, to_bool)

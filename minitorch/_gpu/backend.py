@@ -218,14 +218,15 @@ class GpuBackend:
                      L.flat_grid(size), (src, out, I64(offset), I64(size), geometry, I32(atomic)))
 
     @_on_device
-    def cast(self, a, out):
-        """out[i] = a[i] converted to out's dtype (to bool: a[i] != 0)."""
+    def cast(self, a, out, to_bool=True):
+        """out[i] = a[i] converted to out's dtype. A uint8 `out` is bool (a[i] != 0) when
+        `to_bool`, else uint8 (the value modulo 256, through int64): the buffer can't say which."""
         src, dst = _dtype_name(a, "a"), _dtype_name(out, "out")
         if a.size != out.size:
             raise ValueError(f"cast needs buffers of one length, got {a.size} and {out.size}")
         if a.size:
             self._launch("strided", src, f"cast_kernel<{L.CTYPES[src]}, {L.CTYPES[dst]}>",
-                         L.flat_grid(a.size), (a, out, I64(a.size)))
+                         L.flat_grid(a.size), (a, out, I64(a.size), I32(bool(to_bool))))
 
     # ---- elementwise --------------------------------------------------------------------------
     @_on_device

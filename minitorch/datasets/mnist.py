@@ -1,9 +1,9 @@
 """mt.datasets.MNIST: torchvision's MNIST (60 000 train / 10 000 test handwritten digits).
 
-Deviations from torchvision, both because minitorch has no PIL and no uint8 dtype:
-- without a transform, an image is a 1×28×28 float32 tensor in [0, 1] (what
-  `transforms.ToTensor()` would give); a transform receives that tensor, not a PIL image;
-- `.data` holds the pixels 0..255 as int64 (torchvision: uint8).
+`.data` holds the pixels as uint8 N×28×28 and `.targets` the labels as int64, as in
+torchvision. One deviation, because minitorch has no PIL: without a transform, an image is a
+1×28×28 float32 tensor in [0, 1] (what `transforms.ToTensor()` would give); a transform
+receives that tensor, not a PIL image.
 
 Files are looked up in `root` and `root/MNIST/raw` (IDX, raw or .gz, preferred; else
 mnist.pkl.gz); root defaults to $MINITORCH_DATA, then ~/.cache/minitorch. Missing files are
@@ -49,7 +49,7 @@ class MNIST(Dataset):
         self.transform = transform
         self.target_transform = target_transform
         images, labels = self._load(download)
-        self.data = tensor(images, dtype=dtypes.int64)
+        self.data = tensor(images, dtype=dtypes.uint8)     # the readers return exact bytes
         self.targets = tensor(labels, dtype=dtypes.int64)
 
     @property

@@ -6,6 +6,7 @@ differentiated again. Binary backward sums the gradient back over broadcast axes
 """
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -31,8 +32,10 @@ __all__ = [
 _scalar_cache = {}
 _FAST_SCALARS = (int, float)
 # torch's names for dtypes in error messages: ScalarType names, and C type names (c10 typename).
-TORCH_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
-C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "bool": "bool"}
+TORCH_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "uint8": "Byte",
+               "bool": "Bool"}
+C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "uint8": "unsigned char",
+           "bool": "bool"}
 
 
 def scalar_array(value, dtype, device):
@@ -848,7 +851,7 @@ def div(input, other, rounding_mode=None):
         quotient = FloorDivide.apply(a, b)
         inexact = Remainder.apply(a, b) != 0
         negative = (a < 0) != (b < 0)
-        return quotient + cast(inexact & negative, dtypes.int64)
+        return quotient + cast(inexact & negative, quotient.dtype)
     raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                        f"found '{rounding_mode}'")
 
@@ -863,6 +866,9 @@ def pow(input, exponent):
         dtype = result_type(input, exponent)
         if dtype is dtypes.bool_:
             raise NotImplementedError('"pow" not implemented for \'Bool\'')
+        if not dtype.is_floating_point and exponent < 0:
+            # checked before the exponent is stored as uint8 (where -1 would wrap to 255)
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
         input = cast(input, dtype)
         if dtype.is_floating_point:
             if exponent == 2:
@@ -1048,13 +1054,27 @@ def where(condition, input=None, other=None):
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
     _check_tensor(condition, "where", arg="condition")
+    if condition.dtype is dtypes.uint8:
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and "
+                      "will be removed in a future version of PyTorch. Use a boolean condition "
+                      "instead.", UserWarning, stacklevel=2)
+        condition = cast(condition, dtypes.bool_)
     if condition.dtype is not dtypes.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {TORCH_NAMES[condition.dtype.name]}")
     dtype = result_type(input, other)
+    _check_scalars_fit(dtype, input, other)
     device = condition.device
     return Where.apply(condition, _as_operand(input, dtype, device),
                        _as_operand(other, dtype, device))
+
+
+def _check_scalars_fit(dtype, *values):
+    """torch's overflow check on the Python scalars of where/clamp (arithmetic instead wraps
+    them: `uint8_tensor + 300` is fine, `where(c, uint8_tensor, 300)` is not)."""
+    for value in values:
+        if value is not None and not isinstance(value, Tensor):
+            dtypes.check_scalar_fits(value, dtype)
 
 
 def clamp(input, min=None, max=None):
@@ -1064,6 +1084,7 @@ def clamp(input, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     dtype = result_type(input, min, max)
+    _check_scalars_fit(dtype, min, max)
     device = input.device
     result = cast(input, dtype)
     if min is not None:

@@ -252,6 +252,13 @@ class _Indexer:
 
     def write(self, out, values, accumulate):
         """out[key] = values (+= when accumulate) on NDArrays, in place."""
+        if accumulate and out.dtype is dtypes.uint8:
+            # The byte kernels add as bools (logical or): accumulate in int64, and let the
+            # assignment back wrap modulo 256 as torch's uint8 sums do.
+            wide = out.astype(dtypes.int64)
+            self.write(wide, values.astype(dtypes.int64), True)
+            out.assign(wide)
+            return
         view = out[self.basic] if self.view_op is not None else out
         values = values.astype(out.dtype)
         if self.adv is not None:
@@ -516,6 +523,7 @@ def _value_tensor(t, value):
         return cast(value.to(t.device), t.dtype)
     if isinstance(value, (numbers.Number, np.number, np.bool_)) and not isinstance(
             value, complex):
+        dtypes.check_scalar_fits(value, t.dtype)       # torch: x[0] = 256 overflows uint8
         return wrap(scalar_array(value, t.dtype, t.device))
     kind = type(value)
     name = kind.__name__ if kind.__module__ == "builtins" else \
@@ -848,6 +856,7 @@ def masked_fill(input, mask, value):
                                f"tensor with {value.ndim} dimension(s).")
         value = cast(value.to(input.device), input.dtype)
     else:
+        dtypes.check_scalar_fits(value, input.dtype)
         value = wrap(scalar_array(value, input.dtype, input.device))
     return MaskedFill.apply(input, mask.to(input.device), value)
 

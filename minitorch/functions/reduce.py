@@ -28,7 +28,8 @@ __all__ = [
     'std_mean', 'sum', 'var', 'var_mean',
 ]
 
-_TORCH_DTYPE_NAMES = {"bool": "Bool", "int64": "Long", "float32": "Float", "float64": "Double"}
+_TORCH_DTYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int64": "Long", "float32": "Float",
+                      "float64": "Double"}
 
 
 # ---- helpers ----------------------------------------------------------------------------------
@@ -866,17 +867,21 @@ def _truth(nd):
 
 
 def _logical_reduce(op, empty_value, input, dim, keepdim):
-    nd = input._data
+    """all/any: bool results, except uint8 in, uint8 out (0 or 1), as in torch."""
+    result = _truth_reduce(op, empty_value, input._data, dim, keepdim)
+    return wrap(result.astype(dtypes.uint8) if input.dtype is dtypes.uint8 else result)
+
+
+def _truth_reduce(op, empty_value, nd, dim, keepdim):
     if dim is not None and not isinstance(dim, (numbers.Integral, np.integer)) and \
             len(tuple(dim)) == 0:
-        return wrap(_truth(nd).copy())           # torch: dim=() reduces nothing
+        return _truth(nd).copy()                 # torch: dim=() reduces nothing
     dims = normalize_dims(dim, nd.ndim)
-    truth = _truth(nd)
     if _count(nd.shape, dims) == 0:              # all() of nothing is True, any() False
         kept = tuple(1 if i in dims else s for i, s in enumerate(nd.shape))
         result = NDArray.full(kept, empty_value, dtypes.bool_, nd.device)
-        return wrap(result if keepdim else result.squeeze(dims))
-    return wrap(truth.reduce(op, dims, keepdim))
+        return result if keepdim else result.squeeze(dims)
+    return _truth(nd).reduce(op, dims, keepdim)
 
 
 def all(input, dim=None, keepdim=False):

@@ -53,13 +53,16 @@ fill_kernel(T* __restrict__ out, i64 n, T value) {
     FOR_EACH_ELEMENT(i, n) { out[i] = value; }
 }
 
-// C conversion (float to int truncates toward zero); to bool it is a != 0, so NaN becomes true.
+// C conversion (float to int truncates toward zero). An unsigned char buffer holds bool or uint8:
+// to bool (to_bool != 0) it is a != 0, so NaN becomes true; to uint8 the value goes through i64
+// and keeps its low byte (torch's modulo-256 wrap; float to unsigned char is undefined in C
+// outside 0..255, float to i64 only outside i64's range).
 template <typename S, typename D>
 __global__ void __launch_bounds__(THREADS)
-cast_kernel(const S* __restrict__ a, D* __restrict__ out, i64 n) {
+cast_kernel(const S* __restrict__ a, D* __restrict__ out, i64 n, int to_bool) {
     FOR_EACH_ELEMENT(i, n) {
         if constexpr (same_type<D, unsigned char>::value) {
-            out[i] = a[i] != (S)0;
+            out[i] = to_bool ? (D)(a[i] != (S)0) : (D)(i64)a[i];
         } else {
             out[i] = (D)a[i];
         }
