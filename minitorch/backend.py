@@ -50,6 +50,13 @@ class KernelBackend(Protocol):
     def scan_last(self, op, a, out, n, inner=1):
         """Inclusive scan (SUM: cumsum, PROD: cumprod) along the middle axis of (m, n, inner)."""
 
+    def softmax_last(self, a, out, n, log=False):
+        """out = softmax (log_softmax when `log`) of each length-n row of compact float a."""
+
+    def softmax_backward_last(self, g, y, out, n, log=False):
+        """out = the input gradient of softmax (log_softmax) rows of length n, from the
+        output y and its gradient g: y * (g - sum(g * y)) (g - exp(y) * sum(g))."""
+
     def matmul(self, a, b, out, batch, m, n, k, a_strides=None, a_offset=0,
                b_strides=None, b_offset=0):
         """out (compact batch×m×n) = a (batch×m×k) @ b (batch×k×n). Strides are 3-tuples

@@ -244,6 +244,9 @@ class NDArray:
         return self._view(shape, strides)
 
     def _infer_shape(self, shape):
+        if type(shape) is tuple and _NUMEL.get(shape) == self.size and \
+                all(type(s) is int and s >= 0 for s in shape):
+            return shape        # the common case: a plain, known shape of the right size
         shape = tuple(operator.index(s) for s in shape)
         if shape.count(-1) > 1:
             raise RuntimeError("only one dimension can be inferred")
@@ -539,6 +542,21 @@ class NDArray:
         shape = tuple(s for i, s in enumerate(self.shape) if i not in dims)
         return out._view(shape, contiguous_strides(shape))
 
+    def softmax_last(self, log):
+        """softmax (log_softmax when `log`) over the last axis: one fused kernel over rows."""
+        src, out = self.compact(), self._new(self.shape)
+        if out.size:
+            self.backend.softmax_last(src.flat(), out.buffer, self.shape[-1], log)
+        return out
+
+    def softmax_backward_last(self, y, log):
+        """The input gradient of softmax_last from this output gradient and the output y."""
+        g, y, out = self.compact(), y.compact(), self._new(self.shape)
+        if out.size:
+            self.backend.softmax_backward_last(g.flat(), y.flat(), out.buffer, self.shape[-1],
+                                               log)
+        return out
+
     def scan(self, op, dim):
         """Inclusive cumulative SUM or PROD along `dim`."""
         if self.dtype is _UINT8:
@@ -601,7 +619,9 @@ class NDArray:
         """torch.gather: out[..., j, ...] = self[..., index[..., j, ...], ...] along dim."""
         dim = normalize_dim(dim, self.ndim)
         _check_index_array(index, "gather")
-        region = self[self._index_region(dim, index.shape, "gather")].compact()
+        key = self._index_region(dim, index.shape, "gather")
+        region = (self if index.shape[:dim] + index.shape[dim + 1:] ==
+                  self.shape[:dim] + self.shape[dim + 1:] else self[key]).compact()
         outer, size, inner = region._index_layout(dim)
         out = self._new(index.shape)
         if out.size:

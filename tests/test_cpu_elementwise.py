@@ -1,10 +1,11 @@
-"""minitorch._cpu.elementwise (unary, binary, where) against numpy."""
+"""minitorch._cpu.elementwise (unary, binary, where, softmax rows) against numpy."""
 import math
 
 import numpy as np
 import pytest
 
-from minitorch._cpu.elementwise import binary, unary, where
+from minitorch._cpu.elementwise import (binary, softmax_backward_last, softmax_last, unary,
+                                        where)
 from minitorch.opcodes import BinaryOp, UnaryOp
 
 U, B = UnaryOp, BinaryOp
@@ -429,3 +430,57 @@ def test_where_errors():
         where(c, f, f, np.empty(4, np.float32), (4,), (1,), 1, (1,), 0, (1,), 0)
     with pytest.raises(ValueError):
         where(c, f, f, np.empty(2, np.float32), *args)
+
+
+# ---- softmax rows ------------------------------------------------------------------------------
+def softmax_ref(x, log):
+    x = x.astype(np.float64)
+    shifted = x - x.max(-1, keepdims=True)
+    total = np.exp(shifted).sum(-1, keepdims=True)
+    return shifted - np.log(total) if log else np.exp(shifted) / total
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("shape", [(128, 10), (1, 1), (3, 1000), (5000, 9)])   # last: threads
+def test_softmax_rows_match_numpy(dtype, log, shape):
+    m, n = shape
+    x = data(m * n, dtype, seed=3, low=-30, high=30)
+    out = np.full(m * n, np.nan, dtype)
+    softmax_last(x, out, n, log)
+    expected = softmax_ref(x.reshape(m, n), log)
+    np.testing.assert_allclose(out.reshape(m, n), expected, rtol=10 * rtol_of(dtype),
+                               atol=10 * rtol_of(dtype))
+    g = data(m * n, dtype, seed=4)
+    grad = np.full(m * n, np.nan, dtype)
+    softmax_backward_last(g, out, grad, n, log)
+    y, g64 = expected, g.reshape(m, n).astype(np.float64)
+    ref = (g64 - np.exp(y) * g64.sum(-1, keepdims=True) if log
+           else (g64 - (g64 * y).sum(-1, keepdims=True)) * y)
+    np.testing.assert_allclose(grad.reshape(m, n), ref, rtol=50 * rtol_of(dtype),
+                               atol=50 * rtol_of(dtype))
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_rows_special_values(log):
+    """As torch: a NaN, an all -inf row or a +inf (inf - inf) makes the row NaN; huge values
+    don't overflow."""
+    x = np.array([[1.0, np.nan, 2.0], [-np.inf, -np.inf, -np.inf], [np.inf, 0.0, 1.0],
+                  [1e30, 1e30, -1e30]], np.float32)
+    out = np.empty(x.size, np.float32)
+    softmax_last(x.ravel(), out, 3, log)
+    out = out.reshape(4, 3)
+    assert np.isnan(out[:3]).all()
+    expected = [math.log(0.5), math.log(0.5), -2e30] if log else [0.5, 0.5, 0.0]
+    np.testing.assert_allclose(out[3], expected, rtol=1e-6)
+
+
+def test_softmax_rows_reject_bad_arguments():
+    with pytest.raises(TypeError, match="float32 or float64"):
+        softmax_last(np.zeros(6, np.int64), np.zeros(6, np.int64), 3)
+    with pytest.raises(TypeError, match="dtype of the input"):
+        softmax_last(np.zeros(6, np.float32), np.zeros(6, np.float64), 3)
+    with pytest.raises(ValueError, match="rows of length 4"):
+        softmax_last(np.zeros(6, np.float32), np.zeros(6, np.float32), 4)
+    with pytest.raises(ValueError, match="out has 5 elements"):
+        softmax_backward_last(np.zeros(6), np.zeros(6), np.zeros(5), 3)

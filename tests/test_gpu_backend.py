@@ -562,6 +562,21 @@ def scenario_scan(h):
     h.raises("scan_last", int(ReduceOp.SUM), np.zeros(3, np.uint8), np.zeros(3, np.uint8), 3, 1)
 
 
+def scenario_softmax(h):
+    for dtype in (np.float32, np.float64):
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        for m, n in [(3, 7), (2, 1000), (40, 1), (1, 33), (300, 10)]:
+            a, g = values(m * n, dtype, seed=25), values(m * n, dtype, seed=26)
+            for log in (False, True):
+                h.run("softmax_last", a, np.zeros(m * n, dtype), n, log, check=[1], rtol=tol,
+                      atol=tol)
+                y = np.zeros(m * n, dtype)
+                h.run("softmax_backward_last", g, a, y, n, log, check=[2], rtol=tol, atol=tol)
+        h.run("softmax_last", np.zeros(0, dtype), np.zeros(0, dtype), 4, check=[1])
+    h.raises("softmax_last", np.zeros(6, np.int64), np.zeros(6, np.int64), 3)
+    h.raises("softmax_last", np.zeros(6, np.float32), np.zeros(6, np.float32), 4)
+
+
 MATMUL_SHAPES = [(1, 1, 1, 1), (1, 7, 5, 3), (2, 64, 64, 64), (1, 127, 129, 65),
                  (1, 130, 257, 9), (3, 33, 1, 200), (3, 520, 1290, 33)]
 
@@ -619,7 +634,7 @@ def scenario_index(h):
 
 SCENARIOS = [scenario_buffers, scenario_compact, scenario_strided_set, scenario_strided_add,
              scenario_cast, scenario_unary, scenario_binary, scenario_where, scenario_reduce,
-             scenario_scan, scenario_matmul, scenario_index]
+             scenario_scan, scenario_softmax, scenario_matmul, scenario_index]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__[9:])

@@ -1103,3 +1103,130 @@ def where(cnp.ndarray cond, cnp.ndarray a, cnp.ndarray b, cnp.ndarray out, shape
             for t in prange(nt, num_threads=nt, schedule="static"):
                 where_part(dt, pc, pa, pb, po, &p, 0, rows, chunk_start(inner, nt, t),
                            chunk_start(inner, nt, t + 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# softmax rows: a row's max, exponentials, sum and normalisation fused in one kernel, forward
+# and backward, for softmax and log_softmax over the last axis of a compact (m, n) array (one
+# pass per row instead of six kernels, each a full pass and a Python call).
+# ---------------------------------------------------------------------------------------------
+
+cdef void softmax_rows(const real* x, real* y, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t n,
+                       bint log) noexcept nogil:
+    """y = softmax or log_softmax of rows [r0, r1): exp(x - max) / sum, or (x - max) - log(sum)
+    (torch's formulas; a NaN in a row makes the whole row NaN)."""
+    cdef Py_ssize_t r, j
+    cdef real peak, total, v, log_total
+    cdef const real* xr
+    cdef real* yr
+    for r in range(r0, r1):
+        xr = x + r * n
+        yr = y + r * n
+        peak = xr[0]
+        for j in range(1, n):
+            v = xr[j]
+            peak = v if (v > peak) | (v != v) else peak
+        for j in range(n):
+            yr[j] = r_exp(xr[j] - peak)
+        total = 0
+        for j in range(n):
+            total = total + yr[j]
+        if log:
+            log_total = vlogf(total) if real is float else vlog(total)
+            for j in range(n):
+                yr[j] = (xr[j] - peak) - log_total
+        else:
+            for j in range(n):
+                yr[j] = yr[j] / total
+
+
+cdef void softmax_backward_rows(const real* g, const real* y, real* o, Py_ssize_t r0,
+                                Py_ssize_t r1, Py_ssize_t n, bint log) noexcept nogil:
+    """The input gradient from the output y and its gradient g, rows [r0, r1): softmax
+    y * (g - sum(g * y)); log_softmax g - exp(y) * sum(g)."""
+    cdef Py_ssize_t r, j
+    cdef real total
+    cdef const real* gr
+    cdef const real* yr
+    cdef real* orow
+    for r in range(r0, r1):
+        gr = g + r * n
+        yr = y + r * n
+        orow = o + r * n
+        total = 0
+        if log:
+            for j in range(n):
+                total = total + gr[j]
+            for j in range(n):
+                orow[j] = gr[j] - r_exp(yr[j]) * total
+        else:
+            for j in range(n):
+                total = total + gr[j] * yr[j]
+            for j in range(n):
+                orow[j] = (gr[j] - total) * yr[j]
+
+
+cdef int check_rows(cnp.ndarray a, cnp.ndarray out, Py_ssize_t n, str op) except -1:
+    """Compact float rows of length n > 0 in a, and an out of a's size and dtype."""
+    cdef int dt = buffer_dtype(a, op)
+    if dt != DT_F32 and dt != DT_F64:
+        raise TypeError(f"{op}: unsupported dtype {DTYPE_NAMES[dt]} (float32 or float64 only)")
+    if buffer_dtype(out, op, True) != dt:
+        raise TypeError(f"{op}: out must have the dtype of the input ({DTYPE_NAMES[dt]})")
+    if n <= 0 or cnp.PyArray_SIZE(a) % n:
+        raise ValueError(f"{op}: {cnp.PyArray_SIZE(a)} elements are not rows of length {n}")
+    if cnp.PyArray_SIZE(out) != cnp.PyArray_SIZE(a):
+        raise ValueError(f"{op}: out has {cnp.PyArray_SIZE(out)} elements, expected "
+                         f"{cnp.PyArray_SIZE(a)}")
+    return dt
+
+
+cdef void softmax_part(int dt, const void* x, void* y, Py_ssize_t r0, Py_ssize_t r1,
+                       Py_ssize_t n, bint log) noexcept nogil:
+    if dt == DT_F32:
+        softmax_rows(<const float*>x, <float*>y, r0, r1, n, log)
+    else:
+        softmax_rows(<const double*>x, <double*>y, r0, r1, n, log)
+
+
+cdef void softmax_backward_part(int dt, const void* g, const void* y, void* o, Py_ssize_t r0,
+                                Py_ssize_t r1, Py_ssize_t n, bint log) noexcept nogil:
+    if dt == DT_F32:
+        softmax_backward_rows(<const float*>g, <const float*>y, <float*>o, r0, r1, n, log)
+    else:
+        softmax_backward_rows(<const double*>g, <const double*>y, <double*>o, r0, r1, n, log)
+
+
+def softmax_last(cnp.ndarray a, cnp.ndarray out, Py_ssize_t n, bint log=False):
+    """out = softmax (log_softmax when `log`) of each length-n row of compact a; rows are
+    shared out among threads."""
+    cdef int dt = check_rows(a, out, n, "softmax_last")
+    cdef Py_ssize_t m = cnp.PyArray_SIZE(a) // n, t
+    cdef int nt = threads_for(m * n) if m > 1 else 1
+    cdef const void* pa = cnp.PyArray_DATA(a)
+    cdef void* po = cnp.PyArray_DATA(out)
+    with nogil:
+        if nt == 1:
+            softmax_part(dt, pa, po, 0, m, n, log)
+        else:
+            for t in prange(nt, num_threads=nt, schedule="static"):
+                softmax_part(dt, pa, po, m * t // nt, m * (t + 1) // nt, n, log)
+
+
+def softmax_backward_last(cnp.ndarray g, cnp.ndarray y, cnp.ndarray out, Py_ssize_t n,
+                          bint log=False):
+    """out = the gradient of softmax (log_softmax when `log`) rows of length n at the input,
+    given their output y and its gradient g (all compact, one size and dtype)."""
+    cdef int dt = check_rows(g, out, n, "softmax_backward_last")
+    check_rows(y, out, n, "softmax_backward_last")
+    cdef Py_ssize_t m = cnp.PyArray_SIZE(g) // n, t
+    cdef int nt = threads_for(m * n) if m > 1 else 1
+    cdef const void* pg = cnp.PyArray_DATA(g)
+    cdef const void* py = cnp.PyArray_DATA(y)
+    cdef void* po = cnp.PyArray_DATA(out)
+    with nogil:
+        if nt == 1:
+            softmax_backward_part(dt, pg, py, po, 0, m, n, log)
+        else:
+            for t in prange(nt, num_threads=nt, schedule="static"):
+                softmax_backward_part(dt, pg, py, po, m * t // nt, m * (t + 1) // nt, n, log)

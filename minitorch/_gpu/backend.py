@@ -418,6 +418,42 @@ class GpuBackend:
             self._launch("reduce", name, f"scan_cols_kernel<{t}>", L.flat_grid(m * inner),
                          (I32(op), a, out, I64(m), I64(n), I64(inner)))
 
+    @_on_device
+    def softmax_last(self, a, out, n, log=False):
+        """out = softmax (log_softmax when `log`) of each length-n row of compact float a."""
+        name = self._softmax_rows(a, out, n, "softmax_last")
+        if a.size:
+            self._launch("elementwise", name, f"softmax_rows_kernel<{L.CTYPES[name]}>",
+                         L.row_warp_grid(a.size // n), (a, out, I64(a.size // n), I64(n),
+                                                        I32(bool(log))))
+
+    @_on_device
+    def softmax_backward_last(self, g, y, out, n, log=False):
+        """out = the input gradient of softmax (log_softmax) rows of length n from the output y
+        and its gradient g."""
+        name = self._softmax_rows(g, out, n, "softmax_backward_last")
+        if _dtype_name(y, "softmax_backward_last") != name or y.size != g.size:
+            raise ValueError("softmax_backward_last: y must match g in dtype and size")
+        if g.size:
+            self._launch("elementwise", name,
+                         f"softmax_backward_rows_kernel<{L.CTYPES[name]}>",
+                         L.row_warp_grid(g.size // n),
+                         (g, y, out, I64(g.size // n), I64(n), I32(bool(log))))
+
+    @staticmethod
+    def _softmax_rows(a, out, n, op):
+        """The dtype name of float rows of length n in a, checked against out."""
+        name = _dtype_name(a, op)
+        if name not in L.FLOAT_TYPES:
+            raise TypeError(f"{op}: unsupported dtype {SHOWN[name]} (float32 or float64 only)")
+        if _dtype_name(out, op) != name:
+            raise TypeError(f"{op}: out must have the dtype of the input ({SHOWN[name]})")
+        if n <= 0 or a.size % n:
+            raise ValueError(f"{op}: {a.size} elements are not rows of length {n}")
+        if out.size != a.size:
+            raise ValueError(f"{op}: out has {out.size} elements, expected {a.size}")
+        return name
+
     # ---- matmul -------------------------------------------------------------------------------
     @_on_device
     def matmul(self, a, b, out, batch, m, n, k, a_strides=None, a_offset=0, b_strides=None,

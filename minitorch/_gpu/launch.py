@@ -64,7 +64,12 @@ def name_expressions(module, key):
         return names
     if module == "elementwise":
         names = [f"binary_kernel<{t}, {dims}>", f"where_kernel<{t}, {dims}>"]
-        return names if variant == "wide" else [f"unary_kernel<{t}>"] + names
+        if variant == "wide":
+            return names
+        names = [f"unary_kernel<{t}>"] + names
+        if dtype in FLOAT_TYPES:
+            names += [f"softmax_rows_kernel<{t}>", f"softmax_backward_rows_kernel<{t}>"]
+        return names
     if module == "reduce":
         return [f"reduce_rows_kernel<{t}>", f"reduce_cols_kernel<{t}>",
                 f"scan_rows_kernel<{t}>", f"scan_cols_kernel<{t}>"]
@@ -192,6 +197,11 @@ def is_injective(shape, strides):
 
 # ---------------------------------------------------------------------------------------------
 # launch shapes
+
+def row_warp_grid(rows):
+    """Blocks for a kernel with one warp per row (THREADS // 32 rows per block)."""
+    return max(1, min(MAX_GRID, -(-rows // (THREADS // 32))))
+
 
 def flat_grid(n):
     """Blocks for a flat kernel over n elements (each block covers THREADS * ITEMS)."""

@@ -576,44 +576,65 @@ def logsumexp(input, dim, keepdim=False):
     return Logsumexp.apply(input, _all_if_empty(dim), keepdim)
 
 
-def _nd_softmax(nd, dim):
-    peak = nd.reduce(ReduceOp.MAX, dim, True)
-    e = nd.binary(B.SUB, peak).unary(U.EXP)
+def _nd_softmax(nd, dim, log):
+    """softmax (log_softmax when `log`) along dim: one fused kernel over the rows when dim is
+    the last axis; otherwise composed of reductions over dim as a middle axis (no transposing
+    copy). log_softmax is x - max - log(sum(exp(x - max))): exact for the dominant entry, no
+    overflow."""
+    if dim == nd.ndim - 1:
+        return nd.softmax_last(log)
+    shifted = nd.binary(B.SUB, nd.reduce(ReduceOp.MAX, dim, True))
+    e = shifted.unary(U.EXP)
+    if log:
+        return shifted.binary(B.SUB, e.reduce(ReduceOp.SUM, dim, True).unary(U.LOG))
     return e.binary(B.DIV, e.reduce(ReduceOp.SUM, dim, True))
 
 
-def _nd_log_softmax(nd, dim):
-    """x - max - log(sum(exp(x - max))): exact for the dominant entry, no overflow."""
-    shifted = nd.binary(B.SUB, nd.reduce(ReduceOp.MAX, dim, True))
-    log_total = shifted.unary(U.EXP).reduce(ReduceOp.SUM, dim, True).unary(U.LOG)
-    return shifted.binary(B.SUB, log_total)
+def _nd_softmax_backward(gd, yd, dim, log):
+    """The input gradient of softmax, (g - sum(g * y)) * y, or of log_softmax,
+    g - exp(y) * sum(g), from the output y: fused over last-axis rows, else composed."""
+    if dim == gd.ndim - 1:
+        return gd.softmax_backward_last(yd, log)
+    if log:
+        total = gd.reduce(ReduceOp.SUM, dim, True)
+        return gd.binary(B.SUB, yd.unary(U.EXP).binary(B.MUL, total))
+    dot = gd.binary(B.MUL, yd).reduce(ReduceOp.SUM, dim, True)
+    return gd.binary(B.SUB, dot).binary(B.MUL, yd)
 
 
 class Softmax(Function):
-    @staticmethod
-    def forward(ctx, a, dim):
+    """softmax along a dim; LogSoftmax below differs only in `log` (and its backward node)."""
+    log = False
+
+    @classmethod
+    def forward(cls, ctx, a, dim):
         nd = a._data
         ctx.dim = dim
-        out = wrap(_nd_softmax(nd, dim) if nd.size else nd.copy())
+        out = wrap(_nd_softmax(nd, dim, cls.log) if nd.size else nd.copy())
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
     def backward(ctx, g):
         y, = ctx.saved_tensors
-        return SoftmaxBackward.apply(g, y, ctx.dim), None
+        node = LogSoftmaxBackward if ctx.log else SoftmaxBackward
+        return node.apply(g, y, ctx.dim), None
+
+
+class LogSoftmax(Softmax):
+    log = True
 
 
 class SoftmaxBackward(Function):
-    """(g - sum(g * y)) * y in four kernels; its own backward keeps double backward."""
+    """The fused input gradient (see _nd_softmax_backward); its own backward, in Tensor ops,
+    keeps double backward."""
+    log = False
 
-    @staticmethod
-    def forward(ctx, g, y, dim):
+    @classmethod
+    def forward(cls, ctx, g, y, dim):
         ctx.dim = dim
         ctx.save_for_backward(g, y)
-        gd, yd = g._data, y._data
-        dot = gd.binary(B.MUL, yd).reduce(ReduceOp.SUM, dim, True)
-        return wrap(gd.binary(B.SUB, dot).binary(B.MUL, yd))
+        return wrap(_nd_softmax_backward(g._data, y._data, dim, cls.log))
 
     @staticmethod
     def backward(ctx, gg):
@@ -627,31 +648,8 @@ class SoftmaxBackward(Function):
         return grad_g, grad_y, None
 
 
-class LogSoftmax(Function):
-    @staticmethod
-    def forward(ctx, a, dim):
-        nd = a._data
-        ctx.dim = dim
-        out = wrap(_nd_log_softmax(nd, dim) if nd.size else nd.copy())
-        ctx.save_for_backward(out)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        y, = ctx.saved_tensors
-        return LogSoftmaxBackward.apply(g, y, ctx.dim), None
-
-
-class LogSoftmaxBackward(Function):
-    """g - exp(y) * sum(g) in four kernels; its own backward keeps double backward."""
-
-    @staticmethod
-    def forward(ctx, g, y, dim):
-        ctx.dim = dim
-        ctx.save_for_backward(g, y)
-        gd, yd = g._data, y._data
-        total = gd.reduce(ReduceOp.SUM, dim, True)
-        return wrap(gd.binary(B.SUB, yd.unary(U.EXP).binary(B.MUL, total)))
+class LogSoftmaxBackward(SoftmaxBackward):
+    log = True
 
     @staticmethod
     def backward(ctx, gg):

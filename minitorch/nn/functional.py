@@ -1144,9 +1144,19 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_reduction(reduction)
     _check_nll(input, target, weight)
     scores = _class_dim_last(input) if input.ndim > 1 else input.unsqueeze(0)
-    target_rows, w = _nll_rows_and_weights(target._data.reshape((-1,)), weight, ignore_index,
-                                           scores.shape[-1], scores.dtype)
-    loss = nll_rows(scores, target_rows, w, reduction)
+    rows, classes = target._data.reshape((-1,)), scores.shape[-1]
+    loss = None
+    if weight is None and not 0 <= ignore_index < classes:
+        # The common case, every row counted with weight 1, unless the gather's own index
+        # check (on the host, before any kernel reads them) finds a target outside [0, C):
+        # then ignore_index rows or a bad target, sorted out by the checked path.
+        try:
+            loss = nll_rows(scores, rows, None, reduction)
+        except IndexError:
+            pass
+    if loss is None:
+        target_rows, w = _nll_rows_and_weights(rows, weight, ignore_index, classes, scores.dtype)
+        loss = nll_rows(scores, target_rows, w, reduction)
     if reduction == "none" and loss.shape != target.shape:
         loss = loss.reshape(target.shape)
     return loss

@@ -300,3 +300,70 @@ where_kernel(const unsigned char* __restrict__ cond, i64 c_off, const T* __restr
         out[i] = cond[c_off + off[0]] ? a[a_off + off[1]] : b[b_off + off[2]];
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// softmax rows (see minitorch/_cpu/elementwise.pyx): softmax / log_softmax of each length-n row
+// of a compact (rows, n) array and their input gradients, one warp per row: lanes stride along
+// the row (coalesced), shuffles combine the row's max and sums.
+
+template <typename T> __device__ __forceinline__ T warp_sum(T v) {
+#pragma unroll
+    for (int delta = 16; delta > 0; delta >>= 1) v += __shfl_xor_sync(0xffffffffu, v, delta);
+    return v;
+}
+
+// max over the warp; a NaN anywhere wins (torch's max, and then the whole row is NaN)
+template <typename T> __device__ __forceinline__ T warp_max(T v) {
+#pragma unroll
+    for (int delta = 16; delta > 0; delta >>= 1) {
+        T other = __shfl_xor_sync(0xffffffffu, v, delta);
+        v = (other > v || other != other) ? other : v;
+    }
+    return v;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(THREADS)
+softmax_rows_kernel(const T* __restrict__ a, T* __restrict__ out, i64 rows, i64 n, int log) {
+    const int lane = threadIdx.x & 31;
+    // row is uniform across a warp, so the shuffles below always see all 32 lanes
+    for (i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32; row < rows;
+         row += (i64)gridDim.x * (blockDim.x / 32)) {
+    const T* x = a + row * n;
+    T* y = out + row * n;
+    T peak = -pos_inf<T>();
+    for (i64 j = lane; j < n; j += 32) {
+        T v = x[j];
+        peak = (v > peak || v != v) ? v : peak;
+    }
+    peak = warp_max(peak);
+    T total = T(0);
+    for (i64 j = lane; j < n; j += 32) total += m_exp(x[j] - peak);
+    total = warp_sum(total);
+    if (log) {
+        const T log_total = m_log(total);
+        for (i64 j = lane; j < n; j += 32) y[j] = (x[j] - peak) - log_total;
+    } else {
+        for (i64 j = lane; j < n; j += 32) y[j] = m_exp(x[j] - peak) / total;
+    }
+    }
+}
+
+// softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g)
+template <typename T>
+__global__ void __launch_bounds__(THREADS)
+softmax_backward_rows_kernel(const T* __restrict__ g, const T* __restrict__ y, T* __restrict__ out,
+                             i64 rows, i64 n, int log) {
+    const int lane = threadIdx.x & 31;
+    for (i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32; row < rows;
+         row += (i64)gridDim.x * (blockDim.x / 32)) {
+    const T* gr = g + row * n;
+    const T* yr = y + row * n;
+    T* o = out + row * n;
+    T total = T(0);
+    for (i64 j = lane; j < n; j += 32) total += log ? gr[j] : gr[j] * yr[j];
+    total = warp_sum(total);
+    for (i64 j = lane; j < n; j += 32)
+        o[j] = log ? gr[j] - m_exp(yr[j]) * total : (gr[j] - total) * yr[j];
+    }
+}
