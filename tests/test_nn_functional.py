@@ -179,6 +179,25 @@ def test_conv2d_gradients(xs, ws, stride, padding, dilation, groups, device, rng
     assert gradcheck(lambda *a: F.conv2d(*a, stride, padding, dilation, groups), (x, w, b))
 
 
+@pytest.mark.parametrize("channels", [1, 3])
+def test_conv2d_weight_gradient_when_input_needs_none(channels, device, rng):
+    """A first layer (input without grad): the weight gradient is computed per image from the
+    output gradient as it arrives; first and second order match finite differences, also for
+    a non-contiguous output gradient."""
+    x = tensor(rng.standard_normal((2, channels, 5, 4)), device)
+    w = tensor(rng.standard_normal((3, channels, 3, 2)), device, True)
+    b = tensor(rng.standard_normal(3), device, True)
+    assert gradcheck(lambda w, b: F.conv2d(x, w, b, padding=1), (w, b))
+    assert gradgradcheck(lambda w: F.conv2d(x, w, padding=(1, 0)) ** 2, (w,))
+    g = rng.standard_normal((2, 3, 5, 5))
+    F.conv2d(x, w, b, padding=1).backward(tensor(g, device))
+    expected = w.grad.cpu().numpy()
+    w.grad = None
+    channels_last = tensor(np.ascontiguousarray(g.transpose(0, 2, 3, 1)), device)
+    F.conv2d(x, w, b, padding=1).backward(channels_last.permute(0, 3, 1, 2))
+    np.testing.assert_allclose(w.grad.cpu().numpy(), expected, rtol=1e-12)
+
+
 def test_conv2d_double_backward_and_views(device, rng):
     x = tensor(rng.standard_normal((1, 2, 4, 4)), device, True)
     w = tensor(rng.standard_normal((2, 2, 2, 2)), device, True)

@@ -431,17 +431,47 @@ def _conv2d(x, weight, bias, stride, pads, dilation, groups):
 
 
 def _conv2d_single_gemm(cols, weight, bias):
-    """The whole batch as one tall GEMM (and so are both backward GEMMs) instead of N small
-    ones: rows are the N·OH·OW output positions, so the product is NHWC (N·OH·OW, OC), read
-    back as (N, OC, OH, OW) by the bias add (or a compact). Tall-and-narrow is the shape the
-    GEMM kernel runs fastest; the columns come from one compact of the window view."""
+    """The whole batch as one tall GEMM instead of N small ones: rows are the N·OH·OW output
+    positions, so the product is NHWC (N·OH·OW, OC), read back as (N, OC, OH, OW) by the bias
+    add (or a compact). Tall-and-narrow is the shape the GEMM kernel runs fastest; the rows
+    come from one compact of the window view."""
     n, c, kh, kw, oh, ow = cols.shape
     out_channels = weight.shape[0]
     rows = cols.permute(0, 4, 5, 2, 3, 1).reshape(n * oh * ow, kh * kw * c)
     w = weight.permute(0, 2, 3, 1).reshape(out_channels, -1)           # (kh, kw, C) order too
-    out = (rows @ w.mT).reshape(n, oh, ow, out_channels)
-    out = out.permute(0, 3, 1, 2)
+    out = ConvRowsProduct.apply(rows, w, n, oh, ow)
     return out + bias.reshape(1, out_channels, 1, 1) if bias is not None else out.contiguous()
+
+
+class ConvRowsProduct(Function):
+    """rows (N·OH·OW, K) @ wᵀ (K, OC), returned as the (N, OC, OH, OW) view of the NHWC
+    product. The output gradient arrives contiguous NCHW. When the rows need a gradient, g is
+    transposed to NHWC once and both gradients are tall GEMMs; when only the weight does (a
+    first layer), its gradient is Σₙ g[n]·rows[n], one batched GEMM that reads g as it is
+    (2x faster than transposing first, for conv(1→16) on MNIST; measured)."""
+
+    @staticmethod
+    def forward(ctx, rows, w, n, oh, ow):
+        ctx.save_for_backward(rows if w.requires_grad else None, w if rows.requires_grad else None)
+        ctx.geometry = (n, oh, ow)
+        out = rows._data.matmul(w._data.transpose(0, 1))
+        return wrap(out.reshape((n, oh, ow, out.shape[1])).permute((0, 3, 1, 2)))
+
+    @staticmethod
+    def backward(ctx, g):
+        rows, w = ctx.saved_tensors
+        n, oh, ow = ctx.geometry
+        out_channels = g.shape[1]
+        grad_rows = grad_w = None
+        if ctx.needs_input_grad[0]:
+            g_rows = g.permute(0, 2, 3, 1).reshape(-1, out_channels)
+            grad_rows = g_rows @ w
+            if ctx.needs_input_grad[1]:
+                grad_w = (rows.mT @ g_rows).mT
+        elif ctx.needs_input_grad[1]:
+            per_image = g.reshape(n, out_channels, oh * ow) @ rows.reshape(n, oh * ow, -1)
+            grad_w = per_image.sum(0)
+        return grad_rows, grad_w, None, None, None
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
