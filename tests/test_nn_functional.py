@@ -198,6 +198,30 @@ def test_conv2d_weight_gradient_when_input_needs_none(channels, device, rng):
     np.testing.assert_allclose(w.grad.cpu().numpy(), expected, rtol=1e-12)
 
 
+@pytest.mark.parametrize("channels", [1, 4])       # K <= 16 (NCHW per image) and K > 16
+def test_conv2d_in_image_chunks_matches_whole_batch(channels, device, rng, monkeypatch):
+    """The GEMM rows are built a chunk of images at a time: chunks of one image give the same
+    output and gradients as one chunk for the batch, and finite differences agree."""
+    from minitorch.functions import window
+    x = rng.standard_normal((3, channels, 6, 5))
+    w = rng.standard_normal((5, channels, 3, 2))
+    b = rng.standard_normal(5)
+    g = rng.standard_normal((3, 5, 3, 7))
+
+    def run():
+        xt, wt, bt = (tensor(v, device, True) for v in (x, w, b))
+        out = F.conv2d(xt, wt, bt, stride=(2, 1), padding=(1, 2), dilation=(1, 2))
+        out.backward(tensor(g, device))
+        return [t.detach().cpu().numpy() for t in (out, xt.grad, wt.grad, bt.grad)]
+    whole = run()
+    monkeypatch.setattr(window, "CHUNK_BYTES", 1)
+    for ours, expected in zip(run(), whole):
+        np.testing.assert_allclose(ours, expected, rtol=1e-12, atol=1e-12)
+    args = (tensor(x[:2], device, True), tensor(w, device, True))
+    assert gradcheck(lambda a, c: F.conv2d(a, c, padding=1), args)
+    assert gradgradcheck(lambda a, c: F.conv2d(a, c, padding=1) ** 2, args)
+
+
 def test_conv2d_double_backward_and_views(device, rng):
     x = tensor(rng.standard_normal((1, 2, 4, 4)), device, True)
     w = tensor(rng.standard_normal((2, 2, 2, 2)), device, True)

@@ -20,7 +20,7 @@ from ..autograd import Function
 from ..functions.elementwise import C_NAMES, TORCH_NAMES, scalar_array
 from ..functions.loss import nll_rows
 from ..functions.reduce import log_softmax as _log_softmax, softmax as _softmax
-from ..functions.window import fold, im2col_view, unfold
+from ..functions.window import ConvProduct, _im2col_geometry, fold, im2col_view, unfold
 from ..ndarray import broadcast_shapes, normalize_dim, shape_str
 from ..opcodes import BinaryOp, ReduceOp, UnaryOp
 from ..tensor import wrap
@@ -411,12 +411,12 @@ def _conv2d(x, weight, bias, stride, pads, dilation, groups):
     out_channels = weight.shape[0]
     padding = tuple(left for left, _ in pads)
     if groups == 1:
-        # Channels innermost: each window row is then one contiguous run of kw·C values, for
-        # the compact that builds the GEMM rows and for the strided_add of col2im in backward
-        # (3x and 4x faster than gathering across channel planes; measured on conv(16→32)).
-        channels_last = x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
-        return _conv2d_single_gemm(im2col_view(channels_last, kernel, dilation, padding, stride),
-                                   weight, bias)
+        # One tall GEMM over the whole batch's windows, taken channels-innermost (see
+        # functions/window.py ConvProduct); the weight is put in the same (kh, kw, C) order.
+        geometry = _im2col_geometry(x, kernel, dilation, padding, stride)
+        w = weight.permute(0, 2, 3, 1).reshape(out_channels, -1)
+        out = ConvProduct.apply(x, w, geometry)
+        return out + bias.reshape(1, out_channels, 1, 1) if bias is not None else out.contiguous()
     cols = im2col_view(x, kernel, dilation, padding, stride)
     oh, ow = cols.shape[4:]                                        # (N, C, kh, kw, OH, OW)
     cols = cols.reshape(n, groups, (c // groups) * kernel[0] * kernel[1], oh * ow)
@@ -428,62 +428,6 @@ def _conv2d(x, weight, bias, stride, pads, dilation, groups):
     if bias is not None:
         out = out + bias.reshape(1, out_channels, 1, 1)
     return out
-
-
-def _conv2d_single_gemm(cols, weight, bias):
-    """The whole batch as one tall GEMM instead of N small ones: rows are the N·OH·OW output
-    positions, so the product is NHWC (N·OH·OW, OC), read back as (N, OC, OH, OW) by the bias
-    add (or a compact). Tall-and-narrow is the shape the GEMM kernel runs fastest; the rows
-    come from one compact of the window view."""
-    n, c, kh, kw, oh, ow = cols.shape
-    out_channels = weight.shape[0]
-    rows = cols.permute(0, 4, 5, 2, 3, 1).reshape(n * oh * ow, kh * kw * c)
-    w = weight.permute(0, 2, 3, 1).reshape(out_channels, -1)           # (kh, kw, C) order too
-    out = ConvRowsProduct.apply(rows, w, n, oh, ow)
-    return out + bias.reshape(1, out_channels, 1, 1) if bias is not None else out.contiguous()
-
-
-# Window sizes (K = C·kh·kw) up to which conv computes NCHW directly, one w @ rows[n]ᵀ per
-# image, instead of the tall NHWC product and a transposing bias add: 0.57 vs 1.04 ms for
-# conv(1→16, 3x3) on a 128-image MNIST batch, but 1.57 vs 1.32 ms at K = 27 (measured).
-DIRECT_NCHW_MAX_K = 16
-
-
-class ConvRowsProduct(Function):
-    """rows (N·OH·OW, K) @ wᵀ (K, OC) as (N, OC, OH, OW): the view of the tall NHWC product, or
-    for tiny K the NCHW product itself. The output gradient arrives contiguous NCHW. When the
-    rows need a gradient, g is transposed to NHWC once and both gradients are tall GEMMs; when
-    only the weight does (a first layer), its gradient is Σₙ g[n]·rows[n], one batched GEMM
-    that reads g as it is (2x faster than transposing first, for conv(1→16) on MNIST;
-    measured)."""
-
-    @staticmethod
-    def forward(ctx, rows, w, n, oh, ow):
-        ctx.save_for_backward(rows if w.requires_grad else None, w if rows.requires_grad else None)
-        ctx.geometry = (n, oh, ow)
-        r, wd = rows._data, w._data
-        out_channels, k = wd.shape
-        if k <= DIRECT_NCHW_MAX_K:
-            per_image = r.reshape((n, oh * ow, k)).transpose(1, 2)
-            return wrap(wd.matmul(per_image).reshape((n, out_channels, oh, ow)))
-        out = r.matmul(wd.transpose(0, 1))
-        return wrap(out.reshape((n, oh, ow, out_channels)).permute((0, 3, 1, 2)))
-
-    @staticmethod
-    def backward(ctx, g):
-        rows, w = ctx.saved_tensors
-        n, oh, ow = ctx.geometry
-        out_channels = g.shape[1]
-        grad_rows = grad_w = None
-        if ctx.needs_input_grad[0]:
-            g_rows = g.permute(0, 2, 3, 1).reshape(-1, out_channels)
-            grad_rows = g_rows @ w
-            if ctx.needs_input_grad[1]:
-                grad_w = (rows.mT @ g_rows).mT
-        elif ctx.needs_input_grad[1]:
-            per_image = g.reshape(n, out_channels, oh * ow) @ rows.reshape(n, oh * ow, -1)
-            grad_w = per_image.sum(0)
-        return grad_rows, grad_w, None, None, None
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
