@@ -377,7 +377,7 @@ class ConvProductBackward(Function):
         ctx.save_for_backward(g, x, w)
         ctx.geometry, ctx.padded = geometry, padded
         gd, wd = g._data.compact(), w._data.compact()
-        n, out_channels, k = gd.shape[0], wd.shape[0], wd.shape[1]
+        out_channels, k = wd.shape
         positions = geometry.blocks[0] * geometry.blocks[1]
         windows = _row_windows(padded, geometry)
         grad_padded = _new_in_order(padded.shape, (0, 2, 3, 1), 0, gd.dtype, gd.device) \
