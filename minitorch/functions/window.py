@@ -375,7 +375,7 @@ class ConvProductBackward(Function):
     @staticmethod
     def forward(ctx, g, x, w, geometry, padded, needs):
         ctx.save_for_backward(g, x, w)
-        ctx.geometry, ctx.padded = geometry, padded
+        ctx.geometry = geometry
         gd, wd = g._data.compact(), w._data.compact()
         out_channels, k = wd.shape
         positions = geometry.blocks[0] * geometry.blocks[1]
