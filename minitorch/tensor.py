@@ -626,12 +626,25 @@ for _name, _fn in (("add", _E.add), ("sub", _E.sub), ("mul", _E.mul), ("truediv"
     setattr(_T, f"__r{_name}__", _operator(_fn, reflected=True))
 
 
+_BOOL = dtypes.bool_
+
+
 def _fast_operator(function_class, slow_path):
     """`a op b` for two tensors of one dtype goes straight to the op's Function (the most
-    common call in any model); everything else takes the general promoting path."""
+    common call in any model), or straight to the kernel when nothing is recorded (neither
+    needs a gradient, or grad mode is off, as inside a backward); everything else takes the
+    general promoting path. bool tensors always take the Function, which raises torch's
+    error for `-` on them."""
+    op = function_class.op
+
     def method(self, other):
-        if isinstance(other, Tensor) and other._data.dtype is self._data.dtype:
-            return function_class.apply(self, other)
+        if isinstance(other, Tensor):
+            data, other_data = self._data, other._data
+            if other_data.dtype is data.dtype:
+                if ((self.requires_grad or other.requires_grad) and _grad_mode.enabled
+                        or data.dtype is _BOOL):
+                    return function_class.apply(self, other)
+                return wrap(data.binary(op, other_data))
         return slow_path(self, other) if isinstance(other, _OPERAND_TYPES) else NotImplemented
     return method
 

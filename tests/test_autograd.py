@@ -253,3 +253,20 @@ def test_graphs_are_freed_without_the_cycle_collector():
         assert node() is None
     finally:
         gc.enable()
+
+
+def test_operators_record_only_when_a_gradient_is_needed():
+    """`a + b`, `a - b`, `a * b` skip the autograd node when nothing needs recording (no
+    operand requires grad, or grad mode is off) and record it otherwise; bool `-` still
+    raises torch's error either way."""
+    x, y = mt.tensor([1.0, 2.0]), mt.tensor([[3.0], [4.0]])
+    for out in (x + y, x - y, x * y):
+        assert not out.requires_grad and out.grad_fn is None
+    np.testing.assert_array_equal((x * y).numpy(), [[3.0, 6.0], [4.0, 8.0]])
+    w = mt.tensor([1.0, 2.0], requires_grad=True)
+    with mt.no_grad():
+        assert (w * x).grad_fn is None and not (w + x).requires_grad
+    assert (w * x).grad_fn.name() == "MulBackward0" and (x - w).grad_fn.name() == "SubBackward0"
+    flags = mt.tensor([True, False])
+    with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool"):
+        flags - flags
