@@ -34,6 +34,7 @@ class UnaryOp(IntEnum):
     ISNAN = 23
     ISINF = 24
     ISFINITE = 25
+    BITWISE_NOT = 26        # integers only
 
 
 class BinaryOp(IntEnum):
@@ -61,6 +62,13 @@ class BinaryOp(IntEnum):
     RELU_BACKWARD = 19      # a if b > 0 else 0   (a = grad, b = input)
     TANH_BACKWARD = 20      # a * (1 - b*b)        (b = tanh output)
     SIGMOID_BACKWARD = 21   # a * b * (1 - b)      (b = sigmoid output)
+    # Integers only (bool's &, |, ^ are the logical ops). Shifts by a negative amount or by the
+    # width or more give torch's results: 0 for <<, the sign fill for >>.
+    BITWISE_AND = 22
+    BITWISE_OR = 23
+    BITWISE_XOR = 24
+    LEFT_SHIFT = 25
+    RIGHT_SHIFT = 26
 
 
 class ReduceOp(IntEnum):

@@ -621,7 +621,8 @@ def _operator(fn, reflected=False):
 for _name, _fn in (("add", _E.add), ("sub", _E.sub), ("mul", _E.mul), ("truediv", _E.div),
                    ("floordiv", _E.floor_divide), ("mod", _E.remainder), ("pow", _E.pow),
                    ("matmul", _L.matmul), ("and", _E.bitwise_and), ("or", _E.bitwise_or),
-                   ("xor", _E.bitwise_xor)):
+                   ("xor", _E.bitwise_xor), ("lshift", _E.bitwise_left_shift),
+                   ("rshift", _E.bitwise_right_shift)):
     setattr(_T, f"__{_name}__", _operator(_fn))
     setattr(_T, f"__r{_name}__", _operator(_fn, reflected=True))
 
@@ -658,12 +659,25 @@ for _name, _fn in (("eq", _E.eq), ("ne", _E.ne), ("lt", _E.lt), ("le", _E.le), (
 _T.__neg__ = lambda self: _E.neg(self)
 _T.__pos__ = lambda self: self
 _T.__abs__ = lambda self: _E.abs(self)
-_T.__invert__ = lambda self: _E.bitwise_not(self)
+
+
+def _invert(self):
+    """`~t`: torch checks the dtype in Python before calling bitwise_not."""
+    if self.dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return _E.bitwise_not(self)
+
+
+_T.__invert__ = _invert
 _T.__iadd__ = _inplace(lambda self, other: _E.add(self, other))
 _T.__isub__ = _inplace(lambda self, other: _E.sub(self, other))
 _T.__imul__ = _inplace(lambda self, other: _E.mul(self, other))
 _T.__itruediv__ = _inplace(lambda self, other: _E.div(self, other))
 _T.__ipow__ = _inplace(lambda self, other: _E.pow(self, other))
+for _name, _fn in (("and", _E.bitwise_and), ("or", _E.bitwise_or), ("xor", _E.bitwise_xor),
+                   ("lshift", _E.bitwise_left_shift), ("rshift", _E.bitwise_right_shift)):
+    setattr(_T, f"__i{_name}__", _inplace(_fn))
 _T.__getitem__ = lambda self, key: _I.getitem(self, key)
 _T.__setitem__ = lambda self, key, value: _I.setitem(self, key, value)
 
@@ -674,7 +688,8 @@ _SAME_NAME = {
          "exp log log1p expm1 sqrt rsqrt sin cos tanh sigmoid relu reciprocal square erf floor "
          "ceil round trunc clamp minimum maximum fmax fmin atan2 where eq ne lt le gt ge "
          "logical_and logical_or logical_xor logical_not isnan isinf isfinite lerp equal "
-         "allclose isclose bitwise_and bitwise_or bitwise_xor bitwise_not"),
+         "allclose isclose bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift "
+         "bitwise_right_shift"),
     _R: ("sum mean prod max min amax amin argmax argmin var std logsumexp softmax log_softmax "
          "norm cumsum cumprod all any count_nonzero"),
     _M: ("reshape view flatten unflatten squeeze unsqueeze permute transpose t expand expand_as "

@@ -685,3 +685,75 @@ def test_gradients_match_torch(rng):
 
     for ours, theirs in zip(grads(mt), grads(torch)):
         np.testing.assert_allclose(ours, theirs, rtol=1e-10)
+
+
+# ---- bitwise ops ------------------------------------------------------------------------------
+BIT_INT = np.array([1, -8, 5, -5, 7, 0, -1, 2 ** 62], dtype=np.int64)
+BIT_SHIFT = np.array([65, 1, 63, 64, -1, 3, 70, 1], dtype=np.int64)
+
+
+def shift_ref(x, s, left):
+    """torch's shifts: by a negative amount or by 64 or more, 0 for << and the sign for >>."""
+    inside = (s >= 0) & (s < 64)
+    safe = np.where(inside, s, 0).astype(np.uint64)
+    if left:
+        return np.where(inside, (x.astype(np.uint64) << safe).astype(np.int64), 0)
+    return np.where(inside, x >> safe.astype(np.int64), x >> 63)
+
+
+@pytest.mark.parametrize("name,ref", [
+    ("bitwise_and", lambda x, y: x & y), ("bitwise_or", lambda x, y: x | y),
+    ("bitwise_xor", lambda x, y: x ^ y),
+    ("bitwise_left_shift", lambda x, y: shift_ref(x, y, True)),
+    ("bitwise_right_shift", lambda x, y: shift_ref(x, y, False))])
+def test_bitwise_int64_matches_reference(name, ref, device):
+    x, y = mt.tensor(BIT_INT, device=device), mt.tensor(BIT_SHIFT, device=device)
+    out = getattr(mt, name)(x, y)
+    assert out.dtype is mt.int64
+    np.testing.assert_array_equal(out.cpu().numpy(), ref(BIT_INT, BIT_SHIFT))
+    # broadcast against a column, and a Python scalar on either side
+    col = mt.tensor(BIT_INT[:3].reshape(3, 1), device=device)
+    np.testing.assert_array_equal(getattr(mt, name)(col, x).cpu().numpy(),
+                                  ref(BIT_INT[:3].reshape(3, 1), BIT_INT))
+    np.testing.assert_array_equal(getattr(mt, name)(x, 3).cpu().numpy(), ref(BIT_INT, 3))
+    np.testing.assert_array_equal(getattr(mt, name)(3, y).cpu().numpy(),
+                                  ref(np.int64(3), BIT_SHIFT))
+
+
+def test_bitwise_operators_dtypes_and_errors_match_torch(device):
+    """&, |, ^, ~, <<, >> (and in place) on int64, uint8 (wrapping) and bool (logical), mixed
+    dtypes promoted as torch does; floats raise torch's errors."""
+    torch = pytest.importorskip("torch")
+    cases = [
+        lambda m: m.tensor([1, -8, 5]) << m.tensor([65, 1, 63]),
+        lambda m: m.tensor([200, 3], dtype=m.uint8) << 1,
+        lambda m: m.tensor([200, 3], dtype=m.uint8) >> m.tensor([1, 9], dtype=m.uint8),
+        lambda m: ~m.tensor([200, 3], dtype=m.uint8),
+        lambda m: ~m.tensor([5, -1]),
+        lambda m: ~m.tensor([True, False]),
+        lambda m: m.tensor([200, 3], dtype=m.uint8) ^ 255,
+        lambda m: m.tensor([200, 3], dtype=m.uint8) | m.tensor([1, 1]),
+        lambda m: m.tensor([True, False]) & m.tensor([True, True]),
+        lambda m: m.tensor([True, False]) & m.tensor([1, 2]),
+        lambda m: m.tensor([True, False]) << 1,
+        lambda m: 6 & m.tensor([3, 5]),
+        lambda m: 3 << m.tensor([1, 2]),
+    ]
+    for case in cases:
+        ours, theirs = case(mt), case(torch)
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    x = mt.tensor([6, 3], device=device)
+    x &= 5
+    x <<= 1
+    x ^= mt.tensor([1, 1], device=device)
+    assert x.cpu().tolist() == [9, 3]
+    for bad, error in ((lambda m: m.tensor([1.0]) & m.tensor([1.0]), NotImplementedError),
+                       (lambda m: m.tensor([1.0]) << 1, NotImplementedError),
+                       (lambda m: m.bitwise_not(m.tensor([1.0])), NotImplementedError),
+                       (lambda m: ~m.tensor([1.0]), TypeError)):
+        with pytest.raises(error) as theirs:
+            bad(torch)
+        with pytest.raises(error) as ours:
+            bad(mt)
+        assert str(ours.value) == str(theirs.value)

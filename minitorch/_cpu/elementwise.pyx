@@ -368,6 +368,9 @@ cdef void unary_int(int op, const int64_t* a, int64_t* o, Py_ssize_t n) noexcept
         for i in range(n):
             x = a[i]
             o[i] = 0 if x < 0 else x
+    elif op == UNARY_BITWISE_NOT:
+        for i in range(n):
+            o[i] = ~a[i]
 
 
 cdef void unary_pred(int op, const anyt* a, uint8_t* o, Py_ssize_t n) noexcept nogil:
@@ -402,7 +405,7 @@ cdef inline bint unary_supported(int op, int dt) noexcept:
         return UNARY_IDENTITY <= op <= UNARY_ERF
     if dt == DT_I64:
         return (op == UNARY_IDENTITY or op == UNARY_NEG or op == UNARY_ABS or op == UNARY_SIGN
-                or op == UNARY_SQUARE or op == UNARY_RELU)
+                or op == UNARY_SQUARE or op == UNARY_RELU or op == UNARY_BITWISE_NOT)
     return op == UNARY_IDENTITY
 
 
@@ -573,6 +576,16 @@ cdef struct OpGt:
     char unused
 cdef struct OpGe:
     char unused
+cdef struct OpBitAnd:
+    char unused
+cdef struct OpBitOr:
+    char unused
+cdef struct OpBitXor:
+    char unused
+cdef struct OpShiftLeft:
+    char unused
+cdef struct OpShiftRight:
+    char unused
 cdef struct OpAnd:
     char unused
 cdef struct OpOr:
@@ -594,6 +607,11 @@ ctypedef fused arith_op:
     OpReluBackward
     OpTanhBackward
     OpSigmoidBackward
+    OpBitAnd
+    OpBitOr
+    OpBitXor
+    OpShiftLeft
+    OpShiftRight
 
 ctypedef fused pred_op:
     OpEq
@@ -676,10 +694,31 @@ cdef inline anyt arith(arith_op* tag, anyt x, anyt y, int* err) noexcept nogil:
             return 0
     elif arith_op is OpReluBackward:
         return x if y > 0 else 0
+    elif arith_op is OpBitAnd or arith_op is OpBitOr or arith_op is OpBitXor or \
+            arith_op is OpShiftLeft or arith_op is OpShiftRight:
+        if anyt is int64_t:
+            return bit_op(tag, x, y)
+        else:
+            return 0
     elif arith_op is OpTanhBackward:
         return x * (one - y * y)
     else:
         return x * y * (one - y)    # OpSigmoidBackward
+
+
+cdef inline int64_t bit_op(arith_op* tag, int64_t x, int64_t y) noexcept nogil:
+    """int64 &, |, ^, << and >>. A shift by a negative amount or by 64 or more is undefined in
+    C; torch gives 0 for << and the sign fill (x >> 63) for >>."""
+    if arith_op is OpBitAnd:
+        return x & y
+    elif arith_op is OpBitOr:
+        return x | y
+    elif arith_op is OpBitXor:
+        return x ^ y
+    elif arith_op is OpShiftLeft:
+        return <int64_t>(<uint64_t>x << y) if 0 <= y < 64 else 0
+    else:
+        return x >> y if 0 <= y < 64 else x >> 63
 
 
 cdef inline uint8_t predicate(pred_op* tag, anyt x, anyt y) noexcept nogil:
@@ -778,6 +817,16 @@ cdef int arith_row(int op, anyt* o, const anyt* x, Py_ssize_t sx, const anyt* y,
         return arith_loop(<OpTanhBackward*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_SIGMOID_BACKWARD:
         return arith_loop(<OpSigmoidBackward*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_BITWISE_AND:
+        return arith_loop(<OpBitAnd*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_BITWISE_OR:
+        return arith_loop(<OpBitOr*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_BITWISE_XOR:
+        return arith_loop(<OpBitXor*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_LEFT_SHIFT:
+        return arith_loop(<OpShiftLeft*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_RIGHT_SHIFT:
+        return arith_loop(<OpShiftRight*>NULL, o, x, sx, y, sy, n)
     return 0
 
 
@@ -815,7 +864,7 @@ cdef inline bint binary_supported(int op, int dt) noexcept:
     if dt == DT_I64:
         return (op == BINARY_ADD or op == BINARY_SUB or op == BINARY_MUL or op == BINARY_POW
                 or op == BINARY_MAXIMUM or op == BINARY_MINIMUM or op == BINARY_FLOOR_DIVIDE
-                or op == BINARY_REMAINDER)
+                or op == BINARY_REMAINDER or BINARY_BITWISE_AND <= op <= BINARY_RIGHT_SHIFT)
     return op == BINARY_ADD or op == BINARY_MUL or op == BINARY_MAXIMUM or op == BINARY_MINIMUM
 
 

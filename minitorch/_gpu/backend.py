@@ -21,10 +21,12 @@ I64, I32 = np.int64, np.int32
 
 _UNARY_PREDICATES = {UnaryOp.LOGICAL_NOT, UnaryOp.ISNAN, UnaryOp.ISINF, UnaryOp.ISFINITE}
 _UNARY_INT = {UnaryOp.IDENTITY, UnaryOp.NEG, UnaryOp.ABS, UnaryOp.SIGN, UnaryOp.SQUARE,
-              UnaryOp.RELU}
+              UnaryOp.RELU, UnaryOp.BITWISE_NOT}
 _BINARY_PREDICATES = set(range(BinaryOp.EQ, BinaryOp.LOGICAL_XOR + 1))
 _BINARY_INT = {BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL, BinaryOp.POW, BinaryOp.MAXIMUM,
-               BinaryOp.MINIMUM, BinaryOp.FLOOR_DIVIDE, BinaryOp.REMAINDER}
+               BinaryOp.MINIMUM, BinaryOp.FLOOR_DIVIDE, BinaryOp.REMAINDER, BinaryOp.BITWISE_AND,
+               BinaryOp.BITWISE_OR, BinaryOp.BITWISE_XOR, BinaryOp.LEFT_SHIFT,
+               BinaryOp.RIGHT_SHIFT}
 _BINARY_BOOL = {BinaryOp.ADD, BinaryOp.MUL, BinaryOp.MAXIMUM, BinaryOp.MINIMUM}
 _BINARY_CAN_FAIL = {BinaryOp.POW, BinaryOp.FLOOR_DIVIDE, BinaryOp.REMAINDER}
 _ARG_OPS = {ReduceOp.ARGMAX, ReduceOp.ARGMIN}

@@ -20,8 +20,8 @@ from .reduce import sum_to
 
 __all__ = [
     'addcdiv', 'addcmul',
-    'abs', 'absolute', 'add', 'allclose', 'atan2', 'bitwise_and', 'bitwise_not', 'bitwise_or',
-    'bitwise_xor', 'ceil', 'clamp', 'clip', 'cos', 'div', 'divide', 'eq', 'equal', 'erf', 'exp',
+    'abs', 'absolute', 'add', 'allclose', 'atan2', 'bitwise_and', 'bitwise_left_shift',
+    'bitwise_not', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'ceil', 'clamp', 'clip', 'cos', 'div', 'divide', 'eq', 'equal', 'erf', 'exp',
     'expm1', 'float_power', 'floor', 'floor_divide', 'fmax', 'fmin', 'fmod', 'ge', 'greater',
     'gt', 'isclose', 'isfinite', 'isinf', 'isnan', 'le', 'lerp', 'less', 'log', 'log1p',
     'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'lt', 'maximum', 'minimum',
@@ -965,29 +965,51 @@ def logical_xor(input, other):
     return _compare(B.LOGICAL_XOR, input, other)
 
 
-def _bitwise(op, logical_op, a, b):
-    """&, |, ^ on bool tensors are logical; on int64 they need bit ops we don't have yet."""
-    if _dtype_of(a) is dtypes.bool_ and _dtype_of(b) is dtypes.bool_:
+def _bitwise(kernel, op, logical_op, a, b):
+    """&, |, ^, <<, >>: integers bit by bit (uint8 wraps, computed in int64), bool & | ^
+    logically (torch's bool results); floats raise torch's NotImplementedError. Integer results
+    carry no gradient, so there is no autograd node."""
+    dtype = result_type(a, b)
+    if dtype is dtypes.bool_ and logical_op is not None:
         return _compare(logical_op, a, b)
-    raise TypeError(f"bitwise {op} is only supported for bool tensors in minitorch")
+    if dtype is dtypes.bool_:                   # bool << bool: torch computes it in int64
+        dtype = dtypes.int64
+    device = a.device if isinstance(a, Tensor) else b.device
+    if dtype.is_floating_point:
+        raise NotImplementedError(f'"{kernel}_{device.type}" not implemented for '
+                                  f"'{TORCH_NAMES[dtype.name]}'")
+    a, b = (_as_operand(x, dtype, device) for x in (a, b))
+    return wrap(a._data.binary(op, b._data))
 
 
 def bitwise_and(input, other):
-    return _bitwise("and", B.LOGICAL_AND, input, other)
+    return _bitwise("bitwise_and", B.BITWISE_AND, B.LOGICAL_AND, input, other)
 
 
 def bitwise_or(input, other):
-    return _bitwise("or", B.LOGICAL_OR, input, other)
+    return _bitwise("bitwise_or", B.BITWISE_OR, B.LOGICAL_OR, input, other)
 
 
 def bitwise_xor(input, other):
-    return _bitwise("xor", B.LOGICAL_XOR, input, other)
+    return _bitwise("bitwise_xor", B.BITWISE_XOR, B.LOGICAL_XOR, input, other)
+
+
+def bitwise_left_shift(input, other):
+    return _bitwise("lshift", B.LEFT_SHIFT, None, input, other)
+
+
+def bitwise_right_shift(input, other):
+    return _bitwise("rshift", B.RIGHT_SHIFT, None, input, other)
 
 
 def bitwise_not(input):
-    if input.dtype is not dtypes.bool_:
-        raise TypeError("bitwise not is only supported for bool tensors in minitorch")
-    return logical_not(input)
+    """~x: logical not for bool, every bit flipped for integers."""
+    if input.dtype is dtypes.bool_:
+        return logical_not(input)
+    if input.dtype.is_floating_point:
+        raise NotImplementedError(f'"bitwise_not_{input.device.type}" not implemented for '
+                                  f"'{TORCH_NAMES[input.dtype.name]}'")
+    return wrap(input._data.unary(U.BITWISE_NOT))
 
 
 def _all(mask):

@@ -61,6 +61,7 @@ template <typename T, int OP> __device__ __forceinline__ T unary_value(T x) {
         else if constexpr (OP == UNARY_SIGN) return (i64)(x > 0) - (i64)(x < 0);
         else if constexpr (OP == UNARY_SQUARE) return (i64)((u64)x * (u64)x);
         else if constexpr (OP == UNARY_RELU) return x < 0 ? 0 : x;
+        else if constexpr (OP == UNARY_BITWISE_NOT) return ~x;
         else return x;
     } else {
         return x;   // bool: IDENTITY only (the host refuses the rest)
@@ -118,7 +119,7 @@ unary_kernel(int op, const T* __restrict__ a, void* out, i64 n) {
             UNARY_CASE(UNARY_RECIPROCAL) UNARY_CASE(UNARY_SQUARE) UNARY_CASE(UNARY_FLOOR)
             UNARY_CASE(UNARY_CEIL) UNARY_CASE(UNARY_ROUND) UNARY_CASE(UNARY_TRUNC)
             UNARY_CASE(UNARY_ERF) UNARY_CASE(UNARY_LOGICAL_NOT) UNARY_CASE(UNARY_ISNAN)
-            UNARY_CASE(UNARY_ISINF) UNARY_CASE(UNARY_ISFINITE)
+            UNARY_CASE(UNARY_ISINF) UNARY_CASE(UNARY_ISFINITE) UNARY_CASE(UNARY_BITWISE_NOT)
             default: break;
         }
     }
@@ -211,6 +212,12 @@ template <typename T, int OP> __device__ __forceinline__ T arith(T x, T y, int& 
         if constexpr (OP == BINARY_POW) return pow_int(x, y, err);
         else if constexpr (OP == BINARY_FLOOR_DIVIDE) return floordiv_int(x, y, err);
         else if constexpr (OP == BINARY_REMAINDER) return remainder_int(x, y, err);
+        else if constexpr (OP == BINARY_BITWISE_AND) return x & y;
+        else if constexpr (OP == BINARY_BITWISE_OR) return x | y;
+        else if constexpr (OP == BINARY_BITWISE_XOR) return x ^ y;
+        // shifts by a negative amount or by 64 or more: torch's 0 for <<, sign fill for >>
+        else if constexpr (OP == BINARY_LEFT_SHIFT) return 0 <= y && y < 64 ? (i64)((u64)x << y) : 0;
+        else if constexpr (OP == BINARY_RIGHT_SHIFT) return 0 <= y && y < 64 ? x >> y : x >> 63;
         else return 0;
     } else {
         return 0;   // combinations the host refuses
@@ -279,7 +286,9 @@ binary_kernel(int op, const T* __restrict__ a, i64 a_off, const T* __restrict__ 
             BINARY_CASE(BINARY_GT) BINARY_CASE(BINARY_GE) BINARY_CASE(BINARY_LOGICAL_AND)
             BINARY_CASE(BINARY_LOGICAL_OR) BINARY_CASE(BINARY_LOGICAL_XOR)
             BINARY_CASE(BINARY_RELU_BACKWARD) BINARY_CASE(BINARY_TANH_BACKWARD)
-            BINARY_CASE(BINARY_SIGMOID_BACKWARD)
+            BINARY_CASE(BINARY_SIGMOID_BACKWARD) BINARY_CASE(BINARY_BITWISE_AND)
+            BINARY_CASE(BINARY_BITWISE_OR) BINARY_CASE(BINARY_BITWISE_XOR)
+            BINARY_CASE(BINARY_LEFT_SHIFT) BINARY_CASE(BINARY_RIGHT_SHIFT)
             default: break;
         }
     }
