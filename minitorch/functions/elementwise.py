@@ -21,7 +21,8 @@ from .reduce import sum_to
 __all__ = [
     'addcdiv', 'addcmul',
     'abs', 'absolute', 'add', 'allclose', 'atan2', 'bitwise_and', 'bitwise_left_shift',
-    'bitwise_not', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'ceil', 'clamp', 'clip', 'cos', 'div', 'divide', 'eq', 'equal', 'erf', 'exp',
+    'bitwise_not', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'ceil', 'clamp', 'clip',
+    'cos', 'div', 'divide', 'eq', 'equal', 'erf', 'exp',
     'expm1', 'float_power', 'floor', 'floor_divide', 'fmax', 'fmin', 'fmod', 'ge', 'greater',
     'gt', 'isclose', 'isfinite', 'isinf', 'isnan', 'le', 'lerp', 'less', 'log', 'log1p',
     'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'lt', 'maximum', 'minimum',
