@@ -1134,8 +1134,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     loss = None
     if weight is None and not 0 <= ignore_index < classes:
         # The common case, every row counted with weight 1, unless the gather's own index
-        # check (on the host, before any kernel reads them) finds a target outside [0, C):
-        # then ignore_index rows or a bad target, sorted out by the checked path.
+        # check (made before anything is read; on a GPU, on the host) finds a target outside
+        # [0, C): then ignore_index rows or a bad target, sorted out by the checked path.
         try:
             loss = nll_rows(scores, rows, None, reduction)
         except IndexError:
