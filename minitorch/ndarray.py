@@ -537,10 +537,7 @@ class NDArray:
         out = self
         for run in reversed(runs):
             out = out.reduce(op, tuple(run), True)
-        if keepdim:
-            return out
-        shape = tuple(s for i, s in enumerate(self.shape) if i not in dims)
-        return out._view(shape, contiguous_strides(shape))
+        return out if keepdim else out.squeeze(dims)
 
     def softmax_last(self, log):
         """softmax (log_softmax when `log`) over the last axis: one fused kernel over rows."""

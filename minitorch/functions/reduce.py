@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd import Function, is_grad_enabled
-from ..ndarray import NDArray, contiguous_strides, normalize_dim, normalize_dims, shape_numel
+from ..ndarray import NDArray, normalize_dim, normalize_dims, shape_numel
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import Tensor, wrap
 from . import elementwise as _E   # circular at import time: only used inside functions
@@ -282,9 +282,7 @@ class Max(Function):
         # again); argmax picks torch's max, NaN included.
         values = nd.gather(ctx.dims[0], kept) if nd.ndim else nd.copy()
         if not keepdim:
-            shape = tuple(size for i, size in enumerate(nd.shape) if i not in ctx.dims)
-            strides = contiguous_strides(shape)
-            kept, values = kept._view(shape, strides), values._view(shape, strides)
+            kept, values = kept.squeeze(ctx.dims), values.squeeze(ctx.dims)
         indices = wrap(kept)
         ctx.save_for_backward(indices)
         return cls.result(wrap(values), indices)

@@ -137,6 +137,7 @@ def _check_floating(input, op):
 
 # ---- NDArray-level im2col / col2im ------------------------------------------------------------
 NCHW = (0, 1, 2, 3)
+CHANNELS_LAST = (0, 2, 3, 1)
 
 
 def _memory_order(nd):
@@ -154,17 +155,19 @@ def _new_in_order(shape, order, fill, dtype, device):
     return buffer.permute(tuple(order.index(d) for d in range(len(order))))
 
 
-def _pad(nd, padding, value):
-    """nd (N, C, H, W) surrounded by `padding` rows/columns of `value` (nd itself if none), in
-    nd's memory order: a channels-last input stays channels-last, so its windows keep the
-    channels innermost."""
+def _pad(nd, padding, value, order=None):
+    """nd (N, C, H, W) surrounded by `padding` rows/columns of `value`, laid out in axis order
+    `order` (default: nd's own, so a channels-last input stays channels-last and its windows
+    keep the channels innermost); nd itself when that needs no copy. The copy walks nd in its
+    own memory order: one strided write, whatever the two layouts."""
     ph, pw = padding
-    if not ph and not pw:
+    source_order = _memory_order(nd)
+    order = source_order if order is None else order
+    if not ph and not pw and order == source_order:
         return nd
     n, c, h, w = nd.shape
-    order = _memory_order(nd)
     out = _new_in_order((n, c, h + 2 * ph, w + 2 * pw), order, value, nd.dtype, nd.device)
-    _copy_into(out[:, :, ph:ph + h, pw:pw + w].permute(order), nd.permute(order))
+    _copy_into(out[:, :, ph:ph + h, pw:pw + w].permute(source_order), nd.permute(source_order))
     return out
 
 
@@ -294,16 +297,6 @@ DIRECT_NCHW_MAX_K = 16
 CHUNK_BYTES = 2 << 20
 
 
-def _channels_last_padded(nd, padding):
-    """A zero-padded copy of nd (N, C, H, W) stored channels-last, so that each window row is
-    one contiguous run of kw·C values (one strided write, whatever nd's layout)."""
-    n, c, h, w = nd.shape
-    ph, pw = padding
-    padded = _new_in_order((n, c, h + 2 * ph, w + 2 * pw), (0, 2, 3, 1), 0, nd.dtype, nd.device)
-    padded[:, :, ph:ph + h, pw:pw + w].assign(nd)
-    return padded
-
-
 def _row_windows(padded, geometry):
     """The windows of a padded image as GEMM rows: (N, OH, OW, kh, kw, C)."""
     return _windows(padded, geometry).permute((0, 4, 5, 2, 3, 1))
@@ -336,8 +329,9 @@ class ConvProduct(Function):
     @staticmethod
     def forward(ctx, x, w, geometry):
         xd, wd = x._data, w._data.compact()
-        padded = _channels_last_padded(xd, geometry.padding)
-        ctx.geometry, ctx.padded = geometry, padded
+        padded = _pad(xd, geometry.padding, 0, CHANNELS_LAST)
+        # the rows are rebuilt from it for the weight gradient only
+        ctx.geometry, ctx.padded = geometry, padded if w.requires_grad else None
         ctx.save_for_backward(x, w)
         n, out_channels, k = xd.shape[0], wd.shape[0], wd.shape[1]
         windows = _row_windows(padded, geometry)
@@ -368,8 +362,9 @@ class ConvProductBackward(Function):
     chunk by chunk like the forward: the weight gradient sums rowsᵀ·g over chunks (per image,
     reading g as it is, when the input needs no gradient: a first layer); the input gradient
     is g·w, folded (col2im, strided_add) into a channels-last padded buffer in runs of kw·C
-    values. Both are linear in g, and the input gradient in w and the weight gradient in x:
-    the backward of this node is made of ConvProduct and this node again."""
+    values. `padded` (x padded channels-last) is needed for the weight gradient only. Both are
+    linear in g, and the input gradient in w and the weight gradient in x: the backward of
+    this node is made of ConvProduct and this node again."""
     materialize_grads = False
 
     @staticmethod
@@ -379,9 +374,13 @@ class ConvProductBackward(Function):
         gd, wd = g._data.compact(), w._data.compact()
         out_channels, k = wd.shape
         positions = geometry.blocks[0] * geometry.blocks[1]
-        windows = _row_windows(padded, geometry)
-        grad_padded = _new_in_order(padded.shape, (0, 2, 3, 1), 0, gd.dtype, gd.device) \
-            if needs[0] else None
+        (ph, pw), (h, w_size) = geometry.padding, geometry.size
+        windows = _row_windows(padded, geometry) if needs[1] else None
+        grad_padded = grad_windows = None
+        if needs[0]:
+            grad_padded = _new_in_order(x._data.shape[:2] + (h + 2 * ph, w_size + 2 * pw),
+                                        CHANNELS_LAST, 0, gd.dtype, gd.device)
+            grad_windows = _row_windows(grad_padded, geometry)
         grad_w = None
         for i0, i1 in _chunks(gd, positions, k):
             g_chunk = gd[i0:i1].reshape((i1 - i0, out_channels, positions))
@@ -393,13 +392,12 @@ class ConvProductBackward(Function):
                         .reduce(ReduceOp.SUM, (0,)))
                 grad_w = part if grad_w is None else grad_w.binary(BinaryOp.ADD, part)
             if needs[0]:
-                target = _row_windows(grad_padded, geometry)[i0:i1]
+                target = grad_windows[i0:i1]
                 cols = g_rows.matmul(wd)
                 gd.backend.strided_add(cols.flat(), grad_padded.buffer, target.shape,
                                        target.strides, target.offset)
         grad_x = None
         if needs[0]:
-            (ph, pw), (h, w_size) = geometry.padding, geometry.size
             grad_x = wrap(grad_padded[:, :, ph:ph + h, pw:pw + w_size].compact())
         return grad_x, wrap(grad_w.compact()) if grad_w is not None else None
 
@@ -408,11 +406,11 @@ class ConvProductBackward(Function):
         g, x, w = ctx.saved_tensors
         geometry = ctx.geometry
         grad_g = None
-        if ctx.needs_input_grad[0]:
-            terms = [ConvProduct.apply(gg_x, w, geometry) if gg_x is not None else None,
-                     ConvProduct.apply(x, gg_w, geometry) if gg_w is not None else None]
-            terms = [t.contiguous() for t in terms if t is not None]
-            grad_g = terms[0] + terms[1] if len(terms) == 2 else (terms[0] if terms else None)
+        if ctx.needs_input_grad[0] and gg_x is not None:
+            grad_g = ConvProduct.apply(gg_x, w, geometry)
+        if ctx.needs_input_grad[0] and gg_w is not None:
+            term = ConvProduct.apply(x, gg_w, geometry)
+            grad_g = term if grad_g is None else grad_g + term
         # The input gradient uses w, the weight gradient x: swapping in the incoming gradients
         # gives their derivatives (each is linear in the one it uses).
         needs = (ctx.needs_input_grad[1] and gg_w is not None,
@@ -421,6 +419,6 @@ class ConvProductBackward(Function):
         if any(needs):
             gx = gg_x if gg_x is not None else x
             gw = gg_w if gg_w is not None else w
-            padded = _channels_last_padded(gx._data, geometry.padding)
+            padded = _pad(gx._data, geometry.padding, 0, CHANNELS_LAST) if needs[1] else None
             grad_x, grad_w = ConvProductBackward.apply(g, gx, gw, geometry, padded, needs)
         return grad_g, grad_x, grad_w, None, None, None

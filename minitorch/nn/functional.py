@@ -411,7 +411,7 @@ def _conv2d(x, weight, bias, stride, pads, dilation, groups):
     out_channels = weight.shape[0]
     padding = tuple(left for left, _ in pads)
     if groups == 1:
-        # One tall GEMM over the whole batch's windows, taken channels-innermost (see
+        # GEMMs over the windows taken channels-innermost, a chunk of images at a time (see
         # functions/window.py ConvProduct); the weight is put in the same (kh, kw, C) order.
         geometry = _im2col_geometry(x, kernel, dilation, padding, stride)
         w = weight.permute(0, 2, 3, 1).reshape(out_channels, -1)
