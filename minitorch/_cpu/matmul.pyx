@@ -106,6 +106,31 @@ cdef Plan make_plan(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, Py_ssize_t nr,
     return plan
 
 
+cdef struct Scratch:
+    void* a                    # per-thread packing buffers, nthreads of each, one after another
+    void* b
+    Py_ssize_t a_size, b_size  # elements per thread (+ 64: room to align each to a cache line)
+
+
+cdef int scratch_alloc(Scratch* s, Plan plan, int nthreads, size_t itemsize) noexcept nogil:
+    """Packing buffers for nthreads threads working to `plan`; -1 (nothing held) when out of
+    memory."""
+    s.a_size = plan.mc * plan.kc + 64
+    s.b_size = plan.nc * plan.kc + 64
+    s.a = malloc(nthreads * s.a_size * itemsize)
+    s.b = malloc(nthreads * s.b_size * itemsize)
+    if s.a == NULL or s.b == NULL:
+        scratch_free(s)
+        return -1
+    return 0
+
+
+cdef void scratch_free(Scratch* s) noexcept nogil:
+    free(s.a)
+    free(s.b)
+    s.a = s.b = NULL
+
+
 cdef inline void tile_product(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
                               const floating* b, floating* acc, const Py_ssize_t nr) noexcept nogil:
     """acc (MR x nr) = a (MR x kc, strides rs, cs) @ b (kc x nr panel, packed k-major).
@@ -437,31 +462,26 @@ cdef int run_k_slices(const floating* a, Py_ssize_t as1, Py_ssize_t as2, const f
     9 x 16 from k = 100352), where cutting out would leave threads idle or re-reading all of
     b. Each thread writes its partial product to scratch; the partials are then summed."""
     cdef Plan plan = make_plan(m, n, cdiv(k, nthreads), nr, sizeof(floating))
-    cdef Py_ssize_t abuf_size = plan.mc * plan.kc + 64, bbuf_size = plan.nc * plan.kc + 64
     cdef Py_ssize_t t, k0, k1, i, j
     cdef floating total
-    cdef floating* abufs = <floating*>malloc(nthreads * abuf_size * sizeof(floating))
-    cdef floating* bbufs = <floating*>malloc(nthreads * bbuf_size * sizeof(floating))
+    cdef Scratch scratch
     cdef floating* partial = <floating*>malloc(nthreads * m * n * sizeof(floating))
-    if abufs == NULL or bbufs == NULL or partial == NULL:
-        free(abufs)
-        free(bbufs)
+    if partial == NULL or scratch_alloc(&scratch, plan, nthreads, sizeof(floating)) < 0:
         free(partial)
         return -1
     for t in prange(nthreads, schedule='static', num_threads=nthreads):
         k0 = t * k // nthreads
         k1 = (t + 1) * k // nthreads
         gemm_block(a + k0 * as2, as1, as2, b + k0 * bs1, bs1, bs2, partial + t * m * n, n, 1,
-                   m, n, k1 - k0, plan, aligned(abufs + t * abuf_size),
-                   aligned(bbufs + t * bbuf_size))
+                   m, n, k1 - k0, plan, aligned(<floating*>scratch.a + t * scratch.a_size),
+                   aligned(<floating*>scratch.b + t * scratch.b_size))
     for i in range(m):
         for j in range(n):
             total = 0
             for t in range(nthreads):
                 total = total + partial[t * m * n + i * n + j]
             c[i * rsc + j * csc] = total
-    free(abufs)
-    free(bbufs)
+    scratch_free(&scratch)
     free(partial)
     return 0
 
@@ -471,13 +491,12 @@ cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
              Py_ssize_t batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k) noexcept nogil:
     """Pick the orientation and the tasks (whole batch items, or rectangles of each product),
     then run them on one thread or hand them out to all; returns -1 when out of memory."""
-    cdef Py_ssize_t work = m * n * k, bi, t, ntasks, abuf_size, bbuf_size, rsc = n, csc = 1, nr
+    cdef Py_ssize_t work = m * n * k, bi, t, ntasks, rsc = n, csc = 1, nr
     cdef int nthreads = omp_get_max_threads()
     cdef bint by_batch
     cdef Split split
     cdef Plan plan
-    cdef floating* abufs
-    cdef floating* bbufs
+    cdef Scratch scratch
     if batch * work < PARALLEL_MIN_WORK:
         nthreads = 1
     if work < SMALL_WORK:      # tiny products, maybe many of them: not worth packing
@@ -511,25 +530,18 @@ cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
     ntasks = batch * split.tm * split.tn
     plan = make_plan(min(cdiv(cdiv(m, MR), split.tm) * MR, m),
                      min(cdiv(cdiv(n, nr), split.tn) * nr, n), k, nr, sizeof(floating))
-    abuf_size = plan.mc * plan.kc + 64      # + 64: room to align each buffer to a cache line
-    bbuf_size = plan.nc * plan.kc + 64
-    abufs = <floating*>malloc(nthreads * abuf_size * sizeof(floating))
-    bbufs = <floating*>malloc(nthreads * bbuf_size * sizeof(floating))
-    if abufs == NULL or bbufs == NULL:
-        free(abufs)
-        free(bbufs)
+    if scratch_alloc(&scratch, plan, nthreads, sizeof(floating)) < 0:
         return -1
     if nthreads == 1:
         for t in range(ntasks):
             run_task(t, split, plan, a, as0, as1, as2, b, bs0, bs1, bs2, c, rsc, csc, m, n, k,
-                     aligned(abufs), aligned(bbufs))
+                     aligned(<floating*>scratch.a), aligned(<floating*>scratch.b))
     else:
         for t in prange(ntasks, schedule='dynamic', num_threads=nthreads):
             run_task(t, split, plan, a, as0, as1, as2, b, bs0, bs1, bs2, c, rsc, csc, m, n, k,
-                     aligned(abufs + threadid() * abuf_size),
-                     aligned(bbufs + threadid() * bbuf_size))
-    free(abufs)
-    free(bbufs)
+                     aligned(<floating*>scratch.a + threadid() * scratch.a_size),
+                     aligned(<floating*>scratch.b + threadid() * scratch.b_size))
+    scratch_free(&scratch)
     return 0
 
 
