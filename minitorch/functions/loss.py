@@ -24,7 +24,7 @@ def nll_rows(scores, target, w, reduction):
     return NllLoss.apply(scores, target, w, reduction)
 
 
-def _row_coefficients(g, target, w, reduction, like):
+def _row_coefficients(g, target, w, reduction):
     """d loss / d scores[i, target[i]] for incoming gradient g: -g·w[i] (/Σw for 'mean')."""
     rows = target.shape[0]
     if reduction == "none":
@@ -34,7 +34,7 @@ def _row_coefficients(g, target, w, reduction, like):
     if w is not None:
         coef = coef.binary(B.MUL, w)
     if reduction == "mean":
-        coef = coef.binary(B.DIV, _denominator(w, rows, like))
+        coef = coef.binary(B.DIV, _denominator(w, rows, g))
     return coef
 
 
@@ -74,7 +74,7 @@ class NllLossBackward(Function):
         ctx.target, ctx.w, ctx.reduction = target, w, reduction
         gd = g._data
         grad = NDArray.full((target.shape[0], classes), 0, gd.dtype, gd.device)
-        coef = _row_coefficients(gd, target, w, reduction, gd)
+        coef = _row_coefficients(gd, target, w, reduction)
         grad.scatter_into(1, target.reshape((-1, 1)), coef.reshape((-1, 1)), False)
         return wrap(grad)
 
