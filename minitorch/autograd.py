@@ -528,25 +528,43 @@ def _as_tuple(x):
     return x if isinstance(x, tuple) else (x,)
 
 
+def _flat_values(outputs):
+    return [o.detach().cpu().numpy().astype(np.float64).ravel() for o in _as_tuple(outputs)]
+
+
+def _element_writer(tensor):
+    """(current values on the host, write(index, value)) for perturbing tensor in place: through
+    shared memory on the CPU, through an in-place index write on other devices."""
+    if tensor.device.type == "cpu":
+        values = tensor.detach().numpy()       # shares memory with the tensor
+
+        def write(index, value):
+            values[index] = value
+        return values, write
+    target = tensor.detach()                   # shares storage with the tensor
+
+    def write(index, value):
+        target[index] = float(value)
+    return target.cpu().numpy(), write
+
+
 def _numerical_jacobian(fn, inputs, eps):
     """d(flattened outputs)/d(each float input that requires grad), by central differences."""
-    outputs = [o.detach().numpy().astype(np.float64).ravel().copy() for o in _as_tuple(fn(*inputs))]
+    outputs = _flat_values(fn(*inputs))
     jacobians = []
     for tensor in inputs:
         if not (_is_tensor(tensor) and tensor.requires_grad):
             jacobians.append(None)
             continue
-        values = tensor.detach().numpy()   # shares memory with the tensor (CPU)
+        values, write = _element_writer(tensor)
         cols = []
         for index in np.ndindex(values.shape):
-            original = values[index]
-            values[index] = original + eps
-            plus = [o.detach().numpy().astype(np.float64).ravel().copy()
-                    for o in _as_tuple(fn(*inputs))]
-            values[index] = original - eps
-            minus = [o.detach().numpy().astype(np.float64).ravel().copy()
-                     for o in _as_tuple(fn(*inputs))]
-            values[index] = original
+            original = values[index].item()
+            write(index, original + eps)
+            plus = _flat_values(fn(*inputs))
+            write(index, original - eps)
+            minus = _flat_values(fn(*inputs))
+            write(index, original)
             cols.append(np.concatenate([(p - m) / (2 * eps) for p, m in zip(plus, minus)])
                         if plus else np.zeros(0))
         rows = sum(o.size for o in outputs)
@@ -578,7 +596,7 @@ def _analytical_jacobian(fn, inputs):
                              [g for _, g in diff_outputs], retain_graph=True, allow_unused=True)
                 for k, g in enumerate(grads):
                     if g is not None:
-                        jacobians[k][row] = g.detach().numpy().astype(np.float64).ravel()
+                        jacobians[k][row] = _flat_values(g)[0]
             row += 1
     return jacobians
 

@@ -3,15 +3,14 @@
 Three layers, so that most of it runs on machines without a GPU:
 - host planning (launch.py): magic-number division, axis collapsing, geometry packing, kernel
   catalogue; plain Python, always run;
-- every backend method driven through a fake CuPy whose launches check each argument against the
-  kernel's declared CUDA parameter list (a wrong type or order would silently misread on a GPU),
-  plus the clear errors without CuPy / without a driver; always run;
-- the same scenarios on a real GPU, comparing every output with the CPU backend; and Tensor-level
-  round trips. These skip when mt.cuda.is_available() is False.
+- every backend method driven through the CUDA emulator (tests/cuda_emulator): each launch's
+  arguments are checked against the kernel's declared CUDA parameter list (a wrong type or order
+  would silently misread on a GPU), then the kernel runs on the CPU (with g++) and every output
+  is compared with the CPU backend's; plus the clear errors without CuPy / without a driver;
+- the same scenarios on a real GPU; and Tensor-level round trips. These skip when
+  mt.cuda.is_available() is False.
 """
-import re
 import sys
-import types
 
 import numpy as np
 import pytest
@@ -21,6 +20,9 @@ from minitorch import _cpu, _gpu
 from minitorch import backend as backend_module
 from minitorch._gpu import launch
 from minitorch.opcodes import BinaryOp, ReduceOp, UnaryOp
+
+import cuda_emulator
+from cuda_emulator.declarations import kernel_signatures
 
 CUDA = mt.cuda.is_available()
 needs_gpu = pytest.mark.skipif(not CUDA, reason="no CUDA device (CuPy and a GPU are needed)")
@@ -109,202 +111,6 @@ def test_launch_shapes():
     assert launch.reduce_plan(10 ** 4, 100, 1, 132) == (1, 100)
     assert launch.matmul_tiles(1, 4096, 4096, 132) == "large"
     assert launch.matmul_tiles(1, 64, 64, 132) == "small"
-
-
-# ---------------------------------------------------------------------------------------------
-# a fake CuPy whose launches check arguments against the CUDA declarations
-
-def kernel_signatures(module):
-    """{kernel: (template parameter names, [(type, name)], body)} parsed from the module text."""
-    source = launch.module_source(module)
-    found = {}
-    for match in re.finditer(r"__global__\s+void\s+", source):
-        head = source[:match.start()].rstrip()
-        template = re.search(r"template\s*<([^<>]*)>\s*$", head)
-        params_t = [p.split()[-1] for p in template.group(1).split(",")] if template else []
-        pos = match.end()
-        if source.startswith("__launch_bounds__", pos):
-            pos = _skip_parens(source, source.index("(", pos)) + 1
-        name = re.match(r"\s*(\w+)\s*\(", source[pos:])
-        open_at = pos + name.end() - 1
-        close_at = _skip_parens(source, open_at)
-        params = [_split_param(" ".join(text.replace("__restrict__", "")
-                                        .replace("const ", "").split()))
-                  for text in _top_level_split(source[open_at + 1:close_at])]
-        body_end = _skip_braces(source, source.index("{", close_at))
-        found[name.group(1)] = (params_t, params, source[close_at:body_end])
-    return found
-
-
-def _skip_parens(text, at):
-    depth = 0
-    for i in range(at, len(text)):
-        depth += text[i] == "("
-        depth -= text[i] == ")"
-        if depth == 0:
-            return i
-    raise ValueError("unbalanced parentheses")
-
-
-def _skip_braces(text, at):
-    depth = 0
-    for i in range(at, len(text)):
-        depth += text[i] == "{"
-        depth -= text[i] == "}"
-        if depth == 0:
-            return i
-    raise ValueError("unbalanced braces")
-
-
-def _split_param(text):
-    kind, _, name = text.rpartition(" ")
-    if name.startswith("*"):
-        kind, name = kind + "*", name[1:]
-    return kind.replace(" *", "*"), name
-
-
-def _top_level_split(text):
-    """Split a parameter list at commas outside <...> (Geometry<1, MAXD> is one parameter)."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += (ch == "<") - (ch == ">")
-        if ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    return parts + [text[start:]]
-
-
-C_TYPES = {"float": np.float32, "double": np.float64, "long long": np.int64, "i64": np.int64,
-           "unsigned char": np.uint8, "u64": np.uint64, "int": np.int32}
-NULLABLE = {"in_idx", "out_v", "out_i", "err_flag", "claims"}
-
-
-class FakeArray:
-    """A CuPy-like 1-D buffer backed by numpy (views share memory, like CuPy slices)."""
-
-    def __init__(self, host):
-        self.host = host
-
-    size = property(lambda self: self.host.size)
-    dtype = property(lambda self: self.host.dtype)
-    ndim = property(lambda self: self.host.ndim)
-    shape = property(lambda self: self.host.shape)
-    strides = property(lambda self: self.host.strides)
-    nbytes = property(lambda self: self.host.nbytes)
-    flags = property(lambda self: self.host.flags)
-
-    @property
-    def data(self):
-        host = self.host
-        return types.SimpleNamespace(
-            ptr=host.ctypes.data,
-            memset_async=lambda value, n: host.view(np.uint8)[:n].fill(value))
-
-    def __len__(self):
-        return len(self.host)
-
-    def __getitem__(self, key):
-        return FakeArray(self.host[key])
-
-    def get(self):
-        return self.host.copy()
-
-
-class FakeFunction:
-    def __init__(self, name, signature, launches):
-        self.name, self.signature, self.launches = name, signature, launches
-
-    def __call__(self, grid, block, args):
-        base, _, rest = self.name.partition("<")
-        values = [v.strip() for v in rest.rstrip(">").split(",")] if rest else []
-        params_t, params, body = self.signature
-        assert len(values) == len(params_t), self.name
-        subst = dict(zip(params_t, values))
-        assert len(args) == len(params), f"{self.name}: {len(args)} args for {len(params)} params"
-        for arg, (kind, pname) in zip(args, params):
-            kind = re.sub(r"\b\w+\b", lambda m: subst.get(m.group(0), m.group(0)), kind)
-            check_argument(self.name, kind, pname, arg)
-        assert all(isinstance(g, (int, np.integer)) and 1 <= g < 2 ** 31 for g in grid)
-        threads = int(np.prod(block))
-        if "FOR_EACH_" in body or "THREADS" in body:
-            assert tuple(block) == (launch.THREADS,), f"{self.name}: flat kernels need 256 threads"
-        elif base == "matmul_kernel":
-            bm, bn, _, tm, tn = (int(v) for v in values[1:])
-            assert threads == (bm // tm) * (bn // tn)
-        else:
-            assert threads <= 256 and threads % 32 == 0, (self.name, block)
-        self.launches.append(self.name)
-        if base == "index_umax_kernel":     # emulated so that the validation path runs
-            index, n, out = args
-            out.host[0] = index.host[:int(n)].view(np.uint64).max(initial=0)
-
-
-def check_argument(kernel, kind, name, arg):
-    where = f"{kernel}: parameter {kind} {name}"
-    if kind.endswith("*"):
-        if arg is None:
-            assert name in NULLABLE, f"{where} got a null pointer"
-            return
-        assert isinstance(arg, FakeArray), f"{where} got {type(arg).__name__}"
-        base = kind[:-1].strip()
-        if base != "void":
-            want = np.dtype(C_TYPES[base])
-            ok = arg.dtype == want or (want == np.uint8 and arg.dtype == np.bool_)
-            assert ok, f"{where} got a {arg.dtype} buffer"
-    elif kind.startswith("Geometry<"):
-        nargs, dims = (int(v) for v in kind[9:-1].split(","))
-        assert isinstance(arg, np.ndarray) and arg.size == 1 and arg.dtype.kind == "V", where
-        assert arg.dtype.itemsize == (1 + (3 + nargs) * dims) * 8, where
-    else:
-        want = np.dtype(C_TYPES[kind])
-        assert isinstance(arg, np.generic) and arg.dtype == want, f"{where} got {arg!r}"
-
-
-class FakeModule:
-    def __init__(self, code, options, name_expressions, launches):
-        module = next(m for m in launch.MODULES if launch.module_source(m) == code)
-        self.signatures = kernel_signatures(module)
-        self.names, self.launches = list(name_expressions), launches
-        assert "-std=c++17" in options
-
-    def get_function(self, name):
-        assert name in self.names, f"{name} was not among the compiled name expressions"
-        return FakeFunction(name, self.signatures[name.partition("<")[0]], self.launches)
-
-
-class FakeDevice:
-    def __init__(self, index):
-        self.id, self.attributes = index, {"MultiProcessorCount": 132}
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def synchronize(self):
-        pass
-
-
-def fake_cupy(device_count=1, launches=None):
-    """A stand-in for the cupy module: numpy memory, checking kernel launches."""
-    launches = [] if launches is None else launches
-
-    def count():
-        if device_count is None:
-            raise RuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
-        return device_count
-
-    runtime = types.SimpleNamespace(getDeviceCount=count, getDevice=lambda: 0,
-                                    getDeviceProperties=lambda i: {"name": b"Fake GPU"})
-    return types.SimpleNamespace(
-        cuda=types.SimpleNamespace(Device=FakeDevice, runtime=runtime),
-        empty=lambda n, dtype: FakeArray(np.empty(n, dtype)),
-        zeros=lambda n, dtype: FakeArray(np.zeros(n, dtype)),
-        asarray=lambda a: FakeArray(np.array(a)),
-        RawModule=lambda code, options, name_expressions: FakeModule(code, options,
-                                                                     name_expressions, launches),
-        launches=launches)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -638,13 +444,33 @@ SCENARIOS = [scenario_buffers, scenario_compact, scenario_strided_set, scenario_
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__[9:])
-def test_launches_match_kernel_declarations(scenario):
-    """Without a GPU: every backend method runs its host logic and each launch passes exactly
-    the argument types, count and block shape its CUDA declaration expects."""
+def test_emulated_kernels_match_cpu(scenario):
+    """Without a GPU: every backend method runs its host logic, each launch passes exactly the
+    argument types, count and block shape its CUDA declaration expects, and (with g++) the
+    kernels run in the emulator and give the CPU backend's results."""
     from minitorch._gpu.backend import GpuBackend
-    fake = fake_cupy()
-    scenario(Harness(GpuBackend(fake, 0), compare=False))
-    assert fake.launches or scenario is scenario_buffers
+    emulated = cuda_emulator.cupy_module()
+    scenario(Harness(GpuBackend(emulated, 0), compare=cuda_emulator.can_execute()))
+    assert emulated.launches or scenario is scenario_buffers
+
+
+def test_emulator_reports_kernel_misuse():
+    """The emulator itself: a read past a buffer's end, and shuffles in a warp with exited
+    lanes, come back as errors instead of wrong numbers."""
+    if not cuda_emulator.can_execute():
+        pytest.skip("g++ is needed to run kernels in the emulator")
+    from minitorch._gpu.backend import GpuBackend
+    emulated = cuda_emulator.cupy_module()
+    gpu = GpuBackend(emulated, 0)
+    a = gpu.from_host(np.arange(4, dtype=np.float32))
+    out = gpu.empty(5, np.dtype(np.float32))
+    fn = gpu._function("strided", "float32", "compact_kernel<float, 8>")
+    geometry = launch.pack_geometry((5,), [(1,)], 8)
+    with pytest.raises(cuda_emulator.KernelError, match="memory fault"):
+        fn((1,), (256,), (a, np.int64(0), out, np.int64(5), geometry))
+    umax = gpu._function("index", "check", "index_umax_kernel")
+    with pytest.raises(cuda_emulator.KernelError, match="exited"):
+        umax.run((1,), (48,), (gpu.from_host(np.arange(3)), np.int64(3), emulated.zeros(1, np.uint64)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -672,17 +498,17 @@ def test_without_cupy_cuda_raises_what_to_install(monkeypatch, fresh_backends):
 
 
 def test_without_driver_cuda_raises(monkeypatch, fresh_backends):
-    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(device_count=None))
+    monkeypatch.setitem(sys.modules, "cupy", cuda_emulator.cupy_module(device_count=None))
     assert mt.cuda.is_available() is False
     with pytest.raises(RuntimeError, match="Found no NVIDIA driver"):
         mt.ones(3, device="cuda")
 
 
 def test_device_ordinal_and_names_with_fake_gpu(monkeypatch, fresh_backends):
-    monkeypatch.setitem(sys.modules, "cupy", fake_cupy(device_count=1))
+    monkeypatch.setitem(sys.modules, "cupy", cuda_emulator.cupy_module(device_count=1))
     assert mt.cuda.is_available() and mt.cuda.device_count() == 1
     assert mt.cuda.current_device() == 0
-    assert mt.cuda.get_device_name(0) == "Fake GPU"
+    assert mt.cuda.get_device_name(0) == "minitorch CUDA emulator"
     with pytest.raises(RuntimeError, match="invalid device ordinal"):
         mt.zeros(2, device="cuda:3")
     x = mt.zeros(2, 3, device="cuda")                        # allocation and fill run
@@ -759,3 +585,44 @@ def test_cuda_module():
     a = mt.randn(5, device="cuda").cpu().numpy()
     mt.cuda.manual_seed_all(3)
     np.testing.assert_array_equal(mt.randn(5, device="cuda").cpu().numpy(), a)
+
+
+# ---------------------------------------------------------------------------------------------
+# the whole GPU path on the emulator (every run; MINITORCH_TEST_CUDA=emulator runs every
+# `device` test this way)
+
+@pytest.fixture
+def emulated_cuda(monkeypatch, fresh_backends):
+    if not cuda_emulator.can_execute():
+        pytest.skip("g++ is needed to run kernels in the emulator")
+    monkeypatch.setitem(sys.modules, "cupy", cuda_emulator.cupy_module())
+
+
+def _train_small_cnn(device, steps=3):
+    """Losses and final parameters of a few Adam steps of conv → norm → relu → pool → linear
+    (no conv bias: batch norm would leave it a gradient of rounding noise, which Adam scales up
+    to full steps)."""
+    mt.manual_seed(0)
+    model = mt.nn.Sequential(
+        mt.nn.Conv2d(1, 4, 3, padding=1, bias=False), mt.nn.BatchNorm2d(4), mt.nn.ReLU(),
+        mt.nn.MaxPool2d(2), mt.nn.Flatten(), mt.nn.Linear(4 * 4 * 4, 10)).double().to(device)
+    optimizer = mt.optim.Adam(model.parameters(), lr=1e-2)
+    rng = np.random.default_rng(0)
+    x = mt.tensor(rng.standard_normal((8, 1, 8, 8)), device=device)
+    y = mt.tensor(rng.integers(0, 10, 8), device=device)
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = mt.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses, [p.detach().cpu().numpy() for p in model.parameters()]
+
+
+def test_emulated_cnn_training_matches_cpu(emulated_cuda):
+    cpu_losses, cpu_params = _train_small_cnn("cpu")
+    gpu_losses, gpu_params = _train_small_cnn("cuda")
+    np.testing.assert_allclose(gpu_losses, cpu_losses, rtol=1e-12)
+    for got, want in zip(gpu_params, cpu_params):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

@@ -911,10 +911,11 @@ def test_embedding_errors(device):
     w = mt.zeros(5, 2, device=device)
     with pytest.raises(IndexError, match="index out of range in self"):
         F.embedding(mt.tensor([0, 7], device=device), w)
+    floats = mt.zeros(3, device=device)
     with pytest.raises(RuntimeError, match="Expected tensor for argument #1 'indices' to have "
                                            "one of the following scalar types: Long, Int; but "
-                                           "got torch.FloatTensor instead"):
-        F.embedding(mt.zeros(3, device=device), w)
+                                           f"got {floats.type()} instead"):
+        F.embedding(floats, w)
     with pytest.raises(AssertionError, match="Padding_idx must be within num_embeddings"):
         F.embedding(mt.tensor([0], device=device), w, padding_idx=5)
     # With max_norm, a bad index is found before any row is renormalised.
@@ -1438,8 +1439,8 @@ LOSS_TORCH_CASES = {
     "ce": (lambda L, x, t: L.nn.functional.cross_entropy(x, t.long(), reduction="sum"), 1),
     "ce_weight_ignore_smooth": (
         lambda L, x, t: L.nn.functional.cross_entropy(
-            x, t.long(), L.tensor([0.5, 1.0, 2.0, 1.5], dtype=L.float64), ignore_index=1,
-            label_smoothing=0.1), 1),
+            x, t.long(), L.tensor([0.5, 1.0, 2.0, 1.5], dtype=L.float64, device=x.device),
+            ignore_index=1, label_smoothing=0.1), 1),
     "ce_probs": (lambda L, x, t: L.nn.functional.cross_entropy(
         x, L.softmax(t, 1), label_smoothing=0.2), 2),
     "nll": (lambda L, x, t: L.nn.functional.nll_loss(x, t.long(), ignore_index=0), 1),
@@ -1449,7 +1450,8 @@ LOSS_TORCH_CASES = {
     "huber": (lambda L, x, t: L.nn.functional.huber_loss(x, t, delta=0.3, weight=t.abs()), 2),
     "bce": (lambda L, x, t: L.nn.functional.binary_cross_entropy(x.sigmoid(), t.sigmoid()), 2),
     "bce_logits": (lambda L, x, t: L.nn.functional.binary_cross_entropy_with_logits(
-        x * 100, t.sigmoid(), pos_weight=L.tensor([1.0, 2.0, 3.0, 0.5], dtype=L.float64)), 2),
+        x * 100, t.sigmoid(),
+        pos_weight=L.tensor([1.0, 2.0, 3.0, 0.5], dtype=L.float64, device=x.device)), 2),
     "kl": (lambda L, x, t: L.nn.functional.kl_div(x.log_softmax(1), t.softmax(1),
                                                   reduction="batchmean"), 2),
     "kl_log_target": (lambda L, x, t: L.nn.functional.kl_div(

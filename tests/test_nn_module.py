@@ -463,9 +463,9 @@ def _run_backward_hooks(tensor, mix_cls, x_data, c_data, w_data, scale_input):
     record = {}
 
     def hook(module, grad_input, grad_output):
-        record["grad_input"] = [None if g is None else g.detach().numpy().copy()
+        record["grad_input"] = [None if g is None else g.detach().cpu().numpy().copy()
                                 for g in grad_input]
-        record["grad_output"] = [g.detach().numpy().copy() for g in grad_output]
+        record["grad_output"] = [g.detach().cpu().numpy().copy() for g in grad_output]
         if scale_input:
             return tuple(None if g is None else g * 2 for g in grad_input)
 
@@ -477,7 +477,7 @@ def _run_backward_hooks(tensor, mix_cls, x_data, c_data, w_data, scale_input):
     m.register_full_backward_pre_hook(pre_hook)
     a, b = m(x, c, 2.0)
     (a.sum() + (b * b).sum()).backward()
-    return record, x.grad.detach().numpy(), m.w.grad.detach().numpy()
+    return record, x.grad.detach().cpu().numpy(), m.w.grad.detach().cpu().numpy()
 
 
 def test_full_backward_hooks_against_numpy(device):

@@ -108,7 +108,7 @@ def test_mean_dtype_rules(device):
     result = ints.mean(dtype=mt.float64)
     assert result.dtype is mt.float64 and result.item() == pytest.approx(7 / 3)
     assert math.isnan(mt.zeros(0, device=device).mean().item())
-    assert np.isnan(mt.zeros(0, 3, device=device).mean(0).numpy()).all()
+    assert np.isnan(mt.zeros(0, 3, device=device).mean(0).cpu().numpy()).all()
 
 
 # ---- prod -------------------------------------------------------------------------------------
@@ -164,7 +164,7 @@ def test_max_min_with_dim(device, rng, layout, dim, keepdim):
         assert result.values is values and result.indices is indices
         _check(values, np_val(a, axis=dim, keepdims=keepdim))
         assert indices.dtype is mt.int64
-        np.testing.assert_array_equal(indices.numpy(), np_arg(a, axis=dim, keepdims=keepdim))
+        np.testing.assert_array_equal(indices.cpu().numpy(), np_arg(a, axis=dim, keepdims=keepdim))
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -176,7 +176,7 @@ def test_max_min_full_and_arg(device, rng, layout):
     assert x.min().item() == a.min()
     assert x.argmax().item() == np.argmax(a) and x.argmin().item() == np.argmin(a)
     assert x.argmax(keepdim=True).shape == (1, 1, 1)
-    np.testing.assert_array_equal(x.argmin(1, keepdim=True).numpy(),
+    np.testing.assert_array_equal(x.argmin(1, keepdim=True).cpu().numpy(),
                                   np.argmin(a, axis=1, keepdims=True))
 
 
@@ -353,7 +353,7 @@ def test_std_of_constant_has_zero_gradient(device):
     x = _leaf([[1.0, 2.0], [3.0, 4.0]], device, requires_grad=True)
     var, mean = mt.var_mean(x, 1)
     mean.sum().backward()          # only one output used: the other gets no gradient
-    np.testing.assert_allclose(x.grad.numpy(), np.full((2, 2), 0.5))
+    np.testing.assert_allclose(x.grad.cpu().numpy(), np.full((2, 2), 0.5))
 
 
 # ---- logsumexp / softmax / log_softmax --------------------------------------------------------
@@ -612,13 +612,13 @@ def test_all_any_count_nonzero(device, rng, layout, dim):
     for (fn, np_fn), keepdim in zip(((mt.all, np.all), (mt.any, np.any)) * 2, (0, 0, 1, 1)):
         result = fn(x, dim, bool(keepdim)) if dim is not None else fn(x, keepdim=bool(keepdim))
         assert result.dtype is mt.bool
-        np.testing.assert_array_equal(result.numpy(), np_fn(a, axis=axis, keepdims=keepdim))
+        np.testing.assert_array_equal(result.cpu().numpy(), np_fn(a, axis=axis, keepdims=keepdim))
     counts = mt.count_nonzero(x, dim)
     assert counts.dtype is mt.int64
-    np.testing.assert_array_equal(counts.numpy(), np.count_nonzero(a, axis=axis))
+    np.testing.assert_array_equal(counts.cpu().numpy(), np.count_nonzero(a, axis=axis))
     flags = view(mt.tensor(base != 0, device=device))
-    np.testing.assert_array_equal(flags.all(dim).numpy() if dim is not None else
-                                  flags.all().numpy(), np.all(a != 0, axis=axis))
+    np.testing.assert_array_equal(flags.all(dim).cpu().numpy() if dim is not None else
+                                  flags.all().cpu().numpy(), np.all(a != 0, axis=axis))
 
 
 def test_all_any_edges(device):

@@ -21,7 +21,7 @@ from ..functions.elementwise import C_NAMES, TORCH_NAMES, scalar_array
 from ..functions.loss import nll_rows
 from ..functions.reduce import log_softmax as _log_softmax, softmax as _softmax
 from ..functions.window import ConvProduct, _im2col_geometry, fold, im2col_view, unfold
-from ..ndarray import broadcast_shapes, normalize_dim, shape_str
+from ..ndarray import _device_mismatch, broadcast_shapes, normalize_dim, shape_str
 from ..opcodes import BinaryOp, ReduceOp, UnaryOp
 from ..tensor import wrap
 
@@ -1176,6 +1176,9 @@ def _value_range(nd):
 
 def _check_nll(input, target, weight):
     """ATen's nll_loss_nd / nll_loss / nll_loss2d shape checks, then the target dtype."""
+    for other in (target, weight):
+        if other is not None and other.device != input.device:
+            raise RuntimeError(_device_mismatch(input.device, other.device))
     if input.ndim < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
     target_batch = target.shape[0] if target.ndim else 0
