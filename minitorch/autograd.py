@@ -640,4 +640,3 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
 
 class GradcheckError(RuntimeError):
     """Raised by gradcheck when the analytical and numerical Jacobians differ."""
-

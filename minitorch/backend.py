@@ -57,6 +57,13 @@ class KernelBackend(Protocol):
         """out = the input gradient of softmax (log_softmax) rows of length n, from the
         output y and its gradient g: y * (g - sum(g * y)) (g - exp(y) * sum(g))."""
 
+    def adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, beta1, beta2, eps,
+                  step_size, bias_correction2_sqrt, grad_decay=0.0, param_scale=1.0,
+                  maximize=False):
+        """One Adam update of compact float buffers of one size, in place (torch's rule
+        operation for operation); max_exp_avg_sq is None unless amsgrad. grad_decay is L2
+        weight decay, param_scale the decoupled (AdamW) factor 1 - lr * weight_decay."""
+
     def matmul(self, a, b, out, batch, m, n, k, a_strides=None, a_offset=0,
                b_strides=None, b_offset=0):
         """out (compact batch×m×n) = a (batch×m×k) @ b (batch×k×n). Strides are 3-tuples

@@ -383,6 +383,23 @@ def scenario_softmax(h):
     h.raises("softmax_last", np.zeros(6, np.float32), np.zeros(6, np.float32), 4)
 
 
+def scenario_adam(h):
+    for dtype in (np.float32, np.float64):
+        tol = 1e-6 if dtype == np.float32 else 1e-14
+        for n, amsgrad in ((1, False), (1000, True), (4099, False)):
+            p, g = values(n, dtype, seed=27), values(n, dtype, seed=28)
+            m, v = values(n, dtype, seed=29), np.abs(values(n, dtype, seed=30))
+            top = np.abs(values(n, dtype, seed=31)) if amsgrad else None
+            for decay, scale, maximize in ((0.0, 1.0, False), (0.1, 1.0, True),
+                                           (0.0, 0.99, False)):
+                h.run("adam_step", p, g, m, v, top, 0.9, 0.999, 1e-8, 0.01, 0.3, decay, scale,
+                      maximize, check=[0, 2, 3] + ([4] if amsgrad else []), rtol=tol, atol=tol)
+    h.raises("adam_step", np.zeros(3, np.int64), np.zeros(3, np.int64), np.zeros(3, np.int64),
+             np.zeros(3, np.int64), None, 0.9, 0.999, 1e-8, 0.01, 0.3)
+    h.raises("adam_step", np.zeros(3), np.zeros(4), np.zeros(3), np.zeros(3), None, 0.9, 0.999,
+             1e-8, 0.01, 0.3, same_message=False)
+
+
 MATMUL_SHAPES = [(1, 1, 1, 1), (1, 7, 5, 3), (2, 64, 64, 64), (1, 127, 129, 65),
                  (1, 130, 257, 9), (3, 33, 1, 200), (3, 520, 1290, 33)]
 
@@ -440,7 +457,7 @@ def scenario_index(h):
 
 SCENARIOS = [scenario_buffers, scenario_compact, scenario_strided_set, scenario_strided_add,
              scenario_cast, scenario_unary, scenario_binary, scenario_where, scenario_reduce,
-             scenario_scan, scenario_softmax, scenario_matmul, scenario_index]
+             scenario_scan, scenario_softmax, scenario_adam, scenario_matmul, scenario_index]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__[9:])

@@ -1,7 +1,7 @@
 """The CPU backend: Cython kernels (see minitorch.backend.KernelBackend) and numpy buffers."""
 import numpy as np
 
-from .elementwise import binary, softmax_backward_last, softmax_last, unary, where
+from .elementwise import adam_step, binary, softmax_backward_last, softmax_last, unary, where
 from .index import gather, index_add, index_select, put, scatter, scatter_add, take
 from .matmul import matmul
 from .reduce import reduce_last, scan_last

@@ -1279,3 +1279,78 @@ def softmax_backward_last(cnp.ndarray g, cnp.ndarray y, cnp.ndarray out, Py_ssiz
         else:
             for t in prange(nt, num_threads=nt, schedule="static"):
                 softmax_backward_part(dt, pg, py, po, m * t // nt, m * (t + 1) // nt, n, log)
+
+
+# ---------------------------------------------------------------------------------------------
+# fused optimizer update
+# ---------------------------------------------------------------------------------------------
+
+cdef struct AdamScalars:
+    double grad_scale, param_scale, grad_decay, w1, beta2, c2, eps, bc2_sqrt, neg_step
+
+
+cdef void adam_elements(real* p, const real* g, real* m, real* v, real* vmax, Py_ssize_t i0,
+                        Py_ssize_t i1, AdamScalars s) noexcept nogil:
+    """torch's single-tensor Adam, operation for operation, on elements [i0, i1): each scalar
+    is rounded to the element type first, as the separate tensor ops would."""
+    cdef real grad_scale = <real>s.grad_scale, param_scale = <real>s.param_scale
+    cdef real grad_decay = <real>s.grad_decay, w1 = <real>s.w1, beta2 = <real>s.beta2
+    cdef real c2 = <real>s.c2, eps = <real>s.eps, bc2_sqrt = <real>s.bc2_sqrt
+    cdef real neg_step = <real>s.neg_step, pi, gi, mi, vi, top
+    cdef Py_ssize_t i
+    for i in range(i0, i1):
+        pi = p[i] * param_scale                         # decoupled weight decay (AdamW)
+        gi = g[i] * grad_scale                          # maximize: the negated gradient
+        if grad_decay != 0:                             # L2 weight decay (an inf p stays out
+            gi = gi + grad_decay * p[i]                 # when there is none)
+        mi = m[i]
+        mi = mi + w1 * (gi - mi) if w1 < 0.5 else gi - (gi - mi) * (1 - w1)    # lerp
+        vi = v[i] * beta2 + c2 * gi * gi
+        m[i] = mi
+        v[i] = vi
+        if vmax != NULL:                                # amsgrad: a NaN on either side wins
+            top = vmax[i]
+            if top > vi or top != top:
+                vi = top
+            vmax[i] = vi
+        p[i] = pi + neg_step * (mi / (sqrt(vi) / bc2_sqrt + eps))
+
+
+cdef void adam_part(int dt, void* p, const void* g, void* m, void* v, void* vmax, Py_ssize_t i0,
+                    Py_ssize_t i1, AdamScalars s) noexcept nogil:
+    if dt == DT_F32:
+        adam_elements(<float*>p, <const float*>g, <float*>m, <float*>v, <float*>vmax, i0, i1, s)
+    else:
+        adam_elements(<double*>p, <const double*>g, <double*>m, <double*>v, <double*>vmax, i0,
+                      i1, s)
+
+
+def adam_step(cnp.ndarray param, cnp.ndarray grad, cnp.ndarray exp_avg, cnp.ndarray exp_avg_sq,
+              cnp.ndarray max_exp_avg_sq, double beta1, double beta2, double eps,
+              double step_size, double bias_correction2_sqrt, double grad_decay=0.0,
+              double param_scale=1.0, bint maximize=False):
+    """One Adam update of compact buffers of one float dtype and size, in place: param,
+    exp_avg, exp_avg_sq and (amsgrad, else None) max_exp_avg_sq. grad_decay is L2 weight decay
+    added to the gradient, param_scale the decoupled decay factor 1 - lr * weight_decay."""
+    cdef int dt = check_rows(param, param, 1, "adam_step")
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(param), t
+    for buf in (grad, exp_avg, exp_avg_sq, max_exp_avg_sq):
+        if buf is not None:
+            check_rows(param, buf, 1, "adam_step")
+    cdef AdamScalars s
+    s.grad_scale, s.param_scale, s.grad_decay = (-1.0 if maximize else 1.0), param_scale, grad_decay
+    s.w1, s.beta2, s.c2, s.eps = 1.0 - beta1, beta2, 1.0 - beta2, eps
+    s.bc2_sqrt, s.neg_step = bias_correction2_sqrt, -step_size
+    cdef void* pp = cnp.PyArray_DATA(param)
+    cdef const void* pg = cnp.PyArray_DATA(grad)
+    cdef void* pm = cnp.PyArray_DATA(exp_avg)
+    cdef void* pv = cnp.PyArray_DATA(exp_avg_sq)
+    cdef void* pmax = NULL if max_exp_avg_sq is None else cnp.PyArray_DATA(max_exp_avg_sq)
+    cdef int nt = threads_for(n)
+    with nogil:
+        if nt == 1:
+            adam_part(dt, pp, pg, pm, pv, pmax, 0, n, s)
+        else:
+            for t in prange(nt, num_threads=nt, schedule="static"):
+                adam_part(dt, pp, pg, pm, pv, pmax, chunk_start(n, nt, t),
+                          chunk_start(n, nt, t + 1), s)

@@ -442,6 +442,25 @@ class GpuBackend:
                          L.row_warp_grid(g.size // n),
                          (g, y, out, I64(g.size // n), I64(n), I32(bool(log))))
 
+    @_on_device
+    def adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, beta1, beta2, eps,
+                  step_size, bias_correction2_sqrt, grad_decay=0.0, param_scale=1.0,
+                  maximize=False):
+        """One Adam update of compact float buffers of one size, in place (minitorch.backend)."""
+        name = self._softmax_rows(param, param, 1, "adam_step")
+        for buffer in (grad, exp_avg, exp_avg_sq, max_exp_avg_sq):
+            if buffer is not None:
+                self._softmax_rows(param, buffer, 1, "adam_step")
+        if not param.size:
+            return
+        scalar = np.float32 if name == "float32" else np.float64
+        hyper = (-1.0 if maximize else 1.0, param_scale, grad_decay, 1.0 - beta1, beta2,
+                 1.0 - beta2, eps, bias_correction2_sqrt, -step_size)
+        self._launch("elementwise", name, f"adam_kernel<{L.CTYPES[name]}>",
+                     L.flat_grid(param.size),
+                     (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, I64(param.size))
+                     + tuple(scalar(x) for x in hyper))
+
     @staticmethod
     def _softmax_rows(a, out, n, op):
         """The dtype name of float rows of length n in a, checked against out."""

@@ -68,7 +68,8 @@ def name_expressions(module, key):
             return names
         names = [f"unary_kernel<{t}>"] + names
         if dtype in FLOAT_TYPES:
-            names += [f"softmax_rows_kernel<{t}>", f"softmax_backward_rows_kernel<{t}>"]
+            names += [f"softmax_rows_kernel<{t}>", f"softmax_backward_rows_kernel<{t}>",
+                      f"adam_kernel<{t}>"]
         return names
     if module == "reduce":
         return [f"reduce_rows_kernel<{t}>", f"reduce_cols_kernel<{t}>",

@@ -2,7 +2,7 @@
 operation for operation."""
 from ..functions.elementwise import maximum
 from ..tensor import zeros_like
-from .optimizer import Optimizer, _step_counter
+from .optimizer import Optimizer, _fusable, _step_counter
 
 __all__ = ["Adam", "AdamW"]
 
@@ -44,9 +44,17 @@ class Adam(Optimizer):
     def _update(param, state, group):
         lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
         beta1, beta2 = group["betas"]
+        step = state["step"].add_(1).item()
+        step_size = lr / (1 - beta1 ** step)
+        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        moments = [state["exp_avg"], state["exp_avg_sq"]]
+        if group["amsgrad"]:
+            moments.append(state["max_exp_avg_sq"])
+        if _fusable([param, param.grad] + moments):
+            Adam._fused_update(param, moments, group, step_size, bias_correction2_sqrt)
+            return
         grad = param.grad if not group["maximize"] else -param.grad
-        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        step_t = state["step"].add_(1)
+        exp_avg, exp_avg_sq = moments[:2]
         if weight_decay != 0:
             if group["decoupled_weight_decay"]:
                 param.mul_(1 - lr * weight_decay)
@@ -54,17 +62,28 @@ class Adam(Optimizer):
                 grad = grad.add(param, alpha=weight_decay)
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        step = step_t.item()
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2 = 1 - beta2 ** step
-        step_size = lr / bias_correction1
-        bias_correction2_sqrt = bias_correction2 ** 0.5
         second_moment = exp_avg_sq
         if group["amsgrad"]:
-            second_moment = state["max_exp_avg_sq"]
+            second_moment = moments[2]
             second_moment.copy_(maximum(second_moment, exp_avg_sq))
         denom = (second_moment.sqrt() / bias_correction2_sqrt).add_(eps)
         param.addcdiv_(exp_avg, denom, value=-step_size)
+
+    @staticmethod
+    def _fused_update(param, moments, group, step_size, bias_correction2_sqrt):
+        """The same rule in one kernel pass (one launch per parameter on a GPU)."""
+        lr, weight_decay = group["lr"], group["weight_decay"]
+        decoupled = group["decoupled_weight_decay"]
+        buffers = [t._data.flat() for t in [param, param.grad] + moments]
+        if len(buffers) == 4:
+            buffers.append(None)
+        param._data.backend.adam_step(
+            *buffers, *group["betas"], group["eps"], step_size, bias_correction2_sqrt,
+            grad_decay=0.0 if decoupled else weight_decay,
+            param_scale=1 - lr * weight_decay if decoupled else 1.0,
+            maximize=group["maximize"])
+        for t in [param] + moments:
+            t._bump_version()
 
 
 class AdamW(Adam):

@@ -45,6 +45,20 @@ def _step_counter():
     return tensor(0.0, dtype=_scalar_dtype())
 
 
+def _fusable(tensors):
+    """Whether one fused update kernel can take these tensors: contiguous, and all of one
+    device, floating dtype and size (otherwise the rule runs op by op)."""
+    first = tensors[0]._data
+    if not first.dtype.is_floating_point:
+        return False
+    for t in tensors:
+        nd = t._data
+        if nd.dtype is not first.dtype or nd.device != first.device or \
+                nd.size != first.size or not nd.is_compact():
+            return False
+    return True
+
+
 # ---- Optimizer -----------------------------------------------------------------------------------
 class Optimizer:
     """Base class of all optimizers (torch.optim.Optimizer)."""

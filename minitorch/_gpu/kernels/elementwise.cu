@@ -376,3 +376,31 @@ softmax_backward_rows_kernel(const T* __restrict__ g, const T* __restrict__ y, T
         o[j] = log ? gr[j] - m_exp(yr[j]) * total : (gr[j] - total) * yr[j];
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// fused Adam update (see adam_step in minitorch/_cpu/elementwise.pyx): torch's single-tensor
+// Adam operation for operation, every scalar rounded to T first as separate tensor ops would.
+// max_v is null unless amsgrad.
+
+template <typename T>
+__global__ void __launch_bounds__(THREADS)
+adam_kernel(T* __restrict__ p, const T* __restrict__ g, T* __restrict__ m, T* __restrict__ v,
+            T* __restrict__ max_v, i64 n, T grad_scale, T param_scale, T grad_decay, T w1, T beta2,
+            T c2, T eps, T bc2_sqrt, T neg_step) {
+    FOR_EACH_ELEMENT(i, n) {
+        T pi = p[i] * param_scale;                      // decoupled weight decay (AdamW)
+        T gi = g[i] * grad_scale;                       // maximize: the negated gradient
+        if (grad_decay != T(0)) gi = gi + grad_decay * p[i];    // L2 weight decay
+        T mi = m[i];
+        mi = w1 < T(0.5) ? mi + w1 * (gi - mi) : gi - (gi - mi) * (T(1) - w1);   // lerp
+        T vi = v[i] * beta2 + c2 * gi * gi;
+        m[i] = mi;
+        v[i] = vi;
+        if (max_v) {                                    // amsgrad: a NaN on either side wins
+            T top = max_v[i];
+            if (top > vi || top != top) vi = top;
+            max_v[i] = vi;
+        }
+        p[i] = pi + neg_step * (mi / (m_sqrt(vi) / bc2_sqrt + eps));
+    }
+}
