@@ -487,7 +487,8 @@ def test_emulator_reports_kernel_misuse():
         fn((1,), (256,), (a, np.int64(0), out, np.int64(5), geometry))
     umax = gpu._function("index", "check", "index_umax_kernel")
     with pytest.raises(cuda_emulator.KernelError, match="exited"):
-        umax.run((1,), (48,), (gpu.from_host(np.arange(3)), np.int64(3), emulated.zeros(1, np.uint64)))
+        umax.run((1,), (48,), (gpu.from_host(np.arange(3)), np.int64(3),
+                               emulated.zeros(1, np.uint64)))
 
 
 # ---------------------------------------------------------------------------------------------
