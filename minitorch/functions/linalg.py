@@ -5,6 +5,7 @@ Every float product runs on the batched GEMM kernel (`NDArray.matmul`); einsum a
 are built from views (permute, reshape, a diagonal view), sums and that same product, so their
 gradients come from the ops they are made of.
 """
+import functools
 import math
 import operator
 
@@ -13,14 +14,15 @@ from ..autograd import Function
 from ..ndarray import NDArray, normalize_dim
 from ..opcodes import BinaryOp as B
 from ..tensor import Tensor, wrap
-from .elementwise import C_NAMES, TORCH_NAMES, promote, scalar_array
+from .elementwise import C_NAMES, TORCH_NAMES, promote, scalar_array, where
 from .reduce import sum_to
 from .movement import view_of
 
 
 __all__ = [
-    'addmm', 'baddbmm', 'bmm', 'dot', 'einsum', 'ger', 'inner', 'matmul', 'mm', 'mv', 'outer',
-    'tensordot',
+    'addmm', 'baddbmm', 'block_diag', 'bmm', 'cdist', 'cross', 'diag', 'diag_embed', 'diagonal',
+    'dist', 'dot', 'einsum', 'ger', 'inner', 'matmul', 'mm', 'mv', 'outer', 'tensordot', 'trace',
+    'tril', 'triu',
 ]
 
 
@@ -480,7 +482,7 @@ def _take_diagonals(t, labels):
     if len(unique) == len(labels):
         return t, labels
     groups = tuple(tuple(axis for axis, label in enumerate(labels) if label == u) for u in unique)
-    return Diagonal.apply(t, groups), unique
+    return Diagonal.apply(t, functools.partial(_diagonal_view, groups=groups)), unique
 
 
 def _contract_all(operands, output):
@@ -544,17 +546,17 @@ def _match_summed(a, a_labels, b, b_labels, summed):
 
 
 class Diagonal(Function):
-    """A view of the diagonal over groups of equal-size axes: output axis i walks all axes in
-    groups[i] together (its stride is the sum of theirs)."""
+    """A diagonal view, `view(data)` giving its geometry from the viewed array's (the einsum
+    diagonals over groups of axes, torch.diagonal's offset diagonal of two axes)."""
 
     @staticmethod
-    def forward(ctx, a, groups):
-        ctx.input_shape, ctx.groups = a._data.shape, groups
-        return view_of(a, _diagonal_view(a._data, groups))
+    def forward(ctx, a, view):
+        ctx.input_shape, ctx.view = a._data.shape, view
+        return view_of(a, view(a._data))
 
     @staticmethod
     def backward(ctx, g):
-        return DiagonalBackward.apply(g, ctx.input_shape, ctx.groups), None
+        return DiagonalBackward.apply(g, ctx.input_shape, ctx.view), None
 
 
 class DiagonalBackward(Function):
@@ -562,18 +564,177 @@ class DiagonalBackward(Function):
     is the diagonal again, so double backward works)."""
 
     @staticmethod
-    def forward(ctx, g, input_shape, groups):
-        ctx.groups = groups
+    def forward(ctx, g, input_shape, view):
+        ctx.view = view
         out = NDArray.full(input_shape, 0, g._data.dtype, g._data.device)
-        _diagonal_view(out, groups).assign(g._data)
+        view(out).assign(g._data)
         return wrap(out)
 
     @staticmethod
     def backward(ctx, gg):
-        return Diagonal.apply(gg, ctx.groups), None, None
+        return Diagonal.apply(gg, ctx.view), None, None
 
 
 def _diagonal_view(data, groups):
+    """Output axis i walks all axes in groups[i] (of equal size) together."""
     shape = tuple(data.shape[group[0]] for group in groups)
     strides = tuple(sum(data.strides[axis] for axis in group) for group in groups)
     return data.as_strided(shape, strides, data.offset)
+
+
+def _offset_diagonal_view(data, offset, dim1, dim2):
+    """torch.diagonal's geometry: dim1 and dim2 removed, their diagonal (shifted right by
+    offset > 0, down by offset < 0) appended as the last axis."""
+    size1, size2 = data.shape[dim1], data.shape[dim2]
+    length = max(0, min(size1, size2 - offset) if offset >= 0 else min(size1 + offset, size2))
+    start = data.offset
+    if length:
+        start += offset * data.strides[dim2] if offset >= 0 else -offset * data.strides[dim1]
+    rest = [d for d in range(data.ndim) if d not in (dim1, dim2)]
+    return data.as_strided(tuple(data.shape[d] for d in rest) + (length,),
+                           tuple(data.strides[d] for d in rest) +
+                           (data.strides[dim1] + data.strides[dim2],), start)
+
+
+# ---- diagonals and triangles --------------------------------------------------------------------
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """A view of the diagonal of dims dim1 and dim2, appended as the last dim."""
+    d1, d2 = normalize_dim(dim1, input.ndim), normalize_dim(dim2, input.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    view = functools.partial(_offset_diagonal_view, offset=operator.index(offset), dim1=d1,
+                             dim2=d2)
+    return Diagonal.apply(input, view)
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Each last-dim vector of input placed on the diagonal of a new matrix (zeros elsewhere)."""
+    n = input.shape[-1] + abs(operator.index(offset)) if input.ndim else None
+    if n is None:
+        raise RuntimeError("diag_embed(): input must be at least 1-dimensional")
+    ndim = input.ndim + 1
+    d1, d2 = normalize_dim(dim1, ndim), normalize_dim(dim2, ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    shape = list(input.shape[:-1])
+    for d in sorted((d1, d2)):
+        shape.insert(d, n)
+    view = functools.partial(_offset_diagonal_view, offset=operator.index(offset), dim1=d1,
+                             dim2=d2)
+    return DiagonalBackward.apply(input, tuple(shape), view)
+
+
+def diag(input, diagonal=0):
+    """A 1-D input becomes a square matrix with it on the given diagonal; a 2-D input gives a
+    copy of that diagonal."""
+    if input.ndim == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if input.ndim == 2:
+        return globals()["diagonal"](input, diagonal).clone()
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+
+
+def trace(input):
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return diagonal(input).sum()
+
+
+def _triangle(input, keep, name):
+    """input with the elements where keep(column - row) is False set to zero."""
+    if input.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    from ..tensor import arange
+    rows, cols = input.shape[-2:]
+    offsets = arange(cols, device=input.device) - arange(rows, device=input.device).unsqueeze(1)
+    return where(keep(offsets), input, wrap(scalar_array(0, input.dtype, input.device)))
+
+
+def tril(input, diagonal=0):
+    """The lower triangle: elements with column - row <= diagonal, zeros above."""
+    return _triangle(input, lambda offsets: offsets <= operator.index(diagonal), "tril")
+
+
+def triu(input, diagonal=0):
+    """The upper triangle: elements with column - row >= diagonal, zeros below."""
+    return _triangle(input, lambda offsets: offsets >= operator.index(diagonal), "triu")
+
+
+def block_diag(*tensors):
+    """The tensors (0-d, 1-D or 2-D) as blocks along the diagonal of one matrix."""
+    from .movement import cat
+    blocks = []
+    for k, t in enumerate(tensors):
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
+                               f"dimensions. Input {k} has {t.ndim} dimensions")
+        blocks.append(t.reshape(1, -1) if t.ndim < 2 else t)
+    if not blocks:
+        from ..tensor import empty
+        return empty(1, 0)
+    dtype = blocks[0].dtype
+    for b in blocks[1:]:
+        dtype = dtypes.promote_types(dtype, b.dtype)
+    width = sum(b.shape[1] for b in blocks)
+    rows, left = [], 0
+    for b in blocks:
+        b = b.to(dtype)
+        pieces = [_zeros_like_rows(b, left), b, _zeros_like_rows(b, width - left - b.shape[1])]
+        rows.append(cat(pieces, 1))
+        left += b.shape[1]
+    return cat(rows, 0)
+
+
+def _zeros_like_rows(block, columns):
+    from ..tensor import zeros
+    return zeros(block.shape[0], columns, dtype=block.dtype, device=block.device)
+
+
+# ---- products of vectors ------------------------------------------------------------------------
+def cross(input, other, dim=None):
+    """The cross product of 3-vectors along dim (torch.cross: without dim, the first dim of
+    size 3, with a warning as in torch)."""
+    shape = _broadcast(input, other)
+    if dim is None:
+        import warnings
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease "
+                      "either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
+                      "default value of dim will change to agree with that of linalg.cross in a "
+                      "future release.", UserWarning)
+        dim = next((d for d, n in enumerate(shape) if n == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    d = normalize_dim(dim, len(shape))
+    if shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{input.shape[d] if input.ndim == len(shape) else shape[d]} and "
+                           f"{other.shape[d] if other.ndim == len(shape) else shape[d]}")
+    a, b = input.expand(shape), other.expand(shape)
+    x = [a.narrow(d, i, 1) for i in range(3)]
+    y = [b.narrow(d, i, 1) for i in range(3)]
+    from .movement import cat
+    return cat([x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2],
+                x[0] * y[1] - x[1] * y[0]], d)
+
+
+def _broadcast(a, b):
+    from ..ndarray import broadcast_shapes
+    return broadcast_shapes(a.shape, b.shape)
+
+
+def dist(input, other, p=2):
+    """The p-norm of input - other."""
+    return (input - other).norm(p)
+
+
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    """Pairwise p-norm distances between the rows of x1 (…, P, M) and x2 (…, R, M)."""
+    if x1.ndim < 2 or x2.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
+                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    difference = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    return difference.norm(p, dim=-1)

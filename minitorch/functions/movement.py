@@ -21,11 +21,13 @@ from ..tensor import Tensor, wrap
 
 
 __all__ = [
-    'as_strided', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'broadcast_to', 'cat', 'chunk',
-    'clone', 'column_stack', 'concat', 'concatenate', 'dstack', 'flatten', 'flip', 'fliplr',
-    'flipud', 'hstack', 'moveaxis', 'movedim', 'narrow', 'permute', 'reshape', 'roll', 'split',
-    'squeeze', 'stack', 'swapaxes', 'swapdims', 't', 'tile', 'transpose', 'unbind', 'unflatten',
-    'unsqueeze', 'vstack',
+    'as_strided', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'broadcast_shapes',
+    'broadcast_tensors', 'broadcast_to', 'cartesian_prod', 'cat', 'chunk', 'clone',
+    'column_stack', 'concat', 'concatenate', 'diff', 'dsplit', 'dstack', 'flatten', 'flip',
+    'fliplr', 'flipud', 'hsplit', 'hstack', 'meshgrid', 'moveaxis', 'movedim', 'narrow', 'permute',
+    'repeat_interleave', 'reshape', 'roll', 'rot90', 'select', 'split', 'squeeze', 'stack',
+    'swapaxes', 'swapdims', 't', 'tensor_split', 'tile', 'transpose', 'unbind', 'unflatten',
+    'unsqueeze', 'vsplit', 'vstack',
 ]
 
 
@@ -954,3 +956,184 @@ def dstack(tensors):
 def column_stack(tensors):
     tensors = _stack_family(tensors, "column_stack")
     return cat([reshape(t, t.numel(), 1) if t.ndim <= 1 else t for t in tensors], 1)
+
+
+# ---- combinations of the above ------------------------------------------------------------------
+def broadcast_shapes(*shapes):
+    """The shape every argument broadcasts to (ints count as 1-D shapes)."""
+    from ..ndarray import broadcast_shapes as broadcast_pair
+    from ..tensor import Size
+    result = ()
+    for shape in shapes:
+        shape = (operator.index(shape),) if isinstance(shape, numbers.Integral) else tuple(shape)
+        result = broadcast_pair(result, shape)
+    return Size(result)
+
+
+def broadcast_tensors(*tensors):
+    """Views of the tensors expanded to their common shape."""
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(t.expand(shape) for t in tensors)
+
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids: with 'ij' output k varies along dim k; 'xy' swaps the roles of the
+    first two dims. Each output is an expanded view of its 1-D (or 0-d) input."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        import warnings
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                      "indexing argument.", UserWarning)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
+                         f"received: {indexing}")
+    for t in tensors:
+        if t.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but "
+                               f"got: {t.ndim}D")
+    flat = [t.reshape(-1) for t in tensors]
+    swap = indexing == "xy" and len(flat) >= 2
+    if swap:
+        flat[0], flat[1] = flat[1], flat[0]
+    shape = tuple(t.shape[0] for t in flat)
+    grids = [t.reshape([-1 if d == k else 1 for d in range(len(flat))]).expand(shape)
+             for k, t in enumerate(flat)]
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def cartesian_prod(*tensors):
+    """Every combination of one element from each 1-D tensor, as rows (one tensor: itself)."""
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([g.reshape(-1) for g in grids], 1)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    """Views: `sections` nearly equal pieces (the first size % sections one longer), or pieces
+    cut at the listed indices."""
+    if input.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
+    d = normalize_dim(dim, input.ndim)
+    size = input._data.shape[d]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, numbers.Integral):
+        sections = operator.index(indices_or_sections)
+        if sections <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+        bounds = [k * (size // sections) + min(k, size % sections) for k in range(sections + 1)]
+    else:
+        bounds = [0] + [min(max(operator.index(i) if i >= 0 else size + i, 0), size)
+                        for i in indices_or_sections] + [size]
+    return tuple(narrow(input, d, start, max(end, start) - start)
+                 for start, end in zip(bounds, bounds[1:]))
+
+
+def _split_along(input, indices_or_sections, dim, name, min_dims):
+    if input.ndim < min_dims:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension"
+                           f"{'s' if min_dims > 1 else ''}, but got a tensor with {input.ndim} "
+                           f"dimensions!")
+    if isinstance(indices_or_sections, numbers.Integral) and \
+            input.shape[dim] % indices_or_sections:
+        raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the "
+                           f"size of the dimension {input.shape[dim]} is not divisible by the "
+                           f"split_size {indices_or_sections}!")
+    return tensor_split(input, indices_or_sections, dim)
+
+
+def hsplit(input, indices_or_sections):
+    return _split_along(input, indices_or_sections, 1 if input.ndim > 1 else 0, "hsplit", 1)
+
+
+def vsplit(input, indices_or_sections):
+    return _split_along(input, indices_or_sections, 0, "vsplit", 2)
+
+
+def dsplit(input, indices_or_sections):
+    return _split_along(input, indices_or_sections, 2, "dsplit", 3)
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotation by 90° k times in the plane of dims, from the first towards the second."""
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    d0, d1 = (normalize_dim(d, input.ndim) for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    k = operator.index(k) % 4
+    if k == 1:
+        return flip(input, d1).transpose(d0, d1)
+    if k == 2:
+        return flip(input, (d0, d1))
+    if k == 3:
+        return flip(input, d0).transpose(d0, d1)
+    return clone(input)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along dim (bool: exclusive or), after prepending/appending."""
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    d = normalize_dim(dim, input.ndim)
+    pieces = [p for p in (prepend, input, append) if p is not None]
+    if len(pieces) > 1:
+        input = cat([p if p.ndim else p.expand(input.shape[:d] + (1,) + input.shape[d + 1:])
+                     for p in pieces], d)
+    for _ in range(operator.index(n)):
+        length = input.shape[d] - 1
+        if length <= 0:
+            return narrow(input, d, 0, 0)
+        later, earlier = narrow(input, d, 1, length), narrow(input, d, 0, length)
+        input = later != earlier if input.dtype is dtypes.bool_ else later - earlier
+    return input
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Each element (or slice along dim) repeated `repeats` times in place; with a tensor of
+    repeats, element i repeats[i] times. The single-argument form gives the index itself."""
+    from ..tensor import arange, tensor as make_tensor
+    if repeats is None:
+        repeats, input = input, None
+    counts = repeats.tolist() if isinstance(repeats, Tensor) else repeats
+    if input is None:
+        return repeat_interleave(arange(len(counts), device=repeats.device), repeats, 0)
+    if dim is None:
+        input, dim = input.reshape(-1), 0
+    d = normalize_dim(dim, input.ndim)
+    size = input.shape[d]
+    if isinstance(counts, numbers.Integral):
+        counts = [operator.index(counts)] * size
+    elif isinstance(counts, list) and len(counts) == 1 and size != 1:
+        counts = counts * size
+    if len(counts) != size:
+        raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {len(counts)} and input.size({d}) = {size}")
+    if any(c < 0 for c in counts):
+        raise RuntimeError("repeats can not be negative")
+    # the gather index (which source row each output row copies) is bookkeeping on the host;
+    # the data moves in the index_select kernel
+    index = [i for i, c in enumerate(counts) for _ in range(c)]
+    return input.index_select(d, make_tensor(index, dtype=dtypes.int64, device=input.device))
+
+
+def select(input, dim, index):
+    """The slice at `index` along dim, without that dim (a view)."""
+    d = normalize_dim(dim, input.ndim) if input.ndim else None
+    if d is None:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    size = input.shape[d]
+    i = operator.index(index)
+    if not -size <= i < size:
+        raise IndexError(f"select(): index {i} out of range for tensor of size "
+                         f"{shape_str(input.shape)} at dimension {d}")
+    return narrow(input, d, i % size, 1).squeeze(d)
