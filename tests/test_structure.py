@@ -130,3 +130,11 @@ def test_errors(call, error, device):
     x = _t(np.zeros((2, 3)), device)
     with pytest.raises((RuntimeError, IndexError), match=error):
         call(x)
+
+
+def test_bool_sizes_are_refused_like_torch(device):
+    x = mt.zeros(2, 5, device=device)
+    for call in (lambda: x.reshape((True, 10)), lambda: x.view(True, 10),
+                 lambda: x.permute(False, 1)):
+        with pytest.raises(TypeError, match="found element of type bool at pos 0"):
+            call()

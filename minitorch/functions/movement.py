@@ -89,7 +89,11 @@ def _sizes(size, keyword=None):
     if not size and keyword is not None:
         size = (keyword,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        return tuple(operator.index(s) for s in size[0])
+        size = size[0]
+    for pos, s in enumerate(size):
+        if isinstance(s, bool):     # operator.index accepts True as 1; torch refuses it
+            raise TypeError(f"argument 'shape' must be tuple of ints, but found element of type "
+                            f"bool at pos {pos}")
     return tuple(operator.index(s) for s in size)
 
 
