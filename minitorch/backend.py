@@ -57,6 +57,12 @@ class KernelBackend(Protocol):
         """out = the input gradient of softmax (log_softmax) rows of length n, from the
         output y and its gradient g: y * (g - sum(g * y)) (g - exp(y) * sum(g))."""
 
+    def sort_last(self, a, values, indices, n, descending=False):
+        """values = each length-n row of compact a sorted (ascending, or descending when
+        `descending`), indices (int64) = where each value was in its row. Always stable: ties
+        keep their input order, descending too. NaN is the largest value (last ascending,
+        first descending), as in torch. Any storage dtype; values has a's."""
+
     def adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, beta1, beta2, eps,
                   step_size, bias_correction2_sqrt, grad_decay=0.0, param_scale=1.0,
                   maximize=False):

@@ -5,6 +5,7 @@ from .elementwise import adam_step, binary, softmax_backward_last, softmax_last,
 from .index import gather, index_add, index_select, put, scatter, scatter_add, take
 from .matmul import matmul
 from .reduce import reduce_last, scan_last
+from .sort import sort_last
 from .strided import cast, compact, strided_add, strided_set
 from .threads import get_num_threads, set_num_threads
 

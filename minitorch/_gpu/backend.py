@@ -47,7 +47,7 @@ def unary_supported(op, dtype):
     if op in _UNARY_PREDICATES:
         return True
     if dtype in L.FLOAT_TYPES:
-        return UnaryOp.IDENTITY <= op <= UnaryOp.ERF
+        return UnaryOp.IDENTITY <= op <= UnaryOp.ERF or UnaryOp.SINH <= op <= UnaryOp.FRAC
     if dtype == "int64":
         return op in _UNARY_INT
     return op == UnaryOp.IDENTITY
@@ -57,7 +57,10 @@ def binary_supported(op, dtype):
     if op in _BINARY_PREDICATES:
         return True
     if dtype in L.FLOAT_TYPES:
-        return BinaryOp.ADD <= op <= BinaryOp.SIGMOID_BACKWARD
+        return (BinaryOp.ADD <= op <= BinaryOp.SIGMOID_BACKWARD
+                or BinaryOp.HYPOT <= op <= BinaryOp.XLOGY)
+    if op == BinaryOp.HEAVISIDE:                # the one new op with integer and bool kernels
+        return True
     if dtype == "int64":
         return op in _BINARY_INT
     return op in _BINARY_BOOL
@@ -474,6 +477,41 @@ class GpuBackend:
         if out.size != a.size:
             raise ValueError(f"{op}: out has {out.size} elements, expected {a.size}")
         return name
+
+    # ---- sorting ------------------------------------------------------------------------------
+    @_on_device
+    def sort_last(self, a, values, indices, n, descending=False):
+        """values, indices = each length-n row of compact a stably sorted (NaN the largest
+        value) and the positions of its elements: a bitonic network on (value, position)
+        pairs, in shared memory for rows up to SORT_TILE, else one launch per stage."""
+        name = _dtype_name(a, "sort_last")
+        if _dtype_name(values, "sort_last") != name:
+            raise TypeError(f"sort_last: values must have the dtype of the input ({SHOWN[name]})")
+        if _dtype_name(indices, "sort_last") != "int64":
+            raise TypeError("sort_last: indices must have dtype int64")
+        size = a.size
+        if n < 0 or (size % n if n else size):
+            raise ValueError(f"sort_last: {size} elements are not rows of length {n}")
+        if values.size != size or indices.size != size:
+            raise ValueError(f"sort_last: values and indices need {size} elements, got "
+                             f"{values.size} and {indices.size}")
+        if size == 0:
+            return
+        rows, padded, t = size // n, L.bitonic_length(n), L.CTYPES[name]
+        order = I32(bool(descending))
+        if padded <= L.SORT_TILE:
+            self._launch("sort", name, f"sort_rows_kernel<{t}>", min(rows, L.MAX_GRID),
+                         (a, values, indices, I64(rows), I64(n), I64(padded), order))
+            return
+        keys = self.cupy.empty(rows * padded, a.dtype)
+        pos = self.cupy.empty(rows * padded, np.int64)
+        sizes, grid = (I64(rows), I64(n), I64(padded)), L.flat_grid(rows * padded)
+        self._launch("sort", name, f"sort_pad_kernel<{t}>", grid, (a, keys, pos) + sizes)
+        for k, j in L.bitonic_stages(padded):
+            self._launch("sort", name, f"sort_stage_kernel<{t}>", grid,
+                         (keys, pos) + sizes + (I64(k), I64(j), order))
+        self._launch("sort", name, f"sort_unpad_kernel<{t}>", L.flat_grid(size),
+                     (keys, pos, values, indices) + sizes)
 
     # ---- matmul -------------------------------------------------------------------------------
     @_on_device

@@ -11,13 +11,14 @@ import numpy as np
 from ..opcodes import c_constants
 
 KERNEL_DIR = pathlib.Path(__file__).resolve().parent / "kernels"
-MODULES = ("strided", "elementwise", "reduce", "matmul", "index")
+MODULES = ("strided", "elementwise", "reduce", "matmul", "index", "sort")
 
 THREADS = 256           # block size of the flat kernels (common.cuh)
 ITEMS = 4               # elements per thread in the flat kernels (common.cuh)
 NARROW_DIMS = 8         # geometry size compiled by default; views that still have more axes
 WIDE_DIMS = 64          # after collapsing use the 64-axis instances (compiled on first need)
 MAX_GRID = 2 ** 31 - 1
+SORT_TILE = 2048        # longest row sorted in shared memory (sort.cu)
 
 # storage dtype name → C++ type
 CTYPES = {"float32": "float", "float64": "double", "int64": "long long", "uint8": "unsigned char"}
@@ -80,6 +81,9 @@ def name_expressions(module, key):
         return [f"{kernel}<{t}>" for kernel in ("gather_kernel", "scatter_kernel",
                                                 "scatter_add_kernel", "index_select_kernel",
                                                 "index_add_kernel", "take_kernel", "put_kernel")]
+    if module == "sort":
+        return [f"{kernel}<{t}>" for kernel in ("sort_rows_kernel", "sort_pad_kernel",
+                                                "sort_stage_kernel", "sort_unpad_kernel")]
     raise ValueError(f"unknown kernel module {module!r}")
 
 
@@ -232,6 +236,23 @@ def column_block(inner):
     """(x, y) block for column reductions: x threads across columns, y along the reduced axis."""
     x = min(32, 1 << max(0, (inner - 1).bit_length()))
     return x, 256 // x
+
+
+def bitonic_length(n):
+    """The power of two (at least 1) a row of n is padded to for the bitonic sort."""
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def bitonic_stages(padded):
+    """The (k, j) stages of a bitonic sorting network over `padded` elements, in order."""
+    stages, k = [], 2
+    while k <= padded:
+        j = k // 2
+        while j:
+            stages.append((k, j))
+            j //= 2
+        k *= 2
+    return stages
 
 
 def matmul_tiles(batch, m, n, sm_count):
