@@ -35,6 +35,25 @@ class UnaryOp(IntEnum):
     ISINF = 24
     ISFINITE = 25
     BITWISE_NOT = 26        # integers only
+    # Float-only math, appended so existing numbers never move: the support tables accept
+    # IDENTITY..ERF and SINH..FRAC for floats.
+    SINH = 27
+    COSH = 28
+    TAN = 29
+    ASIN = 30
+    ACOS = 31
+    ATAN = 32
+    ASINH = 33
+    ACOSH = 34
+    ATANH = 35
+    LOG2 = 36
+    LOG10 = 37
+    EXP2 = 38
+    ERFC = 39
+    LGAMMA = 40
+    DIGAMMA = 41            # lgamma's derivative
+    TRIGAMMA = 42           # digamma's derivative (polygamma(1, x))
+    FRAC = 43               # x - trunc(x)
 
 
 class BinaryOp(IntEnum):
@@ -69,6 +88,13 @@ class BinaryOp(IntEnum):
     BITWISE_XOR = 24
     LEFT_SHIFT = 25
     RIGHT_SHIFT = 26
+    # Float math (HYPOT..XLOGY for floats); HEAVISIDE is also an int64 and bool op.
+    HYPOT = 27
+    LOGADDEXP = 28          # log(e^a + e^b)
+    LOGADDEXP2 = 29         # log2(2^a + 2^b)
+    COPYSIGN = 30
+    HEAVISIDE = 31          # b where a == 0, else a > 0
+    XLOGY = 32              # a * log(b), 0 where a == 0 (NaN where b is NaN)
 
 
 class ReduceOp(IntEnum):

@@ -7,9 +7,12 @@ once per call (op and dtype), so the element loops are branch-free and gcc vecto
 """
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.math cimport (INFINITY, NAN, atan2, atan2f, ceil, ceilf, copysign, copysignf, cos, cosf,
-                        erf, erff, expm1, expm1f, fabs, fabsf, floor, floorf, fmod, fmodf, log1p,
-                        log1pf, pow, powf, rint, rintf, sin, sinf, sqrt, sqrtf, trunc, truncf)
+from libc.math cimport (INFINITY, M_PI, NAN, acos, acosf, acosh, acoshf, asin, asinf, asinh,
+                        asinhf, atan, atan2, atan2f, atanf, atanh, atanhf, ceil, ceilf, copysign,
+                        copysignf, cos, cosf, cosh, coshf, erf, erfc, erfcf, erff, exp2, exp2f,
+                        expm1, expm1f, fabs, fabsf, floor, floorf, fmod, fmodf, hypot, hypotf,
+                        lgamma, lgammaf, log10, log10f, log1p, log1pf, log2, log2f, pow, powf,
+                        rint, rintf, sin, sinf, sinh, sinhf, sqrt, sqrtf, tan, tanf, trunc, truncf)
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memmove
 
@@ -273,6 +276,57 @@ cdef inline real r_sign(real x) noexcept nogil:
     return <real>(x > 0) - <real>(x < 0)
 
 
+cdef inline real r_digamma_positive(real x) noexcept nogil:
+    """digamma for x > 0 (or NaN): recurrence up to 10, then the asymptotic series."""
+    cdef real one = 1, result = 0, z = 0
+    while x < 10:
+        result -= one / x
+        x += one
+    if x == 10:
+        return result + <real>2.25175258906672110764
+    if x < <real>1.0e17:
+        z = one / (x * x)
+        z *= (((((<real>8.33333333333333333333E-2 * z - <real>2.10927960927960927961E-2) * z
+                 + <real>7.57575757575757575758E-3) * z - <real>4.16666666666666666667E-3) * z
+               + <real>3.96825396825396825397E-3) * z - <real>8.33333333333333333333E-3) * z \
+            + <real>8.33333333333333333333E-2
+    return result + (vlogf(x) if real is float else vlog(x)) - <real>0.5 / x - z
+
+
+cdef inline real r_digamma(real x) noexcept nogil:
+    """torch's calc_digamma: ±0 gives ∓inf, negative integers (and -inf) NaN, other negatives
+    the reflection digamma(1 - x) - pi / tan(pi * x)."""
+    cdef real one = 1, whole
+    cdef double frac
+    if x == 0:
+        return copysign(INFINITY, -x)
+    if x < 0:
+        whole = truncf(x) if real is float else trunc(x)
+        if x == whole:
+            return NAN
+        frac = x - whole            # tan(pi * frac): pi * x itself would lose precision
+        return r_digamma_positive(one - x) - <real>(M_PI / tan(M_PI * frac))
+    return r_digamma_positive(x)
+
+
+cdef inline real r_trigamma(real x) noexcept nogil:
+    """torch's calc_trigamma: reflection below 1/2, six recurrence steps, asymptotic series."""
+    cdef real one = 1, sign = 1, result = 0, s, ixx
+    cdef real pi = <real>M_PI
+    cdef int i
+    if x < <real>0.5:
+        sign = -one
+        s = sinf(pi * x) if real is float else sin(pi * x)
+        result -= pi * pi / (s * s)
+        x = one - x
+    for i in range(6):
+        result += one / (x * x)
+        x += one
+    ixx = one / (x * x)
+    result += (one + one / (2 * x) + ixx * (one / 6 - ixx * (one / 30 - ixx * (one / 42)))) / x
+    return sign * result
+
+
 cdef void unary_real(int op, const real* a, real* o, Py_ssize_t n) noexcept nogil:
     """Float unary ops: one loop per op so each is a tight (mostly vectorized) pass."""
     cdef Py_ssize_t i
@@ -343,6 +397,64 @@ cdef void unary_real(int op, const real* a, real* o, Py_ssize_t n) noexcept nogi
     elif op == UNARY_ERF:
         for i in range(n):
             o[i] = erff(a[i]) if real is float else erf(a[i])
+    else:
+        unary_real_math(op, a, o, n)
+
+
+cdef void unary_real_math(int op, const real* a, real* o, Py_ssize_t n) noexcept nogil:
+    """The libm-backed float ops SINH..FRAC (kept apart so unary_real stays readable)."""
+    cdef Py_ssize_t i
+    if op == UNARY_SINH:
+        for i in range(n):
+            o[i] = sinhf(a[i]) if real is float else sinh(a[i])
+    elif op == UNARY_COSH:
+        for i in range(n):
+            o[i] = coshf(a[i]) if real is float else cosh(a[i])
+    elif op == UNARY_TAN:
+        for i in range(n):
+            o[i] = tanf(a[i]) if real is float else tan(a[i])
+    elif op == UNARY_ASIN:
+        for i in range(n):
+            o[i] = asinf(a[i]) if real is float else asin(a[i])
+    elif op == UNARY_ACOS:
+        for i in range(n):
+            o[i] = acosf(a[i]) if real is float else acos(a[i])
+    elif op == UNARY_ATAN:
+        for i in range(n):
+            o[i] = atanf(a[i]) if real is float else atan(a[i])
+    elif op == UNARY_ASINH:
+        for i in range(n):
+            o[i] = asinhf(a[i]) if real is float else asinh(a[i])
+    elif op == UNARY_ACOSH:
+        for i in range(n):
+            o[i] = acoshf(a[i]) if real is float else acosh(a[i])
+    elif op == UNARY_ATANH:
+        for i in range(n):
+            o[i] = atanhf(a[i]) if real is float else atanh(a[i])
+    elif op == UNARY_LOG2:
+        for i in range(n):
+            o[i] = log2f(a[i]) if real is float else log2(a[i])
+    elif op == UNARY_LOG10:
+        for i in range(n):
+            o[i] = log10f(a[i]) if real is float else log10(a[i])
+    elif op == UNARY_EXP2:
+        for i in range(n):
+            o[i] = exp2f(a[i]) if real is float else exp2(a[i])
+    elif op == UNARY_ERFC:
+        for i in range(n):
+            o[i] = erfcf(a[i]) if real is float else erfc(a[i])
+    elif op == UNARY_LGAMMA:
+        for i in range(n):
+            o[i] = lgammaf(a[i]) if real is float else lgamma(a[i])
+    elif op == UNARY_DIGAMMA:
+        for i in range(n):
+            o[i] = r_digamma(a[i])
+    elif op == UNARY_TRIGAMMA:
+        for i in range(n):
+            o[i] = r_trigamma(a[i])
+    elif op == UNARY_FRAC:
+        for i in range(n):          # inf - inf = NaN, as in torch
+            o[i] = a[i] - (truncf(a[i]) if real is float else trunc(a[i]))
 
 
 cdef void unary_int(int op, const int64_t* a, int64_t* o, Py_ssize_t n) noexcept nogil:
@@ -402,7 +514,7 @@ cdef inline bint unary_supported(int op, int dt) noexcept:
     if op == UNARY_LOGICAL_NOT or op == UNARY_ISNAN or op == UNARY_ISINF or op == UNARY_ISFINITE:
         return True
     if dt == DT_F32 or dt == DT_F64:
-        return UNARY_IDENTITY <= op <= UNARY_ERF
+        return UNARY_IDENTITY <= op <= UNARY_ERF or UNARY_SINH <= op <= UNARY_FRAC
     if dt == DT_I64:
         return (op == UNARY_IDENTITY or op == UNARY_NEG or op == UNARY_ABS or op == UNARY_SIGN
                 or op == UNARY_SQUARE or op == UNARY_RELU or op == UNARY_BITWISE_NOT)
@@ -586,6 +698,18 @@ cdef struct OpShiftLeft:
     char unused
 cdef struct OpShiftRight:
     char unused
+cdef struct OpHypot:
+    char unused
+cdef struct OpLogaddexp:
+    char unused
+cdef struct OpLogaddexp2:
+    char unused
+cdef struct OpCopysign:
+    char unused
+cdef struct OpHeaviside:
+    char unused
+cdef struct OpXlogy:
+    char unused
 cdef struct OpAnd:
     char unused
 cdef struct OpOr:
@@ -612,6 +736,12 @@ ctypedef fused arith_op:
     OpBitXor
     OpShiftLeft
     OpShiftRight
+    OpHypot
+    OpLogaddexp
+    OpLogaddexp2
+    OpCopysign
+    OpHeaviside
+    OpXlogy
 
 ctypedef fused pred_op:
     OpEq
@@ -694,6 +824,14 @@ cdef inline anyt arith(arith_op* tag, anyt x, anyt y, int* err) noexcept nogil:
             return 0
     elif arith_op is OpReluBackward:
         return x if y > 0 else 0
+    elif arith_op is OpHeaviside:
+        return y if x == 0 else <anyt>(x > 0)      # NaN > 0 is false: heaviside(NaN) = 0
+    elif arith_op is OpHypot or arith_op is OpLogaddexp or arith_op is OpLogaddexp2 or \
+            arith_op is OpCopysign or arith_op is OpXlogy:
+        if anyt is float or anyt is double:
+            return float_math(tag, x, y)
+        else:
+            return 0
     elif arith_op is OpBitAnd or arith_op is OpBitOr or arith_op is OpBitXor or \
             arith_op is OpShiftLeft or arith_op is OpShiftRight:
         if anyt is int64_t:
@@ -704,6 +842,34 @@ cdef inline anyt arith(arith_op* tag, anyt x, anyt y, int* err) noexcept nogil:
         return x * (one - y * y)
     else:
         return x * y * (one - y)    # OpSigmoidBackward
+
+
+cdef inline real float_math(arith_op* tag, real x, real y) noexcept nogil:
+    """HYPOT, LOGADDEXP(2), COPYSIGN and XLOGY, written as torch's CPU kernels."""
+    if arith_op is OpHypot:
+        return hypotf(x, y) if real is float else hypot(x, y)
+    elif arith_op is OpCopysign:
+        return copysignf(x, y) if real is float else copysign(x, y)
+    elif arith_op is OpXlogy:
+        if y != y:                  # NaN y wins even over x == 0
+            return y
+        return 0 if x == 0 else x * (vlogf(y) if real is float else vlog(y))
+    else:
+        return logaddexp_real(x, y, arith_op is OpLogaddexp2)
+
+
+cdef inline real logaddexp_real(real x, real y, bint base2) noexcept nogil:
+    """max + log1p(e^-|x - y|) (base 2: log1p(2^-|x - y|) / ln 2); equal infinities are
+    returned as they are (inf - inf would be NaN)."""
+    cdef real big, diff
+    if (x == y) & ((x == INFINITY) | (x == -INFINITY)):
+        return x
+    big = y if x < y else x
+    diff = -(fabsf(x - y) if real is float else fabs(x - y))
+    if not base2:
+        return big + (log1pf(r_exp(diff)) if real is float else log1p(r_exp(diff)))
+    return big + (log1pf(exp2f(diff)) if real is float else log1p(exp2(diff))) \
+        * <real>(1.0 / 0.693147180559945309417232121458176568)
 
 
 cdef inline int64_t bit_op(arith_op* tag, int64_t x, int64_t y) noexcept nogil:
@@ -827,6 +993,18 @@ cdef int arith_row(int op, anyt* o, const anyt* x, Py_ssize_t sx, const anyt* y,
         return arith_loop(<OpShiftLeft*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_RIGHT_SHIFT:
         return arith_loop(<OpShiftRight*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_HYPOT:
+        return arith_loop(<OpHypot*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_LOGADDEXP:
+        return arith_loop(<OpLogaddexp*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_LOGADDEXP2:
+        return arith_loop(<OpLogaddexp2*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_COPYSIGN:
+        return arith_loop(<OpCopysign*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_HEAVISIDE:
+        return arith_loop(<OpHeaviside*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_XLOGY:
+        return arith_loop(<OpXlogy*>NULL, o, x, sx, y, sy, n)
     return 0
 
 
@@ -860,12 +1038,14 @@ cdef inline bint binary_supported(int op, int dt) noexcept:
     if binary_is_pred(op):
         return True
     if dt == DT_F32 or dt == DT_F64:
-        return BINARY_ADD <= op <= BINARY_SIGMOID_BACKWARD
+        return BINARY_ADD <= op <= BINARY_SIGMOID_BACKWARD or BINARY_HYPOT <= op <= BINARY_XLOGY
     if dt == DT_I64:
         return (op == BINARY_ADD or op == BINARY_SUB or op == BINARY_MUL or op == BINARY_POW
                 or op == BINARY_MAXIMUM or op == BINARY_MINIMUM or op == BINARY_FLOOR_DIVIDE
-                or op == BINARY_REMAINDER or BINARY_BITWISE_AND <= op <= BINARY_RIGHT_SHIFT)
-    return op == BINARY_ADD or op == BINARY_MUL or op == BINARY_MAXIMUM or op == BINARY_MINIMUM
+                or op == BINARY_REMAINDER or BINARY_BITWISE_AND <= op <= BINARY_RIGHT_SHIFT
+                or op == BINARY_HEAVISIDE)
+    return (op == BINARY_ADD or op == BINARY_MUL or op == BINARY_MAXIMUM or op == BINARY_MINIMUM
+            or op == BINARY_HEAVISIDE)
 
 
 # ---------------------------------------------------------------------------------------------

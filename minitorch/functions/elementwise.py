@@ -29,6 +29,12 @@ __all__ = [
     'mul', 'multiply', 'ne', 'neg', 'negative', 'pow', 'reciprocal', 'relu', 'remainder',
     'round', 'rsqrt', 'sigmoid', 'sign', 'sin', 'sqrt', 'square', 'sub', 'subtract', 'tanh',
     'true_divide', 'trunc', 'where',
+    # further math
+    'acos', 'acosh', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctanh', 'asin',
+    'asinh', 'atan', 'atanh', 'clamp_max', 'clamp_min', 'copysign', 'cosh', 'deg2rad',
+    'digamma', 'erfc', 'exp2', 'fix', 'frac', 'heaviside', 'hypot', 'lgamma', 'log10', 'log2',
+    'logaddexp', 'logaddexp2', 'nan_to_num', 'positive', 'rad2deg', 'sgn', 'signbit', 'sinh',
+    'tan', 'xlogy',
 ]
 _scalar_cache = {}
 _FAST_SCALARS = (int, float)
@@ -117,9 +123,15 @@ def _float_input(a):
     return a if a._data.dtype.is_floating_point else cast(a, dtypes.get_default_dtype())
 
 
+def _no_kernel(kernel, dtype, device):
+    """torch's error for an op without a kernel for a dtype ("frac_cpu" … for 'Long')."""
+    return NotImplementedError(f'"{kernel}_{device.type}" not implemented for '
+                               f"'{TORCH_NAMES[dtype.name]}'")
+
+
 def _no_bool_kernel(kernel, device):
     """torch's error for an op that has no bool kernel ("floor_vml_cpu", "remainder_cpu", …)."""
-    return NotImplementedError(f'"{kernel}_{device.type}" not implemented for \'Bool\'')
+    return _no_kernel(kernel, dtypes.bool_, device)
 
 
 def _copy(a):
@@ -370,6 +382,158 @@ class Trunc(_ZeroGradUnary):
     op = U.TRUNC
 
 
+class Sinh(_UnarySavingInput):
+    op = U.SINH
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * cosh(a)
+
+
+class Cosh(_UnarySavingInput):
+    op = U.COSH
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * sinh(a)
+
+
+class Tan(_UnarySavingOutput):
+    op = U.TAN
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return g * (out * out + 1)
+
+
+class Asin(_UnarySavingInput):
+    op = U.ASIN
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * rsqrt(1 - a * a)
+
+
+class Acos(_UnarySavingInput):
+    op = U.ACOS
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * -rsqrt(1 - a * a)
+
+
+class Atan(_UnarySavingInput):
+    op = U.ATAN
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g / (a * a + 1)
+
+
+class Asinh(_UnarySavingInput):
+    op = U.ASINH
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * rsqrt(a * a + 1)
+
+
+class Acosh(_UnarySavingInput):
+    op = U.ACOSH
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * rsqrt(a * a - 1)
+
+
+class Atanh(_UnarySavingInput):
+    op = U.ATANH
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g / (1 - a * a)
+
+
+class Log2(_UnarySavingInput):
+    op = U.LOG2
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g / (a * math.log(2.0))
+
+
+class Log10(_UnarySavingInput):
+    op = U.LOG10
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g / (a * math.log(10.0))
+
+
+class Exp2(_UnarySavingOutput):
+    op = U.EXP2
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return g * out * math.log(2.0)
+
+
+class Erfc(_UnarySavingInput):
+    op = U.ERFC
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * exp(-(a * a)) * (-2.0 / math.sqrt(math.pi))
+
+
+class Lgamma(_UnarySavingInput):
+    op = U.LGAMMA
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * digamma(a)
+
+
+class Digamma(_UnarySavingInput):
+    op = U.DIGAMMA
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * Trigamma.apply(a)
+
+
+class Trigamma(_Unary):
+    """polygamma(1, x): only digamma's derivative, so its own derivative is not provided."""
+    op = U.TRIGAMMA
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError("derivative for aten::polygamma (n = 1) is not implemented")
+
+
+class Frac(_Unary):
+    op = U.FRAC
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
 # Fused backward kernels, each a Function itself so that double backward still works.
 class TanhBackward(Function):
     @staticmethod
@@ -550,6 +714,128 @@ def isfinite(a):
 
 def logical_not(a):
     return _predicate(U.LOGICAL_NOT, a, "logical_not")
+
+
+def sinh(a):
+    return _unary(Sinh, a)
+
+
+def cosh(a):
+    return _unary(Cosh, a)
+
+
+def tan(a):
+    return _unary(Tan, a)
+
+
+def asin(a):
+    return _unary(Asin, a)
+
+
+def acos(a):
+    return _unary(Acos, a)
+
+
+def atan(a):
+    return _unary(Atan, a)
+
+
+def asinh(a):
+    return _unary(Asinh, a)
+
+
+def acosh(a):
+    return _unary(Acosh, a)
+
+
+def atanh(a):
+    return _unary(Atanh, a)
+
+
+def log2(a):
+    return _unary(Log2, a)
+
+
+def log10(a):
+    return _unary(Log10, a)
+
+
+def exp2(a):
+    return _unary(Exp2, a)
+
+
+def erfc(a):
+    return _unary(Erfc, a)
+
+
+def lgamma(a):
+    return _unary(Lgamma, a)
+
+
+def digamma(a):
+    return _unary(Digamma, a)
+
+
+def frac(a):
+    """a - trunc(a), keeping a's sign; torch has no integer or bool kernel."""
+    _check_tensor(a, "frac")
+    if not a._data.dtype.is_floating_point:
+        raise _no_kernel("frac", a._data.dtype, a.device)
+    return Frac.apply(a)
+
+
+def sgn(a):
+    """sign for real tensors (torch's sgn differs only for complex ones)."""
+    _check_tensor(a, "sgn")
+    return sign(a)
+
+
+def signbit(a):
+    """True where the sign bit is set, -0.0 and negative NaNs included (copysign sees it)."""
+    _check_tensor(a, "signbit")
+    data = a._data
+    if not data.dtype.is_floating_point:
+        return lt(a, 0)
+    one, zero = (scalar_array(v, data.dtype, data.device) for v in (1, 0))
+    return wrap(one.binary(B.COPYSIGN, data).binary(B.LT, zero))
+
+
+def deg2rad(a):
+    _check_tensor(a, "deg2rad")
+    return _float_input(a) * (math.pi / 180)
+
+
+def rad2deg(a):
+    _check_tensor(a, "rad2deg")
+    return _float_input(a) * (180 / math.pi)
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """NaN, +inf and -inf replaced (by default with 0 and the dtype's largest and lowest finite
+    values); integer and bool tensors are returned as copies."""
+    _check_tensor(input, "nan_to_num")
+    dtype = input._data.dtype
+    if not dtype.is_floating_point:
+        return _copy(input)
+    info = np.finfo(dtype.numpy_dtype)
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    result = input
+    for mask, value in ((isnan(input), nan), (eq(input, math.inf), posinf),
+                        (eq(input, -math.inf), neginf)):
+        result = Where.apply(mask, wrap(scalar_array(value, dtype, input._data.device)), result)
+    return result
+
+
+def fix(a):
+    return trunc(a)
+
+
+def positive(input):
+    _check_tensor(input, "positive")
+    if input._data.dtype is dtypes.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
 
 
 # ---- binary -----------------------------------------------------------------------------------
@@ -777,6 +1063,83 @@ class Fmod(_Binary):
         return sum_to(g, a_shape), sum_to(-g * trunc(a / b), b_shape)
 
 
+class _BinarySavingAll(_Binary):
+    """Saves both inputs and the result for the backward."""
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        out = wrap(a._data.binary(cls.op, b._data))
+        ctx.save_for_backward(a, b, out)
+        ctx.shapes = (a._data.shape, b._data.shape)
+        return out
+
+
+class Hypot(_BinarySavingAll):
+    op = B.HYPOT
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, out = ctx.saved_tensors
+        a_shape, b_shape = ctx.shapes
+        return sum_to(g * a / out, a_shape), sum_to(g * b / out, b_shape)
+
+
+class Logaddexp(_BinarySavingAll):
+    op = B.LOGADDEXP
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, _ = ctx.saved_tensors
+        a_shape, b_shape = ctx.shapes
+        return sum_to(g / (exp(b - a) + 1), a_shape), sum_to(g / (exp(a - b) + 1), b_shape)
+
+
+class Logaddexp2(_BinarySavingAll):
+    op = B.LOGADDEXP2
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, _ = ctx.saved_tensors
+        a_shape, b_shape = ctx.shapes
+        return sum_to(g / (exp2(b - a) + 1), a_shape), sum_to(g / (exp2(a - b) + 1), b_shape)
+
+
+class Copysign(_BinarySavingAll):
+    """|a| with b's sign: the gradient is g times the sign flip out / a (0 where a == 0), and
+    none for b, as in torch."""
+    op = B.COPYSIGN
+
+    @staticmethod
+    def backward(ctx, g):
+        a, _, out = ctx.saved_tensors
+        a_shape, b_shape = ctx.shapes
+        zero = wrap(scalar_array(0, g.dtype, g.device))
+        grad_b = zeros(*b_shape, dtype=g.dtype, device=g.device) \
+            if ctx.needs_input_grad[1] else None
+        return sum_to(g * where(a == 0, zero, out / a), a_shape), grad_b
+
+
+class Xlogy(_BinarySavingAll):
+    op = B.XLOGY
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, _ = ctx.saved_tensors
+        a_shape, b_shape = ctx.shapes
+        zero = wrap(scalar_array(0, g.dtype, g.device))
+        grad_a = where((a == 0) & (b <= 0), zero, xlogy(g, b))
+        return sum_to(grad_a, a_shape), sum_to(g * a / b, b_shape)
+
+
+class Heaviside(_Binary):
+    """A step: torch records the op but has no derivative for it."""
+    op = B.HEAVISIDE
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError("derivative for aten::heaviside is not implemented")
+
+
 def _binary(fn, a, b, floating=False):
     """Apply a binary Function: same-dtype tensors and float tensor ⊕ Python int/float go
     straight to the kernel; anything else is promoted first."""
@@ -924,6 +1287,56 @@ def floor_divide(input, other):
     return FloorDivide.apply(*_integer_division_operands(input, other, "div_floor"))
 
 
+def _float_only_binary(fn, kernel, input, other, other_name="other"):
+    """An op of two tensors with only floating kernels: torch names the promoted dtype when
+    it is not floating."""
+    _check_tensor(input, kernel)
+    _check_tensor(other, kernel, 2, other_name)
+    dtype = result_type(input, other)
+    if not dtype.is_floating_point:
+        raise _no_kernel(kernel, dtype, input.device)
+    return _binary(fn, input, other)
+
+
+def hypot(input, other):
+    return _float_only_binary(Hypot, "hypot", input, other)
+
+
+def logaddexp(input, other):
+    return _float_only_binary(Logaddexp, "logaddexp", input, other)
+
+
+def logaddexp2(input, other):
+    return _float_only_binary(Logaddexp2, "logaddexp2", input, other)
+
+
+def copysign(input, other):
+    _check_tensor(input, "copysign")
+    return _binary(Copysign, input, other, floating=True)
+
+
+def xlogy(input, other):
+    """input * log(other), 0 where input == 0 unless other is NaN; either may be a number."""
+    return _binary(Xlogy, input, other, floating=True)
+
+
+def heaviside(input, values):
+    """values where input == 0, else 1 for input > 0 and 0 below (NaN included)."""
+    _check_tensor(input, "heaviside")
+    _check_tensor(values, "heaviside", 2, "values")
+    if input.dtype is not values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    return Heaviside.apply(input, values)
+
+
+def clamp_min(input, min):
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    return clamp(input, max=max)
+
+
 # ---- comparisons and logic (no gradient) ------------------------------------------------------
 def _compare(op, a, b):
     a, b = promote(a, b)
@@ -977,8 +1390,7 @@ def _bitwise(kernel, op, logical_op, a, b):
         dtype = dtypes.int64
     device = a.device if isinstance(a, Tensor) else b.device
     if dtype.is_floating_point:
-        raise NotImplementedError(f'"{kernel}_{device.type}" not implemented for '
-                                  f"'{TORCH_NAMES[dtype.name]}'")
+        raise _no_kernel(kernel, dtype, device)
     a, b = (_as_operand(x, dtype, device) for x in (a, b))
     return wrap(a._data.binary(op, b._data))
 
@@ -1008,8 +1420,7 @@ def bitwise_not(input):
     if input.dtype is dtypes.bool_:
         return logical_not(input)
     if input.dtype.is_floating_point:
-        raise NotImplementedError(f'"bitwise_not_{input.device.type}" not implemented for '
-                                  f"'{TORCH_NAMES[input.dtype.name]}'")
+        raise _no_kernel("bitwise_not", input.dtype, input.device)
     return wrap(input._data.unary(U.BITWISE_NOT))
 
 
@@ -1148,6 +1559,12 @@ def lerp(input, end, weight):
 
 
 clip = clamp
+arcsin = asin
+arccos = acos
+arctan = atan
+arcsinh = asinh
+arccosh = acosh
+arctanh = atanh
 divide = div
 multiply = mul
 subtract = sub

@@ -17,7 +17,9 @@
     __device__ __forceinline__ double m_##NAME(double x, double y) { return NAME(x, y); }
 MATH1(fabs) MATH1(exp) MATH1(log) MATH1(log1p) MATH1(expm1) MATH1(sqrt) MATH1(sin) MATH1(cos)
 MATH1(tanh) MATH1(floor) MATH1(ceil) MATH1(rint) MATH1(trunc) MATH1(erf)
-MATH2(fmod) MATH2(pow) MATH2(atan2) MATH2(copysign)
+MATH1(sinh) MATH1(cosh) MATH1(tan) MATH1(asin) MATH1(acos) MATH1(atan) MATH1(asinh) MATH1(acosh)
+MATH1(atanh) MATH1(log2) MATH1(log10) MATH1(exp2) MATH1(erfc) MATH1(lgamma)
+MATH2(fmod) MATH2(pow) MATH2(atan2) MATH2(copysign) MATH2(hypot)
 
 // ---------------------------------------------------------------------------------------------
 // unary
@@ -27,6 +29,59 @@ template <typename T> __device__ __forceinline__ T sigmoid_of(T x) {
     T e = m_exp(x > T(0) ? -x : x);
     T s = T(1) / (T(1) + e);
     return x >= T(0) ? s : e * s;
+}
+
+// digamma for x > 0 (or NaN): recurrence up to 10, then the asymptotic series (torch's)
+template <typename T> __device__ __forceinline__ T digamma_positive(T x) {
+    T result = T(0);
+    while (x < T(10)) {
+        result -= T(1) / x;
+        x += T(1);
+    }
+    if (x == T(10)) return result + T(2.25175258906672110764);
+    T z = T(0);
+    if (x < T(1.0e17)) {
+        z = T(1) / (x * x);
+        z *= (((((T(8.33333333333333333333E-2) * z - T(2.10927960927960927961E-2)) * z
+                 + T(7.57575757575757575758E-3)) * z - T(4.16666666666666666667E-3)) * z
+               + T(3.96825396825396825397E-3)) * z - T(8.33333333333333333333E-3)) * z
+             + T(8.33333333333333333333E-2);
+    }
+    return result + m_log(x) - T(0.5) / x - z;
+}
+
+// torch's calc_digamma: ±0 gives ∓inf, negative integers (and -inf) NaN, other negatives the
+// reflection digamma(1 - x) - pi / tan(pi * x)
+template <typename T> __device__ __forceinline__ T digamma_of(T x) {
+    const double pi = 3.14159265358979323846;
+    if (x == T(0)) return m_copysign(pos_inf<T>(), -x);
+    if (x < T(0)) {
+        T whole = m_trunc(x);
+        if (x == whole) return pos_inf<T>() - pos_inf<T>();     // NaN
+        double frac = (double)(x - whole);   // tan(pi * frac): pi * x would lose precision
+        return digamma_positive(T(1) - x) - T(pi / m_tan(pi * frac));
+    }
+    return digamma_positive(x);
+}
+
+// torch's calc_trigamma: reflection below 1/2, six recurrence steps, asymptotic series
+template <typename T> __device__ __forceinline__ T trigamma_of(T x) {
+    const T pi = T(3.14159265358979323846);
+    T sign = T(1), result = T(0);
+    if (x < T(0.5)) {
+        sign = T(-1);
+        T s = m_sin(pi * x);
+        result -= pi * pi / (s * s);
+        x = T(1) - x;
+    }
+    for (int i = 0; i < 6; ++i) {
+        result += T(1) / (x * x);
+        x += T(1);
+    }
+    T ixx = T(1) / (x * x);
+    result += (T(1) + T(1) / (T(2) * x)
+               + ixx * (T(1) / T(6) - ixx * (T(1) / T(30) - ixx * (T(1) / T(42))))) / x;
+    return sign * result;
 }
 
 template <typename T, int OP> __device__ __forceinline__ T unary_value(T x) {
@@ -53,6 +108,23 @@ template <typename T, int OP> __device__ __forceinline__ T unary_value(T x) {
         else if constexpr (OP == UNARY_ROUND) return m_rint(x);                   // half to even
         else if constexpr (OP == UNARY_TRUNC) return m_trunc(x);
         else if constexpr (OP == UNARY_ERF) return m_erf(x);
+        else if constexpr (OP == UNARY_SINH) return m_sinh(x);
+        else if constexpr (OP == UNARY_COSH) return m_cosh(x);
+        else if constexpr (OP == UNARY_TAN) return m_tan(x);
+        else if constexpr (OP == UNARY_ASIN) return m_asin(x);
+        else if constexpr (OP == UNARY_ACOS) return m_acos(x);
+        else if constexpr (OP == UNARY_ATAN) return m_atan(x);
+        else if constexpr (OP == UNARY_ASINH) return m_asinh(x);
+        else if constexpr (OP == UNARY_ACOSH) return m_acosh(x);
+        else if constexpr (OP == UNARY_ATANH) return m_atanh(x);
+        else if constexpr (OP == UNARY_LOG2) return m_log2(x);
+        else if constexpr (OP == UNARY_LOG10) return m_log10(x);
+        else if constexpr (OP == UNARY_EXP2) return m_exp2(x);
+        else if constexpr (OP == UNARY_ERFC) return m_erfc(x);
+        else if constexpr (OP == UNARY_LGAMMA) return m_lgamma(x);
+        else if constexpr (OP == UNARY_DIGAMMA) return digamma_of(x);
+        else if constexpr (OP == UNARY_TRIGAMMA) return trigamma_of(x);
+        else if constexpr (OP == UNARY_FRAC) return x - m_trunc(x);           // inf: NaN
         else return x;
     } else if constexpr (same_type<T, i64>::value) {
         // integer arithmetic wraps: done in uint64, where overflow is defined
@@ -120,6 +192,12 @@ unary_kernel(int op, const T* __restrict__ a, void* out, i64 n) {
             UNARY_CASE(UNARY_CEIL) UNARY_CASE(UNARY_ROUND) UNARY_CASE(UNARY_TRUNC)
             UNARY_CASE(UNARY_ERF) UNARY_CASE(UNARY_LOGICAL_NOT) UNARY_CASE(UNARY_ISNAN)
             UNARY_CASE(UNARY_ISINF) UNARY_CASE(UNARY_ISFINITE) UNARY_CASE(UNARY_BITWISE_NOT)
+            UNARY_CASE(UNARY_SINH) UNARY_CASE(UNARY_COSH) UNARY_CASE(UNARY_TAN)
+            UNARY_CASE(UNARY_ASIN) UNARY_CASE(UNARY_ACOS) UNARY_CASE(UNARY_ATAN)
+            UNARY_CASE(UNARY_ASINH) UNARY_CASE(UNARY_ACOSH) UNARY_CASE(UNARY_ATANH)
+            UNARY_CASE(UNARY_LOG2) UNARY_CASE(UNARY_LOG10) UNARY_CASE(UNARY_EXP2)
+            UNARY_CASE(UNARY_ERFC) UNARY_CASE(UNARY_LGAMMA) UNARY_CASE(UNARY_DIGAMMA)
+            UNARY_CASE(UNARY_TRIGAMMA) UNARY_CASE(UNARY_FRAC)
             default: break;
         }
     }
@@ -181,6 +259,21 @@ __device__ __forceinline__ i64 pow_int(i64 x, i64 y, int& err) {
     return (i64)result;
 }
 
+// logaddexp / logaddexp2 as torch computes them: max + log1p(e^-|x - y|) (base 2: log1p of
+// 2^-|x - y|, over ln 2); equal infinities are returned as they are (inf - inf would be NaN)
+template <typename T> __device__ __forceinline__ T logaddexp_of(T x, T y, bool base2) {
+    if (x == y && m_fabs(x) == pos_inf<T>()) return x;
+    T big = x < y ? y : x;
+    T diff = -m_fabs(x - y);
+    if (!base2) return big + m_log1p(m_exp(diff));
+    return big + m_log1p(m_exp2(diff)) * T(1.0 / 0.693147180559945309417232121458176568);
+}
+
+template <typename T> __device__ __forceinline__ T xlogy_of(T x, T y) {
+    if (y != y) return y;                   // NaN y wins even over x == 0
+    return x == T(0) ? T(0) : x * m_log(y);
+}
+
 template <typename T, int OP> __device__ __forceinline__ T arith(T x, T y, int& err) {
     if constexpr (OP == BINARY_ADD) {
         if constexpr (same_type<T, unsigned char>::value) return (x | y) != 0;
@@ -199,6 +292,8 @@ template <typename T, int OP> __device__ __forceinline__ T arith(T x, T y, int& 
         return (x < y) | (x != x) ? x : y;
     } else if constexpr (OP == BINARY_RELU_BACKWARD) {
         return y > T(0) ? x : T(0);
+    } else if constexpr (OP == BINARY_HEAVISIDE) {
+        return x == T(0) ? y : T(x > T(0));     // NaN > 0 is false: heaviside(NaN) = 0
     } else if constexpr (is_float_type<T>::value) {
         if constexpr (OP == BINARY_DIV) return x / y;
         else if constexpr (OP == BINARY_POW) return m_pow(x, y);
@@ -207,6 +302,11 @@ template <typename T, int OP> __device__ __forceinline__ T arith(T x, T y, int& 
         else if constexpr (OP == BINARY_ATAN2) return m_atan2(x, y);
         else if constexpr (OP == BINARY_TANH_BACKWARD) return x * (T(1) - y * y);
         else if constexpr (OP == BINARY_SIGMOID_BACKWARD) return x * y * (T(1) - y);
+        else if constexpr (OP == BINARY_HYPOT) return m_hypot(x, y);
+        else if constexpr (OP == BINARY_LOGADDEXP) return logaddexp_of(x, y, false);
+        else if constexpr (OP == BINARY_LOGADDEXP2) return logaddexp_of(x, y, true);
+        else if constexpr (OP == BINARY_COPYSIGN) return m_copysign(x, y);
+        else if constexpr (OP == BINARY_XLOGY) return xlogy_of(x, y);
         else return T(0);
     } else if constexpr (same_type<T, i64>::value) {
         if constexpr (OP == BINARY_POW) return pow_int(x, y, err);
@@ -289,6 +389,8 @@ binary_kernel(int op, const T* __restrict__ a, i64 a_off, const T* __restrict__ 
             BINARY_CASE(BINARY_SIGMOID_BACKWARD) BINARY_CASE(BINARY_BITWISE_AND)
             BINARY_CASE(BINARY_BITWISE_OR) BINARY_CASE(BINARY_BITWISE_XOR)
             BINARY_CASE(BINARY_LEFT_SHIFT) BINARY_CASE(BINARY_RIGHT_SHIFT)
+            BINARY_CASE(BINARY_HYPOT) BINARY_CASE(BINARY_LOGADDEXP) BINARY_CASE(BINARY_LOGADDEXP2)
+            BINARY_CASE(BINARY_COPYSIGN) BINARY_CASE(BINARY_HEAVISIDE) BINARY_CASE(BINARY_XLOGY)
             default: break;
         }
     }
