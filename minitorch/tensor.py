@@ -368,6 +368,13 @@ class Tensor:
         while recording."""
         if not _grad_mode.enabled:
             return
+        if getattr(self, "_no_grad_view", False):
+            raise RuntimeError(
+                "A view was created in no_grad mode and is being modified inplace with grad mode "
+                "enabled. Given that this use case is ambiguous and error-prone, it is forbidden. "
+                "You can clarify your code by moving both the view and the inplace either both "
+                "inside the no_grad block (if you don't want the inplace to be tracked) or both "
+                "outside (if you want the inplace to be tracked).")
         if self.requires_grad and self.grad_fn is None:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                                "operation.")
@@ -563,7 +570,7 @@ def numel(input):
 
 # ---- ops as methods and operators (one line each; the ops live in minitorch.functions) --------
 from .functions import elementwise as _E, index as _I, linalg as _L, movement as _M  # noqa: E402
-from .functions import reduce as _R  # noqa: E402
+from .functions import reduce as _R, sort as _S  # noqa: E402
 from .ndarray import broadcast_shapes as _broadcast_shapes  # noqa: E402
 from .opcodes import BinaryOp as _BinaryOp  # noqa: E402
 
@@ -573,7 +580,13 @@ def _inplace(fn):
     the op's output in the graph (its old history becomes the op's input)."""
     def method(self, *args, **kwargs):
         self._check_inplace()
-        result = fn(self, *args, **kwargs)
+        source = self
+        if _grad_mode.enabled and (self.requires_grad or any(
+                getattr(a, "requires_grad", False) for a in args + tuple(kwargs.values()))):
+            # The op may save its input for backward (sin_, log_, mul_ by a weight): give it a
+            # copy, since self is about to be overwritten (torch keeps the original too).
+            source = self.clone()
+        result = fn(source, *args, **kwargs)
         return self._assign_result(result)
     method.__name__ = fn.__name__ + "_"
     return method
@@ -686,16 +699,22 @@ _SAME_NAME = {
     _E: ("add sub mul div true_divide floor_divide remainder fmod pow float_power neg abs sign "
          "addcmul addcdiv clip multiply subtract divide negative absolute greater less "
          "exp log log1p expm1 sqrt rsqrt sin cos tanh sigmoid relu reciprocal square erf floor "
-         "ceil round trunc clamp minimum maximum fmax fmin atan2 where eq ne lt le gt ge "
+         "ceil round trunc clamp minimum maximum fmax fmin atan2 eq ne lt le gt ge "
          "logical_and logical_or logical_xor logical_not isnan isinf isfinite lerp equal "
          "allclose isclose bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift "
-         "bitwise_right_shift"),
+         "bitwise_right_shift sinh cosh tan asin acos atan asinh acosh atanh arcsin arccos "
+         "arctan arcsinh arccosh arctanh log2 log10 exp2 erfc lgamma digamma frac hypot "
+         "logaddexp logaddexp2 copysign heaviside xlogy sgn signbit deg2rad rad2deg nan_to_num "
+         "clamp_min clamp_max fix positive"),
     _R: ("sum mean prod max min amax amin argmax argmin var std logsumexp softmax log_softmax "
          "norm cumsum cumprod all any count_nonzero"),
     _M: ("reshape view flatten unflatten squeeze unsqueeze permute transpose t expand expand_as "
          "broadcast_to movedim as_strided narrow unbind split chunk flip roll repeat tile "
-         "contiguous clone unfold view_as reshape_as swapaxes swapdims moveaxis fliplr flipud"),
-    _L: "matmul mm bmm outer dot mv addmm baddbmm inner ger",
+         "contiguous clone unfold view_as reshape_as swapaxes swapdims moveaxis fliplr flipud "
+         "diff repeat_interleave select tensor_split hsplit vsplit dsplit rot90"),
+    _L: ("matmul mm bmm outer dot mv addmm baddbmm inner ger diagonal diag diag_embed trace "
+         "tril triu cross dist"),
+    _S: "sort argsort msort topk kthvalue median unique",
     _I: ("gather scatter scatter_add index_select masked_fill take_along_dim nonzero "
          "masked_select take index_add index_put argwhere"),
 }
@@ -705,9 +724,16 @@ for _module, _names in _SAME_NAME.items():
 
 # in-place variants: same op, result written into self
 for _name in ("add sub mul div pow neg abs sign exp log log1p expm1 sqrt rsqrt sin cos tanh "
-              "sigmoid relu reciprocal square floor ceil round trunc clamp lerp").split():
+              "sigmoid relu reciprocal square floor ceil round trunc clamp lerp sinh cosh tan "
+              "asin acos atan asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh "
+              "log2 log10 exp2 erfc lgamma digamma frac hypot copysign heaviside xlogy sgn "
+              "deg2rad rad2deg nan_to_num clamp_min clamp_max fix").split():
     setattr(_T, _name + "_", _inplace(getattr(_E, _name)))
 _T.clip_ = _T.clamp_
+_T.tril_ = _inplace(_L.tril)
+_T.triu_ = _inplace(_L.triu)
+# x.where(condition, y) keeps x where condition holds (torch.where(condition, x, y))
+_T.where = lambda self, condition, y: _E.where(condition, self, y)
 
 
 def _direct_inplace(self, other, opcode):
@@ -715,7 +741,8 @@ def _direct_inplace(self, other, opcode):
     a new buffer and a copy back: optimizer steps are made of these). Applies only when nothing
     is being recorded, self is compact and the result keeps self's shape and dtype; returns
     False so the general path runs (and raises torch's errors) otherwise."""
-    if _grad_mode.enabled and (self.requires_grad or getattr(other, "requires_grad", False)):
+    if _grad_mode.enabled and (self.requires_grad or getattr(other, "requires_grad", False) or
+                               getattr(self, "_no_grad_view", False)):
         return False
     nd = self._data
     if not nd.dtype.is_floating_point or not nd.is_compact():

@@ -270,3 +270,42 @@ def test_operators_record_only_when_a_gradient_is_needed():
     flags = mt.tensor([True, False])
     with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool"):
         flags - flags
+
+
+def test_view_made_under_no_grad_refuses_inplace_while_recording(device):
+    a = mt.randn(3, requires_grad=True, device=device).clone()
+    with mt.no_grad():
+        v = a[:2]
+    for write in (lambda: v.mul_(2), lambda: v.add_(mt.ones(2, device=device)),
+                  lambda: v.__iadd__(1), lambda: v.sin_()):
+        with pytest.raises(RuntimeError, match="A view was created in no_grad mode and is "
+                                               "being modified inplace with grad mode enabled"):
+            write()
+    with mt.no_grad():
+        v.mul_(2)                   # both inside no_grad: allowed
+    plain = mt.randn(3, device=device)
+    with mt.no_grad():
+        w = plain[:2]
+    w.mul_(2)                       # the base needs no grad: allowed
+
+
+@pytest.mark.parametrize("op", ["sin_", "log_", "mul_"])
+def test_inplace_op_that_saves_its_input_gets_the_right_gradient(op, device):
+    """sin_ and log_ need the input they overwrite; mul_ by a weight needs self for the
+    weight's gradient (torch keeps a copy of the original)."""
+    x = mt.tensor([0.5, 1.5, 2.0], requires_grad=True, device=device)
+    w = mt.tensor([3.0, -1.0, 2.0], requires_grad=True, device=device)
+    y = x * 1
+    args = (w,) if op == "mul_" else ()
+    getattr(y, op)(*args).sum().backward()
+    expected = {"sin_": x.detach().cos(), "log_": 1 / x.detach(), "mul_": w.detach()}[op]
+    np.testing.assert_allclose(x.grad.cpu().numpy(), expected.cpu().numpy(), rtol=1e-6)
+    if op == "mul_":
+        np.testing.assert_allclose(w.grad.cpu().numpy(), x.detach().cpu().numpy(), rtol=1e-6)
+
+
+def test_tensor_where_method_keeps_self_where_the_condition_holds(device):
+    x = mt.tensor([1.0, 2.0, 3.0], device=device)
+    cond = mt.tensor([True, False, True], device=device)
+    np.testing.assert_array_equal(x.where(cond, mt.tensor(0.0, device=device)).cpu().numpy(),
+                                  [1.0, 0.0, 3.0])

@@ -39,6 +39,8 @@ def view_of(a, data):
     t = wrap(data, version=a._version)
     if _grad_mode.enabled:      # without recording there is no graph to re-root later
         t._base = a._base if a._base is not None else a
+    elif a.requires_grad:       # an in-place write through it while recording is refused
+        t._no_grad_view = True
     return t
 
 
