@@ -149,6 +149,140 @@ class LogSoftmax(Softmax):
         return F.log_softmax(input, self.dim, _stacklevel=5)
 
 
+class _InplaceActivation(Module):
+    """An activation whose only argument is `inplace`: forward is `_function(input, inplace)`.
+    torch shows inplace in the repr of some (SELU, Mish) and not of others (Hardswish)."""
+    _function = None
+    _show_inplace = True
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return type(self)._function(input, inplace=self.inplace)
+
+    def extra_repr(self):
+        return _inplace_repr(self.inplace, first=True) if self._show_inplace else ""
+
+
+class SELU(_InplaceActivation):
+    _function = F.selu
+
+
+class Mish(_InplaceActivation):
+    _function = F.mish
+
+
+class Hardswish(_InplaceActivation):
+    _function = F.hardswish
+    _show_inplace = False
+
+
+class Hardsigmoid(_InplaceActivation):
+    _function = F.hardsigmoid
+    _show_inplace = False
+
+
+class CELU(Module):
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + _inplace_repr(self.inplace)
+
+
+class Softsign(Module):
+    def forward(self, input):
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    def forward(self, input):
+        return F.tanhshrink(input)
+
+
+class Softshrink(Module):
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class Hardshrink(Softshrink):
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+
+class Threshold(Module):
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}" + _inplace_repr(self.inplace)
+
+
+class GLU(Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Softmin(Softmax):
+    def forward(self, input):
+        return F.softmin(input, self.dim, _stacklevel=5)
+
+
+class PReLU(Module):
+    """max(0, x) + a·min(0, x) with a learnt slope `a`: one, or one per channel."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(mt.empty(num_parameters, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(Module):
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}" + _inplace_repr(self.inplace)
+
+
 class MultiheadAttention(Module):
     """torch.nn.MultiheadAttention: packed (or, with kdim/vdim, separate) in-projection,
     batch_first, bool or float masks, bias_kv / zero_attn, averaged or per-head weights. With

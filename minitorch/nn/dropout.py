@@ -1,4 +1,4 @@
-"""Dropout."""
+"""Dropout, Dropout1d and Dropout2d (channel-wise)."""
 from . import functional as F
 from .module import Module
 
@@ -15,3 +15,13 @@ class Dropout(Module):
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(Dropout):
+    def forward(self, input):
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(Dropout):
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training, self.inplace)

@@ -12,7 +12,10 @@ state (running statistics, embedding rows) is touched.
 import math
 import numbers
 import operator
+import struct
 import warnings
+
+import numpy as np
 
 import minitorch as mt
 from .. import dtypes
@@ -26,13 +29,19 @@ from ..opcodes import BinaryOp, ReduceOp, UnaryOp
 from ..tensor import wrap
 
 __all__ = [
-    "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy",
-    "binary_cross_entropy_with_logits", "conv1d", "conv2d", "conv_transpose2d", "cosine_similarity",
-    "cross_entropy", "dropout", "elu", "embedding", "fold", "gelu", "group_norm", "hardtanh",
-    "huber_loss", "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax",
-    "logsigmoid", "max_pool2d", "mse_loss", "nll_loss", "normalize", "one_hot", "pad", "relu",
-    "relu6", "scaled_dot_product_attention", "sigmoid", "silu", "smooth_l1_loss", "softmax",
-    "softplus", "tanh", "unfold",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool1d",
+    "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu",
+    "conv1d", "conv2d", "conv_transpose2d", "cosine_embedding_loss", "cosine_similarity",
+    "cross_entropy", "dropout", "dropout1d", "dropout2d", "elu", "embedding", "fold",
+    "gaussian_nll_loss", "gelu", "glu", "group_norm", "hardshrink", "hardsigmoid", "hardswish",
+    "hardtanh", "hinge_embedding_loss", "huber_loss", "instance_norm", "interpolate", "kl_div",
+    "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "logsigmoid",
+    "margin_ranking_loss", "max_pool1d", "max_pool2d", "mish", "mse_loss", "multi_margin_loss",
+    "multilabel_soft_margin_loss", "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance",
+    "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu", "relu", "relu6", "rms_norm",
+    "rrelu", "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss",
+    "soft_margin_loss", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh",
+    "tanhshrink", "threshold", "triplet_margin_loss", "unfold", "upsample",
 ]
 
 
@@ -279,17 +288,188 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return ((x1 / norms[0]) * (x2 / norms[1])).sum(dim)
 
 
+def _maybe_inplace(input, inplace, compute):
+    """compute(input), written back into input when inplace. The computation reads a copy
+    then, so that what it saves for backward is not the tensor being overwritten."""
+    if not inplace:
+        return compute(input)
+    return input.copy_(compute(input.clone()))
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    return _maybe_inplace(input, inplace, lambda x: elu(x, _SELU_ALPHA) * _SELU_SCALE)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    # As in elu, expm1 reads min(x, 0) so the unselected branch never overflows.
+    return _maybe_inplace(input, inplace, lambda x: mt.where(
+        x > 0, x, (x.clamp(max=0.0) / alpha).expm1() * alpha))
+
+
+def hardswish(input, inplace=False):
+    """x·relu6(x + 3)/6; at the kinks the gradient is that of the outer pieces (0 at -3, 1 at
+    3), as torch's."""
+    def compute(x):
+        middle = x * (x + 3.0) / 6.0
+        return mt.where(x <= -3.0, _constant(0.0, x), mt.where(x < 3.0, middle, x))
+    return _maybe_inplace(input, inplace, compute)
+
+
+def hardsigmoid(input, inplace=False):
+    return _maybe_inplace(input, inplace, lambda x: hardtanh(x + 3.0, 0.0, 6.0) / 6.0)
+
+
+def mish(input, inplace=False):
+    return _maybe_inplace(input, inplace, lambda x: x * softplus(x).tanh())
+
+
+def softsign(input):
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input):
+    return input - input.tanh()
+
+
+def _check_lambd(lambd, input):
+    if lambd < 0:
+        limit = float(np.finfo(input.dtype.numpy_dtype).max)
+        raise RuntimeError(f"lambda must be in range [0, {limit:g}] for input dtype "
+                           f"{TORCH_NAMES[input.dtype.name]}, but found {lambd:g}")
+
+
+def softshrink(input, lambd=0.5):
+    _check_lambd(lambd, input)
+    zero = _constant(0.0, input)
+    return mt.where(input > lambd, input - lambd,
+                    mt.where(input < -lambd, input + lambd, zero))
+
+
+def hardshrink(input, lambd=0.5):
+    return mt.where(input.abs() > lambd, input, _constant(0.0, input))
+
+
+def threshold(input, threshold, value, inplace=False):
+    """input where input > threshold, else value (cast to input's dtype, as torch)."""
+    return _maybe_inplace(input, inplace, lambda x: mt.where(x > threshold, x,
+                                                             _constant(value, x)))
+
+
+def glu(input, dim=-1):
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    dim = normalize_dim(dim, input.ndim)
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim} is size "
+                           f"{input.shape[dim]}")
+    first, second = input.chunk(2, dim)
+    return first * second.sigmoid()
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _softmax_dim("softmin", input.ndim, _stacklevel)
+    return _softmax(-input, dim, dtype)
+
+
+def prelu(input, weight):
+    """max(0, x) + weight·min(0, x), one weight per channel (axis 1) or one for all."""
+    if weight.ndim > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                           f"ndim = {weight.ndim}")
+    channels = input.shape[1] if input.ndim >= 2 else 1
+    if weight.numel() != 1 and weight.numel() != channels:
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                           f"parameter numbers = {weight.numel()} and channel size = "
+                           f"{channels}.")
+    shape = [1] * input.ndim
+    if input.ndim >= 2:
+        shape[1] = weight.numel()
+    return mt.where(input > 0, input, input * weight.reshape(shape))
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomized leaky ReLU: in training each negative element's slope is drawn from
+    U(lower, upper) (the default generator); in evaluation the slope is their mean."""
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+
+    def compute(x):
+        slopes = mt.rand(*x.shape, dtype=x.dtype, device=x.device) * (upper - lower) + lower
+        return mt.where(x > 0, x, x * slopes)
+    return _maybe_inplace(input, inplace, compute)
+
+
 # ---- dropout ----------------------------------------------------------------------------------
-def dropout(input, p=0.5, training=True, inplace=False):
+def _check_dropout_p(p):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _masked_dropout(input, p, training, inplace, mask_shape):
+    """Zero input where a Bernoulli(1 - p) mask of mask_shape (broadcast over input) is 0 and
+    scale the rest by 1/(1 - p)."""
     if not training or p == 0.0:
         return input
     if p == 1.0:
-        return input * 0.0
-    keep = mt.rand(*input.shape, dtype=input.dtype, device=input.device) >= p
-    result = input * keep.to(input.dtype) * (1.0 / (1.0 - p))
+        result = input * 0.0
+    else:
+        keep = mt.rand(*mask_shape, dtype=input.dtype, device=input.device) >= p
+        result = input * keep.to(input.dtype) * (1.0 / (1.0 - p))
     return input.copy_(result) if inplace else result
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    _check_dropout_p(p)
+    return _masked_dropout(input, p, training, inplace, input.shape)
+
+
+def _feature_dropout(input, p, training, inplace):
+    """Channel-wise dropout of an (N, C, …) input: one mask value per (sample, channel)."""
+    mask_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    return _masked_dropout(input, p, training, inplace, mask_shape)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    _check_dropout_p(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
+                           "input. Note that dropout1d exists to provide channel-wise dropout on "
+                           "inputs with 1 spatial dimension, a channel dimension, and an optional "
+                           "batch dimension (i.e. 2D or 3D inputs).")
+    if input.ndim == 3:
+        return _feature_dropout(input, p, training, inplace)
+    # Unbatched (C, L): a batch of one; in place, the view writes through to the input.
+    result = _feature_dropout(input.unsqueeze(0), p, training, inplace).squeeze(0)
+    return input if inplace else result
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """torch's dropout2d, its warnings included: a 3-D input is taken as (N, C, L)."""
+    _check_dropout_p(p)
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. Note "
+                      "that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 3D or 4D inputs).", stacklevel=2)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+                      "1D dropout behavior is desired - input is interpreted as shape (N, C, L), "
+                      "where C is the channel dim. This behavior will change in a future release "
+                      "to interpret the input as one without a batch dimension, i.e. shape "
+                      "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch "
+                      "to using dropout1d instead.", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace)
 
 
 # ---- convolution ------------------------------------------------------------------------------
@@ -641,25 +821,124 @@ def adaptive_avg_pool2d(input, output_size):
     output_size = _list_with_default(output_size, input.shape)
     if len(output_size) != 2:
         raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
-    if input.ndim not in (3, 4):
-        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got "
-                           f"{shape_str(input.shape)}")
-    for dim in (-2, -1):
-        if input.shape[dim] == 0:
-            raise RuntimeError("adaptive_avg_pool2d(): Expected input to have non-zero size for "
-                               f"non-batch dimensions, but input has sizes "
-                               f"{shape_str(input.shape)} with dimension {dim + input.ndim} "
-                               "being empty")
+    _check_adaptive_input(input, "adaptive_avg_pool2d")
     out_h, out_w = output_size
     h, w = input.shape[-2:]
     if out_h and out_w and h % out_h == 0 and w % out_w == 0:
         return avg_pool2d(input, (h // out_h, w // out_w))
-    rows = [input[..., (i * h) // out_h:-(-(i + 1) * h // out_h), :].mean(-2, keepdim=True)
+    rows = [input[..., slice(*_adaptive_bounds(i, h, out_h)), :].mean(-2, keepdim=True)
             for i in range(out_h)]
     pooled_rows = mt.cat(rows, dim=-2)
-    cols = [pooled_rows[..., (j * w) // out_w:-(-(j + 1) * w // out_w)].mean(-1, keepdim=True)
+    cols = [pooled_rows[..., slice(*_adaptive_bounds(j, w, out_w))].mean(-1, keepdim=True)
             for j in range(out_w)]
     return mt.cat(cols, dim=-1)
+
+
+def _single(value, name):
+    """A 1-D pooling argument: an int or a 1-element sequence (torch's max_pool1d check)."""
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if len(value) != 1:
+        raise RuntimeError(f"max_pool1d() {name} must be an int, list of ints or tuple of ints "
+                           f"of size 1 but got size {len(value)}")
+    return int(value[0])
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """A 2-D max pool over a height-1 image, after torch's max_pool1d checks."""
+    non_batch = input.shape[1:] if input.ndim == 3 else input.shape
+    if input.ndim not in (2, 3) or 0 in tuple(non_batch):
+        raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim "
+                           f"batch size for input, but got:{shape_str(input.shape)}")
+    kernel = _single(kernel_size, "kernel_size")
+    stride = kernel if stride is None or (not isinstance(stride, numbers.Integral) and
+                                          len(stride) == 0) else _single(stride, "stride")
+    padding, dilation = _single(padding, "padding"), _single(dilation, "dilation")
+    for name, v in (("kernel_size", kernel), ("stride", stride), ("dilation", dilation)):
+        if v <= 0:
+            raise RuntimeError(f"max_pool1d() {name} must be greater than zero, but got {v}")
+    if padding < 0:
+        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {padding}")
+    if padding > kernel // 2:
+        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but got "
+                           f"padding={padding} and kernel_size={kernel}")
+    out = _pool_output_size(input.shape[-1], kernel, padding, stride, dilation, ceil_mode)
+    if out <= 0:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
+    result = max_pool2d(input.unsqueeze(-2), (1, kernel), (1, stride), (0, padding),
+                        (1, dilation), ceil_mode, return_indices)
+    if return_indices:
+        return result[0].squeeze(-2), result[1].squeeze(-2)
+    return result.squeeze(-2)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    _check_1d_input(input, "avg_pool1d")
+    kernel = _single(kernel_size, "kernel_size")
+    stride = kernel if stride is None else _single(stride, "stride")
+    return avg_pool2d(input.unsqueeze(-2), (1, kernel), (1, stride), (0, _single(padding,
+                      "padding")), ceil_mode, count_include_pad).squeeze(-2)
+
+
+def _check_1d_input(input, name):
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional tensor "
+                           f"for argument #1 'self' (while checking arguments for {name})")
+
+
+def adaptive_avg_pool1d(input, output_size):
+    if not isinstance(output_size, numbers.Integral):
+        if len(output_size) != 1:
+            raise RuntimeError(f"adaptive_avg_pool1d() argument 'output_size' should contain one "
+                               f"int (got {len(output_size)})")
+        output_size = output_size[0]
+    _check_1d_input(input, "adaptive_avg_pool1d")
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1, output_size)).squeeze(-2)
+
+
+def _check_adaptive_input(input, name, but_got="but got"):
+    """ATen's adaptive pooling input checks (`but_got`: the wording differs by a colon)."""
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"{name}(): Expected 3D or 4D tensor, {but_got} "
+                           f"{shape_str(input.shape)}")
+    for dim in range(1, input.ndim):
+        if input.shape[dim] == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {shape_str(input.shape)} with "
+                               f"dimension {dim} being empty")
+
+
+def _adaptive_bounds(i, size, out):
+    """torch's adaptive window i of `out` over `size`:
+    [floor(i·size/out), ceil((i+1)·size/out))."""
+    return (i * size) // out, -(-(i + 1) * size // out)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Max over torch's adaptive windows. Windows that tile the input are one max_pool2d;
+    otherwise each window is reduced on its own (output sizes are small: 1×1 … 7×7)."""
+    output_size = _list_with_default(output_size, input.shape)
+    _check_adaptive_input(input, "adaptive_max_pool2d", "but got:")
+    (out_h, out_w), (h, w) = output_size, input.shape[-2:]
+    if out_h and out_w and h % out_h == 0 and w % out_w == 0:
+        return max_pool2d(input, (h // out_h, w // out_w), return_indices=return_indices)
+    lead = tuple(input.shape[:-2])
+    values, indices = [], []
+    for i in range(out_h):
+        top, bottom = _adaptive_bounds(i, h, out_h)
+        for j in range(out_w):
+            left, right = _adaptive_bounds(j, w, out_w)
+            window = input[..., top:bottom, left:right].reshape(*lead, -1)
+            value, arg = window.max(-1)
+            values.append(value)
+            # The window's arg-max as a position in the H·W plane (torch's indices).
+            indices.append((arg // (right - left) + top) * w + arg % (right - left) + left)
+    result = mt.stack(values, -1).reshape(*lead, out_h, out_w)
+    if not return_indices:
+        return result
+    return result, mt.stack(indices, -1).reshape(*lead, out_h, out_w)
 
 
 # ---- normalization ----------------------------------------------------------------------------
@@ -701,12 +980,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             _update_running_stats(running_mean, running_var, mean, var, momentum, count)
     else:
         mean, var = running_mean, running_var
-    out = (input - mean.reshape(shape)) * (var.reshape(shape) + eps).rsqrt()
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out
+    return _affine(input, mean.reshape(shape), var.reshape(shape), eps, weight, bias, shape)
 
 
 def _update_running_stats(running_mean, running_var, mean, var, momentum, count):
@@ -768,6 +1042,72 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if bias is not None:
         out = out + bias.reshape(shape)
     return out
+
+
+def _verify_spatial_size(size):
+    """torch's _verify_spatial_size: instance statistics need more than one value each."""
+    if math.prod(size[2:]) == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"{size}")
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalise each (sample, channel) plane over its spatial axes. torch runs batch_norm on
+    the input seen as (1, N·C, …) with the running statistics repeated N times, so their
+    update is the batch average of the per-instance updates, and sizes are checked as N·C."""
+    if use_input_stats:
+        _verify_spatial_size(input.shape)
+    n, c = input.shape[:2]
+    if not use_input_stats and (running_mean is None or running_var is None):
+        raise RuntimeError("Expected running_mean and running_var to be defined when "
+                           "use_input_stats is false")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{name} should contain {n * c} elements not {t.numel() * n}")
+    dims = tuple(range(2, input.ndim))
+    shape = (1, c) + (1,) * (input.ndim - 2)
+    if use_input_stats:
+        mean = input.mean(dims, keepdim=True)
+        var = input.var(dims, keepdim=True, correction=0)
+        if running_mean is not None or running_var is not None:
+            _update_running_stats(running_mean, running_var, mean.mean(0).reshape(c),
+                                  var.mean(0).reshape(c), momentum, math.prod(input.shape[2:]))
+    else:
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+    return _affine(input, mean, var, eps, weight, bias, shape)
+
+
+def _affine(input, mean, var, eps, weight, bias, shape):
+    """(input - mean) / sqrt(var + eps), then scaled and shifted by the per-channel weight and
+    bias (each optional) reshaped to `shape`."""
+    out = (input - mean) * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x²) + eps) over the trailing normalized_shape axes, times weight; eps
+    defaults to the dtype's machine epsilon, as torch."""
+    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) \
+        else tuple(normalized_shape)
+    if weight is not None and tuple(weight.shape) != normalized_shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got "
+                           f"weight of shape {shape_str(weight.shape)} and normalized_shape = "
+                           f"{shape_str(normalized_shape)}")
+    if tuple(input.shape[input.ndim - len(normalized_shape):]) != normalized_shape:
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with "
+                           f"shape [*{', '.join(str(s) for s in normalized_shape)}], but got "
+                           f"input of size{list(input.shape)}")
+    if eps is None:
+        eps = float(np.finfo(input.dtype.numpy_dtype).eps)
+    dims = tuple(range(input.ndim - len(normalized_shape), input.ndim))
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return out * weight if weight is not None else out
 
 
 # ---- embedding, padding, one-hot --------------------------------------------------------------
@@ -944,6 +1284,188 @@ def one_hot(tensor, num_classes=-1):
             raise RuntimeError("Class values must be smaller than num_classes.")
     classes = mt.arange(num_classes, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).long()
+
+
+# ---- resampling -------------------------------------------------------------------------------
+_LINEAR_MODES = {"linear": 3, "bilinear": 4, "trilinear": 5}     # mode → the input rank it needs
+
+
+def _float32(value):
+    """value rounded to float32: torch's nearest modes compute source indices in float."""
+    return struct.unpack("f", struct.pack("f", value))[0]
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """torch.nn.functional.interpolate for the modes nearest, nearest-exact, (bi/tri)linear and
+    area. Every mode but area is separable: one axis at a time, each a gather of source rows
+    (index_select, whose backward is index_add) and for the linear modes a weighted sum."""
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    spatial = input.ndim - 2
+    out_sizes, scales = _interpolate_sizes(input, size, scale_factor, recompute_scale_factor,
+                                           mode == "area")
+    if antialias:
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                         "modes and requires a 4-D tensor as input")
+    _check_interpolate_mode(input, mode)
+    in_sizes = tuple(input.shape[2:])
+    if any(s <= 0 for s in in_sizes + tuple(out_sizes)):
+        labels = "DHW"[3 - spatial:]
+        raise RuntimeError(
+            "Input and output sizes should be greater than 0, but got input ("
+            + ", ".join(f"{a}: {s}" for a, s in zip(labels, in_sizes))
+            # torch's 1-D message alone says "and output"
+            + (") and output (" if spatial == 1 else ") output (")
+            + ", ".join(f"{a}: {s}" for a, s in zip(labels, out_sizes)) + ")")
+    if mode == "area":
+        pool = adaptive_avg_pool1d if spatial == 1 else adaptive_avg_pool2d
+        return pool(input, out_sizes[0] if spatial == 1 else tuple(out_sizes))
+    for axis, (in_size, out_size, scale) in enumerate(zip(in_sizes, out_sizes, scales)):
+        if mode in _LINEAR_MODES:
+            input = _linear_axis(input, axis + 2, in_size, out_size, scale, align_corners)
+        else:
+            input = _nearest_axis(input, axis + 2, in_size, out_size, scale,
+                                  mode == "nearest-exact")
+    return input
+
+
+def _interpolate_sizes(input, size, scale_factor, recompute_scale_factor, area):
+    """(output sizes, scale factors or Nones) as torch derives them, with its errors."""
+    spatial = input.ndim - 2
+    shape_text = list(input.shape[2:])
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        if recompute_scale_factor:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+        if not isinstance(size, (list, tuple)):
+            return [size] * spatial, [None] * spatial
+        if len(size) != spatial:
+            raise ValueError(f"Input and output must have the same number of spatial "
+                             f"dimensions, but got input with spatial dimensions of {shape_text} "
+                             f"and output size of {size}. Please provide input tensor in (N, C, "
+                             "d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) format.")
+        return list(size), [None] * spatial
+    if scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    if isinstance(scale_factor, (list, tuple)):
+        if len(scale_factor) != spatial:
+            raise ValueError(f"Input and scale_factor must have the same number of spatial "
+                             f"dimensions, but got input with spatial dimensions of {shape_text} "
+                             f"and scale_factor of shape {scale_factor}. Please provide input "
+                             "tensor in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, "
+                             "s2, ...,sK) format.")
+        scales = list(scale_factor)
+    else:
+        scales = [scale_factor] * spatial
+    out_sizes = [math.floor(s * f) for s, f in zip(input.shape[2:], scales)]
+    # Area mode (and recompute_scale_factor) maps positions by the integer sizes alone.
+    if recompute_scale_factor or area:
+        scales = [None] * spatial
+    return out_sizes, scales
+
+
+def _check_interpolate_mode(input, mode):
+    needed = _LINEAR_MODES.get(mode)
+    if needed is not None and input.ndim in (3, 4, 5) and input.ndim != needed:
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {needed}D "
+                                  "input")
+    supported = mode in ("nearest", "nearest-exact") or (mode == "area" and input.ndim < 5)
+    if input.ndim not in (3, 4, 5) or not (supported or needed is not None):
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+            "the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+            f"nearest-exact (got {mode})")
+
+
+def _nearest_axis(x, dim, in_size, out_size, scale, exact):
+    """ATen's nearest_idx / nearest_neighbor_exact_compute_source_index, in float32."""
+    if out_size == in_size and not exact:
+        return x
+    ratio = _float32(1.0 / scale if scale is not None and scale > 0 else in_size / out_size)
+    if exact:
+        index = [min(math.floor(_float32((i + 0.5) * ratio)), in_size - 1)
+                 for i in range(out_size)]
+    elif out_size == 2 * in_size:
+        index = [i // 2 for i in range(out_size)]
+    else:
+        index = [min(math.floor(_float32(i * ratio)), in_size - 1) for i in range(out_size)]
+    return x.index_select(dim, mt.tensor(index, device=x.device))
+
+
+def _linear_axis(x, dim, in_size, out_size, scale, align_corners):
+    """Linear interpolation along one axis: ATen's source index and weights per output
+    position, then x[i0]·(1 - λ) + x[i1]·λ with the weights broadcast along the axis."""
+    if out_size == in_size:
+        return x
+    if align_corners:
+        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    else:
+        ratio = 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
+    low, high, weights = [], [], []
+    for i in range(out_size):
+        source = ratio * i if align_corners else max(ratio * (i + 0.5) - 0.5, 0.0)
+        index = min(math.floor(source), in_size - 1)
+        low.append(index)
+        high.append(index + 1 if index < in_size - 1 else index)
+        weights.append(min(max(source - index, 0.0), 1.0))
+    shape = [1] * x.ndim
+    shape[dim] = out_size
+    lam = mt.tensor(weights, dtype=x.dtype, device=x.device).reshape(shape)
+    gather = (x.index_select(dim, mt.tensor(rows, device=x.device)) for rows in (low, high))
+    return next(gather) * (1 - lam) + next(gather) * lam
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """The deprecated alias of interpolate (torch warns)."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C·r², H, W) → (*, C, H·r, W·r)."""
+    r = upscale_factor
+    _check_pixel_shuffle(input, r, "pixel_shuffle", "upscale_factor")
+    channels = input.shape[-3]
+    if channels % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)="
+                           f"{channels} is not divisible by {r * r}")
+    *lead, _, h, w = input.shape
+    blocks = input.reshape(*lead, channels // (r * r), r, r, h, w)
+    k = len(lead)
+    order = tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2)       # C, H, r, W, r
+    return blocks.permute(*order).reshape(*lead, channels // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H·r, W·r) → (*, C·r², H, W), the inverse of pixel_shuffle."""
+    r = downscale_factor
+    _check_pixel_shuffle(input, r, "pixel_unshuffle", "downscale_factor")
+    *lead, channels, h, w = input.shape
+    for name, axis, value in (("height", -2, h), ("width", -1, w)):
+        if value % r:
+            raise RuntimeError(f"pixel_unshuffle expects {name} to be divisible by "
+                               f"downscale_factor, but input.size({axis})={value} is not "
+                               f"divisible by {r}")
+    blocks = input.reshape(*lead, channels, h // r, r, w // r, r)
+    k = len(lead)
+    order = tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3)       # C, r, r, H, W
+    return blocks.permute(*order).reshape(*lead, channels * r * r, h // r, w // r)
+
+
+def _check_pixel_shuffle(input, factor, name, factor_name):
+    if input.ndim < 3:
+        raise RuntimeError(f"{name} expects input to have at least 3 dimensions, but got input "
+                           f"with {input.ndim} dimension(s)")
+    if factor <= 0:
+        raise RuntimeError(f"{name} expects a positive {factor_name}, but got {factor}")
 
 
 # ---- losses -----------------------------------------------------------------------------------
@@ -1276,6 +1798,186 @@ def _soft_target_cross_entropy(log_probs, target, weight, reduction, label_smoot
     if reduction == "mean":
         return loss.sum() / (loss.numel() if loss.ndim else 1)
     return _reduce(loss, reduction)
+
+
+# ---- distances --------------------------------------------------------------------------------
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """‖x1 - x2 + eps‖_p over the last axis (torch adds eps to the difference)."""
+    dim = max(x1.ndim, x2.ndim) - 1
+    return (x1 - x2 + eps).norm(p, max(dim, 0), keepdim=keepdim)
+
+
+# ---- margin and likelihood losses ---------------------------------------------------------------
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """max(0, -target·(input1 - input2) + margin)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if input1.ndim != input2.ndim or input1.ndim != target.ndim:
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
+                           f"but got sizes: input1: {input1.shape}, input2: {input2.shape}, "
+                           f"target: {target.shape} ")
+    return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    """input where target is 1, max(0, margin - input) where it is -1 (ATen's formulation: a
+    target that is neither contributes both terms)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    zero = _constant(0.0, input)
+    margin_term = mt.where(target != 1, (margin - input).clamp(min=0), zero)
+    self_term = mt.where(target != -1, input, zero)
+    return _reduce(margin_term + self_term, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(-target·input)), as torch computes it."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _reduce((-input * target).exp().log1p(), reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """1 - cos(x1, x2) where target is 1, max(0, cos - margin) where it is -1; ATen's cosine
+    adds 1e-12 to each squared magnitude."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if target.ndim == 1 and (input1.ndim != 2 or input2.ndim != 2):
+        raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with "
+                           f"sizes {shape_str(input1.shape)} and {shape_str(input2.shape)}.")
+    if target.ndim == 0 and (input1.ndim != 1 or input2.ndim != 1):
+        raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with "
+                           f"sizes {shape_str(input1.shape)} and {shape_str(input2.shape)}.")
+    dim = input1.ndim - 1
+    dot = (input1 * input2).sum(dim)
+    squares = [(x * x).sum(dim) + 1e-12 for x in (input1, input2)]
+    cos = dot / (squares[0] * squares[1]).sqrt()
+    zero = _constant(0.0, cos)
+    loss = (mt.where(target == 1, 1 - cos, zero) +
+            mt.where(target == -1, (cos - margin).clamp(min=0), zero))
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """max(0, margin + d(a, p) - d(a, n)) with pairwise_distance; swap uses the smaller of
+    d(a, n) and d(p, n)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {anchor.ndim}D, positive "
+                           f"{positive.ndim}D, and negative {negative.ndim}D inputs")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    positive_distance = pairwise_distance(anchor, positive, p, eps)
+    negative_distance = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        negative_distance = mt.minimum(negative_distance,
+                                       pairwise_distance(positive, negative, p, eps))
+    loss = (positive_distance - negative_distance + margin).clamp(min=0)
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    """exp(input) - target·input (log_input) or input - target·log(input + eps); full adds
+    Stirling's approximation of log(target!) where target > 1."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        safe = mt.where(target > 1, target, _constant(1.0, target))
+        stirling = safe * safe.log() - safe + (safe * (2 * math.pi)).log() * 0.5
+        loss = loss + mt.where(target > 1, stirling, _constant(0.0, stirling))
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """0.5·(log var + (input - target)²/var), var clamped at eps without the clamp entering
+    the gradient; var may be one dimension short of input or broadcast along one axis."""
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = mt.full(tuple(input.shape), var, dtype=input.dtype, device=input.device)
+    elif (var < 0).any().item():
+        raise ValueError("var has negative entry/entries")
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (input.ndim == var.ndim and sum(
+                v for i, v in zip(input.shape, var.shape) if i != v) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    var = var.clone()
+    with mt.no_grad():
+        var.clamp_(min=eps)
+    loss = ((input - target) ** 2 / var + var.log()) * 0.5
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    """The mean over classes (the last axis) of the binary logistic loss of each label."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.ndim - 1
+    loss = loss.sum(class_dim) / input.shape[class_dim]
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    return _reduce(loss, reduction)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    """Σ_{j≠y} max(0, margin - x[y] + x[j])^p / C per sample (times weight[y])."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    rows = _check_multi_margin(input, target, weight)
+    if target.dtype is not dtypes.int64:
+        raise RuntimeError(f"expected scalar type Long but found {TORCH_NAMES[target.dtype.name]}")
+    classes = rows.shape[1]
+    picked = target.reshape(-1, 1)
+    if picked.numel() and (int(picked.min().item()) < 0 or
+                           int(picked.max().item()) >= classes):
+        raise RuntimeError("target out of range")
+    terms = (rows - rows.gather(1, picked) + margin).clamp(min=0)
+    if p == 2:
+        terms = terms * terms
+    if weight is not None:
+        terms = terms * weight.index_select(0, picked.reshape(-1)).unsqueeze(1)
+    own_class = mt.arange(classes, device=input.device) == picked
+    loss = mt.where(own_class, _constant(0.0, terms), terms).sum(1) / classes
+    return _reduce(loss.reshape(target.shape) if input.ndim < 2 else loss, reduction)
+
+
+def _check_multi_margin(input, target, weight):
+    """ATen's multi_margin_loss_shape_check; returns input as (N, C) rows."""
+    if not (input.ndim <= 1 and input.numel() > 0 or input.ndim == 2 and input.shape[1] > 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {shape_str(input.shape)}")
+    rows = input.reshape(1, -1) if input.ndim < 2 else input
+    if target.ndim > 1 or target.numel() != rows.shape[0]:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to "
+                           f"the number of input samples (batch size). Expected target size "
+                           f"[{rows.shape[0]}], but got {shape_str(target.shape)}. Input has "
+                           f"shape {shape_str(input.shape)}.")
+    if weight is not None and weight.numel() != rows.shape[1]:
+        raise RuntimeError(f"inconsistent weight size, expected {rows.shape[1]} but got "
+                           f"{shape_str(weight.shape)}")
+    return rows
 
 
 # ---- attention --------------------------------------------------------------------------------

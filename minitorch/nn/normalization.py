@@ -1,5 +1,7 @@
-"""BatchNorm1d/2d (running statistics, momentum, eval mode), LayerNorm, GroupNorm."""
+"""BatchNorm1d/2d (running statistics, momentum, eval mode), InstanceNorm1d/2d, LayerNorm,
+GroupNorm, RMSNorm."""
 import numbers
+import warnings
 
 import minitorch as mt
 from . import functional as F, init
@@ -98,6 +100,47 @@ class BatchNorm2d(_BatchNorm):
     _expected_dims = (4,)
 
 
+class _InstanceNorm(_BatchNorm):
+    """Per-sample, per-channel normalisation; the parameters, buffers and repr are BatchNorm's
+    (torch's _NormBase), with other defaults and no num_batches_tracked counting."""
+    _no_batch_dims = 0
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
+                 track_running_stats=False, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype,
+                         bias=bias)
+
+    def forward(self, input):
+        """torch's _InstanceNorm.forward: rank and channel checks, an unbatched input run as a
+        batch of one, batch statistics unless evaluating with running statistics."""
+        dims = (self._no_batch_dims, self._no_batch_dims + 1)
+        if input.ndim not in dims:
+            raise ValueError(f"expected {dims[0]}D or {dims[1]}D input (got {input.ndim}D input)")
+        feature_dim = input.ndim - self._no_batch_dims
+        if input.shape[feature_dim] != self.num_features:
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={feature_dim} to match "
+                                 f"num_features ({self.num_features}), but got: "
+                                 f"{input.shape[feature_dim]}.")
+            warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You "
+                          "can silence this warning by not passing in num_features, which is not "
+                          "used because affine=False", stacklevel=2)
+        unbatched = input.ndim == self._no_batch_dims
+        out = F.instance_norm(input.unsqueeze(0) if unbatched else input, self.running_mean,
+                              self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              self.momentum if self.momentum is not None else 0.0, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    _no_batch_dims = 2
+
+
+class InstanceNorm2d(_InstanceNorm):
+    _no_batch_dims = 3
+
+
 class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
                  device=None, dtype=None):
@@ -133,3 +176,28 @@ class GroupNorm(Module):
     def extra_repr(self):
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.bias is not None}")
+
+
+class RMSNorm(Module):
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(mt.ones(*self.normalized_shape, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+
+    def reset_parameters(self):
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, input):
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")

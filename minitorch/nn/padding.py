@@ -1,0 +1,101 @@
+"""Padding layers: constant (and zero), reflection, replication and circular, 1-D and 2-D, thin
+wrappers over F.pad with torch's constructor arguments and reprs."""
+import numbers
+
+from . import functional as F
+from .module import Module
+
+
+def _expand_padding(padding, count):
+    """An int padding repeats to `count` values; a sequence is taken as given."""
+    if isinstance(padding, numbers.Integral):
+        return (int(padding),) * count
+    return tuple(padding)
+
+
+class _PadNd(Module):
+    _mode = "constant"
+    _sides = 2                  # 2 amounts per padded axis: 1-D pads (left, right)
+
+    def __init__(self, padding):
+        super().__init__()
+        self.padding = _expand_padding(padding, self._sides)
+
+    def forward(self, input):
+        return F.pad(input, self.padding, self._mode)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
+class _ConstantPadNd(_PadNd):
+    def __init__(self, padding, value):
+        super().__init__(padding)
+        self.value = value
+
+    def forward(self, input):
+        return F.pad(input, self.padding, "constant", self.value)
+
+    def extra_repr(self):
+        return f"padding={self.padding}, value={self.value}"
+
+
+class ConstantPad1d(_ConstantPadNd):
+    pass
+
+
+class ConstantPad2d(_ConstantPadNd):
+    _sides = 4
+
+
+class ZeroPad1d(ConstantPad1d):
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
+class ZeroPad2d(ConstantPad2d):
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
+class ReflectionPad1d(_PadNd):
+    _mode = "reflect"
+
+
+class ReflectionPad2d(_PadNd):
+    _mode = "reflect"
+    _sides = 4
+
+
+class ReplicationPad1d(_PadNd):
+    _mode = "replicate"
+
+
+class ReplicationPad2d(_PadNd):
+    _mode = "replicate"
+    _sides = 4
+
+
+class _CircularPadNd(_PadNd):
+    _mode = "circular"
+
+    def forward(self, input):
+        # torch's CircularPad checks the rank itself (F.pad's message is about pad sizes).
+        dims = (self._sides // 2 + 1, self._sides // 2 + 2)
+        if input.ndim not in dims:
+            raise ValueError(f"expected {dims[0]}D or {dims[1]}D input (got {input.ndim}D input)")
+        return super().forward(input)
+
+
+class CircularPad1d(_CircularPadNd):
+    pass
+
+
+class CircularPad2d(_CircularPadNd):
+    _sides = 4
