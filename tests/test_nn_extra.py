@@ -12,12 +12,9 @@ import minitorch as mt
 import minitorch.nn as nn
 import minitorch.nn.functional as F
 from minitorch.autograd import gradcheck
+from torch_parity import same_error, value
 
 RNG = np.random.default_rng(0)
-
-
-def value(t):
-    return t.detach().cpu().numpy()
 
 
 def randn(*shape, scale=1.0):
@@ -75,19 +72,6 @@ def compare(fn, arrays, device, layout="contiguous", grad_args=None):
             # rtol 1e-7: some of torch's float64 backward rules use float32 constants
             # (hardsigmoid's 1/6, celu's 1/alpha).
             np.testing.assert_allclose(value(a.grad), b.grad.numpy(), rtol=1e-7, atol=1e-9)
-
-
-def same_error(call):
-    """call(torch) and call(mt) raise the same exception type with the same message."""
-    torch = pytest.importorskip("torch")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with pytest.raises(Exception) as theirs:
-            call(torch)
-        with pytest.raises(Exception) as ours:
-            call(mt)
-    assert type(ours.value) is type(theirs.value)
-    assert str(ours.value) == str(theirs.value)
 
 
 def check_grad(fn, *arrays, device):

@@ -11,14 +11,11 @@ import pytest
 import minitorch as mt
 import minitorch.nn.functional as F
 from minitorch.autograd import gradcheck, gradgradcheck
+from torch_parity import same_error, value
 
 
 def tensor(x, device, grad=False, dtype=None):
     return mt.tensor(np.asarray(x), device=device, requires_grad=grad, dtype=dtype)
-
-
-def value(t):
-    return t.detach().cpu().numpy()
 
 
 def _pairs(*values):
@@ -46,19 +43,6 @@ def torch_compare(mt_fn, torch_fn, arrays, device, grad_args=None, atol=1e-10):
     for a, b in zip(ours, theirs):
         if b.requires_grad:
             np.testing.assert_allclose(value(a.grad), b.grad.numpy(), rtol=1e-8, atol=1e-9)
-
-
-def same_error(call):
-    """The exception type and message torch raises for call(torch) equal ours for call(mt)."""
-    torch = pytest.importorskip("torch")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with pytest.raises(Exception) as theirs:
-            call(torch)
-        with pytest.raises(Exception) as ours:
-            call(mt)
-    assert type(ours.value) is type(theirs.value)
-    assert str(ours.value) == str(theirs.value)
 
 
 # ---- linear -----------------------------------------------------------------------------------

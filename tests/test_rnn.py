@@ -3,8 +3,6 @@ final states and input/parameter gradients against torch with torch's weights co
 (stacked, bidirectional, batch_first, projected, unbatched, non-contiguous inputs); float64
 gradcheck of each cell; torch's errors."""
 import math
-import re
-import warnings
 
 import numpy as np
 import pytest
@@ -12,51 +10,7 @@ import pytest
 import minitorch as mt
 from minitorch.autograd import gradcheck
 from minitorch.nn import rnn
-
-
-def value(t):
-    return t.detach().cpu().numpy()
-
-
-def flatten(result):
-    """The tensors of a nested (output, (h, c)) result, in order."""
-    if isinstance(result, (tuple, list)):
-        return [t for part in result for t in flatten(part)]
-    return [result]
-
-
-def check_against_torch(ours, theirs, arrays, device, call, constants=()):
-    """Copy torch's float64 weights into ours (in eval mode), run
-    `call(module, *inputs, *constants)` in both libraries on the same arrays (inputs require
-    grad, constants such as masks do not), backpropagate the same random weighting of every
-    output, and compare outputs, input gradients and parameter gradients.
-    tests/test_transformer.py uses it too."""
-    torch = pytest.importorskip("torch")
-    theirs = theirs.double().eval()
-    ours = ours.double().to(device).eval()
-    ours.load_state_dict({k: mt.tensor(v.detach().numpy(), device=device)
-                          for k, v in theirs.state_dict().items()})
-    our_inputs = [mt.tensor(a, device=device, requires_grad=True) for a in arrays]
-    their_inputs = [torch.tensor(a, requires_grad=True) for a in arrays]
-    outputs = flatten(call(ours, *our_inputs, *(mt.tensor(c, device=device) for c in constants)))
-    expected = flatten(call(theirs, *their_inputs, *(torch.tensor(c) for c in constants)))
-    rng = np.random.default_rng(1)
-    weights = [rng.standard_normal(tuple(e.shape)) for e in expected]
-    for out, exp in zip(outputs, expected, strict=True):
-        assert out.shape == tuple(exp.shape) and out.device.type == device
-        np.testing.assert_allclose(value(out), exp.detach().numpy(), rtol=1e-10, atol=1e-12)
-    sum((o * mt.tensor(w, device=device)).sum() for o, w in zip(outputs, weights)).backward()
-    sum((e * torch.tensor(w)).sum() for e, w in zip(expected, weights)).backward()
-    for mine, theirs_input in zip(our_inputs, their_inputs):
-        np.testing.assert_allclose(value(mine.grad), theirs_input.grad.numpy(), atol=1e-10)
-    their_params = dict(theirs.named_parameters())
-    for name, param in ours.named_parameters():
-        np.testing.assert_allclose(value(param.grad), their_params[name].grad.numpy(),
-                                   atol=1e-10, err_msg=name)
-
-
-def seq(*shape, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape)
+from torch_parity import check_against_torch, flatten, same_errors, seq, value
 
 
 # ---- layers against torch ----------------------------------------------------------------------
@@ -206,22 +160,6 @@ def test_init_is_uniform_over_inverse_sqrt_hidden(make):
 
 
 # ---- errors ------------------------------------------------------------------------------------
-def error_of(fn):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            fn()
-        except Exception as exc:      # noqa: BLE001 - the type itself is compared
-            return type(exc), re.sub(r"\btorch\.", "minitorch.", str(exc))
-    return None
-
-
-def same_error(make_ours, make_theirs):
-    error = error_of(make_ours)
-    assert error is not None
-    assert error == error_of(make_theirs)
-
-
 ERROR_CASES = [
     # (class, constructor args, input shape, state shapes, dtype)
     ("RNN", (3, 4), (5, 2, 6), None, "float32"),                 # wrong input size
@@ -262,7 +200,7 @@ def test_forward_errors_match_torch(name, args, shape, states, dtype):
             return module(x)
         return module(x, tuple(hx) if "LSTM" in name else hx[0])
     ours, theirs = getattr(rnn, name)(*args), getattr(torch.nn, name)(*args)
-    same_error(lambda: run(mt, ours), lambda: run(torch, theirs))
+    same_errors(lambda: run(mt, ours), lambda: run(torch, theirs))
 
 
 @pytest.mark.parametrize("name,args,kwargs", [
@@ -275,15 +213,15 @@ def test_forward_errors_match_torch(name, args, shape, states, dtype):
 ])
 def test_constructor_errors_match_torch(name, args, kwargs):
     torch = pytest.importorskip("torch")
-    same_error(lambda: getattr(rnn, name)(*args, **kwargs),
-               lambda: getattr(torch.nn, name)(*args, **kwargs))
+    same_errors(lambda: getattr(rnn, name)(*args, **kwargs),
+                lambda: getattr(torch.nn, name)(*args, **kwargs))
 
 
 def test_unknown_cell_nonlinearity_is_reported_at_forward():
     torch = pytest.importorskip("torch")
     ours = rnn.RNNCell(3, 4, nonlinearity="foo")
     theirs = torch.nn.RNNCell(3, 4, nonlinearity="foo")
-    same_error(lambda: ours(mt.zeros(2, 5)), lambda: theirs(torch.zeros(2, 5)))
+    same_errors(lambda: ours(mt.zeros(2, 5)), lambda: theirs(torch.zeros(2, 5)))
 
 
 def test_dropout_with_one_layer_warns():

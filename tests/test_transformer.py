@@ -13,7 +13,7 @@ import minitorch as mt
 from minitorch.nn import transformer
 from minitorch.nn.activation import GELU
 from minitorch.nn.normalization import LayerNorm
-from test_rnn import check_against_torch, same_error, seq, value
+from torch_parity import check_against_torch, same_errors, seq, value
 
 # The classes under test, reached like torch.nn's (minitorch.nn does not export them yet).
 ours_nn = types.SimpleNamespace(**{name: getattr(transformer, name)
@@ -192,4 +192,4 @@ ERROR_CASES = [
 @pytest.mark.parametrize("run", [c[1] for c in ERROR_CASES], ids=[c[0] for c in ERROR_CASES])
 def test_errors_match_torch(run):
     torch = pytest.importorskip("torch")
-    same_error(lambda: run(ours_nn, mt), lambda: run(torch.nn, torch))
+    same_errors(lambda: run(ours_nn, mt), lambda: run(torch.nn, torch))
