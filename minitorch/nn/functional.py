@@ -993,18 +993,27 @@ def _update_running_stats(running_mean, running_var, mean, var, momentum, count)
             running_var.mul_(1 - momentum).add_(var.detach() * unbiased)
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+def _normalized_shape(input, normalized_shape, params, star):
+    """normalized_shape as a tuple, checked against the named parameters' shapes and the input's
+    trailing dims with torch's messages (layer_norm writes the shape as [*, 4], rms_norm as
+    [*4])."""
     normalized_shape = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) \
         else tuple(normalized_shape)
-    for name, t in (("weight", weight), ("bias", bias)):
+    for name, t in params:
         if t is not None and tuple(t.shape) != normalized_shape:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
                                f"{name} of shape {shape_str(t.shape)} and normalized_shape = "
                                f"{shape_str(normalized_shape)}")
     if tuple(input.shape[input.ndim - len(normalized_shape):]) != normalized_shape:
         raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with "
-                           f"shape [*, {', '.join(str(s) for s in normalized_shape)}], but got "
+                           f"shape [{star}{', '.join(str(s) for s in normalized_shape)}], but got "
                            f"input of size{list(input.shape)}")
+    return normalized_shape
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    normalized_shape = _normalized_shape(input, normalized_shape,
+                                         (("weight", weight), ("bias", bias)), "*, ")
     dims = tuple(range(input.ndim - len(normalized_shape), input.ndim))
     mean = input.mean(dims, keepdim=True)
     var = input.var(dims, keepdim=True, correction=0)
@@ -1093,16 +1102,7 @@ def _affine(input, mean, var, eps, weight, bias, shape):
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x²) + eps) over the trailing normalized_shape axes, times weight; eps
     defaults to the dtype's machine epsilon, as torch."""
-    normalized_shape = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) \
-        else tuple(normalized_shape)
-    if weight is not None and tuple(weight.shape) != normalized_shape:
-        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got "
-                           f"weight of shape {shape_str(weight.shape)} and normalized_shape = "
-                           f"{shape_str(normalized_shape)}")
-    if tuple(input.shape[input.ndim - len(normalized_shape):]) != normalized_shape:
-        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with "
-                           f"shape [*{', '.join(str(s) for s in normalized_shape)}], but got "
-                           f"input of size{list(input.shape)}")
+    normalized_shape = _normalized_shape(input, normalized_shape, (("weight", weight),), "*")
     if eps is None:
         eps = float(np.finfo(input.dtype.numpy_dtype).eps)
     dims = tuple(range(input.ndim - len(normalized_shape), input.ndim))

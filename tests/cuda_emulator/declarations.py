@@ -34,23 +34,22 @@ def kernel_signatures(module):
 
 
 def _skip_parens(text, at):
-    depth = 0
-    for i in range(at, len(text)):
-        depth += text[i] == "("
-        depth -= text[i] == ")"
-        if depth == 0:
-            return i
-    raise ValueError("unbalanced parentheses")
+    return _closing(text, at, "(", ")")
 
 
 def _skip_braces(text, at):
+    return _closing(text, at, "{", "}")
+
+
+def _closing(text, at, opening, closing):
+    """The index of the bracket closing the one at text[at]."""
     depth = 0
     for i in range(at, len(text)):
-        depth += text[i] == "{"
-        depth -= text[i] == "}"
+        depth += text[i] == opening
+        depth -= text[i] == closing
         if depth == 0:
             return i
-    raise ValueError("unbalanced braces")
+    raise ValueError(f"unbalanced {opening}{closing}")
 
 
 def _split_param(text):
