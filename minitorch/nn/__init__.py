@@ -5,31 +5,35 @@ from . import functional, init, utils  # noqa: F401
 from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid,  # noqa: F401
                          Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish,
                          MultiheadAttention, PReLU, ReLU, ReLU6, RReLU, SELU, Sigmoid, SiLU,
-                         Softmax, Softmin, Softplus, Softshrink, Softsign, Tanh, Tanhshrink,
-                         Threshold)
+                         Softmax, Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanh,
+                         Tanhshrink, Threshold)
+from .channelshuffle import ChannelShuffle  # noqa: F401
 from .containers import (ModuleDict, ModuleList, ParameterDict,  # noqa: F401
                          ParameterList, Sequential)
 from .conv import Conv1d, Conv2d, ConvTranspose2d  # noqa: F401
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
-from .dropout import Dropout, Dropout1d, Dropout2d  # noqa: F401
+from .dropout import (AlphaDropout, Dropout, Dropout1d, Dropout2d,  # noqa: F401
+                      FeatureAlphaDropout)
 from .fold import Fold, Unfold  # noqa: F401
-from .linear import Flatten, Identity, Linear, Unflatten  # noqa: F401
+from .linear import Bilinear, Flatten, Identity, Linear, Unflatten  # noqa: F401
 from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,  # noqa: F401
                    CrossEntropyLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss,
                    L1Loss, MarginRankingLoss, MSELoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
                    NLLLoss, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss)
 from .module import Buffer, Module, Parameter  # noqa: F401
 from .normalization import (BatchNorm1d, BatchNorm2d, GroupNorm,  # noqa: F401
-                            InstanceNorm1d, InstanceNorm2d, LayerNorm, RMSNorm)
+                            InstanceNorm1d, InstanceNorm2d, LayerNorm, LocalResponseNorm,
+                            RMSNorm)
 from .padding import (CircularPad1d, CircularPad2d, ConstantPad1d,  # noqa: F401
                       ConstantPad2d, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d,
                       ReplicationPad2d, ZeroPad1d, ZeroPad2d)
 from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: F401
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d,  # noqa: F401
-                      AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d)
+                      AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, LPPool1d,
+                      LPPool2d, MaxPool1d, MaxPool2d)
 from .rnn import (GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase,  # noqa: F401
                   RNNCell, RNNCellBase)
-from .sparse import Embedding  # noqa: F401
+from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .transformer import (Transformer, TransformerDecoder,  # noqa: F401
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
-from .upsampling import Upsample  # noqa: F401
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401

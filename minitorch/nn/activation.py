@@ -515,3 +515,13 @@ def _check_attn_mask(attn_mask, length, source, batch, num_heads):
 def _pad_last(mask):
     """A mask with one more (unmasked) key position, for bias_kv / zero_attn."""
     return None if mask is None else F.pad(mask, (0, 1))
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of every pixel of a (N, C, H, W) or (C, H, W) input."""
+
+    def forward(self, input):
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D "
+                             "instead")
+        return F.softmax(input, -3, _stacklevel=5)

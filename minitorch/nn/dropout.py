@@ -1,4 +1,4 @@
-"""Dropout, Dropout1d and Dropout2d (channel-wise)."""
+"""Dropout, Dropout1d and Dropout2d (channel-wise), AlphaDropout and FeatureAlphaDropout."""
 from . import functional as F
 from .module import Module
 
@@ -25,3 +25,15 @@ class Dropout1d(Dropout):
 class Dropout2d(Dropout):
     def forward(self, input):
         return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(Dropout):
+    """Dropout that keeps SELU's self-normalisation; like torch, it never works in place."""
+
+    def forward(self, input):
+        return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(Dropout):
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training)

@@ -29,13 +29,15 @@ from ..opcodes import BinaryOp, ReduceOp, UnaryOp
 from ..tensor import wrap
 
 __all__ = [
-    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool1d",
-    "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits", "celu",
-    "conv1d", "conv2d", "conv_transpose2d", "cosine_embedding_loss", "cosine_similarity",
-    "cross_entropy", "dropout", "dropout1d", "dropout2d", "elu", "embedding", "fold",
-    "gaussian_nll_loss", "gelu", "glu", "group_norm", "hardshrink", "hardsigmoid", "hardswish",
-    "hardtanh", "hinge_embedding_loss", "huber_loss", "instance_norm", "interpolate", "kl_div",
-    "l1_loss", "layer_norm", "leaky_relu", "linear", "log_softmax", "logsigmoid",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+    "alpha_dropout", "avg_pool1d", "avg_pool2d", "batch_norm", "bilinear", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "celu", "channel_shuffle", "conv1d", "conv2d",
+    "conv_transpose2d", "cosine_embedding_loss", "cosine_similarity", "cross_entropy", "dropout",
+    "dropout1d", "dropout2d", "elu", "embedding", "embedding_bag", "feature_alpha_dropout",
+    "fold", "gaussian_nll_loss", "gelu", "glu", "group_norm", "gumbel_softmax", "hardshrink",
+    "hardsigmoid", "hardswish", "hardtanh", "hinge_embedding_loss", "huber_loss",
+    "instance_norm", "interpolate", "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear",
+    "local_response_norm", "log_softmax", "logsigmoid", "lp_pool1d", "lp_pool2d",
     "margin_ranking_loss", "max_pool1d", "max_pool2d", "mish", "mse_loss", "multi_margin_loss",
     "multilabel_soft_margin_loss", "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance",
     "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu", "relu", "relu6", "rms_norm",
@@ -143,6 +145,29 @@ def linear(input, weight, bias=None):
         out = input @ weight.mT        # the general path raises torch's errors for odd cases
         return out + bias if bias is not None else out
     return Linear.apply(input, weight, bias)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y[..., o] = input1[..., i] · weight[o, i, j] · input2[..., j] + bias[o]: one GEMM of
+    input1 with the weight laid out (i, o·j), then a product with input2 summed over j."""
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and "
+                           f"{input2.ndim}")
+    for dim in range(input1.ndim - 1):
+        if input1.shape[dim] != input2.shape[dim]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {dim}: "
+                               f"got {input1.shape[dim]} and {input2.shape[dim]}")
+    for name, x, dim in (("input1", input1, 1), ("input2", input2, 2)):
+        if x.shape[-1] != weight.size(dim):
+            raise RuntimeError(f"bilinear(): {name} size does not match weight size: got "
+                               f"{x.shape[-1]} but expected {weight.size(dim)}")
+    out, in1, in2 = weight.shape
+    if bias is not None and bias.shape[0] != out:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias.shape[0]} but expected {out}")
+    left = input1.matmul(weight.permute(1, 0, 2).reshape(in1, out * in2))
+    result = (left.unflatten(-1, (out, in2)) * input2.unsqueeze(-2)).sum(-1)
+    return result if bias is None else result + bias
 
 
 def relu(input, inplace=False):
@@ -378,6 +403,22 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     return _softmax(-input, dim, dtype)
 
 
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """Softmax of (logits + Gumbel noise) / tau; hard=True gives the one-hot arg-max in the
+    forward pass and the soft sample's gradient (straight-through), as torch does."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    # Gumbel(0, 1) = -log(Exponential(1)), and Exponential(1) = -log(1 - U(0, 1))
+    uniform = mt.rand(*logits.shape, dtype=logits.dtype, device=logits.device)
+    gumbels = -(-(1 - uniform).log()).log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = mt.zeros_like(logits).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
 def prelu(input, weight):
     """max(0, x) + weight·min(0, x), one weight per channel (axis 1) or one for all."""
     if weight.ndim > 1:
@@ -470,6 +511,40 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
                       "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch "
                       "to using dropout1d instead.", stacklevel=2)
     return _feature_dropout(input, p, training, inplace)
+
+
+# SELU's negative saturation value -scale·alpha: where alpha dropout sends dropped units
+_SELU_SATURATION = 1.7580993408473766
+
+
+def _alpha_dropout(input, p, training, inplace, mask_shape):
+    """ATen's alpha dropout: dropped units become the saturation value and the result is
+    rescaled (a·x + b) so that zero mean and unit variance are kept."""
+    _check_dropout_p(p)
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    if p == 1.0:
+        result = input * 0.0
+    else:
+        keep = (mt.rand(*mask_shape, dtype=input.dtype, device=input.device) >= p).to(
+            input.dtype)
+        a = 1.0 / math.sqrt((_SELU_SATURATION ** 2 * p + 1) * (1 - p))
+        shift = (keep - 1) * (_SELU_SATURATION * a) + _SELU_SATURATION * a * p
+        result = input * (keep * a) + shift
+    return input.copy_(result) if inplace else result
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return _alpha_dropout(input, p, training, inplace, input.shape)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels: one mask value per (sample, channel)."""
+    _check_dropout_p(p)
+    if training and 0.0 < p and input.numel() and input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    mask_shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    return _alpha_dropout(input, p, training, inplace, mask_shape)
 
 
 # ---- convolution ------------------------------------------------------------------------------
@@ -941,6 +1016,51 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     return result, mt.stack(indices, -1).reshape(*lead, out_h, out_w)
 
 
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """adaptive_max_pool2d over a height-1 image, after torch's 1-D checks."""
+    if not isinstance(output_size, numbers.Integral):
+        if len(output_size) != 1:
+            raise RuntimeError(f"adaptive_max_pool1d() argument 'output_size' should contain one "
+                               f"int (got {len(output_size)})")
+        output_size = output_size[0]
+    _check_1d_input(input, "adaptive_max_pool1d")
+    for dim in range(1, input.ndim):
+        if input.shape[dim] == 0:
+            raise RuntimeError(f"adaptive_max_pool1d(): Expected input to have non-zero size for "
+                               f"non-batch dimensions, but input has sizes "
+                               f"{shape_str(input.shape)} with dimension {dim} being empty")
+    if output_size < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {output_size}: "
+                           f"{list(input.shape[:-1]) + [1, output_size]}")
+    result = adaptive_max_pool2d(input.unsqueeze(-2), (1, output_size), return_indices)
+    if return_indices:
+        return result[0].squeeze(-2), result[1].squeeze(-2)
+    return result.squeeze(-2)
+
+
+def _lp_pool(input, norm_type, max_pool, avg_pool, window_size, kernel_size, stride,
+             ceil_mode):
+    """torch's lp_pool: (window_size · mean(x^p))^(1/p) over each window; ±inf norms are
+    (negated) max pools of |x|."""
+    if norm_type == math.inf:
+        return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -math.inf:
+        return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * relu(out.abs())).mul(window_size).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(input, norm_type, max_pool1d, avg_pool1d, kernel_size, kernel_size, stride,
+                    ceil_mode)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    kh, kw = _pair(kernel_size)
+    return _lp_pool(input, norm_type, max_pool2d, avg_pool2d, kh * kw, kernel_size, stride,
+                    ceil_mode)
+
+
 # ---- normalization ----------------------------------------------------------------------------
 def _verify_batch_size(size):
     """torch's _verify_batch_size: training statistics need more than one value per channel."""
@@ -1110,6 +1230,21 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     return out * weight if weight is not None else out
 
 
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """x / (k + alpha · mean of x² over `size` neighbouring channels)^beta. torch pools the
+    (N, 1, C, H, W) squares with a (size, 1, 1) window; a (size, 1) window over the spatial
+    axes flattened is the same average."""
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality                          input "
+                         f"(got {input.ndim} dimensions)")
+    if input.numel() == 0:
+        return input
+    squares = input.mul(input).reshape(input.shape[0], 1, input.shape[1], -1)
+    squares = pad(squares, (0, 0, size // 2, (size - 1) // 2))
+    div = avg_pool2d(squares, (size, 1), stride=1).reshape(input.shape)
+    return input / div.mul(alpha).add(k).pow(beta)
+
+
 # ---- embedding, padding, one-hot --------------------------------------------------------------
 class Embedding(Function):
     """Rows of the weight picked by integer indices (one index_select). Backward adds each
@@ -1180,6 +1315,150 @@ def _embedding_renorm_(weight, indices, max_norm, norm_type):
         norms = rows.norm(norm_type, dim=1, keepdim=True)
         scale = mt.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
         weight[flat] = rows * scale
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
+                  scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """Sums, means or maxima of bags of embedding rows. A 1-D input is cut into bags at
+    `offsets`; a 2-D input is one bag per row. padding_idx entries belong to no bag (an
+    empty bag gives zeros); per_sample_weights scale each row (mode "sum" only)."""
+    if weight.dtype is dtypes.int64 and input.is_floating_point():
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
+                      "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
+                      "`embedding_bag(input, weight, ...)`.", stacklevel=2)
+        weight, input = input, weight
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is "
+                         f"not None, then it must have the same shape as the input "
+                         f"({input.shape})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.ndim}")
+    input, offsets, per_sample_weights, include_last_offset = _bag_layout(
+        input, offsets, per_sample_weights, include_last_offset)
+    _check_bag_mode(mode, scale_grad_by_freq, sparse)
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    padding_idx = _check_bag_arguments(input, weight, offsets, per_sample_weights, padding_idx)
+    if sparse:
+        raise NotImplementedError("sparse=True needs sparse gradient tensors, which minitorch "
+                                  "does not have")
+    return _bags(input, weight, offsets, mode, per_sample_weights, include_last_offset,
+                 padding_idx, scale_grad_by_freq)
+
+
+def _bag_layout(input, offsets, per_sample_weights, include_last_offset):
+    """A 2-D input as a 1-D one with an offset at each row start (torch's conversion)."""
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated "
+                             f"is a mini-batch of fixed length sequences. However, found "
+                             f"offsets of type {type(offsets)}")
+        offsets = mt.arange(0, input.numel(), max(input.shape[1], 1), dtype=input.dtype,
+                            device=input.device)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+        return input.reshape(-1), offsets, per_sample_weights, False
+    if input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        return input, offsets, per_sample_weights, include_last_offset
+    raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                     f"{input.ndim}")
+
+
+def _check_bag_mode(mode, scale_grad_by_freq, sparse):
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+
+
+def _check_bag_arguments(input, weight, offsets, per_sample_weights, padding_idx):
+    """ATen's embedding_bag checks; returns padding_idx as a row number (or None)."""
+    for t in (input, offsets):
+        if t.dtype is not dtypes.int64:
+            raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                               f"following scalar types: Long, Int; but got {t.type()} instead "
+                               "(while checking arguments for embedding_bag)")
+    if per_sample_weights is not None and per_sample_weights.dtype is not weight.dtype:
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type as "
+                           f"tensor for argument #1 'per_sample_weights'; but type "
+                           f"{weight.type()} does not equal {per_sample_weights.type()} (while "
+                           "checking arguments for embedding_bag)")
+    rows, n = weight.shape[0], input.shape[0]
+    if padding_idx is not None:
+        if not -rows <= padding_idx < rows:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, -{rows} "
+                               f"through {rows - 1}, but got {padding_idx}")
+        padding_idx %= rows
+    if offsets.numel():
+        first, last = int(offsets[0].item()), int(offsets[-1].item())
+        if first != 0:
+            raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the "
+                               f"mini-batch has to start from position 0. However, got "
+                               f"{first}\n[ torch.LongTensor{{}} ]")
+        if last > n:
+            raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
+                               f"offsets[-1] of {last}")
+    out_of_range = (input < 0).logical_or(input >= rows)
+    if out_of_range.any().item():
+        position = int(out_of_range.nonzero()[0, 0].item())
+        raise RuntimeError(f"Index {position} of input takes value {int(input[position].item())} "
+                           f"which is not in the valid range [0, {rows})")
+    return padding_idx
+
+
+def _bags(input, weight, offsets, mode, per_sample_weights, include_last_offset, padding_idx,
+          scale_grad_by_freq):
+    """The bags' reductions. Each index's bag number is the count of bag starts at or before
+    it (torch's CPU kernel lets the last bag run to the input's end whatever the final offset
+    of include_last_offset says)."""
+    n, dim, device = input.shape[0], weight.shape[1], input.device
+    bags = offsets.shape[0] - (1 if include_last_offset else 0)
+    if bags <= 0:
+        return mt.zeros(0, dim, dtype=weight.dtype, device=device)
+    starts = offsets[1:bags]
+    bag_of = mt.zeros(n + 1, dtype=dtypes.int64, device=device).index_add(
+        0, starts, mt.ones_like(starts)).cumsum(0)[:n]
+    rows = embedding(input, weight, scale_grad_by_freq=scale_grad_by_freq)
+    keep = (input != padding_idx) if padding_idx is not None else \
+        mt.ones(n, dtype=dtypes.bool_, device=device)
+    counts = mt.zeros(bags, dtype=weight.dtype, device=device).index_add(
+        0, bag_of, keep.to(weight.dtype)).unsqueeze(1)
+    if mode == "max":
+        return _bag_maxima(rows.masked_fill(keep.logical_not().unsqueeze(1), -math.inf),
+                           offsets, bag_of, bags).masked_fill(counts == 0, 0.0)
+    scale = keep.to(weight.dtype)
+    if per_sample_weights is not None:
+        scale = scale * per_sample_weights
+    sums = mt.zeros(bags, dim, dtype=weight.dtype, device=device).index_add(
+        0, bag_of, rows * scale.unsqueeze(1))
+    return sums if mode == "sum" else sums / counts.clamp_min(1.0)
+
+
+def _bag_maxima(rows, offsets, bag_of, bags):
+    """Each bag's row-wise maximum: the rows laid out as (bags, longest bag, dim), short bags
+    filled with a -inf row, and reduced over the middle axis."""
+    (n, dim), device = rows.shape, rows.device
+    if n == 0:
+        return mt.zeros(bags, dim, dtype=rows.dtype, device=device)
+    position = mt.arange(n, device=device) - offsets.index_select(0, bag_of)
+    width = int(position.max().item()) + 1
+    slots = mt.full((bags * width,), n, dtype=dtypes.int64, device=device).scatter(
+        0, bag_of * width + position, mt.arange(n, device=device))
+    filler = mt.full((1, dim), -math.inf, dtype=rows.dtype, device=device)
+    table = mt.cat([rows, filler]).index_select(0, slots).reshape(bags, width, dim)
+    return table.max(1)[0]
 
 
 _NON_CONSTANT_PADS = ("\nSupported combinations for non-constant padding:\n"
@@ -1466,6 +1745,23 @@ def _check_pixel_shuffle(input, factor, name, factor_name):
                            f"with {input.ndim} dimension(s)")
     if factor <= 0:
         raise RuntimeError(f"{name} expects a positive {factor_name}, but got {factor}")
+
+
+def channel_shuffle(input, groups):
+    """(N, g·c, *) → (N, c·g, *): the channels of each group interleaved."""
+    if input.ndim <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of "
+                           f"groups:{groups}")
+    channels = input.shape[1]
+    if channels % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {channels} "
+                           f"channels and {groups} groups.")
+    n, rest = input.shape[0], input.shape[2:]
+    grouped = input.reshape(n, groups, channels // groups, *rest)
+    return grouped.transpose(1, 2).reshape(input.shape)
 
 
 # ---- losses -----------------------------------------------------------------------------------

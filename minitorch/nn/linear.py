@@ -1,4 +1,4 @@
-"""Identity, Linear (and NonDynamicallyQuantizableLinear), Flatten, Unflatten."""
+"""Identity, Linear (and NonDynamicallyQuantizableLinear), Bilinear, Flatten, Unflatten."""
 import math
 
 import minitorch as mt
@@ -67,3 +67,36 @@ class Unflatten(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class Bilinear(Module):
+    """y = x1ᵀ W x2 + b, W of shape (out_features, in1_features, in2_features)."""
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        self.weight = Parameter(mt.empty(out_features, in1_features, in2_features,
+                                         device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(mt.empty(out_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.in1_features <= 0:
+            raise ValueError(f"in1_features must be > 0, but got (in1_features="
+                             f"{self.in1_features})")
+        bound = 1 / math.sqrt(self.weight.size(1))
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")

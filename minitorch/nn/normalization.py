@@ -1,5 +1,5 @@
 """BatchNorm1d/2d (running statistics, momentum, eval mode), InstanceNorm1d/2d, LayerNorm,
-GroupNorm, RMSNorm."""
+GroupNorm, RMSNorm, LocalResponseNorm."""
 import numbers
 import warnings
 
@@ -201,3 +201,15 @@ class RMSNorm(Module):
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
+
+
+class LocalResponseNorm(Module):
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

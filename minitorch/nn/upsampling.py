@@ -1,4 +1,4 @@
-"""Upsample: F.interpolate as a layer."""
+"""Upsample (F.interpolate as a layer), UpsamplingNearest2d and UpsamplingBilinear2d."""
 from . import functional as F
 from .module import Module
 
@@ -27,3 +27,15 @@ class Upsample(Module):
         else:
             info = f"size={self.size!r}"
         return info + f", mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """Bilinear upsampling with align_corners=True (the deprecated layer's behaviour)."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

@@ -1,6 +1,8 @@
-"""nn.utils: gradient clipping, and flattening parameters into one vector and back."""
+"""nn.utils: gradient clipping, flattening parameters into one vector and back, and padded
+sequence batches (nn.utils.rnn)."""
 from ...functions.movement import cat
 from ...tensor import Tensor
+from . import rnn  # noqa: F401
 from .clip_grad import (clip_grad_norm, clip_grad_norm_, clip_grad_value_,  # noqa: F401
                         clip_grads_with_norm_, get_total_norm)
 

@@ -1,0 +1,44 @@
+"""Adadelta, torch's single-tensor rule operation for operation."""
+from ..tensor import zeros_like
+from ._checks import check_lr, check_non_negative, to_scalar
+from .optimizer import Optimizer, _step_counter
+
+__all__ = ["Adadelta"]
+
+
+class Adadelta(Optimizer):
+    """Adadelta (Zeiler), step for step torch.optim.Adadelta."""
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
+                 capturable=False, maximize=False, differentiable=False):
+        check_lr(lr)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        check_non_negative(eps, "epsilon")
+        check_non_negative(weight_decay, "weight_decay")
+        defaults = {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay,
+                    "maximize": maximize, "capturable": capturable, "foreach": foreach,
+                    "differentiable": differentiable}
+        super().__init__(params, defaults)
+
+    def _state_of(self, param, group):
+        state = self.state[param]
+        if not state:
+            state["step"] = _step_counter()
+            state["square_avg"] = zeros_like(param)
+            state["acc_delta"] = zeros_like(param)
+        return state
+
+    @staticmethod
+    def _update(param, state, group):
+        rho, eps = group["rho"], group["eps"]
+        state["step"].add_(1)
+        grad = param.grad if not group["maximize"] else -param.grad
+        if group["weight_decay"] != 0:
+            grad = grad.add(param, alpha=group["weight_decay"])
+        square_avg, acc_delta = state["square_avg"], state["acc_delta"]
+        square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
+        std = square_avg.add(eps).sqrt_()
+        delta = acc_delta.add(eps).sqrt_().div_(std).mul_(grad)
+        acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
+        param.add_(delta, alpha=-to_scalar(group["lr"]))
