@@ -17,6 +17,7 @@ from .functions.linalg import *  # noqa: F401,F403
 from .functions.movement import *  # noqa: F401,F403
 from .functions.reduce import *  # noqa: F401,F403
 from .functions.sort import *  # noqa: F401,F403
+from .functions.stats import *  # noqa: F401,F403
 from .printing import get_printoptions, set_printoptions
 from .serialization import load, save
 from .random import (Generator, bernoulli, default_generator, initial_seed, manual_seed,

@@ -50,6 +50,11 @@ class KernelBackend(Protocol):
     def scan_last(self, op, a, out, n, inner=1):
         """Inclusive scan (SUM: cumsum, PROD: cumprod) along the middle axis of (m, n, inner)."""
 
+    def scan_index_last(self, op, a, values, indices, n, inner=1):
+        """Running MAX (cummax) or MIN (cummin) along the middle axis of (m, n, inner) into
+        values, with indices (int64) = the position along n where it was found: ties go to the
+        later position, and NaN propagates (a later NaN taking over), as in torch."""
+
     def softmax_last(self, a, out, n, log=False):
         """out = softmax (log_softmax when `log`) of each length-n row of compact float a."""
 
@@ -62,6 +67,12 @@ class KernelBackend(Protocol):
         `descending`), indices (int64) = where each value was in its row. Always stable: ties
         keep their input order, descending too. NaN is the largest value (last ascending,
         first descending), as in torch. Any storage dtype; values has a's."""
+
+    def searchsorted(self, boundaries, values, out, n, m, right=False, sorter=None):
+        """out (int64) = for each compact value, viewed as rows of m, its insertion point in the
+        sorted row of n boundaries of its row, or in the one row when boundaries has only one:
+        the left end of equal values, the right end when `right` (torch's comparisons, NaN
+        included). `sorter` (int64 positions in [0, n) per boundary) orders unsorted rows."""
 
     def adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, beta1, beta2, eps,
                   step_size, bias_correction2_sqrt, grad_decay=0.0, param_scale=1.0,
@@ -83,6 +94,11 @@ class KernelBackend(Protocol):
 
     def scatter_add(self, src, index, out, outer, out_dim, index_dim, inner):
         """out[o, index[o, j, i], i] += src[o, j, i]: the adjoint of gather."""
+
+    def scatter_reduce(self, op, src, index, out, outer, out_dim, index_dim, inner):
+        """out[o, index[o, j, i], i] = op(that element, src[o, j, i]) for the ReduceOp PROD,
+        MAX or MIN (MAX / MIN propagate NaN; uint8 products wrap). Floating-point products may
+        be combined in any order on the GPU."""
 
     def index_select(self, a, index, out, outer, a_dim, n_index, inner):
         """out[o, j, i] = a[o, index[j], i]."""

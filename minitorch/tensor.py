@@ -129,6 +129,26 @@ class Tensor:
     def is_floating_point(self):
         return self._data.dtype.is_floating_point
 
+    def is_complex(self):
+        return False
+
+    def is_signed(self):
+        return self._data.dtype not in (dtypes.uint8, dtypes.bool_)
+
+    def is_same_size(self, other):
+        return self._data.shape == other._data.shape
+
+    def is_nonzero(self):
+        return self.__bool__()
+
+    def get_device(self):
+        """The CUDA device index, -1 on the CPU."""
+        index = self._data.device.index
+        return -1 if index is None else index
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
     @property
     def is_leaf(self):
         return self.grad_fn is None
@@ -570,7 +590,7 @@ def numel(input):
 
 # ---- ops as methods and operators (one line each; the ops live in minitorch.functions) --------
 from .functions import elementwise as _E, index as _I, linalg as _L, movement as _M  # noqa: E402
-from .functions import reduce as _R, sort as _S  # noqa: E402
+from .functions import reduce as _R, sort as _S, stats as _ST  # noqa: E402
 from .ndarray import broadcast_shapes as _broadcast_shapes  # noqa: E402
 from .opcodes import BinaryOp as _BinaryOp  # noqa: E402
 
@@ -708,11 +728,14 @@ _SAME_NAME = {
          "clamp_min clamp_max fix positive"),
     _R: ("sum mean prod max min amax amin argmax argmin var std logsumexp softmax log_softmax "
          "norm cumsum cumprod all any count_nonzero"),
+    _ST: ("nansum nanmean aminmax logcumsumexp cummax cummin bincount histc mode quantile "
+          "nanquantile"),
     _M: ("reshape view flatten unflatten squeeze unsqueeze permute transpose t expand expand_as "
          "broadcast_to movedim as_strided narrow unbind split chunk flip roll repeat tile "
          "contiguous clone unfold view_as reshape_as swapaxes swapdims moveaxis fliplr flipud "
          "diff repeat_interleave select tensor_split hsplit vsplit dsplit rot90"),
-    _L: ("matmul mm bmm outer dot mv addmm baddbmm inner ger diagonal diag diag_embed trace "
+    _L: ("matmul mm bmm outer dot mv addmm baddbmm addmv addr addbmm inner ger diagonal diag "
+         "diag_embed trace "
          "tril triu cross dist"),
     _S: "sort argsort msort topk kthvalue median unique",
     _I: ("gather scatter scatter_add index_select masked_fill take_along_dim nonzero "
@@ -855,3 +878,67 @@ _T.new_full = lambda self, size, fill_value, dtype=None, device=None, requires_g
     size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
     requires_grad=requires_grad)
 _T.new_empty = _T.new_zeros
+
+# in-place forms of aliases and of ops the list above leaves out
+for _name in ("absolute negative divide multiply subtract true_divide floor_divide fmod remainder "
+              "atan2 arctan2 float_power erf bitwise_and bitwise_or bitwise_xor bitwise_not "
+              "bitwise_left_shift bitwise_right_shift").split():
+    setattr(_T, _name + "_", _inplace(getattr(_E, _name)))
+for _name in ("cumsum", "cumprod"):
+    setattr(_T, _name + "_", _inplace(getattr(_R, _name)))
+
+
+def _keeping_dtype(fn):
+    """An op whose bool result an in-place form casts back to self's dtype (torch's `x.eq_(y)`
+    and `x.logical_and_(y)` keep x's dtype, float or not)."""
+    return lambda self, *args: _E.cast(fn(self, *args), self.dtype)
+
+
+for _name in ("eq ne lt le gt ge greater_equal less_equal not_equal greater less logical_and "
+              "logical_or logical_xor logical_not").split():
+    setattr(_T, _name + "_", _inplace(_keeping_dtype(getattr(_E, _name))))
+
+
+def _float_power_(self, exponent):
+    """torch refuses to compute float_power_ (a float64 op) into anything but float64."""
+    if self.dtype is not dtypes.float64:
+        raise RuntimeError("the base given to float_power_ has dtype "
+                           f"{_E.TORCH_NAMES[self.dtype.name]} but the operation's result "
+                           "requires dtype Double")
+    return _inplace(_E.float_power)(self, exponent)
+
+
+_T.float_power_ = _float_power_
+
+
+def _inplace_view(fn):
+    """torch's `x.t_()`, `x.squeeze_()`, …: x itself takes the view's shape and strides (the
+    storage stays) and, while recording, the view's place in the graph. Like torch, it counts as
+    an in-place op: saved copies of x are invalidated."""
+    def method(self, *args, **kwargs):
+        self._check_inplace()
+        view = fn(self, *args, **kwargs)
+        self._data = view._data
+        self._bump_version()
+        if view.requires_grad:
+            self.grad_fn, self._output_nr = view.grad_fn, view._output_nr
+        return self
+    method.__name__ = fn.__name__ + "_"
+    return method
+
+
+for _name in ("t", "squeeze", "unsqueeze", "transpose", "swapaxes", "swapdims", "as_strided"):
+    setattr(_T, _name + "_", _inplace_view(getattr(_M, _name)))
+_T.ravel = lambda self: self.reshape(-1)
+
+
+# ---- products added to an input (compositions of the linalg ops) ------------------------------
+for _name in ("addmv", "addr", "addbmm", "addmm", "baddbmm"):
+    setattr(_T, _name + "_", _inplace(getattr(_L, _name)))
+
+# index ops (functions/index.py) with their in-place forms
+for _name in ("index_fill", "index_copy", "masked_scatter", "scatter_reduce"):
+    setattr(_T, _name, getattr(_I, _name))
+    setattr(_T, _name + "_", _inplace(getattr(_I, _name)))
+for _name in ("select_scatter", "slice_scatter", "diagonal_scatter", "fill_diagonal_"):
+    setattr(_T, _name, getattr(_I, _name))

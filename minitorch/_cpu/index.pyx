@@ -1,5 +1,6 @@
-"""Integer-index kernels along one axis: gather / scatter / scatter_add (index per element),
-index_select / index_add (one index per slice: embeddings), take / put (flat offsets).
+"""Integer-index kernels along one axis: gather / scatter / scatter_add / scatter_reduce (index
+per element), index_select / index_add (one index per slice: embeddings), take / put (flat
+offsets).
 
 Arrays are viewed as (outer, dim, inner), compact. Every index is checked before anything is
 written, so a bad index raises IndexError and leaves `out` untouched. Writes that may collide
@@ -11,6 +12,7 @@ from cython.parallel cimport prange
 cimport numpy as cnp
 
 from minitorch._cpu.common cimport (omp_get_max_threads, PARALLEL_MIN_ELEMENTS)
+from minitorch._cpu.opcodes cimport *
 
 cnp.import_array()
 
@@ -153,24 +155,28 @@ cdef inline void gather_task(const move_t* a, const int64_t* index, move_t* out,
             dst[j * inner + i] = base[idx[j * inner + i] * inner + i]
 
 
+cdef enum:
+    WRITE = -1      # scatter's plain store; the other `how`s are ReduceOp codes
+
+
 cdef void scatter_slices(const value_t* src, const int64_t* index, value_t* out,
                          Py_ssize_t outer, Py_ssize_t out_dim, Py_ssize_t index_dim,
-                         Py_ssize_t inner, bint accumulate) noexcept nogil:
-    """out[o, index[o, j, i], i] (+)= src[o, j, i]. Tasks are (o, piece of i): two tasks never
-    write one element, and within a task j runs in order (last write wins, sums are serial)."""
+                         Py_ssize_t inner, int how) noexcept nogil:
+    """out[o, index[o, j, i], i] = src[o, j, i] (how = WRITE), or combined with it by the
+    ReduceOp `how`. Tasks are (o, piece of i): two tasks never write one element, and within a
+    task j runs in order (last write wins, reductions are serial)."""
     cdef Py_ssize_t pieces = split_count(outer, inner, outer * index_dim * inner), t
     if pieces * outer > 1 and parallel(outer * index_dim * inner):
         for t in prange(outer * pieces, schedule="static"):
-            scatter_task(src, index, out, t, pieces, out_dim, index_dim, inner, accumulate)
+            scatter_task(src, index, out, t, pieces, out_dim, index_dim, inner, how)
     else:
         for t in range(outer * pieces):
-            scatter_task(src, index, out, t, pieces, out_dim, index_dim, inner, accumulate)
+            scatter_task(src, index, out, t, pieces, out_dim, index_dim, inner, how)
 
 
 cdef inline void scatter_task(const value_t* src, const int64_t* index, value_t* out,
                               Py_ssize_t t, Py_ssize_t pieces, Py_ssize_t out_dim,
-                              Py_ssize_t index_dim, Py_ssize_t inner,
-                              bint accumulate) noexcept nogil:
+                              Py_ssize_t index_dim, Py_ssize_t inner, int how) noexcept nogil:
     cdef Py_ssize_t o = t // pieces, p = t % pieces
     cdef Py_ssize_t i0 = inner * p // pieces, i1 = inner * (p + 1) // pieces, j, i
     cdef const value_t* s
@@ -180,17 +186,17 @@ cdef inline void scatter_task(const value_t* src, const int64_t* index, value_t*
         s = src + o * index_dim
         idx = index + o * index_dim
         for j in range(index_dim):
-            dst[idx[j]] = combine(dst[idx[j]], s[j]) if accumulate else s[j]
+            dst[idx[j]] = s[j] if how == WRITE else reduce_pair(dst[idx[j]], s[j], how)
         return
     for j in range(index_dim):
         s = src + (o * index_dim + j) * inner
         idx = index + (o * index_dim + j) * inner
-        if accumulate:
-            for i in range(i0, i1):
-                dst[idx[i] * inner + i] = combine(dst[idx[i] * inner + i], s[i])
-        else:
+        if how == WRITE:
             for i in range(i0, i1):
                 dst[idx[i] * inner + i] = s[i]
+        else:
+            for i in range(i0, i1):
+                dst[idx[i] * inner + i] = reduce_pair(dst[idx[i] * inner + i], s[i], how)
 
 
 cdef inline value_t combine(value_t a, value_t b) noexcept nogil:
@@ -198,6 +204,22 @@ cdef inline value_t combine(value_t a, value_t b) noexcept nogil:
         return (a != 0) | (b != 0)      # bool "addition" is logical or
     else:
         return a + b
+
+
+cdef inline value_t reduce_pair(value_t a, value_t b, int op) noexcept nogil:
+    """a combined with b by a ReduceOp: SUM as `combine`; MAX / MIN keep a NaN from either
+    side (a != a is NaN), as torch's scatter_reduce does; PROD wraps for integers."""
+    if op == REDUCE_SUM:
+        return combine(a, b)
+    if op == REDUCE_PROD:
+        if value_t is int64_t:
+            return <int64_t>(<uint64_t>a * <uint64_t>b)     # two's complement, no C UB
+        else:
+            return <value_t>(a * b)     # uint8: the low byte, like torch's uint8 product
+    cdef bint keep = a > b if op == REDUCE_MAX else a < b
+    if value_t is float or value_t is double:
+        keep = keep or a != a
+    return a if keep else b
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,7 +321,7 @@ def gather(cnp.ndarray a, cnp.ndarray index, cnp.ndarray out, Py_ssize_t outer,
 
 cdef int scatter_common(cnp.ndarray src, cnp.ndarray index, cnp.ndarray out, Py_ssize_t outer,
                         Py_ssize_t out_dim, Py_ssize_t index_dim, Py_ssize_t inner,
-                        bint accumulate) except -1:
+                        int how) except -1:
     cdef Py_ssize_t n = outer * index_dim * inner
     cdef int code
     cdef void* ps
@@ -314,30 +336,38 @@ cdef int scatter_common(cnp.ndarray src, cnp.ndarray index, cnp.ndarray out, Py_
     pi = <const int64_t*>cnp.PyArray_DATA(index)
     with nogil:
         if code == 0:
-            scatter_slices(<float*>ps, pi, <float*>po, outer, out_dim, index_dim, inner,
-                           accumulate)
+            scatter_slices(<float*>ps, pi, <float*>po, outer, out_dim, index_dim, inner, how)
         elif code == 1:
-            scatter_slices(<double*>ps, pi, <double*>po, outer, out_dim, index_dim, inner,
-                           accumulate)
+            scatter_slices(<double*>ps, pi, <double*>po, outer, out_dim, index_dim, inner, how)
         elif code == 2:
-            scatter_slices(<int64_t*>ps, pi, <int64_t*>po, outer, out_dim, index_dim, inner,
-                           accumulate)
+            scatter_slices(<int64_t*>ps, pi, <int64_t*>po, outer, out_dim, index_dim, inner, how)
         else:
-            scatter_slices(<uint8_t*>ps, pi, <uint8_t*>po, outer, out_dim, index_dim, inner,
-                           accumulate)
+            scatter_slices(<uint8_t*>ps, pi, <uint8_t*>po, outer, out_dim, index_dim, inner, how)
     return 0
 
 
 def scatter(cnp.ndarray src, cnp.ndarray index, cnp.ndarray out, Py_ssize_t outer,
             Py_ssize_t out_dim, Py_ssize_t index_dim, Py_ssize_t inner):
     """out[o, index[o, j, i], i] = src[o, j, i] (duplicates: the last j wins)."""
-    scatter_common(src, index, out, outer, out_dim, index_dim, inner, False)
+    scatter_common(src, index, out, outer, out_dim, index_dim, inner, WRITE)
 
 
 def scatter_add(cnp.ndarray src, cnp.ndarray index, cnp.ndarray out, Py_ssize_t outer,
                 Py_ssize_t out_dim, Py_ssize_t index_dim, Py_ssize_t inner):
     """out[o, index[o, j, i], i] += src[o, j, i]: the adjoint of gather (bool: logical or)."""
-    scatter_common(src, index, out, outer, out_dim, index_dim, inner, True)
+    scatter_common(src, index, out, outer, out_dim, index_dim, inner, REDUCE_SUM)
+
+
+SCATTER_REDUCE_OPS = {REDUCE_PROD: "PROD", REDUCE_MAX: "MAX", REDUCE_MIN: "MIN"}
+
+
+def scatter_reduce(int op, cnp.ndarray src, cnp.ndarray index, cnp.ndarray out,
+                   Py_ssize_t outer, Py_ssize_t out_dim, Py_ssize_t index_dim, Py_ssize_t inner):
+    """out[o, index[o, j, i], i] = op(out[o, index[o, j, i], i], src[o, j, i]) in j order, for
+    op ReduceOp.PROD, MAX or MIN (MAX / MIN propagate NaN; uint8 products wrap)."""
+    if op not in SCATTER_REDUCE_OPS:
+        raise ValueError(f"scatter_reduce supports the reduce ops PROD, MAX and MIN, not {op}")
+    scatter_common(src, index, out, outer, out_dim, index_dim, inner, op)
 
 
 def index_select(cnp.ndarray a, cnp.ndarray index, cnp.ndarray out, Py_ssize_t outer,

@@ -35,12 +35,6 @@ ctypedef fused num:
     int64_t
     uint8_t
 
-ctypedef fused scan_t:
-    float
-    double
-    int64_t
-
-
 cdef inline str op_name(int op):
     return REDUCE_NAMES[op] if 0 <= op < 6 else str(op)
 
@@ -582,15 +576,21 @@ def reduce_last(int op, cnp.ndarray a, cnp.ndarray out, Py_ssize_t n, Py_ssize_t
 
 
 # ---------------------------------------------------------------------------------------------
-# scans
+# scans: SUM/PROD (cumsum, cumprod) write values; MAX/MIN (cummax, cummin) write values and the
+# int64 position of the running extreme
 # ---------------------------------------------------------------------------------------------
 
-cdef void scan_slab(value_op* tag, const scan_t* x, scan_t* o, Py_ssize_t n,
+ctypedef fused extreme_op:
+    OpMax
+    OpMin
+
+
+cdef void scan_slab(value_op* tag, const num* x, num* o, Py_ssize_t n,
                     Py_ssize_t inner, Py_ssize_t c0, Py_ssize_t c1) noexcept nogil:
     """Inclusive scan of columns [c0, c1) of one (n, inner) slab."""
     # sequential in row order, like numpy's cumsum, so float results match it exactly
     cdef Py_ssize_t r, c
-    cdef scan_t acc
+    cdef num acc
     if inner == 1:
         acc = x[0]
         o[0] = acc
@@ -605,21 +605,58 @@ cdef void scan_slab(value_op* tag, const scan_t* x, scan_t* o, Py_ssize_t n,
             o[r * inner + c] = combine(tag, o[(r - 1) * inner + c], x[r * inner + c])
 
 
-cdef void scan_units(int op, const scan_t* a, scan_t* out, Py_ssize_t n, Py_ssize_t inner,
-                     Py_ssize_t tiles, Py_ssize_t u0, Py_ssize_t u1) noexcept nogil:
+cdef inline bint takes_over(extreme_op* tag, num v, num best) noexcept nogil:
+    """v replaces the running extreme `best`: ties too (the last occurrence wins), a NaN always,
+    and nothing replaces a NaN but another NaN (torch's cummax/cummin rule)."""
+    if num is float or num is double:
+        if extreme_op is OpMax:
+            return (v != v) | ((best == best) & (v >= best))
+        else:
+            return (v != v) | ((best == best) & (v <= best))
+    else:
+        if extreme_op is OpMax:
+            return v >= best
+        else:
+            return v <= best
+
+
+cdef void scan_index_slab(extreme_op* tag, const num* x, num* o, int64_t* idx, Py_ssize_t n,
+                          Py_ssize_t inner, Py_ssize_t c0, Py_ssize_t c1) noexcept nogil:
+    """Running extreme and its row down columns [c0, c1) of one (n, inner) slab."""
+    cdef Py_ssize_t r, c, at
+    cdef bint take
+    for c in range(c0, c1):
+        o[c] = x[c]
+        idx[c] = 0
+    for r in range(1, n):
+        for c in range(c0, c1):
+            at = r * inner + c
+            take = takes_over(tag, x[at], o[at - inner])
+            o[at] = x[at] if take else o[at - inner]
+            idx[at] = r if take else idx[at - inner]
+
+
+cdef void scan_units(int op, const num* a, num* out, int64_t* idx, Py_ssize_t n,
+                     Py_ssize_t inner, Py_ssize_t tiles, Py_ssize_t u0,
+                     Py_ssize_t u1) noexcept nogil:
     """Units [u0, u1): unit u scans column tile u % tiles of slab u // tiles."""
-    cdef Py_ssize_t u, k, c0, c1, tw = (inner + tiles - 1) // tiles
+    cdef Py_ssize_t u, k, c0, c1, tw = (inner + tiles - 1) // tiles, at
     for u in range(u0, u1):
         k = u // tiles
+        at = k * n * inner
         c0 = (u % tiles) * tw
         c1 = c0 + tw if c0 + tw < inner else inner
         if op == REDUCE_SUM:
-            scan_slab(<OpSum*>NULL, a + k * n * inner, out + k * n * inner, n, inner, c0, c1)
+            scan_slab(<OpSum*>NULL, a + at, out + at, n, inner, c0, c1)
+        elif op == REDUCE_PROD:
+            scan_slab(<OpProd*>NULL, a + at, out + at, n, inner, c0, c1)
+        elif op == REDUCE_MAX:
+            scan_index_slab(<OpMax*>NULL, a + at, out + at, idx + at, n, inner, c0, c1)
         else:
-            scan_slab(<OpProd*>NULL, a + k * n * inner, out + k * n * inner, n, inner, c0, c1)
+            scan_index_slab(<OpMin*>NULL, a + at, out + at, idx + at, n, inner, c0, c1)
 
 
-cdef void scan_run(int op, const scan_t* a, scan_t* out, Py_ssize_t m, Py_ssize_t n,
+cdef void scan_run(int op, const num* a, num* out, int64_t* idx, Py_ssize_t m, Py_ssize_t n,
                    Py_ssize_t inner) noexcept nogil:
     """Parallel over slabs, or over column tiles when there are few slabs."""
     cdef int nt = threads_for(m * n * inner), t
@@ -628,39 +665,73 @@ cdef void scan_run(int op, const scan_t* a, scan_t* out, Py_ssize_t m, Py_ssize_
         tiles = nt
     units = m * tiles
     if nt == 1 or units < 2:
-        scan_units(op, a, out, n, inner, tiles, 0, units)
+        scan_units(op, a, out, idx, n, inner, tiles, 0, units)
     else:
         for t in prange(nt, num_threads=nt, schedule="static"):
-            scan_units(op, a, out, n, inner, tiles, units * t // nt, units * (t + 1) // nt)
+            scan_units(op, a, out, idx, n, inner, tiles, units * t // nt, units * (t + 1) // nt)
+
+
+cdef Py_ssize_t check_scan(str name, int op, cnp.ndarray a, cnp.ndarray out, Py_ssize_t n,
+                           Py_ssize_t inner) except -1:
+    """The slab count m of a scan of compact a (m, n, inner) into out, after the checks both
+    scans share (op and dtype support are the caller's)."""
+    cdef int dt = buffer_dtype(a, name)
+    cdef int dto = buffer_dtype(out, name, True)
+    cdef Py_ssize_t size = cnp.PyArray_SIZE(a), m
+    if dto != dt:
+        raise TypeError(f"scan {op_name(op)} on {DTYPE_NAMES[dt]} cannot write {DTYPE_NAMES[dto]}")
+    if cnp.PyArray_SIZE(out) != size:
+        raise ValueError(f"{name}: a has {size} elements but out has {cnp.PyArray_SIZE(out)}")
+    if n < 0 or inner < 0:
+        raise ValueError(f"{name}: n={n} and inner={inner} must be non-negative")
+    m = size // (n * inner) if n * inner else 0
+    if m * n * inner != size:
+        raise ValueError(f"{name}: a has {size} elements, not a multiple of n*inner = "
+                         f"{n * inner}")
+    return m
+
+
+cdef int scan_dispatch(int op, cnp.ndarray a, cnp.ndarray out, int64_t* idx, Py_ssize_t m,
+                       Py_ssize_t n, Py_ssize_t inner) except -1:
+    """Run scan_run for a's dtype (m slabs, none when a is empty)."""
+    cdef int dt = dtype_code(a)
+    cdef const void* pa = cnp.PyArray_DATA(a)
+    cdef void* po = cnp.PyArray_DATA(out)
+    if m == 0:
+        return 0
+    with nogil:
+        if dt == DT_F32:
+            scan_run(op, <const float*>pa, <float*>po, idx, m, n, inner)
+        elif dt == DT_F64:
+            scan_run(op, <const double*>pa, <double*>po, idx, m, n, inner)
+        elif dt == DT_I64:
+            scan_run(op, <const int64_t*>pa, <int64_t*>po, idx, m, n, inner)
+        else:
+            scan_run(op, <const uint8_t*>pa, <uint8_t*>po, idx, m, n, inner)
+    return 0
 
 
 def scan_last(int op, cnp.ndarray a, cnp.ndarray out, Py_ssize_t n, Py_ssize_t inner=1):
     """Inclusive scan (SUM: cumsum, PROD: cumprod) along the middle axis of (m, n, inner)."""
-    cdef int dt = buffer_dtype(a, "scan_last")
-    cdef int dto = buffer_dtype(out, "scan_last", True)
-    cdef Py_ssize_t size = cnp.PyArray_SIZE(a), m
     if op != REDUCE_SUM and op != REDUCE_PROD:
         raise ValueError(f"scan_last supports SUM (cumsum) and PROD (cumprod), not {op_name(op)}")
-    if dt == DT_BOOL:
+    if buffer_dtype(a, "scan_last") == DT_BOOL:
         raise TypeError(f"scan {op_name(op)} is not supported for dtype bool")
-    if dto != dt:
-        raise TypeError(f"scan {op_name(op)} on {DTYPE_NAMES[dt]} cannot write {DTYPE_NAMES[dto]}")
-    if cnp.PyArray_SIZE(out) != size:
-        raise ValueError(f"scan_last: a has {size} elements but out has {cnp.PyArray_SIZE(out)}")
-    if n < 0 or inner < 0:
-        raise ValueError(f"scan_last: n={n} and inner={inner} must be non-negative")
-    if size == 0:
-        return
-    m = size // (n * inner) if n * inner else 0
-    if m * n * inner != size:
-        raise ValueError(f"scan_last: a has {size} elements, not a multiple of n*inner = "
-                         f"{n * inner}")
-    cdef const void* pa = cnp.PyArray_DATA(a)
-    cdef void* po = cnp.PyArray_DATA(out)
-    with nogil:
-        if dt == DT_F32:
-            scan_run(op, <const float*>pa, <float*>po, m, n, inner)
-        elif dt == DT_F64:
-            scan_run(op, <const double*>pa, <double*>po, m, n, inner)
-        else:
-            scan_run(op, <const int64_t*>pa, <int64_t*>po, m, n, inner)
+    scan_dispatch(op, a, out, NULL, check_scan("scan_last", op, a, out, n, inner), n, inner)
+
+
+def scan_index_last(int op, cnp.ndarray a, cnp.ndarray values, cnp.ndarray indices,
+                    Py_ssize_t n, Py_ssize_t inner=1):
+    """Running MAX (cummax) or MIN (cummin) along the middle axis of (m, n, inner) into values,
+    and into indices (int64) the position along n where it was found: ties go to the later
+    position, and NaN propagates (a later NaN taking over), as in torch. Any storage dtype."""
+    if op != REDUCE_MAX and op != REDUCE_MIN:
+        raise ValueError(f"scan_index_last supports MAX (cummax) and MIN (cummin), not "
+                         f"{op_name(op)}")
+    cdef Py_ssize_t m = check_scan("scan_index_last", op, a, values, n, inner)
+    if buffer_dtype(indices, "scan_index_last", True) != DT_I64:
+        raise TypeError("scan_index_last: indices must have dtype int64")
+    if cnp.PyArray_SIZE(indices) != cnp.PyArray_SIZE(a):
+        raise ValueError(f"scan_index_last: a has {cnp.PyArray_SIZE(a)} elements but indices "
+                         f"has {cnp.PyArray_SIZE(indices)}")
+    scan_dispatch(op, a, values, <int64_t*>cnp.PyArray_DATA(indices), m, n, inner)

@@ -1,7 +1,7 @@
 # cython: cdivision=True
-"""Sorting CPU kernel: a stable sort of every row of a compact (rows, n) array, writing the
+"""Sorting CPU kernels: a stable sort of every row of a compact (rows, n) array, writing the
 sorted values and the int64 positions they came from (torch.sort, and through it argsort, topk,
-kthvalue, median).
+kthvalue, median), and the binary search of values in sorted rows (searchsorted, bucketize).
 
 Each row is merge-sorted: insertion-sorted runs of RUN elements, then merge passes that go back
 and forth between the outputs and a scratch row. Both steps move an element past another only
@@ -172,3 +172,94 @@ def sort_last(cnp.ndarray a, cnp.ndarray values, cnp.ndarray indices, Py_ssize_t
             for t in prange(nt, num_threads=nt, schedule="static"):
                 sort_part(dt, pa, pv, pi, psv + t * row_bytes, psi + t * n, m * t // nt,
                           m * (t + 1) // nt, n, descending)
+
+
+# ---------------------------------------------------------------------------------------------
+# searchsorted
+# ---------------------------------------------------------------------------------------------
+
+cdef inline int64_t insertion_point(const anyt* bd, const int64_t* order, Py_ssize_t n, anyt v,
+                                    bint right) noexcept nogil:
+    """Where v goes in the sorted row bd (read through `order` when not NULL): torch's
+    comparisons, the lower bound moving right while !(b >= v), the upper while !(b > v)."""
+    cdef Py_ssize_t lo = 0, hi = n, mid
+    cdef anyt b
+    while lo < hi:
+        mid = lo + ((hi - lo) >> 1)
+        b = bd[order[mid]] if order != NULL else bd[mid]
+        if (not (b > v)) if right else (not (b >= v)):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef void search_values(const anyt* bd, const anyt* values, const int64_t* sorter, int64_t* out,
+                        Py_ssize_t size, Py_ssize_t n, Py_ssize_t m, bint shared_row,
+                        bint right) noexcept nogil:
+    """out[i] = the insertion point of values[i] in boundary row i // m (row 0 if shared)."""
+    cdef Py_ssize_t i, row
+    cdef int nt = omp_get_max_threads() if size >= PARALLEL_MIN_ELEMENTS else 1
+    for i in prange(size, num_threads=nt, schedule="static"):
+        row = 0 if shared_row else i // m
+        out[i] = insertion_point(bd + row * n, sorter + row * n if sorter != NULL else NULL, n,
+                                 values[i], right)
+
+
+cdef int check_sorter(cnp.ndarray sorter, Py_ssize_t size, Py_ssize_t n) except -1:
+    """sorter holds int64 positions in [0, n), one per boundary."""
+    cdef const int64_t* p
+    cdef Py_ssize_t i
+    if buffer_dtype(sorter, "searchsorted") != DT_I64:
+        raise TypeError("searchsorted: sorter must have dtype int64")
+    if cnp.PyArray_SIZE(sorter) != size:
+        raise ValueError(f"searchsorted: sorter has {cnp.PyArray_SIZE(sorter)} elements, the "
+                         f"boundaries {size}")
+    p = <const int64_t*>cnp.PyArray_DATA(sorter)
+    for i in range(size):
+        if p[i] < 0 or p[i] >= n:
+            raise IndexError(f"searchsorted: sorter position {p[i]} is out of bounds for rows "
+                             f"of {n}")
+    return 0
+
+
+def searchsorted(cnp.ndarray boundaries, cnp.ndarray values, cnp.ndarray out, Py_ssize_t n,
+                 Py_ssize_t m, bint right=False, cnp.ndarray sorter=None):
+    """out (int64) = for each of the compact values, viewed as rows of m, its insertion point in
+    the sorted row of n boundaries of the same row, or in the one row when boundaries has only
+    one (the left end of equal values, or the right end when `right`). A `sorter` (int64, one
+    position in [0, n) per boundary) gives the sorted order of unsorted rows."""
+    cdef int dt = buffer_dtype(boundaries, "searchsorted")
+    cdef Py_ssize_t size = cnp.PyArray_SIZE(values), rows
+    if buffer_dtype(values, "searchsorted") != dt:
+        raise TypeError(f"searchsorted: values must have the dtype of the boundaries "
+                        f"({DTYPE_NAMES[dt]})")
+    if buffer_dtype(out, "searchsorted", True) != DT_I64:
+        raise TypeError("searchsorted: out must have dtype int64")
+    if cnp.PyArray_SIZE(out) != size:
+        raise ValueError(f"searchsorted: out has {cnp.PyArray_SIZE(out)} elements, the values "
+                         f"{size}")
+    if n < 0 or m < 0 or (size % m if m else size):
+        raise ValueError(f"searchsorted: {size} values are not rows of m={m} (n={n})")
+    rows = cnp.PyArray_SIZE(boundaries) // n if n else 1
+    if rows * n != cnp.PyArray_SIZE(boundaries) or (rows != 1 and rows * m != size):
+        raise ValueError(f"searchsorted: {cnp.PyArray_SIZE(boundaries)} boundaries are not one "
+                         f"row of n={n} or one per row of m={m} values")
+    if sorter is not None:
+        check_sorter(sorter, cnp.PyArray_SIZE(boundaries), n)
+    cdef const void* pb = cnp.PyArray_DATA(boundaries)
+    cdef const void* pv = cnp.PyArray_DATA(values)
+    cdef const int64_t* ps = NULL if sorter is None else <const int64_t*>cnp.PyArray_DATA(sorter)
+    cdef int64_t* po = <int64_t*>cnp.PyArray_DATA(out)
+    cdef bint shared = rows == 1
+    with nogil:
+        if dt == DT_F32:
+            search_values(<const float*>pb, <const float*>pv, ps, po, size, n, m, shared, right)
+        elif dt == DT_F64:
+            search_values(<const double*>pb, <const double*>pv, ps, po, size, n, m, shared, right)
+        elif dt == DT_I64:
+            search_values(<const int64_t*>pb, <const int64_t*>pv, ps, po, size, n, m, shared,
+                          right)
+        else:
+            search_values(<const uint8_t*>pb, <const uint8_t*>pv, ps, po, size, n, m, shared,
+                          right)

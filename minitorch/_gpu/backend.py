@@ -30,6 +30,7 @@ _BINARY_INT = {BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL, BinaryOp.POW, BinaryOp.
 _BINARY_BOOL = {BinaryOp.ADD, BinaryOp.MUL, BinaryOp.MAXIMUM, BinaryOp.MINIMUM}
 _BINARY_CAN_FAIL = {BinaryOp.POW, BinaryOp.FLOOR_DIVIDE, BinaryOp.REMAINDER}
 _ARG_OPS = {ReduceOp.ARGMAX, ReduceOp.ARGMIN}
+_SCATTER_REDUCE_OPS = {ReduceOp.PROD, ReduceOp.MAX, ReduceOp.MIN}
 ERR_ZERO_DIV, ERR_NEG_POW = 1, 2
 MODE_PLAIN, MODE_CLAIM, MODE_WRITE = 0, 1, 2
 _GEOMETRY_CACHE_MAX = 4096
@@ -392,36 +393,62 @@ class GpuBackend:
         if parts > 1:
             self._reduce(op, name, target[0], target[1], final, m, parts, inner)
 
-    @_on_device
-    def scan_last(self, op, a, out, n, inner=1):
-        """Inclusive scan (SUM: cumsum, PROD: cumprod) along the middle axis of (m, n, inner)."""
-        name, out_name = _dtype_name(a, "scan_last"), _dtype_name(out, "scan_last")
-        if op not in (ReduceOp.SUM, ReduceOp.PROD):
-            raise ValueError("scan_last supports SUM (cumsum) and PROD (cumprod), not "
-                             f"{_op_name(ReduceOp, op)}")
-        if name == "uint8":
-            raise TypeError(f"scan {_op_name(ReduceOp, op)} is not supported for dtype bool")
+    @staticmethod
+    def _scan_checks(kernel, op, a, out, n, inner):
+        """(dtype name, slab count m) of a scan of compact a (m, n, inner) into out, after the
+        checks every scan shares (op and dtype support are the caller's)."""
+        name, out_name = _dtype_name(a, kernel), _dtype_name(out, kernel)
         if out_name != name:
             raise TypeError(f"scan {_op_name(ReduceOp, op)} on {SHOWN[name]} cannot write "
                             f"{SHOWN[out_name]}")
         size = a.size
         if out.size != size:
-            raise ValueError(f"scan_last: a has {size} elements but out has {out.size}")
+            raise ValueError(f"{kernel}: a has {size} elements but out has {out.size}")
         if n < 0 or inner < 0:
-            raise ValueError(f"scan_last: n={n} and inner={inner} must be non-negative")
-        if size == 0:
-            return
+            raise ValueError(f"{kernel}: n={n} and inner={inner} must be non-negative")
         m = size // (n * inner) if n * inner else 0
         if m * n * inner != size:
-            raise ValueError(f"scan_last: a has {size} elements, not a multiple of n*inner = "
+            raise ValueError(f"{kernel}: a has {size} elements, not a multiple of n*inner = "
                              f"{n * inner}")
+        return name, m
+
+    def _scan(self, kernel, op, name, buffers, m, n, inner):
+        """Launch the row (inner == 1) or column variant of a scan kernel over m slabs."""
         t = L.CTYPES[name]
+        if m == 0:
+            return
         if inner == 1:
-            self._launch("reduce", name, f"scan_rows_kernel<{t}>", min(m, L.MAX_GRID),
-                         (I32(op), a, out, I64(m), I64(n)), L.row_threads(n))
+            self._launch("reduce", name, f"{kernel}_rows_kernel<{t}>", min(m, L.MAX_GRID),
+                         (I32(op),) + buffers + (I64(m), I64(n)), L.row_threads(n))
         else:
-            self._launch("reduce", name, f"scan_cols_kernel<{t}>", L.flat_grid(m * inner),
-                         (I32(op), a, out, I64(m), I64(n), I64(inner)))
+            self._launch("reduce", name, f"{kernel}_cols_kernel<{t}>", L.flat_grid(m * inner),
+                         (I32(op),) + buffers + (I64(m), I64(n), I64(inner)))
+
+    @_on_device
+    def scan_last(self, op, a, out, n, inner=1):
+        """Inclusive scan (SUM: cumsum, PROD: cumprod) along the middle axis of (m, n, inner)."""
+        if op not in (ReduceOp.SUM, ReduceOp.PROD):
+            raise ValueError("scan_last supports SUM (cumsum) and PROD (cumprod), not "
+                             f"{_op_name(ReduceOp, op)}")
+        if _dtype_name(a, "scan_last") == "uint8":
+            raise TypeError(f"scan {_op_name(ReduceOp, op)} is not supported for dtype bool")
+        name, m = self._scan_checks("scan_last", op, a, out, n, inner)
+        self._scan("scan", op, name, (a, out), m, n, inner)
+
+    @_on_device
+    def scan_index_last(self, op, a, values, indices, n, inner=1):
+        """Running MAX (cummax) or MIN (cummin) along the middle axis of (m, n, inner), with the
+        int64 position of the extreme (ties: the later one; NaN propagates), as on the CPU."""
+        if op not in (ReduceOp.MAX, ReduceOp.MIN):
+            raise ValueError("scan_index_last supports MAX (cummax) and MIN (cummin), not "
+                             f"{_op_name(ReduceOp, op)}")
+        name, m = self._scan_checks("scan_index_last", op, a, values, n, inner)
+        if _dtype_name(indices, "scan_index_last") != "int64":
+            raise TypeError("scan_index_last: indices must have dtype int64")
+        if indices.size != a.size:
+            raise ValueError(f"scan_index_last: a has {a.size} elements but indices has "
+                             f"{indices.size}")
+        self._scan("scan_index", op, name, (a, values, indices), m, n, inner)
 
     @_on_device
     def softmax_last(self, a, out, n, log=False):
@@ -512,6 +539,48 @@ class GpuBackend:
                          (keys, pos) + sizes + (I64(k), I64(j), order))
         self._launch("sort", name, f"sort_unpad_kernel<{t}>", L.flat_grid(size),
                      (keys, pos, values, indices) + sizes)
+
+    @_on_device
+    def searchsorted(self, boundaries, values, out, n, m, right=False, sorter=None):
+        """out (int64) = the insertion point of each of the values (rows of m) in its row of n
+        sorted boundaries, or in the one row (binary search per value, torch's comparisons);
+        `sorter` positions give the sorted order of unsorted rows (checked before use)."""
+        name = _dtype_name(boundaries, "searchsorted")
+        size = values.size
+        if _dtype_name(values, "searchsorted") != name:
+            raise TypeError("searchsorted: values must have the dtype of the boundaries "
+                            f"({SHOWN[name]})")
+        if _dtype_name(out, "searchsorted") != "int64":
+            raise TypeError("searchsorted: out must have dtype int64")
+        if out.size != size:
+            raise ValueError(f"searchsorted: out has {out.size} elements, the values {size}")
+        if n < 0 or m < 0 or (size % m if m else size):
+            raise ValueError(f"searchsorted: {size} values are not rows of m={m} (n={n})")
+        rows = boundaries.size // n if n else 1
+        if rows * n != boundaries.size or (rows != 1 and rows * m != size):
+            raise ValueError(f"searchsorted: {boundaries.size} boundaries are not one row of "
+                             f"n={n} or one per row of m={m} values")
+        if sorter is not None:
+            if _dtype_name(sorter, "searchsorted") != "int64":
+                raise TypeError("searchsorted: sorter must have dtype int64")
+            if sorter.size != boundaries.size:
+                raise ValueError(f"searchsorted: sorter has {sorter.size} elements, the "
+                                 f"boundaries {boundaries.size}")
+            self._check_sorter(sorter, n)
+        if size:
+            self._launch("sort", name, f"searchsorted_kernel<{L.CTYPES[name]}>",
+                         L.flat_grid(size), (boundaries, values, sorter, out, I64(size), I64(n),
+                                             I64(m), I32(rows == 1), I32(bool(right))))
+
+    def _check_sorter(self, sorter, n):
+        """Every sorter position lies in [0, n) (the index validator, with the CPU's error)."""
+        try:
+            self._check_index(sorter, sorter.size, n)
+        except IndexError:
+            values = sorter.get()
+            bad = values[(values < 0) | (values >= n)][0]
+            raise IndexError(f"searchsorted: sorter position {bad} is out of bounds for rows "
+                             f"of {n}") from None
 
     # ---- matmul -------------------------------------------------------------------------------
     @_on_device
@@ -607,6 +676,19 @@ class GpuBackend:
         if n:
             self._launch("index", name, f"scatter_add_kernel<{L.CTYPES[name]}>", L.flat_grid(n),
                          (src, index, out, I64(outer), I64(out_dim), I64(index_dim), I64(inner)))
+
+    @_on_device
+    def scatter_reduce(self, op, src, index, out, outer, out_dim, index_dim, inner):
+        """out[o, index[o, j, i], i] = op(that element, src[o, j, i]) for the ReduceOp PROD, MAX
+        or MIN: a compare-and-swap loop per element (float products in any order)."""
+        if op not in _SCATTER_REDUCE_OPS:
+            raise ValueError("scatter_reduce supports the reduce ops PROD, MAX and MIN, not "
+                             f"{int(op)}")
+        name, n = self._scatter_checks(src, index, out, outer, out_dim, index_dim, inner)
+        if n:
+            self._launch("index", name, f"scatter_reduce_kernel<{L.CTYPES[name]}>",
+                         L.flat_grid(n), (I32(op), src, index, out, I64(outer), I64(out_dim),
+                                          I64(index_dim), I64(inner)))
 
     @_on_device
     def index_select(self, a, index, out, outer, a_dim, n_index, inner):

@@ -74,16 +74,19 @@ def name_expressions(module, key):
         return names
     if module == "reduce":
         return [f"reduce_rows_kernel<{t}>", f"reduce_cols_kernel<{t}>",
-                f"scan_rows_kernel<{t}>", f"scan_cols_kernel<{t}>"]
+                f"scan_rows_kernel<{t}>", f"scan_cols_kernel<{t}>",
+                f"scan_index_rows_kernel<{t}>", f"scan_index_cols_kernel<{t}>"]
     if module == "matmul":
         return [matmul_name(t, tiles) for tiles in MATMUL_TILES.values()]
     if module == "index":
         return [f"{kernel}<{t}>" for kernel in ("gather_kernel", "scatter_kernel",
-                                                "scatter_add_kernel", "index_select_kernel",
-                                                "index_add_kernel", "take_kernel", "put_kernel")]
+                                                "scatter_add_kernel", "scatter_reduce_kernel",
+                                                "index_select_kernel", "index_add_kernel",
+                                                "take_kernel", "put_kernel")]
     if module == "sort":
         return [f"{kernel}<{t}>" for kernel in ("sort_rows_kernel", "sort_pad_kernel",
-                                                "sort_stage_kernel", "sort_unpad_kernel")]
+                                                "sort_stage_kernel", "sort_unpad_kernel",
+                                                "searchsorted_kernel")]
     raise ValueError(f"unknown kernel module {module!r}")
 
 

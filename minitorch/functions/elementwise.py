@@ -20,13 +20,15 @@ from .reduce import sum_to
 
 __all__ = [
     'addcdiv', 'addcmul',
-    'abs', 'absolute', 'add', 'allclose', 'atan2', 'bitwise_and', 'bitwise_left_shift',
-    'bitwise_not', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor', 'ceil', 'clamp', 'clip',
+    'abs', 'absolute', 'add', 'allclose', 'arctan2', 'atan2', 'bitwise_and',
+    'bitwise_left_shift', 'bitwise_not', 'bitwise_or', 'bitwise_right_shift', 'bitwise_xor',
+    'ceil', 'clamp', 'clip',
     'cos', 'div', 'divide', 'eq', 'equal', 'erf', 'exp',
     'expm1', 'float_power', 'floor', 'floor_divide', 'fmax', 'fmin', 'fmod', 'ge', 'greater',
-    'gt', 'isclose', 'isfinite', 'isinf', 'isnan', 'le', 'lerp', 'less', 'log', 'log1p',
-    'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'lt', 'maximum', 'minimum',
-    'mul', 'multiply', 'ne', 'neg', 'negative', 'pow', 'reciprocal', 'relu', 'remainder',
+    'greater_equal', 'gt', 'isclose', 'isfinite', 'isinf', 'isnan', 'le', 'lerp', 'less',
+    'less_equal', 'log', 'log1p', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'lt',
+    'maximum', 'minimum', 'mul', 'multiply', 'ne', 'neg', 'negative', 'not_equal', 'pow',
+    'reciprocal', 'relu', 'remainder',
     'round', 'rsqrt', 'sigmoid', 'sign', 'sin', 'sqrt', 'square', 'sub', 'subtract', 'tanh',
     'true_divide', 'trunc', 'where',
     # further math
@@ -1572,3 +1574,7 @@ negative = neg
 absolute = abs
 greater = gt
 less = lt
+greater_equal = ge
+less_equal = le
+not_equal = ne
+arctan2 = atan2

@@ -1,6 +1,7 @@
 """Indexing and index ops: basic (view) and advanced (integer / boolean tensor) getitem and
-setitem, gather, scatter, scatter_add, index_select, index_add, masked_fill, masked_select,
-take, take_along_dim, nonzero, argwhere and index_put.
+setitem, gather, scatter, scatter_add, scatter_reduce, index_select, index_add, index_fill,
+index_copy, masked_fill, masked_scatter, masked_select, take, take_along_dim, nonzero, argwhere,
+index_put, select/slice/diagonal_scatter and fill_diagonal_.
 
 A key is parsed once into an `_Indexer`: its basic part (ints, slices, None) is a view; its
 advanced part (`_Advanced`) picks elements of that view by int64 index arrays. Reading turns the
@@ -25,11 +26,14 @@ from . import reduce as _reduce
 from .elementwise import cast, scalar_array, where
 from .reduce import sum_to
 from .movement import view_of
+from .linalg import Diagonal, _offset_diagonal_view
 
 
 __all__ = [
-    'argwhere', 'gather', 'index_add', 'index_put', 'index_select', 'masked_fill',
-    'masked_select', 'nonzero', 'scatter', 'scatter_add', 'take', 'take_along_dim',
+    'argwhere', 'diagonal_scatter', 'gather', 'index_add', 'index_copy', 'index_fill',
+    'index_put', 'index_select', 'masked_fill', 'masked_scatter', 'masked_select', 'nonzero',
+    'scatter', 'scatter_add', 'scatter_reduce', 'select_scatter', 'slice_scatter', 'take',
+    'take_along_dim',
 ]
 
 _TORCH_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
@@ -713,22 +717,26 @@ def _scatter_args(input, dim, index, src):
 
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     """torch.scatter: input with src (or the scalar value) written at index along dim;
-    reduce='add' accumulates instead."""
+    reduce='add' accumulates instead, reduce='multiply' multiplies."""
     if src is not None and not isinstance(src, Tensor):
         src, value = None, src
     if src is None and value is None:
         raise TypeError("scatter() missing required argument 'src' or 'value'")
     if reduce not in (None, "add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
-    if reduce == "multiply":
-        raise NotImplementedError("scatter(reduce='multiply') needs a scatter-multiply kernel, "
-                                  "which minitorch does not have")
+    if reduce is not None and src is not None:
+        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and "
+                      "will be removed in a future PyTorch release. Use torch.scatter_reduce "
+                      "instead for more reduction options.", UserWarning, stacklevel=2)
     if src is None:
         _check_index_dtype(index, "scatter(): Expected dtype int32/int64 for index")
         src = wrap(scalar_array(value, input.dtype, input.device).expand(
             tuple(index.shape) or (1,)))
     a, i, s, dim = _scatter_args(input, dim, index, src)
-    result = (ScatterAdd if reduce == "add" else Scatter).apply(a, i, s, dim)
+    if reduce == "multiply":
+        result = ScatterReduce.apply(a, i, s, dim, "prod", True)
+    else:
+        result = (ScatterAdd if reduce == "add" else Scatter).apply(a, i, s, dim)
     return result.reshape(input.shape) if result.shape != input.shape else result
 
 
@@ -935,3 +943,326 @@ def _with(shape, dim, size):
 
 def _broadcast(t, shape):
     return t.expand(*shape) if tuple(t.shape) != tuple(shape) else t
+
+
+# ---- scatter_reduce ---------------------------------------------------------------------------
+_SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+_KERNEL_OPS = {"prod": ReduceOp.PROD, "amax": ReduceOp.MAX, "amin": ReduceOp.MIN}
+
+
+def _identity(reduce, dtype):
+    """The value a reduction starts from (what include_self=False puts under the scattered
+    positions first)."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    biggest = {"float32": float("inf"), "float64": float("inf"), "int64": 2 ** 63 - 1,
+               "uint8": 255, "bool": True}[dtype.name]
+    lowest = {"float32": -biggest, "float64": -biggest, "int64": -2 ** 63, "uint8": 0,
+              "bool": False}[dtype.name]
+    return lowest if reduce == "amax" else biggest
+
+
+def _scatter_reduce_into(out, dim, index, src, op):
+    """out[..., index[..., j, ...], ...] = op(that, src[..., j, ...]) in place (NDArrays; op a
+    ReduceOp the scatter_reduce kernel runs), on a compact staging copy of the addressed block
+    when that block isn't compact (as NDArray.scatter_into does)."""
+    region = out[out._index_region(dim, index.shape, "scatter")]
+    if index.size == 0:
+        return
+    target = region if region.is_compact() else region.copy()
+    values = src[tuple(slice(0, n) for n in index.shape)].compact()
+    outer, size, inner = target._index_layout(dim)
+    try:
+        out.backend.scatter_reduce(op, values.flat(), index.compact().flat(), target.flat(),
+                                   outer, size, index.shape[dim], inner)
+    except IndexError:
+        raise _out_of_bounds(index, dim, out.shape[dim]) from None
+    if target is not region:
+        region.assign(target)
+
+
+def _scatter_counts(shape, index, dim, include_self, like):
+    """How many values each position of a `shape` result averages (at least 1, so that
+    untouched positions divide by 1), in like's dtype."""
+    counts = NDArray.full(shape, 1 if include_self else 0, like.dtype, like.device)
+    ones = NDArray.full(index.shape, 1, like.dtype, like.device)
+    counts.scatter_into(dim, index, ones, True)
+    return counts.binary(B.MAXIMUM, scalar_array(1, like.dtype, like.device))
+
+
+class ScatterReduce(Function):
+    """a with src reduced into a[..., index[..., j, ...], ...] along dim by "sum", "prod",
+    "mean", "amax" or "amin", a's own values taking part when include_self."""
+
+    @staticmethod
+    def forward(ctx, a, index, src, dim, reduce, include_self):
+        ctx.dim, ctx.reduce, ctx.include_self = dim, reduce, include_self
+        ctx.src_shape = src._data.shape
+        i, out = index._data, a._data.copy()
+        if not include_self:
+            fill = NDArray.full(i.shape, _identity(reduce, out.dtype), out.dtype, out.device)
+            out.scatter_into(dim, i, fill, False)
+        if reduce in ("sum", "mean"):
+            try:
+                out.scatter_into(dim, i, src._data, True)
+            except IndexError:
+                raise _out_of_bounds(i, dim, out.shape[dim]) from None
+            if reduce == "mean":
+                counts = _scatter_counts(out.shape, i, dim, include_self, out)
+                out = out.binary(B.DIV if out.dtype.is_floating_point else B.FLOOR_DIVIDE,
+                                 counts)
+        else:
+            _scatter_reduce_into(out, dim, i, src._data, _KERNEL_OPS[reduce])
+        result = wrap(out)
+        ctx.save_for_backward(a, index, src, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, g):
+        a, index, src, result = ctx.saved_tensors
+        dim = ctx.dim
+        src = src[tuple(slice(0, n) for n in index.shape)]     # the part that was scattered
+        grad_a, grad_src = _REDUCE_GRADIENTS[ctx.reduce](ctx, g, a, index, src, result)
+        if not ctx.include_self:
+            grad_a = scatter(grad_a, dim, index, 0)     # a's values there took no part
+        return grad_a, None, _pad_to(grad_src, ctx.src_shape), None, None, None
+
+
+def _sum_gradients(ctx, g, a, index, src, result):
+    return g, gather(g, ctx.dim, index)
+
+
+def _mean_gradients(ctx, g, a, index, src, result):
+    counts = wrap(_scatter_counts(g._data.shape, index._data, ctx.dim, ctx.include_self,
+                                  g._data))
+    grad_a = g / counts
+    return grad_a, gather(grad_a, ctx.dim, index)
+
+
+def _extreme_gradients(ctx, g, a, index, src, result):
+    """amax / amin: the gradient is shared evenly among the values equal to the result."""
+    dim = ctx.dim
+    value = gather(result, dim, index)
+    a_is_result, src_is_result = a == result, src == value
+    ties = scatter_add(cast(a_is_result, g.dtype), dim, index, cast(src_is_result, g.dtype))
+    share = g / ties
+    return (where(a_is_result, share, _zero(g)),
+            where(src_is_result, gather(share, dim, index), _zero(g)))
+
+
+def _prod_gradients(ctx, g, a, index, src, result):
+    """torch's formula: the product of the others, found by dividing out a value, except where
+    that value is 0 (then the product is recomputed with a 1 in its place)."""
+    dim, include_self = ctx.dim, ctx.include_self
+    one = wrap(scalar_array(1, a.dtype, a.device))
+    a_zero, src_zero = a == 0, src == 0
+    ones_for_a = where(a_zero, one, a)
+    grad_a = g * ScatterReduce.apply(ones_for_a, index, src, dim, "prod", include_self) \
+        / ones_for_a
+    zeros_per_target = gather(scatter_add(_zeros(a.shape, a), dim, index, cast(src_zero, a.dtype)),
+                              dim, index)
+    single_zero = src_zero & (zeros_per_target == 1)
+    others = ScatterReduce.apply(a, index, where(single_zero, one, src), dim, "prod",
+                                 include_self)
+    grad_src = where(single_zero, gather(g * others, dim, index),
+                     gather(g * result, dim, index) / where(src_zero, one, src))
+    return grad_a, grad_src
+
+
+_REDUCE_GRADIENTS = {"sum": _sum_gradients, "mean": _mean_gradients, "prod": _prod_gradients,
+                     "amax": _extreme_gradients, "amin": _extreme_gradients}
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """torch.scatter_reduce: src reduced into input at index along dim ("sum", "prod", "mean",
+    "amax", "amin"); include_self=False leaves input's values at the scattered positions out."""
+    reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)     # torch takes these too
+    if reduce not in _SCATTER_REDUCES:
+        raise RuntimeError("reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    a, i, s, dim = _scatter_args(input, dim, index, src)
+    if reduce == "mean" and input.dtype is dtypes.bool_:
+        raise NotImplementedError('"scatter_gather_tensor_cpu_reduce_mean" not implemented '
+                                  "for 'Bool'")
+    result = ScatterReduce.apply(a, i, s, dim, reduce, bool(include_self))
+    return result.reshape(input.shape) if result.shape != input.shape else result
+
+
+# ---- index_fill / index_copy ------------------------------------------------------------------
+def _dim_indexer(input, dim, index, error):
+    """The `_Indexer` picking input's slices index[j] along dim (a 0-d input counts as 1-d);
+    error(value) is raised for an index outside [-size, size)."""
+    shape = tuple(input.shape) or (1,)
+    size = shape[dim]
+    flat = index.to(input.device)._data.reshape((index.numel(),))
+    return _Indexer((), None, _Advanced(shape, ((dim, 1),), [_wrapped(flat, size, error)]))
+
+
+def _bounds_error(dim, size, prefix=""):
+    return lambda v: IndexError(f"{prefix}index {v} is out of bounds for dimension {dim} with "
+                                f"size {size}")
+
+
+def index_fill(input, dim, index, value):
+    """torch.index_fill: input with the slices index[j] along dim set to value (a scalar or a
+    0-d tensor, which then receives their gradient)."""
+    if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    if index.ndim > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    dim = normalize_dim(dim, input.ndim)
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got "
+                               f"tensor with {value.ndim} dimension(s).")
+        value = cast(value.to(input.device), input.dtype)
+    else:
+        value = wrap(scalar_array(value, input.dtype, input.device))
+    size = input.shape[dim] if input.ndim else 1
+    indexer = _dim_indexer(input, dim, index, _bounds_error(dim, size))
+    base = input.reshape(1) if input.ndim == 0 else input
+    return IndexPut.apply(base, value, indexer, False).reshape(input.shape)
+
+
+def index_copy(input, dim, index, source):
+    """torch.index_copy: input with its slices index[j] along dim replaced by source's j-th."""
+    if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
+        raise RuntimeError("index_copy_(): Expected a long tensor for index, but got "
+                           f"{_torch_name(index.dtype) if isinstance(index, Tensor) else None}")
+    if index.ndim > 1:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.ndim})")
+    if source.dtype is not input.dtype:
+        raise RuntimeError("index_copy_(): self and source expected to have the same dtype, but "
+                           f"got (self) {_torch_name(input.dtype)} and (source) "
+                           f"{_torch_name(source.dtype)}")
+    dim = normalize_dim(dim, input.ndim)
+    _check_copy_shapes(input, dim, index, source)
+    size = input.shape[dim] if input.ndim else 1
+    indexer = _dim_indexer(input, dim, index, _bounds_error(dim, size, "index_copy_(): "))
+    base = input.reshape(1) if input.ndim == 0 else input
+    source = source.to(input.device).reshape(indexer.adv.result_shape)
+    return IndexPut.apply(base, source, indexer, False).reshape(input.shape)
+
+
+def _check_copy_shapes(input, dim, index, source):
+    """index_copy's shape rules, with torch's messages."""
+    if input.ndim and source.ndim and source.ndim != input.ndim:
+        raise IndexError("index_copy_(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality ({source.ndim}), "
+                         f"destination dimensionality ({input.ndim})")
+    # torch numbers the dims of the slices (the shapes without dim) in its message
+    slices = [tuple(t.shape[:dim]) + tuple(t.shape[dim + 1:]) for t in (input, source)]
+    for d, (want, got) in enumerate(zip(*slices)):
+        if want != got:
+            raise RuntimeError("index_copy_(): Source/destination tensor must have same slice "
+                               f"shapes. Destination slice shape: {want} at dimension {d} and "
+                               f"source slice shape: {got} at dimension {d}.")
+    count = source.shape[dim] if source.ndim else 1
+    if index.numel() != count:
+        raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal to "
+                         f"source.size(dim) ({count})")
+
+
+# ---- masked_scatter ---------------------------------------------------------------------------
+def masked_scatter(input, mask, source):
+    """torch.masked_scatter: input (broadcast with mask) with the positions where mask is True
+    taking source's elements in order."""
+    if mask.dtype is not dtypes.bool_:
+        raise RuntimeError("masked_scatter_ only supports boolean masks, but got mask with dtype "
+                           f"{_torch_name(mask.dtype)}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError("masked_scatter: expected self and source to have same dtypes but got"
+                           f"{_torch_name(input.dtype)} and {_torch_name(source.dtype)}")
+    shape = broadcast_shapes(tuple(mask.shape), tuple(input.shape))
+    mask = mask.to(input.device)._data
+    positions = _flat_nonzero(mask.expand(shape) if mask.shape != shape else mask)
+    if positions.size > source.numel():
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    numel = shape_numel(shape)
+    indexer = _Indexer((), None, _Advanced((numel,), ((0, 1),), [positions]))
+    values = source.to(input.device).reshape(-1)[:positions.size]
+    return IndexPut.apply(_broadcast(input, shape).reshape(numel), values, indexer,
+                          False).reshape(shape)
+
+
+# ---- select_scatter / slice_scatter / diagonal_scatter ----------------------------------------
+class ViewScatter(Function):
+    """a with the strided view `view(a)` (a select, a slice, a diagonal) overwritten by src.
+    Backward: a's gradient with that region zeroed, and the region's gradient for src."""
+
+    @staticmethod
+    def forward(ctx, a, src, view):
+        ctx.view, ctx.src_shape = view, src._data.shape
+        out = a._data.copy()
+        view(out).assign(src._data)
+        return wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        grad_a = grad_src = None
+        if ctx.needs_input_grad[0]:
+            zeros = wrap(scalar_array(0, g.dtype, g.device).expand(ctx.src_shape))
+            grad_a = ViewScatter.apply(g, zeros, ctx.view)
+        if ctx.needs_input_grad[1]:
+            grad_src = Diagonal.apply(g, ctx.view)
+        return grad_a, grad_src, None
+
+
+def _view_scatter(input, src, view):
+    """ViewScatter after torch's shape check of src against the view."""
+    region = view(input._data).shape
+    if tuple(src.shape) != region:
+        raise RuntimeError("expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(region)}")
+    return ViewScatter.apply(input, cast(src.to(input.device), input.dtype), view)
+
+
+def select_scatter(input, src, dim, index):
+    """torch.select_scatter: input with input.select(dim, index) replaced by src."""
+    dim = normalize_dim(dim, input.ndim)
+    size = input.shape[dim]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(input.shape)} at dimension {dim}")
+    key = (slice(None),) * dim + (operator.index(index),)
+    return _view_scatter(input, src, lambda data: data[key])
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """torch.slice_scatter: input with input[..., start:end:step, ...] (along dim) set to src."""
+    dim = normalize_dim(dim, input.ndim)
+    if step <= 0:
+        raise RuntimeError("slice step must be positive")
+    key = (slice(None),) * dim + (slice(start, end, step),)
+    return _view_scatter(input, src, lambda data: data[key])
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """torch.diagonal_scatter: input with input.diagonal(offset, dim1, dim2) replaced by src."""
+    dim1, dim2 = normalize_dim(dim1, input.ndim), normalize_dim(dim2, input.ndim)
+    if dim1 == dim2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return _view_scatter(input, src,
+                         lambda data: _offset_diagonal_view(data, offset, dim1, dim2))
+
+
+# ---- fill_diagonal_ ---------------------------------------------------------------------------
+def fill_diagonal_(input, fill_value, wrap=False):
+    """torch.Tensor.fill_diagonal_: input[i, i, ..., i] = fill_value in place; a tall matrix
+    with wrap=True restarts its diagonal every columns + 1 rows."""
+    if input.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if input.ndim > 2 and len(set(input.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    from ..tensor import arange
+    rows, columns = input.shape[0], input.shape[1]
+    if input.ndim == 2 and wrap and rows > columns + 1:
+        step = arange(rows, device=input.device) % (columns + 1)    # column, or `columns` (gap)
+        keep = step < columns
+        key = (arange(rows, device=input.device)[keep], step[keep])
+    else:
+        key = (arange(min(input.shape), device=input.device),) * input.ndim
+    setitem(input, key, fill_value)
+    return input

@@ -20,9 +20,9 @@ from .movement import view_of
 
 
 __all__ = [
-    'addmm', 'baddbmm', 'block_diag', 'bmm', 'cdist', 'cross', 'diag', 'diag_embed', 'diagonal',
-    'dist', 'dot', 'einsum', 'ger', 'inner', 'matmul', 'mm', 'mv', 'outer', 'tensordot', 'trace',
-    'tril', 'triu',
+    'addbmm', 'addmm', 'addmv', 'addr', 'baddbmm', 'block_diag', 'bmm', 'cdist', 'cross', 'diag',
+    'diag_embed', 'diagonal', 'dist', 'dot', 'einsum', 'ger', 'inner', 'matmul', 'mm', 'mv',
+    'outer', 'tensordot', 'trace', 'tril', 'triu',
 ]
 
 
@@ -338,6 +338,37 @@ def _add_product(function, input, m1, m2, beta, alpha):
 
 # ---- einsum ----------------------------------------------------------------------------------
 _ELLIPSIS = "..."
+
+
+def _scaled_sum(input, product, beta, alpha):
+    """beta·input + alpha·product, input broadcast to product's shape; beta = 0 ignores input
+    (its NaNs too), as in torch."""
+    input._data.expand(product._data.shape)     # torch's error when input doesn't broadcast
+    product = product if alpha == 1 else product * alpha
+    if beta == 0:
+        return product
+    return product + (input if beta == 1 else input * beta)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """torch.addmv: beta·self + alpha·(mat @ vec)."""
+    return _scaled_sum(input, mv(mat, vec), beta, alpha)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """torch.addr: beta·self + alpha·outer(vec1, vec2)."""
+    if vec1.ndim != 1 or vec2.ndim != 1:
+        name, t = ("vec1", vec1) if vec1.ndim != 1 else ("vec2", vec2)
+        raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {t.ndim}-D")
+    return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """torch.addbmm: beta·self + alpha·Σ_b batch1[b] @ batch2[b]."""
+    for name, t in (("batch1", batch1), ("batch2", batch2)):
+        if t.ndim != 3:
+            raise RuntimeError(f"{name} must be a 3D tensor")
+    return _scaled_sum(input, bmm(batch1, batch2).sum(0), beta, alpha)
 
 
 def einsum(equation, *operands):

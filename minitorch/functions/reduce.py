@@ -218,12 +218,12 @@ def prod(input, dim=None, keepdim=False, dtype=None):
 
 
 # ---- max / min and friends --------------------------------------------------------------------
-def _return_type(name):
-    """A (values, indices) namedtuple printed like torch.return_types.<name>."""
-    cls = collections.namedtuple(name, ("values", "indices"))
+def _return_type(name, fields=("values", "indices")):
+    """A namedtuple (values, indices unless told) printed like torch.return_types.<name>."""
+    cls = collections.namedtuple(name, fields)
     cls.__qualname__ = f"_{name.capitalize()}Result"      # so pickle finds it in this module
-    cls.__repr__ = lambda self: (f"minitorch.return_types.{name}(\nvalues={self.values!r},\n"
-                                 f"indices={self.indices!r})")
+    cls.__repr__ = lambda self: (f"minitorch.return_types.{name}(\n" + ",\n".join(
+        f"{field}={value!r}" for field, value in zip(fields, self)) + ")")
     return cls
 
 
@@ -482,7 +482,8 @@ class VarMean(Function):
         a, spread = ctx.saved_tensors
         grad = None
         if g_spread is not None:
-            g_spread, spread = (_kept(t, ctx.dims, ctx.keepdim, a.ndim) for t in (g_spread, spread))
+            g_spread, spread = (_kept(t, ctx.dims, ctx.keepdim, a.ndim)
+                                for t in (g_spread, spread))
             if cls.take_sqrt:
                 g_spread = _std_grad(g_spread, spread)
             grad = _var_backward(g_spread, a, ctx.dims, ctx.correction)
@@ -791,12 +792,16 @@ def _check_norm_identity(nd, p, order, dim):
 
 
 # ---- cumulative ops ---------------------------------------------------------------------------
+def _flip_along(nd, dim):
+    """nd reversed along dim (a view)."""
+    return nd[(slice(None),) * dim + (slice(None, None, -1),)]
+
+
 def _nd_scan(nd, op, dim, reverse):
     """Inclusive scan along dim; `reverse` scans from the end (through flipped views)."""
     if not reverse or not nd.ndim:
         return nd.scan(op, dim)
-    flip = (slice(None),) * dim + (slice(None, None, -1),)
-    return nd[flip].scan(op, dim)[flip].compact()
+    return _flip_along(_flip_along(nd, dim).scan(op, dim), dim).compact()
 
 
 class Cumsum(Function):

@@ -1,5 +1,6 @@
 """Adagrad with lr decay, weight decay, an initial accumulator and maximize (torch's rule)."""
 from ..tensor import full_like
+from ._checks import check_lr, check_non_negative
 from .optimizer import Optimizer, _step_counter
 
 __all__ = ["Adagrad"]
@@ -10,17 +11,11 @@ class Adagrad(Optimizer):
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
                  eps=1e-10, foreach=None, *, maximize=False, fused=None):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= lr_decay:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= initial_accumulator_value:
-            raise ValueError("Invalid initial_accumulator_value value: "
-                             f"{initial_accumulator_value}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        check_lr(lr)
+        check_non_negative(lr_decay, "lr_decay")
+        check_non_negative(weight_decay, "weight_decay")
+        check_non_negative(initial_accumulator_value, "initial_accumulator_value")
+        check_non_negative(eps, "epsilon")
         defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
                     "initial_accumulator_value": initial_accumulator_value, "foreach": foreach,
                     "maximize": maximize, "fused": fused}

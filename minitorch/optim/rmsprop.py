@@ -1,5 +1,6 @@
 """RMSprop with momentum, centering, weight decay and maximize (torch's update rule)."""
 from ..tensor import zeros_like
+from ._checks import check_lr, check_non_negative
 from .optimizer import Optimizer, _step_counter
 
 __all__ = ["RMSprop"]
@@ -10,16 +11,11 @@ class RMSprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, foreach=None, maximize=False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        check_lr(lr)
+        check_non_negative(eps, "epsilon")
+        check_non_negative(momentum, "momentum")
+        check_non_negative(weight_decay, "weight_decay")
+        check_non_negative(alpha, "alpha")
         defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps,
                     "centered": centered, "weight_decay": weight_decay, "foreach": foreach,
                     "maximize": maximize}

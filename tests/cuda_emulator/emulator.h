@@ -389,6 +389,11 @@ template <typename T> inline T atomicOr(T* p, T v) {
     *p = old | v;
     return old;
 }
+template <typename T> inline T atomicCAS(T* p, T expected, T desired) {
+    T old = *p;
+    if (old == expected) *p = desired;
+    return old;
+}
 template <typename T> inline T atomicMax(T* p, T v) {
     T old = *p;
     *p = old < v ? v : old;

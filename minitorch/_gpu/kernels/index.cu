@@ -1,6 +1,6 @@
 // Integer-index kernels along one axis of compact (outer, dim, inner) arrays: gather / scatter /
-// scatter_add (one index per element), index_select / index_add (one index per slice), take /
-// put (flat offsets). The host has validated every index before any of these runs (a device
+// scatter_add / scatter_reduce (one index per element), index_select / index_add (one index per
+// slice), take / put (flat offsets). The host has validated every index before any of these runs (a device
 // fault would poison the CUDA context), so the kernels index without checks. Accumulating writes
 // use atomics; plain writes to targets that may repeat use claims (common.cuh), so the last
 // source in order wins, as on the CPU.
@@ -55,6 +55,67 @@ scatter_add_kernel(const T* __restrict__ src, const i64* __restrict__ index, T* 
     FOR_EACH_ELEMENT(e, outer * index_dim * inner) {
         i64 o = e / (index_dim * inner), i = e % inner;
         atomic_accumulate(out + (o * out_dim + index[e]) * inner + i, src[e]);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// scatter_reduce: PROD / MAX / MIN combined into out with a compare-and-swap loop on the word
+// holding the element (a byte's aligned 32-bit word, as in atomic_accumulate).
+
+
+// The unsigned word a value travels in through atomicCAS, and a union reading its bits
+// (the emulator's C++ has no __float_as_uint family).
+template <typename T> struct cas_word { typedef u64 type; };
+template <> struct cas_word<float> { typedef unsigned int type; };
+template <typename T> union value_bits {
+    T value;
+    typename cas_word<T>::type word;
+};
+
+// a combined with b: MAX / MIN keep a NaN from either side (torch's scatter_reduce), PROD wraps
+// for integers (uint8: its low byte) like the CPU.
+template <typename T> __device__ __forceinline__ T reduce_pair(int op, T a, T b) {
+    if (op == REDUCE_PROD) {
+        if constexpr (same_type<T, i64>::value) return (i64)((u64)a * (u64)b);
+        else return (T)(a * b);
+    }
+    bool keep = op == REDUCE_MAX ? a > b : a < b;
+    return keep || is_nan(a) ? a : b;
+}
+
+template <typename T> __device__ __forceinline__ void atomic_reduce(int op, T* p, T v) {
+    if constexpr (same_type<T, unsigned char>::value) {
+        u64 addr = reinterpret_cast<u64>(p);
+        unsigned int* word = reinterpret_cast<unsigned int*>(addr & ~(u64)3);
+        unsigned int shift = (unsigned int)(addr & 3) * 8, seen = *word, expected;
+        do {
+            expected = seen;
+            unsigned int next = reduce_pair(op, (T)(expected >> shift), v);
+            seen = atomicCAS(word, expected,
+                                    (expected & ~(0xffu << shift)) | (next << shift));
+        } while (seen != expected);
+    } else {
+        typedef typename cas_word<T>::type W;
+        W* word = reinterpret_cast<W*>(p);
+        W seen = *word, expected;
+        do {
+            expected = seen;
+            value_bits<T> current, next;
+            current.word = expected;
+            next.value = reduce_pair(op, current.value, v);
+            seen = atomicCAS(word, expected, next.word);
+        } while (seen != expected);
+    }
+}
+
+// out[o, index[o, j, i], i] = op(out[o, index[o, j, i], i], src[o, j, i])
+template <typename T>
+__global__ void __launch_bounds__(THREADS)
+scatter_reduce_kernel(int op, const T* __restrict__ src, const i64* __restrict__ index, T* out,
+                      i64 outer, i64 out_dim, i64 index_dim, i64 inner) {
+    FOR_EACH_ELEMENT(e, outer * index_dim * inner) {
+        i64 o = e / (index_dim * inner), i = e % inner;
+        atomic_reduce(op, out + (o * out_dim + index[e]) * inner + i, src[e]);
     }
 }
 

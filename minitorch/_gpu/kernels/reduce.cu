@@ -208,52 +208,103 @@ reduce_cols_kernel(int op, const T* __restrict__ a, const i64* __restrict__ in_i
 }
 
 // ---------------------------------------------------------------------------------------------
-// scans (inclusive; SUM = cumsum, PROD = cumprod; integers wrap)
+// scans (inclusive), each a policy S over a State: how an element loads, how two states combine
+// (the earlier one first), how a state moves across lanes and how it is stored.
+// ValueScan: SUM = cumsum, PROD = cumprod (integers wrap). IndexScan: MAX = cummax, MIN = cummin,
+// a (value, position) Partial that a later element takes over on ties, and a NaN always, as in
+// torch. That rule is the maximum under one total order (NaN above every number, then value,
+// then position), so it is associative and the block scan below applies to it as well.
 
-template <typename T, int OP> __device__ __forceinline__ T scan_op(T a, T b) {
-    if constexpr (same_type<T, i64>::value) {
-        return OP == REDUCE_SUM ? (i64)((u64)a + (u64)b) : (i64)((u64)a * (u64)b);
-    } else {
-        return OP == REDUCE_SUM ? a + b : a * b;
+template <typename T, int OP> struct ValueScan {
+    typedef T State;
+    static __device__ __forceinline__ State identity() { return OP == REDUCE_SUM ? T(0) : T(1); }
+    static __device__ __forceinline__ State load(const T* a, i64 at, i64) { return a[at]; }
+    static __device__ __forceinline__ State combine(State a, State b) {
+        if constexpr (same_type<T, i64>::value) {
+            return OP == REDUCE_SUM ? (i64)((u64)a + (u64)b) : (i64)((u64)a * (u64)b);
+        } else {
+            return OP == REDUCE_SUM ? a + b : a * b;
+        }
     }
-}
+    static __device__ __forceinline__ State shfl_up_state(State s, int delta) {
+        return shfl_up(s, delta);
+    }
+    static __device__ __forceinline__ void store(T* values, i64*, i64 at, State s) {
+        values[at] = s;
+    }
+};
+
+template <typename T, int OP> struct IndexScan {
+    typedef Partial<T> State;
+    static __device__ __forceinline__ State identity() {
+        State s;
+        s.v = T(0);
+        s.i = -1;       // no element yet: loses to everything
+        return s;
+    }
+    static __device__ __forceinline__ State load(const T* a, i64 at, i64 j) {
+        State s;
+        s.v = a[at];
+        s.i = j;
+        return s;
+    }
+    static __device__ __forceinline__ State combine(State a, State b) {
+        if (b.i < 0) return a;
+        if (a.i < 0) return b;
+        bool takes_over;
+        if (is_nan(b.v)) takes_over = true;
+        else if (is_nan(a.v)) takes_over = false;
+        else takes_over = OP == REDUCE_MAX ? b.v >= a.v : b.v <= a.v;
+        return takes_over ? b : a;
+    }
+    static __device__ __forceinline__ State shfl_up_state(State s, int delta) {
+        s.v = shfl_up(s.v, delta);
+        s.i = shfl_up(s.i, delta);
+        return s;
+    }
+    static __device__ __forceinline__ void store(T* values, i64* indices, i64 at, State s) {
+        values[at] = s.v;
+        indices[at] = s.i;
+    }
+};
 
 // inner == 1: one block per row (grid-strided over rows) walks the row in tiles of blockDim
 // elements: a shuffle scan inside each warp, the warp totals scanned by warp 0, and the running
 // total of the earlier tiles carried in.
-template <typename T, int OP>
-__device__ void scan_rows(const T* __restrict__ a, T* __restrict__ out, i64 rows, i64 n) {
-    __shared__ T warp_total[MAX_BLOCK / 32];
-    __shared__ T carry_in;
+template <typename S, typename T>
+__device__ void scan_rows(const T* __restrict__ a, T* __restrict__ values,
+                          i64* __restrict__ indices, i64 rows, i64 n) {
+    typedef typename S::State State;
+    __shared__ State warp_total[MAX_BLOCK / 32];
+    __shared__ State carry_in;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    const T ident = OP == REDUCE_SUM ? T(0) : T(1);
     for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
-        if (threadIdx.x == 0) carry_in = ident;
+        if (threadIdx.x == 0) carry_in = S::identity();
         __syncthreads();
         for (i64 base = 0; base < n; base += blockDim.x) {
             i64 j = base + threadIdx.x;
-            T v = j < n ? a[r * n + j] : ident;
+            State v = j < n ? S::load(a, r * n + j, j) : S::identity();
 #pragma unroll
             for (int delta = 1; delta < 32; delta <<= 1) {
-                T up = shfl_up(v, delta);
-                if (lane >= delta) v = scan_op<T, OP>(up, v);
+                State up = S::shfl_up_state(v, delta);
+                if (lane >= delta) v = S::combine(up, v);
             }
             if (lane == 31) warp_total[warp] = v;
             __syncthreads();
             if (warp == 0) {
-                T w = lane < warps ? warp_total[lane] : ident;
+                State w = lane < warps ? warp_total[lane] : S::identity();
 #pragma unroll
                 for (int delta = 1; delta < 32; delta <<= 1) {
-                    T up = shfl_up(w, delta);
-                    if (lane >= delta) w = scan_op<T, OP>(up, w);
+                    State up = S::shfl_up_state(w, delta);
+                    if (lane >= delta) w = S::combine(up, w);
                 }
                 if (lane < warps) warp_total[lane] = w;     // inclusive over warps
             }
             __syncthreads();
-            T prefix = carry_in;
-            if (warp > 0) prefix = scan_op<T, OP>(prefix, warp_total[warp - 1]);
-            v = scan_op<T, OP>(prefix, v);
-            if (j < n) out[r * n + j] = v;
+            State prefix = carry_in;
+            if (warp > 0) prefix = S::combine(prefix, warp_total[warp - 1]);
+            v = S::combine(prefix, v);
+            if (j < n) S::store(values, indices, r * n + j, v);
             __syncthreads();                                // everyone has read carry_in
             if (threadIdx.x == blockDim.x - 1) carry_in = v;
             __syncthreads();
@@ -264,24 +315,32 @@ __device__ void scan_rows(const T* __restrict__ a, T* __restrict__ out, i64 rows
 template <typename T>
 __global__ void __launch_bounds__(MAX_BLOCK)
 scan_rows_kernel(int op, const T* __restrict__ a, T* __restrict__ out, i64 rows, i64 n) {
-    if (op == REDUCE_SUM) scan_rows<T, REDUCE_SUM>(a, out, rows, n);
-    else scan_rows<T, REDUCE_PROD>(a, out, rows, n);
+    if (op == REDUCE_SUM) scan_rows<ValueScan<T, REDUCE_SUM>>(a, out, nullptr, rows, n);
+    else scan_rows<ValueScan<T, REDUCE_PROD>>(a, out, nullptr, rows, n);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(MAX_BLOCK)
+scan_index_rows_kernel(int op, const T* __restrict__ a, T* __restrict__ values,
+                       i64* __restrict__ indices, i64 rows, i64 n) {
+    if (op == REDUCE_MAX) scan_rows<IndexScan<T, REDUCE_MAX>>(a, values, indices, rows, n);
+    else scan_rows<IndexScan<T, REDUCE_MIN>>(a, values, indices, rows, n);
 }
 
 // inner > 1: one thread per (row, column) runs down its column in order (coalesced across
 // columns), so results equal the CPU's sequential scan exactly.
-template <typename T, int OP>
-__device__ void scan_cols(const T* __restrict__ a, T* __restrict__ out, i64 rows, i64 n,
-                          i64 inner) {
+template <typename S, typename T>
+__device__ void scan_cols(const T* __restrict__ a, T* __restrict__ values,
+                          i64* __restrict__ indices, i64 rows, i64 n, i64 inner) {
     FOR_EACH_ELEMENT(t, rows * inner) {
         i64 r = t / inner, c = t - r * inner;
-        const T* src = a + r * n * inner + c;
-        T* dst = out + r * n * inner + c;
-        T acc = src[0];
-        dst[0] = acc;
+        i64 at = r * n * inner + c;
+        typename S::State acc = S::load(a, at, 0);
+        S::store(values, indices, at, acc);
         for (i64 j = 1; j < n; ++j) {
-            acc = scan_op<T, OP>(acc, src[j * inner]);
-            dst[j * inner] = acc;
+            at += inner;
+            acc = S::combine(acc, S::load(a, at, j));
+            S::store(values, indices, at, acc);
         }
     }
 }
@@ -290,6 +349,17 @@ template <typename T>
 __global__ void __launch_bounds__(THREADS)
 scan_cols_kernel(int op, const T* __restrict__ a, T* __restrict__ out, i64 rows, i64 n,
                  i64 inner) {
-    if (op == REDUCE_SUM) scan_cols<T, REDUCE_SUM>(a, out, rows, n, inner);
-    else scan_cols<T, REDUCE_PROD>(a, out, rows, n, inner);
+    if (op == REDUCE_SUM) scan_cols<ValueScan<T, REDUCE_SUM>>(a, out, nullptr, rows, n, inner);
+    else scan_cols<ValueScan<T, REDUCE_PROD>>(a, out, nullptr, rows, n, inner);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(THREADS)
+scan_index_cols_kernel(int op, const T* __restrict__ a, T* __restrict__ values,
+                       i64* __restrict__ indices, i64 rows, i64 n, i64 inner) {
+    if (op == REDUCE_MAX) {
+        scan_cols<IndexScan<T, REDUCE_MAX>>(a, values, indices, rows, n, inner);
+    } else {
+        scan_cols<IndexScan<T, REDUCE_MIN>>(a, values, indices, rows, n, inner);
+    }
 }

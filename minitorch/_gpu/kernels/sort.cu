@@ -109,3 +109,27 @@ __global__ void sort_unpad_kernel(const T* __restrict__ keys, const i64* __restr
         indices[i] = pos[row * padded + t];
     }
 }
+
+// searchsorted: out[i] = where values[i] would be inserted in its row of sorted boundaries (rows
+// of n: row i / m, or row 0 for every value when `shared_row`), the row read through its sorter
+// positions `sorter` when not null. The comparisons are torch's (the lower bound moves right
+// while !(b >= v), the upper bound while !(b > v)), so NaNs land where torch puts them.
+template <typename T>
+__global__ void searchsorted_kernel(const T* __restrict__ boundaries, const T* __restrict__ values,
+                                    const i64* __restrict__ sorter, i64* __restrict__ out,
+                                    i64 size, i64 n, i64 m, int shared_row, int right) {
+    FOR_EACH_ELEMENT(i, size) {
+        i64 row = shared_row ? 0 : i / m;
+        const T* bd = boundaries + row * n;
+        const i64* order = sorter ? sorter + row * n : nullptr;
+        T v = values[i];
+        i64 lo = 0, hi = n;
+        while (lo < hi) {
+            i64 mid = lo + ((hi - lo) >> 1);
+            T b = bd[order ? order[mid] : mid];
+            if (right ? !(b > v) : !(b >= v)) lo = mid + 1;
+            else hi = mid;
+        }
+        out[i] = lo;
+    }
+}
