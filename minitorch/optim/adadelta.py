@@ -1,7 +1,6 @@
 """Adadelta, torch's single-tensor rule operation for operation."""
-from ..tensor import zeros_like
 from ._checks import check_lr, check_non_negative, to_scalar
-from .optimizer import Optimizer, _step_counter
+from .optimizer import Optimizer
 
 __all__ = ["Adadelta"]
 
@@ -22,12 +21,7 @@ class Adadelta(Optimizer):
         super().__init__(params, defaults)
 
     def _state_of(self, param, group):
-        state = self.state[param]
-        if not state:
-            state["step"] = _step_counter()
-            state["square_avg"] = zeros_like(param)
-            state["acc_delta"] = zeros_like(param)
-        return state
+        return self._new_state(param, "square_avg", "acc_delta")
 
     @staticmethod
     def _update(param, state, group):

@@ -1,9 +1,8 @@
 """Adam and AdamW (decoupled weight decay), with amsgrad and maximize: torch's update rule,
 operation for operation."""
 from ..functions.elementwise import maximum
-from ..tensor import zeros_like
 from ._checks import check_betas, check_lr, check_non_negative
-from .optimizer import Optimizer, _fusable, _step_counter
+from .optimizer import Optimizer, _fusable
 
 __all__ = ["Adam", "AdamW"]
 
@@ -26,14 +25,8 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def _state_of(self, param, group):
-        state = self.state[param]
-        if not state:
-            state["step"] = _step_counter()
-            state["exp_avg"] = zeros_like(param)
-            state["exp_avg_sq"] = zeros_like(param)
-            if group["amsgrad"]:
-                state["max_exp_avg_sq"] = zeros_like(param)
-        return state
+        amsgrad = ("max_exp_avg_sq",) if group["amsgrad"] else ()
+        return self._new_state(param, "exp_avg", "exp_avg_sq", *amsgrad)
 
     @staticmethod
     def _update(param, state, group):

@@ -12,7 +12,7 @@ from itertools import chain
 
 from .. import dtypes
 from ..autograd import RemovableHandle, enable_grad, no_grad
-from ..tensor import Tensor, tensor
+from ..tensor import Tensor, tensor, zeros_like
 
 __all__ = ["Optimizer", "required"]
 
@@ -192,6 +192,16 @@ class Optimizer:
 
     def _state_of(self, param, group):
         return self.state[param]
+
+    def _new_state(self, param, *buffers):
+        """self.state[param], created on first use (torch's lazy init) with a step counter and
+        a zero tensor of param's shape for each named buffer."""
+        state = self.state[param]
+        if not state:
+            state["step"] = _step_counter()
+            for name in buffers:
+                state[name] = zeros_like(param)
+        return state
 
     @staticmethod
     def _update(param, state, group):

@@ -1,8 +1,7 @@
 """RAdam (Adam with a rectified adaptive learning rate), torch's single-tensor rule operation
 for operation."""
-from ..tensor import zeros_like
 from ._checks import check_betas, check_lr, check_non_negative, to_scalar
-from .optimizer import Optimizer, _step_counter
+from .optimizer import Optimizer
 
 __all__ = ["RAdam"]
 
@@ -25,12 +24,7 @@ class RAdam(Optimizer):
         super().__init__(params, defaults)
 
     def _state_of(self, param, group):
-        state = self.state[param]
-        if not state:
-            state["step"] = _step_counter()
-            state["exp_avg"] = zeros_like(param)
-            state["exp_avg_sq"] = zeros_like(param)
-        return state
+        return self._new_state(param, "exp_avg", "exp_avg_sq")
 
     @staticmethod
     def _update(param, state, group):
