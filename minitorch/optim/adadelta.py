@@ -1,6 +1,6 @@
 """Adadelta, torch's single-tensor rule operation for operation."""
 from ._checks import check_lr, check_non_negative, to_scalar
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _gradient
 
 __all__ = ["Adadelta"]
 
@@ -27,9 +27,7 @@ class Adadelta(Optimizer):
     def _update(param, state, group):
         rho, eps = group["rho"], group["eps"]
         state["step"].add_(1)
-        grad = param.grad if not group["maximize"] else -param.grad
-        if group["weight_decay"] != 0:
-            grad = grad.add(param, alpha=group["weight_decay"])
+        grad = _gradient(param, group)
         square_avg, acc_delta = state["square_avg"], state["acc_delta"]
         square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
         std = square_avg.add(eps).sqrt_()

@@ -1,7 +1,7 @@
 """Adagrad with lr decay, weight decay, an initial accumulator and maximize (torch's rule)."""
 from ..tensor import full_like
 from ._checks import check_lr, check_non_negative
-from .optimizer import Optimizer, _step_counter
+from .optimizer import Optimizer, _gradient, _step_counter
 
 __all__ = ["Adagrad"]
 
@@ -35,9 +35,7 @@ class Adagrad(Optimizer):
     @staticmethod
     def _update(param, state, group):
         step = state["step"].add_(1).item()
-        grad = param.grad if not group["maximize"] else -param.grad
-        if group["weight_decay"] != 0:
-            grad = grad.add(param, alpha=group["weight_decay"])
+        grad = _gradient(param, group)
         clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
         state_sum = state["sum"]
         state_sum.addcmul_(grad, grad, value=1)

@@ -2,7 +2,7 @@
 operation for operation."""
 from ..functions.elementwise import maximum
 from ._checks import check_betas, check_lr, check_non_negative
-from .optimizer import Optimizer, _fusable
+from .optimizer import Optimizer, _fusable, _gradient
 
 __all__ = ["Adam", "AdamW"]
 
@@ -30,7 +30,7 @@ class Adam(Optimizer):
 
     @staticmethod
     def _update(param, state, group):
-        lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+        lr, eps = group["lr"], group["eps"]
         beta1, beta2 = group["betas"]
         step = state["step"].add_(1).item()
         step_size = lr / (1 - beta1 ** step)
@@ -41,13 +41,8 @@ class Adam(Optimizer):
         if _fusable([param, param.grad] + moments):
             Adam._fused_update(param, moments, group, step_size, bias_correction2_sqrt)
             return
-        grad = param.grad if not group["maximize"] else -param.grad
         exp_avg, exp_avg_sq = moments[:2]
-        if weight_decay != 0:
-            if group["decoupled_weight_decay"]:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(param, alpha=weight_decay)
+        grad = _gradient(param, group, lr)
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         second_moment = exp_avg_sq

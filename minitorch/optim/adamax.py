@@ -1,7 +1,7 @@
 """Adamax (Adam with an infinity norm), torch's single-tensor rule operation for operation."""
 from ..functions.elementwise import maximum
 from ._checks import check_betas, check_lr, check_non_negative, to_scalar
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _gradient
 
 __all__ = ["Adamax"]
 
@@ -26,10 +26,8 @@ class Adamax(Optimizer):
     @staticmethod
     def _update(param, state, group):
         beta1, beta2 = group["betas"]
-        grad = param.grad if not group["maximize"] else -param.grad
         step = state["step"].add_(1).item()
-        if group["weight_decay"] != 0:
-            grad = grad.add(param, alpha=group["weight_decay"])
+        grad = _gradient(param, group)
         exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
         exp_avg.lerp_(grad, 1 - beta1)
         exp_inf.copy_(maximum(exp_inf.mul_(beta2), grad.abs().add_(group["eps"])))

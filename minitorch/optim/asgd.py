@@ -2,7 +2,7 @@
 operation."""
 from ..tensor import zeros_like
 from ._checks import check_lr, check_non_negative, scalar_state, to_scalar
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _gradient
 
 __all__ = ["ASGD"]
 
@@ -33,11 +33,9 @@ class ASGD(Optimizer):
     @staticmethod
     def _update(param, state, group):
         lr, lambd = to_scalar(group["lr"]), group["lambd"]
-        grad = param.grad if not group["maximize"] else -param.grad
         eta, mu, ax = state["eta"], state["mu"], state["ax"]
         step = state["step"].add_(1).item()
-        if group["weight_decay"] != 0:
-            grad = grad.add(param, alpha=group["weight_decay"])
+        grad = _gradient(param, group)
         eta_value = eta.item()
         param.mul_(1 - lambd * eta_value)
         param.add_(grad, alpha=-eta_value)

@@ -2,7 +2,7 @@
 rule operation for operation."""
 from ..tensor import zeros_like
 from ._checks import check_betas, check_lr, check_non_negative, scalar_state, to_scalar
-from .optimizer import Optimizer, _step_counter
+from .optimizer import Optimizer, _gradient, _step_counter
 
 __all__ = ["NAdam"]
 
@@ -37,16 +37,11 @@ class NAdam(Optimizer):
 
     @staticmethod
     def _update(param, state, group):
-        lr, weight_decay = to_scalar(group["lr"]), group["weight_decay"]
+        lr = to_scalar(group["lr"])
         beta1, beta2 = group["betas"]
-        grad = param.grad if not group["maximize"] else -param.grad
         step = state["step"].add_(1).item()
         bias_correction2 = 1 - beta2 ** step
-        if weight_decay != 0:
-            if group["decoupled_weight_decay"]:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(param, alpha=weight_decay)
+        grad = _gradient(param, group, lr)
         mu = NAdam._momentum(beta1, step, group["momentum_decay"])
         mu_next = NAdam._momentum(beta1, step + 1, group["momentum_decay"])
         mu_product = state["mu_product"].mul_(mu).item()

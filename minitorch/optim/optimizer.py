@@ -45,6 +45,20 @@ def _step_counter():
     return tensor(0.0, dtype=_scalar_dtype())
 
 
+def _gradient(param, group, lr=None):
+    """param's gradient as torch's rules use it: negated for maximize, plus L2 weight decay
+    (grad + weight_decay * param), or, with decoupled weight decay (AdamW and friends), param
+    shrunk in place by 1 - lr * weight_decay instead."""
+    grad = param.grad if not group["maximize"] else -param.grad
+    weight_decay = group.get("weight_decay", 0)
+    if weight_decay != 0:
+        if group.get("decoupled_weight_decay", False):
+            param.mul_(1 - lr * weight_decay)
+        else:
+            grad = grad.add(param, alpha=weight_decay)
+    return grad
+
+
 def _fusable(tensors):
     """Whether one fused update kernel can take these tensors: contiguous, and all of one
     device, floating dtype and size (otherwise the rule runs op by op)."""

@@ -1,7 +1,7 @@
 """RAdam (Adam with a rectified adaptive learning rate), torch's single-tensor rule operation
 for operation."""
 from ._checks import check_betas, check_lr, check_non_negative, to_scalar
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _gradient
 
 __all__ = ["RAdam"]
 
@@ -28,15 +28,10 @@ class RAdam(Optimizer):
 
     @staticmethod
     def _update(param, state, group):
-        lr, weight_decay = to_scalar(group["lr"]), group["weight_decay"]
+        lr = to_scalar(group["lr"])
         beta1, beta2 = group["betas"]
-        grad = param.grad if not group["maximize"] else -param.grad
         step = state["step"].add_(1).item()
-        if weight_decay != 0:
-            if group["decoupled_weight_decay"]:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(param, alpha=weight_decay)
+        grad = _gradient(param, group, lr)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)

@@ -1,7 +1,7 @@
 """RMSprop with momentum, centering, weight decay and maximize (torch's update rule)."""
 from ..tensor import zeros_like
 from ._checks import check_lr, check_non_negative
-from .optimizer import Optimizer, _step_counter
+from .optimizer import Optimizer, _gradient, _step_counter
 
 __all__ = ["RMSprop"]
 
@@ -35,11 +35,9 @@ class RMSprop(Optimizer):
     @staticmethod
     def _update(param, state, group):
         alpha, momentum = group["alpha"], group["momentum"]
-        grad = param.grad if not group["maximize"] else -param.grad
         square_avg = state["square_avg"]
         state["step"].add_(1)
-        if group["weight_decay"] != 0:
-            grad = grad.add(param, alpha=group["weight_decay"])
+        grad = _gradient(param, group)
         square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
         if group["centered"]:
             grad_avg = state["grad_avg"].lerp_(grad, 1 - alpha)

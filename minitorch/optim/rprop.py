@@ -1,7 +1,7 @@
 """Rprop (resilient backpropagation), torch's single-tensor rule operation for operation."""
 from ..tensor import full_like, zeros_like
 from ._checks import check_lr, to_scalar
-from .optimizer import Optimizer, _step_counter
+from .optimizer import Optimizer, _gradient, _step_counter
 
 __all__ = ["Rprop"]
 
@@ -32,7 +32,7 @@ class Rprop(Optimizer):
     def _update(param, state, group):
         etaminus, etaplus = group["etas"]
         step_size_min, step_size_max = group["step_sizes"]
-        grad = param.grad if not group["maximize"] else -param.grad
+        grad = _gradient(param, group)
         prev, step_size = state["prev"], state["step_size"]
         state["step"].add_(1)
         sign = grad.mul(prev).sign()

@@ -1,7 +1,7 @@
 """SGD with momentum, dampening, Nesterov, weight decay and maximize (torch's update rule)."""
 from ..autograd import no_grad
 from ._checks import check_lr, check_non_negative
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _gradient
 
 __all__ = ["SGD"]
 
@@ -32,9 +32,7 @@ class SGD(Optimizer):
         return loss
 
     def _update(self, param, group):
-        grad = param.grad if not group["maximize"] else -param.grad
-        if group["weight_decay"] != 0:
-            grad = grad.add(param, alpha=group["weight_decay"])
+        grad = _gradient(param, group)
         momentum = group["momentum"]
         if momentum != 0:
             state = self.state[param]
