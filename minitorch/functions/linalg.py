@@ -8,15 +8,16 @@ gradients come from the ops they are made of.
 import functools
 import math
 import operator
+import warnings
 
 from .. import dtypes
 from ..autograd import Function
 from ..ndarray import NDArray, normalize_dim
 from ..opcodes import BinaryOp as B
-from ..tensor import Tensor, wrap
+from ..tensor import Tensor, arange, empty, wrap, zeros
 from .elementwise import C_NAMES, TORCH_NAMES, promote, scalar_array, where
 from .reduce import sum_to
-from .movement import view_of
+from .movement import broadcast_shapes, cat, view_of
 
 
 __all__ = [
@@ -628,14 +629,20 @@ def _offset_diagonal_view(data, offset, dim1, dim2):
 
 
 # ---- diagonals and triangles --------------------------------------------------------------------
-def diagonal(input, offset=0, dim1=0, dim2=1):
-    """A view of the diagonal of dims dim1 and dim2, appended as the last dim."""
-    d1, d2 = normalize_dim(dim1, input.ndim), normalize_dim(dim2, input.ndim)
+def _offset_diagonal(offset, dim1, dim2, ndim):
+    """(view function, dim1, dim2) of torch.diagonal's geometry for an ndim-array, the dims
+    checked and made non-negative."""
+    d1, d2 = normalize_dim(dim1, ndim), normalize_dim(dim2, ndim)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     view = functools.partial(_offset_diagonal_view, offset=operator.index(offset), dim1=d1,
                              dim2=d2)
-    return Diagonal.apply(input, view)
+    return view, d1, d2
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """A view of the diagonal of dims dim1 and dim2, appended as the last dim."""
+    return Diagonal.apply(input, _offset_diagonal(offset, dim1, dim2, input.ndim)[0])
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
@@ -643,15 +650,10 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     n = input.shape[-1] + abs(operator.index(offset)) if input.ndim else None
     if n is None:
         raise RuntimeError("diag_embed(): input must be at least 1-dimensional")
-    ndim = input.ndim + 1
-    d1, d2 = normalize_dim(dim1, ndim), normalize_dim(dim2, ndim)
-    if d1 == d2:
-        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    view, d1, d2 = _offset_diagonal(offset, dim1, dim2, input.ndim + 1)
     shape = list(input.shape[:-1])
     for d in sorted((d1, d2)):
         shape.insert(d, n)
-    view = functools.partial(_offset_diagonal_view, offset=operator.index(offset), dim1=d1,
-                             dim2=d2)
     return DiagonalBackward.apply(input, tuple(shape), view)
 
 
@@ -661,7 +663,7 @@ def diag(input, diagonal=0):
     if input.ndim == 1:
         return diag_embed(input, diagonal, 0, 1)
     if input.ndim == 2:
-        return globals()["diagonal"](input, diagonal).clone()
+        return Diagonal.apply(input, _offset_diagonal(diagonal, 0, 1, 2)[0]).clone()
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
 
 
@@ -675,7 +677,6 @@ def _triangle(input, keep, name):
     """input with the elements where keep(column - row) is False set to zero."""
     if input.ndim < 2:
         raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
-    from ..tensor import arange
     rows, cols = input.shape[-2:]
     offsets = arange(cols, device=input.device) - arange(rows, device=input.device).unsqueeze(1)
     return where(keep(offsets), input, wrap(scalar_array(0, input.dtype, input.device)))
@@ -693,7 +694,6 @@ def triu(input, diagonal=0):
 
 def block_diag(*tensors):
     """The tensors (0-d, 1-D or 2-D) as blocks along the diagonal of one matrix."""
-    from .movement import cat
     blocks = []
     for k, t in enumerate(tensors):
         if t.ndim > 2:
@@ -701,7 +701,6 @@ def block_diag(*tensors):
                                f"dimensions. Input {k} has {t.ndim} dimensions")
         blocks.append(t.reshape(1, -1) if t.ndim < 2 else t)
     if not blocks:
-        from ..tensor import empty
         return empty(1, 0)
     dtype = blocks[0].dtype
     for b in blocks[1:]:
@@ -717,7 +716,6 @@ def block_diag(*tensors):
 
 
 def _zeros_like_rows(block, columns):
-    from ..tensor import zeros
     return zeros(block.shape[0], columns, dtype=block.dtype, device=block.device)
 
 
@@ -725,9 +723,8 @@ def _zeros_like_rows(block, columns):
 def cross(input, other, dim=None):
     """The cross product of 3-vectors along dim (torch.cross: without dim, the first dim of
     size 3, with a warning as in torch)."""
-    shape = _broadcast(input, other)
+    shape = broadcast_shapes(input.shape, other.shape)
     if dim is None:
-        import warnings
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease "
                       "either pass the dim explicitly or simply use torch.linalg.cross.\nThe "
                       "default value of dim will change to agree with that of linalg.cross in a "
@@ -743,14 +740,8 @@ def cross(input, other, dim=None):
     a, b = input.expand(shape), other.expand(shape)
     x = [a.narrow(d, i, 1) for i in range(3)]
     y = [b.narrow(d, i, 1) for i in range(3)]
-    from .movement import cat
     return cat([x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2],
                 x[0] * y[1] - x[1] * y[0]], d)
-
-
-def _broadcast(a, b):
-    from ..ndarray import broadcast_shapes
-    return broadcast_shapes(a.shape, b.shape)
 
 
 def dist(input, other, p=2):

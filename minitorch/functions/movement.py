@@ -11,13 +11,15 @@ import itertools
 import math
 import numbers
 import operator
+import warnings
 
 from .. import dtypes
 from ..autograd import Function, _grad_mode
+from ..ndarray import broadcast_shapes as _broadcast_pair
 from ..ndarray import (NDArray, _device_mismatch, check_shape, contiguous_strides, normalize_dim,
                        normalize_dims, shape_numel, shape_str)
 from ..opcodes import BinaryOp
-from ..tensor import Tensor, wrap
+from ..tensor import Size, Tensor, arange, tensor as make_tensor, wrap
 
 
 __all__ = [
@@ -967,12 +969,10 @@ def column_stack(tensors):
 # ---- combinations of the above ------------------------------------------------------------------
 def broadcast_shapes(*shapes):
     """The shape every argument broadcasts to (ints count as 1-D shapes)."""
-    from ..ndarray import broadcast_shapes as broadcast_pair
-    from ..tensor import Size
     result = ()
     for shape in shapes:
         shape = (operator.index(shape),) if isinstance(shape, numbers.Integral) else tuple(shape)
-        result = broadcast_pair(result, shape)
+        result = _broadcast_pair(result, shape)
     return Size(result)
 
 
@@ -988,7 +988,6 @@ def meshgrid(*tensors, indexing=None):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if indexing is None:
-        import warnings
         warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
                       "indexing argument.", UserWarning)
         indexing = "ij"
@@ -1107,7 +1106,6 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Each element (or slice along dim) repeated `repeats` times in place; with a tensor of
     repeats, element i repeats[i] times. The single-argument form gives the index itself."""
-    from ..tensor import arange, tensor as make_tensor
     if repeats is None:
         repeats, input = input, None
     counts = repeats.tolist() if isinstance(repeats, Tensor) else repeats
