@@ -957,6 +957,16 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                       "padding")), ceil_mode, count_include_pad).squeeze(-2)
 
 
+def _single_output_size(output_size, name):
+    """A 1-d pool's output_size as an int (torch accepts one int or a one-int sequence)."""
+    if isinstance(output_size, numbers.Integral):
+        return output_size
+    if len(output_size) != 1:
+        raise RuntimeError(f"{name}() argument 'output_size' should contain one int (got "
+                           f"{len(output_size)})")
+    return output_size[0]
+
+
 def _check_1d_input(input, name):
     if input.ndim not in (2, 3):
         raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional tensor "
@@ -964,11 +974,7 @@ def _check_1d_input(input, name):
 
 
 def adaptive_avg_pool1d(input, output_size):
-    if not isinstance(output_size, numbers.Integral):
-        if len(output_size) != 1:
-            raise RuntimeError(f"adaptive_avg_pool1d() argument 'output_size' should contain one "
-                               f"int (got {len(output_size)})")
-        output_size = output_size[0]
+    output_size = _single_output_size(output_size, "adaptive_avg_pool1d")
     _check_1d_input(input, "adaptive_avg_pool1d")
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1, output_size)).squeeze(-2)
 
@@ -1018,11 +1024,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     """adaptive_max_pool2d over a height-1 image, after torch's 1-D checks."""
-    if not isinstance(output_size, numbers.Integral):
-        if len(output_size) != 1:
-            raise RuntimeError(f"adaptive_max_pool1d() argument 'output_size' should contain one "
-                               f"int (got {len(output_size)})")
-        output_size = output_size[0]
+    output_size = _single_output_size(output_size, "adaptive_max_pool1d")
     _check_1d_input(input, "adaptive_max_pool1d")
     for dim in range(1, input.ndim):
         if input.shape[dim] == 0:
