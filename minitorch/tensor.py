@@ -735,26 +735,33 @@ _SAME_NAME = {
          "contiguous clone unfold view_as reshape_as swapaxes swapdims moveaxis fliplr flipud "
          "diff repeat_interleave select tensor_split hsplit vsplit dsplit rot90"),
     _L: ("matmul mm bmm outer dot mv addmm baddbmm addmv addr addbmm inner ger diagonal diag "
-         "diag_embed trace "
-         "tril triu cross dist"),
+         "diag_embed trace tril triu cross dist"),
     _S: "sort argsort msort topk kthvalue median unique",
     _I: ("gather scatter scatter_add index_select masked_fill take_along_dim nonzero "
-         "masked_select take index_add index_put argwhere"),
+         "masked_select take index_add index_put argwhere index_fill index_copy masked_scatter "
+         "scatter_reduce select_scatter slice_scatter diagonal_scatter fill_diagonal_"),
 }
 for _module, _names in _SAME_NAME.items():
     for _name in _names.split():
         setattr(_T, _name, getattr(_module, _name))     # a listed op that is missing fails here
 
 # in-place variants: same op, result written into self
-for _name in ("add sub mul div pow neg abs sign exp log log1p expm1 sqrt rsqrt sin cos tanh "
-              "sigmoid relu reciprocal square floor ceil round trunc clamp lerp sinh cosh tan "
-              "asin acos atan asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh "
-              "log2 log10 exp2 erfc lgamma digamma frac hypot copysign heaviside xlogy sgn "
-              "deg2rad rad2deg nan_to_num clamp_min clamp_max fix").split():
-    setattr(_T, _name + "_", _inplace(getattr(_E, _name)))
+_INPLACE = {
+    _E: ("add sub mul div pow neg abs sign exp log log1p expm1 sqrt rsqrt sin cos tanh sigmoid "
+         "relu reciprocal square floor ceil round trunc clamp lerp sinh cosh tan asin acos atan "
+         "asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh log2 log10 exp2 erfc "
+         "lgamma digamma frac hypot copysign heaviside xlogy sgn deg2rad rad2deg nan_to_num "
+         "clamp_min clamp_max fix absolute negative divide multiply subtract true_divide "
+         "floor_divide fmod remainder atan2 arctan2 erf bitwise_and bitwise_or bitwise_xor "
+         "bitwise_not bitwise_left_shift bitwise_right_shift"),
+    _R: "cumsum cumprod",
+    _L: "tril triu addmv addr addbmm addmm baddbmm",
+    _I: "index_fill index_copy masked_scatter scatter_reduce",
+}
+for _module, _names in _INPLACE.items():
+    for _name in _names.split():
+        setattr(_T, _name + "_", _inplace(getattr(_module, _name)))
 _T.clip_ = _T.clamp_
-_T.tril_ = _inplace(_L.tril)
-_T.triu_ = _inplace(_L.triu)
 # x.where(condition, y) keeps x where condition holds (torch.where(condition, x, y))
 _T.where = lambda self, condition, y: _E.where(condition, self, y)
 
@@ -879,14 +886,6 @@ _T.new_full = lambda self, size, fill_value, dtype=None, device=None, requires_g
     requires_grad=requires_grad)
 _T.new_empty = _T.new_zeros
 
-# in-place forms of aliases and of ops the list above leaves out
-for _name in ("absolute negative divide multiply subtract true_divide floor_divide fmod remainder "
-              "atan2 arctan2 float_power erf bitwise_and bitwise_or bitwise_xor bitwise_not "
-              "bitwise_left_shift bitwise_right_shift").split():
-    setattr(_T, _name + "_", _inplace(getattr(_E, _name)))
-for _name in ("cumsum", "cumprod"):
-    setattr(_T, _name + "_", _inplace(getattr(_R, _name)))
-
 
 def _keeping_dtype(fn):
     """An op whose bool result an in-place form casts back to self's dtype (torch's `x.eq_(y)`
@@ -930,15 +929,3 @@ def _inplace_view(fn):
 for _name in ("t", "squeeze", "unsqueeze", "transpose", "swapaxes", "swapdims", "as_strided"):
     setattr(_T, _name + "_", _inplace_view(getattr(_M, _name)))
 _T.ravel = lambda self: self.reshape(-1)
-
-
-# ---- products added to an input (compositions of the linalg ops) ------------------------------
-for _name in ("addmv", "addr", "addbmm", "addmm", "baddbmm"):
-    setattr(_T, _name + "_", _inplace(getattr(_L, _name)))
-
-# index ops (functions/index.py) with their in-place forms
-for _name in ("index_fill", "index_copy", "masked_scatter", "scatter_reduce"):
-    setattr(_T, _name, getattr(_I, _name))
-    setattr(_T, _name + "_", _inplace(getattr(_I, _name)))
-for _name in ("select_scatter", "slice_scatter", "diagonal_scatter", "fill_diagonal_"):
-    setattr(_T, _name, getattr(_I, _name))
