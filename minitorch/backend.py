@@ -74,6 +74,50 @@ class KernelBackend(Protocol):
         the left end of equal values, the right end when `right` (torch's comparisons, NaN
         included). `sorter` (int64 positions in [0, n) per boundary) orders unsorted rows."""
 
+    # ---- factorisations: in place on compact batches of row-major float matrices; errors the
+    # arithmetic finds come back per matrix in an int64 info, as LAPACK's ----------------------
+    def lu_factor(self, a, pivots, info, m, n):
+        """LAPACK getrf on each compact m x n matrix of a (one per element of info), in place:
+        U and the unit-diagonal L of P A = L U with partial pivoting (the first row of largest
+        magnitude). pivots: min(m, n) 1-based row swaps per matrix (int64, where torch and
+        LAPACK use int32); info: the order of the first exactly-zero pivot, or 0."""
+
+    def lu_permutation(self, pivots, perm, m, k):
+        """perm (int64, m per matrix) = for each row, the original row that LAPACK's swaps
+        `pivots` (k <= m per matrix, 1-based) bring there: P A = A[perm]. Swaps out of [1, m]
+        are skipped; callers reject them first."""
+
+    def triangular_solve(self, a, b, n, k, upper=False, unitriangular=False):
+        """b = A^-1 b in place, for compact n x k matrices b and compact triangular n x n
+        matrices a of one batch size (lower, or upper when `upper`; only that triangle is read,
+        and not its diagonal when `unitriangular`). Transposed solves are compacted views."""
+
+    def cholesky_factor(self, a, info, n):
+        """Cholesky in place on each compact n x n matrix (one per element of info): L with
+        L L^T = A from A's lower triangle, the strict upper triangle zeroed; info (int64) = the
+        order of the first leading minor that is not positive definite (the factorisation
+        stops there, as potrf's), or 0."""
+
+    # ---- spectral: compact batches of row-major float32/float64 matrices, `batch` of them;
+    # no convergence within the sweep limit sets the matrix's int64 info to 1 ------------------
+    def eigh_jacobi(self, a, values, vectors, info, batch, n):
+        """values (ascending) and vectors (eigenvectors in columns) of each symmetric n x n
+        matrix of a, read from its lower triangle (a is overwritten): cyclic Jacobi in the
+        round-robin pair order, the same rotations on every backend."""
+
+    def svd_jacobi(self, a, s, v, info, batch, m, n):
+        """One-sided Jacobi SVD of each m x n matrix (m >= n) of a, in place: a becomes U
+        (orthonormal columns, completed where s is 0), s the singular values (descending), v
+        (n x n) V, so that A = U diag(s) V^T."""
+
+    def qr_householder(self, a, tau, batch, m, n):
+        """LAPACK geqrf, in place: R on and above the diagonal, the reflectors below it, tau
+        (min(m, n) per matrix) their factors (dlarfg's signs, so Q and R equal LAPACK's)."""
+
+    def qr_form_q(self, a, tau, q, batch, m, n, cols):
+        """q (batch x m x cols, cols <= m) = the first cols columns of Q from qr_householder's
+        a and tau (LAPACK orgqr): cols = min(m, n) is the reduced Q, m the complete one."""
+
     def adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, beta1, beta2, eps,
                   step_size, bias_correction2_sqrt, grad_decay=0.0, param_scale=1.0,
                   maximize=False):

@@ -2,11 +2,13 @@
 import numpy as np
 
 from .elementwise import adam_step, binary, softmax_backward_last, softmax_last, unary, where
+from .factor import cholesky_factor, lu_factor, lu_permutation, triangular_solve
 from .index import (gather, index_add, index_select, put, scatter, scatter_add, scatter_reduce,
                     take)
 from .matmul import matmul
 from .reduce import reduce_last, scan_index_last, scan_last
 from .sort import searchsorted, sort_last
+from .spectral import eigh_jacobi, qr_form_q, qr_householder, svd_jacobi
 from .strided import cast, compact, strided_add, strided_set
 from .threads import get_num_threads, set_num_threads
 

@@ -48,7 +48,7 @@ def unary_supported(op, dtype):
     if op in _UNARY_PREDICATES:
         return True
     if dtype in L.FLOAT_TYPES:
-        return UnaryOp.IDENTITY <= op <= UnaryOp.ERF or UnaryOp.SINH <= op <= UnaryOp.FRAC
+        return UnaryOp.IDENTITY <= op <= UnaryOp.ERF or UnaryOp.SINH <= op <= UnaryOp.BESSEL_J1
     if dtype == "int64":
         return op in _UNARY_INT
     return op == UnaryOp.IDENTITY
@@ -59,11 +59,12 @@ def binary_supported(op, dtype):
         return True
     if dtype in L.FLOAT_TYPES:
         return (BinaryOp.ADD <= op <= BinaryOp.SIGMOID_BACKWARD
-                or BinaryOp.HYPOT <= op <= BinaryOp.XLOGY)
+                or BinaryOp.HYPOT <= op <= BinaryOp.XLOGY
+                or BinaryOp.NEXTAFTER <= op <= BinaryOp.XLOG1PY)
     if op == BinaryOp.HEAVISIDE:                # the one new op with integer and bool kernels
         return True
     if dtype == "int64":
-        return op in _BINARY_INT
+        return op in _BINARY_INT or op in (BinaryOp.GCD, BinaryOp.LCM)
     return op in _BINARY_BOOL
 
 
@@ -748,6 +749,128 @@ class GpuBackend:
             self._launch("index", name, kernel, L.flat_grid(n),
                          (src, I64(step), offsets, out, I64(n), I32(0), I32(mode), claims))
 
+    # ---- factorisations (kernels/factor.cu; one block per matrix) ------------------------------
+    @_on_device
+    def lu_factor(self, a, pivots, info, m, n):
+        """In place on compact m x n matrices (one per element of info): getrf's L and U with
+        partial pivoting, its 1-based pivots (int64) and info (first zero pivot's order or 0)."""
+        name = _float_buffer(a, "lu_factor", "a")
+        _int64_buffer(pivots, "lu_factor", "pivots")
+        _int64_buffer(info, "lu_factor", "info")
+        _factor_sizes("lu_factor", m, n)
+        batch = info.size
+        _factor_count("lu_factor", "a", a.size, batch * m * n)
+        _factor_count("lu_factor", "pivots", pivots.size, batch * min(m, n))
+        if batch:
+            self._launch("factor", name, f"lu_factor_kernel<{L.CTYPES[name]}>",
+                         min(batch, L.MAX_GRID), (a, pivots, info, I64(batch), I64(m), I64(n)))
+
+    @_on_device
+    def lu_permutation(self, pivots, perm, m, k):
+        """perm (int64, m per matrix) = the original row at each row after the 1-based swaps
+        `pivots` (k per matrix); swaps out of [1, m] are skipped (callers reject them)."""
+        _int64_buffer(pivots, "lu_permutation", "pivots")
+        _int64_buffer(perm, "lu_permutation", "perm")
+        _factor_sizes("lu_permutation", m, k)
+        if k > m:
+            raise ValueError(f"lu_permutation: {k} pivots do not fit rows of {m}")
+        batch = perm.size // m if m else 0
+        _factor_count("lu_permutation", "perm", perm.size, batch * m)
+        _factor_count("lu_permutation", "pivots", pivots.size, batch * k)
+        if batch:
+            self._launch("factor", "float64", "lu_permutation_kernel", L.flat_grid(batch),
+                         (pivots, perm, I64(batch), I64(m), I64(k)))
+
+    @_on_device
+    def triangular_solve(self, a, b, n, k, upper=False, unitriangular=False):
+        """b (compact n x k matrices) = A^-1 b in place for the compact triangular n x n
+        matrices a (lower, or upper; the diagonal is not read when unitriangular)."""
+        name = _float_buffer(a, "triangular_solve", "a")
+        if _dtype_name(b, "triangular_solve") != name:
+            raise TypeError(f"triangular_solve: b must have the dtype of a ({SHOWN[name]})")
+        _factor_sizes("triangular_solve", n, k)
+        batch = _matrix_count("triangular_solve", a.size, n)
+        _factor_count("triangular_solve", "b", b.size, batch * n * k)
+        if batch and k:
+            self._launch("factor", name, f"triangular_solve_kernel<{L.CTYPES[name]}>",
+                         min(batch, L.MAX_GRID), (a, b, I64(batch), I64(n), I64(k),
+                                                  I32(bool(upper)), I32(bool(unitriangular))))
+
+    @_on_device
+    def cholesky_factor(self, a, info, n):
+        """In place on compact n x n matrices (one per element of info): L (strict upper
+        triangle zeroed) from the lower triangle; info = first non-positive minor's order."""
+        name = _float_buffer(a, "cholesky_factor", "a")
+        _int64_buffer(info, "cholesky_factor", "info")
+        _factor_sizes("cholesky_factor", n, n)
+        batch = info.size
+        _factor_count("cholesky_factor", "a", a.size, batch * n * n)
+        if batch:
+            self._launch("factor", name, f"cholesky_factor_kernel<{L.CTYPES[name]}>",
+                         min(batch, L.MAX_GRID), (a, info, I64(batch), I64(n)))
+
+    # ---- spectral decompositions (kernels/spectral.cu; one block per matrix) ------------------
+    @_on_device
+    def eigh_jacobi(self, a, values, vectors, info, batch, n):
+        """values (ascending), vectors (columns) of each symmetric n x n matrix of compact a,
+        read from its lower triangle (a is overwritten); info[b] = 1 where b did not converge."""
+        if batch < 0 or n < 0:
+            raise ValueError(f"eigh_jacobi: negative size (batch={batch}, n={n})")
+        counts = (batch * n * n, batch * n, batch * n * n)
+        name = _spectral_buffers("eigh_jacobi", a, (values, vectors), ("a", "values", "vectors"),
+                                 counts, info, batch)
+        if batch and n:
+            self._spectral_run("eigh_jacobi_kernel", name, batch, n + (n & 1),
+                               (a, values, vectors, info), (I64(batch), I64(n)))
+        elif batch:
+            self._fill(info, 0)     # nothing to iterate on: converged
+
+    @_on_device
+    def svd_jacobi(self, a, s, v, info, batch, m, n):
+        """Each m x n matrix (m >= n) of compact a becomes U, s (descending) its singular
+        values, v V: a = U diag(s) V^T; info[b] = 1 where b did not converge."""
+        if batch < 0 or n < 0 or m < n:
+            raise ValueError(f"svd_jacobi: needs 0 <= n <= m and batch >= 0, got batch={batch}, "
+                             f"m={m}, n={n}")
+        name = _spectral_buffers("svd_jacobi", a, (s, v), ("a", "s", "v"),
+                                 (batch * m * n, batch * n, batch * n * n), info, batch)
+        if batch and n:
+            self._spectral_run("svd_jacobi_kernel", name, batch, n + (n & 1), (a, s, v, info),
+                               (I64(batch), I64(m), I64(n)))
+        elif batch:
+            self._fill(info, 0)     # nothing to iterate on: converged
+
+    @_on_device
+    def qr_householder(self, a, tau, batch, m, n):
+        """Each m x n matrix of compact a becomes R (on and above the diagonal) and its
+        Householder reflectors (below), tau (batch x min(m, n)) their factors: geqrf."""
+        if batch < 0 or m < 0 or n < 0:
+            raise ValueError(f"qr_householder: negative size (batch={batch}, m={m}, n={n})")
+        name = _spectral_buffers("qr_householder", a, (tau,), ("a", "tau"),
+                                 (batch * m * n, batch * min(m, n)))
+        if batch and m and n:
+            self._spectral_run("qr_householder_kernel", name, batch, n, (a, tau),
+                               (I64(batch), I64(m), I64(n)))
+
+    @_on_device
+    def qr_form_q(self, a, tau, q, batch, m, n, cols):
+        """q (batch x m x cols, cols <= m) = the first cols columns of Q from qr_householder's
+        a and tau (orgqr: the reflectors applied to the identity, last first)."""
+        if batch < 0 or m < 0 or n < 0 or not 0 <= cols <= m:
+            raise ValueError(f"qr_form_q: needs 0 <= cols <= m and sizes >= 0, got "
+                             f"batch={batch}, m={m}, n={n}, cols={cols}")
+        name = _spectral_buffers("qr_form_q", a, (tau, q), ("a", "tau", "q"),
+                                 (batch * m * n, batch * min(m, n), batch * m * cols))
+        if batch and m and cols:
+            self._spectral_run("qr_form_q_kernel", name, batch, cols, (a, tau, q),
+                               (I64(batch), I64(m), I64(n), I64(cols)))
+
+    def _spectral_run(self, kernel, name, batch, work_per_matrix, buffers, sizes):
+        """One block per matrix, each with its row of work_per_matrix scratch elements."""
+        work = self.cupy.empty(batch * work_per_matrix, np.dtype(name))
+        self._launch("spectral", name, f"{kernel}<{L.CTYPES[name]}>", min(batch, L.MAX_GRID),
+                     buffers + (work,) + sizes)
+
 
 # ---------------------------------------------------------------------------------------------
 # argument checks (the CPU backend's exception types and wording)
@@ -821,3 +944,65 @@ def _check_length(buf, need, name):
 def _check_sizes(*sizes):
     if any(s < 0 for s in sizes):
         raise ValueError("sizes must be non-negative, got " + ", ".join(str(s) for s in sizes))
+
+
+# ---------------------------------------------------------------------------------------------
+# factorisation checks (the CPU's minitorch/_cpu/factor.pyx wording)
+
+def _float_buffer(buffer, kernel, label):
+    name = _dtype_name(buffer, kernel)
+    if name not in L.FLOAT_TYPES:
+        raise TypeError(f"{kernel}: {label} must be float32 or float64, got {SHOWN[name]}")
+    return name
+
+
+def _int64_buffer(buffer, kernel, label):
+    if _dtype_name(buffer, kernel) != "int64":
+        raise TypeError(f"{kernel}: {label} must have dtype int64")
+
+
+def _factor_sizes(kernel, m, n):
+    if m < 0 or n < 0:
+        raise ValueError(f"{kernel}: sizes must be non-negative, got {m} and {n}")
+
+
+def _factor_count(kernel, label, have, need):
+    if have != need:
+        raise ValueError(f"{kernel}: {label} has {have} elements, {need} are needed")
+
+
+def _matrix_count(kernel, size, n):
+    """How many n x n matrices `size` elements hold (0 when n is 0)."""
+    if n == 0:
+        _factor_count(kernel, "a", size, 0)
+        return 0
+    if size % (n * n):
+        raise ValueError(f"{kernel}: {size} elements are not {n}x{n} matrices")
+    return size // (n * n)
+
+
+# ---------------------------------------------------------------------------------------------
+# spectral kernel checks (the CPU's minitorch/_cpu/spectral.pyx wording and order)
+
+def _spectral_buffers(kernel, a, outputs, labels, counts, info=None, batch=0):
+    """The float dtype name of a after checking that the outputs share it, that every buffer
+    has its count of elements and that info (when given) is int64 with one entry a matrix."""
+    name = _dtype_name(a, kernel)
+    if name not in L.FLOAT_TYPES:
+        raise TypeError(f"{kernel}: unsupported dtype {SHOWN[name]} (expected float32 or "
+                        "float64)")
+    for out in outputs:
+        if _dtype_name(out, kernel) != name:
+            raise TypeError(f"{kernel}: every output must have the dtype of a ({name})")
+    for label, buffer, count in zip(labels, (a,) + outputs, counts):
+        _spectral_count(kernel, label, buffer, count)
+    if info is not None:
+        if _dtype_name(info, kernel) != "int64":
+            raise TypeError(f"{kernel}: info must have dtype int64")
+        _spectral_count(kernel, "info", info, batch)
+    return name
+
+
+def _spectral_count(kernel, label, buffer, count):
+    if buffer.size != count:
+        raise ValueError(f"{kernel}: {label} has {buffer.size} elements, expected {count}")

@@ -11,7 +11,8 @@ import numpy as np
 from ..opcodes import c_constants
 
 KERNEL_DIR = pathlib.Path(__file__).resolve().parent / "kernels"
-MODULES = ("strided", "elementwise", "reduce", "matmul", "index", "sort")
+MODULES = ("strided", "elementwise", "reduce", "matmul", "index", "sort", "factor",
+           "spectral")
 
 THREADS = 256           # block size of the flat kernels (common.cuh)
 ITEMS = 4               # elements per thread in the flat kernels (common.cuh)
@@ -87,6 +88,13 @@ def name_expressions(module, key):
         return [f"{kernel}<{t}>" for kernel in ("sort_rows_kernel", "sort_pad_kernel",
                                                 "sort_stage_kernel", "sort_unpad_kernel",
                                                 "searchsorted_kernel")]
+    if module == "factor":
+        return [f"{kernel}<{t}>" for kernel in ("lu_factor_kernel", "triangular_solve_kernel",
+                                                "cholesky_factor_kernel")] + \
+            ["lu_permutation_kernel"]
+    if module == "spectral":
+        return [f"{kernel}<{t}>" for kernel in ("eigh_jacobi_kernel", "svd_jacobi_kernel",
+                                                "qr_householder_kernel", "qr_form_q_kernel")]
     raise ValueError(f"unknown kernel module {module!r}")
 
 
@@ -96,7 +104,7 @@ def matmul_name(ctype, tiles):
 
 def module_keys(module):
     """Every key the backend may request for `module` (what the compile test instantiates)."""
-    if module == "matmul":
+    if module in ("matmul", "factor", "spectral"):
         return list(FLOAT_TYPES)
     keys = list(CTYPES)
     if module in ("strided", "elementwise"):
