@@ -36,7 +36,7 @@ class UnaryOp(IntEnum):
     ISFINITE = 25
     BITWISE_NOT = 26        # integers only
     # Float-only math, appended so existing numbers never move: the support tables accept
-    # IDENTITY..ERF and SINH..FRAC for floats.
+    # IDENTITY..ERF and SINH..BESSEL_J1 for floats.
     SINH = 27
     COSH = 28
     TAN = 29
@@ -54,6 +54,17 @@ class UnaryOp(IntEnum):
     DIGAMMA = 41            # lgamma's derivative
     TRIGAMMA = 42           # digamma's derivative (polygamma(1, x))
     FRAC = 43               # x - trunc(x)
+    # Special functions (float only): Cephes-style approximations written out in both backends.
+    ERFINV = 44
+    I0 = 45                 # modified Bessel functions of the first kind, order 0 and 1,
+    I0E = 46                # and their exponentially scaled forms e^-|x| I(x)
+    I1 = 47
+    I1E = 48
+    NDTRI = 49              # inverse of the standard normal CDF
+    LOG_NDTR = 50           # log of the standard normal CDF
+    ERFCX = 51              # e^(x^2) erfc(x)
+    BESSEL_J0 = 52
+    BESSEL_J1 = 53
 
 
 class BinaryOp(IntEnum):
@@ -95,6 +106,15 @@ class BinaryOp(IntEnum):
     COPYSIGN = 30
     HEAVISIDE = 31          # b where a == 0, else a > 0
     XLOGY = 32              # a * log(b), 0 where a == 0 (NaN where b is NaN)
+    # Integers only (int64; uint8 runs in int64): gcd and lcm of |a| and |b|, wrapping like torch.
+    GCD = 33
+    LCM = 34
+    # Float only (the tables accept NEXTAFTER..XLOG1PY).
+    NEXTAFTER = 35          # the next representable value after a towards b
+    ZETA = 36               # Hurwitz zeta(a, b) = sum over k >= 0 of (k + b)^-a
+    IGAMMA = 37             # regularized lower incomplete gamma P(a, b)
+    IGAMMAC = 38            # regularized upper incomplete gamma Q(a, b) = 1 - P(a, b)
+    XLOG1PY = 39            # a * log1p(b), 0 where a == 0 (NaN where b is NaN)
 
 
 class ReduceOp(IntEnum):

@@ -9,10 +9,11 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport (INFINITY, M_PI, NAN, acos, acosf, acosh, acoshf, asin, asinf, asinh,
                         asinhf, atan, atan2, atan2f, atanf, atanh, atanhf, ceil, ceilf, copysign,
-                        copysignf, cos, cosf, cosh, coshf, erf, erfc, erfcf, erff, exp2, exp2f,
-                        expm1, expm1f, fabs, fabsf, floor, floorf, fmod, fmodf, hypot, hypotf,
-                        lgamma, lgammaf, log10, log10f, log1p, log1pf, log2, log2f, pow, powf,
-                        rint, rintf, sin, sinf, sinh, sinhf, sqrt, sqrtf, tan, tanf, trunc, truncf)
+                        copysignf, cos, cosf, cosh, coshf, erf, erfc, erfcf, erff, exp, exp2,
+                        exp2f, expm1, expm1f, fabs, fabsf, floor, floorf, fmod, fmodf, hypot,
+                        hypotf, lgamma, lgammaf, log, log10, log10f, log1p, log1pf, log2, log2f,
+                        nextafter, nextafterf, pow, powf, rint, rintf, sin, sinf, sinh, sinhf,
+                        sqrt, sqrtf, tan, tanf, trunc, truncf)
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memmove
 
@@ -327,6 +328,526 @@ cdef inline real r_trigamma(real x) noexcept nogil:
     return sign * result
 
 
+# ---------------------------------------------------------------------------------------------
+# special functions (ERFINV..BESSEL_J1, ZETA, IGAMMA, IGAMMAC): no libm function exists for
+# them, so they are written out here (and again in elementwise.cu) from published
+# approximations. Both float dtypes compute in double and round once at the end: the series
+# and recurrences below would lose several float32 digits otherwise.
+# ---------------------------------------------------------------------------------------------
+
+cdef double MACHEP = 1.11022302462515654042e-16          # 2^-53
+cdef double SQRT_PI_INV = 0.564189583547756286948079451561     # 1 / sqrt(pi)
+
+# Chebyshev coefficients from the Cephes Math Library (S. Moshier, i0.c / i1.c), as torch uses:
+# exp(-x) I0(x) on [0, 8] and exp(-x) sqrt(x) I0(x) on the inverted interval [8, inf).
+cdef double[30] I0E_A = [
+    -4.41534164647933937950E-18, 3.33079451882223809783E-17, -2.43127984654795469359E-16,
+    1.71539128555513303061E-15, -1.16853328779934516808E-14, 7.67618549860493561688E-14,
+    -4.85644678311192946090E-13, 2.95505266312963983461E-12, -1.72682629144155570723E-11,
+    9.67580903537323691224E-11, -5.18979560163526290666E-10, 2.65982372468238665035E-9,
+    -1.30002500998624804212E-8, 6.04699502254191894932E-8, -2.67079385394061173391E-7,
+    1.11738753912010371815E-6, -4.41673835845875056359E-6, 1.64484480707288970893E-5,
+    -5.75419501008210370398E-5, 1.88502885095841655729E-4, -5.76375574538582365885E-4,
+    1.63947561694133579842E-3, -4.32430999505057594430E-3, 1.05464603945949983183E-2,
+    -2.37374148058994688156E-2, 4.93052842396707084878E-2, -9.49010970480476444210E-2,
+    1.71620901522208775349E-1, -3.04682672343198398683E-1, 6.76795274409476084995E-1]
+cdef double[25] I0E_B = [
+    -7.23318048787475395456E-18, -4.83050448594418207126E-18, 4.46562142029675999901E-17,
+    3.46122286769746109310E-17, -2.82762398051658348494E-16, -3.42548561967721913462E-16,
+    1.77256013305652638360E-15, 3.81168066935262242075E-15, -9.55484669882830764870E-15,
+    -4.15056934728722208663E-14, 1.54008621752140982691E-14, 3.85277838274214270114E-13,
+    7.18012445138366623367E-13, -1.79417853150680611778E-12, -1.32158118404477131188E-11,
+    -3.14991652796324136454E-11, 1.18891471078464383424E-11, 4.94060238822496958910E-10,
+    3.39623202570838634515E-9, 2.26666899049817806459E-8, 2.04891858946906374183E-7,
+    2.89137052083475648297E-6, 6.88975834691682398426E-5, 3.36911647825569408990E-3,
+    8.04490411014108831608E-1]
+# exp(-x) I1(x) / x on [0, 8] and exp(-x) sqrt(x) I1(x) on [8, inf) (Cephes i1.c)
+cdef double[29] I1E_A = [
+    2.77791411276104639959E-18, -2.11142121435816608115E-17, 1.55363195773620046921E-16,
+    -1.10559694773538630805E-15, 7.60068429473540693410E-15, -5.04218550472791168711E-14,
+    3.22379336594557470981E-13, -1.98397439776494371520E-12, 1.17361862988909016308E-11,
+    -6.66348972350202774223E-11, 3.62559028155211703701E-10, -1.88724975172282928790E-9,
+    9.38153738649577178388E-9, -4.44505912879632808065E-8, 2.00329475355213526229E-7,
+    -8.56872026469545474066E-7, 3.47025130813767847674E-6, -1.32731636560394358279E-5,
+    4.78156510755005422638E-5, -1.61760815825896745588E-4, 5.12285956168575772895E-4,
+    -1.51357245063125314899E-3, 4.15642294431288815669E-3, -1.05640848946261981558E-2,
+    2.47264490306265168283E-2, -5.29459812080949914269E-2, 1.02643658689847095384E-1,
+    -1.76416518357834055153E-1, 2.52587186443633654823E-1]
+cdef double[25] I1E_B = [
+    7.51729631084210481353E-18, 4.41434832307170791151E-18, -4.65030536848935832153E-17,
+    -3.20952592199342395980E-17, 2.96262899764595013876E-16, 3.30820231092092828324E-16,
+    -1.88035477551078244854E-15, -3.81440307243700780478E-15, 1.04202769841288027642E-14,
+    4.27244001671195135429E-14, -2.10154184277266431302E-14, -4.08355111109219731823E-13,
+    -7.19855177624590851209E-13, 2.03562854414708950722E-12, 1.41258074366137813316E-11,
+    3.25260358301548823856E-11, -1.89749581235054123450E-11, -5.58974346219658380687E-10,
+    -3.83538038596423702205E-9, -2.63146884688951950684E-8, -2.51223623787020892529E-7,
+    -3.88256480887769039346E-6, -1.10588938762623716291E-4, -9.76109749136146840777E-3,
+    7.78576235018280120474E-1]
+
+# ndtri (Cephes ndtri.c): P0/Q0 for |y - 1/2| <= 3/8, P1/Q1 for z = sqrt(-2 log y) in [2, 8],
+# P2/Q2 for z in [8, 64]; Q* lead with an implied 1.
+cdef double[5] NDTRI_P0 = [
+    -5.99633501014107895267E1, 9.80010754185999661536E1, -5.66762857469070293439E1,
+    1.39312609387279679503E1, -1.23916583867381258016E0]
+cdef double[8] NDTRI_Q0 = [
+    1.95448858338141759834E0, 4.67627912898881538453E0, 8.63602421390890590575E1,
+    -2.25462687854119370527E2, 2.00260212380060660359E2, -8.20372256168333339912E1,
+    1.59056225126211695515E1, -1.18331621121330003142E0]
+cdef double[9] NDTRI_P1 = [
+    4.05544892305962419923E0, 3.15251094599893866154E1, 5.71628192246421288162E1,
+    4.40805073893200834700E1, 1.46849561928858024014E1, 2.18663306850790267539E0,
+    -1.40256079171354495875E-1, -3.50424626827848203418E-2, -8.57456785154685413611E-4]
+cdef double[8] NDTRI_Q1 = [
+    1.57799883256466749731E1, 4.53907635128879210584E1, 4.13172038254672030440E1,
+    1.50425385692907503408E1, 2.50464946208309415979E0, -1.42182922854787788574E-1,
+    -3.80806407691578277194E-2, -9.33259480895457427372E-4]
+cdef double[9] NDTRI_P2 = [
+    3.23774891776946035970E0, 6.91522889068984211695E0, 3.93881025292474443415E0,
+    1.33303460815807542389E0, 2.01485389549179081538E-1, 1.23716634817820021358E-2,
+    3.01581553508235416007E-4, 2.65806974686737550832E-6, 6.23974539184983293730E-9]
+cdef double[8] NDTRI_Q2 = [
+    6.02427039364742014255E0, 3.67983563856160859403E0, 1.37702099489081330271E0,
+    2.16236993594496635890E-1, 1.34204006088543189037E-2, 3.28014464682127739104E-4,
+    2.89247864745380683936E-6, 6.79019408009981274425E-9]
+
+# Bessel J0 and J1 (Cephes j0.c / j1.c): R/(Q with an implied leading 1) times the factors of
+# the first two zeros on [0, 5]; the Hankel asymptotic form P cos - Q sin beyond.
+cdef double[7] J0_PP = [
+    7.96936729297347051624E-4, 8.28352392107440799803E-2, 1.23953371646414299388E0,
+    5.44725003058768775090E0, 8.74716500199817011941E0, 5.30324038235394892183E0,
+    9.99999999999999997821E-1]
+cdef double[7] J0_PQ = [
+    9.24408810558863637013E-4, 8.56288474354474431428E-2, 1.25352743901058953537E0,
+    5.47097740330417105182E0, 8.76190883237069594232E0, 5.30605288235394617618E0,
+    1.00000000000000000218E0]
+cdef double[8] J0_QP = [
+    -1.13663838898469149931E-2, -1.28252718670509318512E0, -1.95539544257735972385E1,
+    -9.32060152123768231369E1, -1.77681167980488050595E2, -1.47077505154951170175E2,
+    -5.14105326766599330220E1, -6.05014350600728481186E0]
+cdef double[7] J0_QQ = [
+    6.43178256118178023184E1, 8.56430025976980587198E2, 3.88240183605401609683E3,
+    7.24046774195652478189E3, 5.93072701187316984827E3, 2.06209331660327847417E3,
+    2.42005740240291393179E2]
+cdef double[4] J0_RP = [
+    -4.79443220978201773821E9, 1.95617491946556577543E12, -2.49248344360967716204E14,
+    9.70862251047306323952E15]
+cdef double[8] J0_RQ = [
+    4.99563147152651017219E2, 1.73785401676374683123E5, 4.84409658339962045305E7,
+    1.11855537045356834862E10, 2.11277520115489217587E12, 3.10518229857422583814E14,
+    3.18121955943204943306E16, 1.71086294081043136091E18]
+cdef double[7] J1_PP = [
+    7.62125616208173112003E-4, 7.31397056940917570436E-2, 1.12719608129684925192E0,
+    5.11207951146807644818E0, 8.42404590141772420927E0, 5.21451598682361504063E0,
+    1.00000000000000000254E0]
+cdef double[7] J1_PQ = [
+    5.71323128072548699714E-4, 6.88455908754495404082E-2, 1.10514232634061696926E0,
+    5.07386386128601488557E0, 8.39985554327604159757E0, 5.20982848682361821619E0,
+    9.99999999999999997461E-1]
+cdef double[8] J1_QP = [
+    5.10862594750176621635E-2, 4.98213872951233449420E0, 7.58238284132545283818E1,
+    3.66779609360150777800E2, 7.10856304998926107277E2, 5.97489612400613639965E2,
+    2.11688757100572135698E2, 2.52070205858023719784E1]
+cdef double[7] J1_QQ = [
+    7.42373277035675149943E1, 1.05644886038262816351E3, 4.98641058337653607651E3,
+    9.56231892404756170795E3, 7.99704160447350683650E3, 2.82619278517639096600E3,
+    3.36093607810698293419E2]
+cdef double[4] J1_RP = [
+    -8.99971225705559398224E8, 4.52228297998194034323E11, -7.27494245221818276015E13,
+    3.68295732863852883286E15]
+cdef double[8] J1_RQ = [
+    6.20836478118054335476E2, 2.56987256757748830383E5, 8.35146791431949253037E7,
+    2.21511595479792499675E10, 4.74914122079991414898E12, 7.84369607876235854894E14,
+    8.95222336184627338078E16, 5.32278620332680085395E18]
+
+# Euler-Maclaurin coefficients (2k)! / B_2k of the Hurwitz zeta tail (Cephes zeta.c)
+cdef double[12] ZETA_A = [
+    12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+    -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
+    1.8152105401943546773e17, -7.1661652561756670113e18]
+
+
+cdef inline double polevl(double x, const double* c, int n) noexcept nogil:
+    """c[0] x^n + ... + c[n] (Horner)."""
+    cdef double r = c[0]
+    cdef int i
+    for i in range(1, n + 1):
+        r = r * x + c[i]
+    return r
+
+
+cdef inline double p1evl(double x, const double* c, int n) noexcept nogil:
+    """x^n + c[0] x^(n-1) + ... + c[n-1]: polevl with an implied leading 1."""
+    cdef double r = x + c[0]
+    cdef int i
+    for i in range(1, n):
+        r = r * x + c[i]
+    return r
+
+
+cdef inline double chbevl(double x, const double* c, int n) noexcept nogil:
+    """A Chebyshev series of n terms at x in [-2, 2] (Clenshaw's recurrence, as in Cephes)."""
+    cdef double b0 = c[0], b1 = 0, b2 = 0
+    cdef int i
+    for i in range(1, n):
+        b2 = b1
+        b1 = b0
+        b0 = x * b1 - b2 + c[i]
+    return 0.5 * (b0 - b2)
+
+
+cdef double sp_erfinv(double y) noexcept nogil:
+    """torch's calc_erfinv: G. Pavlis' rational first guess (central |y| <= 0.7, tail beyond)
+    refined by two Newton steps on erf(x) = y."""
+    cdef double ay = fabs(y), x, z
+    if ay > 1:
+        return NAN
+    if ay == 1:
+        return copysign(INFINITY, y)
+    if ay <= 0.7:
+        z = y * y
+        x = y * (((-0.140543331 * z + 0.914624893) * z - 1.645349621) * z + 0.886226899) / \
+            ((((0.012229801 * z - 0.329097515) * z + 1.442710462) * z - 2.118377725) * z + 1)
+    else:
+        z = sqrt(-log((1 - ay) / 2))
+        x = copysign(((1.641345311 * z + 3.429567803) * z - 1.624906493) * z - 1.970840454, y) \
+            / ((1.637067800 * z + 3.543889200) * z + 1)
+    x -= (erf(x) - y) / (2 * SQRT_PI_INV * exp(-x * x))
+    x -= (erf(x) - y) / (2 * SQRT_PI_INV * exp(-x * x))
+    return x
+
+
+cdef double sp_i0e(double x) noexcept nogil:
+    x = fabs(x)
+    if x <= 8:
+        return chbevl(x / 2 - 2, I0E_A, 30)
+    return chbevl(32 / x - 2, I0E_B, 25) / sqrt(x)
+
+
+cdef double sp_i1e(double x) noexcept nogil:
+    """Odd: computed for |x| and the sign put back."""
+    cdef double ax = fabs(x), r
+    if ax <= 8:
+        r = chbevl(ax / 2 - 2, I1E_A, 29) * ax
+    else:
+        r = chbevl(32 / ax - 2, I1E_B, 25) / sqrt(ax)
+    return -r if x < 0 else r
+
+
+cdef double sp_ndtri(double y0) noexcept nogil:
+    """x with Phi(x) = y0 (Cephes ndtri): 0 and 1 give -inf and inf, outside [0, 1] NaN."""
+    cdef double y = y0, x, z, x0
+    cdef bint negate = True
+    if y0 == 0:
+        return -INFINITY
+    if y0 == 1:
+        return INFINITY
+    if not (0 < y0 < 1):                # NaN too
+        return NAN
+    if y > 1 - 0.13533528323661269189:  # exp(-2): use the symmetric tail
+        y = 1 - y
+        negate = False
+    if y > 0.13533528323661269189:
+        y -= 0.5
+        z = y * y
+        return (y + y * (z * polevl(z, NDTRI_P0, 4) / p1evl(z, NDTRI_Q0, 8))) \
+            * 2.50662827463100050242
+    x = sqrt(-2 * log(y))
+    x0 = x - log(x) / x
+    z = 1 / x
+    if x < 8:
+        x = x0 - z * polevl(z, NDTRI_P1, 8) / p1evl(z, NDTRI_Q1, 8)
+    else:
+        x = x0 - z * polevl(z, NDTRI_P2, 8) / p1evl(z, NDTRI_Q2, 8)
+    return -x if negate else x
+
+
+cdef double expx2(double x) noexcept nogil:
+    """exp(x * x) without the rounding error of x * x (Cephes expx2): x = m + f with m a
+    multiple of 1/128, so m * m is exact and the small rest 2mf + f^2 goes to a second exp."""
+    cdef double m, f
+    x = fabs(x)
+    m = floor(x * 128 + 0.5) / 128
+    f = x - m
+    return exp(m * m) * exp(2 * m * f + f * f)
+
+
+cdef double sp_erfcx(double x) noexcept nogil:
+    """exp(x^2) erfc(x): the product below 26 (erfc is accurate relative to itself, expx2 is
+    exact-ish), the Laplace continued fraction 1/sqrt(pi) / (x + (1/2)/(x + 1/(x + ...)))
+    beyond, where erfc underflows; for x < 0, 2 exp(x^2) - erfcx(-x)."""
+    cdef double t
+    cdef int k
+    if x != x:
+        return x
+    if x < 0:
+        if x < -26.7:
+            return INFINITY
+        return 2 * expx2(x) - sp_erfcx(-x)
+    if x < 26:
+        return expx2(x) * erfc(x)
+    t = x
+    for k in range(12, 0, -1):          # converged to double precision for x >= 26
+        t = x + 0.5 * k / t
+    return SQRT_PI_INV / t
+
+
+cdef double sp_log_ndtr(double x) noexcept nogil:
+    """log Phi(x) as torch (SciPy): through erfcx below -1, where Phi underflows."""
+    cdef double t = x * 0.707106781186547524400844362104849039
+    if x < -1:
+        return log(sp_erfcx(-t) / 2) - t * t
+    return log1p(-erfc(t) / 2)
+
+
+cdef double sp_bessel_j0(double x) noexcept nogil:
+    cdef double z, w, p, q
+    x = fabs(x)
+    if x <= 5:
+        z = x * x
+        if x < 1e-5:
+            return 1 - z / 4
+        return (z - 5.78318596294678452118E0) * (z - 3.04712623436620863991E1) \
+            * polevl(z, J0_RP, 3) / p1evl(z, J0_RQ, 8)
+    w = 5 / x
+    z = w * w
+    p = polevl(z, J0_PP, 6) / polevl(z, J0_PQ, 6)
+    q = polevl(z, J0_QP, 7) / p1evl(z, J0_QQ, 7)
+    return (p * cos(x - 0.785398163397448309615660845819875721)
+            - w * q * sin(x - 0.785398163397448309615660845819875721)) \
+        * 0.797884560802865355879892119868763737 / sqrt(x)
+
+
+cdef double sp_bessel_j1(double x) noexcept nogil:
+    """Odd: computed for |x| and the sign put back."""
+    cdef double ax = fabs(x), z, w, p, q, r
+    if ax <= 5:
+        z = ax * ax
+        r = polevl(z, J1_RP, 3) / p1evl(z, J1_RQ, 8) * ax \
+            * (z - 1.46819706421238932572E1) * (z - 4.92184563216946036703E1)
+    else:
+        w = 5 / ax
+        z = w * w
+        p = polevl(z, J1_PP, 6) / polevl(z, J1_PQ, 6)
+        q = polevl(z, J1_QP, 7) / p1evl(z, J1_QQ, 7)
+        r = (p * cos(ax - 2.356194490192344928846982537459627163)
+             - w * q * sin(ax - 2.356194490192344928846982537459627163)) \
+            * 0.797884560802865355879892119868763737 / sqrt(ax)
+    return -r if x < 0 else r
+
+
+cdef double sp_zeta(double x, double q) noexcept nogil:
+    """Hurwitz zeta (Cephes zeta.c, as torch): direct sum until the terms are negligible or
+    q + k > 9, then the Euler-Maclaurin tail. x < 1 is NaN, x == 1 a pole; q a non-positive
+    integer is a pole, other negative q need an integer x."""
+    cdef double a, b = 0, k, s, t, w
+    cdef int i = 0
+    if x == 1:
+        return INFINITY
+    if x < 1:
+        return NAN
+    if q <= 0:
+        if q == floor(q):
+            return INFINITY
+        if x != floor(x):
+            return NAN
+    s = pow(q, -x)
+    a = q
+    while i < 9 or a <= 9:
+        i += 1
+        a += 1
+        b = pow(a, -x)
+        s += b
+        if -MACHEP * s < b < MACHEP * s:
+            return s
+    w = a
+    s += b * w / (x - 1) - 0.5 * b
+    a = 1
+    k = 0
+    for i in range(12):
+        a *= x + k
+        b /= w
+        t = a * b / ZETA_A[i]
+        s += t
+        if fabs(t / s) < MACHEP:
+            return s
+        k += 1
+        a *= x + k
+        b /= w
+        k += 1
+    return s
+
+
+# Lanczos sum (g = 6.0246800407767296) scaled by exp(g) (Boost, via SciPy and torch's igamma):
+# it gives x^a e^-x / Gamma(a) without the cancellation of a log x - x - lgamma(a) when a ~ x.
+cdef double[13] LANCZOS_NUM = [
+    0.006061842346248906525783753964555936883222, 0.5098416655656676188125178644804694509993,
+    19.51992788247617482847860966235652136208, 449.9445569063168119446858607650988409623,
+    6955.999602515376140356310115515198987526, 75999.29304014542649875303443598909137092,
+    601859.6171681098786670226533699352302507, 3481712.15498064590882071018964774556468,
+    14605578.08768506808414169982791359218571, 43338889.32467613834773723740590533316085,
+    86363131.28813859145546927288977868422342, 103794043.1163445451906271053616070238554,
+    56906521.91347156388090791033559122686859]
+cdef double[13] LANCZOS_DENOM = [
+    1., 66., 1925., 32670., 357423., 2637558., 13339535., 45995730., 105258076., 150917976.,
+    120543840., 39916800., 0.]
+cdef double LANCZOS_G = 6.024680040776729583740234375
+cdef int IGAMMA_MAXITER = 2000
+
+
+cdef double lanczos_sum_expg_scaled(double x) noexcept nogil:
+    """The ratio of two degree-12 polynomials, in 1/x (coefficients reversed) for x > 1."""
+    cdef double num = 0, den = 0, y
+    cdef int i
+    if fabs(x) <= 1:
+        for i in range(13):
+            num = num * x + LANCZOS_NUM[i]
+            den = den * x + LANCZOS_DENOM[i]
+    else:
+        y = 1 / x
+        for i in range(12, -1, -1):
+            num = num * y + LANCZOS_NUM[i]
+            den = den * y + LANCZOS_DENOM[i]
+    return num / den
+
+
+cdef double igamma_factor(double a, double x) noexcept nogil:
+    """x^a e^-x / Gamma(a), the prefactor of both series (torch's _igam_helper_fac)."""
+    cdef double ax, fac, res, num
+    if fabs(a - x) > 0.4 * fabs(a):
+        ax = a * log(x) - x - lgamma(a)
+        return 0.0 if ax < -7.09782712893383996843E2 else exp(ax)
+    fac = a + LANCZOS_G - 0.5
+    res = sqrt(fac / 2.718281828459045) / lanczos_sum_expg_scaled(a)
+    if a < 200 and x < 200:
+        return res * exp(a - x) * pow(x / fac, a)
+    num = (x - a - LANCZOS_G + 0.5) / fac
+    return res * exp(a * (log1p(num) - num) + x * (0.5 - LANCZOS_G) / fac)
+
+
+cdef double igamma_series(double a, double x) noexcept nogil:
+    """P(a, x) by its power series (DLMF 8.11.4)."""
+    cdef double ax = igamma_factor(a, x), r = a, c = 1, total = 1
+    cdef int i
+    if ax == 0:
+        return 0
+    for i in range(IGAMMA_MAXITER):
+        r += 1
+        c *= x / r
+        total += c
+        if c <= MACHEP * total:
+            break
+    return total * ax / a
+
+
+cdef double igammac_series(double a, double x) noexcept nogil:
+    """Q(a, x) for small x (DLMF 8.7.3), written to avoid cancellation."""
+    cdef double fac = 1, total = 0, term, logx
+    cdef int n
+    for n in range(1, IGAMMA_MAXITER):
+        fac *= -x / n
+        term = fac / (a + n)
+        total += term
+        if fabs(term) <= MACHEP * fabs(total):
+            break
+    logx = log(x)
+    return -expm1(a * logx - lgamma(1 + a)) - exp(a * logx - lgamma(a)) * total
+
+
+cdef double igammac_fraction(double a, double x) noexcept nogil:
+    """Q(a, x) for x > 1.1, x >= a by its continued fraction (DLMF 8.9.2), rescaled when the
+    convergents grow large."""
+    cdef double ax = igamma_factor(a, x), y, z, c = 0, yc, r, t, ans
+    cdef double pk, qk, pkm1, qkm1, pkm2 = 1, qkm2 = x
+    cdef int i
+    if ax == 0:
+        return 0
+    y = 1 - a
+    z = x + y + 1
+    pkm1 = x + 1
+    qkm1 = z * x
+    ans = pkm1 / qkm1
+    for i in range(IGAMMA_MAXITER):
+        c += 1
+        y += 1
+        z += 2
+        yc = y * c
+        pk = pkm1 * z - pkm2 * yc
+        qk = qkm1 * z - qkm2 * yc
+        if qk != 0:
+            r = pk / qk
+            t = fabs((ans - r) / r)
+            ans = r
+        else:
+            t = 1
+        pkm2, pkm1, qkm2, qkm1 = pkm1, pk, qkm1, qk
+        if fabs(pk) > 4.503599627370496e15:
+            pkm2 *= MACHEP * 2
+            pkm1 *= MACHEP * 2
+            qkm2 *= MACHEP * 2
+            qkm1 *= MACHEP * 2
+        if t <= MACHEP:
+            break
+    return ans * ax
+
+
+cdef double igamma_boundary(double a, double x, bint upper) noexcept nogil:
+    """torch's (SciPy's) values at the edges of the domain, NaN where it is not one."""
+    cdef double lower_value
+    if x < 0 or a < 0 or (a == 0 and not x > 0) or (a == INFINITY and x == INFINITY):
+        return NAN
+    if a == 0 or x == INFINITY:
+        lower_value = 1
+    else:                               # x == 0 or a == inf
+        lower_value = 0
+    return 1 - lower_value if upper else lower_value
+
+
+cdef inline bint igamma_at_boundary(double a, double x) noexcept nogil:
+    return not (x > 0 and a > 0 and x < INFINITY and a < INFINITY)
+
+
+cdef double sp_igammac(double a, double x) noexcept nogil:
+    """Q(a, x) as torch's calc_igammac picks its method, less the uniform asymptotic
+    expansion for large a ~ x (the series and the fraction still converge there)."""
+    if igamma_at_boundary(a, x):
+        return x + a if x != x or a != a else igamma_boundary(a, x, True)
+    if x > 1.1:
+        return 1 - igamma_series(a, x) if x < a else igammac_fraction(a, x)
+    if (x <= 0.5 and -0.4 / log(x) < a) or (x > 0.5 and x * 1.1 < a):
+        return 1 - igamma_series(a, x)
+    return igammac_series(a, x)
+
+
+cdef double sp_igamma(double a, double x) noexcept nogil:
+    """P(a, x) as torch's calc_igamma (see sp_igammac)."""
+    if igamma_at_boundary(a, x):
+        return x + a if x != x or a != a else igamma_boundary(a, x, False)
+    if x > 1 and x > a:
+        return 1 - sp_igammac(a, x)
+    return igamma_series(a, x)
+
+
+cdef inline int64_t gcd_int(int64_t x, int64_t y) noexcept nogil:
+    """Euclid on |x|, |y| (|INT64_MIN| wraps to itself, as in torch)."""
+    cdef int64_t t
+    x = <int64_t>(0 - <uint64_t>x) if x < 0 else x
+    y = <int64_t>(0 - <uint64_t>y) if y < 0 else y
+    while x != 0:
+        t = x
+        x = y % x
+        y = t
+    return y
+
+
+cdef inline int64_t lcm_int(int64_t x, int64_t y) noexcept nogil:
+    """|x / gcd * y|, 0 when both are 0; the product wraps like torch's."""
+    cdef int64_t g = gcd_int(x, y), r
+    if g == 0:
+        return 0
+    r = <int64_t>(<uint64_t>(x // g) * <uint64_t>y)
+    return <int64_t>(0 - <uint64_t>r) if r < 0 else r
+
+
 cdef void unary_real(int op, const real* a, real* o, Py_ssize_t n) noexcept nogil:
     """Float unary ops: one loop per op so each is a tight (mostly vectorized) pass."""
     cdef Py_ssize_t i
@@ -455,6 +976,43 @@ cdef void unary_real_math(int op, const real* a, real* o, Py_ssize_t n) noexcept
     elif op == UNARY_FRAC:
         for i in range(n):          # inf - inf = NaN, as in torch
             o[i] = a[i] - (truncf(a[i]) if real is float else trunc(a[i]))
+    else:
+        unary_real_special(op, a, o, n)
+
+
+cdef void unary_real_special(int op, const real* a, real* o, Py_ssize_t n) noexcept nogil:
+    """ERFINV..BESSEL_J1, computed in double (see the special functions above)."""
+    cdef Py_ssize_t i
+    if op == UNARY_ERFINV:
+        for i in range(n):
+            o[i] = <real>sp_erfinv(a[i])
+    elif op == UNARY_I0:
+        for i in range(n):
+            o[i] = <real>(exp(fabs(<double>a[i])) * sp_i0e(a[i]))
+    elif op == UNARY_I0E:
+        for i in range(n):
+            o[i] = <real>sp_i0e(a[i])
+    elif op == UNARY_I1:
+        for i in range(n):
+            o[i] = <real>(exp(fabs(<double>a[i])) * sp_i1e(a[i]))
+    elif op == UNARY_I1E:
+        for i in range(n):
+            o[i] = <real>sp_i1e(a[i])
+    elif op == UNARY_NDTRI:
+        for i in range(n):
+            o[i] = <real>sp_ndtri(a[i])
+    elif op == UNARY_LOG_NDTR:
+        for i in range(n):
+            o[i] = <real>sp_log_ndtr(a[i])
+    elif op == UNARY_ERFCX:
+        for i in range(n):
+            o[i] = <real>sp_erfcx(a[i])
+    elif op == UNARY_BESSEL_J0:
+        for i in range(n):
+            o[i] = <real>sp_bessel_j0(a[i])
+    elif op == UNARY_BESSEL_J1:
+        for i in range(n):
+            o[i] = <real>sp_bessel_j1(a[i])
 
 
 cdef void unary_int(int op, const int64_t* a, int64_t* o, Py_ssize_t n) noexcept nogil:
@@ -514,7 +1072,7 @@ cdef inline bint unary_supported(int op, int dt) noexcept:
     if op == UNARY_LOGICAL_NOT or op == UNARY_ISNAN or op == UNARY_ISINF or op == UNARY_ISFINITE:
         return True
     if dt == DT_F32 or dt == DT_F64:
-        return UNARY_IDENTITY <= op <= UNARY_ERF or UNARY_SINH <= op <= UNARY_FRAC
+        return UNARY_IDENTITY <= op <= UNARY_ERF or UNARY_SINH <= op <= UNARY_BESSEL_J1
     if dt == DT_I64:
         return (op == UNARY_IDENTITY or op == UNARY_NEG or op == UNARY_ABS or op == UNARY_SIGN
                 or op == UNARY_SQUARE or op == UNARY_RELU or op == UNARY_BITWISE_NOT)
@@ -710,6 +1268,20 @@ cdef struct OpHeaviside:
     char unused
 cdef struct OpXlogy:
     char unused
+cdef struct OpGcd:
+    char unused
+cdef struct OpLcm:
+    char unused
+cdef struct OpNextafter:
+    char unused
+cdef struct OpZeta:
+    char unused
+cdef struct OpIgamma:
+    char unused
+cdef struct OpIgammac:
+    char unused
+cdef struct OpXlog1py:
+    char unused
 cdef struct OpAnd:
     char unused
 cdef struct OpOr:
@@ -742,6 +1314,13 @@ ctypedef fused arith_op:
     OpCopysign
     OpHeaviside
     OpXlogy
+    OpGcd
+    OpLcm
+    OpNextafter
+    OpZeta
+    OpIgamma
+    OpIgammac
+    OpXlog1py
 
 ctypedef fused pred_op:
     OpEq
@@ -827,7 +1406,9 @@ cdef inline anyt arith(arith_op* tag, anyt x, anyt y, int* err) noexcept nogil:
     elif arith_op is OpHeaviside:
         return y if x == 0 else <anyt>(x > 0)      # NaN > 0 is false: heaviside(NaN) = 0
     elif arith_op is OpHypot or arith_op is OpLogaddexp or arith_op is OpLogaddexp2 or \
-            arith_op is OpCopysign or arith_op is OpXlogy:
+            arith_op is OpCopysign or arith_op is OpXlogy or arith_op is OpNextafter or \
+            arith_op is OpZeta or arith_op is OpIgamma or arith_op is OpIgammac or \
+            arith_op is OpXlog1py:
         if anyt is float or anyt is double:
             return float_math(tag, x, y)
         else:
@@ -838,6 +1419,16 @@ cdef inline anyt arith(arith_op* tag, anyt x, anyt y, int* err) noexcept nogil:
             return bit_op(tag, x, y)
         else:
             return 0
+    elif arith_op is OpGcd:
+        if anyt is int64_t:
+            return gcd_int(x, y)
+        else:
+            return 0
+    elif arith_op is OpLcm:
+        if anyt is int64_t:
+            return lcm_int(x, y)
+        else:
+            return 0
     elif arith_op is OpTanhBackward:
         return x * (one - y * y)
     else:
@@ -845,8 +1436,21 @@ cdef inline anyt arith(arith_op* tag, anyt x, anyt y, int* err) noexcept nogil:
 
 
 cdef inline real float_math(arith_op* tag, real x, real y) noexcept nogil:
-    """HYPOT, LOGADDEXP(2), COPYSIGN and XLOGY, written as torch's CPU kernels."""
-    if arith_op is OpHypot:
+    """HYPOT, LOGADDEXP(2), COPYSIGN, XLOGY and the float ops NEXTAFTER..XLOG1PY, written as
+    torch's CPU kernels (the special functions in double)."""
+    if arith_op is OpNextafter:
+        return nextafterf(x, y) if real is float else nextafter(x, y)
+    elif arith_op is OpZeta:
+        return <real>sp_zeta(x, y)
+    elif arith_op is OpIgamma:
+        return <real>sp_igamma(x, y)
+    elif arith_op is OpIgammac:
+        return <real>sp_igammac(x, y)
+    elif arith_op is OpXlog1py:
+        if y != y:                  # NaN y wins even over x == 0
+            return y
+        return 0 if x == 0 else x * (log1pf(y) if real is float else log1p(y))
+    elif arith_op is OpHypot:
         return hypotf(x, y) if real is float else hypot(x, y)
     elif arith_op is OpCopysign:
         return copysignf(x, y) if real is float else copysign(x, y)
@@ -1005,6 +1609,20 @@ cdef int arith_row(int op, anyt* o, const anyt* x, Py_ssize_t sx, const anyt* y,
         return arith_loop(<OpHeaviside*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_XLOGY:
         return arith_loop(<OpXlogy*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_GCD:
+        return arith_loop(<OpGcd*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_LCM:
+        return arith_loop(<OpLcm*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_NEXTAFTER:
+        return arith_loop(<OpNextafter*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_ZETA:
+        return arith_loop(<OpZeta*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_IGAMMA:
+        return arith_loop(<OpIgamma*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_IGAMMAC:
+        return arith_loop(<OpIgammac*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_XLOG1PY:
+        return arith_loop(<OpXlog1py*>NULL, o, x, sx, y, sy, n)
     return 0
 
 
@@ -1038,12 +1656,13 @@ cdef inline bint binary_supported(int op, int dt) noexcept:
     if binary_is_pred(op):
         return True
     if dt == DT_F32 or dt == DT_F64:
-        return BINARY_ADD <= op <= BINARY_SIGMOID_BACKWARD or BINARY_HYPOT <= op <= BINARY_XLOGY
+        return (BINARY_ADD <= op <= BINARY_SIGMOID_BACKWARD or BINARY_HYPOT <= op <= BINARY_XLOGY
+                or BINARY_NEXTAFTER <= op <= BINARY_XLOG1PY)
     if dt == DT_I64:
         return (op == BINARY_ADD or op == BINARY_SUB or op == BINARY_MUL or op == BINARY_POW
                 or op == BINARY_MAXIMUM or op == BINARY_MINIMUM or op == BINARY_FLOOR_DIVIDE
                 or op == BINARY_REMAINDER or BINARY_BITWISE_AND <= op <= BINARY_RIGHT_SHIFT
-                or op == BINARY_HEAVISIDE)
+                or op == BINARY_HEAVISIDE or op == BINARY_GCD or op == BINARY_LCM)
     return (op == BINARY_ADD or op == BINARY_MUL or op == BINARY_MAXIMUM or op == BINARY_MINIMUM
             or op == BINARY_HEAVISIDE)
 
