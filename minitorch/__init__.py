@@ -3,26 +3,29 @@
     import minitorch as mt
 """
 # tensor first: it binds the op modules (minitorch.functions) once Tensor exists.
-from .tensor import (Size, Tensor, arange, as_tensor, empty, empty_like, eye, from_numpy, full,
-                     full_like, is_tensor, linspace, logspace, numel, ones, ones_like, tensor,
-                     zeros, zeros_like)
-from . import autograd, cuda, datasets, dtypes as _dtypes, nn, optim, utils
+from .tensor import (Size, Tensor, arange, as_tensor, asarray, empty, empty_like, empty_strided,
+                     eye, from_numpy, full, full_like, inclusive_range as range, is_complex,
+                     is_floating_point, is_nonzero, is_same_size, is_signed, is_tensor, linspace,
+                     logspace, numel, ones, ones_like, scalar_tensor, tensor, zeros, zeros_like)
+from . import autograd, cuda, datasets, dtypes as _dtypes, linalg, nn, optim, special, utils
 from ._cpu.threads import get_num_threads, set_num_threads
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import device
-from .dtypes import get_default_dtype, promote_types, set_default_dtype
+from .dtypes import can_cast, finfo, get_default_dtype, iinfo, promote_types, set_default_dtype
 from .functions.elementwise import *  # noqa: F401,F403  (each module's __all__)
+from .functions.factor import *  # noqa: F401,F403
 from .functions.index import *  # noqa: F401,F403
 from .functions.linalg import *  # noqa: F401,F403
 from .functions.movement import *  # noqa: F401,F403
 from .functions.reduce import *  # noqa: F401,F403
 from .functions.sort import *  # noqa: F401,F403
+from .functions.spectral import *  # noqa: F401,F403
 from .functions.stats import *  # noqa: F401,F403
 from .printing import get_printoptions, set_printoptions
 from .serialization import load, save
-from .random import (Generator, bernoulli, default_generator, initial_seed, manual_seed,
-                     multinomial, normal, rand, rand_like, randint, randint_like, randn,
-                     randn_like, randperm, seed)
+from .random import (Generator, bernoulli, binomial, default_generator, get_rng_state,
+                     initial_seed, manual_seed, multinomial, normal, poisson, rand, rand_like,
+                     randint, randint_like, randn, randn_like, randperm, seed, set_rng_state)
 
 float32 = float = _dtypes.float32
 float64 = double = _dtypes.float64

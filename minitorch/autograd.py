@@ -143,6 +143,8 @@ class Function:
         edges, needs = [], []
         for arg in args:
             if isinstance(arg, Tensor) and arg.requires_grad:
+                if arg._base is not None and arg._view_version != arg._version[0]:
+                    _refresh_view(arg)
                 needs.append(True)
                 edges.append((arg.grad_fn, arg._output_nr) if arg.grad_fn is not None
                              else (arg, -1))
@@ -258,6 +260,17 @@ class AccumulateGrad:
     next_functions = ()
 
 
+def _refresh_view(view):
+    """A view whose storage was written in place since its grad_fn was recorded (through its
+    base or another view) gets a fresh grad_fn reading the base's current history, as torch
+    regenerates it: an as_strided view of the base."""
+    view._view_version = view._version[0]
+    base = view._base
+    if base.requires_grad:
+        fresh = base.as_strided(view.shape, view.stride(), view.storage_offset())
+        view.grad_fn, view._output_nr = fresh.grad_fn, fresh._output_nr
+
+
 def _edge_of(tensor):
     """Where a gradient for `tensor` goes: (node, output_nr) for results of ops, (tensor, -1)
     for leaves (accumulated into .grad)."""
@@ -282,8 +295,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     capture = None
     if inputs is not None:
         inputs = (inputs,) if _is_tensor(inputs) else tuple(inputs)
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
         capture = {_capture_key(t): i for i, t in enumerate(inputs)}
-    _run(roots, retain_graph, create_graph, capture, accumulate=True, inputs=inputs)
+    results = _run(roots, retain_graph, create_graph, capture, accumulate=True, inputs=inputs)
+    for t, g in zip(inputs or (), results or ()):
+        if g is not None and t.grad_fn is not None:     # a non-leaf input keeps its gradient
+            _deliver_to_leaf(t, g, None, None, True, create_graph)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -348,6 +366,8 @@ def _roots(tensors, grads):
             raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of "
                                f"torch.Size({list(g.shape)}) and output[0] has a shape of "
                                f"torch.Size({list(t.shape)}).")
+        elif g.dtype is not t.dtype:
+            g = g.to(t.dtype)       # a gradient always has its tensor's dtype
         roots.append((_edge_of(t), g))
     return roots
 
@@ -455,6 +475,10 @@ def _call_backward(node, grads, retain_graph):
         node._released = True
     if type(result) is not tuple:
         result = (result,)
+    if len(result) > len(node.next_edges) and any(
+            g is not None for g in result[len(node.next_edges):]):
+        raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
+                           f"(expected {len(node.next_edges)}, got {len(result)})")
     # Trailing non-differentiable arguments (dims, flags) may be left out of the result.
     if len(result) < len(node.next_edges) and any(
             edge is not None for edge in node.next_edges[len(result):]):
@@ -508,10 +532,9 @@ def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
                 g = replaced
     if capture is not None:
         position = capture.get((id(leaf), -1))
-        if position is not None:
-            results[position] = g if results[position] is None else results[position] + g
-            if not accumulate:
-                return
+        if position is None:
+            return          # backward(inputs=...) fills only the listed tensors' .grad
+        results[position] = g if results[position] is None else results[position] + g
     if not accumulate:
         return
     if leaf.grad is None:

@@ -128,3 +128,47 @@ def result_type(a_dtype, b_dtype, a_priority=2, b_priority=2):
         return promote_types(a_dtype, b_dtype)
     high, low = (a_dtype, b_dtype) if a_priority > b_priority else (b_dtype, a_dtype)
     return low if _category(low) > _category(high) else high
+
+
+class finfo:
+    """torch.finfo: the limits of a floating dtype (numpy knows IEEE's numbers)."""
+
+    def __init__(self, type=None):
+        type = type or _default_float
+        if not type.is_floating_point:
+            raise TypeError("torch.finfo() requires a floating point input type. Use "
+                            "torch.iinfo to handle 'torch.finfo'")
+        info = np.finfo(type.numpy_dtype)
+        self.dtype = type.name
+        self.bits = info.bits
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution = float(info.resolution)
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, "
+                f"tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """torch.iinfo: the range of an integer dtype."""
+
+    def __init__(self, type):
+        if type is bool_:
+            raise TypeError(f"{type} is not supported by torch.iinfo")
+        if type.is_floating_point:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to "
+                            "handle 'torch.iinfo'")
+        info = np.iinfo(type.numpy_dtype)
+        self.dtype, self.bits, self.min, self.max = type.name, info.bits, int(info.min), \
+            int(info.max)
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+def can_cast(from_, to):
+    """torch.can_cast: whether a same-kind cast is allowed (never float to integer, never a
+    number to bool)."""
+    return _category(from_) <= _category(to)

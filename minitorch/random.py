@@ -5,6 +5,7 @@ import numpy as np
 from . import dtypes
 from .backend import CPU, device as Device
 from .ndarray import NDArray, check_shape
+from .autograd import no_grad
 from .tensor import Tensor, _shape_args, wrap
 
 _state = {"seed": 0, "generator": np.random.default_rng(0)}
@@ -60,6 +61,14 @@ def host_rng(generator=None):
     return generator.rng if generator is not None else _state["generator"]
 
 
+def fill_drawn(tensor, generator, sample):
+    """Fill `tensor` in place, outside autograd, with `sample(rng, shape)` drawn on the host."""
+    values = np.asarray(sample(host_rng(generator), tuple(tensor.shape)))
+    with no_grad():
+        return tensor.copy_(wrap(NDArray.from_numpy(values.reshape(tuple(tensor.shape)),
+                                                    tensor.dtype, tensor.device)))
+
+
 class _DefaultGenerator(Generator):
     """mt.default_generator: a view onto the global state that manual_seed resets."""
 
@@ -92,12 +101,20 @@ def _draw(size, dtype, device, requires_grad, generator, draw):
     return wrap(nd, requires_grad)
 
 
+def _check_float(dtype, kernel):
+    if dtype is not None and not dtype.is_floating_point:
+        names = {"bool": "Bool", "uint8": "Byte", "int64": "Long"}
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{names[dtype.name]}\'')
+
+
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    _check_float(dtype, "check_uniform_bounds")
     return _draw(size, dtype, device, requires_grad, generator,
                  lambda rng, shape: rng.random(shape))
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    _check_float(dtype, "normal_kernel_cpu")
     return _draw(size, dtype, device, requires_grad, generator,
                  lambda rng, shape: rng.standard_normal(shape))
 
@@ -165,3 +182,78 @@ def normal(mean, std, size=None, generator=None):
     return randn(*size, generator=generator) * std + mean
 
 
+def poisson(input, generator=None):
+    """Poisson draws with the rates in input (float, input's dtype)."""
+    rates = input.detach().cpu().numpy()
+    return wrap(NDArray.from_numpy(host_rng(generator).poisson(rates).astype(np.float64),
+                                   input.dtype, input.device))
+
+
+def binomial(count, prob, generator=None):
+    """Binomial draws: count trials with success probability prob, elementwise."""
+    counts, probs = (t.detach().cpu().numpy() for t in (count, prob))
+    draws = host_rng(generator).binomial(counts.astype(np.int64), probs)
+    return wrap(NDArray.from_numpy(draws.astype(np.float64), count.dtype, count.device))
+
+
+def get_rng_state():
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state):
+    default_generator.set_state(new_state)
+
+
+# ---- in-place samplers (Tensor methods) -------------------------------------------------------
+_RANDOM_HIGH = {"float32": 2 ** 24 + 1, "float64": 2 ** 53 + 1, "int64": 2 ** 63 - 1,
+                "uint8": 256, "bool": 2}
+
+
+def random_(self, from_=0, to=None, *, generator=None):
+    """Integers in [from, to - 1] (one argument: [0, to - 1]; none: every integer the dtype
+    holds exactly, from 0)."""
+    if to is None and from_ != 0:
+        from_, to = 0, from_
+    high = _RANDOM_HIGH[self.dtype.name] if to is None else to
+    if from_ >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} "
+                           f">= to={high}")
+    return fill_drawn(self, generator, lambda rng, shape: rng.integers(from_, high, shape))
+
+
+def exponential_(self, lambd=1.0, *, generator=None):
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    return fill_drawn(self, generator, lambda rng, shape: rng.exponential(1.0 / lambd, shape))
+
+
+def geometric_(self, p, *, generator=None):
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), got p = {p}")
+    return fill_drawn(self, generator, lambda rng, shape: rng.geometric(p, shape))
+
+
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    return fill_drawn(self, generator, lambda rng, shape: rng.lognormal(mean, std, shape))
+
+
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    return fill_drawn(self, generator,
+                      lambda rng, shape: median + sigma * rng.standard_cauchy(shape))
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    """1 with probability p (a number, or a tensor broadcast to self's shape), else 0."""
+    if isinstance(p, Tensor):
+        probs = np.broadcast_to(p.detach().cpu().numpy(), tuple(self.shape))
+    else:
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        probs = p
+    return fill_drawn(self, generator, lambda rng, shape: rng.random(shape) < probs)
+
+
+for _sampler in (random_, exponential_, geometric_, log_normal_, cauchy_, bernoulli_):
+    setattr(Tensor, _sampler.__name__, _sampler)

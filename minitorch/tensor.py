@@ -3,7 +3,9 @@
 Every method is a one-liner into `minitorch.functions`, where each differentiable op is defined
 once with its forward and backward side by side.
 """
+import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -12,7 +14,7 @@ from . import autograd as _autograd
 from .autograd import RemovableHandle, _grad_mode
 from .autograd import backward as _autograd_backward
 from .backend import CPU, device as Device, get_backend
-from .ndarray import NDArray, shape_numel
+from .ndarray import NDArray, normalize_dim, shape_numel
 from .printing import tensor_repr
 
 
@@ -27,6 +29,33 @@ class Size(tuple):
 
 
 _new_object = object.__new__
+
+
+def _check_assigned_grad(t, grad):
+    """torch's checks on `t.grad = grad`: a tensor of t's size, dtype and device."""
+    if not isinstance(grad, Tensor):
+        raise TypeError("assigned grad expected to be a Tensor or None but got grad of type "
+                        f"{type(grad).__name__}")
+    if grad.shape != t.shape:
+        raise RuntimeError(f"attempting to assign a gradient of size '{list(grad.shape)}' to a "
+                           f"tensor of size '{list(t.shape)}'. Please ensure that the gradient "
+                           "and the tensor are the same size")
+    if grad.dtype is not t.dtype:
+        raise RuntimeError(f"attempting to assign a gradient with dtype '{grad.dtype.name}' to a "
+                           f"tensor with grad_dtype '{t.dtype.name}'. The gradient must match "
+                           "the tensor's grad_dtype (defaults to the tensor's dtype).")
+    if grad.device != t.device:
+        raise RuntimeError(f"attempting to assign a gradient with device type "
+                           f"'{grad.device.type}' to a tensor with device type "
+                           f"'{t.device.type}'. Please ensure that the gradient and the tensor "
+                           "are on the same device")
+
+
+def _real_dim(dim, ndim):
+    """normalize_dim for size(dim)/stride(dim): a 0-d tensor has no dim to ask about."""
+    if ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    return normalize_dim(dim, ndim)
 
 
 def wrap(data, requires_grad=False, version=None):
@@ -46,12 +75,23 @@ class Tensor:
     # Autograd metadata most tensors never change: class-level defaults, so creating a tensor
     # (every op result) sets two attributes instead of eight.
     requires_grad = False
-    grad = None
+    _grad = None
     grad_fn = None
     _output_nr = 0
     _hooks = None
     _retains_grad = False
     _base = None        # for views: the tensor owning the storage (set by functions.movement)
+    _view_version = 0   # for views: the version their grad_fn describes (see autograd._connect)
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            _check_assigned_grad(self, value)
+        self._grad = value
 
     def __init__(self, *args, dtype=None, device=None, requires_grad=False):
         """torch.Tensor's legacy constructor: Tensor(data) or Tensor(*sizes) (uninitialised)."""
@@ -65,7 +105,9 @@ class Tensor:
     # ---- metadata -----------------------------------------------------------------------------
     @property
     def data(self):
-        return wrap(self._data, version=self._version)
+        """The same memory without autograd, and (as in torch) with its own version counter, so
+        `p.data.add_(...)` does not invalidate what a graph saved of p."""
+        return wrap(self._data)
 
     @data.setter
     def data(self, value):
@@ -78,8 +120,7 @@ class Tensor:
     def size(self, dim=None):
         if dim is None:
             return Size(self._data.shape)
-        from .ndarray import normalize_dim
-        return self._data.shape[normalize_dim(dim, self.ndim)] if self.ndim else 1
+        return self._data.shape[_real_dim(dim, self.ndim)]
 
     @property
     def dtype(self):
@@ -92,6 +133,10 @@ class Tensor:
     @property
     def is_cuda(self):
         return self._data.device.type == "cuda"
+
+    @property
+    def is_cpu(self):
+        return self._data.device.type == "cpu"
 
     @property
     def ndim(self):
@@ -113,8 +158,7 @@ class Tensor:
     def stride(self, dim=None):
         if dim is None:
             return self._data.strides
-        from .ndarray import normalize_dim
-        return self._data.strides[normalize_dim(dim, self.ndim)]
+        return self._data.strides[_real_dim(dim, self.ndim)]
 
     def storage_offset(self):
         return self._data.offset
@@ -137,6 +181,42 @@ class Tensor:
 
     def is_same_size(self, other):
         return self._data.shape == other._data.shape
+
+    # real tensors only: the complex-number queries have their trivial answers
+    def is_conj(self):
+        return False
+
+    def is_neg(self):
+        return False
+
+    def is_inference(self):
+        return False
+
+    def conj(self):
+        return self
+
+    resolve_conj = resolve_neg = conj_physical = conj
+
+    @property
+    def real(self):
+        return self
+
+    @property
+    def imag(self):
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+    # memory placement: our host buffers are plain memory; pinning and sharing are no-ops
+    def pin_memory(self, device=None):
+        return self
+
+    def is_pinned(self, device=None):
+        return False
+
+    def share_memory_(self):
+        return self
+
+    def is_shared(self):
+        return False
 
     def is_nonzero(self):
         return self.__bool__()
@@ -427,16 +507,37 @@ def _rebuild(array, dtype_name, device_name, requires_grad):
 def _infer_dtype(data):
     """The dtype torch.tensor infers for nested Python data."""
     array = np.asarray(data)
+    if isinstance(data, (np.ndarray, np.generic)) and array.dtype.kind == "f":
+        return dtypes.from_numpy(array.dtype)
+    if array.dtype.kind in "fuO" and not isinstance(data, (np.ndarray, np.generic)):
+        _check_int64_range(data, array)
     if array.dtype == object:
         raise TypeError(f"Could not infer dtype of {type(data).__name__}")
     if array.dtype.kind == "f":
-        return dtypes.get_default_dtype() if not isinstance(data, np.ndarray) else \
-            dtypes.from_numpy(array.dtype)
+        return dtypes.get_default_dtype()
     if array.dtype.kind in "iu":     # numpy uint8 (arrays, scalars, uint8 tensors) stays uint8
         return dtypes.uint8 if array.dtype == np.uint8 else dtypes.int64
     if array.dtype.kind == "b":
         return dtypes.bool_
     raise TypeError(f"Could not infer dtype of {array.dtype}")
+
+
+def _check_int64_range(data, array):
+    """torch's error for Python ints beyond int64 in integer data (numpy made them uint64, a
+    float or an object array). A float anywhere makes the data float, which is fine."""
+    if array.dtype.kind == "f" and not np.abs(array).max(initial=0) >= 2.0 ** 63 or \
+            array.dtype.kind == "u" and array.dtype.itemsize == 1:
+        return
+    leaves = _python_leaves(data)
+    if not any(isinstance(v, float) for v in leaves) and any(
+            isinstance(v, int) and not -2 ** 63 <= v < 2 ** 63 for v in leaves):
+        raise ValueError("Overflow when unpacking long long")
+
+
+def _python_leaves(data):
+    if isinstance(data, (list, tuple)):
+        return [leaf for item in data for leaf in _python_leaves(item)]
+    return [data]
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
@@ -501,18 +602,27 @@ def _shape_args(size):
     return tuple(size)
 
 
+def _keyword_size(size, kwargs):
+    """The sizes of `zeros(2, 3)`, `zeros((2, 3))` or `zeros(size=(2, 3))`."""
+    if kwargs:
+        if size or set(kwargs) != {"size"}:
+            raise TypeError(f"got an unexpected keyword argument '{next(iter(kwargs))}'")
+        return (tuple(kwargs["size"]),)
+    return size
+
+
 def _make(size, dtype, device, requires_grad, fill):
     dtype = dtype or dtypes.get_default_dtype()
     nd = NDArray.full(_shape_args(size), fill, dtype, Device(device) if device else CPU)
     return wrap(nd, requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
-    return _make(size, dtype, device, requires_grad, 0)
+def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, **kwargs):
+    return _make(_keyword_size(size, kwargs), dtype, device, requires_grad, 0)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
-    return _make(size, dtype, device, requires_grad, 1)
+def ones(*size, dtype=None, device=None, requires_grad=False, out=None, **kwargs):
+    return _make(_keyword_size(size, kwargs), dtype, device, requires_grad, 1)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None):
@@ -520,6 +630,8 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
     if dtype is None:
         dtype = dtypes.scalar_dtype(fill_value)
     dtypes.check_scalar_fits(fill_value, dtype)
@@ -548,16 +660,69 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     if end is None:
         start, end = 0, start
-    values = [float(v) if isinstance(v, Tensor) else v for v in (start, end, step)]
-    if values[2] == 0:
-        raise RuntimeError("step must be nonzero")
-    if (values[1] - values[0]) * values[2] < 0:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    values = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     if dtype is None:
         dtype = dtypes.int64 if all(isinstance(v, numbers.Integral) for v in values) else \
             dtypes.get_default_dtype()
+    if values[2] == 0:
+        raise RuntimeError("step must be nonzero")
+    if not dtype.is_floating_point:
+        values = [int(v) for v in values]      # torch casts the bounds to the dtype first
+        if values[2] == 0:
+            raise ValueError("step must be nonzero")
+    if (values[1] - values[0]) * values[2] < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     array = np.arange(*values, dtype=np.float64 if dtype.is_floating_point else np.int64)
     return tensor(array, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def inclusive_range(start=0, end=None, step=1, dtype=None, device=None,
+                    requires_grad=False):
+    """torch.range (deprecated): like arange but the end is included, and float by default."""
+    warnings.warn("torch.range is deprecated and will be removed in a future release because "
+                  "its behavior is inconsistent with Python's range builtin. Instead, use "
+                  "torch.arange, which produces values in [start, end).", UserWarning)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    count = int(math.floor((end - start) / step)) + 1
+    array = start + step * np.arange(max(count, 0), dtype=np.float64)
+    return tensor(array, dtype=dtype or dtypes.get_default_dtype(), device=device,
+                  requires_grad=requires_grad)
+
+
+def scalar_tensor(s, dtype=None, device=None, requires_grad=False):
+    """A 0-d tensor of the default float dtype (whatever the Python type of s)."""
+    return full((), s, dtype=dtype or dtypes.get_default_dtype(), device=device,
+                requires_grad=requires_grad)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """obj as a tensor, sharing memory when it already is one of the right dtype and device
+    (and copy is not True)."""
+    if isinstance(obj, Tensor):
+        same = (dtype is None or obj.dtype is dtype) and (
+            device is None or obj.device == Device(device))
+        if same and not copy:
+            return obj
+        result = obj.to(device=device or obj.device, dtype=dtype or obj.dtype, copy=bool(copy))
+        return result.requires_grad_() if requires_grad else result
+    if copy is False and not isinstance(obj, np.ndarray):
+        raise ValueError("can't alias Python data without copying")
+    if isinstance(obj, np.ndarray) and copy is not True and dtype is None and device is None:
+        return from_numpy(obj).requires_grad_(requires_grad)
+    return tensor(obj, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
+    """An uninitialised (here: zeroed) tensor viewing its storage with the given strides."""
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    extent = 1 + sum((n - 1) * st for n, st in zip(size, stride)) if all(size) else 0
+    storage = zeros(extent, dtype=dtype, device=device)
+    return storage.as_strided(size, stride).requires_grad_(requires_grad)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
@@ -588,9 +753,35 @@ def numel(input):
     return input.numel()
 
 
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def is_complex(input):
+    return False
+
+
+def is_nonzero(input):
+    """The truth of a one-element tensor (torch's errors otherwise)."""
+    if input.numel() == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if input.numel() > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item())
+
+
+def is_same_size(input, other):
+    return input.is_same_size(other)
+
+
+def is_signed(input):
+    return input.is_signed()
+
+
 # ---- ops as methods and operators (one line each; the ops live in minitorch.functions) --------
 from .functions import elementwise as _E, index as _I, linalg as _L, movement as _M  # noqa: E402
 from .functions import reduce as _R, sort as _S, stats as _ST  # noqa: E402
+from .functions import factor as _F, spectral as _SP  # noqa: E402
 from .ndarray import broadcast_shapes as _broadcast_shapes  # noqa: E402
 from .opcodes import BinaryOp as _BinaryOp  # noqa: E402
 
@@ -599,6 +790,7 @@ def _inplace(fn):
     """torch's `x.op_(...)`: compute out of place, write the result into x's memory, and make x
     the op's output in the graph (its old history becomes the op's input)."""
     def method(self, *args, **kwargs):
+        _check_no_overlap(self)
         self._check_inplace()
         source = self
         if _grad_mode.enabled and (self.requires_grad or any(
@@ -610,6 +802,16 @@ def _inplace(fn):
         return self._assign_result(result)
     method.__name__ = fn.__name__ + "_"
     return method
+
+
+def _check_no_overlap(t):
+    """torch refuses in-place writes into a tensor whose elements share memory (an expand):
+    the result would depend on the order of the writes."""
+    nd = t._data
+    if any(stride == 0 and size > 1 for size, stride in zip(nd.shape, nd.strides)):
+        raise RuntimeError("unsupported operation: more than one element of the written-to "
+                           "tensor refers to a single memory location. Please clone() the tensor "
+                           "before performing the operation.")
 
 
 def _assign_result(self, result):
@@ -629,6 +831,7 @@ def _assign_result(self, result):
             self.requires_grad = True
             self.grad_fn = result.grad_fn
             self._output_nr = result._output_nr
+            self._view_version = self._version[0]
         base = self._base
         if base is not None and base._version is self._version and (
                 base.requires_grad or result.requires_grad):
@@ -708,9 +911,27 @@ _T.__isub__ = _inplace(lambda self, other: _E.sub(self, other))
 _T.__imul__ = _inplace(lambda self, other: _E.mul(self, other))
 _T.__itruediv__ = _inplace(lambda self, other: _E.div(self, other))
 _T.__ipow__ = _inplace(lambda self, other: _E.pow(self, other))
+_T.__ifloordiv__ = _inplace(lambda self, other: _E.floor_divide(self, other))
+_T.__imod__ = _inplace(lambda self, other: _E.remainder(self, other))
+
+
+def _castable_first(fn):
+    """An in-place bitwise op: torch checks that the promoted result type can be written into
+    self before it looks for a kernel (`int_t &= 2.5` is a cast error, not a missing kernel)."""
+    def checked(self, other):
+        dtype = _E.result_type(self, other)
+        if dtype.is_floating_point and not self.dtype.is_floating_point:
+            raise RuntimeError(f"result type {_E.TORCH_NAMES[dtype.name]} can't be cast to the "
+                               f"desired output type {_E.TORCH_NAMES[self.dtype.name]}")
+        return fn(self, other)
+    checked.__name__ = fn.__name__
+    return checked
+
+
 for _name, _fn in (("and", _E.bitwise_and), ("or", _E.bitwise_or), ("xor", _E.bitwise_xor),
                    ("lshift", _E.bitwise_left_shift), ("rshift", _E.bitwise_right_shift)):
-    setattr(_T, f"__i{_name}__", _inplace(_fn))
+    setattr(_T, f"__i{_name}__", _inplace(_castable_first(_fn)))
+    setattr(_T, f"{_fn.__name__}_", _inplace(_castable_first(_fn)))
 _T.__getitem__ = lambda self, key: _I.getitem(self, key)
 _T.__setitem__ = lambda self, key, value: _I.setitem(self, key, value)
 
@@ -725,21 +946,26 @@ _SAME_NAME = {
          "bitwise_right_shift sinh cosh tan asin acos atan asinh acosh atanh arcsin arccos "
          "arctan arcsinh arccosh arctanh log2 log10 exp2 erfc lgamma digamma frac hypot "
          "logaddexp logaddexp2 copysign heaviside xlogy sgn signbit deg2rad rad2deg nan_to_num "
-         "clamp_min clamp_max fix positive"),
+         "clamp_min clamp_max fix positive greater_equal less_equal not_equal arctan2 erfinv i0 "
+         "gcd lcm nextafter igamma igammac logit sinc ldexp mvlgamma"),
     _R: ("sum mean prod max min amax amin argmax argmin var std logsumexp softmax log_softmax "
-         "norm cumsum cumprod all any count_nonzero"),
+         "norm cumsum cumprod all any count_nonzero renorm"),
     _ST: ("nansum nanmean aminmax logcumsumexp cummax cummin bincount histc mode quantile "
-          "nanquantile"),
+          "nanquantile cov corrcoef histogram"),
     _M: ("reshape view flatten unflatten squeeze unsqueeze permute transpose t expand expand_as "
          "broadcast_to movedim as_strided narrow unbind split chunk flip roll repeat tile "
          "contiguous clone unfold view_as reshape_as swapaxes swapdims moveaxis fliplr flipud "
          "diff repeat_interleave select tensor_split hsplit vsplit dsplit rot90"),
     _L: ("matmul mm bmm outer dot mv addmm baddbmm addmv addr addbmm inner ger diagonal diag "
-         "diag_embed trace tril triu cross dist"),
-    _S: "sort argsort msort topk kthvalue median unique",
+         "diag_embed trace tril triu cross dist kron vdot diagflat"),
+    _S: "sort argsort msort topk kthvalue median nanmedian unique unique_consecutive",
+    _F: ("det slogdet logdet inverse cholesky cholesky_solve cholesky_inverse lu lu_solve "
+         "triangular_solve matrix_power matrix_exp"),
+    _SP: "svd qr pinverse",
     _I: ("gather scatter scatter_add index_select masked_fill take_along_dim nonzero "
          "masked_select take index_add index_put argwhere index_fill index_copy masked_scatter "
-         "scatter_reduce select_scatter slice_scatter diagonal_scatter fill_diagonal_"),
+         "scatter_reduce select_scatter slice_scatter diagonal_scatter fill_diagonal_ put "
+         "index_reduce"),
 }
 for _module, _names in _SAME_NAME.items():
     for _name in _names.split():
@@ -752,16 +978,18 @@ _INPLACE = {
          "asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh log2 log10 exp2 erfc "
          "lgamma digamma frac hypot copysign heaviside xlogy sgn deg2rad rad2deg nan_to_num "
          "clamp_min clamp_max fix absolute negative divide multiply subtract true_divide "
-         "floor_divide fmod remainder atan2 arctan2 erf bitwise_and bitwise_or bitwise_xor "
-         "bitwise_not bitwise_left_shift bitwise_right_shift"),
-    _R: "cumsum cumprod",
+         "floor_divide fmod remainder atan2 arctan2 erf bitwise_not erfinv i0 gcd lcm nextafter "
+         "igamma igammac logit sinc ldexp mvlgamma"),
+    _R: "cumsum cumprod renorm",
     _L: "tril triu addmv addr addbmm addmm baddbmm",
-    _I: "index_fill index_copy masked_scatter scatter_reduce",
+    _I: "index_fill index_copy masked_scatter scatter_reduce index_reduce put",
 }
 for _module, _names in _INPLACE.items():
     for _name in _names.split():
         setattr(_T, _name + "_", _inplace(getattr(_module, _name)))
 _T.clip_ = _T.clamp_
+_T.polygamma = lambda self, n: _E.polygamma(n, self)      # torch's method puts n first
+_T.polygamma_ = _inplace(_T.polygamma)
 # x.where(condition, y) keeps x where condition holds (torch.where(condition, x, y))
 _T.where = lambda self, condition, y: _E.where(condition, self, y)
 
@@ -860,9 +1088,12 @@ def _zero_(self):
 
 
 def _copy_(self, src, non_blocking=False):
+    _check_no_overlap(self)
     self._check_inplace()
     src = src.to(self.device) if isinstance(src, Tensor) else tensor(src)
     result = _E.cast(_M.expand(src, *self.shape) if src.shape != self.shape else src, self.dtype)
+    if result is src and src.requires_grad and _grad_mode.enabled:
+        result = _M.clone(src)      # a node of its own: self must not become src's alias leaf
     return self._assign_result(result)
 
 
@@ -921,6 +1152,7 @@ def _inplace_view(fn):
         self._bump_version()
         if view.requires_grad:
             self.grad_fn, self._output_nr = view.grad_fn, view._output_nr
+            self._view_version = self._version[0]
         return self
     method.__name__ = fn.__name__ + "_"
     return method
@@ -929,3 +1161,18 @@ def _inplace_view(fn):
 for _name in ("t", "squeeze", "unsqueeze", "transpose", "swapaxes", "swapdims", "as_strided"):
     setattr(_T, _name + "_", _inplace_view(getattr(_M, _name)))
 _T.ravel = lambda self: self.reshape(-1)
+
+
+def _sum_to_size(self, *size):
+    """self summed over its broadcast dims down to `size` (which must expand to self's shape)."""
+    shape = tuple(_shape_args(size))
+    trailing = self.shape[len(self.shape) - len(shape):] if shape else ()
+    if len(shape) > self.ndim or any(s not in (1, t) for s, t in zip(shape, trailing)):
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size "
+                           f"{{{list(self.shape)}}}.")
+    return _R.sum_to(self, shape)
+
+
+_T.sum_to_size = _sum_to_size
+_T.adjoint = lambda self: self.transpose(-2, -1)
+_T.split_with_sizes = lambda self, split_sizes, dim=0: _M.split(self, list(split_sizes), dim)

@@ -137,7 +137,6 @@ def test_grad_fn_names():
      mt.int64),
     (lambda: mt.addmm(mt.tensor([1]), mt.tensor([[1, 2]]), mt.tensor([[3], [4]]), beta=2,
                       alpha=3), [[35]], mt.int64),
-    (lambda: mt.matmul(mt.tensor([2, 3]), mt.tensor([4.0, 5.0])), 23.0, mt.float32),
 ])
 def test_integer_and_promoted_products(fn, expected, dtype):
     result = fn()

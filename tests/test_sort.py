@@ -209,11 +209,6 @@ def test_unique_matches_torch(device):
         assert_same(unique(m, return_counts=True), torch.unique(t, return_counts=True))
 
 
-def test_unique_over_a_dim_is_not_supported():
-    with pytest.raises(NotImplementedError, match="dim=None"):
-        unique(mt.tensor([1, 2]), dim=0)
-
-
 ERROR_CASES = [
     ("sort", (2,), {}), ("sort", (-3,), {}), ("argsort", (3,), {}),
     ("topk", (5,), {}), ("topk", (-1,), {}), ("topk", (1, 5), {}), ("topk", (1.5,), {}),

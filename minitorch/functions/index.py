@@ -21,11 +21,11 @@ from ..autograd import Function, _grad_mode
 from ..ndarray import (NDArray, broadcast_shapes, contiguous_strides, normalize_dim, shape_numel,
                        shape_str)
 from ..opcodes import BinaryOp as B, ReduceOp
-from ..tensor import Tensor, tensor as _make_tensor, wrap
+from ..tensor import Tensor, arange, tensor as _make_tensor, wrap
 from . import reduce as _reduce
 from .elementwise import cast, scalar_array, where
 from .reduce import sum_to
-from .movement import view_of
+from .movement import rebase_view_write, view_of
 from .linalg import Diagonal, _offset_diagonal_view
 
 
@@ -33,7 +33,7 @@ __all__ = [
     'argwhere', 'diagonal_scatter', 'gather', 'index_add', 'index_copy', 'index_fill',
     'index_put', 'index_select', 'masked_fill', 'masked_scatter', 'masked_select', 'nonzero',
     'scatter', 'scatter_add', 'scatter_reduce', 'select_scatter', 'slice_scatter', 'take',
-    'take_along_dim',
+    'take_along_dim', 'tril_indices', 'triu_indices', 'unravel_index', 'index_reduce', 'put',
 ]
 
 _TORCH_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
@@ -320,6 +320,10 @@ def _token(item, device):
     if not isinstance(item, Tensor):
         raise IndexError(_BAD_KEY.format(type(item).__name__))
     dtype = item.dtype
+    if dtype is dtypes.uint8:       # torch's deprecated byte masks
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                      "torch.bool instead.", UserWarning)
+        item, dtype = cast(item, dtypes.bool_), dtypes.bool_
     if dtype is dtypes.int64:
         return (_INT, item.item()) if item.ndim == 0 else (_INDEX, item.to(device))
     if dtype is dtypes.bool_:
@@ -516,9 +520,14 @@ def setitem(t, key, value):
         node = CopySlices if indexer.adv is None else IndexPutInPlace
         result = node.apply(t, value, indexer, False, True)
         t.requires_grad, t.grad_fn, t._output_nr = True, result.grad_fn, 0
+        base = t._base
+        if base is not None and base._version is t._version:
+            rebase_view_write(base, t, result)      # t is a view: its base was written too
+        t._bump_version()
+        t._view_version = t._version[0]
     else:
         indexer.write(t._data, value._data, False)
-    t._bump_version()
+        t._bump_version()
 
 
 def _value_tensor(t, value):
@@ -1266,3 +1275,61 @@ def fill_diagonal_(input, fill_value, wrap=False):
         key = (arange(min(input.shape), device=input.device),) * input.ndim
     setitem(input, key, fill_value)
     return input
+
+
+# ---- index construction -----------------------------------------------------------------------
+def tril_indices(row, col, offset=0, *, dtype=dtypes.int64, device=None):
+    """The (2, count) row and column indices of the lower triangle of a row x col matrix, in
+    row-major order."""
+    return _triangle_indices(row, col, offset, dtype, device, lower=True)
+
+
+def triu_indices(row, col, offset=0, *, dtype=dtypes.int64, device=None):
+    return _triangle_indices(row, col, offset, dtype, device, lower=False)
+
+
+def _triangle_indices(row, col, offset, dtype, device, lower):
+    rows = arange(row, dtype=dtypes.int64, device=device).unsqueeze(1)
+    columns = arange(col, dtype=dtypes.int64, device=device).unsqueeze(0)
+    inside = (columns - rows <= offset) if lower else (columns - rows >= offset)
+    return nonzero(inside).t().to(dtype)
+
+
+def unravel_index(indices, shape):
+    """The coordinates in `shape` of flat (row-major) indices, one tensor per dim: torch's
+    floor division by the row-major strides, then the remainder by the sizes (negative
+    indices wrap the same way)."""
+    if not isinstance(indices, Tensor):
+        indices = _make_tensor(indices)
+    if indices.dtype.is_floating_point:
+        raise TypeError("expected 'indices' to be integer dtype, but got "
+                        f"minitorch.{indices.dtype.name}")
+    shape = (operator.index(shape),) if isinstance(shape, numbers.Integral) else tuple(shape)
+    if any(size < 0 for size in shape):
+        raise ValueError(f"'shape' cannot have negative values, but got {shape}")
+    if not shape:
+        return ()
+    strides = contiguous_strides(shape)
+    as_long = indices.to(dtypes.int64).unsqueeze(-1)
+    coordinates = (as_long // _make_tensor(list(strides), device=indices.device)) % \
+        _make_tensor(list(shape), device=indices.device)
+    return coordinates.unbind(-1)
+
+
+def put(input, index, source, accumulate=False):
+    """A copy of input with source written (or added) at flat, row-major positions index."""
+    flat = input.reshape(-1)
+    return index_put(flat, (index.reshape(-1),), source.reshape(-1), accumulate).reshape(
+        input.shape)
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """source's slices along dim reduced into input's slices index[i] ("prod", "mean", "amax",
+    "amin"): scatter_reduce with the index spread over the slices."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError("index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    d = normalize_dim(dim, input.ndim)
+    spread = [index.numel() if k == d else 1 for k in range(source.ndim)] if source.ndim else []
+    full_index = index.reshape(spread).expand(source.shape) if source.ndim else index.reshape(())
+    return scatter_reduce(input, d, full_index, source, reduce, include_self=include_self)

@@ -21,9 +21,10 @@ from .movement import broadcast_shapes, cat, view_of
 
 
 __all__ = [
-    'addbmm', 'addmm', 'addmv', 'addr', 'baddbmm', 'block_diag', 'bmm', 'cdist', 'cross', 'diag',
-    'diag_embed', 'diagonal', 'dist', 'dot', 'einsum', 'ger', 'inner', 'matmul', 'mm', 'mv',
-    'outer', 'tensordot', 'trace', 'tril', 'triu',
+    'addbmm', 'addmm', 'addmv', 'addr', 'baddbmm', 'block_diag', 'bmm', 'cdist', 'chain_matmul',
+    'cross', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'dist', 'dot', 'einsum', 'ger',
+    'inner', 'kron', 'matmul', 'mm', 'multi_dot', 'mv', 'outer', 'tensordot', 'trace',
+    'tril', 'triu', 'vander', 'vdot',
 ]
 
 
@@ -136,6 +137,7 @@ def _product(a, b, function=Matmul):
 # ---- matmul and the fixed-rank products ---------------------------------------------------------
 def matmul(input, other):
     """torch.matmul: 1-D operands are promoted to matrices and the added axis removed after."""
+    _check_same_dtype(input, other)
     a, b = promote(input, other)
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
@@ -151,6 +153,21 @@ def matmul(input, other):
     if b.ndim == 1:
         return _product(a, b.unsqueeze(-1)).squeeze(-1)
     return _product(a, b)
+
+
+def _check_same_dtype(a, b):
+    """torch multiplies only tensors of one dtype (each path words it its own way)."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor) or a.dtype is b.dtype:
+        return
+    if a.ndim == 1 and b.ndim == 1:
+        raise RuntimeError("dot : expected both vectors to have same dtype, but found "
+                           f"{TORCH_NAMES[a.dtype.name]} and {TORCH_NAMES[b.dtype.name]}")
+    if b.ndim == 1 and a.ndim >= 2:
+        raise RuntimeError("addmv input tensors must have the same dtype, but got "
+                           f"{TORCH_NAMES[b.dtype.name]}, {TORCH_NAMES[a.dtype.name]}, and "
+                           f"{TORCH_NAMES[b.dtype.name]}")
+    raise RuntimeError("expected m1 and m2 to have the same dtype, but got: "
+                       f"{C_NAMES[a.dtype.name]} != {C_NAMES[b.dtype.name]}")
 
 
 def _check_shapes_multiply(m1, m2):
@@ -670,6 +687,8 @@ def diag(input, diagonal=0):
 def trace(input):
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    if input.dtype is dtypes.bool_:
+        raise NotImplementedError('"trace" not implemented for \'Bool\'')
     return diagonal(input).sum()
 
 
@@ -760,3 +779,118 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
         raise RuntimeError("cdist only supports non-negative p values")
     difference = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     return difference.norm(p, dim=-1)
+
+
+# ---- more products ----------------------------------------------------------------------------
+def vdot(input, other):
+    """The dot product of two 1-D tensors (for real tensors the same as dot)."""
+    return dot(input, other)
+
+
+def chain_matmul(*matrices):
+    """The product of 2-D matrices (deprecated in torch for linalg.multi_dot)."""
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
+                  "release. Use torch.linalg.multi_dot instead, which accepts a list of two or "
+                  "more tensors rather than multiple parameters.", UserWarning)
+    if len(matrices) == 1:
+        return matrices[0].clone()
+    return multi_dot(matrices)
+
+
+def multi_dot(tensors):
+    """A chain of matrix products; the first tensor may be a row vector and the last a column
+    vector (1-D), the rest must be 2-D. Multiplied in the order that costs the fewest
+    multiply-adds (the classic chain-order dynamic programme)."""
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    matrices = _as_matrices(tensors)
+    result = _chain(matrices, _chain_order([m.shape[0] for m in matrices]
+                                           + [matrices[-1].shape[1]]), 0, len(matrices) - 1)
+    if tensors[0].ndim == 1:
+        result = result.squeeze(0)
+    if tensors[-1].ndim == 1:
+        result = result.squeeze(-1)
+    return result
+
+
+def _as_matrices(tensors):
+    last = len(tensors) - 1
+    for i, t in enumerate(tensors):
+        if t.ndim != 2 and not (t.ndim == 1 and i in (0, last)):
+            where = "first" if i == 0 else "last" if i == last else None
+            raise RuntimeError(f"multi_dot(): the {where} tensor must be 1D or 2D but got "
+                               f"{t.ndim}D" if where else f"multi_dot(): tensor {i} must be 2D "
+                               f"but got {t.ndim}D")
+    matrices = list(tensors)
+    if matrices[0].ndim == 1:
+        matrices[0] = matrices[0].unsqueeze(0)
+    if matrices[-1].ndim == 1:
+        matrices[-1] = matrices[-1].unsqueeze(-1)
+    for i in range(last):
+        if matrices[i].shape[1] != matrices[i + 1].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes "
+                               f"{list(tensors[i].shape)} and {list(tensors[i + 1].shape)} "
+                               "cannot be multiplied")
+    return matrices
+
+
+def _chain_order(sizes):
+    """split[i][j]: where the cheapest product of matrices i..j splits (matrix i is
+    sizes[i] x sizes[i+1])."""
+    n = len(sizes) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j], split[i][j] = min(
+                (cost[i][k] + cost[k + 1][j] + sizes[i] * sizes[k + 1] * sizes[j + 1], k)
+                for k in range(i, j))
+    return split
+
+
+def _chain(matrices, split, i, j):
+    if i == j:
+        return matrices[i]
+    k = split[i][j]
+    return mm(_chain(matrices, split, i, k), _chain(matrices, split, k + 1, j))
+
+
+def kron(input, other):
+    """The Kronecker product: every element of input times the whole of other, in blocks."""
+    ndim = max(input.ndim, other.ndim)
+    a = input.reshape((1,) * (ndim - input.ndim) + tuple(input.shape))
+    b = other.reshape((1,) * (ndim - other.ndim) + tuple(other.shape))
+    # a's dims at even places, b's at odd ones: the product's (i, j) pairs are then adjacent
+    spread_a = a.reshape([n for size in a.shape for n in (size, 1)])
+    spread_b = b.reshape([n for size in b.shape for n in (1, size)])
+    return (spread_a * spread_b).reshape([m * n for m, n in zip(a.shape, b.shape)])
+
+
+def diagflat(input, offset=0):
+    """input flattened onto the offset diagonal of a square matrix."""
+    return diag(input.reshape(-1), offset)
+
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix of 1-D x: columns x^(N-1), ..., x^0 (reversed when increasing)."""
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else operator.index(N)
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    if n == 0:
+        return x.new_zeros((x.shape[0], 0), dtype=x.dtype if x.dtype.is_floating_point
+                           else dtypes.int64)
+    powers = powers_along_last(x if x.dtype.is_floating_point else x.to(dtypes.int64), n)
+    return powers if increasing else powers.flip(-1)
+
+
+def powers_along_last(x, n):
+    """x[..., None] ** [0, 1, ..., n-1] (n >= 1) as a running product: exact for integers, and
+    0^0 = 1."""
+    columns = [x.new_ones(x.shape).unsqueeze(-1)]
+    for _ in range(1, n):
+        columns.append(columns[-1] * x.unsqueeze(-1))
+    return cat(columns, -1)

@@ -24,7 +24,7 @@ from ..tensor import Size, Tensor, arange, tensor as make_tensor, wrap
 
 __all__ = [
     'as_strided', 'atleast_1d', 'atleast_2d', 'atleast_3d', 'broadcast_shapes',
-    'broadcast_tensors', 'broadcast_to', 'cartesian_prod', 'cat', 'chunk', 'clone',
+    'broadcast_tensors', 'broadcast_to', 'cartesian_prod', 'cat', 'chunk', 'clone', 'combinations',
     'column_stack', 'concat', 'concatenate', 'diff', 'dsplit', 'dstack', 'flatten', 'flip',
     'fliplr', 'flipud', 'hsplit', 'hstack', 'meshgrid', 'moveaxis', 'movedim', 'narrow', 'permute',
     'repeat_interleave', 'reshape', 'roll', 'rot90', 'select', 'split', 'squeeze', 'stack',
@@ -41,6 +41,7 @@ def view_of(a, data):
     t = wrap(data, version=a._version)
     if _grad_mode.enabled:      # without recording there is no graph to re-root later
         t._base = a._base if a._base is not None else a
+        t._view_version = a._version[0]
     elif a.requires_grad:       # an in-place write through it while recording is refused
         t._no_grad_view = True
     return t
@@ -1016,6 +1017,24 @@ def cartesian_prod(*tensors):
         return tensors[0]
     grids = meshgrid(*tensors, indexing="ij")
     return stack([g.reshape(-1) for g in grids], 1)
+
+
+def combinations(input, r=2, with_replacement=False):
+    """The r-element combinations of a 1-D tensor's elements as rows, in lexicographic order of
+    positions (itertools.combinations, or combinations_with_replacement)."""
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return input.new_zeros((0,))
+    positions = arange(input.shape[0], device=input.device)
+    grid = cartesian_prod(*[positions] * r).reshape(-1, r)
+    if r > 1:
+        earlier, later = grid[:, :-1], grid[:, 1:]
+        ordered = (earlier <= later) if with_replacement else (earlier < later)
+        grid = grid[ordered.all(1)]
+    return input[grid.reshape(-1)].reshape(-1, r)
 
 
 def tensor_split(input, indices_or_sections, dim=0):

@@ -24,8 +24,8 @@ from . import elementwise as _E   # circular at import time: only used inside fu
 
 __all__ = [
     'all', 'amax', 'amin', 'any', 'argmax', 'argmin', 'count_nonzero', 'cumprod', 'cumsum',
-    'log_softmax', 'logsumexp', 'max', 'mean', 'min', 'norm', 'prod', 'softmax', 'std',
-    'std_mean', 'sum', 'var', 'var_mean',
+    'log_softmax', 'logsumexp', 'max', 'mean', 'min', 'norm', 'nuclear_norm', 'prod', 'renorm',
+    'softmax', 'std', 'std_mean', 'sum', 'var', 'var_mean',
 ]
 
 _TORCH_DTYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int64": "Long", "float32": "Float",
@@ -747,9 +747,6 @@ def _norm_order(p, dim):
                 raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got "
                                    + " ".join(str(d) for d in dim))
             return 2.0
-        if p == "nuc":
-            raise NotImplementedError("norm(p='nuc') needs singular values, which minitorch "
-                                      "does not compute")
         raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
     if p is None:
         return 2.0
@@ -766,12 +763,21 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     if not input.dtype.is_floating_point:
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {_torch_dtype_name(input.dtype)}")
+    if isinstance(p, str) and p == "nuc":
+        return nuclear_norm(input if dtype is None else _E.cast(input, dtype),
+                            (-2, -1) if dim is None else dim, keepdim)
     order = _norm_order(p, dim)
     if dtype is not None:
         input = _E.cast(input, dtype)
     dim = _all_if_empty(dim)
     _check_norm_identity(input._data, p, order, dim)
     return LinalgVectorNorm.apply(input, order, dim, keepdim)
+
+
+def nuclear_norm(input, dim=(-2, -1), keepdim=False):
+    """The sum of the singular values of the matrices over the two dims."""
+    from ..linalg import matrix_norm        # the linalg modules build on this one
+    return matrix_norm(input, "nuc", dim, keepdim)
 
 
 def _check_norm_identity(nd, p, order, dim):
@@ -789,6 +795,23 @@ def _check_norm_identity(nd, p, order, dim):
         raise RuntimeError(f"linalg.vector_norm cannot compute the {p} norm on the dimension "
                            f"{empty[0]}because this dimension is empty and the operation does "
                            "not have an identity")
+
+
+def renorm(input, p, dim, maxnorm):
+    """Each slice along dim whose p-norm exceeds maxnorm scaled down to norm maxnorm (torch's
+    1e-7 guard in the divisor)."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"renorm: expected a floating point tensor, got "
+                           f"{_torch_dtype_name(input.dtype)}")
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    d = normalize_dim(dim, input.ndim)
+    others = tuple(k for k in range(input.ndim) if k != d)
+    norms = norm(input, p, others, keepdim=True)
+    scale = _E.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+    return input * scale
 
 
 # ---- cumulative ops ---------------------------------------------------------------------------

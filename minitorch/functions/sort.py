@@ -13,14 +13,15 @@ from .. import dtypes
 from ..autograd import Function, is_grad_enabled, no_grad
 from ..ndarray import NDArray, normalize_dim
 from ..opcodes import BinaryOp as B, ReduceOp
-from ..tensor import wrap
+from ..tensor import arange, wrap
 from . import elementwise as _E
 from .index import GatherBackward
 from .movement import _inverse
 from .reduce import _check_int_dim, _check_nonempty, _ExtremumAll, _return_type
 
 
-__all__ = ['argsort', 'kthvalue', 'median', 'msort', 'sort', 'topk', 'unique']
+__all__ = ['argsort', 'kthvalue', 'median', 'msort', 'nanmedian', 'sort', 'topk',
+           'unique', 'unique_consecutive']
 
 
 def _result_type(name):
@@ -34,6 +35,7 @@ _SortResult = _result_type("sort")
 _TopkResult = _result_type("topk")
 _KthvalueResult = _result_type("kthvalue")
 _MedianResult = _result_type("median")
+_NanmedianResult = _result_type("nanmedian")
 
 
 # ---- the sort along a dim ---------------------------------------------------------------------
@@ -94,6 +96,7 @@ SortPicked = _node("SortBackward0")
 TopkPicked = _node("TopkBackward0")
 KthvaluePicked = _node("KthvalueBackward0")
 MedianPicked = _node("MedianBackward1")
+NanmedianPicked = _node("NanmedianBackward1")
 
 
 def _picked(result, input, values, indices, dim, node, keepdim=True):
@@ -230,31 +233,140 @@ def median(input, dim=None, keepdim=False):
     return _picked(_MedianResult, input, values, indices, dim, MedianPicked, keepdim)
 
 
-# ---- unique -----------------------------------------------------------------------------------
+def _nanmedian_indices(nd, dim):
+    """Where the lower median of the non-NaN values lies along dim (kept as size 1): the
+    ((count - 1) // 2)-th of the ascending order, NaN sorting last; a row of NaNs gives its
+    first NaN."""
+    order = _sorted_along(nd, dim, False)[1]
+    if not nd.dtype.is_floating_point:
+        return _median_indices(nd, dim)
+    with no_grad():
+        count = (~wrap(nd).isnan()).sum(dim, keepdim=True)
+        return wrap(order).gather(dim, ((count - 1) // 2).clamp(min=0))._data
+
+
+class NanmedianAll(MedianAll):
+    """nanmedian() over every element."""
+
+    @classmethod
+    def forward(cls, ctx, a):
+        flat = a._data.reshape((a._data.size,))
+        out = wrap(flat.gather(0, _nanmedian_indices(flat, 0)).reshape(()))
+        ctx.save_for_backward(a, out)
+        return out
+
+    @classmethod
+    def name(cls):
+        return "NanmedianBackward0"
+
+
+def nanmedian(input, dim=None, keepdim=False):
+    """median ignoring NaNs (NaN only where a row has nothing else)."""
+    _check_not_bool("nanmedian", input)
+    if dim is None:
+        if input.numel() == 0:
+            return wrap(_empty_median(input))
+        return NanmedianAll.apply(input)
+    dim = _dim("nanmedian", input, dim)
+    _check_nonempty("nanmedian", input.shape, (dim,) if input.ndim else (), full=False)
+    indices = _nanmedian_indices(input._data, dim)
+    values = input._data.gather(dim, indices)
+    return _picked(_NanmedianResult, input, values, indices, dim, NanmedianPicked, keepdim)
+
+
+# ---- unique, unique_consecutive --------------------------------------------------------------
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
-    """The sorted distinct elements of input (every NaN distinct, as in torch), with the index
-    of each input element among them and each one's count when asked. Not differentiable;
-    the output is sorted whatever `sorted` says (torch's CPU does the same)."""
+    """The sorted distinct elements (or, with dim, distinct slices along dim) of input, every
+    NaN distinct as in torch, with the index of each input element among them and each one's
+    count when asked. Not differentiable; the output is sorted whatever `sorted` says (torch's
+    CPU does the same)."""
     if dim is not None:
-        raise NotImplementedError("minitorch.unique supports dim=None only")
+        rows, dim = _slices_as_rows(input, dim)
+        order = _lexicographic_order(rows)
+        return _runs(input, rows.gather(0, _rows_index(order, rows)), order, dim,
+                     return_inverse, return_counts)
     flat = input._data.reshape((input.numel(),))
     values, order = _sorted_along(flat, 0, False)
-    n = flat.size
+    return _runs(input, values, order, None, return_inverse, return_counts)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """Like unique, but only runs of equal neighbours collapse, and nothing is sorted."""
+    if dim is not None:
+        rows, dim = _slices_as_rows(input, dim)
+        order = _positions(rows.shape[0], input.device)
+        return _runs(input, rows, order, dim, return_inverse, return_counts)
+    flat = input._data.reshape((input.numel(),))
+    order = _positions(flat.size, input.device)
+    return _runs(input, flat, order, None, return_inverse, return_counts)
+
+
+def _slices_as_rows(input, dim):
+    """input's slices along dim as the rows of a compact (n, k) array."""
+    nd = input._data
+    if not nd.ndim:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    dim = normalize_dim(dim, nd.ndim)
+    if 0 in nd.shape and nd.shape[dim] != 0 or nd.ndim > 1 and nd.shape[dim] == 0 and (
+            any(s == 0 for d, s in enumerate(nd.shape) if d != dim)):
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique "
+                           "cannot be applied")
+    moved = nd.permute([dim] + [d for d in range(nd.ndim) if d != dim])
+    return moved.compact().reshape((nd.shape[dim], nd.size // max(nd.shape[dim], 1))), dim
+
+
+def _positions(n, device):
+    """0, 1, ..., n-1 as an int64 NDArray."""
+    return arange(n, dtype=dtypes.int64, device=device)._data
+
+
+def _rows_index(order, rows):
+    """order (n,) broadcast over the row length, as gather's index."""
+    return order.reshape((rows.shape[0], 1)).expand(rows.shape)
+
+
+def _lexicographic_order(rows):
+    """The stable order that sorts the rows lexicographically: one stable sort per column,
+    from the last column to the first (a radix sort whose digits are columns)."""
+    order = _positions(rows.shape[0], rows.device)
+    for column in reversed(range(rows.shape[1])):
+        keys = rows[:, column].gather(0, order)
+        order = order.gather(0, _sorted_along(keys, 0, False)[1])
+    return order
+
+
+def _runs(input, values, order, dim, return_inverse, return_counts):
+    """unique's outputs from values (elements, or rows when dim is set) in which equal ones are
+    neighbours; order[i] = the input position of values[i]."""
+    n = values.shape[0]
     starts = NDArray.full((n,), True, dtypes.bool_, input.device)
-    if n > 1:       # a group starts where the value differs from the one before
-        starts[1:] = values[1:].binary(B.NE, values[:-1])
+    if n > 1:       # a group starts where the value (row) differs from the one before
+        differs = values[1:].binary(B.NE, values[:-1])
+        starts[1:] = differs if dim is None else differs.reduce(ReduceOp.MAX, 1, False)
     group = starts.astype(dtypes.int64).scan(ReduceOp.SUM, 0).binary(
         B.SUB, _E.scalar_array(1, dtypes.int64, input.device))      # each element's group
     count = int(group[n - 1:].numpy()[0]) + 1 if n else 0
-    output = NDArray.empty((count,), input.dtype, input.device)
-    output.scatter_into(0, group, values, False)
-    result = [wrap(output)]
+    result = [wrap(_first_of_each_group(input, values, group, count, dim))]
     if return_inverse:
         inverse = NDArray.empty((n,), dtypes.int64, input.device)
         inverse.scatter_into(0, order, group, False)
-        result.append(wrap(inverse.reshape(input.shape)))
+        result.append(wrap(inverse if dim is not None else inverse.reshape(input.shape)))
     if return_counts:
         counts = NDArray.full((count,), 0, dtypes.int64, input.device)
         counts.scatter_into(0, group, NDArray.full((n,), 1, dtypes.int64, input.device), True)
         result.append(wrap(counts))
     return result[0] if len(result) == 1 else tuple(result)
+
+
+def _first_of_each_group(input, values, group, count, dim):
+    """The distinct values (rows, put back in input's layout along dim)."""
+    if dim is None:
+        output = NDArray.empty((count,), input.dtype, input.device)
+        output.scatter_into(0, group, values, False)
+        return output
+    output = NDArray.empty((count, values.shape[1]), input.dtype, input.device)
+    output.scatter_into(0, _rows_index(group, values), values, False)
+    nd = input._data
+    moved_shape = (count,) + tuple(s for d, s in enumerate(nd.shape) if d != dim)
+    return output.reshape(moved_shape).permute(_inverse(
+        [dim] + [d for d in range(nd.ndim) if d != dim])).compact()

@@ -9,6 +9,7 @@ positions: they record no gradient.
 """
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -16,23 +17,26 @@ from .. import dtypes
 from ..autograd import Function, no_grad
 from ..ndarray import NDArray, normalize_dim, shape_str
 from ..opcodes import BinaryOp as B, ReduceOp
-from ..tensor import Tensor, arange, wrap
+from ..tensor import Tensor, arange, linspace, wrap, zeros_like
 from . import elementwise as _E
 from . import reduce as _R
 from .index import GatherBackward
-from .movement import cat, stack
+from .movement import cat, diff, stack
 from .sort import _along, _node, _picked, _sorted_along, sort
 
 
-__all__ = ['aminmax', 'bincount', 'bucketize', 'cummax', 'cummin', 'histc', 'logcumsumexp',
-           'mode', 'nanmean', 'nanquantile', 'nansum', 'quantile', 'searchsorted']
+__all__ = ['aminmax', 'bincount', 'bucketize', 'corrcoef', 'cov', 'cummax', 'cummin',
+           'cumulative_trapezoid', 'histc', 'histogram', 'isin', 'logcumsumexp', 'mode',
+           'nanmean', 'nanquantile', 'nansum', 'quantile', 'searchsorted', 'trapezoid', 'trapz']
 
 _TORCH_NAMES = _E.TORCH_NAMES
+_C_NAMES = {"float32": "float", "float64": "double"}
 _AminmaxResult = _R._return_type("aminmax", ("min", "max"))
 _CummaxResult = _R._return_type("cummax")
 _CumminResult = _R._return_type("cummin")
 _ModeResult = _R._return_type("mode")
-for _cls in (_AminmaxResult, _CummaxResult, _CumminResult, _ModeResult):
+_HistogramResult = _R._return_type("histogram", ("hist", "bin_edges"))
+for _cls in (_AminmaxResult, _CummaxResult, _CumminResult, _ModeResult, _HistogramResult):
     _cls.__module__ = __name__      # so pickle finds them in this module
 
 
@@ -259,6 +263,56 @@ def histc(input, bins=100, min=0, max=0):
         return _counts(index, _E.cast(inside, input.dtype), bins, input.dtype)
 
 
+def histogram(input, bins, *, range=None, weight=None, density=False):
+    """(hist, bin_edges): weighted counts of input in `bins` equal bins over `range` (the data's
+    range, widened by 0.5 both ways when it is one value) or between given edges; the last bin
+    includes its right edge; density divides by the total and the bin widths."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"histogramdd" not implemented for '
+                                  f"'{_TORCH_NAMES[input.dtype.name]}'")
+    if weight is not None and weight.dtype is not input.dtype:
+        raise RuntimeError("torch.histogramdd: if weight tensor is provided, input tensor and "
+                           "weight tensor should have the same dtype, but got input("
+                           f"{_C_NAMES[input.dtype.name]}), and weight("
+                           f"{_C_NAMES[weight.dtype.name]})")
+    edges = _histogram_edges(input, bins, range)
+    n_bins = edges.numel() - 1
+    with no_grad():
+        x = input.detach().reshape(-1)
+        position = searchsorted(edges, x, right=True) - 1
+        position = _E.where(x == edges[-1], n_bins - 1, position)
+        inside = (x >= edges[0]) & (x <= edges[-1])
+        counted = _E.cast(inside, input.dtype)
+        if weight is not None:
+            counted = counted * weight.detach().reshape(-1)
+        hist = _counts(_E.where(inside, position, 0), counted, n_bins, input.dtype)
+        if density:
+            hist = hist / (hist.sum() * diff(edges))
+    return _HistogramResult(hist, edges)
+
+
+def _histogram_edges(input, bins, range):
+    if isinstance(bins, Tensor):
+        if bins.ndim != 1 or bins.numel() < 1:
+            raise RuntimeError("torch.histogram(): bins tensor should have one dimension and at "
+                               f"least 1 element, but got {bins.ndim} dimensions")
+        return _E.cast(bins.detach(), input.dtype)
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    if range is not None:
+        low, high = (float(v) for v in range)
+    elif input.numel():
+        low, high = _host_values(_R.amin(input), _R.amax(input))
+    else:
+        low, high = 0.0, 1.0
+    if low == high:
+        low, high = low - 0.5, high + 0.5
+    if low > high:
+        raise RuntimeError(f"torch.histogram(): min should not exceed max, but got min {low} max "
+                           f"{high} for dimension 0")
+    return linspace(low, high, bins + 1, dtype=input.dtype, device=input.device)
+
+
 # ---- mode -------------------------------------------------------------------------------------
 ModePicked = _node("ModeBackward0")
 
@@ -473,3 +527,137 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
         raise RuntimeError("boundaries tensor must be 1 dimension, but got "
                            f"dim({boundaries.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+# ---- membership -------------------------------------------------------------------------------
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each element occurs among test_elements (either may be a Python number): a
+    binary search of each element in the sorted test elements."""
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError(f"isin() received an invalid combination of arguments - got "
+                        f"({type(elements).__name__}, {type(test_elements).__name__})")
+    if dtypes.bool_ in (_E._dtype_of(elements), _E._dtype_of(test_elements)):
+        raise RuntimeError("Unsupported input type encountered for isin(): Bool")
+    elements, test_elements = _E.promote(elements, test_elements)
+    with no_grad():
+        found = _found(elements, sort(test_elements.reshape(-1)).values)
+        return ~found if invert else found
+
+
+def _found(elements, boundaries):
+    """elements == the boundary each would be inserted before (False when there is none). The
+    search sees the trailing NaNs as +inf, which keeps the row sorted for the binary search;
+    a real +inf sorts before them, so it is still found."""
+    if boundaries.numel() == 0:
+        return zeros_like(elements, dtype=dtypes.bool_)
+    searchable = boundaries
+    if boundaries.dtype.is_floating_point:
+        searchable = _E.where(_E.isnan(boundaries), math.inf, boundaries)
+    position = searchsorted(searchable, elements).clamp(max=boundaries.numel() - 1)
+    return boundaries[position] == elements
+
+
+# ---- covariance -------------------------------------------------------------------------------
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """The covariance matrix of the variables in input's rows (observations in columns), with
+    optional integer frequency weights and float observation weights (torch's estimator)."""
+    if input.ndim > 2:
+        raise RuntimeError("cov(): expected input to have two or fewer dimensions but got an "
+                           f"input with {input.ndim} dimensions")
+    x = _E._float_input(input.reshape(1, -1) if input.ndim < 2 else input)
+    weights = _observation_weights(x, fweights, aweights)
+    if weights is None:
+        mean = _R.mean(x, 1, keepdim=True)
+        scale = x.shape[1] - correction
+    else:
+        total = _R.sum(weights)
+        mean = _R.sum(x * weights, 1, keepdim=True) / total
+        scale = total
+        if correction:
+            scale = total - correction * (
+                _R.sum(weights * aweights) / total if aweights is not None else 1)
+    centred = x - mean
+    product = centred @ (centred if weights is None else centred * weights).mT
+    return (product / _nonpositive_to_zero(scale)).squeeze()
+
+
+def _observation_weights(x, fweights, aweights):
+    """fweights * aweights (either may be missing; None when both are), checked like torch."""
+    weights = None
+    for name, w in (("fweights", fweights), ("aweights", aweights)):
+        if w is None:
+            continue
+        if w.ndim > 1:
+            raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                               f"{name} with {w.ndim} dimensions")
+        if w.numel() != x.shape[1]:
+            raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                               f"observations in the input but got {w.numel()} != {x.shape[1]}")
+        if name == "fweights" and (w.dtype.is_floating_point or w.dtype is dtypes.bool_):
+            raise RuntimeError("cov(): expected fweights to have integral dtype but got fweights "
+                               f"with {_TORCH_NAMES[w.dtype.name]} dtype")
+        if name == "aweights" and not w.dtype.is_floating_point:
+            raise RuntimeError("cov(): expected aweights to have floating point dtype but got "
+                               f"aweights with {_TORCH_NAMES[w.dtype.name]} dtype")
+        if w.numel() and _host_values(_R.amin(w))[0] < 0:
+            raise RuntimeError(f"cov(): {name} cannot be negative")
+        weights = w if weights is None else weights * w
+    return weights
+
+
+def _nonpositive_to_zero(scale):
+    """torch's divisor: a non-positive number of degrees of freedom becomes 0 (inf/nan results),
+    with its warning."""
+    value = scale.item() if isinstance(scale, Tensor) else scale
+    if value <= 0:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+                      "than the number of observations.", UserWarning)
+        return scale * 0
+    return scale
+
+
+def corrcoef(input):
+    """Pearson correlation coefficients of input's rows, clipped to [-1, 1]."""
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    std = _E.sqrt(c.diagonal())
+    return _E.clamp(c / std.unsqueeze(1) / std.unsqueeze(0), -1, 1)
+
+
+# ---- integration ------------------------------------------------------------------------------
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The integral of y along dim by the trapezoidal rule, at sample points x (or spaced dx)."""
+    return _R.sum(_trapezoids(y, x, dx, dim, "trapezoid"), dim)
+
+
+def trapz(y, x=None, *, dx=None, dim=-1):
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running integrals (one per interval) of trapezoid."""
+    return _R.cumsum(_trapezoids(y, x, dx, dim, "cumulative_trapezoid"), dim)
+
+
+def _trapezoids(y, x, dx, dim, name):
+    """The area of each interval along dim: (y[i] + y[i+1]) / 2 * (x[i+1] - x[i])."""
+    if x is not None and not isinstance(x, Tensor):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, "
+                        f"{type(x).__name__})")
+    y = _E._float_input(y)
+    dim = normalize_dim(dim, y.ndim)
+    n = y.shape[dim] if y.ndim else 1
+    ends = _along_dim(y, dim, 1, n) + _along_dim(y, dim, 0, n - 1)
+    if x is None:
+        return ends * ((1.0 if dx is None else dx) / 2)
+    if x.ndim == 1:
+        if x.shape[0] != n:
+            raise RuntimeError(f"{name}: There must be one `x` value for each sample point")
+        x = x.reshape([n if d == dim else 1 for d in range(y.ndim)])
+    return ends * diff(x, dim=dim if x.ndim == y.ndim else -1) / 2
+
+
+def _along_dim(t, dim, start, stop):
+    """t[..., start:stop] along dim (empty when stop <= start)."""
+    return t.narrow(dim, min(start, t.shape[dim]), max(stop - start, 0))

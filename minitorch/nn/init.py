@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from ..autograd import no_grad
-from ..random import host_rng
+from ..random import fill_drawn as _draw, host_rng
 from ..tensor import eye as _eye, tensor as _as_tensor, zeros as _zeros
 
 __all__ = [
@@ -41,18 +41,6 @@ def calculate_gain(nonlinearity, param=None):
     if nonlinearity == "selu":
         return 3.0 / 4
     raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
-
-
-def _fill_from_host(tensor, values):
-    """Copy host-drawn values into `tensor` in place, outside autograd."""
-    with no_grad():
-        source = _as_tensor(np.asarray(values).reshape(tuple(tensor.shape)),
-                            dtype=tensor.dtype, device=tensor.device)
-        return tensor.copy_(source)
-
-
-def _draw(tensor, generator, sample):
-    return _fill_from_host(tensor, sample(host_rng(generator), tuple(tensor.shape)))
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
