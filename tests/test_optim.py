@@ -316,8 +316,9 @@ def test_defaults_match_torch_signatures():
 
 def test_repr():
     opt = optim.SGD([nn.Parameter(mt.ones(1))], lr=0.1)
-    assert repr(opt) == ("SGD (\nParameter Group 0\n    dampening: 0\n    foreach: None\n"
-                         "    fused: None\n    lr: 0.1\n    maximize: False\n    momentum: 0\n"
+    assert repr(opt) == ("SGD (\nParameter Group 0\n    dampening: 0\n"
+                         "    differentiable: False\n    foreach: None\n    fused: None\n"
+                         "    lr: 0.1\n    maximize: False\n    momentum: 0\n"
                          "    nesterov: False\n    weight_decay: 0\n)")
 
 

@@ -415,3 +415,14 @@ def test_bool_and_mixed_dtype_corners_match_torch():
     assert (flags ** True).tolist() == [True, False] and (flags ** False).tolist() == [True, True]
     assert mt.add(flags, flags, alpha=2).dtype is mt.bool
     assert mt.add(flags, mt.tensor([True, True]), alpha=0).tolist() == [True, False]
+
+
+def test_optimizer_groups_carry_torch_keys_and_refuse_differentiable():
+    torch = torch_or_skip()
+    ours, theirs = [mt.nn.Parameter(mt.ones(1))], [torch.nn.Parameter(torch.ones(1))]
+    for name in ("SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adadelta", "Adamax", "NAdam",
+                 "RAdam", "ASGD", "Rprop"):
+        assert sorted(getattr(mt.optim, name)(ours, lr=0.1).param_groups[0]) == \
+            sorted(getattr(torch.optim, name)(theirs, lr=0.1).param_groups[0])
+        with pytest.raises(NotImplementedError, match="differentiable"):
+            getattr(mt.optim, name)(ours, lr=0.1, differentiable=True)

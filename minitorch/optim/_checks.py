@@ -3,7 +3,8 @@ number (torch accepts a one-element Tensor lr)."""
 from ..tensor import Tensor, tensor
 from .optimizer import _scalar_dtype
 
-__all__ = ["check_betas", "check_lr", "check_non_negative", "scalar_state", "to_scalar"]
+__all__ = ["check_betas", "check_lr", "check_non_negative", "check_not_differentiable",
+           "scalar_state", "to_scalar"]
 
 
 def check_lr(lr):
@@ -17,6 +18,14 @@ def check_non_negative(value, what):
     """`what` as torch spells it in the message: "epsilon", "weight_decay", ..."""
     if not 0.0 <= value:
         raise ValueError(f"Invalid {what} value: {value}")
+
+
+def check_not_differentiable(differentiable):
+    """torch's differentiable=True lets gradients flow through the update itself; minitorch's
+    updates are not recorded, so it refuses rather than silently differ."""
+    if differentiable:
+        raise NotImplementedError("differentiable=True is not supported by minitorch's "
+                                  "optimizers (the update is not recorded by autograd)")
 
 
 def check_betas(betas):

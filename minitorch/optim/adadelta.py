@@ -1,5 +1,5 @@
 """Adadelta, torch's single-tensor rule operation for operation."""
-from ._checks import check_lr, check_non_negative, to_scalar
+from ._checks import check_lr, check_non_negative, check_not_differentiable, to_scalar
 from .optimizer import Optimizer, _gradient
 
 __all__ = ["Adadelta"]
@@ -11,6 +11,7 @@ class Adadelta(Optimizer):
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):
         check_lr(lr)
+        check_not_differentiable(differentiable)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
         check_non_negative(eps, "epsilon")

@@ -1,6 +1,6 @@
 """Adagrad with lr decay, weight decay, an initial accumulator and maximize (torch's rule)."""
 from ..tensor import full_like
-from ._checks import check_lr, check_non_negative
+from ._checks import check_lr, check_non_negative, check_not_differentiable
 from .optimizer import Optimizer, _gradient, _step_counter
 
 __all__ = ["Adagrad"]
@@ -10,15 +10,16 @@ class Adagrad(Optimizer):
     """Adagrad (Duchi et al.), step for step torch.optim.Adagrad."""
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
-                 eps=1e-10, foreach=None, *, maximize=False, fused=None):
+                 eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
         check_lr(lr)
+        check_not_differentiable(differentiable)
         check_non_negative(lr_decay, "lr_decay")
         check_non_negative(weight_decay, "weight_decay")
         check_non_negative(initial_accumulator_value, "initial_accumulator_value")
         check_non_negative(eps, "epsilon")
         defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
                     "initial_accumulator_value": initial_accumulator_value, "foreach": foreach,
-                    "maximize": maximize, "fused": fused}
+                    "maximize": maximize, "differentiable": differentiable, "fused": fused}
         super().__init__(params, defaults)
         # torch creates the accumulators up front (they are in state_dict before any step)
         for group in self.param_groups:

@@ -1,7 +1,7 @@
 """Adam and AdamW (decoupled weight decay), with amsgrad and maximize: torch's update rule,
 operation for operation."""
 from ..functions.elementwise import maximum
-from ._checks import check_betas, check_lr, check_non_negative
+from ._checks import check_betas, check_lr, check_non_negative, check_not_differentiable
 from .optimizer import Optimizer, _fusable, _gradient
 
 __all__ = ["Adam", "AdamW"]
@@ -11,9 +11,10 @@ class Adam(Optimizer):
     """Adam (Kingma & Ba); decoupled_weight_decay=True gives AdamW."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
-                 amsgrad=False, *, foreach=None, maximize=False, fused=None,
-                 decoupled_weight_decay=False):
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, decoupled_weight_decay=False):
         check_lr(lr)
+        check_not_differentiable(differentiable)
         check_non_negative(eps, "epsilon")
         check_betas(betas)
         check_non_negative(weight_decay, "weight_decay")
@@ -21,7 +22,8 @@ class Adam(Optimizer):
             raise ValueError("betas must be either both floats or both Tensors")
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
                     "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
-                    "fused": fused, "decoupled_weight_decay": decoupled_weight_decay}
+                    "capturable": capturable, "differentiable": differentiable, "fused": fused,
+                    "decoupled_weight_decay": decoupled_weight_decay}
         super().__init__(params, defaults)
 
     def _state_of(self, param, group):
@@ -73,9 +75,11 @@ class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter): param *= 1 - lr * wd first."""
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 amsgrad=False, *, maximize=False, foreach=None, fused=None):
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
-                         maximize=maximize, fused=fused, decoupled_weight_decay=True)
+                         maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused, decoupled_weight_decay=True)
 
     def __setstate__(self, state):
         super().__setstate__(state)

@@ -1,6 +1,6 @@
 """Adamax (Adam with an infinity norm), torch's single-tensor rule operation for operation."""
 from ..functions.elementwise import maximum
-from ._checks import check_betas, check_lr, check_non_negative, to_scalar
+from ._checks import check_betas, check_lr, check_non_negative, check_not_differentiable, to_scalar
 from .optimizer import Optimizer, _gradient
 
 __all__ = ["Adamax"]
@@ -12,6 +12,7 @@ class Adamax(Optimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  foreach=None, *, maximize=False, differentiable=False, capturable=False):
         check_lr(lr)
+        check_not_differentiable(differentiable)
         check_non_negative(eps, "epsilon")
         check_betas(betas)
         check_non_negative(weight_decay, "weight_decay")

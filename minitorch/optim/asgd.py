@@ -1,7 +1,7 @@
 """ASGD (averaged stochastic gradient descent), torch's single-tensor rule operation for
 operation."""
 from ..tensor import zeros_like
-from ._checks import check_lr, check_non_negative, scalar_state, to_scalar
+from ._checks import check_lr, check_non_negative, check_not_differentiable, scalar_state, to_scalar
 from .optimizer import Optimizer, _gradient
 
 __all__ = ["ASGD"]
@@ -14,6 +14,7 @@ class ASGD(Optimizer):
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
                  foreach=None, maximize=False, differentiable=False, capturable=False):
         check_lr(lr)
+        check_not_differentiable(differentiable)
         check_non_negative(weight_decay, "weight_decay")
         defaults = {"lr": lr, "lambd": lambd, "alpha": alpha, "t0": t0,
                     "weight_decay": weight_decay, "foreach": foreach, "maximize": maximize,

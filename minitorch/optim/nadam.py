@@ -1,7 +1,8 @@
 """NAdam (Adam with Nesterov momentum and a momentum-decay schedule), torch's single-tensor
 rule operation for operation."""
 from ..tensor import zeros_like
-from ._checks import check_betas, check_lr, check_non_negative, scalar_state, to_scalar
+from ._checks import (check_betas, check_lr, check_non_negative, check_not_differentiable,
+                      scalar_state, to_scalar)
 from .optimizer import Optimizer, _gradient, _step_counter
 
 __all__ = ["NAdam"]
@@ -14,6 +15,7 @@ class NAdam(Optimizer):
                  momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
                  maximize=False, capturable=False, differentiable=False):
         check_lr(lr)
+        check_not_differentiable(differentiable)
         check_non_negative(eps, "epsilon")
         check_betas(betas)
         check_non_negative(weight_decay, "weight_decay")

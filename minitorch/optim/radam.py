@@ -1,6 +1,6 @@
 """RAdam (Adam with a rectified adaptive learning rate), torch's single-tensor rule operation
 for operation."""
-from ._checks import check_betas, check_lr, check_non_negative, to_scalar
+from ._checks import check_betas, check_lr, check_non_negative, check_not_differentiable, to_scalar
 from .optimizer import Optimizer, _gradient
 
 __all__ = ["RAdam"]
@@ -14,6 +14,7 @@ class RAdam(Optimizer):
                  decoupled_weight_decay=False, *, foreach=None, maximize=False,
                  capturable=False, differentiable=False):
         check_lr(lr)
+        check_not_differentiable(differentiable)
         check_non_negative(eps, "epsilon")
         check_betas(betas)
         check_non_negative(weight_decay, "weight_decay")

@@ -1,6 +1,6 @@
 """RMSprop with momentum, centering, weight decay and maximize (torch's update rule)."""
 from ..tensor import zeros_like
-from ._checks import check_lr, check_non_negative
+from ._checks import check_lr, check_non_negative, check_not_differentiable
 from .optimizer import Optimizer, _gradient, _step_counter
 
 __all__ = ["RMSprop"]
@@ -10,15 +10,18 @@ class RMSprop(Optimizer):
     """RMSprop (Hinton), step for step torch.optim.RMSprop."""
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
-                 centered=False, foreach=None, maximize=False):
+                 centered=False, capturable=False, foreach=None, maximize=False,
+                 differentiable=False):
         check_lr(lr)
+        check_not_differentiable(differentiable)
         check_non_negative(eps, "epsilon")
         check_non_negative(momentum, "momentum")
         check_non_negative(weight_decay, "weight_decay")
         check_non_negative(alpha, "alpha")
         defaults = {"lr": lr, "momentum": momentum, "alpha": alpha, "eps": eps,
                     "centered": centered, "weight_decay": weight_decay, "foreach": foreach,
-                    "maximize": maximize}
+                    "maximize": maximize, "capturable": capturable,
+                    "differentiable": differentiable}
         super().__init__(params, defaults)
 
     def _state_of(self, param, group):

@@ -1,6 +1,6 @@
 """Rprop (resilient backpropagation), torch's single-tensor rule operation for operation."""
 from ..tensor import full_like, zeros_like
-from ._checks import check_lr, to_scalar
+from ._checks import check_lr, check_not_differentiable, to_scalar
 from .optimizer import Optimizer, _gradient, _step_counter
 
 __all__ = ["Rprop"]
@@ -13,6 +13,7 @@ class Rprop(Optimizer):
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
         check_lr(lr)
+        check_not_differentiable(differentiable)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         defaults = {"lr": lr, "etas": etas, "step_sizes": step_sizes, "foreach": foreach,

@@ -1,6 +1,6 @@
 """SGD with momentum, dampening, Nesterov, weight decay and maximize (torch's update rule)."""
 from ..autograd import no_grad
-from ._checks import check_lr, check_non_negative
+from ._checks import check_lr, check_non_negative, check_not_differentiable
 from .optimizer import Optimizer, _gradient
 
 __all__ = ["SGD"]
@@ -10,13 +10,14 @@ class SGD(Optimizer):
     """Stochastic gradient descent, step for step torch.optim.SGD."""
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False,
-                 *, maximize=False, foreach=None, fused=None):
+                 *, maximize=False, foreach=None, differentiable=False, fused=None):
         check_lr(lr)
+        check_not_differentiable(differentiable)
         check_non_negative(momentum, "momentum")
         check_non_negative(weight_decay, "weight_decay")
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening,
                     "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
-                    "foreach": foreach, "fused": fused}
+                    "foreach": foreach, "differentiable": differentiable, "fused": fused}
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
