@@ -196,19 +196,39 @@ def _median_indices(nd, dim):
         return _E.where(nan_count > 0, first_nan, wrap(middle))._data
 
 
+def _nanmedian_indices(nd, dim):
+    """Where the lower median of the non-NaN values lies along dim (kept as size 1): the
+    ((count - 1) // 2)-th of the ascending order, NaN sorting last; a row of NaNs gives its
+    first NaN."""
+    if not nd.dtype.is_floating_point:
+        return _median_indices(nd, dim)
+    order = _sorted_along(nd, dim, False)[1]
+    with no_grad():
+        count = (~wrap(nd).isnan()).sum(dim, keepdim=True)
+        return wrap(order).gather(dim, ((count - 1) // 2).clamp(min=0))._data
+
+
 class MedianAll(_ExtremumAll):
     """median() over every element; ties share the gradient evenly, as in torch."""
+    indices_of = staticmethod(_median_indices)
+    node_name = "MedianBackward0"
 
     @classmethod
     def forward(cls, ctx, a):
         flat = a._data.reshape((a._data.size,))
-        out = wrap(flat.gather(0, _median_indices(flat, 0)).reshape(()))
+        out = wrap(flat.gather(0, cls.indices_of(flat, 0)).reshape(()))
         ctx.save_for_backward(a, out)
         return out
 
     @classmethod
     def name(cls):
-        return "MedianBackward0"
+        return cls.node_name
+
+
+class NanmedianAll(MedianAll):
+    """nanmedian() over every element."""
+    indices_of = staticmethod(_nanmedian_indices)
+    node_name = "NanmedianBackward0"
 
 
 def _empty_median(input):
@@ -218,60 +238,30 @@ def _empty_median(input):
     return NDArray.full((), -2 ** 63, dtypes.int64, input.device).astype(input.dtype)
 
 
-def median(input, dim=None, keepdim=False):
-    """median(input) -> 0-d lower median (NaN if any); median(input, dim, keepdim) ->
-    (values, indices)."""
-    _check_not_bool("median", input)
+def _median(name, all_node, picked_node, result, input, dim, keepdim):
+    """median / nanmedian: a 0-d value over everything, or (values, indices) along dim."""
+    _check_not_bool(name, input)
     if dim is None:
         if input.numel() == 0:
             return wrap(_empty_median(input))
-        return MedianAll.apply(input)
-    dim = _dim("median", input, dim)
-    _check_nonempty("median", input.shape, (dim,) if input.ndim else (), full=False)
-    indices = _median_indices(input._data, dim)
+        return all_node.apply(input)
+    dim = _dim(name, input, dim)
+    _check_nonempty(name, input.shape, (dim,) if input.ndim else (), full=False)
+    indices = all_node.indices_of(input._data, dim)
     values = input._data.gather(dim, indices)
-    return _picked(_MedianResult, input, values, indices, dim, MedianPicked, keepdim)
+    return _picked(result, input, values, indices, dim, picked_node, keepdim)
 
 
-def _nanmedian_indices(nd, dim):
-    """Where the lower median of the non-NaN values lies along dim (kept as size 1): the
-    ((count - 1) // 2)-th of the ascending order, NaN sorting last; a row of NaNs gives its
-    first NaN."""
-    order = _sorted_along(nd, dim, False)[1]
-    if not nd.dtype.is_floating_point:
-        return _median_indices(nd, dim)
-    with no_grad():
-        count = (~wrap(nd).isnan()).sum(dim, keepdim=True)
-        return wrap(order).gather(dim, ((count - 1) // 2).clamp(min=0))._data
-
-
-class NanmedianAll(MedianAll):
-    """nanmedian() over every element."""
-
-    @classmethod
-    def forward(cls, ctx, a):
-        flat = a._data.reshape((a._data.size,))
-        out = wrap(flat.gather(0, _nanmedian_indices(flat, 0)).reshape(()))
-        ctx.save_for_backward(a, out)
-        return out
-
-    @classmethod
-    def name(cls):
-        return "NanmedianBackward0"
+def median(input, dim=None, keepdim=False):
+    """median(input) -> 0-d lower median (NaN if any); median(input, dim, keepdim) ->
+    (values, indices)."""
+    return _median("median", MedianAll, MedianPicked, _MedianResult, input, dim, keepdim)
 
 
 def nanmedian(input, dim=None, keepdim=False):
     """median ignoring NaNs (NaN only where a row has nothing else)."""
-    _check_not_bool("nanmedian", input)
-    if dim is None:
-        if input.numel() == 0:
-            return wrap(_empty_median(input))
-        return NanmedianAll.apply(input)
-    dim = _dim("nanmedian", input, dim)
-    _check_nonempty("nanmedian", input.shape, (dim,) if input.ndim else (), full=False)
-    indices = _nanmedian_indices(input._data, dim)
-    values = input._data.gather(dim, indices)
-    return _picked(_NanmedianResult, input, values, indices, dim, NanmedianPicked, keepdim)
+    return _median("nanmedian", NanmedianAll, NanmedianPicked, _NanmedianResult, input, dim,
+                   keepdim)
 
 
 # ---- unique, unique_consecutive --------------------------------------------------------------
