@@ -149,3 +149,13 @@ template <typename T> __device__ __forceinline__ T shfl_up(T v, int delta) {
         return __shfl_up_sync(0xffffffffu, v, delta);
     }
 }
+
+// Math by explicit name per precision (expf for float, exp for double), so no overload
+// resolution differs between NVRTC and nvcc. A module instantiates the functions it needs:
+// MATH1(sqrt) defines m_sqrt(float) and m_sqrt(double).
+#define MATH1(NAME)                                                                        \
+    __device__ __forceinline__ float m_##NAME(float x) { return NAME##f(x); }              \
+    __device__ __forceinline__ double m_##NAME(double x) { return NAME(x); }
+#define MATH2(NAME)                                                                        \
+    __device__ __forceinline__ float m_##NAME(float x, float y) { return NAME##f(x, y); }  \
+    __device__ __forceinline__ double m_##NAME(double x, double y) { return NAME(x, y); }

@@ -7,14 +7,6 @@
 #define ERR_ZERO_DIV 1
 #define ERR_NEG_POW 2
 
-// Math by explicit name per precision (expf for float, exp for double), so no overload
-// resolution differs between NVRTC and nvcc.
-#define MATH1(NAME)                                                                        \
-    __device__ __forceinline__ float m_##NAME(float x) { return NAME##f(x); }              \
-    __device__ __forceinline__ double m_##NAME(double x) { return NAME(x); }
-#define MATH2(NAME)                                                                        \
-    __device__ __forceinline__ float m_##NAME(float x, float y) { return NAME##f(x, y); }  \
-    __device__ __forceinline__ double m_##NAME(double x, double y) { return NAME(x, y); }
 MATH1(fabs) MATH1(exp) MATH1(log) MATH1(log1p) MATH1(expm1) MATH1(sqrt) MATH1(sin) MATH1(cos)
 MATH1(tanh) MATH1(floor) MATH1(ceil) MATH1(rint) MATH1(trunc) MATH1(erf)
 MATH1(sinh) MATH1(cosh) MATH1(tan) MATH1(asin) MATH1(acos) MATH1(atan) MATH1(asinh) MATH1(acosh)

@@ -12,12 +12,6 @@
 
 #define MAX_SWEEPS 100
 
-#define MATH1(NAME)                                                                        \
-    __device__ __forceinline__ float m_##NAME(float x) { return NAME##f(x); }              \
-    __device__ __forceinline__ double m_##NAME(double x) { return NAME(x); }
-#define MATH2(NAME)                                                                        \
-    __device__ __forceinline__ float m_##NAME(float x, float y) { return NAME##f(x, y); }  \
-    __device__ __forceinline__ double m_##NAME(double x, double y) { return NAME(x, y); }
 MATH1(fabs) MATH1(sqrt) MATH2(hypot)
 
 template <typename T> __device__ __forceinline__ T machine_eps();
