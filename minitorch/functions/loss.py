@@ -8,13 +8,19 @@ scatter; the backward is itself a Function, so double backward still works.
 Rows are (M, C) class scores. Each row i has a class target[i] and a weight w[i] (its class
 weight, 0 for ignore_index rows); `w = None` means every weight is 1, the common case, which
 saves the multiplications.
+
+ctc_loss's per-sample negative log-likelihoods are one node too (CtcLoss, below).
 """
+import math
+
 from ..autograd import Function
 from ..ndarray import NDArray
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
-from ..tensor import wrap
+from ..tensor import arange, wrap
+from .elementwise import where
+from .movement import cat, stack
 
-__all__ = ["nll_rows"]
+__all__ = ["ctc_nll", "nll_rows"]
 
 
 def nll_rows(scores, target, w, reduction):
@@ -81,3 +87,104 @@ class NllLossBackward(Function):
     @staticmethod
     def backward(ctx, gg):
         return NllLoss.apply(gg, ctx.target, ctx.w, ctx.reduction), None, None, None, None
+
+
+# ---- CTC ----------------------------------------------------------------------------------------
+def ctc_nll(log_probs, labels, skip, input_lengths, target_lengths, zero_infinity):
+    """Per-sample CTC negative log-likelihoods (N,) of log_probs (T, N, C) over the extended
+    label sequences `labels` (N, L = 2S + 1: blank, l1, blank, l2, …, blank; int64 Tensor).
+    skip (N, L): 0 where state s may be reached from s - 2 (a label unlike the one before it),
+    -inf elsewhere. input_lengths, target_lengths: (N,) int64 Tensors on log_probs' device.
+    Infinite losses (impossible alignments) become 0 when zero_infinity, as in torch."""
+    return CtcLoss.apply(log_probs, labels, skip, input_lengths, target_lengths, zero_infinity)
+
+
+def _logsumexp3(a, b, c):
+    """log(e^a + e^b + e^c) elementwise; -inf where all three are (no NaN)."""
+    top = a.maximum(b).maximum(c)
+    top = top.masked_fill(top == -math.inf, 0.0)
+    return top + ((a - top).exp() + (b - top).exp() + (c - top).exp()).log()
+
+
+def _shifted(states, by, fill):
+    """states (N, L) moved `by` places along L (right for by > 0), `fill`'s values coming in."""
+    edge = fill[:, :abs(by)]
+    if by > 0:
+        return cat([edge, states[:, :-by]], 1)
+    return cat([states[:, -by:], edge], 1)
+
+
+class CtcLoss(Function):
+    """torch's _ctc_loss (its CPU algorithm) with tensor ops over time, all samples at once: one
+    step is a dozen small kernels on (N, L) states, forward (alpha) and backward (beta) alike.
+    alphas[t + 1] is the log-probability of the label prefixes that end in state s at time t;
+    a virtual time -1 (state 0 only, log 1) makes an input of length 0 give 0 for an empty
+    target and inf otherwise, as torch. Sample n's loss is read at time input_lengths[n] - 1
+    from its final states 2·S_n and 2·S_n - 1. The backward is not differentiable (torch's
+    has no double backward either)."""
+
+    @staticmethod
+    def forward(ctx, log_probs, labels, skip, input_lengths, target_lengths, zero_infinity):
+        n, states = labels.shape
+        emitted = log_probs.gather(2, labels.unsqueeze(0).expand(log_probs.shape[0], n, states))
+        never = log_probs.new_full((n, states), -math.inf)
+        alpha = cat([log_probs.new_full((n, 1), 0.0), never[:, 1:]], 1)     # time -1
+        alphas = [alpha]
+        for step in emitted:
+            alpha = step + _logsumexp3(alpha, _shifted(alpha, 1, never),
+                                       _shifted(alpha, 2, never) + skip)
+            alphas.append(alpha)
+        alphas = stack(alphas)                                     # (T + 1, N, L)
+        last = alphas.gather(0, input_lengths.reshape(1, n, 1).expand(1, n, states))[0]
+        ends = (target_lengths * 2).reshape(-1, 1)
+        label_end = last.gather(1, (ends - 1).clamp(min=0))[:, 0]
+        nll = -_logsumexp3(last.gather(1, ends)[:, 0],
+                           label_end.masked_fill(target_lengths == 0, -math.inf), never[:, 0])
+        ctx.save_for_backward(log_probs, labels, skip, input_lengths, target_lengths)
+        ctx.emitted, ctx.alphas, ctx.nll = emitted, alphas[1:], nll
+        ctx.zero_infinity = zero_infinity
+        return nll.masked_fill(nll == math.inf, 0.0) if zero_infinity else nll
+
+    @staticmethod
+    def backward(ctx, g):
+        log_probs, labels, skip, input_lengths, target_lengths = ctx.saved_tensors
+        betas = _betas(ctx.emitted, skip, input_lengths, target_lengths)
+        log_gamma = _per_class(ctx.alphas + betas, labels, log_probs.shape[2])
+        nll = ctx.nll.reshape(1, -1, 1)
+        # torch's formula, which is the gradient with respect to the logits of a log_softmax
+        # that made log_probs (the two agree once through log_softmax's backward).
+        grad = (log_probs.exp() - (log_gamma + nll - log_probs).exp()) * g.reshape(1, -1, 1)
+        times = arange(log_probs.shape[0], device=log_probs.device).reshape(-1, 1, 1)
+        keep = times < input_lengths.reshape(1, -1, 1)
+        if ctx.zero_infinity:
+            keep = keep & (nll != math.inf)
+        return grad.masked_fill(~keep, 0.0), None, None, None, None, None
+
+
+def _betas(emitted, skip, input_lengths, target_lengths):
+    """betas[t] (N, L): the log-probability of the label suffixes from state s at time t to
+    the end of sample n's input, the emission at t included (torch's beta); -inf after it."""
+    steps, n, states = emitted.shape
+    never = emitted.new_full((n, states), -math.inf)
+    ids = arange(states, device=emitted.device).reshape(1, -1)
+    ends = (target_lengths * 2).reshape(-1, 1)
+    final = (ids == ends) | (ids == ends - 1)
+    skip_ahead = _shifted(skip, -2, never)        # may s go on to s + 2?
+    last_step = (input_lengths - 1).reshape(-1, 1)
+    beta, betas = never, []
+    for t in reversed(range(steps)):
+        step = emitted[t]
+        going_on = step + _logsumexp3(beta, _shifted(beta, -1, never),
+                                      _shifted(beta, -2, never) + skip_ahead)
+        beta = where(last_step == t, step.masked_fill(~final, -math.inf), going_on)
+        betas.append(beta)
+    return stack(betas[::-1])
+
+
+def _per_class(log_states, labels, classes):
+    """(T, N, C): log Σ exp(log_states[t, n, s]) over the states s whose label is c."""
+    top = log_states.max(2, keepdim=True)[0]
+    top = top.masked_fill(top == -math.inf, 0.0)
+    index = labels.unsqueeze(0).expand(log_states.shape)
+    sums = log_states.new_full(tuple(log_states.shape[:2]) + (classes,), 0.0)
+    return sums.scatter_add(2, index, (log_states - top).exp()).log() + top

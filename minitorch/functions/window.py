@@ -1,13 +1,16 @@
-"""Sliding windows over (N, C, H, W) images: torch.nn.functional.unfold (im2col) and fold
+"""Sliding windows over (N, C, *spatial) images: torch.nn.functional.unfold (im2col) and fold
 (col2im), and the windowed view that convolution and pooling build on.
 
 This is DESIGN's "convolution-like operations" mechanism. im2col pads the input into a fresh
 buffer (only when there is padding), describes every window as one `as_strided`-style view of
 shape (N, C, kh, kw, OH, OW) with strides (sN, sC, dil·sH, dil·sW, stride·sH, stride·sW), and
-compacts it with one kernel. col2im is the adjoint: one overlap-correct `strided_add` of the
+compacts it with one kernel. The same holds for any number of spatial axes (1-D and 3-D
+convolution and pooling: (N, C, kd, kh, kw, OD, OH, OW)); unfold and fold are 2-D only, as in
+torch. col2im is the adjoint: one overlap-correct `strided_add` of the
 columns through the same view of a zeroed padded buffer, then the padding is cropped. Each is the
 other's backward, so gradients of any order work.
 """
+import math
 import numbers
 import operator
 from collections import namedtuple
@@ -62,6 +65,14 @@ def _check_padding(padding):
 def _blocks(size, kernel, dilation, padding, stride):
     """Window positions along one axis (floor division, as torch's div_rtn)."""
     return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def window_geometry(size, kernel, dilation, padding, stride):
+    """The geometry of windows over spatial `size` (any number of axes), its arguments already
+    checked by the caller (convolution and pooling check them with their own messages)."""
+    blocks = tuple(_blocks(*axis) for axis in zip(size, kernel, dilation, padding, stride))
+    return _Geometry(tuple(kernel), tuple(dilation), tuple(padding), tuple(stride), tuple(size),
+                     blocks)
 
 
 def _im2col_geometry(input, kernel_size, dilation, padding, stride):
@@ -136,8 +147,14 @@ def _check_floating(input, op):
 
 
 # ---- NDArray-level im2col / col2im ------------------------------------------------------------
-NCHW = (0, 1, 2, 3)
-CHANNELS_LAST = (0, 2, 3, 1)
+def _channels_last(ndim):
+    """The axis order (0, 2, …, ndim - 1, 1): channels innermost (NHWC for a 4-D array)."""
+    return (0,) + tuple(range(2, ndim)) + (1,)
+
+
+def _spatial_slice(padding, size):
+    """The index that crops `padding` off every spatial axis of a (N, C, *padded) array."""
+    return (slice(None), slice(None)) + tuple(slice(p, p + s) for p, s in zip(padding, size))
 
 
 def _memory_order(nd):
@@ -156,28 +173,30 @@ def _new_in_order(shape, order, fill, dtype, device):
 
 
 def _pad(nd, padding, value, order=None):
-    """nd (N, C, H, W) surrounded by `padding` rows/columns of `value`, laid out in axis order
-    `order` (default: nd's own, so a channels-last input stays channels-last and its windows
-    keep the channels innermost); nd itself when that needs no copy. The copy walks nd in its
-    own memory order: one strided write, whatever the two layouts."""
-    ph, pw = padding
+    """nd (N, C, *spatial) surrounded by `padding` rows/columns of `value`, laid out in axis
+    order `order` (default: nd's own, so a channels-last input stays channels-last and its
+    windows keep the channels innermost); nd itself when that needs no copy. The copy walks nd
+    in its own memory order: one strided write, whatever the two layouts."""
     source_order = _memory_order(nd)
     order = source_order if order is None else order
-    if not ph and not pw and order == source_order:
+    if not any(padding) and order == source_order:
         return nd
-    n, c, h, w = nd.shape
-    out = _new_in_order((n, c, h + 2 * ph, w + 2 * pw), order, value, nd.dtype, nd.device)
-    _copy_into(out[:, :, ph:ph + h, pw:pw + w].permute(source_order), nd.permute(source_order))
+    size = nd.shape[2:]
+    padded_shape = nd.shape[:2] + tuple(s + 2 * p for s, p in zip(size, padding))
+    out = _new_in_order(padded_shape, order, value, nd.dtype, nd.device)
+    _copy_into(out[_spatial_slice(padding, size)].permute(source_order),
+               nd.permute(source_order))
     return out
 
 
 def _windows(padded, geometry):
-    """Every window of a padded (N, C, Hp, Wp) array as a (N, C, kh, kw, OH, OW) view."""
-    (kh, kw), (dh, dw), (sh, sw) = geometry.kernel, geometry.dilation, geometry.stride
-    n, c = padded.shape[:2]
-    s_n, s_c, s_h, s_w = padded.strides
-    return padded._view((n, c, kh, kw) + geometry.blocks,
-                        (s_n, s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w), padded.offset)
+    """Every window of a padded (N, C, *padded size) array as a (N, C, *kernel, *blocks) view:
+    (N, C, kh, kw, OH, OW) in 2-D."""
+    spatial = padded.strides[2:]
+    within = tuple(d * s for d, s in zip(geometry.dilation, spatial))     # along a window
+    between = tuple(st * s for st, s in zip(geometry.stride, spatial))    # window to window
+    return padded._view(padded.shape[:2] + geometry.kernel + geometry.blocks,
+                        padded.strides[:2] + within + between, padded.offset)
 
 
 def _batched(nd, batched):
@@ -192,18 +211,19 @@ def _unbatched(nd, batched):
 class Im2Col(Function):
     """Windows of an image: compact (N, C·kh·kw, L) columns (`flat`) or the (N, C, kh, kw, OH,
     OW) view itself (of the input when unpadded, else of a padded copy in the input's memory
-    order)."""
+    order); any number of spatial axes alike."""
 
     @staticmethod
     def forward(ctx, x, geometry, pad_value, flat):
-        nd = _batched(x._data, x._data.ndim == 4)
-        batched = x._data.ndim == 4
+        batched = x._data.ndim == len(geometry.kernel) + 2
+        nd = _batched(x._data, batched)
         ctx.geometry, ctx.batched, ctx.order = geometry, batched, _memory_order(nd)
         windows = _windows(_pad(nd, geometry.padding, pad_value), geometry)
         if not flat:
             return _view_of(x, _unbatched(windows, batched))
-        n, c, kh, kw, oh, ow = windows.shape
-        shape = ((n,) if batched else ()) + (c * kh * kw, oh * ow)
+        n, c = windows.shape[:2]
+        shape = ((n,) if batched else ()) + (c * math.prod(geometry.kernel),
+                                             math.prod(geometry.blocks))
         return wrap(windows.copy()._view(shape, contiguous_strides(shape), 0))
 
     @staticmethod
@@ -238,15 +258,15 @@ class Col2Im(Function):
     contiguous runs; the result is contiguous."""
 
     @staticmethod
-    def forward(ctx, cols, geometry, batched, order=NCHW):
+    def forward(ctx, cols, geometry, batched, order=None):
         nd = cols._data
-        (kh, kw), (ph, pw), (h, w) = geometry.kernel, geometry.padding, geometry.size
         flat = nd.ndim == (3 if batched else 2)
         ctx.geometry, ctx.flat = geometry, flat
         nd = _batched(nd, batched)
         n = nd.shape[0]
-        c = nd.shape[1] // (kh * kw) if flat else nd.shape[1]
-        padded_size = (h + 2 * ph, w + 2 * pw)
+        c = nd.shape[1] // math.prod(geometry.kernel) if flat else nd.shape[1]
+        padded_size = tuple(s + 2 * p for s, p in zip(geometry.size, geometry.padding))
+        order = tuple(range(len(padded_size) + 2)) if order is None else order
         exact = _tiles_exactly(geometry, padded_size)
         padded = _new_in_order((n, c) + padded_size, order, None if exact else 0, nd.dtype,
                                nd.device)
@@ -255,7 +275,7 @@ class Col2Im(Function):
             src, target = _matching_layout(nd.reshape(windows.shape), windows)
             kernel = nd.backend.strided_set if exact else nd.backend.strided_add
             kernel(src.flat(), padded.buffer, target.shape, target.strides, target.offset)
-        image = padded[:, :, ph:ph + h, pw:pw + w].compact()
+        image = padded[_spatial_slice(geometry.padding, geometry.size)].compact()
         return wrap(_unbatched(image, batched))
 
     @staticmethod
@@ -286,6 +306,18 @@ def im2col_view(x, kernel_size, dilation=1, padding=0, stride=1, pad_value=0.0):
     return Im2Col.apply(x, geometry, pad_value, False)
 
 
+def window_view(x, geometry, pad_value=0.0):
+    """im2col_view for any number of spatial axes, given a window_geometry the caller checked:
+    (N, C, *kernel, *blocks)."""
+    return Im2Col.apply(x, geometry, pad_value, False)
+
+
+def fold_columns(cols, geometry):
+    """fold for any number of spatial axes: (N, C·prod(kernel), prod(blocks)) columns summed
+    into (N, C, *geometry.size), a window_geometry the caller checked."""
+    return Col2Im.apply(cols, geometry, True, None)
+
+
 # ---- the convolution product --------------------------------------------------------------------
 # Window sizes (K = kh·kw·C) up to which the product is formed per image straight into NCHW,
 # w @ rows[n]ᵀ, instead of the tall NHWC product and a transposing bias add: 0.57 vs 1.04 ms for
@@ -298,8 +330,10 @@ CHUNK_BYTES = 2 << 20
 
 
 def _row_windows(padded, geometry):
-    """The windows of a padded image as GEMM rows: (N, OH, OW, kh, kw, C)."""
-    return _windows(padded, geometry).permute((0, 4, 5, 2, 3, 1))
+    """The windows of a padded image as GEMM rows: (N, OH, OW, kh, kw, C) in 2-D."""
+    d = len(geometry.kernel)
+    return _windows(padded, geometry).permute(
+        (0,) + tuple(range(d + 2, 2 * d + 2)) + tuple(range(2, d + 2)) + (1,))
 
 
 def _chunks(nd, rows_per_image, k):
@@ -321,7 +355,8 @@ def _matmul_into(a, b, out, offset, batch, m, n, k, a_strides, a_offset, b_strid
 
 class ConvProduct(Function):
     """conv2d without bias for groups = 1: x (N, C, H, W) and w (OC, kh·kw·C) (the weight in
-    (kh, kw, C) order) give (N, OC, OH, OW), a chunk of images at a time: the windows of a
+    (kh, kw, C) order) give (N, OC, OH, OW) (any number of spatial axes alike: conv3d's weight
+    in (kd, kh, kw, C) order), a chunk of images at a time: the windows of a
     channels-last padded copy of x are compacted into GEMM rows (N·OH·OW, kh·kw·C), contiguous
     runs of kw·C values, and multiplied by wᵀ. The result is the NCHW view of the NHWC
     product (the bias add makes it contiguous), or NCHW itself for tiny windows."""
@@ -329,13 +364,13 @@ class ConvProduct(Function):
     @staticmethod
     def forward(ctx, x, w, geometry):
         xd, wd = x._data, w._data.compact()
-        padded = _pad(xd, geometry.padding, 0, CHANNELS_LAST)
+        padded = _pad(xd, geometry.padding, 0, _channels_last(xd.ndim))
         # the rows are rebuilt from it for the weight gradient only
         ctx.geometry, ctx.padded = geometry, padded if w.requires_grad else None
         ctx.save_for_backward(x, w)
         n, out_channels, k = xd.shape[0], wd.shape[0], wd.shape[1]
         windows = _row_windows(padded, geometry)
-        positions = geometry.blocks[0] * geometry.blocks[1]
+        positions = math.prod(geometry.blocks)
         direct = k <= DIRECT_NCHW_MAX_K
         out = NDArray.empty((n, out_channels) + geometry.blocks if direct else
                             (n,) + geometry.blocks + (out_channels,), xd.dtype, xd.device)
@@ -348,7 +383,8 @@ class ConvProduct(Function):
             else:           # one tall product: ((i1 - i0)·OH·OW, K) @ (K, OC)
                 _matmul_into(rows, wd, out, offset, 1, (i1 - i0) * positions, out_channels, k,
                              (0, k, 1), 0, (0, 1, k), wd.offset)
-        return wrap(out if direct else out.permute((0, 3, 1, 2)))
+        channels_first = (0, xd.ndim - 1) + tuple(range(1, xd.ndim - 1))
+        return wrap(out if direct else out.permute(channels_first))
 
     @staticmethod
     def backward(ctx, g):
@@ -373,13 +409,13 @@ class ConvProductBackward(Function):
         ctx.geometry = geometry
         gd, wd = g._data.compact(), w._data.compact()
         out_channels, k = wd.shape
-        positions = geometry.blocks[0] * geometry.blocks[1]
-        (ph, pw), (h, w_size) = geometry.padding, geometry.size
+        positions = math.prod(geometry.blocks)
         windows = _row_windows(padded, geometry) if needs[1] else None
         grad_padded = grad_windows = None
         if needs[0]:
-            grad_padded = _new_in_order(x._data.shape[:2] + (h + 2 * ph, w_size + 2 * pw),
-                                        CHANNELS_LAST, 0, gd.dtype, gd.device)
+            padded_size = tuple(s + 2 * p for s, p in zip(geometry.size, geometry.padding))
+            grad_padded = _new_in_order(x._data.shape[:2] + padded_size,
+                                        _channels_last(x._data.ndim), 0, gd.dtype, gd.device)
             grad_windows = _row_windows(grad_padded, geometry)
         grad_w = None
         for i0, i1 in _chunks(gd, positions, k):
@@ -398,7 +434,8 @@ class ConvProductBackward(Function):
                                        target.strides, target.offset)
         grad_x = None
         if needs[0]:
-            grad_x = wrap(grad_padded[:, :, ph:ph + h, pw:pw + w_size].compact())
+            crop = _spatial_slice(geometry.padding, geometry.size)
+            grad_x = wrap(grad_padded[crop].compact())
         return grad_x, wrap(grad_w.compact()) if grad_w is not None else None
 
     @staticmethod
@@ -419,6 +456,7 @@ class ConvProductBackward(Function):
         if any(needs):
             gx = gg_x if gg_x is not None else x
             gw = gg_w if gg_w is not None else w
-            padded = _pad(gx._data, geometry.padding, 0, CHANNELS_LAST) if needs[1] else None
+            padded = (_pad(gx._data, geometry.padding, 0, _channels_last(gx.ndim)) if needs[1]
+                      else None)
             grad_x, grad_w = ConvProductBackward.apply(g, gx, gw, geometry, padded, needs)
         return grad_g, grad_x, grad_w, None, None, None

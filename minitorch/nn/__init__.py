@@ -10,27 +10,36 @@ from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid,  # noqa:
 from .channelshuffle import ChannelShuffle  # noqa: F401
 from .containers import (ModuleDict, ModuleList, ParameterDict,  # noqa: F401
                          ParameterList, Sequential)
-from .conv import Conv1d, Conv2d, ConvTranspose2d  # noqa: F401
+from .conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d,  # noqa: F401
+                   ConvTranspose2d, ConvTranspose3d)
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
 from .dropout import (AlphaDropout, Dropout, Dropout1d, Dropout2d,  # noqa: F401
-                      FeatureAlphaDropout)
+                      Dropout3d, FeatureAlphaDropout)
 from .fold import Fold, Unfold  # noqa: F401
+from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,  # noqa: F401
+                   LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,
+                   LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d,
+                   LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear, LazyModuleMixin,
+                   UninitializedBuffer, UninitializedParameter)
 from .linear import Bilinear, Flatten, Identity, Linear, Unflatten  # noqa: F401
-from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,  # noqa: F401
+from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CTCLoss,  # noqa: F401
                    CrossEntropyLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss,
                    L1Loss, MarginRankingLoss, MSELoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
                    NLLLoss, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss)
 from .module import Buffer, Module, Parameter  # noqa: F401
-from .normalization import (BatchNorm1d, BatchNorm2d, GroupNorm,  # noqa: F401
-                            InstanceNorm1d, InstanceNorm2d, LayerNorm, LocalResponseNorm,
-                            RMSNorm)
-from .padding import (CircularPad1d, CircularPad2d, ConstantPad1d,  # noqa: F401
-                      ConstantPad2d, ReflectionPad1d, ReflectionPad2d, ReplicationPad1d,
-                      ReplicationPad2d, ZeroPad1d, ZeroPad2d)
+from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d,  # noqa: F401
+                            GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,
+                            LayerNorm, LocalResponseNorm, RMSNorm)
+from .padding import (CircularPad1d, CircularPad2d, CircularPad3d,  # noqa: F401
+                      ConstantPad1d, ConstantPad2d, ConstantPad3d, ReflectionPad1d,
+                      ReflectionPad2d, ReflectionPad3d, ReplicationPad1d, ReplicationPad2d,
+                      ReplicationPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d)
 from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: F401
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d,  # noqa: F401
-                      AdaptiveMaxPool1d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, LPPool1d,
-                      LPPool2d, MaxPool1d, MaxPool2d)
+                      AdaptiveAvgPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
+                      AdaptiveMaxPool3d, AvgPool1d, AvgPool2d, AvgPool3d, LPPool1d, LPPool2d,
+                      LPPool3d, MaxPool1d, MaxPool2d, MaxPool3d, MaxUnpool1d, MaxUnpool2d,
+                      MaxUnpool3d)
 from .rnn import (GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase,  # noqa: F401
                   RNNCell, RNNCellBase)
 from .sparse import Embedding, EmbeddingBag  # noqa: F401

@@ -1,4 +1,5 @@
-"""Conv1d, Conv2d, ConvTranspose2d: parameters and init as torch; the math is nn.functional's."""
+"""Conv1d/2d/3d, ConvTranspose1d/2d/3d: parameters and init as torch; the math is
+nn.functional's."""
 import math
 import numbers
 
@@ -120,21 +121,32 @@ class Conv2d(_ConvNd):
                         self.groups)
 
 
-class ConvTranspose2d(_ConvNd):
+class Conv3d(_ConvNd):
+    _dims = 3
+
+    def forward(self, input):
+        input, padding = self._padded_input(input)
+        return F.conv3d(input, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
+
+
+class _ConvTransposeNd(_ConvNd):
     transposed = True
+    _functional = staticmethod(F.conv_transpose2d)
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
                  device=None, dtype=None):
         if padding_mode != "zeros":
-            raise ValueError('Only "zeros" padding mode is supported for ConvTranspose2d')
+            raise ValueError('Only "zeros" padding mode is supported for '
+                             f"{type(self).__name__}")
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
                          bias, padding_mode, device, dtype, output_padding)
 
     def forward(self, input, output_size=None):
         output_padding = self._output_padding(input, output_size)
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
-                                  output_padding, self.groups, self.dilation)
+        return self._functional(input, self.weight, self.bias, self.stride, self.padding,
+                                output_padding, self.groups, self.dilation)
 
     def _output_padding(self, input, output_size):
         """The output_padding that makes the result `output_size` (torch's rule: any size from
@@ -158,3 +170,17 @@ class ConvTranspose2d(_ConvNd):
                                  f"range from {min_sizes} to {max_sizes} (for an input of "
                                  f"{mt.Size(input.shape[2:])})")   # torch's [2:], batched or not
         return tuple(size - low for size, low in zip(output_size, min_sizes))
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    _dims = 1
+    _functional = staticmethod(F.conv_transpose1d)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    pass
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    _dims = 3
+    _functional = staticmethod(F.conv_transpose3d)

@@ -1,4 +1,4 @@
-"""Dropout, Dropout1d and Dropout2d (channel-wise), AlphaDropout and FeatureAlphaDropout."""
+"""Dropout, Dropout1d/2d/3d (channel-wise), AlphaDropout and FeatureAlphaDropout."""
 from . import functional as F
 from .module import Module
 
@@ -25,6 +25,11 @@ class Dropout1d(Dropout):
 class Dropout2d(Dropout):
     def forward(self, input):
         return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(Dropout):
+    def forward(self, input):
+        return F.dropout3d(input, self.p, self.training, self.inplace)
 
 
 class AlphaDropout(Dropout):

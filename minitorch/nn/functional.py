@@ -9,6 +9,7 @@ Argument checks follow torch's order and wording (ATen's shape checks for convol
 normalization and the losses), so that a bad call fails here as it would there, before any
 state (running statistics, embedding rows) is touched.
 """
+import itertools
 import math
 import numbers
 import operator
@@ -21,27 +22,36 @@ import minitorch as mt
 from .. import dtypes
 from ..autograd import Function
 from ..functions.elementwise import C_NAMES, TORCH_NAMES, scalar_array
-from ..functions.loss import nll_rows
+from ..functions.index import _first_outside
+from ..functions.loss import ctc_nll, nll_rows
 from ..functions.reduce import log_softmax as _log_softmax, softmax as _softmax
-from ..functions.window import ConvProduct, _im2col_geometry, fold, im2col_view, unfold
+from ..functions.window import (ConvProduct, fold, fold_columns, unfold, window_geometry,
+                                window_view)
 from ..ndarray import _device_mismatch, broadcast_shapes, normalize_dim, shape_str
 from ..opcodes import BinaryOp, ReduceOp, UnaryOp
 from ..tensor import wrap
 
 __all__ = [
-    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
-    "alpha_dropout", "avg_pool1d", "avg_pool2d", "batch_norm", "bilinear", "binary_cross_entropy",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d",
+    "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d",
+    "adaptive_max_pool3d_with_indices", "alpha_dropout", "avg_pool1d", "avg_pool2d",
+    "avg_pool3d", "batch_norm", "bilinear", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "celu", "channel_shuffle", "conv1d", "conv2d",
-    "conv_transpose2d", "cosine_embedding_loss", "cosine_similarity", "cross_entropy", "dropout",
-    "dropout1d", "dropout2d", "elu", "embedding", "embedding_bag", "feature_alpha_dropout",
-    "fold", "gaussian_nll_loss", "gelu", "glu", "group_norm", "gumbel_softmax", "hardshrink",
-    "hardsigmoid", "hardswish", "hardtanh", "hinge_embedding_loss", "huber_loss",
-    "instance_norm", "interpolate", "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear",
-    "local_response_norm", "log_softmax", "logsigmoid", "lp_pool1d", "lp_pool2d",
-    "margin_ranking_loss", "max_pool1d", "max_pool2d", "mish", "mse_loss", "multi_margin_loss",
-    "multilabel_soft_margin_loss", "nll_loss", "normalize", "one_hot", "pad", "pairwise_distance",
-    "pixel_shuffle", "pixel_unshuffle", "poisson_nll_loss", "prelu", "relu", "relu6", "rms_norm",
-    "rrelu", "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss",
+    "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "cosine_embedding_loss", "cosine_similarity", "cross_entropy", "ctc_loss", "dropout",
+    "dropout1d", "dropout2d", "dropout3d", "elu", "embedding", "embedding_bag",
+    "feature_alpha_dropout", "fold", "gaussian_nll_loss", "gelu", "glu", "group_norm",
+    "gumbel_softmax", "hardshrink", "hardsigmoid", "hardswish", "hardtanh",
+    "hinge_embedding_loss", "huber_loss", "instance_norm", "interpolate", "kl_div", "l1_loss",
+    "layer_norm", "leaky_relu", "linear", "local_response_norm", "log_softmax", "logsigmoid",
+    "lp_pool1d", "lp_pool2d", "lp_pool3d", "margin_ranking_loss", "max_pool1d",
+    "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices", "max_pool3d",
+    "max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d", "mish",
+    "mse_loss", "multi_margin_loss", "multilabel_soft_margin_loss", "nll_loss", "normalize",
+    "one_hot", "pad", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",
+    "poisson_nll_loss", "prelu", "relu", "relu6", "rms_norm", "rrelu",
+    "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss",
     "soft_margin_loss", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh",
     "tanhshrink", "threshold", "triplet_margin_loss", "unfold", "upsample",
 ]
@@ -513,6 +523,23 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     return _feature_dropout(input, p, training, inplace)
 
 
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """torch's dropout3d, its warning included: a 4-D input is one unbatched (C, D, H, W)."""
+    _check_dropout_p(p)
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. Note "
+                      "that dropout3d exists to provide channel-wise dropout on inputs with 3 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 4D or 5D inputs).", stacklevel=2)
+    if input.ndim == 5:
+        return _feature_dropout(input, p, training, inplace)
+    # Unbatched: a batch of one; in place, the view writes through to the input.
+    result = _feature_dropout(input.unsqueeze(0), p, training, inplace).squeeze(0)
+    return input if inplace else result
+
+
 # SELU's negative saturation value -scale·alpha: where alpha dropout sends dropped units
 _SELU_SATURATION = 1.7580993408473766
 
@@ -655,95 +682,148 @@ def _check_conv_dtypes(x, weight, bias):
                            f"({C_NAMES[bias.dtype.name]}) should be the same")
 
 
-def _conv2d(x, weight, bias, stride, pads, dilation, groups):
-    """The (N, C, H, W) convolution: im2col view, one compact, GEMM(s); grouped convolutions
-    use one batched GEMM per group with the group's weight broadcast over the batch."""
+def _conv_nd(x, weight, bias, stride, pads, dilation, groups):
+    """The (N, C, *spatial) convolution (1, 2 or 3 spatial axes): im2col view, one compact,
+    GEMM(s); grouped convolutions use one batched GEMM per group with the group's weight
+    broadcast over the batch."""
+    spatial = x.ndim - 2
     extra = [right - left for left, right in pads]
     if any(extra):
-        x = pad(x, (0, extra[1], 0, extra[0]))
+        x = pad(x, [amount for e in reversed(extra) for amount in (0, e)])
     n, c = x.shape[:2]
     kernel = tuple(weight.shape[2:])
     out_channels = weight.shape[0]
     padding = tuple(left for left, _ in pads)
+    geometry = window_geometry(tuple(x.shape[2:]), kernel, dilation, padding, stride)
+    bias_shape = (1, out_channels) + (1,) * spatial
     if groups == 1:
         # GEMMs over the windows taken channels-innermost, a chunk of images at a time (see
         # functions/window.py ConvProduct); the weight is put in the same (kh, kw, C) order.
-        geometry = _im2col_geometry(x, kernel, dilation, padding, stride)
-        w = weight.permute(0, 2, 3, 1).reshape(out_channels, -1)
+        w = weight.permute(0, *range(2, spatial + 2), 1).reshape(out_channels, -1)
         out = ConvProduct.apply(x, w, geometry)
-        return out + bias.reshape(1, out_channels, 1, 1) if bias is not None else out.contiguous()
-    cols = im2col_view(x, kernel, dilation, padding, stride)
-    oh, ow = cols.shape[4:]                                        # (N, C, kh, kw, OH, OW)
-    cols = cols.reshape(n, groups, (c // groups) * kernel[0] * kernel[1], oh * ow)
+        return out + bias.reshape(bias_shape) if bias is not None else out.contiguous()
+    cols = window_view(x, geometry)                                # (N, C, *kernel, *blocks)
+    cols = cols.reshape(n, groups, (c // groups) * math.prod(kernel), math.prod(geometry.blocks))
     w = weight.reshape(groups, out_channels // groups, -1)
     # One batched GEMM per group, the group's weight broadcast over the batch (stride 0).
     per_group = [w[g] @ cols[:, g] for g in range(groups)]         # each (N, OC/G, L)
-    out = per_group[0] if groups == 1 else mt.cat(per_group, dim=1)
-    out = out.reshape(n, out_channels, oh, ow)
+    out = mt.cat(per_group, dim=1).reshape((n, out_channels) + geometry.blocks)
     if bias is not None:
-        out = out + bias.reshape(1, out_channels, 1, 1)
+        out = out + bias.reshape(bias_shape)
     return out
 
 
-def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """(N, C, H, W) * (OC, C/groups, kh, kw) → (N, OC, OH, OW); (C, H, W) input is unbatched."""
+def _conv(name, spatial, input, weight, bias, stride, padding, dilation, groups):
+    """conv1d/2d/3d: checks, then the convolution of the batched input. A 1-D convolution is
+    a 2-D one over a height-1 image."""
     x, unbatched, stride, pads, dilation, _ = _conv_setup(
-        "conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
-    out = _conv2d(x, weight, bias, stride, pads, dilation, groups)
+        name, spatial, input, weight, bias, stride, padding, dilation, groups)
+    if spatial == 1:
+        out = _conv_nd(x.unsqueeze(2), weight.unsqueeze(2), bias, (1,) + stride,
+                       [(0, 0)] + pads, (1,) + dilation, groups).squeeze(2)
+    else:
+        out = _conv_nd(x, weight, bias, stride, pads, dilation, groups)
     return out.squeeze(0) if unbatched else out
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """A 1-D convolution is a 2-D one over a height-1 image."""
-    x, unbatched, stride, pads, dilation, _ = _conv_setup(
-        "conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
-    out = _conv2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1,) + stride, [(0, 0)] + pads,
-                  (1,) + dilation, groups).squeeze(2)
+    """(N, C, L) * (OC, C/groups, k) → (N, OC, OL); (C, L) input is unbatched."""
+    return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """(N, C, H, W) * (OC, C/groups, kh, kw) → (N, OC, OH, OW); (C, H, W) input is unbatched."""
+    return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """(N, C, D, H, W) * (OC, C/groups, kd, kh, kw) → (N, OC, OD, OH, OW); (C, D, H, W) input
+    is unbatched."""
+    return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+_AXIS_NAMES = ("depth", "height", "width")
+
+
+def _conv_transpose_nd(x, weight, stride, padding, output_padding, groups, dilation):
+    """The adjoint of the (N, C, *spatial) convolution: a GEMM to columns, then fold (col2im)
+    onto the output grid."""
+    spatial = x.ndim - 2
+    names = _AXIS_NAMES[-spatial:]
+    if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
+        raise RuntimeError(
+            "output padding must be smaller than either stride or dilation, but got " +
+            " ".join(f"{label}_{axis}: {v}" for label, values in
+                     (("output_padding", output_padding), ("stride", stride),
+                      ("dilation", dilation)) for axis, v in zip(names, values)))
+    n, c = x.shape[:2]
+    size, kernel = tuple(x.shape[2:]), tuple(weight.shape[2:])
+    out_size = tuple((i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, s, p, d, k, op in
+                     zip(size, stride, padding, dilation, kernel, output_padding))
+    if any(o < 1 for o in out_size):
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, size))}). "
+                           "Calculated output size per channel: "
+                           f"({' x '.join(map(str, out_size))}). Output size is too small")
+    in_per_group, out_per_group = c // groups, weight.shape[1]
+    cols_in = x.reshape(n, groups, in_per_group, math.prod(size))
+    wt = weight.reshape(groups, in_per_group, -1).mT                # (G, OCg·prod(k), Cg)
+    cols = (wt @ cols_in).reshape(n, groups * out_per_group * math.prod(kernel), -1)
+    return fold_columns(cols, window_geometry(out_size, kernel, dilation, padding, stride))
+
+
+def _conv_transpose(name, spatial, input, weight, bias, stride, padding, output_padding, groups,
+                    dilation):
+    """conv_transpose1d/2d/3d: checks, the transposed convolution, the bias. A 1-D one is a
+    2-D one over a height-1 image (torch's messages speak of its height, too)."""
+    x, unbatched, stride, pads, dilation, output_padding = _conv_setup(
+        name, spatial, input, weight, bias, stride, padding, dilation, groups, True,
+        output_padding)
+    padding = tuple(left for left, _ in pads)
+    if spatial == 1:
+        out = _conv_transpose_nd(x.unsqueeze(2), weight.unsqueeze(2), (1,) + stride,
+                                 (0,) + padding, (0,) + output_padding, groups,
+                                 (1,) + dilation).squeeze(2)
+    else:
+        out = _conv_transpose_nd(x, weight, stride, padding, output_padding, groups, dilation)
+    if bias is not None:
+        out = out + bias.reshape((1, -1) + (1,) * spatial)
     return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """(N, C, L) → (N, OC, OL), the adjoint of conv1d."""
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
-    """The adjoint of conv2d: a GEMM to columns, then fold (col2im) onto the output grid."""
-    x, unbatched, stride, pads, dilation, output_padding = _conv_setup(
-        "conv_transpose2d", 2, input, weight, bias, stride, padding, dilation, groups, True,
-        output_padding)
-    padding = tuple(left for left, _ in pads)
-    if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
-        raise RuntimeError(
-            "output padding must be smaller than either stride or dilation, but got "
-            f"output_padding_height: {output_padding[0]} output_padding_width: "
-            f"{output_padding[1]} stride_height: {stride[0]} stride_width: {stride[1]} "
-            f"dilation_height: {dilation[0]} dilation_width: {dilation[1]}")
-    n, c, h, w_in = x.shape
-    kh, kw = weight.shape[2:]
-    out_h, out_w = ((size - 1) * s - 2 * p + d * (k - 1) + op + 1 for size, s, p, d, k, op in
-                    zip((h, w_in), stride, padding, dilation, (kh, kw), output_padding))
-    if out_h < 1 or out_w < 1:
-        raise RuntimeError(f"Given input size per channel: ({h} x {w_in}). Calculated output "
-                           f"size per channel: ({out_h} x {out_w}). Output size is too small")
-    in_per_group, out_per_group = c // groups, weight.shape[1]
-    cols_in = x.reshape(n, groups, in_per_group, h * w_in)
-    wt = weight.reshape(groups, in_per_group, out_per_group * kh * kw).mT   # (G, OCg*k, Cg)
-    cols = (wt @ cols_in).reshape(n, groups * out_per_group * kh * kw, h * w_in)
-    out = fold(cols, (out_h, out_w), (kh, kw), dilation, padding, stride)
-    if bias is not None:
-        out = out + bias.reshape(1, -1, 1, 1)
-    return out.squeeze(0) if unbatched else out
+    """(N, C, H, W) → (N, OC, OH, OW), the adjoint of conv2d."""
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """(N, C, D, H, W) → (N, OC, OD, OH, OW), the adjoint of conv3d."""
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
 
 
 # ---- pooling ----------------------------------------------------------------------------------
-def _pool_pair(value, message, default=None):
-    """An int or a 1- or 2-element sequence → (h, w); None or [] → default (stride = kernel)."""
+def _pool_tuple(value, message, spatial, default=None):
+    """An int or a 1- or `spatial`-element sequence → `spatial` values; None or [] → default
+    (stride = kernel)."""
     if default is not None and (value is None or (not isinstance(value, numbers.Integral) and
                                                   len(value) == 0)):
         return default
     if isinstance(value, numbers.Integral):
-        return (int(value), int(value))
+        return (int(value),) * spatial
     value = tuple(int(v) for v in value)
-    if len(value) not in (1, 2):
+    if len(value) not in (1, spatial):
         raise RuntimeError(message)
-    return value * 2 if len(value) == 1 else value
+    return value * spatial if len(value) == 1 else value
 
 
 def _pool_output_size(size, kernel, pad, stride, dilation, ceil_mode):
@@ -763,27 +843,35 @@ def _pool_output_size(size, kernel, pad, stride, dilation, ceil_mode):
     return out
 
 
+_COUNT_WORDS = {2: "two", 3: "three"}
+
+
 def _pool_setup(name, input, kernel_size, stride, padding, dilation, ceil_mode):
-    """Validate a 2-D pooling call as torch does; returns the geometry and output size."""
-    kernel = _pool_pair(kernel_size, f"{name}: kernel_size must either be a single int, or a "
-                                     "tuple of two ints")
-    stride = _pool_pair(stride, f"{name}: stride must either be omitted, a single int, or a "
-                                "tuple of two ints", default=kernel)
-    padding = _pool_pair(padding, f"{name}: padding must either be a single int, or a tuple of "
-                                  "two ints")
-    dilation = _pool_pair(dilation, f"{name}: dilation must be either a single int, or a tuple "
-                                    "of two ints")
-    if name == "max_pool2d" and input.ndim not in (3, 4):
-        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
-    planes = input.shape[normalize_dim(-3, input.ndim)]
-    size = input.shape[-2:]
-    out = tuple(_pool_output_size(size[i], kernel[i], padding[i], stride[i], dilation[i],
-                                  ceil_mode) for i in range(2))
-    _pool_shape_check(input, kernel, stride, padding, dilation, planes, out)
+    """Validate a 2-D or 3-D pooling call (`name` ends in its rank) as torch does; returns the
+    geometry and output size."""
+    spatial = int(name[-2])
+    count, either = _COUNT_WORDS[spatial], "" if name == "avg_pool3d" else "either "
+    kernel = _pool_tuple(kernel_size, f"{name}: kernel_size must {either}be a single int, or a "
+                                      f"tuple of {count} ints", spatial)
+    stride = _pool_tuple(stride, f"{name}: stride must {either}be omitted, a single int, or a "
+                                 f"tuple of {count} ints", spatial, default=kernel)
+    padding = _pool_tuple(padding, f"{name}: padding must {either}be a single int, or a tuple "
+                                   f"of {count} ints", spatial)
+    dilation = _pool_tuple(dilation, f"{name}: dilation must be either a single int, or a tuple "
+                                     f"of {count} ints", spatial)
+    if (name == "max_pool2d" or spatial == 3) and input.ndim not in (spatial + 1, spatial + 2):
+        raise RuntimeError(f"non-empty {spatial + 1}D or {spatial + 2}D (batch mode) tensor "
+                           "expected for input")
+    planes = input.shape[normalize_dim(-spatial - 1, input.ndim)]
+    size = input.shape[-spatial:]
+    out = tuple(_pool_output_size(*axis, ceil_mode)
+                for axis in zip(size, kernel, padding, stride, dilation))
+    check = _pool_shape_check if spatial == 2 else _pool3d_shape_check
+    check(name, input, kernel, stride, padding, dilation, planes, out)
     return kernel, stride, padding, dilation, out
 
 
-def _pool_shape_check(input, kernel, stride, padding, dilation, planes, out):
+def _pool_shape_check(name, input, kernel, stride, padding, dilation, planes, out):
     """ATen's pool2d_shape_check."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation
     if kh <= 0 or kw <= 0:
@@ -807,30 +895,64 @@ def _pool_shape_check(input, kernel, stride, padding, dilation, planes, out):
                            f"({planes}x{out[0]}x{out[1]}). Output size is too small")
 
 
+def _pool3d_shape_check(name, input, kernel, stride, padding, dilation, planes, out):
+    """ATen's pool3d_shape_check (avg_pool3d also checks that the kernel fits the input)."""
+    for what, letter, values in (("kernel size", "k", kernel), ("stride", "d", stride),
+                                 ("dilation", "dilation", dilation)):
+        if any(v <= 0 for v in values):
+            raise RuntimeError(f"{what} should be greater than zero, but got " +
+                               " ".join(f"{letter}{axis}: {v}" for axis, v in zip("THW", values)))
+    shape = input.shape
+    for dim in range(input.ndim == 5, input.ndim):
+        if shape[dim] <= 0:
+            where = "max_pool3d_with_indices_out_cpu_template()" if name == "max_pool3d" else name
+            # torch prints the axis's length (zero) where it means its index.
+            raise RuntimeError(f"{where}: Expected input's non-batch dimensions to have positive "
+                               f"length, but input has a shape of {shape_str(shape)} and "
+                               f"non-batch dimension 0 has length zero!")
+    size = shape[-3:]
+    if name == "avg_pool3d" and any(s < k for s, k in zip(size, kernel)):
+        raise RuntimeError(f"input image (T: {size[0]} H: {size[1]} W: {size[2]}) smaller than "
+                           f"kernel size (kT: {kernel[0]} kH: {kernel[1]} kW: {kernel[2]})")
+    if any(k // 2 < p for k, p in zip(kernel, padding)):
+        (kt, kh, kw), (pt, ph, pw) = kernel, padding
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got "
+                           f"kT: {kt} kW: {kw} kH: {kh} padT: {pt} padW: {pw} padH: {ph}")
+    if any(o < 1 for o in out):
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (planes,) + size))}). "
+                           f"Calculated output size: ({'x'.join(map(str, (planes,) + out))}). "
+                           "Output size is too small")
+
+
 def _pool_windows(x, kernel, stride, padding, dilation, out, pad_value):
-    """(N, C, kh*kw, OH, OW) windows of a (N, C, H, W) input: one compact copy of the im2col
-    view. Pooling reduces axis 2, the middle axis of a compact array, which the reduction
-    kernel walks vectorized along the OH*OW positions (no permute copy). ceil_mode's partial
-    last windows read `pad_value` from extra bottom/right padding."""
+    """(N, C, prod(kernel), *out) windows of a (N, C, *spatial) input: one compact copy of the
+    im2col view. Pooling reduces axis 2, the middle axis of a compact array, which the
+    reduction kernel walks vectorized along the output positions (no permute copy).
+    ceil_mode's partial last windows read `pad_value` from extra trailing padding."""
     extra = _ceil_extra(x, kernel, stride, padding, dilation, out)
     if any(extra):
-        x = pad(x, (0, extra[1], 0, extra[0]), value=pad_value)
-    cols = im2col_view(x, kernel, dilation, padding, stride, pad_value=pad_value)
-    n, c, kh, kw, oh, ow = cols.shape
-    return cols.reshape(n, c, kh * kw, oh, ow)
+        x = pad(x, _trailing_pad(extra), value=pad_value)
+    geometry = window_geometry(tuple(x.shape[2:]), kernel, dilation, padding, stride)
+    cols = window_view(x, geometry, pad_value)
+    return cols.reshape(tuple(cols.shape[:2]) + (math.prod(kernel),) + geometry.blocks)
+
+
+def _trailing_pad(extra):
+    """F.pad amounts (last axis first) that add `extra` after each spatial axis."""
+    return [amount for e in reversed(extra) for amount in (0, e)]
 
 
 def _ceil_extra(x, kernel, stride, padding, dilation, out):
     """Rows/columns beyond the symmetric padding that the last (ceil_mode) window reaches."""
     return tuple(max(0, (o - 1) * s + d * (k - 1) + 1 - (size + 2 * p)) for o, s, d, k, size, p
-                 in zip(out, stride, dilation, kernel, x.shape[-2:], padding))
+                 in zip(out, stride, dilation, kernel, x.shape[2:], padding))
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
-               return_indices=False):
-    kernel, stride, padding, dilation, out = _pool_setup("max_pool2d", input, kernel_size,
-                                                         stride, padding, dilation, ceil_mode)
-    unbatched = input.ndim == 3
+def _max_pool(name, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    """max_pool2d/3d: the maximum of each window, and optionally its flat position."""
+    kernel, stride, padding, dilation, out = _pool_setup(name, input, kernel_size, stride,
+                                                         padding, dilation, ceil_mode)
+    unbatched = input.ndim == len(kernel) + 1
     x = input.unsqueeze(0) if unbatched else input
     windows = _pool_windows(x, kernel, stride, padding, dilation, out, -math.inf)
     values, arg = windows.max(dim=2)
@@ -838,75 +960,125 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         values = values.squeeze(0)
     if not return_indices:
         return values
-    indices = _window_flat_index(arg, x.shape[-1], kernel, stride, padding, dilation)
+    indices = _window_flat_index(arg, x.shape[2:], kernel, stride, padding, dilation)
     return values, indices.squeeze(0) if unbatched else indices
 
 
-def _window_flat_index(arg, width, kernel, stride, padding, dilation):
-    """torch's max-pool indices: the position of each window's maximum in the H*W plane."""
-    oh, ow = arg.shape[-2:]
-    rows = mt.arange(oh, device=arg.device).reshape(oh, 1) * stride[0] - padding[0] + \
-        (arg // kernel[1]) * dilation[0]
-    cols = mt.arange(ow, device=arg.device) * stride[1] - padding[1] + \
-        (arg % kernel[1]) * dilation[1]
-    return rows * width + cols
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    return _max_pool("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
-               count_include_pad=True, divisor_override=None):
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    return _max_pool("max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices)
+
+
+def _window_flat_index(arg, size, kernel, stride, padding, dilation):
+    """torch's max-pool indices: the position of each window's maximum (`arg`, its index in
+    the window) in the flattened spatial `size` (the H·W plane in 2-D)."""
+    spatial = len(size)
+    flat, inner_kernel, inner_size = None, 1, 1
+    for axis in reversed(range(spatial)):
+        count = arg.shape[arg.ndim - spatial + axis]
+        starts = mt.arange(count, device=arg.device) * stride[axis] - padding[axis]
+        starts = starts.reshape((count,) + (1,) * (spatial - 1 - axis))
+        offsets = (arg // inner_kernel) % kernel[axis] * dilation[axis]
+        term = (starts + offsets) * inner_size
+        flat = term if flat is None else flat + term
+        inner_kernel, inner_size = inner_kernel * kernel[axis], inner_size * size[axis]
+    return flat
+
+
+def _with_indices(pool):
+    """torch's *_with_indices form of a max pool: (values, indices) whatever return_indices."""
+    def with_indices(input, *args, **kwargs):
+        kwargs["return_indices"] = True
+        return pool(input, *args, **kwargs)
+    with_indices.__name__ = with_indices.__qualname__ = f"{pool.__name__}_with_indices"
+    return with_indices
+
+
+def _avg_pool(name, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+              divisor_override):
+    """avg_pool2d/3d: window sums over torch's divisor."""
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
-    kernel, stride, padding, dilation, out = _pool_setup("avg_pool2d", input, kernel_size,
-                                                         stride, padding, 1, ceil_mode)
-    unbatched = input.ndim == 3
+    kernel, stride, padding, dilation, out = _pool_setup(name, input, kernel_size, stride,
+                                                         padding, 1, ceil_mode)
+    unbatched = input.ndim == len(kernel) + 1
     x = input.unsqueeze(0) if unbatched else input
     windows = _pool_windows(x, kernel, stride, padding, dilation, out, 0.0)
     total = windows.sum(dim=2)
     if divisor_override is not None:
         result = total / divisor_override
     elif count_include_pad and not any(_ceil_extra(x, kernel, stride, padding, dilation, out)):
-        result = total / (kernel[0] * kernel[1])
+        result = total / math.prod(kernel)
     else:
         result = total / _window_counts(x, kernel, stride, padding, out, count_include_pad)
     return result.squeeze(0) if unbatched else result
 
 
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    return _avg_pool("avg_pool2d", input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    return _avg_pool("avg_pool3d", input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
 def _window_counts(x, kernel, stride, padding, out, count_include_pad):
     """How many elements each window averages: real pixels (plus the symmetric padding when
     count_include_pad), never the extra ceil_mode padding — torch's divisor."""
-    h, w = x.shape[-2:]
-    ones = mt.ones(1, 1, h + (2 * padding[0] if count_include_pad else 0),
-                   w + (2 * padding[1] if count_include_pad else 0), dtype=x.dtype,
-                   device=x.device)
-    inner_pad = (0, 0) if count_include_pad else padding
-    return _pool_windows(ones, kernel, stride, inner_pad, (1, 1), out, 0.0).sum(dim=2)
+    size = tuple(s + (2 * p if count_include_pad else 0) for s, p in zip(x.shape[2:], padding))
+    ones = mt.ones((1, 1) + size, dtype=x.dtype, device=x.device)
+    inner_pad = (0,) * len(size) if count_include_pad else padding
+    return _pool_windows(ones, kernel, stride, inner_pad, (1,) * len(size), out, 0.0).sum(dim=2)
 
 
-def _list_with_default(out_size, defaults):
+def _list_with_default(out_size, defaults, spatial=2):
     """torch's output_size handling: None entries take the input's size."""
     if isinstance(out_size, numbers.Integral):
-        return (int(out_size), int(out_size))
+        return (int(out_size),) * spatial
     if len(defaults) <= len(out_size):
         raise ValueError(f"Input dimension should be at least {len(out_size) + 1}")
     return tuple(d if v is None else int(v) for v, d in zip(out_size, defaults[-len(out_size):]))
 
 
+def _adaptive_avg_pool(input, output_size, spatial):
+    """Average over torch's adaptive windows, [floor(i·size/out), ceil((i+1)·size/out)) along
+    each axis, one axis at a time (a mean of means is the mean: windows are boxes)."""
+    name = f"adaptive_avg_pool{spatial}d"
+    output_size = _list_with_default(output_size, input.shape, spatial)
+    if len(output_size) != spatial:
+        raise RuntimeError(f"{name}: output_size must be {spatial}")
+    _check_adaptive_input(input, name, spatial)
+    size = tuple(input.shape[-spatial:])
+    if all(output_size) and all(s % o == 0 for s, o in zip(size, output_size)):
+        return _avg_pool(f"avg_pool{spatial}d", input,
+                         tuple(s // o for s, o in zip(size, output_size)), None, 0, False, True,
+                         None)
+    out = input
+    for axis, (length, count) in enumerate(zip(size, output_size)):
+        dim = input.ndim - spatial + axis
+        parts = [out.narrow(dim, low, high - low).mean(dim, keepdim=True)
+                 for low, high in (_adaptive_bounds(i, length, count) for i in range(count))]
+        out = mt.cat(parts, dim=dim)
+    return out
+
+
 def adaptive_avg_pool2d(input, output_size):
-    """Average over torch's adaptive windows: [floor(i*H/OH), ceil((i+1)*H/OH))."""
-    output_size = _list_with_default(output_size, input.shape)
-    if len(output_size) != 2:
-        raise RuntimeError("adaptive_avg_pool2d: output_size must be 2")
-    _check_adaptive_input(input, "adaptive_avg_pool2d")
-    out_h, out_w = output_size
-    h, w = input.shape[-2:]
-    if out_h and out_w and h % out_h == 0 and w % out_w == 0:
-        return avg_pool2d(input, (h // out_h, w // out_w))
-    rows = [input[..., slice(*_adaptive_bounds(i, h, out_h)), :].mean(-2, keepdim=True)
-            for i in range(out_h)]
-    pooled_rows = mt.cat(rows, dim=-2)
-    cols = [pooled_rows[..., slice(*_adaptive_bounds(j, w, out_w))].mean(-1, keepdim=True)
-            for j in range(out_w)]
-    return mt.cat(cols, dim=-1)
+    return _adaptive_avg_pool(input, output_size, 2)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    return _adaptive_avg_pool(input, output_size, 3)
 
 
 def _single(value, name):
@@ -979,11 +1151,11 @@ def adaptive_avg_pool1d(input, output_size):
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1, output_size)).squeeze(-2)
 
 
-def _check_adaptive_input(input, name, but_got="but got"):
+def _check_adaptive_input(input, name, spatial=2, but_got="but got"):
     """ATen's adaptive pooling input checks (`but_got`: the wording differs by a colon)."""
-    if input.ndim not in (3, 4):
-        raise RuntimeError(f"{name}(): Expected 3D or 4D tensor, {but_got} "
-                           f"{shape_str(input.shape)}")
+    if input.ndim not in (spatial + 1, spatial + 2):
+        raise RuntimeError(f"{name}(): Expected {spatial + 1}D or {spatial + 2}D tensor, "
+                           f"{but_got} {shape_str(input.shape)}")
     for dim in range(1, input.ndim):
         if input.shape[dim] == 0:
             raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
@@ -997,29 +1169,52 @@ def _adaptive_bounds(i, size, out):
     return (i * size) // out, -(-(i + 1) * size // out)
 
 
-def adaptive_max_pool2d(input, output_size, return_indices=False):
-    """Max over torch's adaptive windows. Windows that tile the input are one max_pool2d;
+def _adaptive_max_pool(input, output_size, return_indices, spatial):
+    """Max over torch's adaptive windows. Windows that tile the input are one max pool;
     otherwise each window is reduced on its own (output sizes are small: 1×1 … 7×7)."""
-    output_size = _list_with_default(output_size, input.shape)
-    _check_adaptive_input(input, "adaptive_max_pool2d", "but got:")
-    (out_h, out_w), (h, w) = output_size, input.shape[-2:]
-    if out_h and out_w and h % out_h == 0 and w % out_w == 0:
-        return max_pool2d(input, (h // out_h, w // out_w), return_indices=return_indices)
-    lead = tuple(input.shape[:-2])
+    name = f"adaptive_max_pool{spatial}d"
+    output_size = _list_with_default(output_size, input.shape, spatial)
+    _check_adaptive_input(input, name, spatial, "but got:")
+    if len(output_size) != spatial:
+        raise RuntimeError(f"{name}(): internal error: output_size.size() must be {spatial}")
+    lead, size = tuple(input.shape[:-spatial]), tuple(input.shape[-spatial:])
+    if any(o < 0 for o in output_size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{min(output_size)}: {list(lead + output_size)}")
+    if all(output_size) and all(s % o == 0 for s, o in zip(size, output_size)):
+        return _max_pool(f"max_pool{spatial}d", input,
+                         tuple(s // o for s, o in zip(size, output_size)), None, 0, 1, False,
+                         return_indices)
     values, indices = [], []
-    for i in range(out_h):
-        top, bottom = _adaptive_bounds(i, h, out_h)
-        for j in range(out_w):
-            left, right = _adaptive_bounds(j, w, out_w)
-            window = input[..., top:bottom, left:right].reshape(*lead, -1)
-            value, arg = window.max(-1)
-            values.append(value)
-            # The window's arg-max as a position in the H·W plane (torch's indices).
-            indices.append((arg // (right - left) + top) * w + arg % (right - left) + left)
-    result = mt.stack(values, -1).reshape(*lead, out_h, out_w)
+    for position in itertools.product(*(range(o) for o in output_size)):
+        bounds = [_adaptive_bounds(i, s, o) for i, s, o in zip(position, size, output_size)]
+        window = input[(Ellipsis,) + tuple(slice(*b) for b in bounds)].reshape(*lead, -1)
+        value, arg = window.max(-1)
+        values.append(value)
+        indices.append(_window_position(arg, bounds, size))
+    result = mt.stack(values, -1).reshape(lead + output_size)
     if not return_indices:
         return result
-    return result, mt.stack(indices, -1).reshape(*lead, out_h, out_w)
+    return result, mt.stack(indices, -1).reshape(lead + output_size)
+
+
+def _window_position(arg, bounds, size):
+    """The flat position in `size` of index `arg` within the box `bounds` ((low, high) per
+    axis): torch's adaptive max-pool indices."""
+    flat, inner_window, inner_size = None, 1, 1
+    for (low, high), length in reversed(list(zip(bounds, size))):
+        term = ((arg // inner_window) % (high - low) + low) * inner_size
+        flat = term if flat is None else flat + term
+        inner_window, inner_size = inner_window * (high - low), inner_size * length
+    return flat
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    return _adaptive_max_pool(input, output_size, return_indices, 2)
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    return _adaptive_max_pool(input, output_size, return_indices, 3)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
@@ -1038,6 +1233,14 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     if return_indices:
         return result[0].squeeze(-2), result[1].squeeze(-2)
     return result.squeeze(-2)
+
+
+max_pool1d_with_indices = _with_indices(max_pool1d)
+max_pool2d_with_indices = _with_indices(max_pool2d)
+max_pool3d_with_indices = _with_indices(max_pool3d)
+adaptive_max_pool1d_with_indices = _with_indices(adaptive_max_pool1d)
+adaptive_max_pool2d_with_indices = _with_indices(adaptive_max_pool2d)
+adaptive_max_pool3d_with_indices = _with_indices(adaptive_max_pool3d)
 
 
 def _lp_pool(input, norm_type, max_pool, avg_pool, window_size, kernel_size, stride,
@@ -1061,6 +1264,97 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     kh, kw = _pair(kernel_size)
     return _lp_pool(input, norm_type, max_pool2d, avg_pool2d, kh * kw, kernel_size, stride,
                     ceil_mode)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    kd, kh, kw = (kernel_size,) * 3 if isinstance(kernel_size, numbers.Integral) else kernel_size
+    return _lp_pool(input, norm_type, max_pool3d, avg_pool3d, kd * kh * kw, kernel_size, stride,
+                    ceil_mode)
+
+
+def _ntuple(value, spatial):
+    """torch's _single/_pair/_triple: an int repeats, a sequence is taken as given."""
+    return (value,) * spatial if isinstance(value, numbers.Integral) else tuple(value)
+
+
+def _unpool_output_size(input, kernel, stride, padding, output_size):
+    """torch's _unpool_output_size: the size that undoes the pooling, or output_size checked
+    against the stride - 1 sizes either side of it."""
+    spatial = len(kernel)
+    default = [(input.shape[input.ndim - spatial + d] - 1) * stride[d] + kernel[d] -
+               2 * padding[d] for d in range(spatial)]
+    if output_size is None:
+        return default
+    if len(output_size) == spatial + 2:
+        output_size = output_size[2:]
+    if len(output_size) != spatial:
+        raise ValueError(f"output_size should be a sequence containing {spatial} or "
+                         f"{spatial + 2} elements, but it has a length of '{len(output_size)}'")
+    for d in range(spatial):
+        low, high = default[d] - stride[d], default[d] + stride[d]
+        if not low < output_size[d] < high:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between '
+                             f"{low} and {high})")
+    return list(output_size)
+
+
+def _unpool(input, indices, size):
+    """ATen's max_unpooling2d/3d: each input value written at its flat `indices` position in
+    a zeroed (N, C, *size) output (its gradient gathers from there: Scatter's backward)."""
+    spatial = len(size)
+    name = f"max_unpooling{spatial}d"
+    if indices.dtype is not dtypes.int64:
+        raise RuntimeError("elements in indices should be type int64 but got: "
+                           f"{TORCH_NAMES[indices.dtype.name]}")
+    if input.ndim not in (spatial + 1, spatial + 2):
+        raise RuntimeError(f"Input to {name} should be a {spatial + 1}d or {spatial + 2}d "
+                           f"Tensor, but got a tensor with {input.ndim} dimensions.")
+    if tuple(input.shape) != tuple(indices.shape):
+        raise RuntimeError("Expected shape of indices to be same as that of the input tensor "
+                           f"({shape_str(input.shape)}) but got indices tensor with shape: "
+                           f"{shape_str(indices.shape)}")
+    for dim in range(1, input.ndim):
+        if input.shape[dim] == 0:
+            raise RuntimeError(f"{name}_forward_out_cpu(): Expected input to have non-zero size "
+                               f"for non-batch dimensions, but got {shape_str(input.shape)} with "
+                               f"dimension {dim} being empty.")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"max_unpool{spatial}d" not implemented for '
+                                  f"'{TORCH_NAMES[input.dtype.name]}'")
+    planes = math.prod(size)
+    rows = math.prod(input.shape[:input.ndim - spatial])
+    flat_indices = indices.reshape(rows, -1)
+    if indices.numel() and ((flat_indices < 0) | (flat_indices >= planes)).any().item():
+        bad = _first_outside(flat_indices._data, 0, planes)
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                           f"{'x'.join(map(str, size))})")
+    out = mt.zeros(rows, planes, dtype=input.dtype, device=input.device)
+    out = out.scatter(1, flat_indices, input.reshape(rows, -1))
+    return out.reshape(tuple(input.shape[:input.ndim - spatial]) + tuple(size))
+
+
+def _max_unpool(input, indices, kernel_size, stride, padding, output_size, spatial):
+    kernel = _ntuple(kernel_size, spatial)
+    stride = kernel if stride is None else _ntuple(stride, spatial)
+    size = _unpool_output_size(input, kernel, stride, _ntuple(padding, spatial), output_size)
+    if spatial == 1:    # torch unpools (N, C, L, 1) in 2-D
+        return _unpool(input.unsqueeze(-1), indices.unsqueeze(-1), size + [1]).squeeze(-1)
+    return _unpool(input, indices, size)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of max_pool1d: each value put back at its max index, zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of max_pool2d: each value put back at its max index, zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The inverse of max_pool3d: each value put back at its max index, zeros elsewhere."""
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)
 
 
 # ---- normalization ----------------------------------------------------------------------------
@@ -2099,6 +2393,106 @@ def _soft_target_cross_entropy(log_probs, target, weight, reduction, label_smoot
 
 
 # ---- distances --------------------------------------------------------------------------------
+_CTC_CHECKS = " (while checking arguments for ctc_loss_allocate_outputs)"
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """Connectionist temporal classification: -log of the total probability of every
+    alignment of each target to its input (log_probs (T, N, C), or (T, C) unbatched).
+    targets: padded (N, S) or all concatenated (ΣS,); 'mean' divides each loss by its target
+    length before averaging, as torch."""
+    _check_reduction(reduction)
+    input_lengths = _ctc_lengths(input_lengths, "input_lengths")
+    target_lengths = _ctc_lengths(target_lengths, "target_lengths")
+    if log_probs.numel() == 0:
+        raise RuntimeError("log_probs tensor must not be empty")
+    batched = log_probs.ndim == 3
+    lp = log_probs if batched else log_probs.unsqueeze(1)
+    targets = targets.to(device=lp.device, dtype=dtypes.int64)
+    padded = _ctc_padded_targets(lp, targets, blank, input_lengths, target_lengths)
+    labels, skip = _ctc_extended_labels(padded, blank, lp.dtype)
+    lengths = mt.tensor([input_lengths, target_lengths], dtype=dtypes.int64, device=lp.device)
+    losses = ctc_nll(lp, labels, skip, lengths[0], lengths[1], zero_infinity)
+    if reduction == "mean":
+        return (losses / lengths[1].clamp(min=1).to(losses.dtype)).mean()
+    if reduction == "sum":
+        return losses.sum()
+    return losses if batched else losses.squeeze(0)
+
+
+def _ctc_lengths(lengths, name):
+    """Lengths as a list of ints (torch reads them on the host): an int, a sequence or an
+    integer Tensor."""
+    if isinstance(lengths, numbers.Integral):
+        return [int(lengths)]
+    if isinstance(lengths, mt.Tensor):
+        if lengths.dtype.is_floating_point or lengths.dtype is dtypes.bool_:
+            raise RuntimeError(f"{name} must be integral")
+        return [int(v) for v in lengths.reshape(-1).tolist()]
+    return [operator.index(v) for v in lengths]
+
+
+def _ctc_padded_targets(log_probs, targets, blank, input_lengths, target_lengths):
+    """torch's ctc_loss_allocate_outputs checks; the targets as (N, max S), padded with 0s."""
+    if log_probs.ndim != 3:
+        raise RuntimeError(f"Expected 3-dimensional tensor, but got {log_probs.ndim}-dimensional "
+                           f"tensor for argument #1 'log_probs'{_CTC_CHECKS}")
+    batch, classes = log_probs.shape[1:]
+    if targets.ndim not in (1, 2):
+        raise RuntimeError(f"Expected 1 to 2 dimensions, but got {targets.ndim}-dimensional "
+                           f"tensor for argument #2 'targets'{_CTC_CHECKS}")
+    if not 0 <= blank < classes:
+        raise RuntimeError("blank must be in label range")
+    for name, lengths in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
+        if len(lengths) != batch:
+            raise RuntimeError(f"{name} must be of size batch_size")
+    for length in target_lengths:
+        if length < 0:
+            raise RuntimeError(f"Expected target_lengths to have value at least 0, but got value "
+                               f"{length}{_CTC_CHECKS}")
+    longest = max(target_lengths, default=0)
+    expected = sum(target_lengths) if targets.ndim == 1 else batch
+    if targets.shape[0] != expected:
+        raise RuntimeError(f"Expected tensor to have size {expected} at dimension 0, but got size "
+                           f"{targets.shape[0]} for argument #2 'targets'{_CTC_CHECKS}")
+    if targets.ndim == 2 and targets.shape[1] < longest:
+        raise RuntimeError(f"Expected tensor to have size at least {longest} at dimension 1, but "
+                           f"got size {targets.shape[1]} for argument #2 'targets'{_CTC_CHECKS}")
+    for length in input_lengths:
+        for bound, word, ok in ((0, "least", length >= 0),
+                                (log_probs.shape[0], "most", length <= log_probs.shape[0])):
+            if not ok:
+                raise RuntimeError(f"Expected input_lengths to have value at {word} {bound}, but "
+                                   f"got value {length}{_CTC_CHECKS}")
+    if targets.ndim == 2:
+        return targets[:, :longest]
+    if longest == 0:
+        return targets.new_full((batch, 0), 0)
+    # Concatenated targets: gather each sample's run, repeating its last label past its end
+    # (any valid class does: states beyond 2·S_n never reach the loss).
+    starts = [sum(target_lengths[:i]) for i in range(batch)]
+    positions = [[start + min(s, max(length - 1, 0)) for s in range(longest)]
+                 for start, length in zip(starts, target_lengths)]
+    return targets[mt.tensor(positions, device=targets.device)]
+
+
+def _ctc_extended_labels(targets, blank, dtype):
+    """(N, 2S + 1) states blank, l1, blank, …, lS, blank, and the additive mask (0 or -inf) of
+    the states that may also be reached from two back: a label unlike the previous label."""
+    batch, longest = targets.shape
+    blanks = targets.new_full((batch, longest), blank)
+    labels = mt.cat([mt.stack([blanks, targets], 2).reshape(batch, 2 * longest),
+                     targets.new_full((batch, 1), blank)], 1)
+    skip = mt.full((batch, 2 * longest + 1), -math.inf, dtype=dtype, device=targets.device)
+    if longest > 1:
+        # states 3, 5, …, 2S - 1 (labels 2 … S): allowed where the label differs from the last
+        differs = targets[:, 1:] != targets[:, :-1]
+        allowed = mt.stack([differs, mt.zeros_like(differs)], 2).reshape(batch, -1)
+        skip[:, 3:] = skip[:, 3:].masked_fill(allowed, 0.0)
+    return labels, skip
+
+
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """‖x1 - x2 + eps‖_p over the last axis (torch adds eps to the difference)."""
     dim = max(x1.ndim, x2.ndim) - 1

@@ -1,4 +1,4 @@
-"""BatchNorm1d/2d (running statistics, momentum, eval mode), InstanceNorm1d/2d, LayerNorm,
+"""BatchNorm1d/2d/3d (running statistics, momentum, eval mode), InstanceNorm1d/2d/3d, LayerNorm,
 GroupNorm, RMSNorm, LocalResponseNorm."""
 import numbers
 import warnings
@@ -100,6 +100,10 @@ class BatchNorm2d(_BatchNorm):
     _expected_dims = (4,)
 
 
+class BatchNorm3d(_BatchNorm):
+    _expected_dims = (5,)
+
+
 class _InstanceNorm(_BatchNorm):
     """Per-sample, per-channel normalisation; the parameters, buffers and repr are BatchNorm's
     (torch's _NormBase), with other defaults and no num_batches_tracked counting."""
@@ -139,6 +143,10 @@ class InstanceNorm1d(_InstanceNorm):
 
 class InstanceNorm2d(_InstanceNorm):
     _no_batch_dims = 3
+
+
+class InstanceNorm3d(_InstanceNorm):
+    _no_batch_dims = 4
 
 
 class LayerNorm(Module):

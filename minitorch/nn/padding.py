@@ -1,4 +1,4 @@
-"""Padding layers: constant (and zero), reflection, replication and circular, 1-D and 2-D, thin
+"""Padding layers: constant (and zero), reflection, replication and circular, 1-D to 3-D, thin
 wrappers over F.pad with torch's constructor arguments and reprs."""
 import numbers
 
@@ -48,6 +48,10 @@ class ConstantPad2d(_ConstantPadNd):
     _sides = 4
 
 
+class ConstantPad3d(_ConstantPadNd):
+    _sides = 6
+
+
 class ZeroPad1d(ConstantPad1d):
     def __init__(self, padding):
         super().__init__(padding, 0.0)
@@ -64,6 +68,14 @@ class ZeroPad2d(ConstantPad2d):
         return f"{self.padding}"
 
 
+class ZeroPad3d(ConstantPad3d):
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
 class ReflectionPad1d(_PadNd):
     _mode = "reflect"
 
@@ -73,6 +85,11 @@ class ReflectionPad2d(_PadNd):
     _sides = 4
 
 
+class ReflectionPad3d(_PadNd):
+    _mode = "reflect"
+    _sides = 6
+
+
 class ReplicationPad1d(_PadNd):
     _mode = "replicate"
 
@@ -80,6 +97,11 @@ class ReplicationPad1d(_PadNd):
 class ReplicationPad2d(_PadNd):
     _mode = "replicate"
     _sides = 4
+
+
+class ReplicationPad3d(_PadNd):
+    _mode = "replicate"
+    _sides = 6
 
 
 class _CircularPadNd(_PadNd):
@@ -99,3 +121,7 @@ class CircularPad1d(_CircularPadNd):
 
 class CircularPad2d(_CircularPadNd):
     _sides = 4
+
+
+class CircularPad3d(_CircularPadNd):
+    _sides = 6

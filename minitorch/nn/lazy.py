@@ -1,0 +1,260 @@
+"""Lazy modules (torch.nn.LazyLinear, LazyConv*, LazyBatchNorm*, LazyInstanceNorm*): their
+parameters are UninitializedParameters until the first forward, whose input gives the missing
+size. Materialising fills the *same* parameter objects in place, so an optimizer made before
+that first call sees the real parameters; the module then becomes its ordinary class (a
+LazyLinear becomes a Linear), as in torch.
+"""
+import itertools
+
+import minitorch as mt
+from ..tensor import Tensor, empty, wrap_into
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .linear import Linear
+from .module import Parameter
+from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d,
+                            InstanceNorm2d, InstanceNorm3d)
+
+
+class UninitializedTensorMixin:
+    """A placeholder with no shape yet; `materialize` gives it one, in place."""
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def materialize(self, shape, device=None, dtype=None):
+        """Become a `cls_to_become` of `shape` (uninitialised values) on this placeholder's
+        device and dtype unless others are given."""
+        device = self._data.device if device is None else device
+        dtype = self._data.dtype if dtype is None else dtype
+        self._data = empty(*shape, device=device, dtype=dtype)._data
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError(
+            "Can't access the shape of an uninitialized parameter or buffer. This error usually "
+            "happens in `load_state_dict` when trying to load an uninitialized parameter into an "
+            "initialized one. Call `forward` to initialize the parameters before accessing "
+            "their attributes.")
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+
+def _placeholder(cls, requires_grad, device, dtype):
+    self = object.__new__(cls)
+    wrap_into(self, empty(0, device=device, dtype=dtype)._data, requires_grad)
+    return self
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    __slots__ = ()
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        return _placeholder(cls, requires_grad, device, dtype)
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        """Everything happens in __new__."""
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    __slots__ = ()
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None):
+        return _placeholder(cls, requires_grad, device, dtype)
+
+    def __init__(self, requires_grad=False, device=None, dtype=None):
+        """Everything happens in __new__ (Tensor.__init__ would rebuild the data)."""
+
+
+class LazyModuleMixin:
+    """torch's LazyModuleMixin: a forward pre-hook calls initialize_parameters(*inputs) once,
+    then the module turns into cls_to_become."""
+    cls_to_become = None
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._initialize_hook = self.register_forward_pre_hook(self._infer_parameters,
+                                                               with_kwargs=True)
+
+    def has_uninitialized_params(self):
+        members = itertools.chain(self._parameters.values(), self._buffers.values())
+        return any(isinstance(t, UninitializedTensorMixin) for t in members)
+
+    def initialize_parameters(self, *args, **kwargs):
+        raise NotImplementedError("initialize_parameters is not implemented for "
+                                  f"{type(self).__name__}")
+
+    @staticmethod
+    def _infer_parameters(module, args, kwargs=None):
+        module.initialize_parameters(*args, **(kwargs or {}))
+        if module.has_uninitialized_params():
+            raise RuntimeError(f"module {module._get_name()} has not been fully initialized")
+        module._initialize_hook.remove()
+        del module._initialize_hook
+        if module.cls_to_become is not None:
+            module.__class__ = module.cls_to_become
+
+    def _materialize(self, shapes):
+        """Give each named placeholder its shape, then torch's initialisation."""
+        with mt.no_grad():
+            for name, shape in shapes.items():
+                member = getattr(self, name)
+                if isinstance(member, UninitializedTensorMixin):
+                    member.materialize(shape)
+            self.reset_parameters()
+
+
+class LazyLinear(LazyModuleMixin, Linear):
+    cls_to_become = Linear
+
+    def __init__(self, out_features, bias=True, device=None, dtype=None):
+        super().__init__(0, 0, False)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_features = out_features
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input):
+        if self.has_uninitialized_params():
+            self.in_features = input.shape[-1]
+            self._materialize({"weight": (self.out_features, self.in_features),
+                               "bias": (self.out_features,)})
+
+
+class _LazyConvMixin(LazyModuleMixin):
+    """Lazy in_channels: read from the input (its axis 0 when unbatched)."""
+
+    def _lazy_init(self, out_channels, bias, device, dtype):
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def _get_in_channels(self, input):
+        unbatched = self._dims + 1
+        if input.ndim not in (unbatched, unbatched + 1):
+            raise RuntimeError(f"Expected {unbatched}D (unbatched) or {unbatched + 1}D (batched) "
+                               f"input to {type(self).__name__}, but got input of size: "
+                               f"{input.shape}")
+        return input.shape[1] if input.ndim == unbatched + 1 else input.shape[0]
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        if self.has_uninitialized_params():
+            self.in_channels = self._get_in_channels(input)
+            if self.in_channels % self.groups:
+                raise ValueError("in_channels must be divisible by groups")
+            channels = ((self.in_channels, self.out_channels // self.groups) if self.transposed
+                        else (self.out_channels, self.in_channels // self.groups))
+            self._materialize({"weight": channels + self.kernel_size,
+                               "bias": (self.out_channels,)})
+
+
+class _LazyConvNd(_LazyConvMixin):
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False,
+                         padding_mode, device, dtype)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+class _LazyConvTransposeNd(_LazyConvMixin):
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups=1, bias=True, dilation=1, padding_mode="zeros", device=None,
+                 dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False,
+                         dilation, padding_mode, device, dtype)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+class LazyConv1d(_LazyConvNd, Conv1d):
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyConvNd, Conv2d):
+    cls_to_become = Conv2d
+
+
+class LazyConv3d(_LazyConvNd, Conv3d):
+    cls_to_become = Conv3d
+
+
+class LazyConvTranspose1d(_LazyConvTransposeNd, ConvTranspose1d):
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTransposeNd, ConvTranspose2d):
+    cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTransposeNd, ConvTranspose3d):
+    cls_to_become = ConvTranspose3d
+
+
+class _LazyNormBase(LazyModuleMixin):
+    """Lazy num_features (the input's axis 1, as torch reads it, batched or not)."""
+
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None, *, bias=True):
+        # affine and running statistics off first: no tensors made only to be replaced
+        super().__init__(0, eps, momentum, False, False, device, dtype, bias=False)
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            self.num_batches_tracked = mt.tensor(0, device=device)
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input):
+        if self.has_uninitialized_params():
+            self.num_features = input.shape[1]
+            shape = (self.num_features,)
+            self._materialize({name: shape for name in
+                               ("weight", "bias", "running_mean", "running_var")})
+
+
+class LazyBatchNorm1d(_LazyNormBase, BatchNorm1d):
+    cls_to_become = BatchNorm1d
+
+
+class LazyBatchNorm2d(_LazyNormBase, BatchNorm2d):
+    cls_to_become = BatchNorm2d
+
+
+class LazyBatchNorm3d(_LazyNormBase, BatchNorm3d):
+    cls_to_become = BatchNorm3d
+
+
+class _LazyInstanceNorm(_LazyNormBase):
+    """torch's instance-norm defaults: no affine parameters, no running statistics."""
+
+    def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
+                 device=None, dtype=None, *, bias=True):
+        super().__init__(eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+
+
+class LazyInstanceNorm1d(_LazyInstanceNorm, InstanceNorm1d):
+    cls_to_become = InstanceNorm1d
+
+
+class LazyInstanceNorm2d(_LazyInstanceNorm, InstanceNorm2d):
+    cls_to_become = InstanceNorm2d
+
+
+class LazyInstanceNorm3d(_LazyInstanceNorm, InstanceNorm3d):
+    cls_to_become = InstanceNorm3d
