@@ -21,6 +21,7 @@ from .functions.reduce import *  # noqa: F401,F403
 from .functions.sort import *  # noqa: F401,F403
 from .functions.spectral import *  # noqa: F401,F403
 from .functions.stats import *  # noqa: F401,F403
+from .nn.toplevel import NAMES as _NN_NAMES
 from .printing import get_printoptions, set_printoptions
 from .serialization import load, save
 from .random import (Generator, bernoulli, binomial, default_generator, get_rng_state,
@@ -34,4 +35,5 @@ uint8 = _dtypes.uint8
 bool = _dtypes.bool_
 dtype = _dtypes.dtype
 
+globals().update(_NN_NAMES)       # torch.conv2d, torch.dropout, … (nn/toplevel.py)
 __version__ = "0.1.0"

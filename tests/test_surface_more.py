@@ -426,3 +426,44 @@ def test_optimizer_groups_carry_torch_keys_and_refuse_differentiable():
             sorted(getattr(torch.optim, name)(theirs, lr=0.1).param_groups[0])
         with pytest.raises(NotImplementedError, match="differentiable"):
             getattr(mt.optim, name)(ours, lr=0.1, differentiable=True)
+
+
+def test_torch_top_level_spellings_of_nn_functional():
+    torch = torch_or_skip()
+    x, w = seq(2, 4, 6, 6), seq(3, 4, 3, 3, seed=1)
+    calls = [lambda lib, t: lib.conv2d(t(x), t(w), None, 1, 1),
+             lambda lib, t: lib.max_pool2d(t(x), 2),
+             lambda lib, t: lib.adaptive_max_pool1d(t(x[0]), 3),
+             lambda lib, t: lib.embedding(t(w.reshape(12, 9)), t(np.array([1, 5, 0])), 0),
+             lambda lib, t: lib.layer_norm(t(x), (6,)),
+             lambda lib, t: lib.group_norm(t(x), 2),
+             lambda lib, t: lib.batch_norm(t(x), None, None, t(np.zeros(4)), t(np.ones(4)),
+                                           False, 0.1, 1e-5, False),
+             lambda lib, t: lib.instance_norm(t(x), None, None, None, None, True, 0.1, 1e-5,
+                                              False),
+             lambda lib, t: lib.dropout(t(x), 0.5, False),
+             lambda lib, t: lib.pdist(t(x[0, 0]), 3),
+             lambda lib, t: lib.threshold(t(x), 0.1, 20.),
+             lambda lib, t: lib.conv_transpose2d(t(x), t(w.transpose(1, 0, 2, 3)), None, 2, 1, 1)]
+    for call in calls:
+        ours, theirs = call(mt, mt.tensor), call(torch, torch.tensor)
+        assert_same(ours, theirs, rtol=1e-10) if not isinstance(theirs, tuple) else \
+            assert_same(tuple(ours), tuple(theirs), rtol=1e-10)
+    assert gradcheck(mt.pdist, (mt.tensor(x[0, 0], requires_grad=True),))
+    same_error(lambda lib: lib.pdist(lib.ones(3, 2, 2)))
+    activated = mt.tensor([-1., 2.])
+    assert mt.nn.functional.relu_(activated) is activated and activated.tolist() == [0., 2.]
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"label_smoothing": 0.1}, {"weight": [1., 2., 0.]},
+                                    {"weight": [1., 2., 0.], "label_smoothing": 0.2}])
+def test_an_all_ignored_batch_has_a_nan_loss_and_zero_gradients(device, kwargs):
+    """torch's rule: the mean over no counted target is NaN, but nothing flows back (one batch
+    of padding must not poison the parameters)."""
+    if "weight" in kwargs:
+        kwargs = dict(kwargs, weight=mt.tensor(kwargs["weight"], device=device))
+    scores = mt.tensor([[1., 2., 3.], [0., 1., 0.]], device=device, requires_grad=True)
+    loss = mt.nn.functional.cross_entropy(scores, mt.tensor([-100, -100], device=device),
+                                          **kwargs)
+    loss.backward()
+    assert math.isnan(loss.item()) and scores.grad.abs().sum().item() == 0

@@ -41,6 +41,9 @@ def _row_coefficients(g, target, w, reduction):
         coef = coef.binary(B.MUL, w)
     if reduction == "mean":
         coef = coef.binary(B.DIV, _denominator(w, rows, g))
+        if w is not None:       # a row of weight 0 (ignore_index) gets 0, even when Σw = 0
+            zero = NDArray.full((), 0, coef.dtype, coef.device)
+            coef = w.binary(B.EQ, zero).where(zero, coef)
     return coef
 
 

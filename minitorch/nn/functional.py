@@ -32,6 +32,8 @@ from ..opcodes import BinaryOp, ReduceOp, UnaryOp
 from ..tensor import wrap
 
 __all__ = [
+    "celu_", "elu_", "hardtanh_", "leaky_relu_", "native_channel_shuffle", "pdist", "relu_",
+    "rrelu_", "selu_", "threshold_",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
     "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d",
     "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d",
@@ -457,6 +459,39 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
         slopes = mt.rand(*x.shape, dtype=x.dtype, device=x.device) * (upper - lower) + lower
         return mt.where(x > 0, x, x * slopes)
     return _maybe_inplace(input, inplace, compute)
+
+
+# ---- the in-place spellings (torch.nn.functional.relu_ and friends) ---------------------------
+def relu_(input):
+    return relu(input, inplace=True)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def threshold_(input, threshold_value, value):
+    return threshold(input, threshold_value, value, inplace=True)
+
+
+def selu_(input):
+    return selu(input, inplace=True)
+
+
+def celu_(input, alpha=1.0):
+    return celu(input, alpha, inplace=True)
 
 
 # ---- dropout ----------------------------------------------------------------------------------
@@ -2043,6 +2078,10 @@ def _check_pixel_shuffle(input, factor, name, factor_name):
         raise RuntimeError(f"{name} expects a positive {factor_name}, but got {factor}")
 
 
+def native_channel_shuffle(input, groups):
+    return channel_shuffle(input, groups)
+
+
 def channel_shuffle(input, groups):
     """(N, g·c, *) → (N, c·g, *): the channels of each group interleaved."""
     if input.ndim <= 2:
@@ -2372,9 +2411,16 @@ def _smoothing_term(log_probs, target, weight, ignore_index, reduction, classes)
     if reduction == "sum":
         return smooth.sum()
     if weight is None:
-        return smooth.sum() / valid.sum()
+        return _mean_or_nan(smooth.sum(), valid.sum())
     safe_target = mt.where(flat_target != ignore_index, flat_target, _constant(0, flat_target))
-    return smooth.sum() / (weight.index_select(0, safe_target) * valid).sum()
+    return _mean_or_nan(smooth.sum(), (weight.index_select(0, safe_target) * valid).sum())
+
+
+def _mean_or_nan(total, count):
+    """total / count, NaN when count is 0 (torch's loss of an all-ignored batch) without a NaN
+    gradient: the where sends the gradient to the finite branch, which is 0 there."""
+    empty = count == 0
+    return mt.where(empty, _constant(math.nan, total), total / mt.where(empty, 1.0, count))
 
 
 def _soft_target_cross_entropy(log_probs, target, weight, reduction, label_smoothing, class_dim):
@@ -2497,6 +2543,19 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """‖x1 - x2 + eps‖_p over the last axis (torch adds eps to the difference)."""
     dim = max(x1.ndim, x2.ndim) - 1
     return (x1 - x2 + eps).norm(p, max(dim, 0), keepdim=keepdim)
+
+
+def pdist(input, p=2):
+    """The p-norm distances between every pair of rows i < j of an (N, M) input, in row-major
+    order of the pairs (N·(N-1)/2 values)."""
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    first, second = mt.triu_indices(input.shape[0], input.shape[0], 1, device=input.device)
+    return (input[first] - input[second]).norm(p, 1)
 
 
 # ---- margin and likelihood losses ---------------------------------------------------------------

@@ -1,0 +1,80 @@
+"""torch's top-level spellings of nn.functional (`torch.conv2d`, `torch.dropout`, …): the same
+functions, or thin adapters where torch's top-level signature orders or names its arguments
+its own way (`torch.embedding(weight, input)`, `torch.batch_norm`'s positional order, the
+`train` flag of the dropouts, the extra cudnn flags). `minitorch/__init__.py` publishes NAMES."""
+from . import functional as F
+
+_SAME = ("conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d avg_pool1d "
+         "adaptive_avg_pool1d prelu hardshrink pixel_shuffle pixel_unshuffle channel_shuffle "
+         "native_channel_shuffle cosine_similarity pairwise_distance pdist bilinear relu_ selu "
+         "selu_ celu celu_ rrelu rrelu_ threshold threshold_ max_pool1d max_pool2d max_pool3d "
+         "max_pool1d_with_indices rms_norm")
+
+
+def dropout(input, p, train):
+    return F.dropout(input, p, train)
+
+
+def dropout_(input, p, train):
+    return F.dropout(input, p, train, inplace=True)
+
+
+def alpha_dropout(input, p, train):
+    return F.alpha_dropout(input, p, train)
+
+
+def alpha_dropout_(input, p, train):
+    return F.alpha_dropout(input, p, train, inplace=True)
+
+
+def feature_alpha_dropout(input, p, train):
+    return F.feature_alpha_dropout(input, p, train)
+
+
+def feature_alpha_dropout_(input, p, train):
+    return F.feature_alpha_dropout(input, p, train, inplace=True)
+
+
+def feature_dropout(input, p, train):
+    """Whole channels of an (N, C, …) input dropped (F.dropout2d's rule for any rank)."""
+    return F._feature_dropout(input, p, train, False)
+
+
+def feature_dropout_(input, p, train):
+    return F._feature_dropout(input, p, train, True)
+
+
+def adaptive_max_pool1d(input, output_size):
+    """torch's top-level form returns (values, indices)."""
+    return F.adaptive_max_pool1d_with_indices(input, output_size)
+
+
+def embedding(weight, input, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    return F.embedding(input, weight, padding_idx if padding_idx >= 0 else None,
+                       scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
+    return F.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+    return F.group_norm(input, num_groups, weight, bias, eps)
+
+
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
+               cudnn_enabled):
+    return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
+                  cudnn_enabled):
+    return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
+                           momentum, eps)
+
+
+NAMES = {name: getattr(F, name) for name in _SAME.split()}
+NAMES.update({fn.__name__: fn for fn in (
+    dropout, dropout_, alpha_dropout, alpha_dropout_, feature_alpha_dropout,
+    feature_alpha_dropout_, feature_dropout, feature_dropout_, adaptive_max_pool1d, embedding,
+    layer_norm, group_norm, batch_norm, instance_norm)})
