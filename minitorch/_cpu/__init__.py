@@ -11,6 +11,7 @@ from .sort import searchsorted, sort_last
 from .spectral import eigh_jacobi, qr_form_q, qr_householder, svd_jacobi
 from .strided import cast, compact, strided_add, strided_set
 from .threads import get_num_threads, set_num_threads
+from .allocator import MALLOC_TUNED  # noqa: F401  (reuse freed buffers: see allocator.py)
 
 
 # Buffers: numpy allocates them (empty/full take a length and a numpy storage dtype).
