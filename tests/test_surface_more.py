@@ -467,3 +467,28 @@ def test_an_all_ignored_batch_has_a_nan_loss_and_zero_gradients(device, kwargs):
                                           **kwargs)
     loss.backward()
     assert math.isnan(loss.item()) and scores.grad.abs().sum().item() == 0
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.tensor(5.).flatten(1),
+    lambda lib: lib.ones(2, 3).split([1, 3], -1),
+    lambda lib: lib.tensor(5.).unbind(1),
+    lambda lib: lib.ones(2, 3).prod(dim=None, keepdim=True),
+    lambda lib: lib.logsumexp(lib.ones(2, 3), dim=None, keepdim=True),
+    lambda lib: lib.cummax(lib.tensor(2.5), 1),
+    lambda lib: lib.std_mean(lib.tensor([1, 2])),
+    lambda lib: lib.var_mean(lib.tensor([1, 2])),
+    lambda lib: lib.nanmedian(lib.tensor([True])),
+    lambda lib: lib.nanmedian(lib.zeros(0, 2), 0),
+    lambda lib: lib.ones(3).norm(p=(0, 1)),
+])
+def test_shape_and_reduction_errors_match_torch(call):
+    same_error(call)
+
+
+def test_a_sum_in_bool_is_an_any():
+    torch = torch_or_skip()
+    x = [[0., 2.], [0., 0.]]
+    for dim in (None, 0, 1, (0, 1)):
+        assert_same(mt.tensor(x).sum(dim, dtype=mt.bool), torch.tensor(x).sum(dim,
+                                                                              dtype=torch.bool))

@@ -281,6 +281,7 @@ def reshape_as(input, other):
 
 def flatten(input, start_dim=0, end_dim=-1):
     if input.ndim == 0:
+        normalize_dim(start_dim, 0), normalize_dim(end_dim, 0)     # torch's range check
         return reshape(input, 1)
     start, end = normalize_dim(start_dim, input.ndim), normalize_dim(end_dim, input.ndim)
     if start > end:
@@ -636,14 +637,14 @@ def _split_even(tensor, split_size, dim):
 
 
 def _split_sizes(tensor, sizes, dim):
-    dim = normalize_dim(dim, tensor.ndim)
+    given, dim = dim, normalize_dim(dim, tensor.ndim)
     size = tensor._data.shape[dim]
     if any(s < 0 for s in sizes):
         raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative "
                            f"entries, but got split_sizes={shape_str(sizes)}")
     if sum(sizes) != size:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
-                           f"(input tensor's size at dimension {dim}), but got "
+                           f"(input tensor's size at dimension {given}), but got "
                            f"split_sizes={shape_str(sizes)}")
     return SplitWithSizes.apply(tensor, dim, tuple(sizes))
 
@@ -663,6 +664,8 @@ def chunk(input, chunks, dim=0):
 
 
 def unbind(input, dim=0):
+    if input.ndim == 0:
+        normalize_dim(dim, 0)       # torch's message for a dim out of range first
     return Unbind.apply(input, _dim_of(dim, input.ndim))
 
 

@@ -115,6 +115,9 @@ class Sum(Function):
 
 
 def sum(input, dim=None, keepdim=False, dtype=None):
+    if dtype is dtypes.bool_:               # a sum in bool saturates: any() of the truths
+        return wrap(_truth_reduce(ReduceOp.MAX, False, input._data, _all_if_empty(dim),
+                                  keepdim))
     input = _integral_to_long(input, dtype)     # torch sums bool/int into int64
     return Sum.apply(input, _all_if_empty(dim), keepdim)
 
@@ -211,7 +214,7 @@ def _product_of_others(g, x, out, dim):
 
 
 def prod(input, dim=None, keepdim=False, dtype=None):
-    if dim is not None:
+    if dim is not None or keepdim:      # torch's (dim, keepdim) overload needs an int dim
         _check_int_dim("prod", dim)
     input = _integral_to_long(input, dtype)
     return Prod.apply(input, dim, keepdim)
@@ -509,7 +512,8 @@ def _var_args(name, input, dim, unbiased, correction):
         raise TypeError(f"{name}(): 'unbiased' and 'correction' can't be given together; "
                         "use correction (unbiased=False is correction=0)")
     if not input.dtype.is_floating_point:
-        raise RuntimeError("std and var only support floating point and complex dtypes")
+        what = name if name.endswith("_mean") else "std and var"
+        raise RuntimeError(f"{what} only support floating point and complex dtypes")
     if correction is None:
         correction = 0 if unbiased is False else 1
     dim = _all_if_empty(dim)
@@ -570,6 +574,8 @@ class Logsumexp(Function):
 
 
 def logsumexp(input, dim, keepdim=False):
+    if dim is None:
+        raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
     if not input.dtype.is_floating_point:
         input = _E.cast(input, dtypes.get_default_dtype())
     return Logsumexp.apply(input, _all_if_empty(dim), keepdim)
@@ -763,6 +769,9 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     if not input.dtype.is_floating_point:
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {_torch_dtype_name(input.dtype)}")
+    if p is not None and not isinstance(p, (str, numbers.Number)):
+        raise TypeError("linalg_vector_norm(): argument 'ord' (position 2) must be Number, not "
+                        f"{type(p).__name__}")
     if isinstance(p, str) and p == "nuc":
         return nuclear_norm(input if dtype is None else _E.cast(input, dtype),
                             (-2, -1) if dim is None else dim, keepdim)

@@ -240,13 +240,13 @@ def _empty_median(input):
 
 def _median(name, all_node, picked_node, result, input, dim, keepdim):
     """median / nanmedian: a 0-d value over everything, or (values, indices) along dim."""
-    _check_not_bool(name, input)
+    _check_not_bool("median", input)        # torch names nanmedian's checks "median" too
     if dim is None:
         if input.numel() == 0:
             return wrap(_empty_median(input))
         return all_node.apply(input)
     dim = _dim(name, input, dim)
-    _check_nonempty(name, input.shape, (dim,) if input.ndim else (), full=False)
+    _check_nonempty("median", input.shape, (dim,) if input.ndim else (), full=False)
     indices = all_node.indices_of(input._data, dim)
     values = input._data.gather(dim, indices)
     return _picked(result, input, values, indices, dim, picked_node, keepdim)

@@ -177,6 +177,8 @@ def _cumulative_extreme(fn, name, input, dim):
     if not isinstance(dim, (numbers.Integral, np.integer)):
         raise TypeError(f"{name}(): argument 'dim' (position 2) must be int, not "
                         f"{type(dim).__name__}")
+    if input.ndim == 0 and dim not in (0, -1):
+        raise IndexError(f"{name}(): Expected reduction dim -1 or 0 for scalar but got {dim}")
     return fn.apply(input, normalize_dim(dim, input.ndim))
 
 
