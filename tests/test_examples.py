@@ -20,3 +20,8 @@ def test_feature_extraction_hooks():
 
 def test_custom_dataset_trains_with_workers():
     assert load("custom_dataset").main(epochs=2, num_workers=2) > 0.9
+
+
+def test_gaussian_process_fits_its_hyperparameters():
+    start, final, error = load("gaussian_process").main(n=30, steps=15)
+    assert final < start and error < 0.2
