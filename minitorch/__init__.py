@@ -8,6 +8,7 @@ from .tensor import (Size, Tensor, arange, as_tensor, asarray, empty, empty_like
                      is_floating_point, is_nonzero, is_same_size, is_signed, is_tensor, linspace,
                      logspace, numel, ones, ones_like, scalar_tensor, tensor, zeros, zeros_like)
 from . import autograd, cuda, datasets, dtypes as _dtypes, linalg, nn, optim, special, utils
+from . import autograd_functional as _autograd_functional, func
 from ._cpu.threads import get_num_threads, set_num_threads
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import device
@@ -36,4 +37,5 @@ bool = _dtypes.bool_
 dtype = _dtypes.dtype
 
 globals().update(_NN_NAMES)       # torch.conv2d, torch.dropout, … (nn/toplevel.py)
+autograd.functional = _autograd_functional        # torch.autograd.functional
 __version__ = "0.1.0"

@@ -1,0 +1,71 @@
+"""mt.func (grad, grad_and_value, vjp, jacrev, hessian, functional_call) against torch.func."""
+import numpy as np
+import pytest
+
+import minitorch as mt
+import minitorch.func as mf
+
+torch = pytest.importorskip("torch")
+tf = pytest.importorskip("torch.func")
+
+X, Y = np.array([0.5, -1.2, 2.0]), np.array([1.0, 2.0, 0.5])
+
+
+def f(a, b):
+    return (a.sin() * b).sum() + (a * a * b).sum()
+
+
+def pair(device):
+    return (mt.tensor(X, device=device), mt.tensor(Y, device=device)), (torch.tensor(X),
+                                                                        torch.tensor(Y))
+
+
+def close(ours, theirs):
+    if isinstance(theirs, tuple):
+        for a, b in zip(ours, theirs, strict=True):
+            close(a, b)
+        return
+    assert not ours.requires_grad
+    np.testing.assert_allclose(ours.detach().cpu().numpy(), theirs.detach().numpy(), rtol=1e-12)
+
+
+def test_grad_of_every_argnums_form(device):
+    ours, theirs = pair(device)
+    for argnums in (0, 1, (0, 1), -1):
+        close(mf.grad(f, argnums)(*ours), tf.grad(f, argnums)(*theirs))
+    gradient, value = mf.grad_and_value(f)(*ours)
+    close((gradient, value), tf.grad_and_value(f)(*theirs))
+    aux = mf.grad(lambda a, b: (f(a, b), a * 2), has_aux=True)(*ours)
+    close(aux, tf.grad(lambda a, b: (f(a, b), a * 2), has_aux=True)(*theirs))
+    with pytest.raises(RuntimeError, match="Expected f\\(\\*args\\) to return a scalar"):
+        mf.grad(lambda a: a * 2)(ours[0])
+
+
+def test_nested_transforms_differentiate_again(device):
+    ours, theirs = pair(device)
+    close(mf.grad(lambda a, b: mf.grad(f)(a, b).sum())(*ours),
+          tf.grad(lambda a, b: tf.grad(f)(a, b).sum())(*theirs))
+    close(mf.hessian(f)(*ours), tf.hessian(f)(*theirs))
+    close(mf.hessian(f, argnums=1)(*ours), tf.hessian(f, argnums=1)(*theirs))
+
+
+def test_vjp_and_jacrev(device):
+    ours, theirs = pair(device)
+    close(mf.jacrev(lambda a: a.sin() * a)(ours[0]), tf.jacrev(lambda a: a.sin() * a)(theirs[0]))
+    close(mf.jacrev(lambda a, b: a * b, (0, 1))(*ours),
+          tf.jacrev(lambda a, b: a * b, (0, 1))(*theirs))
+    out, fn = mf.vjp(lambda a, b: a.sin() * b, *ours)
+    expected_out, expected_fn = tf.vjp(lambda a, b: a.sin() * b, *theirs)
+    close(out, expected_out)
+    close(fn(ours[1]), expected_fn(theirs[1]))
+
+
+def test_functional_call_swaps_parameters_for_one_call(device):
+    layer = mt.nn.Linear(3, 2).double().to(device)
+    doubled = {name: p.detach() * 2 for name, p in layer.named_parameters()}
+    x = mt.tensor(X, device=device)
+    expected = x @ doubled["weight"].T + doubled["bias"]
+    np.testing.assert_allclose(mf.functional_call(layer, doubled, (x,)).detach().cpu().numpy(),
+                               expected.cpu().numpy())
+    assert not mt.equal(layer.weight, doubled["weight"])
+    assert mt.autograd.functional.jacobian is not None
