@@ -8,7 +8,7 @@ from .tensor import (Size, Tensor, arange, as_tensor, asarray, empty, empty_like
                      is_floating_point, is_nonzero, is_same_size, is_signed, is_tensor, linspace,
                      logspace, numel, ones, ones_like, scalar_tensor, tensor, zeros, zeros_like)
 from . import autograd, cuda, datasets, dtypes as _dtypes, linalg, nn, optim, special, utils
-from . import autograd_functional as _autograd_functional, func
+from . import autograd_functional as _autograd_functional, distributions, func
 from ._cpu.threads import get_num_threads, set_num_threads
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import device

@@ -1,0 +1,281 @@
+"""Constraints: the sets that parameters and values of distributions live in
+(torch.distributions.constraints). `check(value)` returns a bool tensor over the batch shape."""
+from .. import dtypes
+from ..functions.elementwise import isclose
+from ..functions.linalg import tril
+from ..linalg import cholesky_ex
+from ..tensor import full
+from .utils import format_value
+
+__all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than",
+           "greater_than_eq", "half_open_interval", "independent", "integer_interval",
+           "interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular",
+           "multinomial", "nonnegative", "nonnegative_integer", "one_hot", "positive",
+           "positive_definite", "positive_integer", "real", "real_vector", "simplex",
+           "square", "symmetric", "unit_interval"]
+
+
+class Constraint:
+    """A region over which a variable is valid. `event_dim` is the number of rightmost
+    dimensions that together form one event; `check` reduces over them."""
+    is_discrete = False
+    event_dim = 0
+
+    def check(self, value):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return self.__class__.__name__[1:] + "()"
+
+
+class _Dependent(Constraint):
+    """A placeholder for a support that depends on other parameters (it cannot be checked)."""
+
+    def __init__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        self._is_discrete = is_discrete
+        self._event_dim = event_dim
+
+    @property
+    def is_discrete(self):
+        if self._is_discrete is NotImplemented:
+            raise NotImplementedError(".is_discrete cannot be determined statically")
+        return self._is_discrete
+
+    @property
+    def event_dim(self):
+        if self._event_dim is NotImplemented:
+            raise NotImplementedError(".event_dim cannot be determined statically")
+        return self._event_dim
+
+    def __call__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        if is_discrete is NotImplemented:
+            is_discrete = self._is_discrete
+        if event_dim is NotImplemented:
+            event_dim = self._event_dim
+        return _Dependent(is_discrete=is_discrete, event_dim=event_dim)
+
+    def check(self, x):
+        raise ValueError("Cannot determine validity of dependent constraint")
+
+
+def is_dependent(constraint):
+    return isinstance(constraint, _Dependent)
+
+
+class _DependentProperty(property, _Dependent):
+    """A property that is also a dependent constraint: `support` of distributions whose support
+    depends on their parameters (Uniform, Binomial, ...)."""
+
+    def __init__(self, fn=None, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        property.__init__(self, fn)
+        self._is_discrete = is_discrete
+        self._event_dim = event_dim
+
+    def __call__(self, fn):
+        return _DependentProperty(fn, is_discrete=self._is_discrete, event_dim=self._event_dim)
+
+
+def _all_last(result, ndims):
+    """Whether every entry of the `ndims` rightmost dimensions holds."""
+    if ndims == 0:
+        return result
+    return result.reshape(tuple(result.shape[:result.dim() - ndims]) + (-1,)).all(-1)
+
+
+class _IndependentConstraint(Constraint):
+    """`base_constraint` with `reinterpreted_batch_ndims` more dimensions forming the event."""
+
+    def __init__(self, base_constraint, reinterpreted_batch_ndims):
+        self.base_constraint = base_constraint
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim + self.reinterpreted_batch_ndims
+
+    def check(self, value):
+        result = self.base_constraint.check(value)
+        if result.dim() < self.reinterpreted_batch_ndims:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        return _all_last(result, self.reinterpreted_batch_ndims)
+
+    def __repr__(self):
+        return (f"{self.__class__.__name__[1:]}({self.base_constraint!r}, "
+                f"{self.reinterpreted_batch_ndims})")
+
+
+class _Boolean(Constraint):
+    is_discrete = True
+
+    def check(self, value):
+        return (value == 0) | (value == 1)
+
+
+class _OneHot(Constraint):
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value):
+        is_boolean = (value == 0) | (value == 1)
+        return is_boolean.all(-1) & value.sum(-1).eq(1)
+
+
+class _Bounded(Constraint):
+    """Base of the constraints printed with their bounds."""
+    bounds = ()
+
+    def __init__(self, *bounds):
+        for name, bound in zip(self.bounds, bounds):
+            setattr(self, name, bound)
+
+    def __repr__(self):
+        args = ", ".join(f"{name}={format_value(getattr(self, name))}" for name in self.bounds)
+        return f"{self.__class__.__name__[1:]}({args})"
+
+
+class _IntegerInterval(_Bounded):
+    is_discrete = True
+    bounds = ("lower_bound", "upper_bound")
+
+    def check(self, value):
+        return (value % 1 == 0) & (self.lower_bound <= value) & (value <= self.upper_bound)
+
+
+class _IntegerGreaterThan(_Bounded):
+    is_discrete = True
+    bounds = ("lower_bound",)
+
+    def check(self, value):
+        return (value % 1 == 0) & (value >= self.lower_bound)
+
+
+class _Real(Constraint):
+    def check(self, value):
+        return value == value   # False for NaN
+
+
+class _GreaterThan(_Bounded):
+    bounds = ("lower_bound",)
+
+    def check(self, value):
+        return self.lower_bound < value
+
+
+class _GreaterThanEq(_Bounded):
+    bounds = ("lower_bound",)
+
+    def check(self, value):
+        return self.lower_bound <= value
+
+
+class _LessThan(_Bounded):
+    bounds = ("upper_bound",)
+
+    def check(self, value):
+        return value < self.upper_bound
+
+
+class _Interval(_Bounded):
+    bounds = ("lower_bound", "upper_bound")
+
+    def check(self, value):
+        return (self.lower_bound <= value) & (value <= self.upper_bound)
+
+
+class _HalfOpenInterval(_Bounded):
+    bounds = ("lower_bound", "upper_bound")
+
+    def check(self, value):
+        return (self.lower_bound <= value) & (value < self.upper_bound)
+
+
+class _Simplex(Constraint):
+    event_dim = 1
+
+    def check(self, value):
+        return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6)
+
+
+class _Multinomial(Constraint):
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, x):
+        return (x >= 0).all(-1) & (x.sum(-1) <= self.upper_bound)
+
+
+def _is_lower_triangular(value):
+    return _all_last(tril(value) == value, 2)
+
+
+class _LowerTriangular(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        return _is_lower_triangular(value)
+
+
+class _LowerCholesky(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        positive_diagonal = (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+        return _is_lower_triangular(value) & positive_diagonal
+
+
+class _Square(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        return full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1],
+                    dtype=dtypes.bool_, device=value.device)
+
+
+class _Symmetric(_Square):
+    def check(self, value):
+        square = super().check(value)
+        if not square.all():
+            return square
+        return isclose(value, value.mT, atol=1e-6).all(-1).all(-1)
+
+
+class _PositiveDefinite(_Symmetric):
+    def check(self, value):
+        symmetric_ = super().check(value)
+        if not symmetric_.all():
+            return symmetric_
+        return cholesky_ex(value).info.eq(0)
+
+
+dependent = _Dependent()
+dependent_property = _DependentProperty
+independent = _IndependentConstraint
+boolean = _Boolean()
+one_hot = _OneHot()
+nonnegative_integer = _IntegerGreaterThan(0)
+positive_integer = _IntegerGreaterThan(1)
+integer_interval = _IntegerInterval
+real = _Real()
+real_vector = independent(real, 1)
+positive = _GreaterThan(0.0)
+nonnegative = _GreaterThanEq(0.0)
+greater_than = _GreaterThan
+greater_than_eq = _GreaterThanEq
+less_than = _LessThan
+multinomial = _Multinomial
+unit_interval = _Interval(0.0, 1.0)
+interval = _Interval
+half_open_interval = _HalfOpenInterval
+simplex = _Simplex()
+lower_triangular = _LowerTriangular()
+lower_cholesky = _LowerCholesky()
+square = _Square()
+symmetric = _Symmetric()
+positive_definite = _PositiveDefinite()
