@@ -446,10 +446,25 @@ def test_lu_solve_gradient_of_b(device):
     assert gradcheck(fn, (b,)) and gradgradcheck(fn, (b,))
     assert fn(b).grad_fn.name() == "LinalgLuSolveBackward0"
     assert F.det(a).grad_fn.name() == "LinalgDetBackward0"
-    LU, pivots = L["lu_factor"](a.detach())
-    x = L["lu_solve"](LU.requires_grad_(), pivots, b)
-    with pytest.raises(RuntimeError, match="derivative for 'LU' is not implemented"):
-        x.sum().backward()
+
+
+def test_lu_factor_and_lu_solve_differentiate_through_the_factors(device):
+    """LU carries A's gradient (square, wide and tall), and lu_solve differentiates in LU too,
+    as in torch: lu_solve(A, lu_factor(A)) is the identity in A."""
+    torch = pytest.importorskip("torch")
+    for shape in ((3, 3), (2, 3, 3), (3, 5), (5, 3)):
+        a = leaf(*shape, device=device)
+        assert gradcheck(lambda t: L["lu_factor"](t).LU, (a,))
+        assert gradcheck(lambda t: tuple(L["lu"](t))[1:], (a,))
+    a, b = leaf(3, 3, device=device), leaf(3, 2, device=device, seed=1)
+    assert gradgradcheck(lambda t: L["lu"](t).U, (a,))
+    for kwargs in ({}, {"adjoint": True}):
+        assert gradcheck(lambda x, y: L["lu_solve"](*L["lu_factor"](x), y, **kwargs), (a, b))
+    theirs = torch.tensor(a.detach().cpu().numpy(), requires_grad=True)
+    torch.linalg.lu_solve(*torch.linalg.lu_factor(theirs), theirs).sum().backward()
+    L["lu_solve"](*L["lu_factor"](a), a).sum().backward()
+    np.testing.assert_allclose(a.grad.cpu().numpy(), theirs.grad.numpy(), atol=1e-10)
+    assert L["lu_factor"](a).LU.grad_fn.name() == "LinalgLuFactorExBackward0"
 
 
 def test_gradients_match_torch_including_singular_det(device):

@@ -26,7 +26,7 @@ from ..autograd import Function, is_grad_enabled
 from ..tensor import arange, eye, wrap, zeros_like
 from .elementwise import TORCH_NAMES, where
 from .linalg import diag_embed, matmul, tril, triu
-from .movement import broadcast_shapes
+from .movement import broadcast_shapes, cat
 from .reduce import _return_type, sum_to
 
 
@@ -419,13 +419,57 @@ def solve(A, B, *, left=True):
 
 # ---- LU ---------------------------------------------------------------------------------------
 def _lu_factor_checked(A, name, pivot):
-    """(LU, pivots, info) Tensors (no gradient) after torch's checks (`name` for the rank)."""
+    """(LU, pivots, info) Tensors after torch's checks (`name` for the rank); LU carries A's
+    gradient (LinalgLuFactorExBackward0)."""
     _check_lu_ndim(A, name)
     _check_kernel_dtype(A, "lu")
     if not pivot:
         raise RuntimeError(f"linalg.lu_factor: LU without pivoting is not implemented on the "
                            f"{'CPU' if A.device.type == 'cpu' else 'GPU in minitorch'}")
-    return tuple(wrap(x) for x in _lu_data(A.detach()._data))
+    return LinalgLuFactorEx.apply(A)
+
+
+class LinalgLuFactorEx(Function):
+    """getrf with torch's gradient (linalg_lu_backward): the packed LU's strict lower part is
+    L's gradient, its upper part U's."""
+
+    @staticmethod
+    def forward(ctx, A):
+        lu, pivots, info = (wrap(x) for x in _lu_data(A._data))
+        ctx.save_for_backward(lu, pivots)
+        ctx.mark_non_differentiable(pivots, info)
+        return lu, pivots, info
+
+    @staticmethod
+    def backward(ctx, g, _pivots, _info):
+        lu, pivots = ctx.saved_tensors
+        k = min(lu.shape[-2:])
+        P, L, U = lu_unpack(lu, pivots)
+        return _lu_backward(P, L, U, tril(g[..., :, :k], -1), triu(g[..., :k, :]))
+
+    @classmethod
+    def name(cls):
+        return "LinalgLuFactorExBackward0"
+
+
+def _lu_backward(P, L, U, gL, gU):
+    """gA for A = P L U (torch's linalg_lu_backward, real case): square, wide (m < n) and tall
+    (m > n) matrices."""
+    m, n = L.shape[-2], U.shape[-1]
+    k = min(m, n)
+    if m == n:
+        phi = tril(L.mT @ gL, -1) + triu(gU @ U.mT)
+        inner = solve_triangular(U.mT, phi, upper=False, left=False)
+        return P @ solve_triangular(L.mT, inner, upper=True, unitriangular=True)
+    if m < n:       # wide: U = [U1 U2] with U1 square
+        phi = tril(L.mT @ gL - triu(gU) @ U.mT, -1)
+        first = solve_triangular(U[..., :k].mT, phi, upper=False, left=False)
+        grad = cat([first + triu(gU[..., :k]), gU[..., k:]], -1)
+        return P @ solve_triangular(L.mT, grad, upper=True, unitriangular=True)
+    phi = triu(gU @ U.mT - L.mT @ tril(gL, -1))     # tall: L = [L1; L2] with L1 square
+    first = solve_triangular(L[..., :k, :].mT, phi, upper=True, unitriangular=True)
+    grad = cat([first + tril(gL[..., :k, :], -1), gL[..., k:, :]], -2)
+    return P @ solve_triangular(U.mT, grad, upper=False, left=False)
 
 
 def lu_factor_ex(A, *, pivot=True, check_errors=False):
@@ -489,8 +533,8 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
 
 
 class LinalgLuSolve(Function):
-    """X from an LU: A X = B, A^T X = B (adjoint), X A = B or X A^T = B (not left). Only B has
-    a gradient here: gB solves the adjoint system with g."""
+    """X from an LU: A X = B, A^T X = B (adjoint), X A = B or X A^T = B (not left), for an LU
+    that needs no gradient (see _lu_solve_through_a): gB solves the adjoint system with g."""
 
     @staticmethod
     def forward(ctx, LU, pivots, B, left, adjoint):
@@ -507,8 +551,6 @@ class LinalgLuSolve(Function):
     @staticmethod
     def backward(ctx, g):
         LU, pivots, left, adjoint = ctx.args
-        if ctx.needs_input_grad[0]:
-            raise RuntimeError("the derivative for 'LU' is not implemented.")
         grad_b = linalg_lu_solve(LU, pivots, g, left=left, adjoint=not adjoint)
         return None, None, sum_to(grad_b, ctx.b_shape), None, None
 
@@ -531,7 +573,17 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
                                   "Did you properly pass the result of lu_factor?",
                        "Pivots given to lu_solve must all be smaller or equal to LU.size(-2). "
                        "Did you properly pass the result of lu_factor?")
+    if LU.requires_grad and is_grad_enabled():
+        return _lu_solve_through_a(LU, pivots, B, left, adjoint)
     return LinalgLuSolve.apply(LU, pivots, B, bool(left), bool(adjoint))
+
+
+def _lu_solve_through_a(LU, pivots, B, left, adjoint):
+    """lu_solve differentiable in LU too: the same system solved with A = P L U rebuilt from
+    LU's triangles, so the gradient reaches LU through that product (pivots are constants)."""
+    P, L, U = lu_unpack(LU, pivots)
+    A = P @ L @ U
+    return solve(A.mT if adjoint else A, B, left=left)
 
 
 def lu_solve(b, LU_data, LU_pivots):
