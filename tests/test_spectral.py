@@ -454,3 +454,29 @@ ERRORS = [
 def test_errors_match_torch(case):
     call = ERRORS[case]
     same_error(lambda L: call(OURS if L is mt else L))
+
+
+@pytest.mark.parametrize("scale,dtype", [(1e19, "float32"), (1e-20, "float32"),
+                                         (1e200, "float64"), (1e-200, "float64")])
+def test_huge_and_tiny_matrices_are_scaled_like_lapack(device, scale, dtype):
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(3).standard_normal((4, 3)) * scale
+    ours = mt.tensor(a, dtype=getattr(mt, dtype), device=device)
+    theirs = torch.tensor(a, dtype=getattr(torch, dtype))
+    rtol = 1e-4 if dtype == "float32" else 1e-10
+    np.testing.assert_allclose(mt.linalg.svdvals(ours).cpu().numpy(),
+                               torch.linalg.svdvals(theirs).numpy(), rtol=rtol)
+    np.testing.assert_allclose(mt.linalg.qr(ours).R.cpu().numpy(),
+                               torch.linalg.qr(theirs).R.numpy(), rtol=rtol, atol=0)
+    sym = ours[:3] + ours[:3].mT
+    np.testing.assert_allclose(mt.linalg.eigvalsh(sym).cpu().numpy(),
+                               torch.linalg.eigvalsh(theirs[:3] + theirs[:3].mT).numpy(),
+                               rtol=rtol)
+    assert mt.linalg.matrix_rank(ours).item() == 3
+
+
+def test_non_finite_input_to_the_svd_is_refused_like_torch(device):
+    bad = [[1., float("nan")], [0., 1.]]
+    for call in (mt.linalg.svdvals, mt.linalg.pinv, mt.linalg.matrix_rank):
+        with pytest.raises(mt.linalg.LinAlgError, match="contained non-finite values"):
+            call(mt.tensor(bad, dtype=mt.float64, device=device))

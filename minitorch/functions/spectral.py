@@ -15,9 +15,10 @@ import numpy as np
 from .. import dtypes
 from ..autograd import Function, is_grad_enabled
 from ..ndarray import NDArray
+from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import Tensor, eye, wrap
 from .elementwise import TORCH_NAMES, maximum, where
-from .factor import solve_triangular
+from .factor import LinAlgError, solve_triangular
 from .linalg import diag_embed, triu
 from .movement import cat
 from .reduce import _return_type
@@ -96,11 +97,33 @@ def _batch(nd):
 
 
 def _raise_on_info(info, name, message):
-    """torch's error for the first matrix whose kernel reported failure (one host copy)."""
-    failed = np.flatnonzero(info.numpy().reshape(-1))
+    """torch's error for the first matrix whose kernel reported failure (one host copy);
+    `message` is one text, or {code: text}."""
+    codes = info.numpy().reshape(-1)
+    failed = np.flatnonzero(codes)
     if failed.size:
         batch = f"(Batch element {failed[0]}): " if info.ndim else ""
-        raise RuntimeError(f"{name}: {batch}{message}")
+        text = message[int(codes[failed[0]])] if isinstance(message, dict) else message
+        raise LinAlgError(f"{name}: {batch}{text}")
+
+
+NON_FINITE = 2          # an info code of our own: the matrix held NaN or infinity
+
+
+def _scaled(nd):
+    """(nd / s, s, finite): every matrix divided by its largest magnitude s (1 for a zero or a
+    non-finite matrix), so that the kernels' squares neither overflow nor underflow (LAPACK
+    scales the same way); s and `finite` (whether s is) have nd's batch shape and two
+    trailing 1s."""
+    dims = (nd.ndim - 2, nd.ndim - 1)
+    one = NDArray.full((), 1, nd.dtype, nd.device)
+    if not nd.size:
+        return nd.copy(), one.expand(nd.shape[:-2] + (1, 1)), one.binary(B.EQ, one)
+    largest = nd.unary(U.ABS).reduce(ReduceOp.MAX, dims, True)
+    finite = largest.unary(U.ISFINITE)
+    usable = finite.binary(B.LOGICAL_AND, largest.binary(B.NE, one.binary(B.SUB, one)))
+    scale = usable.where(largest, one)
+    return nd.binary(B.DIV, scale), scale, finite
 
 
 def _eigh_arrays(nd):
@@ -108,7 +131,7 @@ def _eigh_arrays(nd):
     triangles nd holds."""
     batch_shape, batch = _batch(nd)
     n = nd.shape[-1]
-    work = nd.copy()
+    work, scale, _ = _scaled(nd)
     values, vectors = work._new(batch_shape + (n,)), work._new(nd.shape)
     info = work._new(batch_shape, dtypes.int64)
     if work.size:
@@ -116,7 +139,7 @@ def _eigh_arrays(nd):
         _raise_on_info(info, "linalg.eigh", "The algorithm failed to converge because the "
                        "input matrix is ill-conditioned or has too many repeated eigenvalues "
                        "(error code: 1).")
-    return values, vectors
+    return values.binary(B.MUL, scale.squeeze((nd.ndim - 1,))), vectors
 
 
 def _svd_arrays(nd):
@@ -127,26 +150,32 @@ def _svd_arrays(nd):
         u, s, vh = _svd_arrays(nd.transpose(-2, -1))
         return vh.transpose(-2, -1), s, u.transpose(-2, -1)
     batch_shape, batch = _batch(nd)
-    u = nd.copy()
+    u, scale, finite = _scaled(nd)
     s, v = u._new(batch_shape + (n,)), u._new(batch_shape + (n, n))
     info = u._new(batch_shape, dtypes.int64)
     if batch and n:
         nd.backend.svd_jacobi(u.flat(), s.buffer, v.buffer, info.buffer, batch, m, n)
-        _raise_on_info(info, "linalg.svd", "The algorithm failed to converge because the "
-                       "input matrix is ill-conditioned or has too many repeated singular values "
-                       "(error code: 1).")
-    return u, s, v.transpose(-2, -1)
+        info = finite.squeeze((nd.ndim - 2, nd.ndim - 1)).where(
+            info, NDArray.full((), NON_FINITE, dtypes.int64, nd.device))
+        _raise_on_info(info, "linalg.svd", {
+            1: "The algorithm failed to converge because the input matrix is ill-conditioned "
+               "or has too many repeated singular values (error code: 1).",
+            NON_FINITE: "The algorithm failed to converge because the input matrix contained "
+                        "non-finite values."})
+    return u, s.binary(B.MUL, scale.squeeze((nd.ndim - 1,))), v.transpose(-2, -1)
 
 
 def _householder(nd):
-    """(a with R on and above the diagonal and the reflectors below, tau) of nd's matrices."""
+    """(a with R / s on and above the diagonal and the reflectors below, tau, s) of nd's
+    matrices, decomposed scaled by their largest magnitudes s (see _scaled): the reflectors
+    and Q do not depend on the scale."""
     batch_shape, batch = _batch(nd)
     m, n = nd.shape[-2:]
-    work = nd.copy()
+    work, scale, _ = _scaled(nd)
     tau = work._new(batch_shape + (min(m, n),))
     if work.size:
         nd.backend.qr_householder(work.flat(), tau.buffer, batch, m, n)
-    return work, tau
+    return work, tau, scale
 
 
 def _form_q(work, tau, cols):
@@ -163,9 +192,10 @@ def _qr_arrays(nd, mode):
     """(Q, R) of torch.linalg.qr for `mode` (Q is an empty (0,) array when mode='r')."""
     m, n = nd.shape[-2:]
     k = min(m, n)
-    work, tau = _householder(nd)
+    work, tau, scale = _householder(nd)
     rows = m if mode == "complete" else k
     r = triu(wrap(work[(slice(None),) * (work.ndim - 2) + (slice(0, rows),)]))._data
+    r = r.binary(B.MUL, scale)
     if mode == "r":
         return work._new((0,)), r
     return _form_q(work, tau, m if mode == "complete" else k), r
@@ -175,7 +205,7 @@ def _complement(nd):
     """An orthonormal basis (..., m, m - k) of the complement of the orthonormal columns of nd
     (..., m, k): the last columns of the complete Q of nd's QR."""
     m, k = nd.shape[-2:]
-    work, tau = _householder(nd)
+    work, tau, _ = _householder(nd)
     return _form_q(work, tau, m)[..., :, k:]
 
 
