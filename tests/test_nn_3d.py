@@ -459,3 +459,22 @@ def test_lazy_errors_match_torch():
                 lambda: torch.nn.LazyConv2d(4, 3, groups=2)(torch.zeros(1, 3, 4, 4)))
     with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized"):
         mt.nn.LazyLinear(2).weight.shape
+
+
+def test_lazy_instance_norms_default_to_affine_with_running_stats_like_torch():
+    torch = pytest.importorskip("torch")
+    ours, theirs = mt.nn.LazyInstanceNorm1d(), torch.nn.LazyInstanceNorm1d()
+    x = [[[1., 2., 4.]]]
+    ours(mt.tensor(x)), theirs(torch.tensor(x))
+    assert repr(ours) == repr(theirs)
+    ours.eval(), theirs.eval()
+    np.testing.assert_allclose(ours(mt.tensor(x)).detach().numpy(),
+                               theirs(torch.tensor(x)).detach().numpy(), rtol=1e-6)
+
+
+def test_a_lazy_module_loads_a_checkpoint_before_its_first_input():
+    source, lazy = mt.nn.Conv2d(2, 4, 3), mt.nn.LazyConv2d(4, 3)
+    lazy.load_state_dict(source.state_dict())
+    x = mt.randn(1, 2, 5, 5)
+    np.testing.assert_allclose(lazy(x).detach().numpy(), source(x).detach().numpy(), rtol=1e-6)
+    assert type(lazy) is mt.nn.Conv2d

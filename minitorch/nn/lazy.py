@@ -95,6 +95,20 @@ class LazyModuleMixin:
         if module.cls_to_become is not None:
             module.__class__ = module.cls_to_become
 
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        """torch's lazy load hook: a placeholder takes its shape from the checkpoint's tensor
+        first, so a lazy model loads a checkpoint before it has seen any input."""
+        members = itertools.chain(self._parameters.items(), self._buffers.items())
+        with mt.no_grad():
+            for name, member in members:
+                value = state_dict.get(prefix + name)
+                if isinstance(member, UninitializedTensorMixin) and isinstance(value, mt.Tensor) \
+                        and not isinstance(value, UninitializedTensorMixin):
+                    member.materialize(value.shape)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+
     def _materialize(self, shapes):
         """Give each named placeholder its shape, then torch's initialisation."""
         with mt.no_grad():
@@ -240,21 +254,15 @@ class LazyBatchNorm3d(_LazyNormBase, BatchNorm3d):
     cls_to_become = BatchNorm3d
 
 
-class _LazyInstanceNorm(_LazyNormBase):
-    """torch's instance-norm defaults: no affine parameters, no running statistics."""
-
-    def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
-                 device=None, dtype=None, *, bias=True):
-        super().__init__(eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
-
-
-class LazyInstanceNorm1d(_LazyInstanceNorm, InstanceNorm1d):
+# torch's lazy instance norms keep the batch norms' defaults (affine and running statistics
+# on), unlike InstanceNorm1d itself
+class LazyInstanceNorm1d(_LazyNormBase, InstanceNorm1d):
     cls_to_become = InstanceNorm1d
 
 
-class LazyInstanceNorm2d(_LazyInstanceNorm, InstanceNorm2d):
+class LazyInstanceNorm2d(_LazyNormBase, InstanceNorm2d):
     cls_to_become = InstanceNorm2d
 
 
-class LazyInstanceNorm3d(_LazyInstanceNorm, InstanceNorm3d):
+class LazyInstanceNorm3d(_LazyNormBase, InstanceNorm3d):
     cls_to_become = InstanceNorm3d
