@@ -4,9 +4,10 @@ import numpy as np
 
 from . import dtypes
 from .backend import CPU, device as Device
+from .autograd import is_grad_enabled, no_grad
 from .ndarray import NDArray, check_shape
-from .autograd import no_grad
-from .tensor import Tensor, _shape_args, wrap
+from .functions.elementwise import where
+from .tensor import Tensor, _shape_args, full, wrap
 
 _state = {"seed": 0, "generator": np.random.default_rng(0)}
 
@@ -62,11 +63,18 @@ def host_rng(generator=None):
 
 
 def fill_drawn(tensor, generator, sample):
-    """Fill `tensor` in place, outside autograd, with `sample(rng, shape)` drawn on the host."""
+    """Fill `tensor` in place with `sample(rng, shape)` drawn on the host. Inside a recorded
+    graph the tensor's old history gets no gradient from here on (a `where` that takes every
+    element from the draws, as fill_ does): the values no longer depend on it."""
     values = np.asarray(sample(host_rng(generator), tuple(tensor.shape)))
+    drawn = wrap(NDArray.from_numpy(values.reshape(tuple(tensor.shape)), tensor.dtype,
+                                    tensor.device))
+    if is_grad_enabled() and tensor.requires_grad:
+        tensor._check_inplace()
+        everywhere = full(tuple(tensor.shape), True, dtype=dtypes.bool_, device=tensor.device)
+        return tensor._assign_result(where(everywhere, drawn, tensor))
     with no_grad():
-        return tensor.copy_(wrap(NDArray.from_numpy(values.reshape(tuple(tensor.shape)),
-                                                    tensor.dtype, tensor.device)))
+        return tensor.copy_(drawn)
 
 
 class _DefaultGenerator(Generator):

@@ -492,3 +492,15 @@ def test_a_sum_in_bool_is_an_any():
     for dim in (None, 0, 1, (0, 1)):
         assert_same(mt.tensor(x).sum(dim, dtype=mt.bool), torch.tensor(x).sum(dim,
                                                                               dtype=torch.bool))
+
+
+@pytest.mark.parametrize("sampler", ["uniform_", "normal_", "bernoulli_", "exponential_",
+                                     "cauchy_", "log_normal_", "geometric_"])
+def test_a_random_fill_cuts_the_old_history_like_torch(device, sampler):
+    a = mt.tensor([1., 2.], device=device, requires_grad=True)
+    x = a * 1
+    getattr(x, sampler)(*((0.5,) if sampler == "geometric_" else ()))
+    (x * a).sum().backward()
+    np.testing.assert_allclose(a.grad.cpu().numpy(), x.detach().cpu().numpy())   # not 2a + x
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        getattr(a, sampler)(*((0.5,) if sampler == "geometric_" else ()))

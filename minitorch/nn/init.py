@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from ..autograd import no_grad
-from ..random import fill_drawn as _draw, host_rng
+from ..random import fill_drawn, host_rng
 from ..tensor import eye as _eye, tensor as _as_tensor, zeros as _zeros
 
 __all__ = [
@@ -41,6 +41,12 @@ def calculate_gain(nonlinearity, param=None):
     if nonlinearity == "selu":
         return 3.0 / 4
     raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _draw(tensor, generator, sample):
+    """Initialisers write outside autograd (torch wraps them in no_grad too)."""
+    with no_grad():
+        return fill_drawn(tensor, generator, sample)
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
