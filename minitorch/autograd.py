@@ -475,21 +475,24 @@ def _call_backward(node, grads, retain_graph):
         node._released = True
     if type(result) is not tuple:
         result = (result,)
-    if len(result) > len(node.next_edges) and any(
-            g is not None for g in result[len(node.next_edges):]):
-        raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
-                           f"(expected {len(node.next_edges)}, got {len(result)})")
-    # Trailing non-differentiable arguments (dims, flags) may be left out of the result.
-    if len(result) < len(node.next_edges) and any(
-            edge is not None for edge in node.next_edges[len(result):]):
-        raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
-                           f"(expected {len(node.next_edges)}, got {len(result)})")
+    if len(result) != len(node.next_edges):
+        _check_gradient_count(node, result)
     if node._hooks:
         for hook in list(node._hooks.values()):
             replaced = hook(result, tuple(grads))
             if replaced is not None:
                 result = tuple(replaced)
     return result
+
+
+def _check_gradient_count(node, result):
+    """A backward may return extra Nones, or leave out trailing non-differentiable arguments
+    (dims, flags); any other count mismatch is torch's error."""
+    edges = node.next_edges
+    if any(g is not None for g in result[len(edges):]) or any(
+            edge is not None for edge in edges[len(result):]):
+        raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
+                           f"(expected {len(edges)}, got {len(result)})")
 
 
 def _apply_tensor_hooks(node, grads):

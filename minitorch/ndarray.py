@@ -19,6 +19,8 @@ from .opcodes import (BOOL_RESULT_BINARY, BOOL_RESULT_UNARY, INDEX_RESULT_REDUCE
 # costs half as much as an lru_cache call. Shapes seen in a program are few; the caches are
 # cleared if a program produces very many.
 _STRIDES, _NUMEL = {}, {}
+# (requested shape, array size) -> the checked shape, -1 inferred: reshape's common case.
+_INFERRED_SHAPES = {}
 
 
 def contiguous_strides(shape):
@@ -50,6 +52,8 @@ def shape_str(shape):
 
 def normalize_dim(dim, ndim):
     """A dim in [-ndim, ndim) → [0, ndim); torch treats a 0-d array as having one dim here."""
+    if type(dim) is int and 0 <= dim < ndim:
+        return dim          # the common case, without the conversions below
     dim = operator.index(dim)
     bound = max(ndim, 1)
     if not -bound <= dim < bound:
@@ -71,6 +75,26 @@ def normalize_dims(dims, ndim):
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         result.append(d)
     return tuple(sorted(d for d in result if d < ndim))
+
+
+# Permutations already checked (tuples of non-negative ints): permute's common case skips the
+# checks. A valid permutation of range(n) is valid for exactly the n-d arrays.
+_PERMUTATIONS = set()
+
+
+def _checked_permutation(dims, ndim):
+    """dims as a permutation of range(ndim) (negative dims allowed), with torch's errors."""
+    dims = tuple(normalize_dim(d, ndim) for d in dims)
+    if len(dims) != ndim:
+        raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does "
+                           "not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {ndim} is not equal to len(dims) = {len(dims)}")
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    if len(_PERMUTATIONS) > 65536:
+        _PERMUTATIONS.clear()
+    _PERMUTATIONS.add(dims)
+    return dims
 
 
 def broadcast_shapes(a, b):
@@ -177,11 +201,13 @@ class NDArray:
 
     @property
     def size(self):
-        return shape_numel(self.shape)
+        n = _NUMEL.get(self.shape)     # shape_numel's cache, read without the call
+        return shape_numel(self.shape) if n is None else n
 
     def is_compact(self):
         """C-contiguous (strides of size-1 axes don't matter, as in torch)."""
-        if self.strides == contiguous_strides(self.shape):
+        strides = _STRIDES.get(self.shape)     # contiguous_strides' cache, read without the call
+        if self.strides == (contiguous_strides(self.shape) if strides is None else strides):
             return True
         expected = 1
         for size, stride in zip(reversed(self.shape), reversed(self.strides)):
@@ -244,9 +270,21 @@ class NDArray:
         return self._view(shape, strides)
 
     def _infer_shape(self, shape):
-        if type(shape) is tuple and _NUMEL.get(shape) == self.size and \
-                all(type(s) is int and s >= 0 for s in shape):
-            return shape        # the common case: a plain, known shape of the right size
+        size = self.size
+        plain = type(shape) is tuple and all(type(s) is int for s in shape)
+        if plain:
+            inferred = _INFERRED_SHAPES.get((shape, size))
+            if inferred is not None:
+                return inferred     # the common case: a request already checked at this size
+        inferred = self._checked_shape(shape)
+        if plain:
+            if len(_INFERRED_SHAPES) > 65536:
+                _INFERRED_SHAPES.clear()
+            _INFERRED_SHAPES[shape, size] = inferred
+        return inferred
+
+    def _checked_shape(self, shape):
+        """The requested shape as a tuple of ints with any -1 inferred (torch's errors)."""
         shape = tuple(operator.index(s) for s in shape)
         if shape.count(-1) > 1:
             raise RuntimeError("only one dimension can be inferred")
@@ -298,22 +336,22 @@ class NDArray:
         return tuple(new_strides)
 
     def permute(self, dims):
-        dims = tuple(normalize_dim(d, self.ndim) for d in dims)
-        if len(dims) != self.ndim:
-            raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does "
-                               "not match the length of the desired ordering of dimensions i.e. "
-                               f"input.dim() = {self.ndim} is not equal to len(dims) = {len(dims)}")
-        if len(set(dims)) != len(dims):
-            raise RuntimeError("permute(): duplicate dims are not allowed.")
-        return self._view(tuple(self.shape[d] for d in dims), tuple(self.strides[d] for d in dims))
+        shape, strides = self.shape, self.strides
+        if type(dims) is not tuple or dims not in _PERMUTATIONS or len(dims) != len(shape):
+            dims = _checked_permutation(dims, len(shape))
+        return NDArray(self.buffer, tuple([shape[d] for d in dims]),
+                       tuple([strides[d] for d in dims]), self.offset, self.dtype, self.device,
+                       self.backend)
 
     def transpose(self, dim0, dim1):
-        d0, d1 = normalize_dim(dim0, self.ndim), normalize_dim(dim1, self.ndim)
-        if self.ndim < 2:
+        ndim = len(self.shape)
+        d0, d1 = normalize_dim(dim0, ndim), normalize_dim(dim1, ndim)
+        if ndim < 2:
             return self
-        order = list(range(self.ndim))
-        order[d0], order[d1] = order[d1], order[d0]
-        return self.permute(order)
+        shape, strides = list(self.shape), list(self.strides)
+        shape[d0], shape[d1] = shape[d1], shape[d0]
+        strides[d0], strides[d1] = strides[d1], strides[d0]
+        return self._view(tuple(shape), tuple(strides))
 
     def expand(self, shape):
         """Broadcast to `shape` with stride 0 on new or size-1 axes (-1 keeps a size)."""
