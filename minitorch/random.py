@@ -217,6 +217,14 @@ _RANDOM_HIGH = {"float32": 2 ** 24 + 1, "float64": 2 ** 53 + 1, "int64": 2 ** 63
                 "uint8": 256, "bool": 2}
 
 
+def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    return fill_drawn(self, generator, lambda rng, shape: rng.uniform(a, b, shape))
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    return fill_drawn(self, generator, lambda rng, shape: rng.normal(mean, std, shape))
+
+
 def random_(self, from_=0, to=None, *, generator=None):
     """Integers in [from, to - 1] (one argument: [0, to - 1]; none: every integer the dtype
     holds exactly, from 0)."""
@@ -263,5 +271,6 @@ def bernoulli_(self, p=0.5, *, generator=None):
     return fill_drawn(self, generator, lambda rng, shape: rng.random(shape) < probs)
 
 
-for _sampler in (random_, exponential_, geometric_, log_normal_, cauchy_, bernoulli_):
+for _sampler in (uniform_, normal_, random_, exponential_, geometric_, log_normal_, cauchy_,
+                 bernoulli_):
     setattr(Tensor, _sampler.__name__, _sampler)

@@ -1049,20 +1049,6 @@ _T.addcdiv_ = lambda self, tensor1, tensor2, *, value=1: self.add_(
     (tensor1 * value if value != 1 else tensor1) / tensor2)
 
 
-def _uniform_(self, a=0.0, b=1.0, *, generator=None):
-    """Fill with U(a, b) draws (nn.init's sampler; torch.Tensor.uniform_)."""
-    from .nn import init
-    return init.uniform_(self, a, b, generator=generator)
-
-
-def _normal_(self, mean=0.0, std=1.0, *, generator=None):
-    """Fill with N(mean, std²) draws (torch.Tensor.normal_)."""
-    from .nn import init
-    return init.normal_(self, mean, std, generator=generator)
-
-
-_T.uniform_ = _uniform_
-_T.normal_ = _normal_
 _T.add_ = _fast_inplace(_BinaryOp.ADD, _T.add_, scaled=True)
 _T.sub_ = _fast_inplace(_BinaryOp.SUB, _T.sub_, scaled=True)
 _T.mul_ = _fast_inplace(_BinaryOp.MUL, _T.mul_, scaled=False)
