@@ -824,6 +824,11 @@ def _assign_result(self, result):
     if result.shape != self.shape:
         raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast "
                            f"shape {list(result.shape)}")
+    if _grad_mode.enabled and self.requires_grad and not result.requires_grad:
+        # the new values do not depend on the old ones (copy_ of a constant, eq_, ...): torch
+        # keeps self in the graph, with no gradient reaching its old history
+        everywhere = wrap(_E.scalar_array(True, dtypes.bool_, self.device))
+        result = _E.where(everywhere, result, self)
     self._data.assign(result._data)
     self._bump_version()
     if _grad_mode.enabled:

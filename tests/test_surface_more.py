@@ -504,3 +504,14 @@ def test_a_random_fill_cuts_the_old_history_like_torch(device, sampler):
     np.testing.assert_allclose(a.grad.cpu().numpy(), x.detach().cpu().numpy())   # not 2a + x
     with pytest.raises(RuntimeError, match="leaf Variable"):
         getattr(a, sampler)(*((0.5,) if sampler == "geometric_" else ()))
+
+
+@pytest.mark.parametrize("overwrite", [lambda x: x.copy_(mt.tensor([7., 8.], device=x.device)),
+                                       lambda x: x.eq_(mt.tensor([1., 5.], device=x.device)),
+                                       lambda x: x.lt_(1.5), lambda x: x.ge_(1.5)])
+def test_overwriting_a_graph_tensor_with_constants_cuts_its_history(device, overwrite):
+    a = mt.tensor([1., 2.], device=device, requires_grad=True)
+    x = a * 1
+    overwrite(x)
+    (x * a).sum().backward()
+    assert x.requires_grad and a.grad.tolist() == x.detach().tolist()
