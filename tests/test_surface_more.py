@@ -515,3 +515,26 @@ def test_overwriting_a_graph_tensor_with_constants_cuts_its_history(device, over
     overwrite(x)
     (x * a).sum().backward()
     assert x.requires_grad and a.grad.tolist() == x.detach().tolist()
+
+
+def test_functional_corners_from_the_second_audit(device):
+    torch = torch_or_skip()
+    F = mt.nn.functional
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert math.isnan(F.kl_div(mt.tensor([0.5, -1.]), mt.tensor([-0.5, 0.3])).item())
+        assert math.isnan(F.kl_div(mt.tensor([0.5]), mt.tensor([NAN])).item())
+    same_error(lambda lib: lib.nn.functional.binary_cross_entropy(
+        lib.tensor([0.5]), lib.tensor([-1.5])))
+    for x_shape, w_shape in (((0, 4), (3, 4)), ((2, 0), (3, 0))):
+        x = mt.ones(*x_shape, device=device, requires_grad=True)
+        w = mt.ones(*w_shape, device=device, requires_grad=True)
+        F.linear(x, w, mt.ones(3, device=device)).sum().backward()
+        assert x.grad.shape == x_shape and w.grad.shape == w_shape
+    assert F.group_norm(mt.ones(0, 4, 3, device=device), 2).shape == (0, 4, 3)
+    x = [[[[1, 2, 5], [2, 2, 7]]]]
+    for kwargs in ({}, {"padding": 1, "count_include_pad": False}, {"divisor_override": 3}):
+        assert_same(F.avg_pool2d(mt.tensor(x, device=device), 2, **kwargs),
+                    torch.nn.functional.avg_pool2d(torch.tensor(x), 2, **kwargs))
+    assert_same(F.avg_pool1d(mt.tensor([[[-3, 0]]], device=device), 2),
+                torch.nn.functional.avg_pool1d(torch.tensor([[[-3, 0]]]), 2))

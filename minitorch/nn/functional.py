@@ -78,6 +78,12 @@ def _scalar(value, nd):
 
 
 # ---- linear and activations -------------------------------------------------------------------
+def _row_shape(shape):
+    """(rows, last): a (..., n) shape as a matrix, spelt out so that an empty batch or an
+    empty last axis stays unambiguous (reshape(-1, 0) is not)."""
+    return (math.prod(shape[:-1]), shape[-1])
+
+
 class Linear(Function):
     """input @ weight.T + bias as one node. Forward reads the transposed weight as a strided
     view (the GEMM packs it for free); backward computes the weight's gradient directly in the
@@ -85,7 +91,7 @@ class Linear(Function):
 
     @staticmethod
     def forward(ctx, input, weight, bias):
-        rows = input._data.reshape((-1, input._data.shape[-1]))
+        rows = input._data.reshape(_row_shape(input.shape))
         out = rows.matmul(weight._data.transpose(0, 1))
         if bias is not None:
             out = out.binary(BinaryOp.ADD, bias._data)
@@ -111,12 +117,12 @@ class LinearBackward(Function):
     def forward(ctx, g, input, weight, needs, input_shape):
         ctx.save_for_backward(g, input, weight)
         ctx.input_shape = input_shape
-        rows = g._data.reshape((-1, g._data.shape[-1]))
+        rows = g._data.reshape(_row_shape(g.shape))
         grad_input = grad_weight = grad_bias = None
         if needs[0]:
             grad_input = wrap(rows.matmul(weight._data).reshape(input_shape))
         if needs[1]:
-            x = input._data.reshape((-1, input._data.shape[-1]))
+            x = input._data.reshape(_row_shape(input.shape))
             grad_weight = wrap(rows.transpose(0, 1).matmul(x))
         if needs[2]:
             grad_bias = wrap(rows.reduce(ReduceOp.SUM, (0,)))
@@ -126,16 +132,16 @@ class LinearBackward(Function):
     def backward(ctx, gg_input, gg_weight, gg_bias):
         """The backward is linear in g; x and W enter one product each."""
         g, input, weight = ctx.saved_tensors
-        rows = g.reshape(-1, g.shape[-1])
+        rows = g.reshape(_row_shape(g.shape))
         grad_g = grad_input = grad_weight = None
         terms = []
         if gg_input is not None:
-            gg_rows = gg_input.reshape(-1, weight.shape[1])
+            gg_rows = gg_input.reshape(_row_shape(gg_input.shape))
             terms.append(gg_rows @ weight.mT)
             if ctx.needs_input_grad[2]:
                 grad_weight = rows.mT @ gg_rows
         if gg_weight is not None:
-            x = input.reshape(-1, input.shape[-1])
+            x = input.reshape(_row_shape(input.shape))
             terms.append(x @ gg_weight.mT)
             if ctx.needs_input_grad[1]:
                 grad_input = (rows @ gg_weight).reshape(ctx.input_shape)
@@ -1048,11 +1054,14 @@ def _avg_pool(name, input, kernel_size, stride, padding, ceil_mode, count_includ
     windows = _pool_windows(x, kernel, stride, padding, dilation, out, 0.0)
     total = windows.sum(dim=2)
     if divisor_override is not None:
-        result = total / divisor_override
+        divisor = divisor_override
     elif count_include_pad and not any(_ceil_extra(x, kernel, stride, padding, dilation, out)):
-        result = total / math.prod(kernel)
+        divisor = math.prod(kernel)
     else:
-        result = total / _window_counts(x, kernel, stride, padding, out, count_include_pad)
+        divisor = _window_counts(x, kernel, stride, padding, out, count_include_pad)
+    # integer inputs keep their dtype, the average truncated toward zero (torch's C division)
+    result = total / divisor if input.dtype.is_floating_point else mt.div(
+        total, divisor, rounding_mode="trunc").to(input.dtype)
     return result.squeeze(0) if unbatched else result
 
 
@@ -1492,7 +1501,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                                f"channels in input, but got {name} of shape "
                                f"{shape_str(t.shape)} and input of shape "
                                f"{shape_str(input.shape)}")
-    grouped = input.reshape(n, num_groups, -1)
+    grouped = input.reshape(n, num_groups, math.prod(input.shape[1:]) // num_groups)
     mean = grouped.mean(-1, keepdim=True)
     var = grouped.var(-1, keepdim=True, correction=0)
     out = ((grouped - mean) * (var + eps).rsqrt()).reshape(input.shape)
@@ -2219,8 +2228,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
                          f"size ({input.shape}) is deprecated. Please ensure they have the same "
                          "size.")
-    if input.numel() and not (input >= 0).logical_and(input <= 1).all().item():
-        raise RuntimeError("all elements of input should be between 0 and 1")
+    for name, t in (("input", input), ("target", target)):
+        if t.numel() and not (t >= 0).logical_and(t <= 1).all().item():
+            raise RuntimeError(f"all elements of {name} should be between 0 and 1")
     loss = BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight
@@ -2248,7 +2258,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise target·(log target - input). A zero target contributes 0 and gets gradient 0
-    (torch's xlogy form gives that gradient as NaN)."""
+    (torch's xlogy form gives that gradient as NaN); a negative or NaN target gives NaN, as in
+    torch, so corrupt targets do not go unnoticed."""
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce, reduction)
     elif reduction == "mean":
@@ -2263,6 +2274,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     else:
         loss = mt.where(target > 0, target * (target.clamp(min=1e-45).log() - input),
                         _constant(0.0, input))
+        loss = mt.where(target >= 0, loss, _constant(math.nan, input))
     if reduction == "batchmean":
         return loss.sum() / input.shape[0] if input.ndim else loss.sum()
     return _reduce(loss, reduction)
