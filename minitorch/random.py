@@ -182,7 +182,10 @@ def multinomial(input, num_samples, replacement=False, generator=None):
     return wrap(NDArray.from_numpy(out, dtypes.int64, input.device))
 
 
-def normal(mean, std, size=None, generator=None):
+def normal(mean, std=1.0, size=None, generator=None):
+    """N(mean, std²) draws: tensor means and/or stds (broadcast), or numbers and a size."""
+    if not isinstance(std, Tensor) and std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         like = mean if isinstance(mean, Tensor) else std
         return randn(*like.shape, generator=generator, dtype=like.dtype,
@@ -192,16 +195,25 @@ def normal(mean, std, size=None, generator=None):
 
 def poisson(input, generator=None):
     """Poisson draws with the rates in input (float, input's dtype)."""
-    rates = input.detach().cpu().numpy()
-    return wrap(NDArray.from_numpy(host_rng(generator).poisson(rates).astype(np.float64),
-                                   input.dtype, input.device))
+    rates = np.asarray(input.detach().cpu().numpy(), dtype=np.float64)
+    if (rates < 0).any():
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    draws = np.asarray(host_rng(generator).poisson(rates), dtype=np.float64)
+    return wrap(NDArray.from_numpy(draws, input.dtype, input.device))
 
 
 def binomial(count, prob, generator=None):
-    """Binomial draws: count trials with success probability prob, elementwise."""
-    counts, probs = (t.detach().cpu().numpy() for t in (count, prob))
-    draws = host_rng(generator).binomial(counts.astype(np.int64), probs)
-    return wrap(NDArray.from_numpy(draws.astype(np.float64), count.dtype, count.device))
+    """Binomial draws: count trials with success probability prob, elementwise. As in torch,
+    the probability is clamped to [0, 1], a negative count draws 0 and a NaN p gives NaN."""
+    counts, probs = (np.asarray(t.detach().cpu().numpy(), dtype=np.float64)
+                     for t in (count, prob))
+    counts, probs = np.broadcast_arrays(counts, probs)
+    valid = ~np.isnan(probs)
+    trials = np.maximum(counts, 0).astype(np.int64)
+    draws = host_rng(generator).binomial(trials, np.where(valid, np.clip(probs, 0, 1), 0))
+    draws = np.where(valid, draws, np.nan)
+    return wrap(NDArray.from_numpy(np.asarray(draws, dtype=np.float64), count.dtype,
+                                   count.device))
 
 
 def get_rng_state():

@@ -334,7 +334,9 @@ class Tensor:
         return tensor_repr(self)
 
     def __format__(self, spec):
-        if self.ndim == 0 and spec:
+        """torch's: a 0-d tensor formats as its number (f"{loss}" prints 0.25); others as repr
+        and only with an empty spec."""
+        if self.ndim == 0:
             return format(self.item(), spec)
         return object.__format__(self, spec) if spec else repr(self)
 

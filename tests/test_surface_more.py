@@ -538,3 +538,27 @@ def test_functional_corners_from_the_second_audit(device):
                     torch.nn.functional.avg_pool2d(torch.tensor(x), 2, **kwargs))
     assert_same(F.avg_pool1d(mt.tensor([[[-3, 0]]], device=device), 2),
                 torch.nn.functional.avg_pool1d(torch.tensor([[[-3, 0]]]), 2))
+
+
+def test_small_api_corners_from_the_second_audit():
+    torch = torch_or_skip()
+    a, b = seq(2, 3), seq(3, seed=1)
+    assert_same(mt.einsum(mt.tensor(a), [0, 1], [1, 0]), torch.einsum(torch.tensor(a), [0, 1],
+                                                                      [1, 0]))
+    assert_same(mt.einsum(mt.tensor(a), [Ellipsis, 1], mt.tensor(b), [1]),
+                torch.einsum(torch.tensor(a), [Ellipsis, 1], torch.tensor(b), [1]), rtol=1e-12)
+    assert [t.shape for t in mt.ones(3, 4).vsplit(1, 2)] == \
+        [tuple(t.shape) for t in torch.ones(3, 4).vsplit(1, 2)]
+    assert mt.histogram(mt.tensor([1., 2.])).hist.shape == (100,)
+    assert mt.normal(mt.zeros(2)).shape == (2,) and mt.poisson(mt.tensor(3.)).shape == ()
+    assert_same(mt.binomial(mt.tensor([5., -5.]), mt.tensor([1.5, 0.5])),
+                torch.binomial(torch.tensor([5., -5.]), torch.tensor([1.5, 0.5])))
+    assert_same(mt.logit(mt.tensor([0.3]), eps=0.7), torch.logit(torch.tensor([0.3]), eps=0.7))
+    assert f"{mt.tensor(2.5)}" == f"{torch.tensor(2.5)}" and f"{mt.tensor(2.5):.3f}" == "2.500"
+    values = mt.zeros(3)
+    mt.index_put_(values, (mt.tensor([0]),), mt.tensor(1.))
+    assert values.tolist() == [1., 0., 0.]
+    for call in (lambda lib: lib.histogram(lib.tensor([1., NAN, 2.]), 3),
+                 lambda lib: lib.normal(lib.zeros(2), -1.),
+                 lambda lib: lib.poisson(lib.tensor([-1.]))):
+        same_error(call)

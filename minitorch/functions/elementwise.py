@@ -1648,7 +1648,10 @@ class Logit(Function):
     def forward(ctx, a, eps):
         ctx.save_for_backward(a)
         ctx.eps = eps
-        x = a if eps is None else clamp(a, eps, 1 - eps)
+        if eps is None:
+            x = a
+        else:       # torch's order: below eps first (so eps > 0.5 gives eps, as in torch)
+            x = where(a < eps, eps, where(a > 1 - eps, 1 - eps, a))
         return log(x / (1 - x))
 
     @staticmethod
@@ -1662,7 +1665,7 @@ class Logit(Function):
 
 def logit(input, eps=None):
     _check_tensor(input, "logit")
-    return Logit.apply(_float_input(input), eps)
+    return Logit.apply(_float_input(input), None if eps is not None and eps < 0 else eps)
 
 
 class Sinc(Function):

@@ -34,6 +34,7 @@ __all__ = [
     'index_put', 'index_select', 'masked_fill', 'masked_scatter', 'masked_select', 'nonzero',
     'scatter', 'scatter_add', 'scatter_reduce', 'select_scatter', 'slice_scatter', 'take',
     'take_along_dim', 'tril_indices', 'triu_indices', 'unravel_index', 'index_reduce', 'put',
+    'index_put_',
 ]
 
 _TORCH_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
@@ -1314,6 +1315,11 @@ def unravel_index(indices, shape):
     coordinates = (as_long // _make_tensor(list(strides), device=indices.device)) % \
         _make_tensor(list(shape), device=indices.device)
     return coordinates.unbind(-1)
+
+
+def index_put_(input, indices, values, accumulate=False):
+    """torch.index_put_: input[indices] = values (or +=) in place."""
+    return input.index_put_(indices, values, accumulate)
 
 
 def put(input, index, source, accumulate=False):

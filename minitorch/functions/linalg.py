@@ -395,6 +395,8 @@ def einsum(equation, *operands):
     contracted left to right, each pair by one batched matrix product (shared kept subscripts
     are the batch, shared dropped ones the contraction) — a broadcast multiply only when the pair
     shares nothing to contract, where the product is the result itself."""
+    if isinstance(equation, Tensor):        # einsum(op1, sublist1, op2, sublist2, ..., [out])
+        equation, operands = _sublist_equation((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not operands:
@@ -409,6 +411,33 @@ def einsum(equation, *operands):
     _check_label_sizes(labelled)
     operands = [_take_diagonals(t, labels) for t, labels in labelled]
     return _contract_all(operands, output)
+
+
+_SUBSCRIPT_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _sublist_equation(args):
+    """torch's sublist format as (equation, operands): subscripts are ints in [0, 52) (letters
+    a-z then A-Z) or Ellipsis; an odd count of arguments ends with the output's sublist."""
+    output = args[-1] if len(args) % 2 else None
+    pairs = args[:-1] if output is not None else args
+    operands, sublists = pairs[0::2], pairs[1::2]
+
+    def letters(sublist):
+        text = ""
+        for item in sublist:
+            if item is Ellipsis:
+                text += "..."
+            elif not 0 <= operator.index(item) < len(_SUBSCRIPT_LETTERS):
+                raise ValueError("einsum(): subscript in subscript list is not within the valid "
+                                 "range [0, 52)")
+            else:
+                text += _SUBSCRIPT_LETTERS[item]
+        return text
+    equation = ",".join(letters(s) for s in sublists)
+    if output is not None:
+        equation += "->" + letters(output)
+    return equation, tuple(operands)
 
 
 def _parse_equation(equation, n_operands):

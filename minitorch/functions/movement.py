@@ -1075,15 +1075,23 @@ def _split_along(input, indices_or_sections, dim, name, min_dims):
     return tensor_split(input, indices_or_sections, dim)
 
 
-def hsplit(input, indices_or_sections):
+def _varargs_indices(first, rest):
+    """x.hsplit(1, 2) is x.hsplit((1, 2)), as torch's method accepts."""
+    return (first,) + rest if rest else first
+
+
+def hsplit(input, indices_or_sections, *indices):
+    indices_or_sections = _varargs_indices(indices_or_sections, indices)
     return _split_along(input, indices_or_sections, 1 if input.ndim > 1 else 0, "hsplit", 1)
 
 
-def vsplit(input, indices_or_sections):
+def vsplit(input, indices_or_sections, *indices):
+    indices_or_sections = _varargs_indices(indices_or_sections, indices)
     return _split_along(input, indices_or_sections, 0, "vsplit", 2)
 
 
-def dsplit(input, indices_or_sections):
+def dsplit(input, indices_or_sections, *indices):
+    indices_or_sections = _varargs_indices(indices_or_sections, indices)
     return _split_along(input, indices_or_sections, 2, "dsplit", 3)
 
 

@@ -265,7 +265,7 @@ def histc(input, bins=100, min=0, max=0):
         return _counts(index, _E.cast(inside, input.dtype), bins, input.dtype)
 
 
-def histogram(input, bins, *, range=None, weight=None, density=False):
+def histogram(input, bins=100, *, range=None, weight=None, density=False):
     """(hist, bin_edges): weighted counts of input in `bins` equal bins over `range` (the data's
     range, widened by 0.5 both ways when it is one value) or between given edges; the last bin
     includes its right edge; density divides by the total and the bin widths."""
@@ -305,6 +305,9 @@ def _histogram_edges(input, bins, range):
         low, high = (float(v) for v in range)
     elif input.numel():
         low, high = _host_values(_R.amin(input), _R.amax(input))
+        if not (math.isfinite(low) and math.isfinite(high)):
+            raise RuntimeError(f"torch.histogramdd: dimension 0's range [{low:g}, {high:g}] is "
+                               "not finite")
     else:
         low, high = 0.0, 1.0
     if low == high:
