@@ -1,72 +1,139 @@
 """torch.func, the transforms that need no vmap: functional_call, grad, grad_and_value, vjp,
 jacrev and hessian, built on the tape autograd.
 
-A transform differentiates with respect to fresh leaves made from the selected arguments, so
-the caller's tensors need not require grad and the results carry no history. When an argument
-already requires grad (the transform runs inside another one, as in grad(grad(f))), that
-argument is used as it is and the graph is kept, so the outer transform can differentiate the
-inner result again.
+Each transform differentiates with respect to fresh variables standing for the selected
+arguments: a detached leaf, or (when the argument already takes part in an outer transform's
+graph) a view of it, so that other uses of the same tensor inside the function (a closure, the
+outer variable) are not differentiated by this level, and the outer level can still
+differentiate the result. Arguments and outputs may be pytrees: tensors in nested tuples,
+lists and dicts. Results carry no history unless an outer transform is recording.
 """
 import numbers
 
 from .autograd import enable_grad, grad as _autograd_grad
-from .autograd_functional import jacobian as _jacobian
+from .functions.movement import stack
 from .nn.utils.stateless import func_functional_call as functional_call
+from .tensor import Tensor, zeros_like
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacrev", "vjp"]
 
 
+# ---- pytrees: tensors in nested tuples / lists / dicts ---------------------------------------
+def _leaves(tree):
+    if isinstance(tree, (tuple, list)):
+        return [leaf for item in tree for leaf in _leaves(item)]
+    if isinstance(tree, dict):
+        return [leaf for value in tree.values() for leaf in _leaves(value)]
+    return [tree]
+
+
+def _rebuild(tree, leaves):
+    """tree's structure with its leaves replaced, in order, from the iterator `leaves`."""
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(_rebuild(item, leaves) for item in tree)
+    if isinstance(tree, dict):
+        return {key: _rebuild(value, leaves) for key, value in tree.items()}
+    return next(leaves)
+
+
+def _map(fn, tree):
+    return _rebuild(tree, iter([fn(leaf) for leaf in _leaves(tree)]))
+
+
+def _check_tensors(tree, what):
+    for leaf in _leaves(tree):
+        if not isinstance(leaf, Tensor):
+            raise ValueError(f"Thing passed to transform API must be Tensor, got {type(leaf)}"
+                             if what == "input" else f"Expected f(*args) to return a Tensor, got "
+                             f"{type(leaf)}")
+
+
+# ---- argument handling ------------------------------------------------------------------------
 def _argnums(argnums, count):
-    single = isinstance(argnums, numbers.Integral)
-    positions = (argnums,) if single else tuple(argnums)
+    """(single, positions) after torch's checks."""
+    if isinstance(argnums, numbers.Integral) and not isinstance(argnums, bool):
+        positions, single = (argnums,), True
+    elif isinstance(argnums, tuple) and all(isinstance(p, numbers.Integral) for p in argnums):
+        positions, single = argnums, False
+        if not positions:
+            raise RuntimeError("argnums must be non-empty")
+        if len(set(p % count if count else p for p in positions)) != len(positions):
+            raise RuntimeError(f"argnums elements must be unique, got {argnums}")
+    else:
+        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
     for p in positions:
         if not -count <= p < count:
-            raise RuntimeError(f"Got argnums={argnums} but only {count} positional inputs")
+            raise RuntimeError(f"Got argnum={p}, but only {count} positional inputs")
     return single, tuple(p % count for p in positions)
 
 
-def _differentiable(args, positions):
-    """args with the selected ones made differentiable leaves (or kept, when they already
-    take part in an outer transform's graph); and whether any did."""
+def _fresh(t):
+    """This level's variable for tensor t: a view when t is recorded by an outer level (the
+    gradient then flows on to it), else a detached leaf."""
+    return t.view_as(t) if t.requires_grad else t.detach().requires_grad_()
+
+
+def _variables(args, positions):
+    """(args with the selected ones replaced by fresh variables, those variables as pytrees,
+    whether an outer transform is recording)."""
     args = list(args)
-    nested = any(args[p].requires_grad for p in positions)
     for p in positions:
-        if not args[p].requires_grad:
-            args[p] = args[p].detach().requires_grad_()
-    return args, nested
+        _check_tensors(args[p], "input")
+    nested = any(leaf.requires_grad for p in positions for leaf in _leaves(args[p]))
+    for p in positions:
+        args[p] = _map(_fresh, args[p])
+    return args, [args[p] for p in positions], nested
 
 
-def _finish(tensors, nested):
-    return tensors if nested else tuple(t.detach() for t in tensors)
+def _gradients(output, variables, grad_outputs=None):
+    """d output / d variables (pytrees of the variables' structure), zeros where output does
+    not depend on a variable; the graph is kept for an outer level."""
+    flat = _leaves(variables)
+    outputs = _leaves(output)
+    recorded = [(o, g) for o, g in zip(outputs, grad_outputs or [None] * len(outputs))
+                if o.requires_grad]
+    if recorded:
+        grads = _autograd_grad([o for o, _ in recorded], flat,
+                               None if grad_outputs is None else [g for _, g in recorded],
+                               retain_graph=True, create_graph=True, allow_unused=True,
+                               materialize_grads=True)
+    else:
+        grads = [zeros_like(v) for v in flat]
+    return _rebuild(variables, iter(grads))
 
 
-def _detached(tree):
-    """Tensors anywhere in nested tuples / lists / dicts without their history (aux outputs)."""
-    if isinstance(tree, (tuple, list)):
-        return type(tree)(_detached(t) for t in tree)
-    if isinstance(tree, dict):
-        return {k: _detached(v) for k, v in tree.items()}
-    return tree.detach() if hasattr(tree, "detach") else tree
+def _plain(tree, nested):
+    """Results without history at the top level (torch.func returns plain tensors)."""
+    return tree if nested else _map(lambda t: t.detach() if isinstance(t, Tensor) else t, tree)
 
 
+def _split_aux(output, has_aux, name):
+    if not has_aux:
+        return output, None
+    if not isinstance(output, tuple) or len(output) != 2:
+        raise RuntimeError(f"{name}(f)(*args): output of function f should be a tuple: (output, "
+                           "aux) if has_aux is True")
+    return output
+
+
+# ---- the transforms ---------------------------------------------------------------------------
 def grad_and_value(func, argnums=0, has_aux=False):
     """A function returning (d func / d args[argnums], func(*args)) for a scalar func."""
     def transformed(*args, **kwargs):
         single, positions = _argnums(argnums, len(args))
         with enable_grad():
-            args, nested = _differentiable(args, positions)
-            output = func(*args, **kwargs)
-            value, aux = output if has_aux else (output, None)
-            if value.numel() != 1:
+            args, variables, nested = _variables(args, positions)
+            value, aux = _split_aux(func(*args, **kwargs), has_aux, "grad_and_value")
+            if not isinstance(value, Tensor):
+                raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a "
+                                   f"Tensor, got {type(value)}")
+            if value.ndim != 0:
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
                                    f"scalar Tensor, got tensor with {value.ndim} dims. Maybe "
                                    "you wanted to use the vjp or jacrev APIs instead?")
-            grads = _autograd_grad(value, [args[p] for p in positions], create_graph=True,
-                                   allow_unused=True, materialize_grads=True)
-        grads = _finish(grads, nested)
-        result = grads[0] if single else grads
-        if not nested:
-            value, aux = value.detach(), _detached(aux)
+            grads = _gradients(value, variables)
+        result = _plain(grads[0] if single else tuple(grads), nested)
+        value, aux = _plain(value, nested), _plain(aux, nested)
         return (result, (value, aux)) if has_aux else (result, value)
     return transformed
 
@@ -84,38 +151,56 @@ def grad(func, argnums=0, has_aux=False):
 
 def vjp(func, *primals, has_aux=False):
     """(func(*primals), vjp_fn) where vjp_fn(cotangents) gives the vector-Jacobian products
-    with respect to every primal (a tuple)."""
+    with respect to every primal (a tuple); outputs and cotangents may be pytrees."""
     with enable_grad():
-        args, nested = _differentiable(primals, range(len(primals)))
-        output = func(*args)
-        recorded, aux = output if has_aux else (output, None)
+        args, variables, nested = _variables(primals, range(len(primals)))
+        output, aux = _split_aux(func(*args), has_aux, "vjp")
+        _check_tensors(output, "output")
 
     def vjp_fn(cotangents):
         with enable_grad():
-            grads = _autograd_grad(recorded, args, cotangents, retain_graph=True,
-                                   create_graph=True, allow_unused=True, materialize_grads=True)
-        return _finish(grads, nested)
-    value = recorded if nested else recorded.detach()
-    aux = aux if nested else _detached(aux)
-    return (value, vjp_fn, aux) if has_aux else (value, vjp_fn)
+            grads = _gradients(output, variables, _leaves(cotangents))
+        return _plain(tuple(grads), nested)
+    value = _plain(output, nested)
+    return (value, vjp_fn, _plain(aux, nested)) if has_aux else (value, vjp_fn)
 
 
-def jacrev(func, argnums=0):
-    """A function returning the Jacobian of func with respect to args[argnums], row by row
-    (reverse mode)."""
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
+    """A function returning the Jacobian of func with respect to args[argnums], one reverse
+    pass per output element: for every output leaf (pytree outputs keep their structure), a
+    tensor of shape output.shape + input.shape, or a tuple over the selected arguments."""
     def transformed(*args):
         single, positions = _argnums(argnums, len(args))
-        nested = any(args[p].requires_grad for p in positions)
-
-        def of_selected(*selected):
-            full = list(args)
-            for p, t in zip(positions, selected):
-                full[p] = t
-            return func(*full)
-        jacobians = _jacobian(of_selected, tuple(args[p] for p in positions),
-                              create_graph=nested)
-        return jacobians[0] if single else jacobians
+        with enable_grad():
+            args, variables, nested = _variables(args, positions)
+            output, aux = _split_aux(func(*args), has_aux, "jacrev")
+            _check_tensors(output, "output")
+            inputs = _leaves(variables)
+            jacobians = [_jacobian_rows(out, inputs, variables, single) for out in
+                         _leaves(output)]
+        result = _plain(_rebuild(output, iter(jacobians)), nested)
+        return (result, _plain(aux, nested)) if has_aux else result
     return transformed
+
+
+def _jacobian_rows(out, inputs, variables, single):
+    """d out / d variables: one vjp per element of out, stacked into out.shape + input shape."""
+    rows = []
+    for index in range(out.numel()):
+        seed = zeros_like(out).reshape(-1)
+        seed[index] = 1
+        rows.append(_leaves(_gradients(out, variables, [seed.reshape(out.shape)])))
+    per_input = []
+    for k, variable in enumerate(inputs):
+        stacked = [row[k] for row in rows]
+        shape = tuple(out.shape) + tuple(variable.shape)
+        per_input.append(_stack(stacked, variable).reshape(shape))
+    grads = _rebuild(variables, iter(per_input))
+    return grads[0] if single else tuple(grads)
+
+
+def _stack(rows, like):
+    return stack(rows) if rows else like.new_zeros((0,) + tuple(like.shape))
 
 
 def hessian(func, argnums=0):

@@ -69,3 +69,55 @@ def test_functional_call_swaps_parameters_for_one_call(device):
                                expected.cpu().numpy())
     assert not mt.equal(layer.weight, doubled["weight"])
     assert mt.autograd.functional.jacobian is not None
+
+
+def test_a_level_differentiates_only_its_own_variable(device):
+    """torch.func's levels: a closure over the same tensor is a constant for the inner
+    transform (the usual way of writing mixed second derivatives)."""
+    x = mt.tensor(X, device=device, requires_grad=True)
+    close(mf.grad(lambda y: (y * x).sum())(x).detach(), torch.tensor(X))
+    z = mt.tensor(X, device=device)
+    nested = mf.grad(lambda a: mf.grad(lambda b: (a * b).sum())(a).sum())(z)
+    close(nested, torch.ones(3, dtype=torch.float64))
+
+
+def test_pytrees_of_arguments_and_outputs(device):
+    layer = mt.nn.Linear(3, 2).double().to(device)
+    theirs = torch.nn.Linear(3, 2).double()
+    theirs.load_state_dict({k: torch.tensor(v.detach().cpu().numpy())
+                            for k, v in layer.state_dict().items()})
+    ones = mt.ones(1, 3, dtype=mt.float64, device=device)
+    ours = mf.grad(lambda p: mf.functional_call(layer, p, (ones,)).sum())(
+        dict(layer.named_parameters()))
+    torch_ones = torch.ones(1, 3, dtype=torch.float64)
+    expected = tf.grad(lambda p: tf.functional_call(theirs, p, (torch_ones,)).sum())(
+        dict(theirs.named_parameters()))
+    for name in expected:
+        close(ours[name], expected[name])
+    close(mf.jacrev(lambda x: (x ** 2, x.sum()))(mt.tensor(X, device=device)),
+          tf.jacrev(lambda x: (x ** 2, x.sum()))(torch.tensor(X)))
+    jac = mf.jacrev(lambda x: {"a": x ** 2})(mt.tensor(X, device=device))
+    close(jac["a"], tf.jacrev(lambda x: {"a": x ** 2})(torch.tensor(X))["a"])
+    _, fn = mf.vjp(lambda x: (x ** 2, x.sum()), mt.tensor(X, device=device))
+    _, expected_fn = tf.vjp(lambda x: (x ** 2, x.sum()), torch.tensor(X))
+    close(fn((mt.tensor(Y, device=device), mt.tensor(2., dtype=mt.float64, device=device))),
+          expected_fn((torch.tensor(Y), torch.tensor(2., dtype=torch.float64))))
+    close(mf.grad(lambda a, b: (b ** 2).sum())(mt.tensor(X, device=device),
+                                                mt.tensor(Y, device=device)),
+          torch.zeros(3, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, f: f.grad(lambda x: (x ** 3).sum(0, keepdim=True))(lib.ones(3)),
+    lambda lib, f: f.grad(lambda x: x.sum(), argnums=[0])(lib.ones(3)),
+    lambda lib, f: f.grad(lambda x, y: (x * y).sum(), argnums=(0, 0))(lib.ones(3), lib.ones(3)),
+    lambda lib, f: f.grad(lambda x: x.sum(), has_aux=True)(lib.ones(3)),
+    lambda lib, f: f.grad(lambda x: 1.0)(lib.ones(3)),
+    lambda lib, f: f.grad(lambda x: x ** 2)(3.0),
+    lambda lib, f: f.grad(lambda x, y: x.sum(), argnums=2)(lib.ones(3), lib.ones(3))])
+def test_transform_errors_match_torch(call):
+    with pytest.raises(Exception) as theirs:
+        call(torch, tf)
+    with pytest.raises(Exception) as ours:
+        call(mt, mf)
+    assert type(ours.value) is type(theirs.value) and str(ours.value) == str(theirs.value)
