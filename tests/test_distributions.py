@@ -432,3 +432,21 @@ def test_enumerate_support_not_expanded():
     dist = D.Bernoulli(mt.tensor([[0.2, 0.4, 0.5]]))
     assert tuple(dist.enumerate_support(expand=False).shape) == (2, 1, 1)
     assert tuple(dist.enumerate_support().shape) == (2, 1, 3)
+
+
+def test_sigmoid_transform_clips_and_inverses_are_transforms():
+    torch = pytest.importorskip("torch")
+    import torch.distributions as TD
+    ours = D.TransformedDistribution(D.Normal(mt.tensor([0.]), mt.tensor([1.])),
+                                     [D.SigmoidTransform()], validate_args=False)
+    theirs = TD.TransformedDistribution(TD.Normal(torch.tensor([0.]), torch.tensor([1.])),
+                                        [TD.SigmoidTransform()], validate_args=False)
+    np.testing.assert_allclose(ours.log_prob(mt.tensor([0., 1.])).numpy(),
+                               theirs.log_prob(torch.tensor([0., 1.])).numpy(), rtol=1e-6)
+    exp = D.ExpTransform()
+    assert repr(exp.inv) == "_InverseTransform(ExpTransform())" and exp.inv.inv == exp
+    back = D.TransformedDistribution(D.LogNormal(mt.tensor([0.]), mt.tensor([1.])), [exp.inv])
+    expected = TD.TransformedDistribution(TD.LogNormal(torch.tensor([0.]), torch.tensor([1.])),
+                                          [TD.ExpTransform().inv])
+    np.testing.assert_allclose(back.log_prob(mt.tensor([0.5])).numpy(),
+                               expected.log_prob(torch.tensor([0.5])).numpy(), rtol=1e-6)

@@ -482,3 +482,20 @@ def _with_func(call):
                 del mt.func
         return call(lib)
     return run
+
+
+def test_householder_orthogonal_without_trivialization_keeps_the_weight_orthogonal():
+    torch_ = pytest.importorskip("torch")
+    a = np.random.default_rng(0).standard_normal((5, 3))
+    A, tau = mt.geqrf(mt.tensor(a))
+    At, taut = torch_.geqrf(torch_.tensor(a))
+    np.testing.assert_allclose(A.numpy(), At.numpy(), atol=1e-12)
+    np.testing.assert_allclose(tau.numpy(), taut.numpy(), atol=1e-12)
+    ours, theirs = mt.nn.Linear(3, 5).double(), torch_.nn.Linear(3, 5).double()
+    theirs.weight.data = torch_.tensor(ours.weight.detach().numpy())
+    mt.nn.utils.parametrizations.orthogonal(ours, use_trivialization=False)
+    torch_.nn.utils.parametrizations.orthogonal(theirs, use_trivialization=False)
+    np.testing.assert_allclose(ours.weight.detach().numpy(), theirs.weight.detach().numpy(),
+                               atol=1e-10)
+    ours.weight = mt.eye(5, 3, dtype=mt.float64)
+    np.testing.assert_allclose(ours.weight.detach().numpy(), np.eye(5, 3), atol=1e-12)

@@ -2,6 +2,7 @@
 TransformedDistribution they define, and LogNormal = exp of a Normal."""
 import math
 
+from .. import dtypes
 from ..functions import elementwise as E
 from ..functions.movement import broadcast_shapes
 from ..nn.functional import softplus
@@ -28,8 +29,10 @@ class Transform:
     def __call__(self, x):
         return self._call(x)
 
-    def inv(self, y):
-        return self._inverse(y)
+    @property
+    def inv(self):
+        """The inverse transform, itself a Transform (t.inv(y) inverts; t.inv.inv is t)."""
+        return _InverseTransform(self)
 
     def forward_shape(self, shape):
         return as_size(shape)
@@ -45,6 +48,53 @@ class Transform:
 
     def __repr__(self):
         return self.__class__.__name__ + "()"
+
+
+class _InverseTransform(Transform):
+    """x = f⁻¹(y) of a Transform f, with log|dx/dy| = -log|dy/dx|."""
+
+    def __init__(self, transform):
+        self._inv = transform
+
+    @property
+    def inv(self):
+        return self._inv
+
+    @property
+    def domain(self):
+        return self._inv.codomain
+
+    @property
+    def codomain(self):
+        return self._inv.domain
+
+    @property
+    def sign(self):
+        return self._inv.sign
+
+    def _call(self, y):
+        return self._inv._inverse(y)
+
+    def _inverse(self, x):
+        return self._inv._call(x)
+
+    def log_abs_det_jacobian(self, x, y):
+        return -self._inv.log_abs_det_jacobian(y, x)
+
+    def forward_shape(self, shape):
+        return self._inv.inverse_shape(shape)
+
+    def inverse_shape(self, shape):
+        return self._inv.forward_shape(shape)
+
+    def __eq__(self, other):
+        return isinstance(other, _InverseTransform) and self._inv == other._inv
+
+    def __hash__(self):
+        return hash((_InverseTransform, self._inv))
+
+    def __repr__(self):
+        return f"_InverseTransform({self._inv!r})"
 
 
 class ExpTransform(Transform):
@@ -66,13 +116,21 @@ class SigmoidTransform(Transform):
     codomain = constraints.unit_interval
 
     def _call(self, x):
-        return E.sigmoid(x)
+        return _clipped(E.sigmoid(x))
 
     def _inverse(self, y):
+        y = _clipped(y)
         return y.log() - (-y).log1p()
 
     def log_abs_det_jacobian(self, x, y):
         return -softplus(-x) - softplus(x)
+
+
+def _clipped(probability):
+    """torch's clamp of a sigmoid's value to [tiny, 1 - eps]: its logit stays finite (in
+    float32, 1 - 1e-8 is already 1)."""
+    info = dtypes.finfo(probability.dtype)
+    return probability.clamp(min=info.tiny, max=1.0 - info.eps)
 
 
 class AffineTransform(Transform):

@@ -24,7 +24,7 @@ from .movement import cat
 from .reduce import _return_type
 
 
-__all__ = ['pinverse', 'qr', 'svd']
+__all__ = ['geqrf', 'pinverse', 'qr', 'svd']
 
 
 def _result_type(name, fields):
@@ -186,6 +186,20 @@ def _form_q(work, tau, cols):
     if q.size:
         work.backend.qr_form_q(work.flat(), tau.buffer, q.buffer, batch, m, n, cols)
     return q
+
+
+_GeqrfResult = _result_type("geqrf", ("a", "tau"))
+
+
+def geqrf(input):
+    """LAPACK's geqrf: (a, tau) with R on and above a's diagonal and the Householder vectors
+    below it (their leading 1 implied), H_i = I - tau_i v_i v_iᵀ. Not differentiable (torch's
+    is not either)."""
+    _check_matrix("geqrf", input)
+    _check_float("geqrf", input)
+    work, tau, scale = _householder(input.detach()._data)
+    a = wrap(work)
+    return _GeqrfResult(triu(a) * wrap(scale) + a.tril(-1), wrap(tau))
 
 
 def _qr_arrays(nd, mode):

@@ -6,6 +6,7 @@ from ... import dtypes
 from ...autograd import no_grad
 from ...functions.linalg import mv
 from ...functions.movement import cat
+from ...functions.spectral import geqrf
 from ...linalg import matrix_exp, qr, solve
 from ...random import randn
 from ...tensor import Tensor, eye, zeros_like
@@ -102,6 +103,15 @@ class _Orthogonal(Module):
         # columns, reaching matrices of determinant -1 too.
         return Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
 
+    @staticmethod
+    def _householder_inverse(Q, transposed):
+        """torch's: geqrf's reflectors, with R's diagonal replaced by its signs (so that the
+        map reproduces Q, not -Q) and flipped where a reflection was skipped (tau = 0)."""
+        A, tau = geqrf(Q)
+        diagonal = A.diagonal(dim1=-2, dim2=-1)
+        diagonal.copy_(diagonal.sign() * (1 - 2 * (tau == 0).to(A.dtype)))
+        return A.mT if transposed else A
+
     @no_grad()
     def right_inverse(self, Q):
         if Q.shape != self.shape:
@@ -117,10 +127,7 @@ class _Orthogonal(Module):
                 raise NotImplementedError("It is not possible to assign to the matrix "
                                           "exponential or the Cayley parametrizations when "
                                           "use_trivialization=False.")
-            # torch inverts the Householder map with geqrf, which minitorch lacks
-            raise NotImplementedError("Assigning to the householder parametrization with "
-                                      "use_trivialization=False needs torch.geqrf, which "
-                                      "minitorch does not implement.")
+            return self._householder_inverse(Q, transposed=Q_init.size(-2) < Q_init.size(-1))
         if n == k:
             Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
         else:
