@@ -5,6 +5,7 @@ import numbers
 from .. import dtypes
 from ..autograd import enable_grad
 from ..functions import elementwise as E
+from ..functions.movement import broadcast_tensors
 from ..tensor import Size, Tensor, tensor
 from ..random import randn
 
@@ -22,7 +23,6 @@ def broadcast_all(*values):
     like = next((v for v in values if isinstance(v, Tensor)), None)
     options = ({"dtype": dtypes.get_default_dtype()} if like is None
                else {"dtype": like.dtype, "device": like.device})
-    from ..functions.movement import broadcast_tensors
     return broadcast_tensors(*(v if isinstance(v, Tensor) else tensor(v, **options)
                                for v in values))
 

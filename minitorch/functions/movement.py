@@ -981,9 +981,10 @@ def broadcast_shapes(*shapes):
 
 
 def broadcast_tensors(*tensors):
-    """Views of the tensors expanded to their common shape."""
+    """Views of the tensors expanded to their common shape (a tensor already of that shape is
+    returned itself, as torch does)."""
     shape = broadcast_shapes(*(t.shape for t in tensors))
-    return tuple(t.expand(shape) for t in tensors)
+    return tuple(t if t.shape == shape else t.expand(shape) for t in tensors)
 
 
 def meshgrid(*tensors, indexing=None):
