@@ -4,7 +4,11 @@ with torch's parameter names, shapes, gate order (LSTM i, f, g, o; GRU r, z, n) 
 Everything is composed of existing ops: a layer projects the whole input sequence with one
 F.linear (one GEMM for every time step), then a Python loop over time adds the hidden-state
 projection and applies the cell's gates. The cells use the same step functions.
-PackedSequence inputs are not supported (out of scope); pad the batch instead.
+
+A PackedSequence input (sequences sorted by decreasing length, step t holding the first
+batch_sizes[t] of them) runs step t on the first batch_sizes[t] rows of the state only, so
+padding never enters the recurrence: going forward, the rows of sequences that have ended are
+set aside as their final states; going backward, sequences join with their initial states.
 """
 import math
 import numbers
@@ -13,6 +17,7 @@ import warnings
 import minitorch as mt
 from . import functional as F, init
 from .module import Module, Parameter
+from .utils.rnn import PackedSequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -65,7 +70,8 @@ class RNNBase(Module):
     """torch.nn.RNNBase: the parameters of every (layer, direction) as weight_ih_l{k}[_reverse],
     weight_hh_l{k}, bias_ih_l{k}, bias_hh_l{k} (and weight_hr_l{k} for an LSTM with proj_size),
     all drawn from U(-1/√hidden_size, 1/√hidden_size). Inputs are (L, N, H_in) tensors
-    ((N, L, H_in) with batch_first) or unbatched (L, H_in); PackedSequence is not supported."""
+    ((N, L, H_in) with batch_first), unbatched (L, H_in) or a PackedSequence (batch_first does
+    not apply; the output is packed like the input)."""
 
     # torch's wording differs per class; {} is the input's rank
     _input_dim_message = "RNNBase: Expected input to be 2D or 3D, got {}D instead"
@@ -173,8 +179,10 @@ class RNNBase(Module):
 
     # -- forward --------------------------------------------------------------------------------
     def _run(self, input, hx):
-        """torch's RNN forward on a Tensor input; hx is a tuple of states (or None). Returns the
-        output and the tuple of final states (h_n[, c_n])."""
+        """torch's RNN forward; hx is a tuple of states (or None). Returns the output and the
+        tuple of final states (h_n[, c_n])."""
+        if isinstance(input, PackedSequence):
+            return self._run_packed(input, hx)
         if input.ndim not in (2, 3):
             raise ValueError(self._input_dim_message.format(input.ndim))
         batched = input.ndim == 3
@@ -183,9 +191,10 @@ class RNNBase(Module):
         if not batched:
             input = input.unsqueeze(0 if self.batch_first else 1)
             hx = None if hx is None else tuple(h.unsqueeze(1) for h in hx)
+        batch = input.shape[0 if self.batch_first else 1]
         if hx is None:
-            hx = self._zero_state(input)
-        self._check_forward_args(input, hx)
+            hx = self._zero_state(batch, input)
+        self._check_forward_args(input, hx, batch, 3)
         sequence = input.transpose(0, 1) if self.batch_first else input
         if sequence.shape[0] == 0:
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
@@ -196,6 +205,20 @@ class RNNBase(Module):
             output = output.squeeze(0 if self.batch_first else 1)
             final = tuple(h.squeeze(1) for h in final)
         return output, final
+
+    def _run_packed(self, packed, hx):
+        """The forward on a PackedSequence: states are given and returned in the caller's batch
+        order, and run in the packed (length-sorted) one."""
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        batch = int(batch_sizes[0])
+        if hx is None:
+            hx = self._zero_state(batch, data)
+        else:
+            hx = _permute_states(hx, sorted_indices)
+        self._check_forward_args(data, hx, batch, 2)
+        output, final = self._layers(data, hx, batch_sizes.tolist())
+        return (PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices),
+                _permute_states(final, unsorted_indices))
 
     def _check_hidden_dims(self, hx, batched):
         expected = 3 if batched else 2
@@ -208,22 +231,23 @@ class RNNBase(Module):
         """The last dimension of each state tensor: (h,) or, for an LSTM, (h, c)."""
         return (self._output_size(),)
 
-    def _zero_state(self, input):
-        batch = input.shape[0 if self.batch_first else 1]
+    def _zero_state(self, batch, input):
         return tuple(mt.zeros(self.num_layers * self._directions(), batch, size,
                               dtype=input.dtype, device=input.device)
                      for size in self._state_sizes())
 
-    def _check_forward_args(self, input, hx):
+    def _check_forward_args(self, input, hx, batch, input_dims):
+        """torch's check_forward_args: input_dims is 2 for packed data, else 3."""
         weight_dtype = self.weight_ih_l0.dtype
         if input.dtype is not weight_dtype:
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
                              f"({weight_dtype}). Convert input: input.to({weight_dtype}), or "
                              f"convert model: model.to({input.dtype})")
+        if input.ndim != input_dims:
+            raise RuntimeError(f"input must have {input_dims} dimensions, got {input.ndim}")
         if input.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {input.shape[-1]}")
-        batch = input.shape[0 if self.batch_first else 1]
         for index, (h, size) in enumerate(zip(hx, self._state_sizes())):
             expected = (self.num_layers * self._directions(), batch, size)
             if tuple(h.shape) != expected:
@@ -233,9 +257,10 @@ class RNNBase(Module):
     def _hidden_size_message(self, index):
         return "Expected hidden size {}, got {}"
 
-    def _layers(self, sequence, hx):
-        """Every layer over a (L, N, H_in) sequence; torch's dropout on all but the last
-        layer's output. Returns the last layer's output and the stacked final states."""
+    def _layers(self, sequence, hx, batch_sizes=None):
+        """Every layer over a (L, N, H_in) sequence, or packed (sum(batch_sizes), H_in) data
+        given its batch_sizes (a list); torch's dropout on all but the last layer's output.
+        Returns the last layer's output and the stacked final states."""
         finals = []
         for layer in range(self.num_layers):
             if layer > 0 and self.dropout > 0:
@@ -244,33 +269,81 @@ class RNNBase(Module):
             for direction in range(self._directions()):
                 index = layer * self._directions() + direction
                 output, final = self._direction(sequence, tuple(h[index] for h in hx),
-                                                self._all_weights[index], direction == 1)
+                                                self._all_weights[index], direction == 1,
+                                                batch_sizes)
                 outputs.append(output)
                 finals.append(final)
             sequence = outputs[0] if len(outputs) == 1 else mt.cat(outputs, -1)
         return sequence, tuple(mt.stack(states) for states in zip(*finals))
 
-    def _direction(self, sequence, state, names, reverse):
+    def _direction(self, sequence, state, names, reverse, batch_sizes=None):
         """One (layer, direction): the input projection of all steps is one GEMM; the loop
         over time adds the hidden projection and applies the gates."""
         weights = {name.split("_l")[0]: getattr(self, name) for name in names}
         gi = F.linear(sequence, weights["weight_ih"], weights.get("bias_ih"))
-        step = _STEPS[self.mode]
-        projection = weights.get("weight_hr")
+        cell = self._cell_update(weights)
+        if batch_sizes is not None:
+            run = _packed_backward if reverse else _packed_forward
+            return run(cell, gi.split(batch_sizes), state)
         outputs = [None] * sequence.shape[0]
         order = range(len(outputs) - 1, -1, -1) if reverse else range(len(outputs))
         for t in order:
-            gh = F.linear(state[0], weights["weight_hh"], weights.get("bias_hh"))
-            state = step(gi[t], gh, state)
-            if projection is not None:
-                state = (F.linear(state[0], projection),) + state[1:]
+            state = cell(gi[t], state)
             outputs[t] = state[0]
         return mt.stack(outputs), state
+
+    def _cell_update(self, weights):
+        """(input projection of a step, state) → the next state, for one (layer, direction)."""
+        step, projection = _STEPS[self.mode], weights.get("weight_hr")
+
+        def update(gi, state):
+            gh = F.linear(state[0], weights["weight_hh"], weights.get("bias_hh"))
+            state = step(gi, gh, state)
+            if projection is not None:
+                state = (F.linear(state[0], projection),) + state[1:]
+            return state
+        return update
+
+
+# ---- packed sequences: step t runs on the first batch_sizes[t] rows -----------------------------
+def _packed_forward(cell, steps, state):
+    """Steps in time order; rows batch_sizes[t]: of the state belong to sequences that ended
+    before step t, so they are set aside as those sequences' final states."""
+    ended, outputs = [], []
+    for gi in steps:
+        rows = gi.shape[0]
+        if rows < state[0].shape[0]:
+            ended.append(tuple(s[rows:] for s in state))
+            state = tuple(s[:rows] for s in state)
+        state = cell(gi, state)
+        outputs.append(state[0])
+    # the longest sequences come first: the state still running, then the later-ended ones
+    return mt.cat(outputs), tuple(mt.cat(parts) for parts in zip(state, *reversed(ended)))
+
+
+def _packed_backward(cell, steps, initial):
+    """Steps in reverse time order: a sequence joins at its last step with its initial
+    state."""
+    state, outputs = tuple(s[:0] for s in initial), [None] * len(steps)
+    for t in range(len(steps) - 1, -1, -1):
+        rows, running = steps[t].shape[0], state[0].shape[0]
+        if rows > running:
+            state = tuple(mt.cat([s, s0[running:rows]]) for s, s0 in zip(state, initial))
+        state = cell(steps[t], state)
+        outputs[t] = state[0]
+    return mt.cat(outputs), state
+
+
+def _permute_states(states, permutation):
+    """torch's permute_hidden: the batch dim (1) of each state reordered (None: as is)."""
+    if permutation is None:
+        return tuple(states)
+    return tuple(h.index_select(1, permutation) for h in states)
 
 
 class RNN(RNNBase):
     """torch.nn.RNN: h_t = tanh(x_t W_ihᵀ + b_ih + h_{t-1} W_hhᵀ + b_hh) (or relu).
-    Returns (output, h_n). PackedSequence inputs are not supported."""
+    Returns (output, h_n)."""
 
     _input_dim_message = "RNN: Expected input to be 2D or 3D, got {}D tensor instead"
 
@@ -293,7 +366,7 @@ class RNN(RNNBase):
 
 class GRU(RNNBase):
     """torch.nn.GRU (gates r, z, n; n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn))).
-    Returns (output, h_n). PackedSequence inputs are not supported."""
+    Returns (output, h_n)."""
 
     _input_dim_message = "GRU: Expected input to be 2D or 3D, got {}D instead"
 
@@ -310,7 +383,7 @@ class GRU(RNNBase):
 
 class LSTM(RNNBase):
     """torch.nn.LSTM (gates i, f, g, o; with proj_size, h_t = W_hr (o ⊙ tanh(c_t))).
-    Returns (output, (h_n, c_n)). PackedSequence inputs are not supported."""
+    Returns (output, (h_n, c_n))."""
 
     _input_dim_message = "LSTM: Expected input to be 2D or 3D, got {}D instead"
 
