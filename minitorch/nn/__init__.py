@@ -46,3 +46,4 @@ from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .transformer import (Transformer, TransformerDecoder,  # noqa: F401
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
+from . import modules  # noqa: F401,E402  (torch.nn.modules' layout)

@@ -4,11 +4,13 @@ A Module keeps its Parameters, buffers and child Modules in three ordered dicts 
 `__setattr__`; everything else (named_parameters, state_dict, to(), train()) walks them. Calling a
 module runs forward between the forward hooks; full backward hooks wrap the module's tensor
 inputs and outputs in an identity autograd Function whose backward sees the gradients w.r.t. the
-module's outputs and inputs (torch's BackwardHook).
+module's outputs and inputs (torch's BackwardHook). The global hooks of
+torch.nn.modules.module live here as module-level functions and run before each module's own.
 """
 import functools
 import itertools
 import warnings
+import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
@@ -16,9 +18,14 @@ from .. import dtypes
 from ..autograd import Function, RemovableHandle, is_grad_enabled, no_grad
 from ..backend import device as Device
 from ..printing import tensor_repr
-from ..tensor import Tensor, empty, wrap, wrap_into, zeros
+from ..tensor import Tensor, empty, empty_like, wrap, wrap_into, zeros
 
-__all__ = ["Module", "Parameter", "Buffer"]
+__all__ = ["Module", "Parameter", "Buffer", "register_module_forward_pre_hook",
+           "register_module_forward_hook", "register_module_backward_hook",
+           "register_module_full_backward_pre_hook", "register_module_full_backward_hook",
+           "register_module_buffer_registration_hook",
+           "register_module_module_registration_hook",
+           "register_module_parameter_registration_hook"]
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 _PENDING_LOADS = "_minitorch_pending_loads"
@@ -141,6 +148,125 @@ def _forward_unimplemented(self, *input):
                               'function')
 
 
+class _WrappedHook:
+    """A hook that gets its module as first argument through a weak reference (so the module's
+    own hook dicts do not keep it alive), or is called as is when `module` is None."""
+
+    def __init__(self, hook, module=None):
+        self.hook = hook
+        functools.update_wrapper(self, hook)
+        self.with_module = module is not None
+        if self.with_module:
+            self.module = weakref.ref(module)
+
+    def __call__(self, *args, **kwargs):
+        if self.with_module:
+            module = self.module()
+            if module is None:
+                raise RuntimeError("You are trying to call the hook of a dead Module!")
+            return self.hook(module, *args, **kwargs)
+        return self.hook(*args, **kwargs)
+
+    def __getstate__(self):
+        # A weakref cannot be pickled or deep-copied: keep the module itself.
+        state = {"hook": self.hook, "with_module": self.with_module}
+        if self.with_module:
+            state["module"] = self.module()
+        return state
+
+    def __setstate__(self, state):
+        self.hook = state["hook"]
+        self.with_module = state["with_module"]
+        if self.with_module:
+            if state["module"] is None:
+                raise RuntimeError("You are trying to revive the hook of a dead Module!")
+            self.module = weakref.ref(state["module"])
+
+
+# ---- global hooks (torch.nn.modules.module's): every Module runs them before its own -------------
+_global_buffer_registration_hooks = OrderedDict()
+_global_module_registration_hooks = OrderedDict()
+_global_parameter_registration_hooks = OrderedDict()
+_global_backward_pre_hooks = OrderedDict()
+_global_backward_hooks = OrderedDict()
+_global_is_full_backward_hook = None    # None until a global backward hook of either kind exists
+_global_forward_pre_hooks = OrderedDict()
+_global_forward_hooks = OrderedDict()
+_global_forward_hooks_always_called = OrderedDict()
+_global_forward_hooks_with_kwargs = OrderedDict()
+
+
+def _has_global_call_hook():
+    return bool(_global_backward_pre_hooks or _global_backward_hooks or
+                _global_forward_pre_hooks or _global_forward_hooks)
+
+
+def register_module_buffer_registration_hook(hook):
+    """hook(module, name, buffer) -> None or a new buffer, run by every register_buffer."""
+    return _register_hook(_global_buffer_registration_hooks, hook, False)
+
+
+def register_module_module_registration_hook(hook):
+    """hook(module, name, submodule) -> None or a new submodule, run by every add_module."""
+    return _register_hook(_global_module_registration_hooks, hook, False)
+
+
+def register_module_parameter_registration_hook(hook):
+    """hook(module, name, param) -> None or a new Parameter, run by every register_parameter."""
+    return _register_hook(_global_parameter_registration_hooks, hook, False)
+
+
+def register_module_forward_pre_hook(hook):
+    """hook(module, args) -> None or new args, before every module's own forward pre-hooks."""
+    return _register_hook(_global_forward_pre_hooks, hook, False)
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """hook(module, args, output) -> None or new output (with_kwargs: kwargs before output),
+    before every module's own forward hooks; always_call: also run when forward raises."""
+    handle = _register_hook(_global_forward_hooks, hook, False,
+                            _global_forward_hooks_with_kwargs, _global_forward_hooks_always_called)
+    if with_kwargs:
+        _global_forward_hooks_with_kwargs[handle.id] = True
+    if always_call:
+        _global_forward_hooks_always_called[handle.id] = True
+    return handle
+
+
+def _set_global_backward_hook_kind(full):
+    global _global_is_full_backward_hook
+    if _global_is_full_backward_hook is (not full):
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
+                           "global Module hook. Please use only one of them.")
+    _global_is_full_backward_hook = full
+
+
+def register_module_backward_hook(hook):
+    """Deprecated: a global non-full backward hook (see Module.register_backward_hook)."""
+    _set_global_backward_hook_kind(full=False)
+    return _register_hook(_global_backward_hooks, hook, False)
+
+
+def register_module_full_backward_pre_hook(hook):
+    """hook(module, grad_output) for every module, before the module's own pre-hooks."""
+    return _register_hook(_global_backward_pre_hooks, hook, False)
+
+
+def register_module_full_backward_hook(hook):
+    """hook(module, grad_input, grad_output) for every module, before the module's own."""
+    _set_global_backward_hook_kind(full=True)
+    return _register_hook(_global_backward_hooks, hook, False)
+
+
+def _run_registration_hooks(hooks, module, name, value):
+    """The global registration hooks, each of which may replace the value being registered."""
+    for hook in hooks.values():
+        output = hook(module, name, value)
+        if output is not None:
+            value = output
+    return value
+
+
 # ---- Module --------------------------------------------------------------------------------------
 class Module:
     """Base class of every layer and model; mirrors torch.nn.Module."""
@@ -162,11 +288,16 @@ class Module:
         setattr_(self, "_non_persistent_buffers_set", set())
         setattr_(self, "_backward_pre_hooks", OrderedDict())
         setattr_(self, "_backward_hooks", OrderedDict())
+        setattr_(self, "_is_full_backward_hook", None)
         setattr_(self, "_forward_hooks", OrderedDict())
         setattr_(self, "_forward_hooks_with_kwargs", OrderedDict())
         setattr_(self, "_forward_hooks_always_called", OrderedDict())
         setattr_(self, "_forward_pre_hooks", OrderedDict())
         setattr_(self, "_forward_pre_hooks_with_kwargs", OrderedDict())
+        setattr_(self, "_state_dict_hooks", OrderedDict())
+        setattr_(self, "_state_dict_pre_hooks", OrderedDict())
+        setattr_(self, "_load_state_dict_pre_hooks", OrderedDict())
+        setattr_(self, "_load_state_dict_post_hooks", OrderedDict())
         setattr_(self, "_modules", {})
 
     forward = _forward_unimplemented
@@ -188,6 +319,7 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
+        tensor = _run_registration_hooks(_global_buffer_registration_hooks, self, name, tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -217,7 +349,8 @@ class Module:
                              "function of another Tensor, compute the value in the forward() "
                              "method.")
         else:
-            self._parameters[name] = param
+            self._parameters[name] = _run_registration_hooks(
+                _global_parameter_registration_hooks, self, name, param)
 
     def add_module(self, name, module):
         """Add a child Module (or None) under `name`."""
@@ -231,7 +364,8 @@ class Module:
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
-        self._modules[name] = module
+        self._modules[name] = _run_registration_hooks(_global_module_registration_hooks, self,
+                                                      name, module)
 
     def register_module(self, name, module):
         return self.add_module(name, module)
@@ -248,6 +382,21 @@ class Module:
             if not isinstance(module, Module):
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return module
+
+    def set_submodule(self, target, module, strict=False):
+        """Put `module` at a dotted path such as "net.0" whose parent exists; strict: only
+        replace an existing submodule."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError("`" + name + "` is not an nn.Module")
+        setattr(parent, name, module)
 
     def get_parameter(self, target):
         """The Parameter at a dotted path such as "net.0.weight"."""
@@ -311,13 +460,15 @@ class Module:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             self._remove_member(name, self.__dict__, self._parameters, self._buffers,
                                 self._non_persistent_buffers_set)
-            modules[name] = value
+            modules[name] = _run_registration_hooks(_global_module_registration_hooks, self,
+                                                    name, value)
             return
         if modules is not None and name in modules:
             if value is not None:
                 raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
                                 "(torch.nn.Module or None expected)")
-            modules[name] = value
+            modules[name] = _run_registration_hooks(_global_module_registration_hooks, self,
+                                                    name, value)
             return
         buffers = self.__dict__.get("_buffers")
         if isinstance(value, Buffer) or (buffers is not None and name in buffers):
@@ -349,6 +500,14 @@ class Module:
             del self._modules[name]
         else:
             object.__delattr__(self, name)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        # A module pickled before the hook dicts existed gets empty ones (as torch does).
+        for name in ("_state_dict_hooks", "_state_dict_pre_hooks",
+                     "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"):
+            self.__dict__.setdefault(name, OrderedDict())
+        self.__dict__.setdefault("_is_full_backward_hook", None)
 
     def __dir__(self):
         keys = (dir(self.__class__) + list(self.__dict__) + list(self._parameters) +
@@ -482,6 +641,18 @@ class Module:
     def double(self):
         return self._apply(lambda t: t.double() if t.is_floating_point() else t)
 
+    def type(self, dst_type):
+        """Cast every parameter and buffer, integer ones included, to `dst_type`."""
+        return self._apply(lambda t: t.type(dst_type))
+
+    def to_empty(self, *, device, recurse=True):
+        """Move parameters and buffers to `device` as uninitialized tensors (nothing copied)."""
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
+
+    def share_memory(self):
+        """Tensor.share_memory_ on every parameter and buffer."""
+        return self._apply(lambda t: t.share_memory_())
+
     # -- state_dict -----------------------------------------------------------------------------
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         for name, param in self._parameters.items():
@@ -507,25 +678,81 @@ class Module:
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
         if hasattr(destination, "_metadata"):
-            destination._metadata[prefix[:-1]] = {"version": self._version}
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".",
                                   keep_vars=keep_vars)
+        for hook in self._state_dict_hooks.values():
+            hook_result = hook(self, destination, prefix, local_metadata)
+            if not getattr(hook, "_from_public_api", False):
+                # The private API's hook may return a new dict; torch only honours it for the
+                # module state_dict() was called on (its children's returns are dropped).
+                if hook_result is not None:
+                    destination = hook_result
+            elif hook_result is not None:
+                raise RuntimeError("state_dict post-hook must return None")
         return destination
+
+    def register_state_dict_pre_hook(self, hook):
+        """hook(module, prefix, keep_vars) -> None, before this module saves its state."""
+        return _register_hook(self._state_dict_pre_hooks, hook, False)
+
+    def register_state_dict_post_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata) -> None, after this module and its
+        children saved their state; may edit state_dict in place."""
+        # torch marks the hook itself, so the private API can tell it apart (and refuse it).
+        hook._from_public_api = True
+        return _register_hook(self._state_dict_hooks, hook, False)
+
+    def _register_state_dict_hook(self, hook):
+        """The older post-hook: like register_state_dict_post_hook, but a returned dict
+        replaces the state_dict (only on the module state_dict() was called on)."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError("Cannot register the same function as the state dict post hook "
+                               "that was previously registered via "
+                               "register_state_dict_post_hook")
+        return _register_hook(self._state_dict_hooks, hook, False)
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs) -> None, before this module loads its own state; may edit
+        this module's (copied) state_dict."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """Like register_load_state_dict_pre_hook; without with_module the hook is not given
+        the module."""
+        handle = RemovableHandle(self._load_state_dict_pre_hooks)
+        self._load_state_dict_pre_hooks[handle.id] = _WrappedHook(
+            hook, self if with_module else None)
+        return handle
+
+    def register_load_state_dict_post_hook(self, hook):
+        """hook(module, incompatible_keys) -> None, after this module and its children loaded;
+        may edit incompatible_keys' lists in place, which decides whether a strict load
+        raises."""
+        return _register_hook(self._load_state_dict_post_hooks, hook, False)
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
         """Match this module's own tensors against `state_dict`, recording problems. Inside
-        load_state_dict the copies are queued (see there) so nothing changes on error."""
+        load_state_dict the copies are queued (unless load post-hooks exist, see there) so nothing
+        changes on error."""
+        pending = local_metadata.pop(_PENDING_LOADS, None)   # hidden from the hooks
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                 error_msgs)
         persistent = {k: v for k, v in self._buffers.items()
                       if k not in self._non_persistent_buffers_set}
         members = itertools.chain(self._parameters.items(), persistent.items())
         local_state = {k: v for k, v in members if v is not None}
         assign = local_metadata.get("assign_to_params_buffers", False)
-        pending = local_metadata.get(_PENDING_LOADS)
         for name, param in local_state.items():
             key = prefix + name
             if key not in state_dict:
@@ -589,18 +816,25 @@ class Module:
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
         """Copy parameters and buffers from `state_dict`. Every key and shape is checked first:
-        on any error nothing is copied (torch copies what it can before raising)."""
+        on any error nothing is copied (torch copies what it can before raising). Load
+        post-hooks see the loaded tensors and decide, by editing the key lists, whether a strict
+        load fails: when there are any, tensors are copied as they are checked, as in torch."""
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        missing_keys, unexpected_keys, error_msgs, pending = [], [], [], []
+        missing_keys, unexpected_keys, error_msgs = [], [], []
+        has_post_hooks = any(module._load_state_dict_post_hooks for module in self.modules())
+        pending = None if has_post_hooks else []
         metadata = getattr(state_dict, "_metadata", None)
         state_dict = OrderedDict(state_dict)
+        if metadata is not None:
+            state_dict._metadata = metadata
 
         def load(module, local_state_dict, prefix=""):
             local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
             if assign:
                 local_metadata["assign_to_params_buffers"] = assign
-            local_metadata[_PENDING_LOADS] = pending
+            if pending is not None:
+                local_metadata[_PENDING_LOADS] = pending
             module._load_from_state_dict(local_state_dict, prefix, local_metadata, True,
                                          missing_keys, unexpected_keys, error_msgs)
             for name, child in module._modules.items():
@@ -608,6 +842,13 @@ class Module:
                     child_prefix = prefix + name + "."
                     load(child, {k: v for k, v in local_state_dict.items()
                                  if k.startswith(child_prefix)}, child_prefix)
+            incompatible_keys = _IncompatibleKeys(missing_keys, unexpected_keys)
+            for hook in module._load_state_dict_post_hooks.values():
+                if hook(module, incompatible_keys) is not None:
+                    raise AssertionError(
+                        "Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                        "expected to return new values, if incompatible_keys need to be "
+                        "modified, it should be done inplace.")
 
         load(self, state_dict)
         if strict:
@@ -618,7 +859,7 @@ class Module:
                 error_msgs.insert(0, "Missing key(s) in state_dict: {}. ".format(
                     ", ".join(f'"{k}"' for k in missing_keys)))
         if not error_msgs:
-            for copy in pending:
+            for copy in pending or ():
                 copy(error_msgs)
         if error_msgs:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
@@ -656,34 +897,54 @@ class Module:
     def register_full_backward_hook(self, hook, prepend=False):
         """hook(module, grad_input, grad_output) -> None or new grad_input, where grad_input are
         the gradients w.r.t. the module's positional tensor inputs."""
+        self._set_backward_hook_kind(full=True)
         return _register_hook(self._backward_hooks, hook, prepend)
+
+    def register_backward_hook(self, hook):
+        """Deprecated (torch's non-full backward hook): hook(module, grad_input, grad_output)
+        on the autograd node that made the module's first output tensor, so grad_input are
+        that node's input gradients, not necessarily the module's."""
+        self._set_backward_hook_kind(full=False)
+        return _register_hook(self._backward_hooks, hook, False)
+
+    def _set_backward_hook_kind(self, full):
+        if self._is_full_backward_hook is (not full):
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
+                               "on a single Module. Please use only one of them.")
+        self._is_full_backward_hook = full
+
+    def _get_backward_hooks(self):
+        """(full hooks, non-full hooks), the global ones first."""
+        full, non_full = [], []
+        for is_full, hooks in ((_global_is_full_backward_hook, _global_backward_hooks),
+                               (self._is_full_backward_hook, self._backward_hooks)):
+            if is_full is True:
+                full += hooks.values()
+            elif is_full is False:
+                non_full += hooks.values()
+        return full, non_full
+
+    def _get_backward_pre_hooks(self):
+        return [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
 
     def _call_impl(self, *args, **kwargs):
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
-                or self._backward_pre_hooks):
+                or self._backward_pre_hooks or _has_global_call_hook()):
             return self.forward(*args, **kwargs)
         result, called = None, set()
         try:
-            for hook_id, hook in list(self._forward_pre_hooks.items()):
-                if hook_id in self._forward_pre_hooks_with_kwargs:
-                    new = hook(self, args, kwargs)
-                    if new is not None:
-                        if not (isinstance(new, tuple) and len(new) == 2):
-                            raise RuntimeError("forward pre-hook must return None or a tuple of "
-                                               f"(new_args, new_kwargs), but got {new}.")
-                        args, kwargs = new
-                else:
-                    new = hook(self, args)
-                    if new is not None:
-                        args = new if isinstance(new, tuple) else (new,)
+            # Taken before the pre-hooks run: hooks they register apply from the next call.
+            full_hooks, non_full_hooks = self._get_backward_hooks()
+            backward_pre_hooks = self._get_backward_pre_hooks()
+            args, kwargs = self._run_forward_pre_hooks(args, kwargs)
             bw_hook = None
-            if self._backward_hooks or self._backward_pre_hooks:
-                bw_hook = _BackwardHook(self, list(self._backward_hooks.values()),
-                                        list(self._backward_pre_hooks.values()))
+            if full_hooks or backward_pre_hooks:
+                bw_hook = _BackwardHook(self, full_hooks, backward_pre_hooks)
                 args = bw_hook.setup_input_hook(args)
             result = self.forward(*args, **kwargs)
-            for hook_id, hook in list(self._forward_hooks.items()):
-                if hook_id in self._forward_hooks_always_called:
+            for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
+                if hook_id in self._forward_hooks_always_called or \
+                        hook_id in _global_forward_hooks_always_called:
                     called.add(hook_id)
                 new = self._run_forward_hook(hook_id, hook, args, kwargs, result)
                 if new is not None:
@@ -694,29 +955,74 @@ class Module:
                                   f"Tensor or a tuple of Tensors but received {type(result)}",
                                   stacklevel=2)
                 result = bw_hook.setup_output_hook(result)
+            if non_full_hooks:
+                self._attach_non_full_backward_hooks(non_full_hooks, args, result)
             return result
         except Exception:
             self._run_always_called_hooks(called, args, kwargs, result)
             raise
 
+    def _run_forward_pre_hooks(self, args, kwargs):
+        for hook_id, hook in (*_global_forward_pre_hooks.items(),
+                              *self._forward_pre_hooks.items()):
+            if hook_id in self._forward_pre_hooks_with_kwargs:
+                new = hook(self, args, kwargs)
+                if new is not None:
+                    if not (isinstance(new, tuple) and len(new) == 2):
+                        raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                           f"(new_args, new_kwargs), but got {new}.")
+                    args, kwargs = new
+            else:
+                new = hook(self, args)
+                if new is not None:
+                    args = new if isinstance(new, tuple) else (new,)
+        return args, kwargs
+
     def _run_forward_hook(self, hook_id, hook, args, kwargs, result):
-        if hook_id in self._forward_hooks_with_kwargs:
+        if hook_id in self._forward_hooks_with_kwargs or \
+                hook_id in _global_forward_hooks_with_kwargs:
             return hook(self, args, kwargs, result)
         return hook(self, args, result)
 
     def _run_always_called_hooks(self, called, args, kwargs, result):
-        """After forward raised: the always_call forward hooks that have not run yet."""
+        """After forward raised: the always_call forward hooks that have not run yet, the
+        global ones first (torch calls those without kwargs)."""
+        for hook_id, hook in list(_global_forward_hooks.items()):
+            if hook_id in _global_forward_hooks_always_called and hook_id not in called:
+                result = self._run_silenced(lambda: hook(self, args, result), result,
+                                            "global module")
         for hook_id, hook in list(self._forward_hooks.items()):
-            if hook_id not in self._forward_hooks_always_called or hook_id in called:
-                continue
-            try:
-                new = self._run_forward_hook(hook_id, hook, args, kwargs, result)
-                if new is not None:
-                    result = new
-            except Exception as error:
-                warnings.warn("module forward hook with ``always_call=True`` raised an "
-                              "exception that was silenced as another error was raised in "
-                              f"forward: {error}", stacklevel=2)
+            if hook_id in self._forward_hooks_always_called and hook_id not in called:
+                result = self._run_silenced(
+                    lambda: self._run_forward_hook(hook_id, hook, args, kwargs, result), result,
+                    "module")
+
+    @staticmethod
+    def _run_silenced(call, result, kind):
+        """An always_call hook after forward failed: its error becomes a warning, as the
+        forward error is the one raised."""
+        try:
+            new = call()
+        except Exception as error:
+            warnings.warn(f"{kind} forward hook with ``always_call=True`` raised an exception "
+                          f"that was silenced as another error was raised in forward: {error}",
+                          stacklevel=3)
+            return result
+        return result if new is None else new
+
+    def _attach_non_full_backward_hooks(self, hooks, args, result):
+        """torch's non-full backward hooks: Node hooks on the first output tensor's grad_fn."""
+        var = result
+        while not isinstance(var, Tensor):
+            if isinstance(var, dict):
+                var = next(v for v in var.values() if isinstance(v, Tensor))
+            else:
+                var = var[0]
+        grad_fn = var.grad_fn
+        if grad_fn is not None:
+            for hook in hooks:
+                grad_fn.register_hook(_WrappedHook(hook, self))
+            _warn_non_full_backward_hook(args, result, grad_fn)
 
     __call__ = _call_impl
 
@@ -775,6 +1081,47 @@ def _parse_to(args, kwargs):
             raise TypeError(f"to() received an invalid combination of arguments - got "
                             f"({type(arg).__name__})")
     return (Device(device) if device is not None else None), dtype
+
+
+# ---- non-full backward hooks --------------------------------------------------------------------
+def _warn_non_full_backward_hook(inputs, result, grad_fn):
+    """torch's FutureWarnings for the cases where a non-full backward hook misses gradients."""
+    if isinstance(result, Tensor):
+        result = (result,)
+    elif not (isinstance(result, tuple) and all(isinstance(r, Tensor) for r in result)):
+        _warn_non_full("Using non-full backward hooks on a Module that does not return a single "
+                       "Tensor or a tuple of Tensors is deprecated and will be removed in future "
+                       "versions. This hook will be missing some of the grad_output. Please use "
+                       "register_full_backward_hook to get the documented behavior.")
+        return
+    if isinstance(inputs, Tensor):
+        inputs = (inputs,)
+    elif not (isinstance(inputs, tuple) and all(isinstance(i, Tensor) for i in inputs)):
+        _warn_non_full("Using non-full backward hooks on a Module that does not take as input a "
+                       "single Tensor or a tuple of Tensors is deprecated and will be removed in "
+                       "future versions. This hook will be missing some of the grad_input. Please "
+                       "use register_full_backward_hook to get the documented behavior.")
+        return
+    out_grad_fn = {r.grad_fn for r in result if r.grad_fn is not None}
+    if not out_grad_fn or (len(out_grad_fn) == 1 and grad_fn not in out_grad_fn):
+        _warn_non_full("Using a non-full backward hook when outputs are nested in python data "
+                       "structure is deprecated and will be removed in future versions. This "
+                       "hook will be missing some grad_output.")
+    elif len(out_grad_fn) > 1:
+        _warn_non_full("Using a non-full backward hook when outputs are generated by different "
+                       "autograd Nodes is deprecated and will be removed in future versions. "
+                       "This hook will be missing some grad_output. Please use "
+                       "register_full_backward_hook to get the documented behavior.")
+    elif {i.grad_fn for i in inputs if i.grad_fn is not None} != \
+            {node for node, _ in grad_fn.next_functions}:
+        _warn_non_full("Using a non-full backward hook when the forward contains multiple "
+                       "autograd Nodes is deprecated and will be removed in future versions. "
+                       "This hook will be missing some grad_input. Please use "
+                       "register_full_backward_hook to get the documented behavior.")
+
+
+def _warn_non_full(message):
+    warnings.warn(message, FutureWarning, stacklevel=5)
 
 
 # ---- full backward hooks -------------------------------------------------------------------------

@@ -181,6 +181,16 @@ def weight_norm(module, name="weight", dim=0):
     """Reparametrize `module.<name>` as g * v / ||v||: originals
     `parametrizations.<name>.original0` (g) and `original1` (v)."""
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def _weight_norm_compat_hook(state_dict, prefix, local_metadata, strict, missing_keys,
+                                 unexpected_keys, error_msgs):
+        # A checkpoint of the legacy nn.utils.weight_norm (<name>_g, <name>_v) loads here.
+        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
+
+    module._register_load_state_dict_pre_hook(_weight_norm_compat_hook)
     return module
 
 
