@@ -36,6 +36,7 @@ float64 = dtype("float64", np.float64, np.float64, True, 4)
 
 ALL = (bool_, uint8, int64, float32, float64)
 _BY_NAME = {d.name: d for d in ALL}
+ALL_NAMES = frozenset(_BY_NAME)
 _BY_NUMPY = {np.dtype(np.bool_): bool_, np.dtype(np.uint8): uint8, np.dtype(np.int8): int64,
              np.dtype(np.int16): int64, np.dtype(np.int32): int64, np.dtype(np.int64): int64,
              np.dtype(np.uint16): int64, np.dtype(np.uint32): int64,

@@ -51,6 +51,10 @@ def _check_assigned_grad(t, grad):
                            "are on the same device")
 
 
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
+               "uint8": "ByteTensor", "bool": "BoolTensor"}
+
+
 def _real_dim(dim, ndim):
     """normalize_dim for size(dim)/stride(dim): a 0-d tensor has no dim to ask about."""
     if ndim == 0:
@@ -265,13 +269,23 @@ class Tensor:
     def _version_counter(self):
         return self._version[0]
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking=False):
+        """torch's: the type name ("torch.FloatTensor") without an argument, else a copy in the
+        given dtype or legacy type name ("torch.cuda.DoubleTensor" also moves to the GPU)."""
         if dtype is None:
-            names = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
-                     "uint8": "ByteTensor", "bool": "BoolTensor"}
             prefix = "torch.cuda." if self.is_cuda else "torch."
-            return prefix + names[self.dtype.name]
-        return self.to(dtypes.from_name(dtype) if isinstance(dtype, str) else dtype)
+            return prefix + _TYPE_NAMES[self.dtype.name]
+        if not isinstance(dtype, str):
+            return self.to(dtype)
+        if dtype in dtypes.ALL_NAMES:
+            return self.to(dtypes.from_name(dtype))
+        by_type = {f"torch.{name}": d for d, name in _TYPE_NAMES.items()}
+        device = "cpu"
+        if dtype.startswith("torch.cuda."):
+            dtype, device = "torch." + dtype[len("torch.cuda."):], "cuda"
+        if dtype not in by_type:
+            raise ValueError(f"invalid type: '{dtype}'")
+        return self.to(device=device, dtype=dtypes.from_name(by_type[dtype]))
 
     # ---- conversion ---------------------------------------------------------------------------
     def numpy(self, force=False):

@@ -562,3 +562,13 @@ def test_small_api_corners_from_the_second_audit():
                  lambda lib: lib.normal(lib.zeros(2), -1.),
                  lambda lib: lib.poisson(lib.tensor([-1.]))):
         same_error(call)
+
+
+def test_type_takes_torch_legacy_type_names():
+    torch = torch_or_skip()
+    x = mt.ones(2)
+    assert x.type() == "torch.FloatTensor"
+    assert x.type("torch.DoubleTensor").dtype is mt.float64
+    assert x.type(mt.int64).dtype is mt.int64
+    assert mt.nn.Linear(2, 2).type(mt.float64).weight.dtype is mt.float64
+    same_error(lambda lib: lib.ones(2).type("torch.Foo"))
