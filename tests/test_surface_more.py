@@ -565,7 +565,7 @@ def test_small_api_corners_from_the_second_audit():
 
 
 def test_type_takes_torch_legacy_type_names():
-    torch = torch_or_skip()
+    torch_or_skip()
     x = mt.ones(2)
     assert x.type() == "torch.FloatTensor"
     assert x.type("torch.DoubleTensor").dtype is mt.float64
