@@ -74,6 +74,23 @@ class KernelBackend(Protocol):
         the left end of equal values, the right end when `right` (torch's comparisons, NaN
         included). `sorter` (int64 positions in [0, n) per boundary) orders unsorted rows."""
 
+    # ---- max pooling: compact (planes, *size) arrays, 1 to 3 spatial axes -------------------
+    def max_pool_forward(self, x, values, indices, planes, size, out_size, kernel, stride,
+                         padding, dilation):
+        """values (x's dtype) and indices (int64), both (planes, *out_size) = the maximum of
+        every window of x (planes, *size) and its flat position in the plane (torch's
+        return_indices). size, out_size (computed by the caller, ceil_mode included), kernel,
+        stride, padding and dilation are equally long tuples. Window o along an axis covers
+        o·stride - padding + j·dilation for j < kernel; only positions inside the input take
+        part, the first of them being the initial index, and the maximum starts from the
+        dtype's lowest value (-inf) with torch's rule `val > max || isnan(val)`: NaN wins (the
+        last of several), ties keep the first position."""
+
+    def max_pool_backward(self, grad_out, indices, grad_in, planes, in_plane, out_plane):
+        """grad_in (planes, in_plane; float, overwritten) = the sum of grad_out (planes,
+        out_plane) at its flat positions `indices` within each plane: max_pool_forward's
+        adjoint (overlapping windows add up; positions outside the plane are skipped)."""
+
     # ---- factorisations: in place on compact batches of row-major float matrices; errors the
     # arithmetic finds come back per matrix in an int64 info, as LAPACK's ----------------------
     def lu_factor(self, a, pivots, info, m, n):

@@ -871,6 +871,58 @@ class GpuBackend:
         self._launch("spectral", name, f"{kernel}<{L.CTYPES[name]}>", min(batch, L.MAX_GRID),
                      buffers + (work,) + sizes)
 
+    # ---- max pooling (kernels/pool.cu; the CPU's minitorch/_cpu/pool.pyx checks) --------------
+    @_on_device
+    def max_pool_forward(self, x, values, indices, planes, size, out_size, kernel, stride,
+                         padding, dilation):
+        """values, indices (planes, *out_size) = the maximum of every window of compact x
+        (planes, *size) and its flat position in the plane (torch's windows, NaN wins, ties
+        keep the first): one thread per output, 1-D and 2-D run as 3-D."""
+        name = _dtype_name(x, "max_pool_forward")
+        if _dtype_name(values, "max_pool_forward") != name:
+            raise TypeError("max_pool_forward: values must have the dtype of the input "
+                            f"({SHOWN[name]})")
+        if _dtype_name(indices, "max_pool_forward") != "int64":
+            raise TypeError("max_pool_forward: indices must have dtype int64")
+        if planes < 0:
+            raise ValueError(f"max_pool_forward: planes must be non-negative, got {planes}")
+        geometry = _pool_geometry((size, out_size, kernel, stride, padding, dilation))
+        total = planes * _numel(geometry[1])
+        _pool_counts("max_pool_forward", (x, values, indices), ("x", "values", "indices"),
+                     (planes * _numel(geometry[0]), total, total))
+        if total:
+            axes = tuple(I64(v) for entry in _pool_3d(geometry) for v in entry)
+            self._launch("pool", name, f"max_pool_forward_kernel<{L.CTYPES[name]}>",
+                         L.flat_grid(total), (x, values, indices, I64(total)) + axes)
+
+    @_on_device
+    def max_pool_backward(self, grad_out, indices, grad_in, planes, in_plane, out_plane):
+        """grad_in (planes, in_plane; float, overwritten) = the gradients grad_out (planes,
+        out_plane) summed at their flat positions `indices` in each plane: a zero fill, then
+        one atomic add per output (positions outside the plane are skipped)."""
+        name = _dtype_name(grad_out, "max_pool_backward")
+        if name not in L.FLOAT_TYPES:
+            raise TypeError(f"max_pool_backward: unsupported dtype {SHOWN[name]} (float32 or "
+                            "float64 only)")
+        if _dtype_name(grad_in, "max_pool_backward") != name:
+            raise TypeError("max_pool_backward: grad_in must have the dtype of grad_out "
+                            f"({SHOWN[name]})")
+        if _dtype_name(indices, "max_pool_backward") != "int64":
+            raise TypeError("max_pool_backward: indices must have dtype int64")
+        if planes < 0 or in_plane < 0 or out_plane < 0:
+            raise ValueError("max_pool_backward: sizes must be non-negative, got "
+                             f"planes={planes}, in_plane={in_plane}, out_plane={out_plane}")
+        total = planes * out_plane
+        _pool_counts("max_pool_backward", (grad_out, indices, grad_in),
+                     ("grad_out", "indices", "grad_in"), (total, total, planes * in_plane))
+        if planes == 0 or in_plane == 0:
+            return
+        self._fill(grad_in, 0)
+        if total:
+            self._launch("pool", name, f"max_pool_backward_kernel<{L.CTYPES[name]}>",
+                         L.flat_grid(total), (grad_out, indices, grad_in, I64(total),
+                                              I64(in_plane), I64(out_plane)))
+
 
 # ---------------------------------------------------------------------------------------------
 # argument checks (the CPU backend's exception types and wording)
@@ -1006,3 +1058,39 @@ def _spectral_buffers(kernel, a, outputs, labels, counts, info=None, batch=0):
 def _spectral_count(kernel, label, buffer, count):
     if buffer.size != count:
         raise ValueError(f"{kernel}: {label} has {buffer.size} elements, expected {count}")
+
+
+# ---------------------------------------------------------------------------------------------
+# max-pooling checks (the CPU's minitorch/_cpu/pool.pyx wording and order)
+
+_POOL_FIELDS = ("size", "out_size", "kernel", "stride", "padding", "dilation")
+_POOL_LOWEST = (0, 0, 1, 1, 0, 1)       # smallest value each geometry entry may take
+
+
+def _pool_geometry(geometry):
+    """The six geometry entries as tuples of ints, after checking that they hold one to three
+    values each, all as many, each at least its _POOL_LOWEST."""
+    geometry = tuple(tuple(int(v) for v in entry) for entry in geometry)
+    nd = len(geometry[0])
+    if not 1 <= nd <= 3 or any(len(entry) != nd for entry in geometry):
+        raise ValueError("max_pool_forward: size, out_size, kernel, stride, padding and dilation "
+                         f"need one to three entries each, all as many, got {geometry}")
+    for field, lowest, entry in zip(_POOL_FIELDS, _POOL_LOWEST, geometry):
+        if any(v < lowest for v in entry):
+            raise ValueError(f"max_pool_forward: {field} entries must be at least {lowest}, got "
+                             f"{entry}")
+    return geometry
+
+
+def _pool_3d(geometry):
+    """The checked geometry as the kernel's 3-D one (D, H, W per entry): leading axes of size 1
+    with a window of 1 (no padding)."""
+    lead = 3 - len(geometry[0])
+    return tuple((0 if field == "padding" else 1,) * lead + entry
+                 for field, entry in zip(_POOL_FIELDS, geometry))
+
+
+def _pool_counts(kernel, buffers, names, counts):
+    for buffer, name, count in zip(buffers, names, counts):
+        if buffer.size != count:
+            raise ValueError(f"{kernel}: {name} has {buffer.size} elements, {count} are needed")

@@ -12,7 +12,7 @@ from ..opcodes import c_constants
 
 KERNEL_DIR = pathlib.Path(__file__).resolve().parent / "kernels"
 MODULES = ("strided", "elementwise", "reduce", "matmul", "index", "sort", "factor",
-           "spectral")
+           "spectral", "pool")
 
 THREADS = 256           # block size of the flat kernels (common.cuh)
 ITEMS = 4               # elements per thread in the flat kernels (common.cuh)
@@ -92,6 +92,9 @@ def name_expressions(module, key):
         return [f"{kernel}<{t}>" for kernel in ("lu_factor_kernel", "triangular_solve_kernel",
                                                 "cholesky_factor_kernel")] + \
             ["lu_permutation_kernel"]
+    if module == "pool":
+        names = [f"max_pool_forward_kernel<{t}>"]
+        return names + ([f"max_pool_backward_kernel<{t}>"] if dtype in FLOAT_TYPES else [])
     if module == "spectral":
         return [f"{kernel}<{t}>" for kernel in ("eigh_jacobi_kernel", "svd_jacobi_kernel",
                                                 "qr_householder_kernel", "qr_form_q_kernel")]

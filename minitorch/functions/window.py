@@ -15,16 +15,20 @@ import numbers
 import operator
 from collections import namedtuple
 
+from .. import dtypes
 from ..autograd import Function
 from ..ndarray import NDArray, contiguous_strides, normalize_dim, shape_str
 from ..opcodes import BinaryOp, ReduceOp
 from ..tensor import wrap
+from .index import Gather
 from .movement import _copy_into, _view_of
 
 
 __all__ = []   # torch has these only in torch.nn.functional, which imports them from here
 
 _Geometry = namedtuple("_Geometry", "kernel dilation padding stride size blocks")
+# max pooling's windows: per spatial axis, torch's output size (ceil_mode applied by the caller)
+PoolGeometry = namedtuple("PoolGeometry", "out kernel stride padding dilation")
 _TORCH_TYPE_NAMES = {"int64": "Long", "bool": "Bool", "float32": "Float", "float64": "Double"}
 
 
@@ -316,6 +320,81 @@ def fold_columns(cols, geometry):
     """fold for any number of spatial axes: (N, C·prod(kernel), prod(blocks)) columns summed
     into (N, C, *geometry.size), a window_geometry the caller checked."""
     return Col2Im.apply(cols, geometry, True, None)
+
+
+# ---- max pooling --------------------------------------------------------------------------------
+def _planes(shape, spatial):
+    """How many planes a (..., *spatial axes) shape holds, and the size of one."""
+    return math.prod(shape[:-spatial]), math.prod(shape[-spatial:])
+
+
+class MaxPool(Function):
+    """(values, indices) = the maximum of every window of x (..., *size), each leading index a
+    plane, and its flat position in the plane (torch's return_indices): one max_pool_forward
+    kernel over the compact input, which reads only the windows' real elements. The values'
+    gradient is MaxPoolBackward's; the indices have none."""
+    materialize_grads = False
+
+    @staticmethod
+    def forward(ctx, x, geometry):
+        nd = x._data.compact()
+        spatial = len(geometry.kernel)
+        lead, size = nd.shape[:-spatial], nd.shape[-spatial:]
+        values = NDArray.empty(lead + geometry.out, nd.dtype, nd.device)
+        indices = NDArray.empty(values.shape, dtypes.int64, nd.device)
+        nd.backend.max_pool_forward(nd.flat(), values.buffer, indices.buffer,
+                                    _planes(nd.shape, spatial)[0], size, *geometry)
+        ctx.input_shape, ctx.spatial = nd.shape, spatial
+        indices = wrap(indices)
+        ctx.save_for_backward(indices)
+        return wrap(values), indices
+
+    @staticmethod
+    def backward(ctx, g, _indices_grad):
+        if g is None:
+            return None, None
+        indices, = ctx.saved_tensors
+        return MaxPoolBackward.apply(g, indices, ctx.input_shape, ctx.spatial), None
+
+
+class MaxPoolBackward(Function):
+    """MaxPool's input gradient: g summed at the indices into zeros of the input's shape (the
+    max_pool_backward kernel; overlapping windows add up). Linear in g, so its own backward is
+    the adjoint: gg gathered at the indices, plane by plane."""
+
+    @staticmethod
+    def forward(ctx, g, indices, input_shape, spatial):
+        gd = g._data.compact()
+        planes, in_plane = _planes(input_shape, spatial)
+        grad = NDArray.empty(input_shape, gd.dtype, gd.device)
+        gd.backend.max_pool_backward(gd.flat(), indices._data.compact().flat(), grad.buffer,
+                                     planes, in_plane, _planes(gd.shape, spatial)[1])
+        ctx.spatial = spatial
+        ctx.save_for_backward(indices)
+        return wrap(grad)
+
+    @staticmethod
+    def backward(ctx, gg):
+        indices, = ctx.saved_tensors
+        planes, in_plane = _planes(gg.shape, ctx.spatial)
+        out_plane = _planes(indices.shape, ctx.spatial)[1]
+        picked = Gather.apply(gg.reshape(planes, in_plane), indices.reshape(planes, out_plane), 1)
+        return picked.reshape(indices.shape), None, None, None
+
+
+class MaxPool2DWithIndices(MaxPool):
+    """MaxPool under torch's node name for 1-D and 2-D pooling (torch pools 1-D as 2-D)."""
+
+
+class MaxPool3DWithIndices(MaxPool):
+    """MaxPool under torch's node name for 3-D pooling."""
+
+
+def max_pool(x, geometry):
+    """(values, indices) of every window of x (..., *size) (PoolGeometry, checked by the
+    caller): torch's max_pool1d/2d/3d with return_indices, its gradient included."""
+    node = MaxPool3DWithIndices if len(geometry.kernel) == 3 else MaxPool2DWithIndices
+    return node.apply(x, geometry)
 
 
 # ---- the convolution product --------------------------------------------------------------------

@@ -2,8 +2,9 @@
 
 Convolution and pooling share one mechanism (DESIGN's "convolution-like operations"): the
 im2col view of the (padded) input, (N, C, kh, kw, OH, OW), made by `as_strided`; convolution
-compacts it and multiplies by the weight matrix, pooling reduces over the window axes. Their
-backward is the fold (col2im, an overlap-correct `strided_add`) that autograd derives.
+compacts it and multiplies by the weight matrix, average pooling reduces over the window axes.
+Their backward is the fold (col2im, an overlap-correct `strided_add`) that autograd derives. Max
+pooling has kernels of its own (functions/window.py's MaxPool).
 
 Argument checks follow torch's order and wording (ATen's shape checks for convolution, pooling,
 normalization and the losses), so that a bad call fails here as it would there, before any
@@ -25,8 +26,8 @@ from ..functions.elementwise import C_NAMES, TORCH_NAMES, scalar_array
 from ..functions.index import _first_outside
 from ..functions.loss import ctc_nll, nll_rows
 from ..functions.reduce import log_softmax as _log_softmax, softmax as _softmax
-from ..functions.window import (ConvProduct, fold, fold_columns, unfold, window_geometry,
-                                window_view)
+from ..functions.window import (ConvProduct, PoolGeometry, fold, fold_columns, max_pool,
+                                unfold, window_geometry, window_view)
 from ..ndarray import _device_mismatch, broadcast_shapes, normalize_dim, shape_str
 from ..opcodes import BinaryOp, ReduceOp, UnaryOp
 from ..tensor import wrap
@@ -989,20 +990,20 @@ def _ceil_extra(x, kernel, stride, padding, dilation, out):
                  in zip(out, stride, dilation, kernel, x.shape[2:], padding))
 
 
+def _check_max_pool_dtype(input, name):
+    """torch has no max pooling of bool tensors (checked after the shapes, as there)."""
+    if input.dtype is dtypes.bool_:
+        raise NotImplementedError(f'"{name}" not implemented for \'Bool\'')
+
+
 def _max_pool(name, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
-    """max_pool2d/3d: the maximum of each window, and optionally its flat position."""
+    """max_pool2d/3d: the maximum of each window (its real elements only: padding never wins),
+    and optionally its flat position; the max-pool kernels of functions/window.py."""
     kernel, stride, padding, dilation, out = _pool_setup(name, input, kernel_size, stride,
                                                          padding, dilation, ceil_mode)
-    unbatched = input.ndim == len(kernel) + 1
-    x = input.unsqueeze(0) if unbatched else input
-    windows = _pool_windows(x, kernel, stride, padding, dilation, out, -math.inf)
-    values, arg = windows.max(dim=2)
-    if unbatched:
-        values = values.squeeze(0)
-    if not return_indices:
-        return values
-    indices = _window_flat_index(arg, x.shape[2:], kernel, stride, padding, dilation)
-    return values, indices.squeeze(0) if unbatched else indices
+    _check_max_pool_dtype(input, name)
+    values, indices = max_pool(input, PoolGeometry(out, kernel, stride, padding, dilation))
+    return (values, indices) if return_indices else values
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -1015,22 +1016,6 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                return_indices=False):
     return _max_pool("max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode,
                      return_indices)
-
-
-def _window_flat_index(arg, size, kernel, stride, padding, dilation):
-    """torch's max-pool indices: the position of each window's maximum (`arg`, its index in
-    the window) in the flattened spatial `size` (the H·W plane in 2-D)."""
-    spatial = len(size)
-    flat, inner_kernel, inner_size = None, 1, 1
-    for axis in reversed(range(spatial)):
-        count = arg.shape[arg.ndim - spatial + axis]
-        starts = mt.arange(count, device=arg.device) * stride[axis] - padding[axis]
-        starts = starts.reshape((count,) + (1,) * (spatial - 1 - axis))
-        offsets = (arg // inner_kernel) % kernel[axis] * dilation[axis]
-        term = (starts + offsets) * inner_size
-        flat = term if flat is None else flat + term
-        inner_kernel, inner_size = inner_kernel * kernel[axis], inner_size * size[axis]
-    return flat
 
 
 def _with_indices(pool):
@@ -1137,7 +1122,7 @@ def _single(value, name):
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    """A 2-D max pool over a height-1 image, after torch's max_pool1d checks."""
+    """torch's max_pool1d checks, then the max-pool kernels over one spatial axis."""
     non_batch = input.shape[1:] if input.ndim == 3 else input.shape
     if input.ndim not in (2, 3) or 0 in tuple(non_batch):
         raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim "
@@ -1157,11 +1142,20 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     out = _pool_output_size(input.shape[-1], kernel, padding, stride, dilation, ceil_mode)
     if out <= 0:
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
-    result = max_pool2d(input.unsqueeze(-2), (1, kernel), (1, stride), (0, padding),
-                        (1, dilation), ceil_mode, return_indices)
-    if return_indices:
-        return result[0].squeeze(-2), result[1].squeeze(-2)
-    return result.squeeze(-2)
+    _check_max_pool1d_dtype(input, return_indices)
+    values, indices = max_pool(input, PoolGeometry((out,), (kernel,), (stride,), (padding,),
+                                                   (dilation,)))
+    return (values, indices) if return_indices else values
+
+
+def _check_max_pool1d_dtype(input, return_indices):
+    """torch's max_pool1d runs its own float-only CPU kernel (max_pool1d_impl) unless it needs
+    indices (returned, or for a gradient) or runs on a GPU; else it is max_pool2d's."""
+    if return_indices or input.is_cuda or (input.requires_grad and mt.is_grad_enabled()):
+        _check_max_pool_dtype(input, "max_pool2d")
+    elif not input.dtype.is_floating_point:
+        raise NotImplementedError('"max_pool1d_impl" not implemented for '
+                                  f"'{TORCH_NAMES[input.dtype.name]}'")
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -1225,6 +1219,7 @@ def _adaptive_max_pool(input, output_size, return_indices, spatial):
     if any(o < 0 for o in output_size):
         raise RuntimeError(f"Trying to create tensor with negative dimension "
                            f"{min(output_size)}: {list(lead + output_size)}")
+    _check_max_pool_dtype(input, name)
     if all(output_size) and all(s % o == 0 for s, o in zip(size, output_size)):
         return _max_pool(f"max_pool{spatial}d", input,
                          tuple(s // o for s, o in zip(size, output_size)), None, 0, 1, False,
