@@ -115,7 +115,7 @@ def test_emulated_gpu_kernels_match_cpu():
 
     def both(kernel, *args):
         host = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-        device = [gpu.from_host(a) if isinstance(a, np.ndarray) else a for a in args]
+        device = cuda_emulator.on_device(gpu, args)
         getattr(_cpu, kernel)(*host)
         getattr(gpu, kernel)(*device)
         for h, d in zip(host, device):
@@ -144,13 +144,7 @@ def test_emulated_gpu_kernels_match_cpu():
         both("cholesky_factor", spd(1, 33, 33).astype(dtype).reshape(-1), np.zeros(1, np.int64),
              33)
     assert emulated.launches
-    for kernel, args, error in kernel_errors():
-        with pytest.raises(error) as cpu_error:
-            getattr(_cpu, kernel)(*args)
-        with pytest.raises(error) as gpu_error:
-            getattr(gpu, kernel)(*(gpu.from_host(a) if isinstance(a, np.ndarray) else a
-                                   for a in args))
-        assert str(gpu_error.value) == str(cpu_error.value)
+    cuda_emulator.assert_same_kernel_errors(_cpu, gpu, kernel_errors())
 
 
 # ---- forward values against torch ---------------------------------------------------------------

@@ -111,13 +111,7 @@ def test_emulated_gpu_kernels_match_cpu():
                     np.testing.assert_allclose(gpu_q[2], cpu_q[2], atol=atol)
     assert {"eigh_jacobi_kernel<float>", "svd_jacobi_kernel<double>",
             "qr_form_q_kernel<double>"} <= set(emulated.launches)
-    for kernel, args, error in kernel_errors():
-        with pytest.raises(error) as cpu_error:
-            getattr(_cpu, kernel)(*args)
-        with pytest.raises(error) as gpu_error:
-            getattr(gpu, kernel)(*(gpu.from_host(a) if isinstance(a, np.ndarray) else a
-                                   for a in args))
-        assert str(gpu_error.value) == str(cpu_error.value)
+    cuda_emulator.assert_same_kernel_errors(_cpu, gpu, kernel_errors())
 
 
 def kernel_errors():

@@ -264,3 +264,21 @@ def cupy_module(device_count=1, execute=None, launches=None):
         RawModule=lambda code, options, name_expressions: Module(
             code, options, name_expressions, launches, execute),
         launches=launches, emulated=True)
+
+
+# ---- helpers for the tests that compare a GPU backend on this emulator with the CPU one -------
+def on_device(gpu, args):
+    """Kernel arguments with every host array copied to the (emulated) device."""
+    return [gpu.from_host(a) if isinstance(a, np.ndarray) else a for a in args]
+
+
+def assert_same_kernel_errors(cpu, gpu, cases):
+    """Each (kernel, args, exception type) of `cases` raises that type with one message from
+    both backends (args are host arrays and numbers)."""
+    import pytest
+    for kernel, args, error in cases:
+        with pytest.raises(error) as cpu_error:
+            getattr(cpu, kernel)(*args)
+        with pytest.raises(error) as gpu_error:
+            getattr(gpu, kernel)(*on_device(gpu, args))
+        assert str(gpu_error.value) == str(cpu_error.value)
