@@ -190,7 +190,8 @@ class NDArray:
         itemsize = self.dtype.storage.itemsize
         if self.size == 0:
             return np.empty(self.shape, self.dtype.numpy_dtype)
-        view = np.ndarray(self.shape, self.dtype.storage, buffer=host, offset=self.offset * itemsize,
+        view = np.ndarray(self.shape, self.dtype.storage, buffer=host,
+                          offset=self.offset * itemsize,
                           strides=tuple(s * itemsize for s in self.strides))
         return view.view(np.bool_) if self.dtype is dtypes.bool_ else view
 
@@ -297,7 +298,8 @@ class NDArray:
                                    f"{self.size}")
             shape = tuple(self.size // known if s == -1 else s for s in shape)
         elif known != self.size:
-            raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size {self.size}")
+            raise RuntimeError(f"shape '{shape_str(shape)}' is invalid for input of size "
+                               f"{self.size}")
         return shape
 
     def _view_strides(self, shape):

@@ -22,8 +22,8 @@ def test_cpu_backend_satisfies_the_protocol():
 def test_gpu_backend_class_has_the_same_interface():
     from minitorch._gpu.backend import GpuBackend
     for name in KERNEL_NAMES:
-        assert _parameters(getattr(GpuBackend, name)) == _parameters(getattr(KernelBackend, name)), \
-            name
+        ours, protocol = getattr(GpuBackend, name), getattr(KernelBackend, name)
+        assert _parameters(ours) == _parameters(protocol), name
 
 
 @pytest.mark.parametrize("spec,text,index", [("cpu", "cpu", None), ("cuda", "cuda:0", 0),
