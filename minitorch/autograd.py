@@ -528,6 +528,8 @@ _ENGINE_REFS_TO_GRAD = 6
 
 
 def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
+    if g.device is not leaf.device:     # a CPU scalar used with GPU tensors gets a GPU gradient
+        g = g.to(leaf.device)
     if leaf._hooks:
         for hook in list(leaf._hooks.values()):
             replaced = hook(g)

@@ -452,6 +452,10 @@ class NDArray:
     def __setitem__(self, key, value):
         self[key].assign(value)
 
+    def to_device(self, device):
+        """A copy on `device` (through the host: used for 0-d operands)."""
+        return NDArray.from_numpy(self.numpy(), self.dtype, device)
+
     def assign(self, value):
         """Write `value` (a scalar or an NDArray broadcastable to this view) through the view."""
         if self.size == 0:
@@ -499,9 +503,10 @@ class NDArray:
         return out
 
     def binary(self, op, other):
-        """op(self, other) with broadcasting; both operands must share dtype and device."""
+        """op(self, other) with broadcasting; both operands must share dtype and device (a 0-d
+        CPU operand joins the other's device, as torch lets a CPU scalar tensor do)."""
         if other.device is not self.device:
-            raise RuntimeError(_device_mismatch(self.device, other.device))
+            self, other = _on_one_device(self, other)
         if self.dtype is _UINT8 and op not in _BYTE_EXACT_BINARY:
             return self._in_int64(lambda wide: wide.binary(op, other.astype(_INT64)))
         a, b, shape = self, other, self.shape
@@ -527,7 +532,9 @@ class NDArray:
         return self if self.shape == shape else self.expand(shape)
 
     def where(self, a, b):
-        """a where self (bool) else b, all three broadcast together."""
+        """a where self (bool) else b, all three broadcast together (on one device)."""
+        if a.device is not self.device or b.device is not self.device:
+            self, a, b = _on_one_device(self, a, b)
         shape = broadcast_shapes(broadcast_shapes(self.shape, a.shape), b.shape)
         c, a, b = (x._broadcast_view(shape) for x in (self, a, b))
         out = a._new(shape)
@@ -794,6 +801,17 @@ def _empty_reduction_error(op, dims, shape):
     name = op.name.lower()
     return IndexError(f"{name}(): Expected reduction dim {dims[0] if dims else 0} to have "
                       f"non-zero size (input shape {shape_str(shape)})")
+
+
+def _on_one_device(*arrays):
+    """The arrays on one device: 0-d CPU arrays (scalars) are copied to the device of the
+    others, as torch allows; any other mix is torch's device-mismatch error."""
+    devices = {a.device for a in arrays if a.ndim or a.device.type != "cpu"}
+    if len(devices) != 1:
+        other = next(a.device for a in arrays if a.device is not arrays[0].device)
+        raise RuntimeError(_device_mismatch(arrays[0].device, other))
+    device = devices.pop()
+    return tuple(a if a.device is device else a.to_device(device) for a in arrays)
 
 
 def _device_mismatch(a, b):

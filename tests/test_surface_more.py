@@ -572,3 +572,17 @@ def test_type_takes_torch_legacy_type_names():
     assert x.type(mt.int64).dtype is mt.int64
     assert mt.nn.Linear(2, 2).type(mt.float64).weight.dtype is mt.float64
     same_error(lambda lib: lib.ones(2).type("torch.Foo"))
+
+
+def test_a_cpu_scalar_tensor_joins_gpu_tensors_like_torch(device):
+    if device == "cpu":
+        pytest.skip("mixes the CPU with another device")
+    x = mt.ones(3, device=device, requires_grad=True)
+    scale = mt.tensor(2., requires_grad=True)
+    y = x * scale + scale
+    assert y.device.type == device and mt.where(x > 0, mt.tensor(5.), x).device.type == device
+    y.sum().backward()
+    assert scale.grad.device.type == "cpu" and scale.grad.item() == 6.
+    assert x.grad.cpu().tolist() == [2., 2., 2.]
+    with pytest.raises(RuntimeError, match="same device"):
+        x + mt.ones(3)
