@@ -55,6 +55,18 @@ _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "Lo
                "uint8": "ByteTensor", "bool": "BoolTensor"}
 
 
+def _matrix_transpose(t, name, scalar_warning):
+    """mT / mH / adjoint for real tensors: the last two dims swapped; a 0-d tensor is itself
+    (with torch's deprecation warning), a 1-d one torch's error."""
+    if t.ndim == 0:
+        warnings.warn(scalar_warning, UserWarning, stacklevel=3)
+        return t
+    if t.ndim == 1:
+        raise RuntimeError(f"{name} is only supported on matrices or batches of matrices. Got "
+                           "1-D tensor.")
+    return t.transpose(-2, -1)
+
+
 def _real_dim(dim, ndim):
     """normalize_dim for size(dim)/stride(dim): a 0-d tensor has no dim to ask about."""
     if ndim == 0:
@@ -243,7 +255,8 @@ class Tensor:
 
     @property
     def mT(self):
-        return self.transpose(-2, -1)
+        return _matrix_transpose(self, "tensor.mT", "Tensor.mT is deprecated on 0-D tensors. This "
+                                 "function is the identity in these cases.")
 
     @property
     def H(self):
@@ -251,7 +264,8 @@ class Tensor:
 
     @property
     def mH(self):
-        return self.mT
+        return _matrix_transpose(self, "tensor.mH", "Tensor.mH is deprecated on 0-D tensors. "
+                                 "Consider using x.conj().")
 
     @property
     def itemsize(self):
@@ -1181,5 +1195,6 @@ def _sum_to_size(self, *size):
 
 
 _T.sum_to_size = _sum_to_size
-_T.adjoint = lambda self: self.transpose(-2, -1)
+_T.adjoint = lambda self: _matrix_transpose(self, "tensor.adjoint()", "adjoint() is deprecated "
+                                            "on 0-D tensors. Consider using x.conj().")
 _T.split_with_sizes = lambda self, split_sizes, dim=0: _M.split(self, list(split_sizes), dim)

@@ -586,3 +586,10 @@ def test_a_cpu_scalar_tensor_joins_gpu_tensors_like_torch(device):
     assert x.grad.cpu().tolist() == [2., 2., 2.]
     with pytest.raises(RuntimeError, match="same device"):
         x + mt.ones(3)
+
+
+def test_matrix_transposes_of_scalars_and_vectors_match_torch():
+    with pytest.warns(UserWarning, match="deprecated on 0-D tensors"):
+        assert mt.tensor(5.).mT.item() == 5.
+    same_error(lambda lib: lib.ones(3).mT)
+    assert mt.ones(4, 2, 3).adjoint().shape == (4, 3, 2)
