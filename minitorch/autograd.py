@@ -542,11 +542,13 @@ def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
         results[position] = g if results[position] is None else results[position] + g
     if not accumulate:
         return
-    if leaf.grad is None:
-        leaf.grad = g if not create_graph and _owns_its_buffer(g) else (
+    # the engine's gradient already has the leaf's shape, dtype and device: stored without
+    # the public setter's checks
+    if leaf._grad is None:
+        leaf._grad = g if not create_graph and _owns_its_buffer(g) else (
             g.clone() if create_graph else g.detach().clone())
     else:
-        leaf.grad = leaf.grad + (g if create_graph else g.detach())
+        leaf._grad = leaf._grad + (g if create_graph else g.detach())
     for hook in getattr(leaf, "_post_accumulate_hooks", {}).values():
         hook(leaf)
 
