@@ -1195,6 +1195,62 @@ def _sum_to_size(self, *size):
 
 
 _T.sum_to_size = _sum_to_size
+
+
+def _apply_(self, callable):
+    """Every element replaced by callable(element), a Python function (CPU only, as torch)."""
+    if self.device.type != "cpu":
+        raise TypeError("apply_ is only implemented on CPU tensors")
+    values = [callable(v) for v in self._data.numpy().reshape(-1).tolist()]
+    self._data.assign(NDArray.from_numpy(np.asarray(values).reshape(self.shape), self.dtype))
+    self._bump_version()
+    return self
+
+
+def _map_(self, tensor, callable):
+    """self[i] = callable(self[i], tensor[i]) with tensor broadcast to self (CPU only)."""
+    if self.device.type != "cpu" or tensor.device.type != "cpu":
+        raise TypeError("map_ is only implemented on CPU tensors")
+    other = tensor.expand(*self.shape)._data.numpy().reshape(-1).tolist()
+    values = [callable(a, b) for a, b in zip(self._data.numpy().reshape(-1).tolist(), other)]
+    self._data.assign(NDArray.from_numpy(np.asarray(values).reshape(self.shape), self.dtype))
+    self._bump_version()
+    return self
+
+
+def _resize_(self, *sizes, memory_format=None):
+    """torch's resize_: the same elements in row-major order under the new shape, truncated,
+    or extended with zeros (torch leaves those uninitialised); a new buffer when it grows."""
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    shape = tuple(_shape_args(sizes))
+    flat = self._data.compact().reshape((self.numel(),))
+    n = shape_numel(shape)
+    if n <= flat.size:
+        data = flat[:n].compact() if n < flat.size else flat
+    else:
+        data = NDArray.full((n,), 0, self.dtype, self.device)
+        if flat.size:
+            data[:flat.size] = flat
+    self._data = data.reshape(shape)
+    self._bump_version()
+    return self
+
+
+def _new(self, *args, dtype=None, device=None):
+    """torch's legacy Tensor.new: sizes give an (here zeroed) tensor, data a copy of it, in
+    self's dtype and device."""
+    dtype, device = dtype or self.dtype, device or self.device
+    if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+        return tensor(args[0], dtype=dtype, device=device)
+    return zeros(*(args or (0,)), dtype=dtype, device=device)
+
+
+_T.apply_ = _apply_
+_T.map_ = _map_
+_T.resize_ = _resize_
+_T.resize_as_ = lambda self, other, memory_format=None: _resize_(self, *other.shape)
+_T.new = _new
 _T.adjoint = lambda self: _matrix_transpose(self, "tensor.adjoint()", "adjoint() is deprecated "
                                             "on 0-D tensors. Consider using x.conj().")
 _T.split_with_sizes = lambda self, split_sizes, dim=0: _M.split(self, list(split_sizes), dim)

@@ -593,3 +593,19 @@ def test_matrix_transposes_of_scalars_and_vectors_match_torch():
         assert mt.tensor(5.).mT.item() == 5.
     same_error(lambda lib: lib.ones(3).mT)
     assert mt.ones(4, 2, 3).adjoint().shape == (4, 3, 2)
+
+
+def test_legacy_tensor_methods_apply_map_resize_new():
+    torch = torch_or_skip()
+    x, t = mt.arange(6.), torch.arange(6.)
+    assert_same(x.clone().apply_(lambda v: v * 2), t.clone().apply_(lambda v: v * 2))
+    assert_same(x.clone().map_(mt.ones(6), lambda a, b: a + b),
+                t.clone().map_(torch.ones(6), lambda a, b: a + b))
+    for sizes in ((2, 3), (2,), (3, 1)):
+        assert_same(mt.arange(6.).resize_(*sizes), torch.arange(6.).resize_(*sizes))
+    assert_same(mt.arange(4.).resize_as_(mt.ones(2, 2)),
+                torch.arange(4.).resize_as_(torch.ones(2, 2)))
+    assert mt.arange(3.).resize_(2, 3).shape == (2, 3)
+    same_error(lambda lib: lib.ones(2, requires_grad=True).resize_(3))
+    assert x.new(2, 3).shape == (2, 3) and x.new().shape == (0,)
+    assert_same(x.new([1, 2]), t.new([1, 2]))
