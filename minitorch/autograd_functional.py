@@ -179,13 +179,20 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
             _tuple_postprocess(_grad_postprocess(result, create_graph), is_inputs_tuple))
 
 
+def _inputs_and_v(inputs, v, fn_name, create_graph):
+    """(whether inputs was a tuple, the inputs made differentiable, v checked against them):
+    the preparation jvp, vhp and hvp share."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
+    inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+    v = _prepare_v(v, inputs, is_inputs_tuple, fn_name, create_graph,
+                   "input to the user-provided function is")
+    return is_inputs_tuple, inputs, v
+
+
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), J v): the Jacobian-vector product at `inputs` (double-backward trick)."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        v = _prepare_v(v, inputs, is_inputs_tuple, "jvp", create_graph,
-                       "input to the user-provided function is")
+        is_inputs_tuple, inputs, v = _inputs_and_v(inputs, v, "jvp", create_graph)
         is_outputs_tuple, outputs = _call(func, inputs, "jvp", strict)
         grad_outputs = tuple(zeros_like(out, requires_grad=True) for out in outputs)
         grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
@@ -211,10 +218,7 @@ def _single_scalar_output(func, inputs, fn_name, strict):
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T H) for a scalar function."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        v = _prepare_v(v, inputs, is_inputs_tuple, "vhp", create_graph,
-                       "input to the user-provided function is")
+        is_inputs_tuple, inputs, v = _inputs_and_v(inputs, v, "vhp", create_graph)
         is_outputs_tuple, outputs = _single_scalar_output(func, inputs, "vhp", strict)
         jac = _autograd_grad(outputs, inputs, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict=strict)
@@ -228,10 +232,7 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), H v) for a scalar function (double-backward trick)."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        v = _prepare_v(v, inputs, is_inputs_tuple, "hvp", create_graph,
-                       "input to the user-provided function is")
+        is_inputs_tuple, inputs, v = _inputs_and_v(inputs, v, "hvp", create_graph)
         is_outputs_tuple, outputs = _single_scalar_output(func, inputs, "hvp", strict)
         jac = _autograd_grad(outputs, inputs, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict=strict)
