@@ -6,8 +6,8 @@ from . import dtypes
 from .backend import CPU, device as Device
 from .autograd import is_grad_enabled, no_grad
 from .ndarray import NDArray, check_shape
-from .functions.elementwise import where
-from .tensor import Tensor, _shape_args, full, wrap
+from .functions.elementwise import TORCH_NAMES
+from .tensor import Tensor, _shape_args, wrap
 
 _state = {"seed": 0, "generator": np.random.default_rng(0)}
 
@@ -64,15 +64,14 @@ def host_rng(generator=None):
 
 def fill_drawn(tensor, generator, sample):
     """Fill `tensor` in place with `sample(rng, shape)` drawn on the host. Inside a recorded
-    graph the tensor's old history gets no gradient from here on (a `where` that takes every
-    element from the draws, as fill_ does): the values no longer depend on it."""
+    graph the draws are written as an op result, so the old history gets no gradient from
+    here on (see Tensor._assign_result): the values no longer depend on it."""
     values = np.asarray(sample(host_rng(generator), tuple(tensor.shape)))
     drawn = wrap(NDArray.from_numpy(values.reshape(tuple(tensor.shape)), tensor.dtype,
                                     tensor.device))
     if is_grad_enabled() and tensor.requires_grad:
         tensor._check_inplace()
-        everywhere = full(tuple(tensor.shape), True, dtype=dtypes.bool_, device=tensor.device)
-        return tensor._assign_result(where(everywhere, drawn, tensor))
+        return tensor._assign_result(drawn)
     with no_grad():
         return tensor.copy_(drawn)
 
@@ -111,8 +110,8 @@ def _draw(size, dtype, device, requires_grad, generator, draw):
 
 def _check_float(dtype, kernel):
     if dtype is not None and not dtype.is_floating_point:
-        names = {"bool": "Bool", "uint8": "Byte", "int64": "Long"}
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{names[dtype.name]}\'')
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{TORCH_NAMES[dtype.name]}'")
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):

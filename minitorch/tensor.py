@@ -14,7 +14,7 @@ from . import autograd as _autograd
 from .autograd import RemovableHandle, _grad_mode
 from .autograd import backward as _autograd_backward
 from .backend import CPU, device as Device, get_backend
-from .ndarray import NDArray, normalize_dim, shape_numel
+from .ndarray import NDArray, shape_numel
 from .printing import tensor_repr
 
 
@@ -65,13 +65,6 @@ def _matrix_transpose(t, name, scalar_warning):
         raise RuntimeError(f"{name} is only supported on matrices or batches of matrices. Got "
                            "1-D tensor.")
     return t.transpose(-2, -1)
-
-
-def _real_dim(dim, ndim):
-    """normalize_dim for size(dim)/stride(dim): a 0-d tensor has no dim to ask about."""
-    if ndim == 0:
-        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-    return normalize_dim(dim, ndim)
 
 
 def wrap(data, requires_grad=False, version=None):
@@ -136,7 +129,7 @@ class Tensor:
     def size(self, dim=None):
         if dim is None:
             return Size(self._data.shape)
-        return self._data.shape[_real_dim(dim, self.ndim)]
+        return self._data.shape[_M._dim_of(dim, self.ndim)]
 
     @property
     def dtype(self):
@@ -174,7 +167,7 @@ class Tensor:
     def stride(self, dim=None):
         if dim is None:
             return self._data.strides
-        return self._data.strides[_real_dim(dim, self.ndim)]
+        return self._data.strides[_M._dim_of(dim, self.ndim)]
 
     def storage_offset(self):
         return self._data.offset
@@ -1093,12 +1086,12 @@ for _name in ("masked_fill", "index_add", "scatter", "scatter_add", "index_put")
 
 
 def _fill_(self, value):
-    """Every element := value. Inside a recorded graph it is a `where` so the old history gets
-    a zero gradient, as in torch; otherwise it is a plain fill of the memory."""
+    """Every element := value. Inside a recorded graph the value is written as an op result
+    (its old history then gets no gradient, see _assign_result); otherwise it is a plain fill
+    of the memory."""
     self._check_inplace()
     if self.requires_grad and _grad_mode.enabled:
-        everywhere = wrap(_E.scalar_array(True, dtypes.bool_, self.device))
-        return self._assign_result(_E.where(everywhere, _scalar_like(value, self), self))
+        return self._assign_result(_M.expand(_scalar_like(value, self), *self.shape))
     self._data.assign(value._data.astype(self.dtype) if isinstance(value, Tensor) else value)
     self._bump_version()
     return self

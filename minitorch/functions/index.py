@@ -1336,6 +1336,9 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
         raise RuntimeError("index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
     d = normalize_dim(dim, input.ndim)
-    spread = [index.numel() if k == d else 1 for k in range(source.ndim)] if source.ndim else []
-    full_index = index.reshape(spread).expand(source.shape) if source.ndim else index.reshape(())
-    return scatter_reduce(input, d, full_index, source, reduce, include_self=include_self)
+    if source.ndim:
+        spread = [index.numel() if k == d else 1 for k in range(source.ndim)]
+        index = index.reshape(spread).expand(source.shape)
+    else:
+        index = index.reshape(())
+    return scatter_reduce(input, d, index, source, reduce, include_self=include_self)

@@ -297,12 +297,16 @@ def _slices_as_rows(input, dim):
     if not nd.ndim:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     dim = normalize_dim(dim, nd.ndim)
-    if 0 in nd.shape and nd.shape[dim] != 0 or nd.ndim > 1 and nd.shape[dim] == 0 and (
-            any(s == 0 for d, s in enumerate(nd.shape) if d != dim)):
+    if any(size == 0 for d, size in enumerate(nd.shape) if d != dim):
         raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique "
                            "cannot be applied")
-    moved = nd.permute([dim] + [d for d in range(nd.ndim) if d != dim])
+    moved = nd.permute(_dim_first(nd.ndim, dim))
     return moved.compact().reshape((nd.shape[dim], nd.size // max(nd.shape[dim], 1))), dim
+
+
+def _dim_first(ndim, dim):
+    """The axis order that moves dim to the front, the others keeping their order."""
+    return [dim] + [d for d in range(ndim) if d != dim]
 
 
 def _positions(n, device):
@@ -358,5 +362,4 @@ def _first_of_each_group(input, values, group, count, dim):
     output.scatter_into(0, _rows_index(group, values), values, False)
     nd = input._data
     moved_shape = (count,) + tuple(s for d, s in enumerate(nd.shape) if d != dim)
-    return output.reshape(moved_shape).permute(_inverse(
-        [dim] + [d for d in range(nd.ndim) if d != dim])).compact()
+    return output.reshape(moved_shape).permute(_inverse(_dim_first(nd.ndim, dim))).compact()

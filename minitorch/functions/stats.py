@@ -30,7 +30,6 @@ __all__ = ['aminmax', 'bincount', 'bucketize', 'corrcoef', 'cov', 'cummax', 'cum
            'nanmean', 'nanquantile', 'nansum', 'quantile', 'searchsorted', 'trapezoid', 'trapz']
 
 _TORCH_NAMES = _E.TORCH_NAMES
-_C_NAMES = {"float32": "float", "float64": "double"}
 _AminmaxResult = _R._return_type("aminmax", ("min", "max"))
 _CummaxResult = _R._return_type("cummax")
 _CumminResult = _R._return_type("cummin")
@@ -275,8 +274,8 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):
     if weight is not None and weight.dtype is not input.dtype:
         raise RuntimeError("torch.histogramdd: if weight tensor is provided, input tensor and "
                            "weight tensor should have the same dtype, but got input("
-                           f"{_C_NAMES[input.dtype.name]}), and weight("
-                           f"{_C_NAMES[weight.dtype.name]})")
+                           f"{_E.C_NAMES[input.dtype.name]}), and weight("
+                           f"{_E.C_NAMES[weight.dtype.name]})")
     edges = _histogram_edges(input, bins, range)
     n_bins = edges.numel() - 1
     with no_grad():
