@@ -15,7 +15,6 @@ from .functions import elementwise as _E, factor as _factor, linalg as _L, reduc
 from .functions import spectral as _spectral
 from .ndarray import normalize_dim
 
-cross_product = _L.cross          # torch.cross (deprecated default dim); linalg.cross is below
 matmul = _L.matmul
 multi_dot = _L.multi_dot
 
@@ -55,9 +54,14 @@ def _check_matrix_input(A, name):
                            f"{_E.TORCH_NAMES[A.dtype.name]}")
 
 
+def _as_dims(dim):
+    """An int dim or a sequence of them as a tuple."""
+    return (dim,) if isinstance(dim, (numbers.Integral, np.integer)) else tuple(dim)
+
+
 def _matrix_dims(dim, ndim):
     """The two (normalised, distinct) dims a matrix norm reduces."""
-    dims = (dim,) if isinstance(dim, (numbers.Integral, np.integer)) else tuple(dim)
+    dims = _as_dims(dim)
     if len(dims) != 2:
         raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got "
                            + " ".join(str(d) for d in dims))
@@ -83,7 +87,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     """A vector norm over one dim (or all, when neither ord nor dim is given), a matrix norm
     over two (or over a 2-D input's both when only ord is given)."""
     if dim is not None:
-        dims = (dim,) if isinstance(dim, (numbers.Integral, np.integer)) else tuple(dim)
+        dims = _as_dims(dim)
         if len(dims) not in (1, 2):
             raise RuntimeError("linalg.norm: If dim is specified, it must be of length 1 or 2. "
                                f"Got {list(dims)}")
@@ -151,9 +155,9 @@ def tensorinv(A, ind=2):
 
 def tensorsolve(A, B, dims=None):
     """X with tensordot(A, X, X.ndim) = B: a linear solve with A flattened into a matrix."""
-    if dims is not None:
-        order = [d for d in range(A.ndim) if d not in [normalize_dim(d, A.ndim) for d in dims]]
-        A = A.permute(*order, *[normalize_dim(d, A.ndim) for d in dims])
+    if dims is not None:        # those dims of A move to the end
+        moved = [normalize_dim(d, A.ndim) for d in dims]
+        A = A.permute(*[d for d in range(A.ndim) if d not in moved], *moved)
     solution_shape = A.shape[B.ndim:]
     size = math.prod(solution_shape)
     rows = math.prod(A.shape[:B.ndim])
