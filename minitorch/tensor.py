@@ -1194,21 +1194,26 @@ def _apply_(self, callable):
     """Every element replaced by callable(element), a Python function (CPU only, as torch)."""
     if self.device.type != "cpu":
         raise TypeError("apply_ is only implemented on CPU tensors")
-    values = [callable(v) for v in self._data.numpy().reshape(-1).tolist()]
-    self._data.assign(NDArray.from_numpy(np.asarray(values).reshape(self.shape), self.dtype))
-    self._bump_version()
-    return self
+    return _write_python_values(self, [callable(v) for v in _python_values(self)])
 
 
 def _map_(self, tensor, callable):
     """self[i] = callable(self[i], tensor[i]) with tensor broadcast to self (CPU only)."""
     if self.device.type != "cpu" or tensor.device.type != "cpu":
         raise TypeError("map_ is only implemented on CPU tensors")
-    other = tensor.expand(*self.shape)._data.numpy().reshape(-1).tolist()
-    values = [callable(a, b) for a, b in zip(self._data.numpy().reshape(-1).tolist(), other)]
-    self._data.assign(NDArray.from_numpy(np.asarray(values).reshape(self.shape), self.dtype))
-    self._bump_version()
-    return self
+    pairs = zip(_python_values(self), _python_values(tensor.expand(*self.shape)))
+    return _write_python_values(self, [callable(a, b) for a, b in pairs])
+
+
+def _python_values(t):
+    return t._data.numpy().reshape(-1).tolist()
+
+
+def _write_python_values(t, values):
+    """apply_ / map_'s results (a flat list in row-major order) written into t."""
+    t._data.assign(NDArray.from_numpy(np.asarray(values).reshape(t.shape), t.dtype))
+    t._bump_version()
+    return t
 
 
 def _resize_(self, *sizes, memory_format=None):
