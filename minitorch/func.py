@@ -184,12 +184,10 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
 
 
 def _jacobian_rows(out, inputs, variables, single):
-    """d out / d variables: one vjp per element of out, stacked into out.shape + input shape."""
-    rows = []
-    for index in range(out.numel()):
-        seed = zeros_like(out).reshape(-1)
-        seed[index] = 1
-        rows.append(_leaves(_gradients(out, variables, [seed.reshape(out.shape)])))
+    """d out / d variables: one backward pass per element of out, stacked into out.shape +
+    input shape."""
+    flat = out.reshape(-1)
+    rows = [_leaves(_gradients(flat[index], variables)) for index in range(out.numel())]
     per_input = []
     for k, variable in enumerate(inputs):
         stacked = [row[k] for row in rows]
