@@ -6,6 +6,7 @@ from ...functions.linalg import mv
 from .. import functional as F
 from ..conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from ..module import Parameter
+from .weight_norm import remove_legacy_hook
 
 __all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]
 
@@ -106,9 +107,4 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
 
 def remove_spectral_norm(module, name="weight"):
     """Undo spectral_norm: `<name>` becomes one Parameter holding w / sigma."""
-    for key, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[key]
-            return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    return remove_legacy_hook(module, SpectralNorm, name, "spectral_norm")

@@ -74,9 +74,15 @@ def weight_norm(module, name="weight", dim=0):
 
 def remove_weight_norm(module, name="weight"):
     """Undo weight_norm: `<name>` becomes one Parameter again holding g * v / ||v||."""
+    return remove_legacy_hook(module, WeightNorm, name, "weight_norm")
+
+
+def remove_legacy_hook(module, hook_class, name, label):
+    """Undo a legacy reparametrization (weight_norm / spectral_norm): its forward pre-hook
+    restores `<name>` as one Parameter and is unregistered."""
     for key, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, hook_class) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[key]
             return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    raise ValueError(f"{label} of '{name}' not found in {module}")
