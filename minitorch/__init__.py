@@ -25,6 +25,7 @@ from .functions.stats import *  # noqa: F401,F403
 from .nn.toplevel import NAMES as _NN_NAMES
 from .printing import get_printoptions, set_printoptions
 from .serialization import load, save
+from .vmap import vmap
 from .random import (Generator, bernoulli, binomial, default_generator, get_rng_state,
                      initial_seed, manual_seed, multinomial, normal, poisson, rand, rand_like,
                      randint, randint_like, randn, randn_like, randperm, seed, set_rng_state)

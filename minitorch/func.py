@@ -1,5 +1,9 @@
-"""torch.func, the transforms that need no vmap: functional_call, grad, grad_and_value, vjp,
-jacrev and hessian, built on the tape autograd.
+"""torch.func on the tape autograd: functional_call, grad, grad_and_value, vjp, jacrev, jvp,
+jacfwd, linearize, hessian, and vmap (minitorch/vmap.py).
+
+Forward mode (jvp, jacfwd, linearize) uses the double-vjp identity: with u a dummy cotangent,
+g(u) = J^T u is linear in u, so the gradient of <g(u), v> with respect to u is J v. Every
+backward rule is written with differentiable tensor ops, so this needs no forward rules.
 
 Each transform differentiates with respect to fresh variables standing for the selected
 arguments: a detached leaf, or (when the argument already takes part in an outer transform's
@@ -14,8 +18,10 @@ from .autograd import enable_grad, grad as _autograd_grad
 from .functions.movement import stack
 from .nn.utils.stateless import func_functional_call as functional_call
 from .tensor import Tensor, zeros_like
+from .vmap import vmap
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacrev", "vjp"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
+           "linearize", "vjp", "vmap"]
 
 
 # ---- pytrees: tensors in nested tuples / lists / dicts ---------------------------------------
@@ -202,5 +208,120 @@ def _stack(rows, like):
 
 
 def hessian(func, argnums=0):
-    """The Jacobian of the gradient: jacrev(jacrev(func))."""
+    """The Jacobian of the gradient. torch composes jacfwd(jacrev(func)); here forward mode is
+    itself a double backward, so jacrev(jacrev(func)) needs one order of differentiation less
+    for the same values."""
     return jacrev(jacrev(func, argnums), argnums)
+
+
+# ---- forward mode -----------------------------------------------------------------------------
+class _Linearized:
+    """func's output at the primals and the graph of g(u) = J^T u (u: one dummy cotangent per
+    output leaf), from which any J v is one backward pass."""
+
+    def __init__(self, func, primals, positions, has_aux, name):
+        with enable_grad():
+            args, self.variables, self.nested = _variables(primals, positions)
+            self.output, self.aux = _split_aux(func(*args), has_aux, name)
+            _check_tensors(self.output, "output")
+            self.dummies = [zeros_like(o).requires_grad_() for o in _leaves(self.output)]
+            self.transposed = _leaves(_gradients(self.output, self.variables, self.dummies))
+
+    def apply(self, tangents):
+        """J v for tangents v shaped like the variables (a flat list), as a pytree like the
+        output."""
+        pairs = [(g, t) for g, t in zip(self.transposed, tangents) if g.requires_grad]
+        with enable_grad():
+            if pairs:
+                products = _autograd_grad([g for g, _ in pairs], self.dummies,
+                                          [t for _, t in pairs], retain_graph=True,
+                                          create_graph=True, allow_unused=True,
+                                          materialize_grads=True)
+            else:
+                products = [zeros_like(d) for d in self.dummies]
+        return _rebuild(self.output, iter(products))
+
+
+def _check_primals(primals, tangents, name):
+    for what, tree in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(tree, tuple):
+            raise RuntimeError(f"{name}: Expected {what} to be a tuple. E.g. it should be valid "
+                               "to call f(*primals).")
+    flat_p, flat_t = _leaves(primals), _leaves(tangents)
+    if _structure_of(primals) != _structure_of(tangents):
+        raise RuntimeError(f"{name}: Expected primals and tangents to have the same python "
+                           "structure. For example, if primals is a tuple of 3 tensors, "
+                           "tangents also must be.")
+    _check_tensors(primals, "input")
+    _check_tensors(tangents, "input")
+    for p, t in zip(flat_p, flat_t):
+        if p.shape != t.shape:
+            raise RuntimeError(f"{name}: Expected primal and tangent to have the same shape, "
+                               f"got {tuple(p.shape)} and {tuple(t.shape)}")
+    return flat_t
+
+
+def _structure_of(tree):
+    if isinstance(tree, (tuple, list)):
+        return (type(tree), tuple(_structure_of(item) for item in tree))
+    if isinstance(tree, dict):
+        return (dict, tuple((k, _structure_of(v)) for k, v in tree.items()))
+    return None
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """(func(*primals), J·tangents): the Jacobian-vector product, output-shaped."""
+    flat_tangents = _check_primals(primals, tangents, "jvp(f, primals, tangents)")
+    lin = _Linearized(func, primals, range(len(primals)), has_aux, "jvp")
+    product = _plain(lin.apply(flat_tangents), lin.nested)
+    result = (_plain(lin.output, lin.nested), product)
+    return result + (_plain(lin.aux, lin.nested),) if has_aux else result
+
+
+def linearize(func, *primals):
+    """(func(*primals), jvp_fn): jvp_fn(*tangents) gives J·tangents at these primals, reusing
+    one recorded graph."""
+    lin = _Linearized(func, primals, range(len(primals)), False, "linearize")
+
+    def jvp_fn(*tangents):
+        flat = _check_primals(primals, tangents, "linearize")
+        return _plain(lin.apply(flat), lin.nested)
+    return _plain(lin.output, lin.nested), jvp_fn
+
+
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """The Jacobian of func with respect to args[argnums], one forward (J·e_j) product per input
+    element: the same layout as jacrev (output.shape + input.shape)."""
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
+                           f"'same'. Got {randomness}")
+
+    def transformed(*args):
+        single, positions = _argnums(argnums, len(args))
+        lin = _Linearized(func, args, positions, has_aux, "jacfwd")
+        inputs = _leaves(lin.variables)
+        columns = [_jacobian_columns(lin, inputs, k) for k in range(len(inputs))]
+        jacobians = []
+        for j, out in enumerate(_leaves(lin.output)):
+            per_input = [columns[k][j] for k in range(len(inputs))]
+            grads = _rebuild(lin.variables, iter(per_input))
+            jacobians.append(grads[0] if single else tuple(grads))
+        result = _plain(_rebuild(lin.output, iter(jacobians)), lin.nested)
+        return (result, _plain(lin.aux, lin.nested)) if has_aux else result
+    return transformed
+
+
+def _jacobian_columns(lin, inputs, k):
+    """For input k: per output leaf, the Jacobian block shaped output.shape + input.shape."""
+    variable = inputs[k]
+    columns = []
+    for index in range(variable.numel()):
+        basis = [zeros_like(v) for v in inputs]
+        basis[k].view(-1)[index] = 1
+        columns.append(_leaves(lin.apply(basis)))
+    blocks = []
+    for j, out in enumerate(_leaves(lin.output)):
+        column = [c[j] for c in columns]
+        stacked = stack(column, -1) if column else out.new_zeros(tuple(out.shape) + (0,))
+        blocks.append(stacked.reshape(tuple(out.shape) + tuple(variable.shape)))
+    return blocks

@@ -1,0 +1,235 @@
+"""torch.vmap / torch.func.vmap by mapping: the function runs once per index of the mapped
+dimension, on views of the inputs (`select`), and the results are stacked along out_dims.
+
+This gives torch's results and argument rules for any function (nested vmap, vmap of grad,
+in-place writes on the inputs' views, pytrees of inputs and outputs) without batching rules
+per op; what it does not give is torch's speed-up from running one batched kernel. The
+randomness flag keeps torch's meaning: 'error' refuses functions that draw from the global
+generator, 'same' replays the same draws for every index, 'different' draws afresh.
+"""
+import numbers
+
+from . import random as _random
+from .functions.movement import stack
+from .tensor import Tensor
+
+__all__ = ["vmap"]
+
+_RANDOMNESS = ("error", "different", "same")
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """func mapped over dimension in_dims of its inputs; outputs stacked at out_dims."""
+    if randomness not in _RANDOMNESS:
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
+                           f"'same'. Got {randomness}")
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got "
+                         f"{chunk_size})")
+    _check_dims_spec(in_dims, "in_dims")
+    _check_dims_spec(out_dims, "out_dims")
+
+    def mapped(*args, **kwargs):
+        fname = getattr(func, "__name__", repr(func))
+        name = f"vmap({fname}, in_dims={in_dims}, ...)"
+        if not args:
+            raise ValueError(f"{name}(<inputs>): got no inputs. Maybe you forgot to add inputs, "
+                             "or you are trying to vmap over a function with no inputs. The "
+                             "latter is unsupported.")
+        dims = _input_dims(in_dims, args, name)
+        size = _batch_size(args, dims, name)
+        if size == 0:
+            return _empty_outputs(func, args, kwargs, dims, out_dims, fname)
+        results = _run(func, args, kwargs, dims, size, randomness)
+        return _stack_outputs(results, out_dims, fname)
+    return mapped
+
+
+# ---- argument checks ------------------------------------------------------------------------
+def _is_dim(value):
+    return value is None or (isinstance(value, numbers.Integral) and not isinstance(value, bool))
+
+
+def _check_dims_spec(spec, what):
+    """in_dims / out_dims: an int, None, or (nested) tuples, lists and dicts of those."""
+    if _is_dim(spec):
+        return
+    if isinstance(spec, (tuple, list)):
+        for item in spec:
+            _check_dims_spec(item, what)
+    elif isinstance(spec, dict):
+        for item in spec.values():
+            _check_dims_spec(item, what)
+    else:
+        raise ValueError(f"vmap(<function>, {what}={spec}, ...): expected {what} to be int or a "
+                         f"(potentially nested) tuple matching the structure of inputs, got: "
+                         f"{type(spec)}.")
+
+
+def _broadcast_spec(spec, tree, name):
+    """The spec expanded over `tree` (an int or None applies to every leaf below it), as a flat
+    list of (leaf, dim)."""
+    if _is_dim(spec):
+        return [(leaf, spec) for leaf in _leaves(tree)]
+    if isinstance(spec, (tuple, list)) and isinstance(tree, (tuple, list)) \
+            and len(spec) == len(tree):
+        return [pair for s, t in zip(spec, tree) for pair in _broadcast_spec(s, t, name)]
+    if isinstance(spec, dict) and isinstance(tree, dict) and spec.keys() == tree.keys():
+        return [pair for key in tree for pair in _broadcast_spec(spec[key], tree[key], name)]
+    raise ValueError(f"{name}(<inputs>): in_dims is not compatible with the structure of "
+                     f"`inputs`. in_dims has structure {spec} but inputs has structure "
+                     f"{_structure(tree)}.")
+
+
+def _structure(tree):
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(_structure(item) for item in tree)
+    if isinstance(tree, dict):
+        return {key: _structure(value) for key, value in tree.items()}
+    return "*"
+
+
+def _leaves(tree):
+    if isinstance(tree, (tuple, list)):
+        return [leaf for item in tree for leaf in _leaves(item)]
+    if isinstance(tree, dict):
+        return [leaf for value in tree.values() for leaf in _leaves(value)]
+    return [tree]
+
+
+def _rebuild(tree, leaves):
+    if isinstance(tree, (tuple, list)):
+        return type(tree)(_rebuild(item, leaves) for item in tree)
+    if isinstance(tree, dict):
+        return {key: _rebuild(value, leaves) for key, value in tree.items()}
+    return next(leaves)
+
+
+def _input_dims(in_dims, args, name):
+    """The mapped dim (normalised, or None) of every leaf of args, checked as torch does."""
+    if not _is_dim(in_dims) and not isinstance(in_dims, tuple):
+        raise ValueError(f"{name}(<inputs>): expected `in_dims` to be int or a (potentially "
+                         f"nested) tuple matching the structure of inputs, got: "
+                         f"{type(in_dims)}.")
+    if isinstance(in_dims, tuple) and len(in_dims) != len(args):
+        raise ValueError(f"{name}(<inputs>): in_dims is not compatible with the structure of "
+                         f"`inputs`. in_dims has structure {in_dims} but inputs has structure "
+                         f"{_structure(args)}.")
+    pairs = _broadcast_spec(in_dims, tuple(args), name)
+    dims = []
+    for leaf, dim in pairs:
+        if dim is not None and not isinstance(leaf, Tensor):
+            raise ValueError(f"{name}(<inputs>): Got in_dim={dim} for an input but the input is "
+                             f"of type {type(leaf)}. We cannot vmap over non-Tensor arguments, "
+                             "please use None as the respective in_dim")
+        if dim is not None and not -max(leaf.ndim, 1) <= dim < max(leaf.ndim, 1) \
+                or dim is not None and leaf.ndim == 0:
+            raise ValueError(f"{name}(<inputs>): Got in_dim={dim} for some input, but that "
+                             f"input is a Tensor of dimensionality {leaf.ndim} so expected "
+                             f"in_dim to satisfy -{leaf.ndim} <= in_dim < {leaf.ndim}.")
+        dims.append(None if dim is None else dim % leaf.ndim)
+    if all(dim is None for dim in dims):
+        raise ValueError(f"{name}(<inputs>): All in_dims are None: at least one of the inputs "
+                         "must be batched (the corresponding in_dim must be non-None).")
+    return dims
+
+
+def _batch_size(args, dims, name):
+    sizes = [leaf.shape[dim] for leaf, dim in zip(_leaves(tuple(args)), dims) if dim is not None]
+    if len(set(sizes)) != 1:
+        raise ValueError(f"{name}(<inputs>): Expected all tensors to have the same size in the "
+                         f"mapped dimension, got sizes {sizes} for the mapped dimension")
+    return sizes[0]
+
+
+# ---- running and stacking ---------------------------------------------------------------------
+def _run(func, args, kwargs, dims, size, randomness):
+    """func's outputs for every index of the mapped dimension."""
+    leaves = _leaves(tuple(args))
+    results = []
+    start_state = _random.host_rng().bit_generator.state
+    for index in range(size):
+        if randomness == "same":
+            _random.host_rng().bit_generator.state = start_state
+        sliced = [leaf if dim is None else leaf.select(dim, index)
+                  for leaf, dim in zip(leaves, dims)]
+        results.append(_call(func, args, sliced, kwargs))
+        if randomness == "error" and _random.host_rng().bit_generator.state != start_state:
+            raise RuntimeError("vmap: called random operation while in randomness error mode. "
+                               "Please either use the 'same' or 'different' randomness flags on "
+                               "vmap or perform the randomness operation out of vmap")
+    return results
+
+
+def _call(func, args, leaves, kwargs):
+    return func(*_rebuild(tuple(args), iter(leaves)), **kwargs)
+
+
+def _empty_outputs(func, args, kwargs, dims, out_dims, fname):
+    """A mapped dimension of size 0: func runs once on zeros shaped like one slice, only to
+    learn the outputs' shapes; each output is then empty along its out_dim."""
+    state = _random.host_rng().bit_generator.state
+    probes = [leaf if dim is None else leaf.new_zeros(leaf.shape[:dim] + leaf.shape[dim + 1:])
+              for leaf, dim in zip(_leaves(tuple(args)), dims)]
+    probe = _call(func, args, probes, kwargs)
+    _random.host_rng().bit_generator.state = state
+    pairs = _out_pairs(out_dims, probe, fname)
+    empties = []
+    for leaf, dim in pairs:
+        _check_output(leaf, fname)
+        if dim is None:
+            empties.append(leaf)
+            continue
+        shape = list(leaf.shape)
+        shape.insert(_out_dim(dim, leaf.ndim + 1), 0)
+        empties.append(leaf.new_empty(tuple(shape)))
+    return _rebuild(probe, iter(empties))
+
+
+def _stack_outputs(results, out_dims, fname):
+    first = results[0]
+    stacked = []
+    for k, (leaf, dim) in enumerate(_out_pairs(out_dims, first, fname)):
+        _check_output(leaf, fname)
+        stacked.append(_stack_column([_leaves(result)[k] for result in results], dim, fname))
+    return _rebuild(first, iter(stacked))
+
+
+def _check_output(leaf, fname):
+    if not isinstance(leaf, Tensor):
+        raise ValueError(f"vmap({fname}, ...): `{fname}` must only return Tensors, got type "
+                         f"{type(leaf)}. Did you mean to set out_dims= to None for output?")
+
+
+def _out_pairs(out_dims, first, fname):
+    """(output leaf, out_dim) pairs; a single tensor output may have out_dims=(d,)."""
+    if isinstance(first, Tensor) and isinstance(out_dims, (tuple, list)) and len(out_dims) == 1:
+        out_dims = out_dims[0]
+    try:
+        return _broadcast_spec(out_dims, first, "")
+    except ValueError:
+        raise ValueError(f"vmap({fname}, ..., out_dims={out_dims})(<inputs>): out_dims is not "
+                         f"compatible with the structure of `outputs`. out_dims has structure "
+                         f"{out_dims} but outputs has structure {_structure(first)}.") from None
+
+
+def _out_dim(dim, rank):
+    if not -rank <= dim < rank:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-rank}, "
+                         f"{rank - 1}], but got {dim})")
+    return dim % rank
+
+
+def _stack_column(column, dim, fname):
+    """One output's values over the batch, stacked at dim (None: they must not depend on the
+    mapped inputs, which here means every call returned the same value)."""
+    if dim is None:
+        if not all(_same_value(value, column[0]) for value in column[1:]):
+            raise ValueError(f"vmap({fname}, ...): `{fname}` can not return a BatchedTensor "
+                             "when out_dim is None")
+        return column[0]
+    return stack(column, _out_dim(dim, column[0].ndim + 1))
+
+
+def _same_value(a, b):
+    return a is b or (a.shape == b.shape and a.dtype == b.dtype and bool((a == b).all()))
