@@ -2,13 +2,15 @@
 
     import minitorch as mt
 """
+from math import e, inf, nan, pi  # torch.pi, torch.e, torch.inf, torch.nan
+
 # tensor first: it binds the op modules (minitorch.functions) once Tensor exists.
 from .tensor import (Size, Tensor, arange, as_tensor, asarray, empty, empty_like, empty_strided,
                      eye, from_numpy, full, full_like, inclusive_range as range, is_complex,
                      is_floating_point, is_nonzero, is_same_size, is_signed, is_tensor, linspace,
                      logspace, numel, ones, ones_like, scalar_tensor, tensor, zeros, zeros_like)
 from . import autograd, cuda, datasets, dtypes as _dtypes, linalg, nn, optim, special, utils
-from . import autograd_functional as _autograd_functional, distributions, func
+from . import autograd_functional as _autograd_functional, distributions, func, testing
 from ._cpu.threads import get_num_threads, set_num_threads
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .backend import device
@@ -21,10 +23,13 @@ from .functions.movement import *  # noqa: F401,F403
 from .functions.reduce import *  # noqa: F401,F403
 from .functions.sort import *  # noqa: F401,F403
 from .functions.spectral import *  # noqa: F401,F403
+from .functions.signal import *  # noqa: F401,F403
+from .functions.spellings import *  # noqa: F401,F403
 from .functions.stats import *  # noqa: F401,F403
 from .nn.toplevel import NAMES as _NN_NAMES
 from .printing import get_printoptions, set_printoptions
 from .serialization import load, save
+from .settings import compile, get_float32_matmul_precision, set_float32_matmul_precision
 from .vmap import vmap
 from .random import (Generator, bernoulli, binomial, default_generator, get_rng_state,
                      initial_seed, manual_seed, multinomial, normal, poisson, rand, rand_like,
@@ -36,6 +41,7 @@ int64 = long = _dtypes.int64
 uint8 = _dtypes.uint8
 bool = _dtypes.bool_
 dtype = _dtypes.dtype
+newaxis = None
 
 globals().update(_NN_NAMES)       # torch.conv2d, torch.dropout, … (nn/toplevel.py)
 autograd.functional = _autograd_functional        # torch.autograd.functional

@@ -38,8 +38,7 @@ def arrays(rng):
 # ---- jvp / linearize --------------------------------------------------------------------------
 def test_jvp_matches_torch_on_several_outputs(device, arrays):
     a, b, v = arrays
-    (ma, ta), (mb, tb), (mv, tv) = both(a, device), both(b), both(v)
-    mb = mb.to(device)
+    (ma, ta), (mb, tb), (mv, tv) = both(a, device), both(b, device), both(v, device)
     ours = mf.jvp(two_outputs(mt), (ma, mb), (mv, mb))
     theirs = tf.jvp(two_outputs(torch), (ta, tb), (tv, tb))
     for o, t in zip(flat(ours), flat(theirs)):

@@ -1,0 +1,64 @@
+"""torch's top-level spellings of Tensor methods (`torch.exp_(t)`, `torch.detach(t)`,
+`torch.conj(t)`, …) and a few top-level functions that are another op under a different
+argument order (`torch.rsub`, `torch.fill`) or another name (`torch.row_stack`, `torch.ravel`).
+Each is the Tensor method itself: no op is defined twice."""
+from .. import dtypes
+from ..tensor import Tensor
+from .elementwise import result_type as _operands_result_type, sub
+from .movement import vstack
+
+_METHODS = (
+    # in-place math
+    "abs_ acos_ acosh_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ asin_ asinh_ atan_ "
+    "atanh_ ceil_ clamp_ clamp_max_ clamp_min_ clip_ cos_ cosh_ deg2rad_ erf_ erfc_ exp2_ exp_ "
+    "expm1_ fill_ fix_ floor_ frac_ gcd_ i0_ lcm_ ldexp_ log10_ log1p_ log2_ log_ logit_ "
+    "nan_to_num_ neg_ negative_ rad2deg_ reciprocal_ round_ rsqrt_ sigmoid_ sin_ sinc_ sinh_ "
+    "sqrt_ square_ tan_ tanh_ trunc_ xlogy_ zero_ "
+    # history and views
+    "detach detach_ adjoint ravel "
+    # complex-number views and queries (identities / answers for real tensors)
+    "conj conj_physical conj_physical_ resolve_conj resolve_neg is_conj is_neg real imag")
+
+
+def _method_spelling(name):
+    def call(input, *args, **kwargs):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                            f"{type(input).__name__}")
+        if isinstance(getattr(Tensor, name), property):    # torch.real(t) is t.real
+            return getattr(input, name)
+        return getattr(input, name)(*args, **kwargs)
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"torch.{name}(input, …): the same as input.{name}(…)."
+    return call
+
+
+globals().update({name: _method_spelling(name) for name in _METHODS.split()})
+
+
+def rsub(input, other, alpha=1):
+    """other - alpha * input (torch.sub with the operands swapped)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"rsub(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    return sub(other, input, alpha=alpha)
+
+
+def fill(input, value):
+    """A new tensor shaped like input, every element `value` (torch.fill, out of place)."""
+    return input.clone().fill_(value)
+
+
+def row_stack(tensors):
+    return vstack(tensors)
+
+
+def result_type(tensor1, tensor2):
+    """The dtype torch's arithmetic gives these two operands (tensors or Python numbers)."""
+    if not isinstance(tensor1, Tensor) and not isinstance(tensor2, Tensor):
+        return dtypes.result_type(dtypes.scalar_dtype(tensor1), dtypes.scalar_dtype(tensor2),
+                                  0, 0)
+    return _operands_result_type(tensor1, tensor2)
+
+
+__all__ = _METHODS.split() + ["fill", "result_type", "row_stack", "rsub"]
