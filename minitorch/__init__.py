@@ -12,7 +12,9 @@ from .tensor import (Size, Tensor, arange, as_tensor, asarray, empty, empty_like
 from . import autograd, cuda, datasets, dtypes as _dtypes, linalg, nn, optim, special, utils
 from . import autograd_functional as _autograd_functional, distributions, func, testing
 from ._cpu.threads import get_num_threads, set_num_threads
-from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import (enable_grad, inference_mode, is_anomaly_check_nan_enabled,
+                       is_anomaly_enabled, is_grad_enabled, no_grad, set_grad_enabled)
+from .autograd import set_detect_anomaly as set_anomaly_enabled
 from .backend import device
 from .dtypes import can_cast, finfo, get_default_dtype, iinfo, promote_types, set_default_dtype
 from .functions.elementwise import *  # noqa: F401,F403  (each module's __all__)

@@ -10,6 +10,8 @@ is itself recorded and can be differentiated again.
 import contextlib
 import sys
 import threading
+import traceback
+import warnings
 
 import numpy as np
 
@@ -77,6 +79,51 @@ class inference_mode(no_grad):
         return self
 
 
+_anomaly = {"enabled": False, "check_nan": True}
+
+
+class set_detect_anomaly(contextlib.ContextDecorator):
+    """Anomaly mode on or off (torch.autograd.set_detect_anomaly): while on, a backward that
+    returns NaN raises, and a failing backward warns with the stack of its forward call."""
+
+    def __init__(self, mode, check_nan=True):
+        self.previous = dict(_anomaly)
+        _anomaly.update(enabled=bool(mode), check_nan=check_nan)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _anomaly.update(self.previous)
+        return False
+
+
+class detect_anomaly(contextlib.ContextDecorator):
+    """Anomaly mode inside a `with` block or a decorated function."""
+
+    def __init__(self, check_nan=True):
+        self.check_nan = check_nan
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime "
+                      "and should only be enabled for debugging.", stacklevel=2)
+
+    def __enter__(self):
+        self.previous = dict(_anomaly)
+        _anomaly.update(enabled=True, check_nan=self.check_nan)
+        return self
+
+    def __exit__(self, *exc):
+        _anomaly.update(self.previous)
+        return False
+
+
+def is_anomaly_enabled():
+    return _anomaly["enabled"]
+
+
+def is_anomaly_check_nan_enabled():
+    return _anomaly["check_nan"]
+
+
 class RemovableHandle:
     """Returned by register_hook: `.remove()` unregisters the hook."""
     _next_id = 0
@@ -113,11 +160,16 @@ class Function:
     output_meta = ()
     _internal = False
 
+    _dirty = ()
+    _non_differentiable = ()
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         # minitorch's own ops compute forward on NDArrays and record nothing there, so they skip
         # switching grad mode off around forward (user Functions get torch's no-grad forward).
         cls._internal = cls.__module__.startswith("minitorch.functions")
+        # torch's newer style: forward(*args) without ctx, then setup_context(ctx, inputs, out)
+        cls._separate_setup = cls.setup_context is not Function.setup_context
 
     @classmethod
     def apply(cls, *args):
@@ -130,12 +182,23 @@ class Function:
                     break
         if cls._internal:
             result = cls.forward(ctx, *args)
+        elif cls._separate_setup:
+            with no_grad():
+                result = cls.forward(*args)
+                cls.setup_context(ctx, args, result)
         else:
             with no_grad():
                 result = cls.forward(ctx, *args)
         if requires_grad:
             ctx._connect(args, result)
+            if _anomaly["enabled"]:
+                ctx._forward_stack = traceback.format_stack()[:-1]
         return result
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """Overridden by Functions whose forward takes no ctx (torch's setup_context style)."""
+        raise NotImplementedError("setup_context is not implemented.")
 
     def _connect(self, args, result):
         """Record this node: edges to the inputs' nodes, and the outputs' grad_fn."""
@@ -153,8 +216,9 @@ class Function:
                 edges.append(None)
         self.next_edges = edges
         self.needs_input_grad = needs
+        self._check_dirty()
         if isinstance(result, Tensor):
-            if result._data.dtype.is_floating_point:
+            if result._data.dtype.is_floating_point and self._differentiable(result):
                 result.requires_grad = True
                 result.grad_fn = self
             if self._saved:
@@ -165,7 +229,8 @@ class Function:
         self.output_meta = [(out.shape, out.dtype, out.device) if isinstance(out, Tensor)
                             else None for out in result]
         for nr, out in enumerate(result):
-            if isinstance(out, Tensor) and out.dtype.is_floating_point:
+            if isinstance(out, Tensor) and out.dtype.is_floating_point and \
+                    self._differentiable(out):
                 out.requires_grad = True
                 out.grad_fn = self
                 out._output_nr = nr
@@ -213,7 +278,23 @@ class Function:
         return self._saved
 
     def mark_non_differentiable(self, *tensors):
-        """Accepted for torch compatibility: non-float outputs never require grad here."""
+        """These outputs get no history (their gradient arrives as zeros, or None without
+        materialization); integer outputs never require grad anyway."""
+        self._non_differentiable = self._non_differentiable + tuple(tensors)
+
+    def _differentiable(self, output):
+        return not any(output is t for t in self._non_differentiable)
+
+    def mark_dirty(self, *tensors):
+        """forward modified these inputs in place (and returns them): they become its outputs
+        in the graph, which a leaf that requires grad cannot be."""
+        self._dirty = self._dirty + tuple(tensors)
+
+    def _check_dirty(self):
+        for t in self._dirty:
+            if t.requires_grad and t.grad_fn is None:
+                raise RuntimeError("a leaf Variable that requires grad has been used in an "
+                                   "in-place operation.")
 
     def set_materialize_grads(self, value):
         self.materialize_grads = value
@@ -221,7 +302,10 @@ class Function:
     # -- node API -------------------------------------------------------------------------------
     @classmethod
     def name(cls):
-        return cls.__name__ + "Backward0" if not cls.__name__.endswith("Backward") else cls.__name__
+        """torch's node names: MulBackward0 for built-in ops, MyFnBackward for user Functions."""
+        if not cls.__module__.startswith("minitorch."):
+            return cls.__name__ + "Backward"
+        return cls.__name__ if cls.__name__.endswith("Backward") else cls.__name__ + "Backward0"
 
     @property
     def next_functions(self):
@@ -467,9 +551,12 @@ def _call_backward(node, grads, retain_graph):
     """Run one node's backward; returns one gradient (or None) per input edge."""
     if node.output_count > 1 and node.materialize_grads and any(g is None for g in grads):
         from .tensor import zeros
-        grads = [zeros(*meta[0], dtype=meta[1], device=meta[2]) if g is None else g
+        grads = [zeros(*meta[0], dtype=meta[1], device=meta[2]) if g is None and meta else g
                  for g, meta in zip(grads, node.output_meta)]
-    result = node.backward(node, *grads)
+    if _anomaly["enabled"]:
+        result = _backward_with_anomaly_checks(node, grads)
+    else:
+        result = node.backward(node, *grads)
     if not retain_graph:
         node._saved = ()
         node._released = True
@@ -483,6 +570,25 @@ def _call_backward(node, grads, retain_graph):
             if replaced is not None:
                 result = tuple(replaced)
     return result
+
+
+def _backward_with_anomaly_checks(node, grads):
+    """node.backward, warning with the forward call's stack if it fails, and refusing NaN
+    gradients (when check_nan is on)."""
+    try:
+        result = node.backward(node, *grads)
+        if _anomaly["check_nan"]:
+            for i, g in enumerate(result if type(result) is tuple else (result,)):
+                if _is_tensor(g) and g.dtype.is_floating_point and bool(g.isnan().any()):
+                    raise RuntimeError(f"Function '{node.name()}' returned nan values in its "
+                                       f"{i}th output.")
+        return result
+    except Exception:
+        stack = getattr(node, "_forward_stack", None)
+        if stack:
+            warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that "
+                          f"caused the error:\n{''.join(stack)}", stacklevel=2)
+        raise
 
 
 def _check_gradient_count(node, result):

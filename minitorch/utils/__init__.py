@@ -1,4 +1,5 @@
-"""mt.utils: data loading utilities (mt.utils.data), as in torch.utils."""
-from . import data
+"""mt.utils, as in torch.utils: data loading (mt.utils.data) and activation checkpointing
+(mt.utils.checkpoint)."""
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]
