@@ -171,14 +171,49 @@ def bernoulli(input, p=None, generator=None):
 
 
 def multinomial(input, num_samples, replacement=False, generator=None):
+    if input.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("multinomial only supports floating-point dtypes for input, got: "
+                           f"{TORCH_NAMES[input.dtype.name]}")
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and num_samples > input.shape[-1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
     probs = np.atleast_2d(input.detach().cpu().numpy().astype(np.float64))
+    _check_distribution(probs, replacement and num_samples > 1)
     rng = host_rng(generator)
     rows = []
     for row in probs:
-        p = row / row.sum()
-        rows.append(rng.choice(len(p), size=num_samples, replace=replacement, p=p))
+        rows.append(_sample_row(rng, row / row.sum(), num_samples, replacement))
     out = np.array(rows).reshape(input.shape[:-1] + (num_samples,))
     return wrap(NDArray.from_numpy(out, dtypes.int64, input.device))
+
+
+def _sample_row(rng, p, num_samples, replacement):
+    """Category indices drawn from p. Without replacement, once every category of positive
+    probability is drawn, torch goes on with the zero-probability ones (in random order)."""
+    if replacement:
+        return rng.choice(len(p), size=num_samples, replace=True, p=p)
+    positive = int(np.count_nonzero(p))
+    drawn = rng.choice(len(p), size=min(num_samples, positive), replace=False, p=p)
+    rest = rng.permutation(np.flatnonzero(p == 0))[:num_samples - len(drawn)]
+    return np.concatenate([drawn, rest])
+
+
+def _check_distribution(probs, with_replacement):
+    """torch's checks of multinomial's rows of weights (NaN fails the `>= 0` test first). Its
+    sampler without replacement (and for one sample) words the first two checks as one."""
+    if not with_replacement and not ((probs >= 0) & np.isfinite(probs)).all():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if not (probs >= 0).all():
+        raise RuntimeError("invalid multinomial distribution (encountering probability entry < 0)")
+    if not np.isfinite(probs).all():
+        raise RuntimeError("invalid multinomial distribution (encountering probability entry = "
+                           "infinity or NaN)")
+    if (probs.sum(axis=-1) <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
 
 
 def normal(mean, std=1.0, size=None, generator=None):
@@ -229,10 +264,12 @@ _RANDOM_HIGH = {"float32": 2 ** 24 + 1, "float64": 2 ** 53 + 1, "int64": 2 ** 63
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    _check_float(self.dtype, "check_uniform_bounds")
     return fill_drawn(self, generator, lambda rng, shape: rng.uniform(a, b, shape))
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    _check_float(self.dtype, "normal_kernel_cpu")
     return fill_drawn(self, generator, lambda rng, shape: rng.normal(mean, std, shape))
 
 
@@ -285,3 +322,6 @@ def bernoulli_(self, p=0.5, *, generator=None):
 for _sampler in (uniform_, normal_, random_, exponential_, geometric_, log_normal_, cauchy_,
                  bernoulli_):
     setattr(Tensor, _sampler.__name__, _sampler)
+Tensor.bernoulli = lambda self, p=None, *, generator=None: bernoulli(self, p, generator)
+Tensor.multinomial = lambda self, num_samples, replacement=False, *, generator=None: \
+    multinomial(self, num_samples, replacement, generator)

@@ -140,7 +140,11 @@ class _Encoder:
             self.taken.add(name)
             self.names[id(t)] = name
             self.tensors.append((name, t))
-        return {"$tensor": name, "device": str(t.device), "requires_grad": t.requires_grad}
+        node = {"$tensor": name, "device": str(t.device), "requires_grad": t.requires_grad}
+        from .nn.module import Parameter     # nn builds on this module
+        if isinstance(t, Parameter):
+            node["parameter"] = True         # loads as a Parameter again, as in torch
+        return node
 
     def _dict(self, obj, path, depth):
         items = []
@@ -334,8 +338,11 @@ class _Decoder:
             requires_grad = node.get("requires_grad", False) is True
             if requires_grad and not dtype.is_floating_point:
                 _fail(f"tensor {name!r} of dtype {dtype.name} can't require grad")
-            self.built[name] = _make_tensor(array, dtype, self.device_for(saved),
-                                            requires_grad)
+            built = _make_tensor(array, dtype, self.device_for(saved), requires_grad)
+            if node.get("parameter") is True:
+                from .nn.module import Parameter
+                built = Parameter(built, requires_grad)
+            self.built[name] = built
         return self.built[name]
 
     def _tuple(self, node, depth):

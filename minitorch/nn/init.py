@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from ..autograd import no_grad
-from ..random import fill_drawn, host_rng
+from ..random import _check_float, fill_drawn, host_rng
 from ..tensor import eye as _eye, tensor as _as_tensor, zeros as _zeros
 
 __all__ = [
@@ -51,16 +51,19 @@ def _draw(tensor, generator, sample):
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Values drawn from U(a, b)."""
+    _check_float(tensor.dtype, "check_uniform_bounds")
     return _draw(tensor, generator, lambda rng, shape: rng.uniform(a, b, shape))
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Values drawn from N(mean, std²)."""
+    _check_float(tensor.dtype, "normal_kernel_cpu")
     return _draw(tensor, generator, lambda rng, shape: rng.normal(mean, std, shape))
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """N(mean, std²) restricted to [a, b], by rejection sampling as torch does."""
+    _check_float(tensor.dtype, "normal_kernel_cpu")
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
@@ -195,6 +198,7 @@ def orthogonal_(tensor, gain=1, generator=None):
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
+    _check_float(tensor.dtype, "normal_kernel_cpu")
     rows = tensor.size(0)
     cols = tensor.numel() // rows
     tall = (rows, cols) if rows >= cols else (cols, rows)

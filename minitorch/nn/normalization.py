@@ -23,6 +23,20 @@ def _affine_parameters(module, shape, affine, bias, device, dtype):
 
 class _BatchNorm(Module):
     _expected_dims = ()
+    _version = 2    # torch's _NormBase: version 2 added num_batches_tracked
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        """A state dict from before version 2 (or without metadata, as any plain dict) may lack
+        num_batches_tracked: torch keeps the current counter rather than report it missing."""
+        version = local_metadata.get("version", None)
+        key = prefix + "num_batches_tracked"
+        if (version is None or version < 2) and self.track_running_stats and \
+                key not in state_dict:
+            counter = self.num_batches_tracked
+            state_dict[key] = counter if counter is not None else mt.tensor(0)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None, *, bias=True):

@@ -44,5 +44,7 @@ class ASGD(Optimizer):
             ax.add_(param.sub(ax).mul_(mu))
         else:
             ax.copy_(param)
-        eta.fill_(lr / ((1 + lambd * lr * step) ** group["alpha"]))
-        mu.fill_(1 / max(1, step - group["t0"]))
+        # torch.as_tensor(python float) first: the new values are rounded to the default dtype
+        # even when eta and mu were loaded as float64 by load_state_dict
+        eta.copy_(scalar_state(lr / ((1 + lambd * lr * step) ** group["alpha"]), eta.device))
+        mu.copy_(scalar_state(1 / max(1, step - group["t0"]), mu.device))

@@ -1,13 +1,13 @@
 """Gradient clipping: clip_grad_norm_ (and its parts get_total_norm / clip_grads_with_norm_) and
 clip_grad_value_, as in torch.nn.utils. Everything stays on the device: no host sync unless
 error_if_nonfinite asks for one."""
-import math
 import types
 import warnings
 
 from ...autograd import no_grad
 from ...functions.elementwise import clamp
 from ...functions.movement import stack
+from ...functions.reduce import norm
 from ...tensor import Tensor, tensor
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
@@ -15,18 +15,8 @@ __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_
 
 
 def _vector_norm(t, p):
-    """torch.linalg.vector_norm(t, p) over all elements, built from our reductions."""
-    if p == math.inf:
-        return t.abs().amax()
-    if p == -math.inf:
-        return t.abs().amin()
-    if p == 0:
-        return (t != 0).sum().to(t.dtype)
-    if p == 1:
-        return t.abs().sum()
-    if p == 2:
-        return (t * t).sum().sqrt()
-    return (t.abs() ** p).sum() ** (1.0 / p)
+    """torch.linalg.vector_norm(t, p) over all elements (its dtype and empty-input errors)."""
+    return norm(t, p)
 
 
 def _as_list(tensors):

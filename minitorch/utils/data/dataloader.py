@@ -37,13 +37,17 @@ class DataLoader:
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
-                 prefetch_factor=None, persistent_workers=False):
+                 prefetch_factor=None, persistent_workers=False, pin_memory_device="",
+                 in_order=True):
         prefetch_factor = _check_worker_options(num_workers, timeout, prefetch_factor,
                                                 persistent_workers)
         self.dataset = dataset
         self.num_workers = num_workers
         self.prefetch_factor = prefetch_factor
         self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
+        # in_order=False only permits out-of-order batches: delivering them in order is valid
+        self.in_order = in_order
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = multiprocessing_context

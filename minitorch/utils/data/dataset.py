@@ -19,7 +19,7 @@ from ...tensor import wrap
 from ._collate import default_collate
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
-           "ChainDataset", "random_split"]
+           "ChainDataset", "StackDataset", "random_split"]
 
 
 class Dataset:
@@ -169,6 +169,31 @@ class ConcatDataset(Dataset):
         dataset_idx = bisect.bisect_right(self.cumulative_sizes, idx)
         sample_idx = idx if dataset_idx == 0 else idx - self.cumulative_sizes[dataset_idx - 1]
         return self.datasets[dataset_idx][sample_idx]
+
+
+class StackDataset(Dataset):
+    """Several datasets of one length side by side: item i is the tuple (positional datasets)
+    or the dict (keyword datasets) of their items i."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
+                             "``kwargs``) like input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        parts = list(args or kwargs.values())
+        self._length = len(parts[0])
+        if any(self._length != len(dataset) for dataset in parts):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets = args or kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: dataset[index] for k, dataset in self.datasets.items()}
+        return tuple(dataset[index] for dataset in self.datasets)
+
+    def __len__(self):
+        return self._length
 
 
 class ChainDataset(IterableDataset):
