@@ -24,8 +24,10 @@ from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,  # noqa: F
 from .linear import Bilinear, Flatten, Identity, Linear, Unflatten  # noqa: F401
 from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CTCLoss,  # noqa: F401
                    CrossEntropyLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss,
-                   L1Loss, MarginRankingLoss, MSELoss, MultiLabelSoftMarginLoss, MultiMarginLoss,
-                   NLLLoss, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss)
+                   L1Loss, MarginRankingLoss, MSELoss, MultiLabelMarginLoss,
+                   MultiLabelSoftMarginLoss, MultiMarginLoss,
+                   NLLLoss, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss,
+                   TripletMarginWithDistanceLoss)
 from .module import Buffer, Module, Parameter  # noqa: F401
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d,  # noqa: F401
                             GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,

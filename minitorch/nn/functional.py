@@ -51,12 +51,14 @@ __all__ = [
     "lp_pool1d", "lp_pool2d", "lp_pool3d", "margin_ranking_loss", "max_pool1d",
     "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices", "max_pool3d",
     "max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d", "mish",
-    "mse_loss", "multi_margin_loss", "multilabel_soft_margin_loss", "nll_loss", "normalize",
+    "mse_loss", "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss",
+    "nll_loss", "normalize",
     "one_hot", "pad", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",
     "poisson_nll_loss", "prelu", "relu", "relu6", "rms_norm", "rrelu",
     "scaled_dot_product_attention", "selu", "sigmoid", "silu", "smooth_l1_loss",
     "soft_margin_loss", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanh",
-    "tanhshrink", "threshold", "triplet_margin_loss", "unfold", "upsample",
+    "tanhshrink", "threshold", "triplet_margin_loss", "triplet_margin_with_distance_loss",
+    "unfold", "upsample", "upsample_bilinear", "upsample_nearest",
 ]
 
 
@@ -215,11 +217,21 @@ class Hardtanh(Function):
         return g * inside.to(g.dtype), None, None
 
 
+def _floating_only(input, kernel):
+    """torch's activation kernels exist for floating dtypes only (its dispatch error)."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{TORCH_NAMES[input.dtype.name]}'")
+
+
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input.dtype is dtypes.bool_:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
     if not input.dtype.is_floating_point:
-        result = input.clamp(min_val, max_val)
+        # torch clamps integer tensors to the bounds truncated to integers: the dtype stays.
+        result = input.clamp(int(min_val), int(max_val))
     else:
         result = Hardtanh.apply(input, min_val, max_val)
     return input.copy_(result) if inplace else result
@@ -230,18 +242,21 @@ def relu6(input, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    _floating_only(input, "leaky_relu_cpu")
     result = mt.where(input > 0, input, input * negative_slope)
     return input.copy_(result) if inplace else result
 
 
 def elu(input, alpha=1.0, inplace=False):
+    _floating_only(input, "elu_cpu")
     # expm1 reads min(x, 0): the unselected branch must not overflow to inf for large x, or its
     # zeroed gradient (0 · inf) would turn into NaN.
-    result = mt.where(input > 0, input, input.clamp(max=0.0).expm1() * alpha)
-    return input.copy_(result) if inplace else result
+    return _maybe_inplace(input, inplace, lambda x: mt.where(
+        x > 0, x, x.clamp(max=0.0).expm1() * alpha))
 
 
 def gelu(input, approximate="none"):
+    _floating_only(input, "GeluKernelImpl")
     if approximate == "tanh":
         inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
         return input * 0.5 * (inner.tanh() + 1.0)
@@ -251,6 +266,7 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
+    _floating_only(input, "silu_cpu")
     # In place, the product must not save the input it is about to overwrite: use a copy.
     source = input.clone() if inplace else input
     result = source * input.sigmoid()
@@ -266,6 +282,7 @@ def tanh(input):
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    _floating_only(input, "softplus_cpu")
     scaled = input * beta
     soft = scaled.clamp(max=threshold).exp().log1p() / beta
     return mt.where(scaled > threshold, input, soft)
@@ -289,6 +306,7 @@ class LogSigmoid(Function):
 
 
 def logsigmoid(input):
+    _floating_only(input, "log_sigmoid_cpu")
     return LogSigmoid.apply(input)
 
 
@@ -345,12 +363,14 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input, inplace=False):
+    _floating_only(input, "elu_cpu")
     return _maybe_inplace(input, inplace, lambda x: elu(x, _SELU_ALPHA) * _SELU_SCALE)
 
 
 def celu(input, alpha=1.0, inplace=False):
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    _floating_only(input, "elu_cpu")
     # As in elu, expm1 reads min(x, 0) so the unselected branch never overflows.
     return _maybe_inplace(input, inplace, lambda x: mt.where(
         x > 0, x, (x.clamp(max=0.0) / alpha).expm1() * alpha))
@@ -359,6 +379,8 @@ def celu(input, alpha=1.0, inplace=False):
 def hardswish(input, inplace=False):
     """x·relu6(x + 3)/6; at the kinks the gradient is that of the outer pieces (0 at -3, 1 at
     3), as torch's."""
+    _floating_only(input, "hardswish_cpu")
+
     def compute(x):
         middle = x * (x + 3.0) / 6.0
         return mt.where(x <= -3.0, _constant(0.0, x), mt.where(x < 3.0, middle, x))
@@ -366,10 +388,12 @@ def hardswish(input, inplace=False):
 
 
 def hardsigmoid(input, inplace=False):
+    _floating_only(input, "hardsigmoid_cpu")
     return _maybe_inplace(input, inplace, lambda x: hardtanh(x + 3.0, 0.0, 6.0) / 6.0)
 
 
 def mish(input, inplace=False):
+    _floating_only(input, "mish_cpu")
     return _maybe_inplace(input, inplace, lambda x: x * softplus(x).tanh())
 
 
@@ -389,6 +413,7 @@ def _check_lambd(lambd, input):
 
 
 def softshrink(input, lambd=0.5):
+    _floating_only(input, "softshrink_check")
     _check_lambd(lambd, input)
     zero = _constant(0.0, input)
     return mt.where(input > lambd, input - lambd,
@@ -396,6 +421,7 @@ def softshrink(input, lambd=0.5):
 
 
 def hardshrink(input, lambd=0.5):
+    _floating_only(input, "hardshrink_cpu")
     return mt.where(input.abs() > lambd, input, _constant(0.0, input))
 
 
@@ -412,6 +438,7 @@ def glu(input, dim=-1):
     if input.shape[dim] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {dim} is size "
                            f"{input.shape[dim]}")
+    _floating_only(input, "glu_cpu")
     first, second = input.chunk(2, dim)
     return first * second.sigmoid()
 
@@ -810,7 +837,10 @@ def _conv_transpose_nd(x, weight, stride, padding, output_padding, groups, dilat
     cols_in = x.reshape(n, groups, in_per_group, math.prod(size))
     wt = weight.reshape(groups, in_per_group, -1).mT                # (G, OCg·prod(k), Cg)
     cols = (wt @ cols_in).reshape(n, groups * out_per_group * math.prod(kernel), -1)
-    return fold_columns(cols, window_geometry(out_size, kernel, dilation, padding, stride))
+    # One window per input position: with output_padding >= stride (allowed when it is below
+    # the dilation) the output grid would hold more windows than the input has positions.
+    geometry = window_geometry(out_size, kernel, dilation, padding, stride)._replace(blocks=size)
+    return fold_columns(cols, geometry)
 
 
 def _conv_transpose(name, spatial, input, weight, bias, stride, padding, output_padding, groups,
@@ -1901,7 +1931,8 @@ def one_hot(tensor, num_classes=-1):
 
 
 # ---- resampling -------------------------------------------------------------------------------
-_LINEAR_MODES = {"linear": 3, "bilinear": 4, "trilinear": 5}     # mode → the input rank it needs
+_LINEAR_MODES = {"linear": 3, "bilinear": 4, "bicubic": 4,        # mode → the input rank it needs
+                 "trilinear": 5}
 
 
 def _float32(value):
@@ -1937,10 +1968,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             + (") and output (" if spatial == 1 else ") output (")
             + ", ".join(f"{a}: {s}" for a, s in zip(labels, out_sizes)) + ")")
     if mode == "area":
-        pool = adaptive_avg_pool1d if spatial == 1 else adaptive_avg_pool2d
+        pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[spatial - 1]
         return pool(input, out_sizes[0] if spatial == 1 else tuple(out_sizes))
     for axis, (in_size, out_size, scale) in enumerate(zip(in_sizes, out_sizes, scales)):
-        if mode in _LINEAR_MODES:
+        if mode == "bicubic":
+            input = _cubic_axis(input, axis + 2, in_size, out_size, scale, align_corners)
+        elif mode in _LINEAR_MODES:
             input = _linear_axis(input, axis + 2, in_size, out_size, scale, align_corners)
         else:
             input = _nearest_axis(input, axis + 2, in_size, out_size, scale,
@@ -1986,10 +2019,13 @@ def _interpolate_sizes(input, size, scale_factor, recompute_scale_factor, area):
 
 def _check_interpolate_mode(input, mode):
     needed = _LINEAR_MODES.get(mode)
-    if needed is not None and input.ndim in (3, 4, 5) and input.ndim != needed:
+    if needed is not None and input.ndim in (3, 4, 5) and input.ndim != needed and \
+            mode != "bicubic":            # bicubic gets the generic message below, as in torch
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {needed}D "
                                   "input")
-    supported = mode in ("nearest", "nearest-exact") or (mode == "area" and input.ndim < 5)
+    supported = mode in ("nearest", "nearest-exact", "area")
+    if mode == "bicubic":
+        needed = 4 if input.ndim == 4 else None
     if input.ndim not in (3, 4, 5) or not (supported or needed is not None):
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
@@ -2035,11 +2071,55 @@ def _linear_axis(x, dim, in_size, out_size, scale, align_corners):
     return next(gather) * (1 - lam) + next(gather) * lam
 
 
+def _cubic_axis(x, dim, in_size, out_size, scale, align_corners):
+    """Bicubic interpolation along one axis (ATen's upsample_bicubic2d is separable): four
+    clamped source rows per output position, weighted by the cubic convolution (A = -0.75)."""
+    if out_size == in_size:
+        return x
+    if align_corners:
+        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    else:
+        ratio = 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
+    a = -0.75
+    near = lambda t: ((a + 2) * t - (a + 3)) * t * t + 1                 # noqa: E731 |t| <= 1
+    far = lambda t: ((a * t - 5 * a) * t + 8 * a) * t - 4 * a           # noqa: E731 1 < |t| < 2
+    rows, weights = [[] for _ in range(4)], [[] for _ in range(4)]
+    for i in range(out_size):
+        source = ratio * i if align_corners else ratio * (i + 0.5) - 0.5
+        index = math.floor(source)
+        t = source - index
+        for tap, w in enumerate((far(t + 1), near(t), near(1 - t), far(2 - t))):
+            rows[tap].append(min(max(index - 1 + tap, 0), in_size - 1))
+            weights[tap].append(w)
+    shape = [1] * x.ndim
+    shape[dim] = out_size
+    out = None
+    for index, w in zip(rows, weights):
+        term = x.index_select(dim, mt.tensor(index, device=x.device)) * \
+            mt.tensor(w, dtype=x.dtype, device=x.device).reshape(shape)
+        out = term if out is None else out + term
+    return out
+
+
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
     """The deprecated alias of interpolate (torch warns)."""
     warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
                   "instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """The deprecated nearest-mode alias of interpolate (torch warns)."""
+    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """The deprecated bilinear (align_corners=True) alias of interpolate (torch warns)."""
+    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 def pixel_shuffle(input, upscale_factor):
@@ -2239,8 +2319,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
-    # log(1 + exp(-|x|)) + max(-x, 0) is -log σ(x) without overflow.
-    log_sigmoid_neg = (-input.abs()).exp().log1p() + (-input).clamp(min=0.0)
+    # -log σ(x) without overflow, and with the exact gradient σ(x) - 1 at x = 0 (the composed
+    # log1p(exp(-|x|)) + max(-x, 0) would take subgradients of |x| and max there).
+    log_sigmoid_neg = -LogSigmoid.apply(input)
     if pos_weight is not None:
         log_weight = (pos_weight - 1) * target + 1
         loss = (1 - target) * input + log_weight * log_sigmoid_neg
@@ -2637,6 +2718,26 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     return _reduce(loss, reduction)
 
 
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    """triplet_margin_loss with any distance (pairwise_distance by default), checks in torch's
+    order."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {anchor.ndim}D, positive "
+                           f"{positive.ndim}D, and negative {negative.ndim}D inputs")
+    distance = pairwise_distance if distance_function is None else distance_function
+    positive_distance = distance(anchor, positive)
+    negative_distance = distance(anchor, negative)
+    if swap:
+        negative_distance = mt.minimum(negative_distance, distance(positive, negative))
+    return _reduce((positive_distance - negative_distance + margin).clamp(min=0), reduction)
+
+
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     """exp(input) - target·input (log_input) or input - target·log(input + eps); full adds
@@ -2679,6 +2780,33 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
     return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Per sample, Σ max(0, 1 - (x[j] - x[i])) / C over its target classes j (the entries
+    before its first -1) and its non-target classes i: torch's multi-label hinge loss."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if input.ndim > 2 or (input.ndim and input.shape[-1] == 0):
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {shape_str(input.shape)}")
+    if target.shape != input.shape:
+        raise RuntimeError(f"inconsistent target size: {shape_str(target.shape)} for input of "
+                           f"size: {shape_str(input.shape)}")
+    if target.dtype is not dtypes.int64:
+        raise RuntimeError(f"expected scalar type Long but found {TORCH_NAMES[target.dtype.name]}")
+    classes = input.shape[-1] if input.ndim else 1
+    if target.numel() and (target.min().item() < -1 or target.max().item() >= classes):
+        raise RuntimeError("argument #2 'target' is out of range")
+    x, t = input.reshape(-1, classes), target.reshape(-1, classes)
+    valid = (t >= 0).to(dtypes.int64).cumprod(1) > 0                  # (N, T): before the first -1
+    hits = (t.unsqueeze(-1) == mt.arange(classes, device=t.device)).logical_and(valid.unsqueeze(-1))
+    others = hits.any(1).logical_not()                                 # (N, C): non-target classes
+    picked = x.gather(1, t.clamp(min=0))                               # (N, T)
+    hinge = relu(1 - picked.unsqueeze(-1) + x.unsqueeze(1))            # (N, T, C)
+    mask = valid.unsqueeze(-1).logical_and(others.unsqueeze(1))
+    loss = mt.where(mask, hinge, _constant(0.0, hinge)).sum((1, 2)) / classes
+    return _reduce(loss.reshape(input.shape[:-1]), reduction)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
