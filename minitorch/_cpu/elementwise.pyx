@@ -1155,13 +1155,11 @@ cdef inline real floordiv_real(real x, real y) noexcept nogil:
 
 
 cdef inline real remainder_real(real x, real y) noexcept nogil:
-    """Python-style modulo: the result takes the divisor's sign (torch.remainder)."""
+    """Python-style modulo: the result takes the divisor's sign (torch.remainder); a zero
+    keeps fmod's sign (the dividend's), as in torch."""
     cdef real mod = fmodf(x, y) if real is float else fmod(x, y)
-    if mod != 0:
-        if (y < 0) != (mod < 0):
-            mod += y
-    else:
-        mod = copysignf(0, y) if real is float else copysign(0, y)
+    if mod != 0 and (y < 0) != (mod < 0):
+        mod += y
     return mod
 
 
@@ -1361,16 +1359,16 @@ cdef inline anyt arith(arith_op* tag, anyt x, anyt y, int* err) noexcept nogil:
             return x / y
         else:
             return 0
-    elif arith_op is OpMaximum:          # x != x: a NaN on either side wins
+    elif arith_op is OpMaximum:          # a NaN on either side wins; ties (±0) keep x, as torch
         if anyt is float or anyt is double:
-            return x if (x > y) | (x != x) else y     # | not `or`: no branch
+            return y if (x < y) | (y != y) else x     # | not `or`: no branch
         else:
-            return x if x > y else y
+            return y if x < y else x
     elif arith_op is OpMinimum:
         if anyt is float or anyt is double:
-            return x if (x < y) | (x != x) else y
+            return y if (y < x) | (y != y) else x
         else:
-            return x if x < y else y
+            return y if y < x else x
     elif arith_op is OpPow:
         if anyt is float:
             return powf(x, y)
@@ -1401,8 +1399,8 @@ cdef inline anyt arith(arith_op* tag, anyt x, anyt y, int* err) noexcept nogil:
             return atan2(x, y)
         else:
             return 0
-    elif arith_op is OpReluBackward:
-        return x if y > 0 else 0
+    elif arith_op is OpReluBackward:     # torch's threshold_backward: a NaN output passes g
+        return 0 if y <= 0 else x
     elif arith_op is OpHeaviside:
         return y if x == 0 else <anyt>(x > 0)      # NaN > 0 is false: heaviside(NaN) = 0
     elif arith_op is OpHypot or arith_op is OpLogaddexp or arith_op is OpLogaddexp2 or \

@@ -14,7 +14,7 @@ from .. import dtypes
 from ..autograd import Function
 from ..ndarray import NDArray
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
-from ..tensor import Tensor, wrap, zeros, zeros_like
+from ..tensor import Tensor, ones_like, wrap, zeros, zeros_like
 from .reduce import sum_to
 
 
@@ -40,6 +40,8 @@ __all__ = [
     # special functions (the rest of torch.special is in minitorch/special.py)
     'erfinv', 'gcd', 'i0', 'igamma', 'igammac', 'lcm', 'ldexp', 'logit', 'mvlgamma', 'nextafter',
     'polygamma', 'sinc',
+    # complex-number queries, as torch answers them for real tensors
+    'angle', 'isneginf', 'isposinf', 'isreal',
 ]
 _scalar_cache = {}
 _FAST_SCALARS = (int, float)
@@ -780,6 +782,42 @@ def frac(a):
     return Frac.apply(a)
 
 
+def isposinf(a):
+    return _infinity_test(a, math.inf, "isposinf")
+
+
+def isneginf(a):
+    return _infinity_test(a, -math.inf, "isneginf")
+
+
+def _infinity_test(a, infinity, name):
+    _check_tensor(a, name)
+    if not a._data.dtype.is_floating_point:
+        return zeros_like(a, dtype=dtypes.bool_)
+    return eq(a, infinity)
+
+
+def isreal(a):
+    """True everywhere: every minitorch dtype is real (torch: imaginary part == 0)."""
+    _check_tensor(a, "isreal")
+    return ones_like(a, dtype=dtypes.bool_)
+
+
+class Angle(_ZeroGradUnary):
+    """The argument of a real number: π for negatives, 0 otherwise, NaN kept; zero gradient."""
+
+    @classmethod
+    def forward(cls, ctx, a):
+        data = a._data
+        pi, zero = (wrap(scalar_array(v, data.dtype, data.device)) for v in (math.pi, 0.0))
+        return where(isnan(a), a, where(lt(a, zero), pi, zero))
+
+
+def angle(a):
+    _check_tensor(a, "angle")
+    return Angle.apply(_float_input(a))
+
+
 def sgn(a):
     """sign for real tensors (torch's sgn differs only for complex ones)."""
     _check_tensor(a, "sgn")
@@ -918,6 +956,15 @@ class FloorDivide(_Binary):
                      for shape, need in zip(ctx.shapes, needs))
 
 
+class TruncDivide(FloorDivide):
+    """trunc(a / b) for floats; zero gradients like every rounding division in torch."""
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        ctx.shapes = (a._data.shape, b._data.shape)
+        return wrap(a._data.binary(B.DIV, b._data).unary(U.TRUNC))
+
+
 class Pow(Function):
     """tensor ** Python number (torch's PowBackward0)."""
 
@@ -996,10 +1043,14 @@ class Maximum(_Binary):
     def backward(cls, ctx, g):
         a, b = ctx.saved_tensors
         a_shape, b_shape = ctx.shapes
-        # Ties split the gradient evenly, as in torch.
-        wins = cast(a > b if cls.op is B.MAXIMUM else a < b, g.dtype)
-        share = wins + cast(a == b, g.dtype) * 0.5
-        return sum_to(g * share, a_shape), sum_to(g * (1 - share), b_shape)
+        # torch's rule: ties split the gradient evenly; only the losing side gets none, so a
+        # NaN (no side loses) sends the whole gradient to both.
+        a_loses, b_loses = (a < b, a > b) if cls.op is B.MAXIMUM else (a > b, a < b)
+        zero = wrap(scalar_array(0, g.dtype, g.device))
+        half = where(a == b, g * 0.5, g)
+        grad_a = sum_to(where(a_loses, zero, half), a_shape) if ctx.needs_input_grad[0] else None
+        grad_b = sum_to(where(b_loses, zero, half), b_shape) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b
 
 
 class Minimum(Maximum):
@@ -1049,6 +1100,8 @@ class Fmod(_Binary):
         ctx.shapes = (a._data.shape, b._data.shape)
         x, y = a._data, b._data
         magnitude = x.unary(U.ABS).binary(B.REMAINDER, y.unary(U.ABS))
+        if x.dtype.is_floating_point:       # the sign bit, so fmod(-0.0, y) is -0.0
+            return wrap(magnitude.binary(B.COPYSIGN, x))
         negative = x.binary(B.LT, scalar_array(0, x.dtype, x.device))
         return wrap(negative.where(magnitude.unary(U.NEG), magnitude))
 
@@ -1208,7 +1261,7 @@ def div(input, other, rounding_mode=None):
     if rounding_mode == "trunc":
         a, b = _integer_division_operands(input, other, "div_trunc")
         if a._data.dtype.is_floating_point:
-            return trunc(Div.apply(a, b))
+            return TruncDivide.apply(a, b)
         # Integers: floor division, moved up by one where the exact quotient is negative and
         # not whole.
         quotient = FloorDivide.apply(a, b)
@@ -1263,12 +1316,17 @@ def minimum(input, other):
 
 
 def fmax(input, other):
-    """maximum that ignores NaN: the other operand wins where one side is NaN."""
-    return where(isnan(other), input, where(isnan(input), other, maximum(input, other)))
+    """maximum that ignores NaN: the other operand wins where one side is NaN. One select,
+    so the gradient goes to one side as in torch (to input on ties and where other is NaN)."""
+    _check_tensor(input, "fmax")
+    _check_tensor(other, "fmax", 2, "other")
+    return where((input >= other) | isnan(other), input, other)
 
 
 def fmin(input, other):
-    return where(isnan(other), input, where(isnan(input), other, minimum(input, other)))
+    _check_tensor(input, "fmin")
+    _check_tensor(other, "fmin", 2, "other")
+    return where((input <= other) | isnan(other), input, other)
 
 
 def atan2(input, other):
@@ -1921,27 +1979,82 @@ def clamp(input, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     dtype = result_type(input, min, max)
+    tensors = isinstance(min, Tensor) or isinstance(max, Tensor)
+    if dtype is dtypes.bool_ and (not tensors or (min is not None and max is not None)):
+        # torch has no bool clamp kernel (one tensor bound runs maximum / minimum instead)
+        kind = "clamp" if min is not None and max is not None else \
+            "clamp_min" if min is not None else "clamp_max"
+        raise _no_bool_kernel(kind if tensors else kind + "_scalar", input.device)
     _check_scalars_fit(dtype, min, max)
     device = input.device
-    result = cast(input, dtype)
-    if min is not None:
-        low = _as_operand(min, dtype, device)
-        result = Where.apply(lt(result, low), low, result)
-    if max is not None:
-        high = _as_operand(max, dtype, device)
-        result = Where.apply(lt(high, result), high, result)
-    return result
+    return Clamp.apply(cast(input, dtype),
+                       None if min is None else _as_operand(min, dtype, device),
+                       None if max is None else _as_operand(max, dtype, device))
+
+
+class Clamp(Function):
+    """min(max(x, low), high): NaN in x or in a bound propagates (as in torch), min > max gives
+    max. Gradients are torch's clamp_backward / clamp_backward_min_max."""
+
+    @staticmethod
+    def forward(ctx, x, low, high):
+        ctx.save_for_backward(x, low, high)
+        out = x._data
+        if low is not None:
+            out = out.binary(B.MAXIMUM, low._data)
+        if high is not None:
+            out = out.binary(B.MINIMUM, high._data)
+        return wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, low, high = ctx.saved_tensors
+        zero = wrap(scalar_array(0, g.dtype, g.device))
+        needs = ctx.needs_input_grad
+        grad_x = grad_low = grad_high = None
+        if needs[0]:
+            inside = x >= low if low is not None else None
+            if high is not None:
+                inside = x <= high if inside is None else inside & (x <= high)
+            grad_x = sum_to(where(inside, g, zero), x.shape)
+        if needs[1]:
+            below = x < low if high is None else (x < low) & (low < high)
+            grad_low = sum_to(where(below, g, zero), low.shape)
+        if needs[2]:
+            above = x > high if low is None else (x > high) | (high < low)
+            grad_high = sum_to(where(above, g, zero), high.shape)
+        return grad_x, grad_low, grad_high
+
+
+def _addc_operands(input, tensor1, tensor2, value):
+    """The three tensors in their joint result dtype (one op in torch: a 0-d or lower-priority
+    operand does not widen it step by step), and value converted to it (0.5 is 0 for int64)."""
+    dtype = result_type(input, tensor1, tensor2)
+    if not dtype.is_floating_point:
+        value = bool(value) if dtype is dtypes.bool_ else int(value)
+    device = input.device
+    return [_as_operand(t, dtype, device) for t in (input, tensor1, tensor2)] + [value]
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 * tensor2, in torch's operation order."""
     if result_type(input, tensor1, tensor2) is dtypes.bool_:
         raise NotImplementedError('"addcmul_cpu_out" not implemented for \'Bool\'')
+    input, tensor1, tensor2, value = _addc_operands(input, tensor1, tensor2, value)
     return input + (tensor1 * value if value != 1 else tensor1) * tensor2
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 / tensor2, in torch's operation order."""
+    if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+            "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))"
+            ".to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
+            "float inputs. The future addcdiv behavior is just the latter implementation: "
+            "(input + value * tensor1 / tensor2), for all dtypes.")
+    input, tensor1, tensor2, value = _addc_operands(input, tensor1, tensor2, value)
     return input + (tensor1 * value if value != 1 else tensor1) / tensor2
 
 
@@ -1957,10 +2070,35 @@ def lerp(input, end, weight):
         if isinstance(other, Tensor) and other.dtype is not input.dtype:
             raise RuntimeError(f"expected dtype {C_NAMES[input.dtype.name]} for `{name}` but got "
                                f"dtype {C_NAMES[other.dtype.name]}")
-    diff = end - input
-    if not isinstance(weight, Tensor):
-        return input + diff * weight if weight < 0.5 else end - diff * (1 - weight)
-    return where(weight < 0.5, input + diff * weight, end - diff * (1 - weight))
+    return Lerp.apply(input, end, weight)
+
+
+class Lerp(Function):
+    """torch's lerp: input + weight * (end - input) where |weight| < 0.5, else
+    end - (end - input) * (1 - weight) (exact at both ends); the gradients are torch's
+    closed forms (g * (1 - weight), g * weight, g * (end - input)), not the chosen branch's."""
+
+    @staticmethod
+    def forward(ctx, input, end, weight):
+        ctx.save_for_backward(input, end, weight if isinstance(weight, Tensor) else None)
+        ctx.weight = weight
+        diff = end - input
+        if not isinstance(weight, Tensor):
+            out = input + diff * weight if -0.5 < weight < 0.5 else end - diff * (1 - weight)
+        else:
+            out = where(abs(weight) < 0.5, input + diff * weight, end - diff * (1 - weight))
+        return wrap(out._data)
+
+    @staticmethod
+    def backward(ctx, g):
+        input, end, weight = ctx.saved_tensors
+        if weight is None:
+            weight = ctx.weight
+        needs = ctx.needs_input_grad
+        grad_input = sum_to(g * (1 - weight), input.shape) if needs[0] else None
+        grad_end = sum_to(g * weight, end.shape) if needs[1] else None
+        grad_weight = sum_to(g * (end - input), weight.shape) if needs[2] else None
+        return grad_input, grad_end, grad_weight
 
 
 clip = clamp

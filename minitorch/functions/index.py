@@ -516,6 +516,8 @@ def setitem(t, key, value):
         raise RuntimeError(("a view of a leaf Variable" if indexer.view_op is not None else
                             "a leaf Variable") + " that requires grad is being used in an "
                            "in-place operation.")
+    if indexer.adv is not None and isinstance(value, Tensor):
+        _check_put_dtype(t, key, value)
     value = _fit_value(_value_tensor(t, value), shape, indexer.adv is not None)
     if _grad_mode.enabled and (t.requires_grad or value.requires_grad):
         node = CopySlices if indexer.adv is None else IndexPutInPlace
@@ -529,6 +531,27 @@ def setitem(t, key, value):
     else:
         indexer.write(t._data, value._data, False)
         t._bump_version()
+
+
+def _put_dtype_error(destination, source):
+    return RuntimeError("Index put requires the source and destination dtypes match, got "
+                        f"{_torch_name(destination)} for the destination and "
+                        f"{_torch_name(source)} for the source.")
+
+
+def _check_put_dtype(t, key, value):
+    """torch's setitem with index tensors runs index_put_, which refuses a value of another
+    dtype, unless it becomes masked_fill_: one bool mask (no other index tensor, no bool in a
+    tuple) and a one-element CPU value. A bare True / False key is no index tensor there."""
+    if value.dtype is t.dtype or isinstance(key, (bool, np.bool_)):
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kinds = [_token(item, t._data.device)[0] for item in _key_items(key)]
+    if kinds.count(_MASK) == 1 and _INDEX not in kinds and _BOOL not in kinds and \
+            value.numel() == 1 and value.device.type == "cpu":
+        return
+    raise _put_dtype_error(t.dtype, value.dtype)
 
 
 def _value_tensor(t, value):
@@ -574,12 +597,15 @@ def index_put(input, indices, values, accumulate=False):
     if not isinstance(values, Tensor):
         raise TypeError("index_put(): argument 'values' (position 2) must be Tensor, not "
                         f"{type(values).__name__}")
-    if values.dtype is not input.dtype:
-        raise RuntimeError("Index put requires the source and destination dtypes match, got "
-                           f"{_torch_name(input.dtype)} for the destination and "
-                           f"{_torch_name(values.dtype)} for the source.")
     too_many = f"too many indices for tensor of dimension {input.ndim} (got {len(indices)})"
     indexer = _parse(input, tuple(indices), too_many)
+    # torch turns one bool mask with a one-element CPU value into masked_fill_ (any dtype)
+    masked_fill = not accumulate and len(indices) == 1 and indices[0].dtype is dtypes.bool_ \
+        and values.numel() == 1 and values.device.type == "cpu"
+    if values.dtype is not input.dtype:
+        if not masked_fill:
+            raise _put_dtype_error(input.dtype, values.dtype)
+        values = cast(values, input.dtype)
     values = _fit_value(values.to(input.device), indexer.result_shape(input._data), True)
     return IndexPut.apply(input, values, indexer, bool(accumulate))
 
@@ -740,6 +766,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
                       "instead for more reduction options.", UserWarning, stacklevel=2)
     if src is None:
         _check_index_dtype(index, "scatter(): Expected dtype int32/int64 for index")
+        dtypes.check_scalar_fits(value, input.dtype)
         src = wrap(scalar_array(value, input.dtype, input.device).expand(
             tuple(index.shape) or (1,)))
     a, i, s, dim = _scatter_args(input, dim, index, src)
@@ -836,6 +863,9 @@ def index_add(input, dim, index, source, *, alpha=1):
     if index.numel() != count:
         raise RuntimeError(f"index_add_(): Number of indices ({index.numel()}) should be equal to "
                            f"source.size(dim): ({count}), for dim: {dim}")
+    if not input.dtype.is_floating_point:
+        # torch converts alpha to the tensor's type: 0.5 is 0 for int64, True for bool
+        alpha = bool(alpha) if input.dtype is dtypes.bool_ else int(alpha)
     if alpha != 1:
         source = source * alpha
     return IndexAdd.apply(input, index.to(input.device), source.to(input.device), dim)
@@ -1129,6 +1159,7 @@ def index_fill(input, dim, index, value):
                                f"tensor with {value.ndim} dimension(s).")
         value = cast(value.to(input.device), input.dtype)
     else:
+        dtypes.check_scalar_fits(value, input.dtype)
         value = wrap(scalar_array(value, input.dtype, input.device))
     size = input.shape[dim] if input.ndim else 1
     indexer = _dim_indexer(input, dim, index, _bounds_error(dim, size))

@@ -804,10 +804,57 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
                            f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    for name, x in (("X1", x1), ("X2", x2)):
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{TORCH_NAMES[x.dtype.name]}")
+    if x1.dtype is not x2.dtype:
+        raise RuntimeError(f"expected scalar type {TORCH_NAMES[x1.dtype.name]} but found "
+                           f"{TORCH_NAMES[x2.dtype.name]}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
-    difference = x1.unsqueeze(-2) - x2.unsqueeze(-3)
-    return difference.norm(p, dim=-1)
+    return Cdist.apply(x1, x2, float(p))
+
+
+class Cdist(Function):
+    """The norms of the pairwise differences; backward is torch's _cdist_backward: no gradient
+    where a distance is 0, and every coordinate tying for an inf-norm gets the whole gradient
+    (vector_norm shares it out)."""
+
+    @staticmethod
+    def forward(ctx, x1, x2, p):
+        ctx.p = p
+        difference = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+        if difference.shape[-1] == 0:       # no columns: every distance is 0, for any p
+            dist = zeros(*difference.shape[:-1], dtype=x1.dtype, device=x1.device)
+        else:
+            dist = wrap(difference.norm(p, dim=-1)._data)
+        ctx.save_for_backward(x1, x2, dist)
+        return dist
+
+    @staticmethod
+    def backward(ctx, g):
+        x1, x2, dist = ctx.saved_tensors
+        p = ctx.p
+        diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+        if p == 0 or diff.shape[-1] == 0:
+            grad = zeros(*diff.shape, dtype=diff.dtype, device=diff.device)
+        else:
+            dist, g = dist.unsqueeze(-1), g.unsqueeze(-1)
+            if p == 1:
+                grad = g * diff.sign()
+            elif math.isinf(p):
+                grad = g * diff.sign() * (diff.abs() == dist)
+            else:
+                if p < 2:
+                    scaled = diff.sign() * diff.abs() ** (p - 1)
+                    vanishes = (dist == 0) | (diff == 0) if p < 1 else dist == 0
+                elif p == 2:
+                    scaled, vanishes = diff, dist == 0
+                else:
+                    scaled, vanishes = diff * diff.abs() ** (p - 2), dist == 0
+                grad = where(vanishes, 0.0, scaled * g / dist ** (p - 1))
+        return sum_to(grad.sum(-2), x1.shape), sum_to(-grad.sum(-3), x2.shape), None
 
 
 # ---- more products ----------------------------------------------------------------------------

@@ -176,7 +176,11 @@ class Prod(Function):
     @staticmethod
     def backward(ctx, g):
         a, out = ctx.saved_tensors
+        if a.ndim == 0:                 # torch: a 0-d product passes g (even for inf / nan)
+            return g, None, None
         if ctx.dim is None:             # full product: work on the flattened input
+            if not is_grad_enabled() and int(count_nonzero(a == 0)) > 1:
+                return a.new_zeros(a.shape), None, None     # torch's shortcut (no 0 * inf NaN)
             flat = a.reshape(-1)
             grad = _product_of_others(g.reshape(1), flat, out.reshape(1), 0)
             return grad.reshape(a.shape), None, None

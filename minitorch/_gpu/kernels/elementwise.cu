@@ -707,13 +707,10 @@ template <typename T> __device__ __forceinline__ T floordiv_real(T x, T y) {
 }
 
 template <typename T> __device__ __forceinline__ T remainder_real(T x, T y) {
-    // Python-style modulo: the result takes the divisor's sign (torch.remainder)
+    // Python-style modulo: the result takes the divisor's sign (torch.remainder); a zero
+    // keeps fmod's sign (the dividend's), as in torch
     T mod = m_fmod(x, y);
-    if (mod != T(0)) {
-        if ((y < T(0)) != (mod < T(0))) mod += y;
-    } else {
-        mod = m_copysign(T(0), y);
-    }
+    if (mod != T(0) && (y < T(0)) != (mod < T(0))) mod += y;
     return mod;
 }
 
@@ -772,12 +769,12 @@ template <typename T, int OP> __device__ __forceinline__ T arith(T x, T y, int& 
         if constexpr (same_type<T, unsigned char>::value) return (x != 0) & (y != 0);
         else if constexpr (same_type<T, i64>::value) return (i64)((u64)x * (u64)y);
         else return x * y;
-    } else if constexpr (OP == BINARY_MAXIMUM) {       // a NaN on either side wins
-        return (x > y) | (x != x) ? x : y;
+    } else if constexpr (OP == BINARY_MAXIMUM) {       // a NaN on either side wins; ties keep x
+        return (x < y) | (y != y) ? y : x;
     } else if constexpr (OP == BINARY_MINIMUM) {
-        return (x < y) | (x != x) ? x : y;
-    } else if constexpr (OP == BINARY_RELU_BACKWARD) {
-        return y > T(0) ? x : T(0);
+        return (y < x) | (y != y) ? y : x;
+    } else if constexpr (OP == BINARY_RELU_BACKWARD) {   // a NaN output passes g, as in torch
+        return y <= T(0) ? T(0) : x;
     } else if constexpr (OP == BINARY_HEAVISIDE) {
         return x == T(0) ? y : T(x > T(0));     // NaN > 0 is false: heaviside(NaN) = 0
     } else if constexpr (is_float_type<T>::value) {
