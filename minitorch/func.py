@@ -14,6 +14,8 @@ lists and dicts. Results carry no history unless an outer transform is recording
 """
 import numbers
 
+from ._pytree import leaves as _leaves, rebuild as _rebuild, structure as _structure_of
+from ._pytree import tree_map as _map
 from .autograd import enable_grad, grad as _autograd_grad
 from .functions.movement import stack
 from .nn.utils.stateless import func_functional_call as functional_call
@@ -22,28 +24,6 @@ from .vmap import vmap
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
            "linearize", "vjp", "vmap"]
-
-
-# ---- pytrees: tensors in nested tuples / lists / dicts ---------------------------------------
-def _leaves(tree):
-    if isinstance(tree, (tuple, list)):
-        return [leaf for item in tree for leaf in _leaves(item)]
-    if isinstance(tree, dict):
-        return [leaf for value in tree.values() for leaf in _leaves(value)]
-    return [tree]
-
-
-def _rebuild(tree, leaves):
-    """tree's structure with its leaves replaced, in order, from the iterator `leaves`."""
-    if isinstance(tree, (tuple, list)):
-        return type(tree)(_rebuild(item, leaves) for item in tree)
-    if isinstance(tree, dict):
-        return {key: _rebuild(value, leaves) for key, value in tree.items()}
-    return next(leaves)
-
-
-def _map(fn, tree):
-    return _rebuild(tree, iter([fn(leaf) for leaf in _leaves(tree)]))
 
 
 def _check_tensors(tree, what):
@@ -259,14 +239,6 @@ def _check_primals(primals, tangents, name):
             raise RuntimeError(f"{name}: Expected primal and tangent to have the same shape, "
                                f"got {tuple(p.shape)} and {tuple(t.shape)}")
     return flat_t
-
-
-def _structure_of(tree):
-    if isinstance(tree, (tuple, list)):
-        return (type(tree), tuple(_structure_of(item) for item in tree))
-    if isinstance(tree, dict):
-        return (dict, tuple((k, _structure_of(v)) for k, v in tree.items()))
-    return None
 
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):

@@ -10,6 +10,7 @@ generator, 'same' replays the same draws for every index, 'different' draws afre
 import numbers
 
 from . import random as _random
+from ._pytree import leaves as _leaves, rebuild as _rebuild, structure as _structure
 from .functions.movement import stack
 from .tensor import Tensor
 
@@ -79,30 +80,6 @@ def _broadcast_spec(spec, tree, name):
     raise ValueError(f"{name}(<inputs>): in_dims is not compatible with the structure of "
                      f"`inputs`. in_dims has structure {spec} but inputs has structure "
                      f"{_structure(tree)}.")
-
-
-def _structure(tree):
-    if isinstance(tree, (tuple, list)):
-        return type(tree)(_structure(item) for item in tree)
-    if isinstance(tree, dict):
-        return {key: _structure(value) for key, value in tree.items()}
-    return "*"
-
-
-def _leaves(tree):
-    if isinstance(tree, (tuple, list)):
-        return [leaf for item in tree for leaf in _leaves(item)]
-    if isinstance(tree, dict):
-        return [leaf for value in tree.values() for leaf in _leaves(value)]
-    return [tree]
-
-
-def _rebuild(tree, leaves):
-    if isinstance(tree, (tuple, list)):
-        return type(tree)(_rebuild(item, leaves) for item in tree)
-    if isinstance(tree, dict):
-        return {key: _rebuild(value, leaves) for key, value in tree.items()}
-    return next(leaves)
 
 
 def _input_dims(in_dims, args, name):

@@ -4,13 +4,12 @@ save/load and Module.load_state_dict."""
 import collections
 import io
 import math
-import re
-import warnings
 
 import numpy as np
 import pytest
 
 import minitorch as mt
+from torch_parity import error_of
 
 torch = pytest.importorskip("torch")
 
@@ -19,21 +18,11 @@ def _np(t):
     return t.detach().cpu().numpy()
 
 
-def _error(call):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            call()
-        except Exception as exc:      # noqa: BLE001 - the type itself is compared
-            return type(exc).__name__, re.sub(r"\btorch\.", "minitorch.", str(exc))
-    return None
-
-
 def _same_error(call):
     """call(torch) and call(mt) raise the same exception type with the same message."""
-    theirs = _error(lambda: call(torch))
+    theirs = error_of(lambda: call(torch))
     assert theirs is not None
-    assert _error(lambda: call(mt)) == theirs
+    assert error_of(lambda: call(mt)) == theirs
 
 
 # ---- optimizers ----------------------------------------------------------------------------------
@@ -410,7 +399,7 @@ def test_batchnorm_state_dict_version_and_missing_counter_match_torch():
         result = model.load_state_dict(plain)
         versioned = model.state_dict()
         del versioned["0.num_batches_tracked"]
-        return metadata, str(result), model[0].num_batches_tracked.item(), _error(
+        return metadata, str(result), model[0].num_batches_tracked.item(), error_of(
             lambda: model.load_state_dict(versioned))
     assert run(mt) == run(torch)
 

@@ -2048,15 +2048,19 @@ def _nearest_axis(x, dim, in_size, out_size, scale, exact):
     return x.index_select(dim, mt.tensor(index, device=x.device))
 
 
+def _source_ratio(in_size, out_size, scale, align_corners):
+    """ATen's step between source positions of consecutive outputs along one axis."""
+    if align_corners:
+        return (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    return 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
+
+
 def _linear_axis(x, dim, in_size, out_size, scale, align_corners):
     """Linear interpolation along one axis: ATen's source index and weights per output
     position, then x[i0]·(1 - λ) + x[i1]·λ with the weights broadcast along the axis."""
     if out_size == in_size:
         return x
-    if align_corners:
-        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
-    else:
-        ratio = 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
+    ratio = _source_ratio(in_size, out_size, scale, align_corners)
     low, high, weights = [], [], []
     for i in range(out_size):
         source = ratio * i if align_corners else max(ratio * (i + 0.5) - 0.5, 0.0)
@@ -2076,13 +2080,14 @@ def _cubic_axis(x, dim, in_size, out_size, scale, align_corners):
     clamped source rows per output position, weighted by the cubic convolution (A = -0.75)."""
     if out_size == in_size:
         return x
-    if align_corners:
-        ratio = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
-    else:
-        ratio = 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
+    ratio = _source_ratio(in_size, out_size, scale, align_corners)
     a = -0.75
-    near = lambda t: ((a + 2) * t - (a + 3)) * t * t + 1                 # noqa: E731 |t| <= 1
-    far = lambda t: ((a * t - 5 * a) * t + 8 * a) * t - 4 * a           # noqa: E731 1 < |t| < 2
+
+    def near(t):        # the kernel for |t| <= 1
+        return ((a + 2) * t - (a + 3)) * t * t + 1
+
+    def far(t):         # the kernel for 1 < |t| < 2
+        return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
     rows, weights = [[] for _ in range(4)], [[] for _ in range(4)]
     for i in range(out_size):
         source = ratio * i if align_corners else ratio * (i + 0.5) - 0.5
