@@ -20,7 +20,7 @@ from .autograd import enable_grad, grad as _autograd_grad
 from .functions.movement import stack
 from .nn.utils.stateless import func_functional_call as functional_call
 from .tensor import Tensor, zeros_like
-from .vmap import vmap
+from .vmap import check_randomness, vmap
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
            "linearize", "vjp", "vmap"]
@@ -264,9 +264,7 @@ def linearize(func, *primals):
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     """The Jacobian of func with respect to args[argnums], one forward (J·e_j) product per input
     element: the same layout as jacrev (output.shape + input.shape)."""
-    if randomness not in ("error", "different", "same"):
-        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
-                           f"'same'. Got {randomness}")
+    check_randomness(randomness)
 
     def transformed(*args):
         single, positions = _argnums(argnums, len(args))

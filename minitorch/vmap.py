@@ -16,14 +16,10 @@ from .tensor import Tensor
 
 __all__ = ["vmap"]
 
-_RANDOMNESS = ("error", "different", "same")
-
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     """func mapped over dimension in_dims of its inputs; outputs stacked at out_dims."""
-    if randomness not in _RANDOMNESS:
-        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
-                           f"'same'. Got {randomness}")
+    check_randomness(randomness)
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
         raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got "
                          f"{chunk_size})")
@@ -47,6 +43,13 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 
 
 # ---- argument checks ------------------------------------------------------------------------
+def check_randomness(randomness):
+    """torch.func's randomness flag (vmap's, and jacfwd's, which vmaps in torch)."""
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
+                           f"'same'. Got {randomness}")
+
+
 def _is_dim(value):
     return value is None or (isinstance(value, numbers.Integral) and not isinstance(value, bool))
 
@@ -88,10 +91,6 @@ def _input_dims(in_dims, args, name):
         raise ValueError(f"{name}(<inputs>): expected `in_dims` to be int or a (potentially "
                          f"nested) tuple matching the structure of inputs, got: "
                          f"{type(in_dims)}.")
-    if isinstance(in_dims, tuple) and len(in_dims) != len(args):
-        raise ValueError(f"{name}(<inputs>): in_dims is not compatible with the structure of "
-                         f"`inputs`. in_dims has structure {in_dims} but inputs has structure "
-                         f"{_structure(args)}.")
     pairs = _broadcast_spec(in_dims, tuple(args), name)
     dims = []
     for leaf, dim in pairs:
@@ -99,8 +98,7 @@ def _input_dims(in_dims, args, name):
             raise ValueError(f"{name}(<inputs>): Got in_dim={dim} for an input but the input is "
                              f"of type {type(leaf)}. We cannot vmap over non-Tensor arguments, "
                              "please use None as the respective in_dim")
-        if dim is not None and not -max(leaf.ndim, 1) <= dim < max(leaf.ndim, 1) \
-                or dim is not None and leaf.ndim == 0:
+        if dim is not None and (leaf.ndim == 0 or not -leaf.ndim <= dim < leaf.ndim):
             raise ValueError(f"{name}(<inputs>): Got in_dim={dim} for some input, but that "
                              f"input is a Tensor of dimensionality {leaf.ndim} so expected "
                              f"in_dim to satisfy -{leaf.ndim} <= in_dim < {leaf.ndim}.")
@@ -165,10 +163,11 @@ def _empty_outputs(func, args, kwargs, dims, out_dims, fname):
 
 def _stack_outputs(results, out_dims, fname):
     first = results[0]
+    columns = zip(*[_leaves(result) for result in results])     # one per output leaf
     stacked = []
-    for k, (leaf, dim) in enumerate(_out_pairs(out_dims, first, fname)):
+    for column, (leaf, dim) in zip(columns, _out_pairs(out_dims, first, fname)):
         _check_output(leaf, fname)
-        stacked.append(_stack_column([_leaves(result)[k] for result in results], dim, fname))
+        stacked.append(_stack_column(list(column), dim, fname))
     return _rebuild(first, iter(stacked))
 
 

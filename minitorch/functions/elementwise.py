@@ -808,6 +808,7 @@ class Angle(_ZeroGradUnary):
 
     @classmethod
     def forward(cls, ctx, a):
+        a = a.detach()          # our ops' forwards run recording: keep these selects off it
         data = a._data
         pi, zero = (wrap(scalar_array(v, data.dtype, data.device)) for v in (math.pi, 0.0))
         return where(isnan(a), a, where(lt(a, zero), pi, zero))
@@ -2080,12 +2081,16 @@ class Lerp(Function):
 
     @staticmethod
     def forward(ctx, input, end, weight):
-        ctx.save_for_backward(input, end, weight if isinstance(weight, Tensor) else None)
-        ctx.weight = weight
+        tensor_weight = isinstance(weight, Tensor)
+        ctx.save_for_backward(input, end, weight if tensor_weight else None)
+        ctx.weight = None if tensor_weight else weight
+        # our ops' forwards run recording: compute on detached operands
+        input, end = input.detach(), end.detach()
         diff = end - input
-        if not isinstance(weight, Tensor):
+        if not tensor_weight:
             out = input + diff * weight if -0.5 < weight < 0.5 else end - diff * (1 - weight)
         else:
+            weight = weight.detach()
             out = where(abs(weight) < 0.5, input + diff * weight, end - diff * (1 - weight))
         return wrap(out._data)
 

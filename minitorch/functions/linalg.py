@@ -824,7 +824,8 @@ class Cdist(Function):
     @staticmethod
     def forward(ctx, x1, x2, p):
         ctx.p = p
-        difference = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+        # our ops' forwards run recording: compute on detached operands
+        difference = x1.detach().unsqueeze(-2) - x2.detach().unsqueeze(-3)
         if difference.shape[-1] == 0:       # no columns: every distance is 0, for any p
             dist = zeros(*difference.shape[:-1], dtype=x1.dtype, device=x1.device)
         else:

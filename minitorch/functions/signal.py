@@ -4,7 +4,7 @@ symmetric window of length N + 1 without its last point, as in torch."""
 import math
 
 from .. import dtypes
-from ..tensor import arange, ones, tensor
+from ..tensor import arange, full_like, ones, tensor
 from .elementwise import C_NAMES, cos, i0, sqrt
 
 __all__ = ["bartlett_window", "blackman_window", "hamming_window", "hann_window",
@@ -36,7 +36,7 @@ def _cosine_sum(name, coefficients, window_length, periodic, dtype, device, requ
     x, trivial = _positions(name, window_length, periodic, dtype, device)
     if trivial is not None:
         return _finish(trivial, requires_grad)
-    window = x * 0 + coefficients[0]
+    window = full_like(x, coefficients[0])
     for k, a in enumerate(coefficients[1:], start=1):
         window = window + (-1) ** k * a * cos(x * (2 * math.pi * k))
     return _finish(window, requires_grad)

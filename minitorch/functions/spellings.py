@@ -21,13 +21,15 @@ _METHODS = (
 
 
 def _method_spelling(name):
+    # torch.real(t) is t.real (properties are in the class body; some methods are bound later)
+    is_property = isinstance(getattr(Tensor, name, None), property)
+
     def call(input, *args, **kwargs):
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
                             f"{type(input).__name__}")
-        if isinstance(getattr(Tensor, name), property):    # torch.real(t) is t.real
-            return getattr(input, name)
-        return getattr(input, name)(*args, **kwargs)
+        attribute = getattr(input, name)
+        return attribute if is_property else attribute(*args, **kwargs)
     call.__name__ = call.__qualname__ = name
     call.__doc__ = f"torch.{name}(input, …): the same as input.{name}(…)."
     return call

@@ -2708,19 +2708,29 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     """max(0, margin + d(a, p) - d(a, n)) with pairwise_distance; swap uses the smaller of
     d(a, n) and d(p, n)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_triplet_ranks(anchor, positive, negative)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    return _reduce(_triplet_hinge(anchor, positive, negative,
+                                  lambda a, b: pairwise_distance(a, b, p, eps), margin, swap),
+                   reduction)
+
+
+def _check_triplet_ranks(anchor, positive, negative):
     if not anchor.ndim == positive.ndim == negative.ndim:
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
                            f"same number of dimensions, but got: anchor {anchor.ndim}D, positive "
                            f"{positive.ndim}D, and negative {negative.ndim}D inputs")
-    if margin <= 0:
-        raise ValueError(f"margin must be greater than 0, got {margin}")
-    positive_distance = pairwise_distance(anchor, positive, p, eps)
-    negative_distance = pairwise_distance(anchor, negative, p, eps)
+
+
+def _triplet_hinge(anchor, positive, negative, distance, margin, swap):
+    """max(0, margin + d(a, p) - d(a, n)) per triplet; swap uses the smaller of d(a, n) and
+    d(p, n)."""
+    positive_distance = distance(anchor, positive)
+    negative_distance = distance(anchor, negative)
     if swap:
-        negative_distance = mt.minimum(negative_distance,
-                                       pairwise_distance(positive, negative, p, eps))
-    loss = (positive_distance - negative_distance + margin).clamp(min=0)
-    return _reduce(loss, reduction)
+        negative_distance = mt.minimum(negative_distance, distance(positive, negative))
+    return (positive_distance - negative_distance + margin).clamp(min=0)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
@@ -2731,16 +2741,9 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
-    if not anchor.ndim == positive.ndim == negative.ndim:
-        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
-                           f"same number of dimensions, but got: anchor {anchor.ndim}D, positive "
-                           f"{positive.ndim}D, and negative {negative.ndim}D inputs")
+    _check_triplet_ranks(anchor, positive, negative)
     distance = pairwise_distance if distance_function is None else distance_function
-    positive_distance = distance(anchor, positive)
-    negative_distance = distance(anchor, negative)
-    if swap:
-        negative_distance = mt.minimum(negative_distance, distance(positive, negative))
-    return _reduce((positive_distance - negative_distance + margin).clamp(min=0), reduction)
+    return _reduce(_triplet_hinge(anchor, positive, negative, distance, margin, swap), reduction)
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,

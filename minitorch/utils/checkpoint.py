@@ -35,10 +35,10 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
         raise ValueError("Passing `context_fn` or `debug` is only supported when "
                          "use_reentrant=False." if context_fn is not None else
                          "Unexpected keyword arguments: " + ",".join(kwargs))
-    rng_state = _random.host_rng().bit_generator.state if preserve_rng_state else None
-    run = _Run(function, args, kwargs, rng_state)
     if not is_grad_enabled():
         return function(*args, **kwargs)
+    rng_state = _random.host_rng().bit_generator.state if preserve_rng_state else None
+    run = _Run(function, args, kwargs, rng_state)
     if use_reentrant:
         if not any(isinstance(a, Tensor) and a.requires_grad for a in args):
             warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
@@ -47,7 +47,7 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
             outputs = function(*args, **kwargs)
         return _Checkpoint.apply(run, outputs, *run.tensors)
     forward_context, run.recompute_context = context_fn() if context_fn else (None, None)
-    with enable_grad(), forward_context or _nothing():
+    with enable_grad(), forward_context or contextlib.nullcontext():
         outputs = function(*args, **kwargs)
     if not any(o.requires_grad for o in _tensors_of(outputs)):
         return outputs
@@ -99,14 +99,10 @@ class _Run:
         if self.rng_state is not None:
             _random.host_rng().bit_generator.state = self.rng_state
         try:
-            with enable_grad(), self.recompute_context or _nothing():
+            with enable_grad(), self.recompute_context or contextlib.nullcontext():
                 return self.function(*args, **self.kwargs)
         finally:
             _random.host_rng().bit_generator.state = state
-
-
-def _nothing():
-    return contextlib.nullcontext()
 
 
 def _tensors_of(outputs):

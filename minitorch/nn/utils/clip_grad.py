@@ -14,11 +14,6 @@ __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_
            "get_total_norm"]
 
 
-def _vector_norm(t, p):
-    """torch.linalg.vector_norm(t, p) over all elements (its dtype and empty-input errors)."""
-    return norm(t, p)
-
-
 def _as_list(tensors):
     return [tensors] if isinstance(tensors, Tensor) else list(tensors)
 
@@ -31,8 +26,9 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     if not tensors:
         return tensor(0.0)
     first_device = tensors[0].device
-    norms = [_vector_norm(t, norm_type).to(first_device) for t in tensors]
-    total_norm = _vector_norm(stack(norms), norm_type)
+    # norm over all elements is vector_norm, with its dtype and empty-input errors
+    norms = [norm(t, norm_type).to(first_device) for t in tensors]
+    total_norm = norm(stack(norms), norm_type)
     if error_if_nonfinite and bool(total_norm.isnan() | total_norm.isinf()):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
                            "`parameters` is non-finite, so it cannot be clipped. To disable this "
