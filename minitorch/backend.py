@@ -187,6 +187,8 @@ class device:
             return spec
         if isinstance(spec, int):
             spec, index = "cuda", spec
+        if index is not None and index < 0:
+            raise RuntimeError("Device index must not be negative")
         if not isinstance(spec, str):
             raise TypeError(f"device() received an invalid combination of arguments: {spec!r}")
         kind, _, number = spec.partition(":")
@@ -196,6 +198,9 @@ class device:
         if number:
             if index is not None or not number.isdigit():
                 raise RuntimeError(f"Invalid device string: '{spec}'")
+            if len(number) > 18:     # torch parses the index as a C int64 (then int8)
+                raise RuntimeError(f"Could not parse device index '{number}' in device string "
+                                   f"'{spec}'")
             index = int(number)
         if kind == "cpu":
             index = None

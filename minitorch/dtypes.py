@@ -60,6 +60,14 @@ def from_numpy(np_dtype):
                         "uint8, and bool.") from None
 
 
+def check_dtype_arg(function, d):
+    """torch's argument parser's refusal of a `dtype=` that is not a dtype (a string, say)."""
+    if d is not None and not isinstance(d, dtype):
+        raise TypeError(f"{function}(): argument 'dtype' must be torch.dtype, not "
+                        f"{type(d).__name__}")
+    return d
+
+
 def get_default_dtype():
     return _default_float
 

@@ -128,6 +128,15 @@ def check_shape(shape):
     return shape
 
 
+def _storage_numel(shape, dtype):
+    """shape's element count, refusing (as torch does, before allocating) a byte size that
+    overflows int64."""
+    n = shape_numel(shape)
+    if n * dtype.itemsize >= 2 ** 63:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
+    return n
+
+
 _BOOL = dtypes.bool_
 _UINT8, _INT64 = dtypes.uint8, dtypes.int64
 # uint8 shares bool's byte kernels. Those compare unsigned bytes exactly (comparisons, logical
@@ -157,14 +166,14 @@ class NDArray:
     @staticmethod
     def empty(shape, dtype=dtypes.float32, device=CPU):
         backend = get_backend(device)
-        buffer = backend.empty(shape_numel(shape), dtype.storage)
+        buffer = backend.empty(_storage_numel(shape, dtype), dtype.storage)
         return NDArray(buffer, shape, contiguous_strides(shape), 0, dtype, device, backend)
 
     @staticmethod
     def full(shape, value, dtype=dtypes.float32, device=CPU):
         shape = check_shape(shape)
         backend = get_backend(device)
-        buffer = backend.full(shape_numel(shape), dtypes.storage_scalar(value, dtype),
+        buffer = backend.full(_storage_numel(shape, dtype), dtypes.storage_scalar(value, dtype),
                               dtype.storage)
         return NDArray(buffer, shape, contiguous_strides(shape), 0, dtype, device, backend)
 

@@ -51,6 +51,15 @@ def _check_assigned_grad(t, grad):
                            "are on the same device")
 
 
+_TO_SIGNATURES = (
+    "to() received an invalid combination of arguments - got ({}), but expected one of:\n"
+    " * (torch.device device = None, torch.dtype dtype = None, bool non_blocking = False, "
+    "bool copy = False, *, torch.memory_format memory_format = None)\n"
+    " * (torch.dtype dtype, bool non_blocking = False, bool copy = False, *, "
+    "torch.memory_format memory_format = None)\n"
+    " * (Tensor tensor, bool non_blocking = False, bool copy = False, *, "
+    "torch.memory_format memory_format = None)\n")
+
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
                "uint8": "ByteTensor", "bool": "BoolTensor"}
 
@@ -371,6 +380,8 @@ class Tensor:
     # ---- device / dtype moves -----------------------------------------------------------------
     def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
         """to(dtype), to(device), to(device, dtype), to(other_tensor)."""
+        if dtype is not None and not isinstance(dtype, dtypes.dtype):
+            raise TypeError(_TO_SIGNATURES.format(f"dtype={type(dtype).__name__}, "))
         for arg in args:
             if isinstance(arg, dtypes.dtype):
                 dtype = arg
@@ -535,7 +546,8 @@ def _infer_dtype(data):
     if array.dtype.kind in "fuO" and not isinstance(data, (np.ndarray, np.generic)):
         _check_int64_range(data, array)
     if array.dtype == object:
-        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+        odd = next(v for v in _python_leaves(data) if not isinstance(v, (numbers.Number, np.generic)))
+        raise RuntimeError(f"Could not infer dtype of {type(odd).__name__}")
     if array.dtype.kind == "f":
         return dtypes.get_default_dtype()
     if array.dtype.kind in "iu":     # numpy uint8 (arrays, scalars, uint8 tensors) stays uint8
@@ -565,6 +577,7 @@ def _python_leaves(data):
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """torch.tensor: always copies `data` (nested lists, scalars, numpy arrays, Tensors)."""
+    dtypes.check_dtype_arg("tensor", dtype)
     if isinstance(data, Tensor):
         data = data.detach().cpu()._data.numpy()
     elif isinstance(data, (list, tuple)) and data and _contains_tensor(data):
@@ -634,39 +647,41 @@ def _keyword_size(size, kwargs):
     return size
 
 
-def _make(size, dtype, device, requires_grad, fill):
-    dtype = dtype or dtypes.get_default_dtype()
+def _make(size, dtype, device, requires_grad, fill, function):
+    dtype = dtypes.check_dtype_arg(function, dtype) or dtypes.get_default_dtype()
     nd = NDArray.full(_shape_args(size), fill, dtype, Device(device) if device else CPU)
     return wrap(nd, requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, **kwargs):
-    return _make(_keyword_size(size, kwargs), dtype, device, requires_grad, 0)
+    return _make(_keyword_size(size, kwargs), dtype, device, requires_grad, 0, "zeros")
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, **kwargs):
-    return _make(_keyword_size(size, kwargs), dtype, device, requires_grad, 1)
+    return _make(_keyword_size(size, kwargs), dtype, device, requires_grad, 1, "ones")
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _make(size, dtype, device, requires_grad, 0)
+    return _make(size, dtype, device, requires_grad, 0, "empty")
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    if dtype is None:
+    if dtypes.check_dtype_arg("full", dtype) is None:
         dtype = dtypes.scalar_dtype(fill_value)
     dtypes.check_scalar_fits(fill_value, dtype)
-    return _make((tuple(size),), dtype, device, requires_grad, fill_value)
+    return _make((tuple(size),), dtype, device, requires_grad, fill_value, "full")
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    dtypes.check_dtype_arg("zeros_like", dtype)
     return zeros(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
                  requires_grad=requires_grad)
 
 
 def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    dtypes.check_dtype_arg("ones_like", dtype)
     return ones(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad)
 
@@ -676,11 +691,13 @@ def empty_like(input, dtype=None, device=None, requires_grad=False, memory_forma
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
+    dtypes.check_dtype_arg("full_like", dtype)
     return full(input.shape, fill_value, dtype=dtype or input.dtype,
                 device=device or input.device, requires_grad=requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    dtypes.check_dtype_arg("arange", dtype)
     if end is None:
         start, end = 0, start
     values = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]

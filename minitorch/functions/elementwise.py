@@ -1071,8 +1071,10 @@ class Atan2(_Binary):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         a_shape, b_shape = ctx.shapes
-        scale = g / (a * a + b * b)
-        return sum_to(scale * b, a_shape), sum_to(-scale * a, b_shape)
+        # torch zeroes the infinite 1/(a^2 + b^2) at the origin, so the gradient there is 0
+        recip = (a * a + b * b).reciprocal()
+        recip = recip.masked_fill(recip.isinf(), 0.0)
+        return sum_to(g * b * recip, a_shape), sum_to(g * -a * recip, b_shape)
 
 
 class Remainder(_Binary):

@@ -797,8 +797,10 @@ class IndexSelect(Function):
         except IndexError:
             size = a._data.shape[dim] if a._data.ndim else 1
             bad = _first_outside(index._data, 0, size)
-            raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} "
-                               f"axis_dim={size}") from None
+            if a._data.ndim > 1 and dim == 1:     # torch's dim-1 fast path words it so
+                raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad} "
+                                   f"axis_dim={size}") from None
+            raise IndexError("index out of range in self") from None
 
     @staticmethod
     def backward(ctx, g):
