@@ -4,13 +4,17 @@
 """
 from math import e, inf, nan, pi  # torch.pi, torch.e, torch.inf, torch.nan
 
-# tensor first: it binds the op modules (minitorch.functions) once Tensor exists.
 from .tensor import (Size, Tensor, arange, as_tensor, asarray, empty, empty_like, empty_strided,
                      eye, from_numpy, full, full_like, inclusive_range as range, is_complex,
                      is_floating_point, is_nonzero, is_same_size, is_signed, is_tensor, linspace,
                      logspace, numel, ones, ones_like, scalar_tensor, tensor, zeros, zeros_like)
+from . import tensor_methods as _tensor_methods
+
+_tensor_methods.install()    # every op as a Tensor method, before any module below uses them
+
 from . import autograd, cuda, datasets, dtypes as _dtypes, linalg, nn, optim, special, utils
 from . import autograd_functional as _autograd_functional, distributions, func, testing
+from . import autograd_gradcheck as _autograd_gradcheck
 from ._cpu.threads import get_num_threads, set_num_threads
 from .autograd import (enable_grad, inference_mode, is_anomaly_check_nan_enabled,
                        is_anomaly_enabled, is_grad_enabled, no_grad, set_grad_enabled)
@@ -22,6 +26,7 @@ from .functions.factor import *  # noqa: F401,F403
 from .functions.index import *  # noqa: F401,F403
 from .functions.linalg import *  # noqa: F401,F403
 from .functions.movement import *  # noqa: F401,F403
+from .functions.norms import *  # noqa: F401,F403
 from .functions.reduce import *  # noqa: F401,F403
 from .functions.sort import *  # noqa: F401,F403
 from .functions.spectral import *  # noqa: F401,F403
@@ -46,5 +51,9 @@ dtype = _dtypes.dtype
 newaxis = None
 
 globals().update(_NN_NAMES)       # torch.conv2d, torch.dropout, … (nn/toplevel.py)
-autograd.functional = _autograd_functional        # torch.autograd.functional
+# torch.autograd's namespace: the engine (autograd.py) sits below Tensor, these above it
+autograd.functional = _autograd_functional
+autograd.gradcheck = _autograd_gradcheck.gradcheck
+autograd.gradgradcheck = _autograd_gradcheck.gradgradcheck
+autograd.GradcheckError = _autograd_gradcheck.GradcheckError
 __version__ = "0.1.0"

@@ -13,7 +13,7 @@ import threading
 import traceback
 import warnings
 
-import numpy as np
+from .ndarray import NDArray, scalar_array
 
 
 class _GradMode(threading.local):
@@ -21,7 +21,6 @@ class _GradMode(threading.local):
 
 
 _grad_mode = _GradMode()
-Tensor = None   # bound by minitorch.tensor at import (autograd sits below it in the layers)
 
 
 def is_grad_enabled():
@@ -143,9 +142,35 @@ class RemovableHandle:
         self.remove()
 
 
+class TensorBase:
+    """What the engine reads and writes on a tensor; `Tensor` (tensor.py) extends it.
+
+    The engine sits below Tensor in the layers, so it knows tensors only through this base:
+    their `_data` (an NDArray), `_version`, the autograd metadata below (class-level defaults,
+    so creating an op result sets two attributes instead of eight), and `_from_data`, the
+    constructor Tensor provides for the few tensors the engine makes itself (gradient seeds,
+    zeros for missing gradients)."""
+    __slots__ = ()
+    requires_grad = False
+    _grad = None
+    grad_fn = None
+    _output_nr = 0
+    _hooks = None
+    _retains_grad = False
+    _base = None        # for views: the tensor owning the storage (set by functions.movement)
+    _view_version = 0   # for views: the version their grad_fn describes (see Function._connect)
+
+    @staticmethod
+    def _from_data(data, requires_grad=False, version=None):
+        raise NotImplementedError("Tensor provides _from_data")
+
+
 class Function:
     """Base of every differentiable op. Subclasses define static `forward(ctx, *args)` and
-    `backward(ctx, *grad_outputs)`; call them through `Cls.apply(*args)`."""
+    `backward(ctx, *grad_outputs)`; call them through `Cls.apply(*args)`.
+
+    A user's Function runs its forward with grad mode off (as torch does). minitorch's own ops
+    derive from `KernelFunction` instead."""
 
     # Class-level defaults keep node creation to the attributes an op actually sets.
     _saved = ()
@@ -165,9 +190,6 @@ class Function:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        # minitorch's own ops compute forward on NDArrays and record nothing there, so they skip
-        # switching grad mode off around forward (user Functions get torch's no-grad forward).
-        cls._internal = cls.__module__.startswith("minitorch.functions")
         # torch's newer style: forward(*args) without ctx, then setup_context(ctx, inputs, out)
         cls._separate_setup = cls.setup_context is not Function.setup_context
 
@@ -177,7 +199,7 @@ class Function:
         requires_grad = False
         if _grad_mode.enabled:
             for arg in args:
-                if isinstance(arg, Tensor) and arg.requires_grad:
+                if isinstance(arg, TensorBase) and arg.requires_grad:
                     requires_grad = True
                     break
         if cls._internal:
@@ -205,7 +227,7 @@ class Function:
         # One entry per forward argument (torch's needs_input_grad), None for non-tensors.
         edges, needs = [], []
         for arg in args:
-            if isinstance(arg, Tensor) and arg.requires_grad:
+            if isinstance(arg, TensorBase) and arg.requires_grad:
                 if arg._base is not None and arg._view_version != arg._version[0]:
                     _refresh_view(arg)
                 needs.append(True)
@@ -217,7 +239,7 @@ class Function:
         self.next_edges = edges
         self.needs_input_grad = needs
         self._check_dirty()
-        if isinstance(result, Tensor):
+        if isinstance(result, TensorBase):
             if result._data.dtype.is_floating_point and self._differentiable(result):
                 result.requires_grad = True
                 result.grad_fn = self
@@ -226,10 +248,10 @@ class Function:
             return
         self.output_count = len(result)
         # Multi-output nodes may get no gradient for some outputs: keep what zeros need.
-        self.output_meta = [(out.shape, out.dtype, out.device) if isinstance(out, Tensor)
+        self.output_meta = [(out.shape, out.dtype, out.device) if isinstance(out, TensorBase)
                             else None for out in result]
         for nr, out in enumerate(result):
-            if isinstance(out, Tensor) and out.dtype.is_floating_point and \
+            if isinstance(out, TensorBase) and out.dtype.is_floating_point and \
                     self._differentiable(out):
                 out.requires_grad = True
                 out.grad_fn = self
@@ -245,7 +267,7 @@ class Function:
         for i, tensor in enumerate(saved):
             for nr, out in enumerate(outputs):
                 if tensor is out and out is not None:     # (None: an output left out)
-                    saved[i] = Tensor._from_data(out._data, version=out._version)
+                    saved[i] = out._from_data(out._data, version=out._version)
                     self._saved_outputs = self._saved_outputs + ((i, nr),)
         self._saved = tuple(saved)
 
@@ -331,6 +353,13 @@ class Function:
         raise NotImplementedError("Function subclasses must implement backward")
 
 
+class KernelFunction(Function):
+    """Base of minitorch's own ops (minitorch/functions/): their forward computes on NDArrays
+    with our kernels and records nothing, so `apply` calls it directly instead of switching
+    grad mode off around it as it does for a user's Function."""
+    _internal = True
+
+
 class AccumulateGrad:
     """The node a leaf's gradient flows into (shown by next_functions, as in torch)."""
     __slots__ = ("variable",)
@@ -410,13 +439,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                    "used in the graph. Set allow_unused=True if this is the "
                                    "desired behavior.")
             if materialize_grads:
-                from .tensor import zeros_like
-                results[i] = zeros_like(inputs[i])
+                results[i] = _zeros_like(inputs[i])
     return tuple(results)
 
 
+def _zeros_like(t):
+    return t._from_data(NDArray.full(t._data.shape, 0, t.dtype, t.device))
+
+
 def _is_tensor(x):
-    return isinstance(x, Tensor)
+    return isinstance(x, TensorBase)
 
 
 def _capture_key(tensor):
@@ -426,10 +458,10 @@ def _capture_key(tensor):
 
 def _roots(tensors, grads):
     """[(edge, grad)] for each output, checking torch's rules for implicit gradients."""
-    tensors = (tensors,) if isinstance(tensors, Tensor) else tuple(tensors)
+    tensors = (tensors,) if isinstance(tensors, TensorBase) else tuple(tensors)
     if grads is None:
         grads = (None,) * len(tensors)
-    elif isinstance(grads, Tensor):
+    elif isinstance(grads, TensorBase):
         grads = (grads,)
     else:
         grads = tuple(grads)
@@ -459,8 +491,7 @@ def _roots(tensors, grads):
 def _ones_like_scalar(t):
     """The implicit seed 1 for a one-element output: a cached constant viewed to its shape
     (leaves copy before storing a gradient, so nothing can write into it)."""
-    from .functions.elementwise import scalar_array
-    return Tensor._from_data(scalar_array(1, t.dtype, t.device).reshape(t._data.shape))
+    return t._from_data(scalar_array(1, t.dtype, t.device).reshape(t._data.shape))
 
 
 def _dependencies(roots):
@@ -550,9 +581,9 @@ def _add_grad(pending, node, nr, g):
 def _call_backward(node, grads, retain_graph):
     """Run one node's backward; returns one gradient (or None) per input edge."""
     if node.output_count > 1 and node.materialize_grads and any(g is None for g in grads):
-        from .tensor import zeros
-        grads = [zeros(*meta[0], dtype=meta[1], device=meta[2]) if g is None and meta else g
-                 for g, meta in zip(grads, node.output_meta)]
+        present = next(g for g in grads if g is not None)
+        grads = [present._from_data(NDArray.full(meta[0], 0, meta[1], meta[2]))
+                 if g is None and meta else g for g, meta in zip(grads, node.output_meta)]
     if _anomaly["enabled"]:
         result = _backward_with_anomaly_checks(node, grads)
     else:
@@ -657,122 +688,3 @@ def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
         leaf._grad = leaf._grad + (g if create_graph else g.detach())
     for hook in getattr(leaf, "_post_accumulate_hooks", {}).values():
         hook(leaf)
-
-
-# ---- gradcheck ----------------------------------------------------------------------------------
-def _as_tuple(x):
-    return x if isinstance(x, tuple) else (x,)
-
-
-def _flat_values(outputs):
-    return [o.detach().cpu().numpy().astype(np.float64).ravel() for o in _as_tuple(outputs)]
-
-
-def _element_writer(tensor):
-    """(current values on the host, write(index, value)) for perturbing tensor in place: through
-    shared memory on the CPU, through an in-place index write on other devices."""
-    if tensor.device.type == "cpu":
-        values = tensor.detach().numpy()       # shares memory with the tensor
-
-        def write(index, value):
-            values[index] = value
-        return values, write
-    target = tensor.detach()                   # shares storage with the tensor
-
-    def write(index, value):
-        target[index] = float(value)
-    return target.cpu().numpy(), write
-
-
-def _numerical_jacobian(fn, inputs, eps):
-    """d(flattened outputs)/d(each float input that requires grad), by central differences."""
-    outputs = _flat_values(fn(*inputs))
-    jacobians = []
-    for tensor in inputs:
-        if not (_is_tensor(tensor) and tensor.requires_grad):
-            jacobians.append(None)
-            continue
-        values, write = _element_writer(tensor)
-        cols = []
-        for index in np.ndindex(values.shape):
-            original = values[index].item()
-            write(index, original + eps)
-            plus = _flat_values(fn(*inputs))
-            write(index, original - eps)
-            minus = _flat_values(fn(*inputs))
-            write(index, original)
-            cols.append(np.concatenate([(p - m) / (2 * eps) for p, m in zip(plus, minus)])
-                        if plus else np.zeros(0))
-        rows = sum(o.size for o in outputs)
-        jacobians.append(np.stack(cols, axis=1) if cols else np.zeros((rows, 0)))
-    return jacobians
-
-
-def _analytical_jacobian(fn, inputs):
-    """Row by row: backprop a one-hot gradient through each output element."""
-    from .tensor import tensor as make_tensor
-    outputs = _as_tuple(fn(*inputs))
-    diff_inputs = [t for t in inputs if _is_tensor(t) and t.requires_grad]
-    sizes = [o.numel() for o in outputs]
-    rows = sum(sizes)
-    jacobians = [np.zeros((rows, t.numel())) for t in diff_inputs]
-    row = 0
-    for out_i, out in enumerate(outputs):
-        for flat in range(sizes[out_i]):
-            grads_out = []
-            for j, o in enumerate(outputs):
-                seed = np.zeros(o.numel())
-                if j == out_i:
-                    seed[flat] = 1.0
-                grads_out.append(make_tensor(seed.reshape(o.shape), dtype=o.dtype,
-                                             device=o.device))
-            diff_outputs = [(o, g) for o, g in zip(outputs, grads_out) if o.requires_grad]
-            if diff_outputs:
-                grads = grad([o for o, _ in diff_outputs], diff_inputs,
-                             [g for _, g in diff_outputs], retain_graph=True, allow_unused=True)
-                for k, g in enumerate(grads):
-                    if g is not None:
-                        jacobians[k][row] = _flat_values(g)[0]
-            row += 1
-    return jacobians
-
-
-def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, **_ignored):
-    """Compare autograd's Jacobian with central finite differences (inputs should be float64)."""
-    inputs = _as_tuple(inputs)
-    numerical = [j for j in _numerical_jacobian(fn, inputs, eps) if j is not None]
-    analytical = _analytical_jacobian(fn, inputs)
-    for i, (a, n) in enumerate(zip(analytical, numerical)):
-        if a.shape != n.shape or not np.allclose(a, n, atol=atol, rtol=rtol):
-            if raise_exception:
-                raise GradcheckError(f"Jacobian mismatch for output 0 with respect to input {i},\n"
-                                     f"numerical:{n}\nanalytical:{a}\n")
-            return False
-    return True
-
-
-def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
-                  raise_exception=True, **_ignored):
-    """gradcheck of the first derivative: checks the backward of backward (create_graph)."""
-    from .tensor import tensor as make_tensor
-    inputs = _as_tuple(inputs)
-    outputs = _as_tuple(fn(*inputs))
-    if grad_outputs is None:
-        rng = np.random.default_rng(0)
-        grad_outputs = tuple(make_tensor(rng.standard_normal(o.shape), dtype=o.dtype,
-                                         device=o.device, requires_grad=True) for o in outputs)
-    grad_outputs = _as_tuple(grad_outputs)
-
-    def first_derivative(*args):
-        ins, gos = args[:len(inputs)], args[len(inputs):]
-        outs = _as_tuple(fn(*ins))
-        diff = [t for t in ins if _is_tensor(t) and t.requires_grad]
-        grads = grad(outs, diff, gos, create_graph=True, allow_unused=True)
-        return tuple(g for g in grads if g is not None)
-
-    return gradcheck(first_derivative, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
-
-
-class GradcheckError(RuntimeError):
-    """Raised by gradcheck when the analytical and numerical Jacobians differ."""

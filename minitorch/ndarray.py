@@ -62,6 +62,13 @@ def normalize_dim(dim, ndim):
     return dim + bound if dim < 0 else dim
 
 
+def real_dim(dim, ndim):
+    """normalize_dim for ops that need a real dimension (torch rejects 0-d tensors here)."""
+    if ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    return normalize_dim(dim, ndim)
+
+
 def normalize_dims(dims, ndim):
     """None → every dim; an int or a sequence → sorted unique positive dims (torch's errors)."""
     if dims is None:
@@ -827,3 +834,21 @@ def _device_mismatch(a, b):
     first, second = (a, b) if a.type == "cuda" else (b, a)
     return ("Expected all tensors to be on the same device, but found at least two devices, "
             f"{first} and {second}!")
+
+
+_scalar_cache = {}
+
+
+def scalar_array(value, dtype, device):
+    """A 0-d NDArray holding `value` (cached: `x * 2` should not allocate a constant each time).
+    Cached arrays are only ever read by kernels, never handed to users."""
+    key = (value, type(value), dtype, device)
+    if value == 0 and type(value) is float and math.copysign(1.0, value) < 0:
+        key = ("-0.0", dtype, device)       # -0.0 == 0.0: keep the sign apart in the cache
+    nd = _scalar_cache.get(key)
+    if nd is None:
+        if len(_scalar_cache) > 4096:
+            _scalar_cache.clear()
+        nd = NDArray.full((), value, dtype, device)
+        _scalar_cache[key] = nd
+    return nd

@@ -6,16 +6,21 @@ once with its forward and backward side by side.
 import math
 import numbers
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import dtypes
-from . import autograd as _autograd
-from .autograd import RemovableHandle, _grad_mode
+from .autograd import RemovableHandle, TensorBase, _grad_mode
 from .autograd import backward as _autograd_backward
 from .backend import CPU, device as Device, get_backend
-from .ndarray import NDArray, shape_numel
+from .ndarray import NDArray, contiguous_strides, real_dim, shape_numel
 from .printing import tensor_repr
+
+if TYPE_CHECKING:     # static tools see the op methods that install() puts on Tensor at import
+    from .tensor_methods import TensorMethods as _OpMethods
+else:
+    _OpMethods = object
 
 
 class Size(tuple):
@@ -51,15 +56,6 @@ def _check_assigned_grad(t, grad):
                            "are on the same device")
 
 
-_TO_SIGNATURES = (
-    "to() received an invalid combination of arguments - got ({}), but expected one of:\n"
-    " * (torch.device device = None, torch.dtype dtype = None, bool non_blocking = False, "
-    "bool copy = False, *, torch.memory_format memory_format = None)\n"
-    " * (torch.dtype dtype, bool non_blocking = False, bool copy = False, *, "
-    "torch.memory_format memory_format = None)\n"
-    " * (Tensor tensor, bool non_blocking = False, bool copy = False, *, "
-    "torch.memory_format memory_format = None)\n")
-
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
                "uint8": "ByteTensor", "bool": "BoolTensor"}
 
@@ -86,20 +82,15 @@ def wrap(data, requires_grad=False, version=None):
     return t
 
 
-class Tensor:
-    """A multi-dimensional array with autograd; mirrors torch.Tensor."""
+class Tensor(TensorBase, _OpMethods):
+    """A multi-dimensional array with autograd; mirrors torch.Tensor.
+
+    This class holds the tensor's core: its data and metadata, conversions, the autograd entry
+    points and creation-like methods. The ops (`x.relu()`, `x + y`, `x.sum()`) are put on it by
+    `tensor_methods.install()`, one line each in tensor_methods.py, because they live in
+    minitorch/functions, which sits above this file."""
     __slots__ = ("_data", "_version", "__weakref__", "__dict__")
     __array_priority__ = 1000   # numpy defers `ndarray op Tensor` to our reflected operators
-    # Autograd metadata most tensors never change: class-level defaults, so creating a tensor
-    # (every op result) sets two attributes instead of eight.
-    requires_grad = False
-    _grad = None
-    grad_fn = None
-    _output_nr = 0
-    _hooks = None
-    _retains_grad = False
-    _base = None        # for views: the tensor owning the storage (set by functions.movement)
-    _view_version = 0   # for views: the version their grad_fn describes (see autograd._connect)
 
     @property
     def grad(self):
@@ -138,7 +129,7 @@ class Tensor:
     def size(self, dim=None):
         if dim is None:
             return Size(self._data.shape)
-        return self._data.shape[_M._dim_of(dim, self.ndim)]
+        return self._data.shape[real_dim(dim, self.ndim)]
 
     @property
     def dtype(self):
@@ -176,7 +167,7 @@ class Tensor:
     def stride(self, dim=None):
         if dim is None:
             return self._data.strides
-        return self._data.strides[_M._dim_of(dim, self.ndim)]
+        return self._data.strides[real_dim(dim, self.ndim)]
 
     def storage_offset(self):
         return self._data.offset
@@ -378,27 +369,6 @@ class Tensor:
                            self.requires_grad))
 
     # ---- device / dtype moves -----------------------------------------------------------------
-    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
-        """to(dtype), to(device), to(device, dtype), to(other_tensor)."""
-        if dtype is not None and not isinstance(dtype, dtypes.dtype):
-            raise TypeError(_TO_SIGNATURES.format(f"dtype={type(dtype).__name__}, "))
-        for arg in args:
-            if isinstance(arg, dtypes.dtype):
-                dtype = arg
-            elif isinstance(arg, Tensor):
-                dtype, device = arg.dtype, arg.device
-            elif arg is not None:
-                device = arg
-        from .functions import elementwise as E
-        result = self
-        if device is not None and Device(device) is not self.device:
-            result = E.to_device(result, Device(device))
-        if dtype is not None and dtype is not result.dtype:
-            result = E.cast(result, dtype)
-        if copy and result is self:
-            result = self.clone()
-        return result
-
     def cuda(self, device=None, non_blocking=False):
         return self.to(Device("cuda" if device is None else device))
 
@@ -520,9 +490,86 @@ class Tensor:
     def _bump_version(self):
         self._version[0] += 1
 
+    # ---- creation from a tensor (its dtype and device by default) -----------------------------
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                      requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        return zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
+                     requires_grad=requires_grad)
+
+    new_empty = new_zeros
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        return ones(*size, dtype=dtype or self.dtype, device=device or self.device,
+                    requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                    requires_grad=requires_grad)
+
+    def new(self, *args, dtype=None, device=None):
+        """torch's legacy Tensor.new: sizes give an (here zeroed) tensor, data a copy of it, in
+        self's dtype and device."""
+        dtype, device = dtype or self.dtype, device or self.device
+        if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+            return tensor(args[0], dtype=dtype, device=device)
+        return zeros(*(args or (0,)), dtype=dtype, device=device)
+
+    # ---- storage-level rewrites ---------------------------------------------------------------
+    def resize_(self, *sizes, memory_format=None):
+        """torch's resize_: the same elements in row-major order under the new shape, truncated,
+        or extended with zeros (torch leaves those uninitialised); a new buffer when it grows."""
+        if self.requires_grad:
+            raise RuntimeError("cannot resize variables that require grad")
+        shape = tuple(_shape_args(sizes))
+        flat = self._data.compact().reshape((self.numel(),))
+        n = shape_numel(shape)
+        if n <= flat.size:
+            data = flat[:n].compact() if n < flat.size else flat
+        else:
+            data = NDArray.full((n,), 0, self.dtype, self.device)
+            if flat.size:
+                data[:flat.size] = flat
+        self._data = data.reshape(shape)
+        self._bump_version()
+        return self
+
+    def resize_as_(self, other, memory_format=None):
+        return self.resize_(*other.shape)
+
+    def apply_(self, callable):
+        """Every element replaced by callable(element), a Python function (CPU only, as torch)."""
+        if self.device.type != "cpu":
+            raise TypeError("apply_ is only implemented on CPU tensors")
+        return self._write_python_values([callable(v) for v in self._python_values()])
+
+    def map_(self, tensor, callable):
+        """self[i] = callable(self[i], tensor[i]) with tensor broadcast to self (CPU only)."""
+        if self.device.type != "cpu" or tensor.device.type != "cpu":
+            raise TypeError("map_ is only implemented on CPU tensors")
+        pairs = zip(self._python_values(), tensor.expand(*self.shape)._python_values())
+        return self._write_python_values([callable(a, b) for a, b in pairs])
+
+    def _python_values(self):
+        return self._data.numpy().reshape(-1).tolist()
+
+    def _write_python_values(self, values):
+        """apply_ / map_'s results (a flat list in row-major order) written into self."""
+        self._data.assign(NDArray.from_numpy(np.asarray(values).reshape(self.shape), self.dtype))
+        self._bump_version()
+        return self
+
+    def ravel(self):
+        return self.reshape(-1)
+
+    def adjoint(self):
+        return _matrix_transpose(self, "tensor.adjoint()", "adjoint() is deprecated on 0-D "
+                                 "tensors. Consider using x.conj().")
+
 
 Tensor._from_data = staticmethod(wrap)
-_autograd.Tensor = Tensor
 
 
 def wrap_into(target, data, requires_grad=False):
@@ -627,7 +674,6 @@ def from_numpy(array):
             array.flags.c_contiguous:
         return tensor(array, dtype=dtype)
     flat = array.reshape(-1)
-    from .ndarray import contiguous_strides
     return wrap(NDArray(flat, tuple(array.shape), contiguous_strides(tuple(array.shape)), 0,
                         dtype, CPU, get_backend(CPU)))
 
@@ -816,457 +862,3 @@ def is_same_size(input, other):
 
 def is_signed(input):
     return input.is_signed()
-
-
-# ---- ops as methods and operators (one line each; the ops live in minitorch.functions) --------
-from .functions import elementwise as _E, index as _I, linalg as _L, movement as _M  # noqa: E402
-from .functions import reduce as _R, sort as _S, stats as _ST  # noqa: E402
-from .functions import factor as _F, spectral as _SP  # noqa: E402
-from .ndarray import broadcast_shapes as _broadcast_shapes  # noqa: E402
-from .opcodes import BinaryOp as _BinaryOp  # noqa: E402
-
-
-def _inplace(fn):
-    """torch's `x.op_(...)`: compute out of place, write the result into x's memory, and make x
-    the op's output in the graph (its old history becomes the op's input)."""
-    def method(self, *args, **kwargs):
-        _check_no_overlap(self)
-        self._check_inplace()
-        source = self
-        if _grad_mode.enabled and (self.requires_grad or any(
-                getattr(a, "requires_grad", False) for a in args + tuple(kwargs.values()))):
-            # The op may save its input for backward (sin_, log_, mul_ by a weight): give it a
-            # copy, since self is about to be overwritten (torch keeps the original too).
-            source = self.clone()
-        result = fn(source, *args, **kwargs)
-        return self._assign_result(result)
-    method.__name__ = fn.__name__ + "_"
-    return method
-
-
-def _check_no_overlap(t):
-    """torch refuses in-place writes into a tensor whose elements share memory (an expand):
-    the result would depend on the order of the writes."""
-    nd = t._data
-    if any(stride == 0 and size > 1 for size, stride in zip(nd.shape, nd.strides)):
-        raise RuntimeError("unsupported operation: more than one element of the written-to "
-                           "tensor refers to a single memory location. Please clone() the tensor "
-                           "before performing the operation.")
-
-
-def _assign_result(self, result):
-    """Write an out-of-place result into self (an in-place op) and make self its output in the
-    graph; through a view, the storage owner's graph is updated too (CopySlices)."""
-    if (result.dtype.is_floating_point and not self.dtype.is_floating_point) or (
-            self.dtype is dtypes.bool_ and result.dtype is not dtypes.bool_):
-        raise RuntimeError(f"result type {_E.TORCH_NAMES[result.dtype.name]} can't be cast to "
-                           f"the desired output type {_E.TORCH_NAMES[self.dtype.name]}")
-    if result.shape != self.shape:
-        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast "
-                           f"shape {list(result.shape)}")
-    if _grad_mode.enabled and self.requires_grad and not result.requires_grad:
-        # the new values do not depend on the old ones (copy_ of a constant, eq_, ...): torch
-        # keeps self in the graph, with no gradient reaching its old history
-        everywhere = wrap(_E.scalar_array(True, dtypes.bool_, self.device))
-        result = _E.where(everywhere, result, self)
-    self._data.assign(result._data)
-    self._bump_version()
-    if _grad_mode.enabled:
-        if result.requires_grad:
-            self.requires_grad = True
-            self.grad_fn = result.grad_fn
-            self._output_nr = result._output_nr
-            self._view_version = self._version[0]
-        base = self._base
-        if base is not None and base._version is self._version and (
-                base.requires_grad or result.requires_grad):
-            _M.rebase_view_write(base, self, result)
-    return self
-
-
-Tensor._assign_result = _assign_result
-_T = Tensor
-_OPERAND_TYPES = (Tensor, numbers.Number, np.number, np.bool_)
-
-
-def _operator(fn, reflected=False):
-    """A binary dunder: NotImplemented for foreign operand types (so `t == None` is False and
-    `t + "a"` raises Python's TypeError), else the op with the operands in the right order."""
-    if reflected:
-        return lambda self, other: fn(other, self) if isinstance(other, _OPERAND_TYPES) \
-            else NotImplemented
-    return lambda self, other: fn(self, other) if isinstance(other, _OPERAND_TYPES) \
-        else NotImplemented
-
-
-for _name, _fn in (("add", _E.add), ("sub", _E.sub), ("mul", _E.mul), ("truediv", _E.div),
-                   ("floordiv", _E.floor_divide), ("mod", _E.remainder), ("pow", _E.pow),
-                   ("matmul", _L.matmul), ("and", _E.bitwise_and), ("or", _E.bitwise_or),
-                   ("xor", _E.bitwise_xor), ("lshift", _E.bitwise_left_shift),
-                   ("rshift", _E.bitwise_right_shift)):
-    setattr(_T, f"__{_name}__", _operator(_fn))
-    setattr(_T, f"__r{_name}__", _operator(_fn, reflected=True))
-
-
-_BOOL = dtypes.bool_
-
-
-def _fast_operator(function_class, slow_path):
-    """`a op b` for two tensors of one dtype goes straight to the op's Function (the most
-    common call in any model), or straight to the kernel when nothing is recorded (neither
-    needs a gradient, or grad mode is off, as inside a backward); everything else takes the
-    general promoting path. bool tensors always take the Function, which raises torch's
-    error for `-` on them."""
-    op = function_class.op
-
-    def method(self, other):
-        if isinstance(other, Tensor):
-            data, other_data = self._data, other._data
-            if other_data.dtype is data.dtype:
-                if ((self.requires_grad or other.requires_grad) and _grad_mode.enabled
-                        or data.dtype is _BOOL):
-                    return function_class.apply(self, other)
-                return wrap(data.binary(op, other_data))
-        return slow_path(self, other) if isinstance(other, _OPERAND_TYPES) else NotImplemented
-    return method
-
-
-_T.__add__ = _fast_operator(_E.Add, _E.add)
-_T.__sub__ = _fast_operator(_E.Sub, _E.sub)
-_T.__mul__ = _fast_operator(_E.Mul, _E.mul)
-for _name, _fn in (("eq", _E.eq), ("ne", _E.ne), ("lt", _E.lt), ("le", _E.le), ("gt", _E.gt),
-                   ("ge", _E.ge)):
-    setattr(_T, f"__{_name}__", _operator(_fn))
-_T.__neg__ = lambda self: _E.neg(self)
-_T.__pos__ = lambda self: self
-_T.__abs__ = lambda self: _E.abs(self)
-
-
-def _invert(self):
-    """`~t`: torch checks the dtype in Python before calling bitwise_not."""
-    if self.dtype.is_floating_point:
-        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
-                        "tensors")
-    return _E.bitwise_not(self)
-
-
-_T.__invert__ = _invert
-_T.__iadd__ = _inplace(lambda self, other: _E.add(self, other))
-_T.__isub__ = _inplace(lambda self, other: _E.sub(self, other))
-_T.__imul__ = _inplace(lambda self, other: _E.mul(self, other))
-_T.__itruediv__ = _inplace(lambda self, other: _E.div(self, other))
-_T.__ipow__ = _inplace(lambda self, other: _E.pow(self, other))
-_T.__ifloordiv__ = _inplace(lambda self, other: _E.floor_divide(self, other))
-_T.__imod__ = _inplace(lambda self, other: _E.remainder(self, other))
-
-
-def _castable_first(fn):
-    """An in-place bitwise op: torch checks that the promoted result type can be written into
-    self before it looks for a kernel (`int_t &= 2.5` is a cast error, not a missing kernel)."""
-    def checked(self, other):
-        dtype = _E.result_type(self, other)
-        if dtype.is_floating_point and not self.dtype.is_floating_point:
-            raise RuntimeError(f"result type {_E.TORCH_NAMES[dtype.name]} can't be cast to the "
-                               f"desired output type {_E.TORCH_NAMES[self.dtype.name]}")
-        return fn(self, other)
-    checked.__name__ = fn.__name__
-    return checked
-
-
-for _name, _fn in (("and", _E.bitwise_and), ("or", _E.bitwise_or), ("xor", _E.bitwise_xor),
-                   ("lshift", _E.bitwise_left_shift), ("rshift", _E.bitwise_right_shift)):
-    setattr(_T, f"__i{_name}__", _inplace(_castable_first(_fn)))
-    setattr(_T, f"{_fn.__name__}_", _inplace(_castable_first(_fn)))
-_T.__getitem__ = lambda self, key: _I.getitem(self, key)
-_T.__setitem__ = lambda self, key, value: _I.setitem(self, key, value)
-
-# methods that are the same-named function with `self` first
-_SAME_NAME = {
-    _E: ("add sub mul div true_divide floor_divide remainder fmod pow float_power neg abs sign "
-         "addcmul addcdiv clip multiply subtract divide negative absolute greater less "
-         "exp log log1p expm1 sqrt rsqrt sin cos tanh sigmoid relu reciprocal square erf floor "
-         "ceil round trunc clamp minimum maximum fmax fmin atan2 eq ne lt le gt ge "
-         "logical_and logical_or logical_xor logical_not isnan isinf isfinite lerp equal "
-         "allclose isclose bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift "
-         "bitwise_right_shift sinh cosh tan asin acos atan asinh acosh atanh arcsin arccos "
-         "arctan arcsinh arccosh arctanh log2 log10 exp2 erfc lgamma digamma frac hypot "
-         "logaddexp logaddexp2 copysign heaviside xlogy sgn signbit deg2rad rad2deg nan_to_num "
-         "clamp_min clamp_max fix positive greater_equal less_equal not_equal arctan2 erfinv i0 "
-         "gcd lcm nextafter igamma igammac logit sinc ldexp mvlgamma angle isposinf isneginf "
-         "isreal"),
-    _R: ("sum mean prod max min amax amin argmax argmin var std logsumexp softmax log_softmax "
-         "norm cumsum cumprod all any count_nonzero renorm"),
-    _ST: ("nansum nanmean aminmax logcumsumexp cummax cummin bincount histc mode quantile "
-          "nanquantile cov corrcoef histogram"),
-    _M: ("reshape view flatten unflatten squeeze unsqueeze permute transpose t expand expand_as "
-         "broadcast_to movedim as_strided narrow unbind split chunk flip roll repeat tile "
-         "contiguous clone unfold view_as reshape_as swapaxes swapdims moveaxis fliplr flipud "
-         "diff repeat_interleave select tensor_split hsplit vsplit dsplit rot90"),
-    _L: ("matmul mm bmm outer dot mv addmm baddbmm addmv addr addbmm inner ger diagonal diag "
-         "diag_embed trace tril triu cross dist kron vdot diagflat"),
-    _S: "sort argsort msort topk kthvalue median nanmedian unique unique_consecutive",
-    _F: ("det slogdet logdet inverse cholesky cholesky_solve cholesky_inverse lu lu_solve "
-         "triangular_solve matrix_power matrix_exp"),
-    _SP: "svd qr pinverse",
-    _I: ("gather scatter scatter_add index_select masked_fill take_along_dim nonzero "
-         "masked_select take index_add index_put argwhere index_fill index_copy masked_scatter "
-         "scatter_reduce select_scatter slice_scatter diagonal_scatter fill_diagonal_ put "
-         "index_reduce"),
-}
-for _module, _names in _SAME_NAME.items():
-    for _name in _names.split():
-        setattr(_T, _name, getattr(_module, _name))     # a listed op that is missing fails here
-
-# in-place variants: same op, result written into self
-_INPLACE = {
-    _E: ("add sub mul div pow neg abs sign exp log log1p expm1 sqrt rsqrt sin cos tanh sigmoid "
-         "relu reciprocal square floor ceil round trunc clamp lerp sinh cosh tan asin acos atan "
-         "asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh log2 log10 exp2 erfc "
-         "lgamma digamma frac hypot copysign heaviside xlogy sgn deg2rad rad2deg nan_to_num "
-         "clamp_min clamp_max fix absolute negative divide multiply subtract true_divide "
-         "floor_divide fmod remainder atan2 arctan2 erf bitwise_not erfinv i0 gcd lcm nextafter "
-         "igamma igammac logit sinc ldexp mvlgamma"),
-    _R: "cumsum cumprod renorm",
-    _L: "tril triu addmv addr addbmm addmm baddbmm",
-    _I: "index_fill index_copy masked_scatter scatter_reduce index_reduce put",
-}
-for _module, _names in _INPLACE.items():
-    for _name in _names.split():
-        setattr(_T, _name + "_", _inplace(getattr(_module, _name)))
-_T.clip_ = _T.clamp_
-_T.polygamma = lambda self, n: _E.polygamma(n, self)      # torch's method puts n first
-_T.polygamma_ = _inplace(_T.polygamma)
-# x.where(condition, y) keeps x where condition holds (torch.where(condition, x, y))
-_T.where = lambda self, condition, y: _E.where(condition, self, y)
-
-
-def _direct_inplace(self, other, opcode):
-    """`self op= other` computed by one kernel writing straight into self's memory (instead of
-    a new buffer and a copy back: optimizer steps are made of these). Applies only when nothing
-    is being recorded, self is compact and the result keeps self's shape and dtype; returns
-    False so the general path runs (and raises torch's errors) otherwise."""
-    if _grad_mode.enabled and (self.requires_grad or getattr(other, "requires_grad", False) or
-                               getattr(self, "_no_grad_view", False)):
-        return False
-    nd = self._data
-    if not nd.dtype.is_floating_point or not nd.is_compact():
-        return False
-    if isinstance(other, Tensor):
-        operand = other._data
-        if operand.dtype is not nd.dtype or operand.device is not nd.device:
-            return False
-        if operand.buffer is nd.buffer and (operand.strides, operand.offset, operand.shape) != (
-                nd.strides, nd.offset, nd.shape):
-            return False     # a shifted view of self would be read after being overwritten
-    elif isinstance(other, (numbers.Number, np.number)) and not isinstance(other, bool):
-        operand = _E.scalar_array(other, nd.dtype, nd.device)
-    else:
-        return False
-    if operand.shape != nd.shape:
-        if _broadcast_shapes(nd.shape, operand.shape) != nd.shape:
-            return False
-        operand = operand.expand(nd.shape)
-    if nd.size:
-        nd.backend.binary(opcode, nd.buffer, operand.buffer, nd.flat(), nd.shape, nd.strides,
-                          nd.offset, operand.strides, operand.offset)
-    self._bump_version()
-    return True
-
-
-def _fast_inplace(opcode, general, scaled):
-    """add_/sub_ (with alpha) and mul_/div_: the direct kernel when possible, else `general`."""
-    if scaled:
-        def method(self, other, *, alpha=1):
-            operand = other if alpha == 1 else other * alpha
-            if _direct_inplace(self, operand, opcode):
-                return self
-            return general(self, other, alpha=alpha)
-    else:
-        def method(self, other, **kwargs):
-            if not kwargs and _direct_inplace(self, other, opcode):
-                return self
-            return general(self, other, **kwargs)
-    return method
-
-
-_T.addcmul_ = lambda self, tensor1, tensor2, *, value=1: self.add_(
-    (tensor1 * value if value != 1 else tensor1) * tensor2)
-_T.addcdiv_ = lambda self, tensor1, tensor2, *, value=1: self.add_(
-    (tensor1 * value if value != 1 else tensor1) / tensor2)
-
-
-_T.add_ = _fast_inplace(_BinaryOp.ADD, _T.add_, scaled=True)
-_T.sub_ = _fast_inplace(_BinaryOp.SUB, _T.sub_, scaled=True)
-_T.mul_ = _fast_inplace(_BinaryOp.MUL, _T.mul_, scaled=False)
-_T.div_ = _fast_inplace(_BinaryOp.DIV, _T.div_, scaled=False)
-for _name in ("masked_fill", "index_add", "scatter", "scatter_add", "index_put"):
-    setattr(_T, _name + "_", _inplace(getattr(_I, _name)))
-
-
-def _fill_(self, value):
-    """Every element := value. Inside a recorded graph the value is written as an op result
-    (its old history then gets no gradient, see _assign_result); otherwise it is a plain fill
-    of the memory."""
-    self._check_inplace()
-    if self.requires_grad and _grad_mode.enabled:
-        return self._assign_result(_M.expand(_scalar_like(value, self), *self.shape))
-    self._data.assign(value._data.astype(self.dtype) if isinstance(value, Tensor) else value)
-    self._bump_version()
-    return self
-
-
-def _zero_(self):
-    return _fill_(self, 0)
-
-
-def _copy_(self, src, non_blocking=False):
-    _check_no_overlap(self)
-    self._check_inplace()
-    src = src.to(self.device) if isinstance(src, Tensor) else tensor(src)
-    result = _E.cast(_M.expand(src, *self.shape) if src.shape != self.shape else src, self.dtype)
-    if result is src and src.requires_grad and _grad_mode.enabled:
-        result = _M.clone(src)      # a node of its own: self must not become src's alias leaf
-    return self._assign_result(result)
-
-
-def _scalar_like(value, t):
-    if isinstance(value, Tensor):
-        return _E.cast(value, t.dtype)
-    return wrap(_E.scalar_array(value, t.dtype, t.device))
-
-
-_T.fill_ = _fill_
-_T.zero_ = _zero_
-_T.copy_ = _copy_
-_T.new_tensor = lambda self, data, dtype=None, device=None, requires_grad=False: tensor(
-    data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
-_T.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: zeros(
-    *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
-_T.new_ones = lambda self, *size, dtype=None, device=None, requires_grad=False: ones(
-    *size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
-_T.new_full = lambda self, size, fill_value, dtype=None, device=None, requires_grad=False: full(
-    size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
-    requires_grad=requires_grad)
-_T.new_empty = _T.new_zeros
-
-
-def _keeping_dtype(fn):
-    """An op whose bool result an in-place form casts back to self's dtype (torch's `x.eq_(y)`
-    and `x.logical_and_(y)` keep x's dtype, float or not)."""
-    return lambda self, *args: _E.cast(fn(self, *args), self.dtype)
-
-
-for _name in ("eq ne lt le gt ge greater_equal less_equal not_equal greater less logical_and "
-              "logical_or logical_xor logical_not").split():
-    setattr(_T, _name + "_", _inplace(_keeping_dtype(getattr(_E, _name))))
-
-
-def _float_power_(self, exponent):
-    """torch refuses to compute float_power_ (a float64 op) into anything but float64."""
-    if self.dtype is not dtypes.float64:
-        raise RuntimeError("the base given to float_power_ has dtype "
-                           f"{_E.TORCH_NAMES[self.dtype.name]} but the operation's result "
-                           "requires dtype Double")
-    return _inplace(_E.float_power)(self, exponent)
-
-
-_T.float_power_ = _float_power_
-
-
-def _inplace_view(fn):
-    """torch's `x.t_()`, `x.squeeze_()`, …: x itself takes the view's shape and strides (the
-    storage stays) and, while recording, the view's place in the graph. Like torch, it counts as
-    an in-place op: saved copies of x are invalidated."""
-    def method(self, *args, **kwargs):
-        self._check_inplace()
-        view = fn(self, *args, **kwargs)
-        self._data = view._data
-        self._bump_version()
-        if view.requires_grad:
-            self.grad_fn, self._output_nr = view.grad_fn, view._output_nr
-            self._view_version = self._version[0]
-        return self
-    method.__name__ = fn.__name__ + "_"
-    return method
-
-
-for _name in ("t", "squeeze", "unsqueeze", "transpose", "swapaxes", "swapdims", "as_strided"):
-    setattr(_T, _name + "_", _inplace_view(getattr(_M, _name)))
-_T.ravel = lambda self: self.reshape(-1)
-
-
-def _sum_to_size(self, *size):
-    """self summed over its broadcast dims down to `size` (which must expand to self's shape)."""
-    shape = tuple(_shape_args(size))
-    trailing = self.shape[len(self.shape) - len(shape):] if shape else ()
-    if len(shape) > self.ndim or any(s not in (1, t) for s, t in zip(shape, trailing)):
-        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size "
-                           f"{{{list(self.shape)}}}.")
-    return _R.sum_to(self, shape)
-
-
-_T.sum_to_size = _sum_to_size
-
-
-def _apply_(self, callable):
-    """Every element replaced by callable(element), a Python function (CPU only, as torch)."""
-    if self.device.type != "cpu":
-        raise TypeError("apply_ is only implemented on CPU tensors")
-    return _write_python_values(self, [callable(v) for v in _python_values(self)])
-
-
-def _map_(self, tensor, callable):
-    """self[i] = callable(self[i], tensor[i]) with tensor broadcast to self (CPU only)."""
-    if self.device.type != "cpu" or tensor.device.type != "cpu":
-        raise TypeError("map_ is only implemented on CPU tensors")
-    pairs = zip(_python_values(self), _python_values(tensor.expand(*self.shape)))
-    return _write_python_values(self, [callable(a, b) for a, b in pairs])
-
-
-def _python_values(t):
-    return t._data.numpy().reshape(-1).tolist()
-
-
-def _write_python_values(t, values):
-    """apply_ / map_'s results (a flat list in row-major order) written into t."""
-    t._data.assign(NDArray.from_numpy(np.asarray(values).reshape(t.shape), t.dtype))
-    t._bump_version()
-    return t
-
-
-def _resize_(self, *sizes, memory_format=None):
-    """torch's resize_: the same elements in row-major order under the new shape, truncated,
-    or extended with zeros (torch leaves those uninitialised); a new buffer when it grows."""
-    if self.requires_grad:
-        raise RuntimeError("cannot resize variables that require grad")
-    shape = tuple(_shape_args(sizes))
-    flat = self._data.compact().reshape((self.numel(),))
-    n = shape_numel(shape)
-    if n <= flat.size:
-        data = flat[:n].compact() if n < flat.size else flat
-    else:
-        data = NDArray.full((n,), 0, self.dtype, self.device)
-        if flat.size:
-            data[:flat.size] = flat
-    self._data = data.reshape(shape)
-    self._bump_version()
-    return self
-
-
-def _new(self, *args, dtype=None, device=None):
-    """torch's legacy Tensor.new: sizes give an (here zeroed) tensor, data a copy of it, in
-    self's dtype and device."""
-    dtype, device = dtype or self.dtype, device or self.device
-    if len(args) == 1 and not isinstance(args[0], numbers.Integral):
-        return tensor(args[0], dtype=dtype, device=device)
-    return zeros(*(args or (0,)), dtype=dtype, device=device)
-
-
-_T.apply_ = _apply_
-_T.map_ = _map_
-_T.resize_ = _resize_
-_T.resize_as_ = lambda self, other, memory_format=None: _resize_(self, *other.shape)
-_T.new = _new
-_T.adjoint = lambda self: _matrix_transpose(self, "tensor.adjoint()", "adjoint() is deprecated "
-                                            "on 0-D tensors. Consider using x.conj().")
-_T.split_with_sizes = lambda self, split_sizes, dim=0: _M.split(self, list(split_sizes), dim)

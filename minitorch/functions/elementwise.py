@@ -11,8 +11,9 @@ import warnings
 import numpy as np
 
 from .. import dtypes
-from ..autograd import Function
-from ..ndarray import NDArray
+from ..backend import device as device_of
+from ..autograd import KernelFunction
+from ..ndarray import NDArray, scalar_array
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import Tensor, ones_like, wrap, zeros, zeros_like
 from .reduce import sum_to
@@ -43,28 +44,12 @@ __all__ = [
     # complex-number queries, as torch answers them for real tensors
     'angle', 'isneginf', 'isposinf', 'isreal',
 ]
-_scalar_cache = {}
 _FAST_SCALARS = (int, float)
 # torch's names for dtypes in error messages: ScalarType names, and C type names (c10 typename).
 TORCH_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "uint8": "Byte",
                "bool": "Bool"}
 C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "uint8": "unsigned char",
            "bool": "bool"}
-
-
-def scalar_array(value, dtype, device):
-    """A 0-d NDArray holding `value` (cached: `x * 2` should not allocate a constant each time).
-    Cached arrays are only ever read by kernels, never handed to users."""
-    key = (value, type(value), dtype, device)
-    if value == 0 and type(value) is float and math.copysign(1.0, value) < 0:
-        key = ("-0.0", dtype, device)       # -0.0 == 0.0: keep the sign apart in the cache
-    nd = _scalar_cache.get(key)
-    if nd is None:
-        if len(_scalar_cache) > 4096:
-            _scalar_cache.clear()
-        nd = NDArray.full((), value, dtype, device)
-        _scalar_cache[key] = nd
-    return nd
 
 
 def _priority(x):
@@ -148,7 +133,7 @@ def _copy(a):
 
 
 # ---- dtype casts and device moves -------------------------------------------------------------
-class ToCopy(Function):
+class ToCopy(KernelFunction):
     """A dtype conversion (torch's grad_fn for `.to(dtype)` is ToCopyBackward0)."""
 
     @staticmethod
@@ -167,7 +152,7 @@ def cast(a, dtype):
     return ToCopy.apply(a, dtype)
 
 
-class ToDevice(Function):
+class ToDevice(KernelFunction):
     """A copy to another device; shows as ToCopyBackward0 like torch's."""
 
     @classmethod
@@ -193,8 +178,40 @@ def to_device(a, device):
     return ToDevice.apply(a, device)
 
 
+_TO_SIGNATURES = (
+    "to() received an invalid combination of arguments - got ({}), but expected one of:\n"
+    " * (torch.device device = None, torch.dtype dtype = None, bool non_blocking = False, "
+    "bool copy = False, *, torch.memory_format memory_format = None)\n"
+    " * (torch.dtype dtype, bool non_blocking = False, bool copy = False, *, "
+    "torch.memory_format memory_format = None)\n"
+    " * (Tensor tensor, bool non_blocking = False, bool copy = False, *, "
+    "torch.memory_format memory_format = None)\n")
+
+
+
+def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
+    """to(dtype), to(device), to(device, dtype), to(other_tensor)."""
+    if dtype is not None and not isinstance(dtype, dtypes.dtype):
+        raise TypeError(_TO_SIGNATURES.format(f"dtype={type(dtype).__name__}, "))
+    for arg in args:
+        if isinstance(arg, dtypes.dtype):
+            dtype = arg
+        elif isinstance(arg, Tensor):
+            dtype, device = arg.dtype, arg.device
+        elif arg is not None:
+            device = arg
+    result = self
+    if device is not None and device_of(device) is not self.device:
+        result = to_device(result, device_of(device))
+    if dtype is not None and dtype is not result.dtype:
+        result = cast(result, dtype)
+    if copy and result is self:
+        result = self.clone()
+    return result
+
+
 # ---- unary ------------------------------------------------------------------------------------
-class _Unary(Function):
+class _Unary(KernelFunction):
     """out = op(a); subclasses give `op` and a backward."""
     op = None
 
@@ -533,7 +550,7 @@ class Frac(_Unary):
 
 
 # Fused backward kernels, each a Function itself so that double backward still works.
-class TanhBackward(Function):
+class TanhBackward(KernelFunction):
     @staticmethod
     def forward(ctx, g, out):
         ctx.save_for_backward(g, out)
@@ -545,7 +562,7 @@ class TanhBackward(Function):
         return gg * (1 - out * out), gg * g * out * -2
 
 
-class SigmoidBackward(Function):
+class SigmoidBackward(KernelFunction):
     @staticmethod
     def forward(ctx, g, out):
         ctx.save_for_backward(g, out)
@@ -557,7 +574,7 @@ class SigmoidBackward(Function):
         return gg * out * (1 - out), gg * g * (1 - out * 2)
 
 
-class ReluBackward(Function):
+class ReluBackward(KernelFunction):
     @staticmethod
     def forward(ctx, g, out):
         ctx.save_for_backward(out)
@@ -874,7 +891,7 @@ def positive(input):
 
 
 # ---- binary -----------------------------------------------------------------------------------
-class _Binary(Function):
+class _Binary(KernelFunction):
     """out = op(a, b) with broadcasting; subclasses give `op` and a backward."""
     op = None
 
@@ -966,7 +983,7 @@ class TruncDivide(FloorDivide):
         return wrap(a._data.binary(B.DIV, b._data).unary(U.TRUNC))
 
 
-class Pow(Function):
+class Pow(KernelFunction):
     """tensor ** Python number (torch's PowBackward0)."""
 
     @staticmethod
@@ -1560,7 +1577,7 @@ def _polygamma_data(x, n):
     return order.binary(B.ZETA, x).binary(B.MUL, factor)
 
 
-class Polygamma(Function):
+class Polygamma(KernelFunction):
     """polygamma(n, x); its derivative is polygamma(n + 1, x), so any order differentiates."""
 
     @staticmethod
@@ -1701,7 +1718,7 @@ def lcm(input, other):
 
 
 # composites of the kernels above and older ones
-class Logit(Function):
+class Logit(KernelFunction):
     """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given; torch's gradient
     is NaN outside [0, 1] without eps and 0 outside [eps, 1 - eps] with it."""
 
@@ -1729,7 +1746,7 @@ def logit(input, eps=None):
     return Logit.apply(_float_input(input), None if eps is not None and eps < 0 else eps)
 
 
-class Sinc(Function):
+class Sinc(KernelFunction):
     """sin(pi x) / (pi x), 1 at 0, with torch's derivative (0 at 0)."""
 
     @staticmethod
@@ -1774,7 +1791,7 @@ def mvlgamma(input, p):
     return terms.sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
 
 
-class SpecialEntr(Function):
+class SpecialEntr(KernelFunction):
     """-x log x (0 at 0, -inf below), with torch's derivative -(1 + log x)."""
 
     @staticmethod
@@ -1930,7 +1947,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 # ---- where / clamp / lerp ---------------------------------------------------------------------
-class Where(Function):
+class Where(KernelFunction):
     @staticmethod
     def forward(ctx, condition, a, b):
         ctx.save_for_backward(condition)
@@ -1995,7 +2012,7 @@ def clamp(input, min=None, max=None):
                        None if max is None else _as_operand(max, dtype, device))
 
 
-class Clamp(Function):
+class Clamp(KernelFunction):
     """min(max(x, low), high): NaN in x or in a bound propagates (as in torch), min > max gives
     max. Gradients are torch's clamp_backward / clamp_backward_min_max."""
 
@@ -2076,7 +2093,7 @@ def lerp(input, end, weight):
     return Lerp.apply(input, end, weight)
 
 
-class Lerp(Function):
+class Lerp(KernelFunction):
     """torch's lerp: input + weight * (end - input) where |weight| < 0.5, else
     end - (end - input) * (1 - weight) (exact at both ends); the gradients are torch's
     closed forms (g * (1 - weight), g * weight, g * (end - input)), not the chosen branch's."""

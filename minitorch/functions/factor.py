@@ -22,7 +22,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes
-from ..autograd import Function, is_grad_enabled
+from ..autograd import KernelFunction, is_grad_enabled
 from ..tensor import arange, eye, wrap, zeros_like
 from .elementwise import TORCH_NAMES, where
 from .linalg import diag_embed, matmul, tril, triu
@@ -258,7 +258,7 @@ def _grad_through_inverse(ctx, A, scale):
     return _lu_solve_with(lu, ctx.perm, d, adjoint=True)
 
 
-class LinalgDet(Function):
+class LinalgDet(KernelFunction):
     """det(A) = sign(P) * prod(diag(U))."""
 
     @staticmethod
@@ -275,7 +275,7 @@ class LinalgDet(Function):
         return _grad_through_inverse(ctx, A, g * result)
 
 
-class LinalgSlogdet(Function):
+class LinalgSlogdet(KernelFunction):
     """(sign, log|det|) from the LU's diagonal; only log|det| has a (real) gradient."""
 
     @staticmethod
@@ -320,7 +320,7 @@ def logdet(A):
 
 
 # ---- inverse and solve ------------------------------------------------------------------------
-class LinalgInvEx(Function):
+class LinalgInvEx(KernelFunction):
     """(A^-1, info) by the LU: the gradient is -A^-T g A^-T."""
 
     @staticmethod
@@ -358,7 +358,7 @@ def inverse(input):
     return inv(input)
 
 
-class LinalgSolveEx(Function):
+class LinalgSolveEx(KernelFunction):
     """(X, info) with A X = B (batch dims broadcast): gB = A^-T g, gA = -gB X^T."""
 
     @staticmethod
@@ -429,7 +429,7 @@ def _lu_factor_checked(A, name, pivot):
     return LinalgLuFactorEx.apply(A)
 
 
-class LinalgLuFactorEx(Function):
+class LinalgLuFactorEx(KernelFunction):
     """getrf with torch's gradient (linalg_lu_backward): the packed LU's strict lower part is
     L's gradient, its upper part U's."""
 
@@ -532,7 +532,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     return _LuUnpackResult(P, L, U)
 
 
-class LinalgLuSolve(Function):
+class LinalgLuSolve(KernelFunction):
     """X from an LU: A X = B, A^T X = B (adjoint), X A = B or X A^T = B (not left), for an LU
     that needs no gradient (see _lu_solve_through_a): gB solves the adjoint system with g."""
 
@@ -592,7 +592,7 @@ def lu_solve(b, LU_data, LU_pivots):
 
 
 # ---- triangular solves --------------------------------------------------------------------------
-class LinalgSolveTriangular(Function):
+class LinalgSolveTriangular(KernelFunction):
     """X with A X = B (X A = B when not left), A triangular; torch's gradient, gA projected on
     A's triangle (without the diagonal when unitriangular)."""
 
@@ -654,7 +654,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
 
 
 # ---- Cholesky -----------------------------------------------------------------------------------
-class LinalgCholeskyEx(Function):
+class LinalgCholeskyEx(KernelFunction):
     """(L, info) with L L^T = A from A's lower triangle (U^T U = A from the upper one when
     `upper`); torch's gradient L^-T Phi(L^T gL) L^-1 (Murray 2016)."""
 
@@ -706,7 +706,7 @@ def cholesky(input, upper=False):
     return _cholesky(input, upper, "cholesky")
 
 
-class CholeskySolve(Function):
+class CholeskySolve(KernelFunction):
     """X with A X = B for A = L L^T (U^T U when upper), batch dims broadcast; torch's gradient."""
 
     @staticmethod

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes
-from ..autograd import Function, _grad_mode
+from ..autograd import KernelFunction, _grad_mode
 from ..ndarray import (NDArray, broadcast_shapes, contiguous_strides, normalize_dim, shape_numel,
                        shape_str)
 from ..opcodes import BinaryOp as B, ReduceOp
@@ -405,7 +405,7 @@ def _resolve(view_shape, pending, device):
 
 
 # ---- getitem / setitem Functions --------------------------------------------------------------
-class _View(Function):
+class _View(KernelFunction):
     """t[ints, slices, None]: a view sharing t's storage and version counter. Subclasses only
     name the node like torch's (by the last view op applied)."""
 
@@ -440,7 +440,7 @@ class Alias(_View):
         return g, None
 
 
-class Index(Function):
+class Index(KernelFunction):
     """view[index tensors]: a copy read with `take`; backward puts into zeros (accumulating)."""
 
     @staticmethod
@@ -463,7 +463,7 @@ class Take(Index):
     """take(input, index) = input.flatten()[index]."""
 
 
-class IndexPut(Function):
+class IndexPut(KernelFunction):
     """base with `values` written (or added, when accumulate) at an indexer's positions: a copy,
     or base itself when `in_place` (setitem, and the zero buffers of backward rules)."""
 
@@ -622,7 +622,7 @@ def _out_of_bounds(index, dim, size):
     return RuntimeError(f"index {value} is out of bounds for dimension {dim} with size {size}")
 
 
-class Gather(Function):
+class Gather(KernelFunction):
     """out[..., j, ...] = a[..., index[..., j, ...], ...] along dim; backward scatter_adds."""
 
     @staticmethod
@@ -640,7 +640,7 @@ class Gather(Function):
         return GatherBackward.apply(g, index, ctx.dim, ctx.input_shape), None
 
 
-class GatherBackward(Function):
+class GatherBackward(KernelFunction):
     """g scatter-added into fresh zeros of the gathered input's shape (also max/min's backward,
     through the arg index): one fill and one scatter, where scatter_add(zeros, …) would copy
     the zeros once more. Linear in g; its backward gathers."""
@@ -659,7 +659,7 @@ class GatherBackward(Function):
         return Gather.apply(gg, index, ctx.dim), None, None, None
 
 
-class ScatterAdd(Function):
+class ScatterAdd(KernelFunction):
     """a with src[..., j, ...] added at a[..., index[..., j, ...], ...] (duplicates add up)."""
     accumulate = True
 
@@ -785,7 +785,7 @@ def scatter_add(input, dim, index, src):
 
 
 # ---- index_select / index_add -----------------------------------------------------------------
-class IndexSelect(Function):
+class IndexSelect(KernelFunction):
     """Slices of a along dim picked by a 1-d index; backward index_adds into zeros."""
 
     @staticmethod
@@ -808,7 +808,7 @@ class IndexSelect(Function):
         return IndexAdd.apply(_zeros(ctx.input_shape, g), index, g, ctx.dim), None
 
 
-class IndexAdd(Function):
+class IndexAdd(KernelFunction):
     """a with the slices of src added at a's slices index[j] along dim."""
 
     @staticmethod
@@ -874,7 +874,7 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 
 # ---- masks ------------------------------------------------------------------------------------
-class MaskedFill(Function):
+class MaskedFill(KernelFunction):
     """value where mask else a (mask and a broadcast together); value is a 0-d tensor."""
 
     @staticmethod
@@ -1034,7 +1034,7 @@ def _scatter_counts(shape, index, dim, include_self, like):
     return counts.binary(B.MAXIMUM, scalar_array(1, like.dtype, like.device))
 
 
-class ScatterReduce(Function):
+class ScatterReduce(KernelFunction):
     """a with src reduced into a[..., index[..., j, ...], ...] along dim by "sum", "prod",
     "mean", "amax" or "amin", a's own values taking part when include_self."""
 
@@ -1231,7 +1231,7 @@ def masked_scatter(input, mask, source):
 
 
 # ---- select_scatter / slice_scatter / diagonal_scatter ----------------------------------------
-class ViewScatter(Function):
+class ViewScatter(KernelFunction):
     """a with the strided view `view(a)` (a select, a slice, a diagonal) overwritten by src.
     Backward: a's gradient with that region zeroed, and the region's gradient for src."""
 

@@ -11,7 +11,7 @@ import operator
 import warnings
 
 from .. import dtypes
-from ..autograd import Function
+from ..autograd import KernelFunction
 from ..ndarray import NDArray, normalize_dim
 from ..opcodes import BinaryOp as B
 from ..tensor import Tensor, arange, empty, wrap, zeros
@@ -29,7 +29,7 @@ __all__ = [
 
 
 # ---- products as Functions ----------------------------------------------------------------------
-class Matmul(Function):
+class Matmul(KernelFunction):
     """(…, m, k) @ (…, k, n) with broadcast batch axes (both inputs at least 2-D)."""
 
     @staticmethod
@@ -56,7 +56,7 @@ class Bmm(Matmul):
     """torch.bmm: (b, n, k) @ (b, k, m)."""
 
 
-class Mv(Function):
+class Mv(KernelFunction):
     """(n, k) @ (k,) -> (n,)."""
 
     @staticmethod
@@ -74,7 +74,7 @@ class Mv(Function):
         return grad_mat, grad_vec
 
 
-class Dot(Function):
+class Dot(KernelFunction):
     """(k,) · (k,) -> 0-d."""
 
     @staticmethod
@@ -89,7 +89,7 @@ class Dot(Function):
         return (g * b if b is not None else None), (g * a if a is not None else None)
 
 
-class Addmm(Function):
+class Addmm(KernelFunction):
     """beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape."""
 
     @staticmethod
@@ -623,7 +623,7 @@ def _match_summed(a, a_labels, b, b_labels, summed):
     return a, b
 
 
-class Diagonal(Function):
+class Diagonal(KernelFunction):
     """A diagonal view, `view(data)` giving its geometry from the viewed array's (the einsum
     diagonals over groups of axes, torch.diagonal's offset diagonal of two axes)."""
 
@@ -637,7 +637,7 @@ class Diagonal(Function):
         return DiagonalBackward.apply(g, ctx.input_shape, ctx.view), None
 
 
-class DiagonalBackward(Function):
+class DiagonalBackward(KernelFunction):
     """Zeros of the input's shape with the gradient written onto the diagonal (its own backward
     is the diagonal again, so double backward works)."""
 
@@ -816,7 +816,7 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     return Cdist.apply(x1, x2, float(p))
 
 
-class Cdist(Function):
+class Cdist(KernelFunction):
     """The norms of the pairwise differences; backward is torch's _cdist_backward: no gradient
     where a distance is 0, and every coordinate tying for an inf-norm gets the whole gradient
     (vector_norm shares it out)."""

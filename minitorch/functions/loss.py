@@ -13,7 +13,7 @@ ctc_loss's per-sample negative log-likelihoods are one node too (CtcLoss, below)
 """
 import math
 
-from ..autograd import Function
+from ..autograd import KernelFunction
 from ..ndarray import NDArray
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import arange, wrap
@@ -53,7 +53,7 @@ def _denominator(w, rows, like):
     return w.reduce(ReduceOp.SUM)
 
 
-class NllLoss(Function):
+class NllLoss(KernelFunction):
     @staticmethod
     def forward(ctx, scores, target, w, reduction):
         nd = scores._data
@@ -74,7 +74,7 @@ class NllLoss(Function):
             None, None, None
 
 
-class NllLossBackward(Function):
+class NllLossBackward(KernelFunction):
     """Zeros with the row coefficients scattered to the target classes: linear in g, so its
     own gradient (with respect to g) is the forward loss of the incoming gradient."""
 
@@ -117,7 +117,7 @@ def _shifted(states, by, fill):
     return cat([states[:, -by:], edge], 1)
 
 
-class CtcLoss(Function):
+class CtcLoss(KernelFunction):
     """torch's _ctc_loss (its CPU algorithm) with tensor ops over time, all samples at once: one
     step is a dozen small kernels on (N, L) states, forward (alpha) and backward (beta) alike.
     alphas[t + 1] is the log-probability of the label prefixes that end in state s at time t;

@@ -14,10 +14,10 @@ import operator
 import warnings
 
 from .. import dtypes
-from ..autograd import Function, _grad_mode
+from ..autograd import KernelFunction, _grad_mode
 from ..ndarray import broadcast_shapes as _broadcast_pair
 from ..ndarray import (NDArray, _device_mismatch, check_shape, contiguous_strides, normalize_dim,
-                       normalize_dims, shape_numel, shape_str)
+                       normalize_dims, real_dim, shape_numel, shape_str)
 from ..opcodes import BinaryOp
 from ..tensor import Size, Tensor, arange, tensor as make_tensor, wrap
 
@@ -52,7 +52,7 @@ def _view_of(a, data):
     return view_of(a, data) if data.buffer is a._data.buffer else wrap(data)
 
 
-class CopySlices(Function):
+class CopySlices(KernelFunction):
     """The storage owner after an in-place write through one of its views: gradient in the
     view's region goes to the written value, the rest to the owner's previous history."""
 
@@ -100,13 +100,6 @@ def _sizes(size, keyword=None):
             raise TypeError(f"argument 'shape' must be tuple of ints, but found element of type "
                             f"bool at pos {pos}")
     return tuple(operator.index(s) for s in size)
-
-
-def _dim_of(dim, ndim):
-    """normalize_dim for ops that need a real dimension (torch rejects 0-d tensors here)."""
-    if ndim == 0:
-        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-    return normalize_dim(dim, ndim)
 
 
 def _axis_key(dim, item):
@@ -194,7 +187,7 @@ def _restride(nd, src, dst, counted):
     return storage._view(out_shape, dst[1], dst[2] - low).compact()
 
 
-class AsStridedBackward(Function):
+class AsStridedBackward(KernelFunction):
     """g → gather_dst(scatter_add_src(g) / counts): the backward of every strided view. It is
     linear, and its adjoint is itself with src and dst swapped, so double backward works."""
 
@@ -216,7 +209,7 @@ def _scatter_back(g, input_shape, view_geometry):
 
 
 # ---- reshape family ---------------------------------------------------------------------------
-class View(Function):
+class View(KernelFunction):
     @staticmethod
     def forward(ctx, a, shape, strides=None):
         nd = a._data
@@ -228,7 +221,7 @@ class View(Function):
         return g.reshape(ctx.input_shape), None, None
 
 
-class UnsafeView(Function):
+class UnsafeView(KernelFunction):
     """reshape of a layout no view can describe: a compact copy (torch's _unsafe_view)."""
 
     @staticmethod
@@ -294,7 +287,7 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 def unflatten(input, dim, sizes):
     """Split dimension `dim` into `sizes` (one of which may be -1)."""
-    d = _dim_of(dim, input.ndim)
+    d = real_dim(dim, input.ndim)
     sizes = tuple(operator.index(s) for s in sizes)
     if not sizes:
         raise RuntimeError("unflatten: sizes must be non-empty")
@@ -321,7 +314,7 @@ def _unflatten_error(sizes, dim, size):
                         f"size of dim {dim} ({size}) in the input tensor")
 
 
-class Squeeze(Function):
+class Squeeze(KernelFunction):
     @staticmethod
     def forward(ctx, a, dims):
         ctx.input_shape = a._data.shape
@@ -332,7 +325,7 @@ class Squeeze(Function):
         return g.reshape(ctx.input_shape), None
 
 
-class Unsqueeze(Function):
+class Unsqueeze(KernelFunction):
     @staticmethod
     def forward(ctx, a, dim):
         ctx.dim = dim
@@ -360,7 +353,7 @@ def _inverse(order):
     return tuple(inverse)
 
 
-class Permute(Function):
+class Permute(KernelFunction):
     @staticmethod
     def forward(ctx, a, dims):
         ctx.dims = tuple(normalize_dim(d, a._data.ndim) for d in dims)
@@ -371,7 +364,7 @@ class Permute(Function):
         return Permute.apply(g, _inverse(ctx.dims)), None
 
 
-class Transpose(Function):
+class Transpose(KernelFunction):
     @staticmethod
     def forward(ctx, a, dim0, dim1):
         ctx.dims = (dim0, dim1)
@@ -382,7 +375,7 @@ class Transpose(Function):
         return Transpose.apply(g, *ctx.dims), None, None
 
 
-class T(Function):
+class T(KernelFunction):
     @staticmethod
     def forward(ctx, a):
         return _view_of(a, _swapped(a._data, 0, 1) if a._data.ndim == 2 else a._data._view(
@@ -454,7 +447,7 @@ moveaxis = movedim
 
 
 # ---- broadcasting -----------------------------------------------------------------------------
-class Expand(Function):
+class Expand(KernelFunction):
     @staticmethod
     def forward(ctx, a, shape):
         ctx.input_shape = a._data.shape
@@ -479,7 +472,7 @@ def expand_as(input, other):
 
 
 # ---- strided views ----------------------------------------------------------------------------
-class AsStrided(Function):
+class AsStrided(KernelFunction):
     """A view with explicit size/stride/offset into the input's storage (torch's semantics:
     the gradient is routed through storage, averaged where the input's own view overlaps)."""
 
@@ -512,7 +505,7 @@ def _unfold_geometry(shape, strides, offset, dim, size, step):
     return tuple(shape) + (size,), tuple(strides) + (window_stride,), offset
 
 
-class Unfold(Function):
+class Unfold(KernelFunction):
     """Tensor.unfold(dimension, size, step): every window of `size` along a dim, as a view."""
 
     @staticmethod
@@ -543,7 +536,7 @@ def unfold(input, dimension, size, step):
     return Unfold.apply(input, dim, operator.index(size), operator.index(step))
 
 
-class Slice(Function):
+class Slice(KernelFunction):
     """narrow: `length` entries of one dim starting at `start`, as a view."""
 
     @staticmethod
@@ -580,7 +573,7 @@ def narrow(input, dim, start, length):
 
 
 # ---- multi-output views -----------------------------------------------------------------------
-class Split(Function):
+class Split(KernelFunction):
     """Consecutive pieces of one dim (views); backward concatenates the pieces' gradients."""
 
     @staticmethod
@@ -601,7 +594,7 @@ class SplitWithSizes(Split):
     pass
 
 
-class Unbind(Function):
+class Unbind(KernelFunction):
     @staticmethod
     def forward(ctx, a, dim):
         ctx.dim = dim
@@ -666,11 +659,11 @@ def chunk(input, chunks, dim=0):
 def unbind(input, dim=0):
     if input.ndim == 0:
         normalize_dim(dim, 0)       # torch's message for a dim out of range first
-    return Unbind.apply(input, _dim_of(dim, input.ndim))
+    return Unbind.apply(input, real_dim(dim, input.ndim))
 
 
 # ---- copies -----------------------------------------------------------------------------------
-class Clone(Function):
+class Clone(KernelFunction):
     @staticmethod
     def forward(ctx, a):
         return wrap(a._data.copy())
@@ -688,7 +681,7 @@ def contiguous(input, memory_format=None):
     return input if input._data.is_compact() else Clone.apply(input)
 
 
-class Flip(Function):
+class Flip(KernelFunction):
     """A reversed copy: a negative-stride view compacted by one kernel."""
 
     @staticmethod
@@ -719,7 +712,7 @@ def flipud(input):
     return flip(input, 0)
 
 
-class Roll(Function):
+class Roll(KernelFunction):
     """Shift entries cyclically along dims: one strided copy per block of the result."""
 
     @staticmethod
@@ -769,11 +762,11 @@ def roll(input, shifts, dims=None):
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
                            f"dims:{len(dims)}")
-    dims = tuple(_dim_of(d, input.ndim) for d in dims)
+    dims = tuple(real_dim(d, input.ndim) for d in dims)
     return Roll.apply(input, tuple(operator.index(s) for s in shifts), dims)
 
 
-class Repeat(Function):
+class Repeat(KernelFunction):
     """Tile the input `repeats` times per dim: an expanded (r0, s0, r1, s1, …) view compacted
     by one kernel; backward sums the gradient over the repeat axes."""
 
@@ -821,7 +814,7 @@ def _legacy_empty(nd):
     return nd.shape == (0,)
 
 
-class Cat(Function):
+class Cat(KernelFunction):
     @staticmethod
     def forward(ctx, *args):
         *tensors, dim = args
@@ -889,7 +882,7 @@ def concatenate(tensors, axis=0):
     return cat(tensors, axis)
 
 
-class Stack(Function):
+class Stack(KernelFunction):
     @staticmethod
     def forward(ctx, *args):
         *tensors, dim = args

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes
-from ..autograd import Function, is_grad_enabled
+from ..autograd import KernelFunction, is_grad_enabled
 from ..ndarray import NDArray, normalize_dim, normalize_dims, shape_numel
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import Tensor, wrap
@@ -24,7 +24,7 @@ from . import elementwise as _E   # circular at import time: only used inside fu
 
 __all__ = [
     'all', 'amax', 'amin', 'any', 'argmax', 'argmin', 'count_nonzero', 'cumprod', 'cumsum',
-    'log_softmax', 'logsumexp', 'max', 'mean', 'min', 'norm', 'nuclear_norm', 'prod', 'renorm',
+    'log_softmax', 'logsumexp', 'max', 'mean', 'min', 'prod', 'renorm',
     'softmax', 'std', 'std_mean', 'sum', 'var', 'var_mean',
 ]
 
@@ -98,7 +98,7 @@ def _torch_dtype_name(dtype):
 
 
 # ---- sum / mean -------------------------------------------------------------------------------
-class Sum(Function):
+class Sum(KernelFunction):
     @staticmethod
     def forward(ctx, a, dims, keepdim):
         ctx.input_shape = a._data.shape
@@ -133,7 +133,7 @@ def sum_to(g, shape):
     return result.reshape(shape) if result._data.shape != shape else result
 
 
-class Mean(Function):
+class Mean(KernelFunction):
     @staticmethod
     def forward(ctx, a, dims, keepdim):
         nd = a._data
@@ -164,7 +164,7 @@ def mean(input, dim=None, keepdim=False, dtype=None):
 
 
 # ---- prod -------------------------------------------------------------------------------------
-class Prod(Function):
+class Prod(KernelFunction):
     @staticmethod
     def forward(ctx, a, dim, keepdim):
         nd = a._data
@@ -238,7 +238,7 @@ _MaxResult = _return_type("max")
 _MinResult = _return_type("min")
 
 
-class _ExtremumAll(Function):
+class _ExtremumAll(KernelFunction):
     """max() / min() over every element; ties (and NaNs, when the result is NaN) share the
     gradient evenly, as in torch."""
     op = None
@@ -272,7 +272,7 @@ class MinAll(_ExtremumAll):
         return "MinBackward1"
 
 
-class Max(Function):
+class Max(KernelFunction):
     """max(dim) -> (values, indices); the gradient goes to the returned index only."""
     op, arg_op, result = ReduceOp.MAX, ReduceOp.ARGMAX, _MaxResult
     materialize_grads = False
@@ -336,7 +336,7 @@ def min(input, dim=None, keepdim=False, *, other=None):
     return _max_min("min", MinAll, Min, _E.minimum, input, dim, keepdim, other)
 
 
-class Amax(Function):
+class Amax(KernelFunction):
     """amax over dims; ties share the gradient evenly (torch's scale_grad_by_count)."""
     op = ReduceOp.MAX
 
@@ -431,7 +431,7 @@ def _var_backward(g, a, dims, correction):
     return (g * scale) * (a - mean(a, dims, keepdim=True))
 
 
-class Var(Function):
+class Var(KernelFunction):
     @staticmethod
     def forward(ctx, a, dims, correction, keepdim):
         ctx.dims = normalize_dims(dims, a._data.ndim)
@@ -451,7 +451,7 @@ def _std_grad(g, std):
     return _E.where(std == 0, _zero_like(g), g / (std * 2))
 
 
-class Std(Function):
+class Std(KernelFunction):
     @staticmethod
     def forward(ctx, a, dims, correction, keepdim):
         ctx.dims = normalize_dims(dims, a._data.ndim)
@@ -467,7 +467,7 @@ class Std(Function):
         return _var_backward(_std_grad(g, out), a, ctx.dims, ctx.correction), None, None, None
 
 
-class VarMean(Function):
+class VarMean(KernelFunction):
     """(var, mean) from one pass over the mean."""
     materialize_grads = False
     take_sqrt = False
@@ -551,7 +551,7 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 # ---- logsumexp / softmax ----------------------------------------------------------------------
-class Logsumexp(Function):
+class Logsumexp(KernelFunction):
     @staticmethod
     def forward(ctx, a, dims, keepdim):
         nd = a._data
@@ -611,7 +611,7 @@ def _nd_softmax_backward(gd, yd, dim, log):
     return gd.binary(B.SUB, dot).binary(B.MUL, yd)
 
 
-class Softmax(Function):
+class Softmax(KernelFunction):
     """softmax along a dim; LogSoftmax below differs only in `log` (and its backward node)."""
     log = False
 
@@ -634,7 +634,7 @@ class LogSoftmax(Softmax):
     log = True
 
 
-class SoftmaxBackward(Function):
+class SoftmaxBackward(KernelFunction):
     """The fused input gradient (see _nd_softmax_backward); its own backward, in Tensor ops,
     keeps double backward."""
     log = False
@@ -692,7 +692,7 @@ def log_softmax(input, dim, dtype=None):
 
 
 # ---- norm -------------------------------------------------------------------------------------
-class LinalgVectorNorm(Function):
+class LinalgVectorNorm(KernelFunction):
     """(sum |x|^p)^(1/p) over dims, with p = 0 (count), 1, 2, inf, -inf or any float."""
 
     @staticmethod
@@ -763,7 +763,8 @@ def _norm_order(p, dim):
     return float(p)
 
 
-def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+def check_norm_arguments(input, p, out, dtype):
+    """torch.norm's argument checks, in torch's order."""
     if out is not None:
         raise TypeError("norm(): the 'out' argument is not supported by minitorch")
     if dtype is not None:
@@ -776,21 +777,18 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     if p is not None and not isinstance(p, (str, numbers.Number)):
         raise TypeError("linalg_vector_norm(): argument 'ord' (position 2) must be Number, not "
                         f"{type(p).__name__}")
-    if isinstance(p, str) and p == "nuc":
-        return nuclear_norm(input if dtype is None else _E.cast(input, dtype),
-                            (-2, -1) if dim is None else dim, keepdim)
+
+
+def p_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """torch.norm for every p but 'nuc' (functions/norms.py adds that one): the p-norm of the
+    elements over dim, 'fro' and None meaning 2."""
+    check_norm_arguments(input, p, out, dtype)
     order = _norm_order(p, dim)
     if dtype is not None:
         input = _E.cast(input, dtype)
     dim = _all_if_empty(dim)
     _check_norm_identity(input._data, p, order, dim)
     return LinalgVectorNorm.apply(input, order, dim, keepdim)
-
-
-def nuclear_norm(input, dim=(-2, -1), keepdim=False):
-    """The sum of the singular values of the matrices over the two dims."""
-    from ..linalg import matrix_norm        # the linalg modules build on this one
-    return matrix_norm(input, "nuc", dim, keepdim)
 
 
 def _check_norm_identity(nd, p, order, dim):
@@ -822,7 +820,7 @@ def renorm(input, p, dim, maxnorm):
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
     d = normalize_dim(dim, input.ndim)
     others = tuple(k for k in range(input.ndim) if k != d)
-    norms = norm(input, p, others, keepdim=True)
+    norms = p_norm(input, p, others, keepdim=True)
     scale = _E.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
     return input * scale
 
@@ -840,7 +838,7 @@ def _nd_scan(nd, op, dim, reverse):
     return _flip_along(_flip_along(nd, dim).scan(op, dim), dim).compact()
 
 
-class Cumsum(Function):
+class Cumsum(KernelFunction):
     """cumsum, or (reverse=True) the suffix sum that is its backward; each is the other's
     gradient."""
 
@@ -854,7 +852,7 @@ class Cumsum(Function):
         return Cumsum.apply(g, ctx.dim, not ctx.reverse), None, None
 
 
-class Cumprod(Function):
+class Cumprod(KernelFunction):
     @staticmethod
     def forward(ctx, a, dim):
         ctx.dim = dim
@@ -933,3 +931,13 @@ def count_nonzero(input, dim=None):
     nd = input._data
     dims = normalize_dims(_all_if_empty(dim), nd.ndim)
     return wrap(_truth(nd).astype(dtypes.int64).reduce(ReduceOp.SUM, dims, False))
+
+
+def sum_to_size(self, *size):
+    """self summed over its broadcast dims down to `size` (which must expand to self's shape)."""
+    shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    trailing = self.shape[len(self.shape) - len(shape):] if shape else ()
+    if len(shape) > self.ndim or any(s not in (1, t) for s, t in zip(shape, trailing)):
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size "
+                           f"{{{list(self.shape)}}}.")
+    return sum_to(self, shape)

@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes
-from ..autograd import Function, is_grad_enabled, no_grad
+from ..autograd import KernelFunction, is_grad_enabled, no_grad
 from ..ndarray import NDArray, normalize_dim
 from ..opcodes import BinaryOp as B, ReduceOp
 from ..tensor import arange, wrap
@@ -62,7 +62,7 @@ def _along(nd, dim, start, stop):
     return nd[(slice(None),) * dim + (slice(start, stop),)]
 
 
-class _Picked(Function):
+class _Picked(KernelFunction):
     """input gathered at (kept-dim) indices along dim, the dim then squeezed unless keepdim;
     the gradient goes back to those positions through gather's backward. Subclasses only
     name the node after the op that picked the indices."""

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .. import dtypes
-from ..autograd import Function, is_grad_enabled
+from ..autograd import KernelFunction, is_grad_enabled
 from ..ndarray import NDArray
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import Tensor, eye, wrap
@@ -234,7 +234,7 @@ def _off_diagonal_ratio(numerator, differences):
     return numerator / (differences + eye(n, dtype=differences.dtype, device=differences.device))
 
 
-class LinalgEigh(Function):
+class LinalgEigh(KernelFunction):
     """(eigenvalues, eigenvectors) of symmetric matrices; torch's linalg_eig_backward for the
     Hermitian case."""
     materialize_grads = False
@@ -266,7 +266,7 @@ class LinalgEigh(Function):
         return V @ (inner @ V.mT), None
 
 
-class LinalgSvd(Function):
+class LinalgSvd(KernelFunction):
     """The reduced (U, S, Vh); torch's svd_backward (the columns a full U or Vh adds carry no
     gradient, as in torch)."""
     materialize_grads = False
@@ -316,7 +316,7 @@ def _svd_backward(gU, gS, gVh, U, S, Vh):
     return U @ (inner @ Vh)
 
 
-class LinalgQr(Function):
+class LinalgQr(KernelFunction):
     """(Q, R) of torch.linalg.qr; torch's linalg_qr_backward for m >= n (qr() composes the
     m < n case from a square QR, which is how torch's formula reads too)."""
     materialize_grads = False

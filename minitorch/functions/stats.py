@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes
-from ..autograd import Function, no_grad
+from ..autograd import KernelFunction, no_grad
 from ..ndarray import NDArray, normalize_dim, shape_str
 from ..opcodes import BinaryOp as B, ReduceOp
 from ..tensor import Tensor, arange, linspace, wrap, zeros_like
@@ -98,7 +98,7 @@ def _nd_logcumsumexp(nd, dim):
     return out
 
 
-class Logcumsumexp(Function):
+class Logcumsumexp(KernelFunction):
     """logcumsumexp along dim, or (reverse=True) from the end, which its backward uses."""
 
     @staticmethod
@@ -147,7 +147,7 @@ def _nd_running_extreme(nd, op, dim):
     return values, indices
 
 
-class Cummax(Function):
+class Cummax(KernelFunction):
     """(values, indices) of the running maximum; the gradient goes to the indices (added up
     where one element stays the maximum for several positions)."""
     op, result = ReduceOp.MAX, _CummaxResult

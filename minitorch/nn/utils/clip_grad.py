@@ -7,7 +7,7 @@ import warnings
 from ...autograd import no_grad
 from ...functions.elementwise import clamp
 from ...functions.movement import stack
-from ...functions.reduce import norm
+from ...functions.norms import norm
 from ...tensor import Tensor, tensor
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
