@@ -11,6 +11,7 @@ from .tensor import (Size, Tensor, arange, as_tensor, asarray, empty, empty_like
                      logspace, numel, ones, ones_like, scalar_tensor, tensor, zeros, zeros_like)
 from . import autograd, cuda, datasets, dtypes as _dtypes, linalg, nn, optim, special, utils
 from . import autograd_functional as _autograd_functional, distributions, func, testing
+from . import distributed  # mt.distributed: loads no engine until init_process_group
 from ._cpu.threads import get_num_threads, set_num_threads
 from .autograd import (enable_grad, inference_mode, is_anomaly_check_nan_enabled,
                        is_anomaly_enabled, is_grad_enabled, no_grad, set_grad_enabled)
