@@ -470,3 +470,32 @@ def test_load_state_dict_accepts_torch_tensors():
     np.testing.assert_array_equal(ours.bias.detach().numpy(), theirs.bias.detach().numpy())
     ours.load_state_dict({k: v.to(torch.bfloat16) for k, v in theirs.state_dict().items()})
     assert ours.weight.dtype is mt.float32
+
+
+# ---- file objects ---------------------------------------------------------------------------------
+class _WriteOnly:
+    def __init__(self):
+        self.buffer = io.BytesIO()
+
+    def write(self, data):
+        return self.buffer.write(data)
+
+
+class _ReadOnly:
+    def __init__(self, data):
+        self.buffer = io.BytesIO(data)
+
+    def read(self, n=-1):
+        return self.buffer.read(n)
+
+
+def test_streams_that_cannot_seek(tmp_path):
+    out = _WriteOnly()
+    save({"a": mt.arange(3), "b": mt.ones(2, 2).t()}, out)
+    loaded = load(_ReadOnly(out.buffer.getvalue()))
+    assert loaded["a"].tolist() == [0, 1, 2] and loaded["b"].tolist() == [[1.0, 1.0]] * 2
+    with open(tmp_path / "log", "wb") as f:
+        f.write(b"")
+    with open(tmp_path / "log", "ab") as f:      # append mode: no seeking back to patch
+        save({"a": mt.arange(3)}, f)
+    assert load(tmp_path / "log")["a"].tolist() == [0, 1, 2]

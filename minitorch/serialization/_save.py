@@ -180,6 +180,10 @@ def _hash(plan, chunks):
 
 
 def _position(out):
+    """Where the file starts, when the checksum can be patched in place afterwards (not in
+    append mode, where every write goes to the end)."""
+    if "a" in str(getattr(out, "mode", "")):
+        return None
     try:
         if out.seekable():
             return out.tell()
