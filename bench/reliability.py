@@ -24,7 +24,7 @@ from minitorch.serialization import load, save  # noqa: E402
 from minitorch.serialization._atomic import temp_files  # noqa: E402
 
 
-# ---- killed saves ---------------------------------------------------------------------------------
+# ---- killed saves -------------------------------------------------------------------------------
 def save_kill_trials(trials=50, megabytes=40):
     """Fork a child that saves a `megabytes` checkpoint in a loop, SIGKILL it at a random time
     within about one save, `trials` times; count the temp files each kill leaves (before the
@@ -69,7 +69,7 @@ def _kill_one_saver(path, state, delay):
     os.close(read_end)
 
 
-# ---- peak memory ----------------------------------------------------------------------------------
+# ---- peak memory --------------------------------------------------------------------------------
 _MEASURE = textwrap.dedent("""
     import json, os, resource, sys
     library, operation, n, path = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -129,7 +129,7 @@ def _has_torch():
         return False
 
 
-# ---- the DataLoader's kill trials -----------------------------------------------------------------
+# ---- the DataLoader's kill trials ---------------------------------------------------------------
 def loader_figures():
     try:
         from reliability_loader import loader_kill_trials

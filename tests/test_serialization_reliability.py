@@ -23,7 +23,7 @@ from minitorch.serialization._atomic import temp_files
 KILL_TIMEOUT_S = 10
 
 
-# ---- killed saves ---------------------------------------------------------------------------------
+# ---- killed saves -------------------------------------------------------------------------------
 def _fork_saver(path, state, stall_in_fsync=False):
     """(pid, pipe) of a child that saves `state` to `path` over and over, writing one byte to
     the pipe as each save starts. With stall_in_fsync it stops in its first save's fsync (temp
@@ -98,7 +98,7 @@ def test_only_temp_files_of_the_same_target_are_removed(tmp_path):
     assert sorted(os.listdir(tmp_path)) == [".ckpt.notatemp", ".other.abcd1234.tmp", "ckpt"]
 
 
-# ---- file modes and paths -------------------------------------------------------------------------
+# ---- file modes and paths -----------------------------------------------------------------------
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
 def test_new_files_follow_the_umask(tmp_path, umask):
     old = os.umask(umask)
@@ -217,7 +217,7 @@ def test_random_values_match_across_devices(device):
     assert mt.equal(here.cpu(), mt.randn(5, 4))
 
 
-# ---- views of one storage -------------------------------------------------------------------------
+# ---- views of one storage -----------------------------------------------------------------------
 def _roundtrip(obj, **kwargs):
     buffer = io.BytesIO()
     save(obj, buffer)
@@ -309,7 +309,7 @@ def test_hostile_views_are_refused(view):
         load(io.BytesIO(struct.pack("<Q", len(text)) + text + data[8 + n:]))
 
 
-# ---- loading without aliasing, and mmap --------------------------------------------------------
+# ---- loading without aliasing, and mmap ---------------------------------------------------------
 def test_loaded_tensors_do_not_alias_the_file(tmp_path):
     path = tmp_path / "ckpt"
     save({"a": mt.ones(4)}, path)
@@ -325,7 +325,7 @@ def test_mmap_needs_a_path():
         load(io.BytesIO(b""), mmap=True)
 
 
-# ---- map_location functions -----------------------------------------------------------------------
+# ---- map_location functions ---------------------------------------------------------------------
 def test_map_location_function_gets_each_storage_and_its_location():
     t = mt.arange(6.0).reshape(2, 3)
     calls = []
@@ -369,7 +369,7 @@ def test_map_location_function_calls_match_torch(tmp_path):
     assert ours == seen == ["cpu"]
 
 
-# ---- other producers' files -----------------------------------------------------------------------
+# ---- other producers' files ---------------------------------------------------------------------
 def _safetensors_file(entries, metadata=None):
     """A safetensors file written by hand from the spec: {name: (code, shape, bytes)}."""
     header, data = {}, b""
@@ -472,7 +472,7 @@ def test_load_state_dict_accepts_torch_tensors():
     assert ours.weight.dtype is mt.float32
 
 
-# ---- file objects ---------------------------------------------------------------------------------
+# ---- file objects -------------------------------------------------------------------------------
 class _WriteOnly:
     def __init__(self):
         self.buffer = io.BytesIO()

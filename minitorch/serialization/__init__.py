@@ -11,7 +11,7 @@ tensor table and the bytes, checked before anything is built. Every way a file c
 raises CheckpointError. Module map: _format (the container and its checks), _save, _load,
 _atomic (replacing a file safely), _foreign (other producers' files).
 """
-from ._format import FORMAT, CheckpointError, _digest
+from ._format import FORMAT, CheckpointError, _digest  # noqa: F401  (tests reseal files)
 from ._load import load
 from ._save import save
 

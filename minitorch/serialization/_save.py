@@ -12,7 +12,6 @@ import io
 import itertools
 import json
 import math
-import os
 import struct
 
 import numpy as np
