@@ -9,7 +9,7 @@ import minitorch as mt
 import minitorch.distributed as dist
 
 mode = sys.argv[1]
-dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=1.5))
+dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=1))
 rank = dist.get_rank()
 if mode == "raise":
     if rank == 1:
