@@ -15,6 +15,7 @@ _tensor_methods.install()    # every op as a Tensor method, before any module be
 from . import autograd, cuda, datasets, dtypes as _dtypes, linalg, nn, optim, special, utils
 from . import autograd_functional as _autograd_functional, distributions, func, testing
 from . import autograd_gradcheck as _autograd_gradcheck
+from . import distributed  # mt.distributed: loads no engine until init_process_group
 from ._cpu.threads import get_num_threads, set_num_threads
 from .autograd import (enable_grad, inference_mode, is_anomaly_check_nan_enabled,
                        is_anomaly_enabled, is_grad_enabled, no_grad, set_grad_enabled)

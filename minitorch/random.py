@@ -1,11 +1,13 @@
 """Random tensors. numpy's Generator (CPU) / CuPy's (GPU) draw the bits, seeded by manual_seed;
 the values land in our buffers like any other data coming in at the edge."""
+import math
+
 import numpy as np
 
 from . import dtypes
-from .backend import CPU, device as Device
+from .backend import CPU, device as Device, get_backend
 from .autograd import is_grad_enabled, no_grad
-from .ndarray import NDArray, check_shape
+from .ndarray import NDArray, check_shape, contiguous_strides
 from .functions.elementwise import TORCH_NAMES
 from .tensor import Tensor, _shape_args, wrap
 
@@ -108,6 +110,20 @@ def _draw(size, dtype, device, requires_grad, generator, draw):
     return wrap(nd, requires_grad)
 
 
+def _draw_floats(size, dtype, device, requires_grad, generator, method):
+    """rand/randn: numpy's Generator fills the output's own buffer in its dtype (float32 or
+    float64), so the peak is the output itself, not a float64 draw and its converted copies."""
+    shape = check_shape(_shape_args(size))
+    dtype = dtype or dtypes.get_default_dtype()
+    device = Device(device) if device is not None else CPU
+    host = np.empty(math.prod(shape), dtype.storage)
+    getattr(host_rng(generator), method)(dtype=dtype.storage, out=host)
+    backend = get_backend(device)
+    buffer = host if device.type == "cpu" else backend.from_host(host)
+    return wrap(NDArray(buffer, shape, contiguous_strides(shape), 0, dtype, device, backend),
+                requires_grad)
+
+
 def _check_float(dtype, kernel):
     if dtype is not None and not dtype.is_floating_point:
         raise NotImplementedError(f'"{kernel}" not implemented for '
@@ -116,14 +132,12 @@ def _check_float(dtype, kernel):
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     _check_float(dtype, "check_uniform_bounds")
-    return _draw(size, dtype, device, requires_grad, generator,
-                 lambda rng, shape: rng.random(shape))
+    return _draw_floats(size, dtype, device, requires_grad, generator, "random")
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     _check_float(dtype, "normal_kernel_cpu")
-    return _draw(size, dtype, device, requires_grad, generator,
-                 lambda rng, shape: rng.standard_normal(shape))
+    return _draw_floats(size, dtype, device, requires_grad, generator, "standard_normal")
 
 
 def randint(low=0, high=None, size=None, generator=None, dtype=None, device=None,

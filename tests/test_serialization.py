@@ -298,7 +298,7 @@ def _edit(mutate):
     lambda h: h["model.fc.bias"].update(extra=1),
     lambda h: h["model.fc.weight"].update(data_offsets=h["model.fc.bias"]["data_offsets"]),
     lambda h: h.__setitem__("ghost", {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}),
-    lambda h: h.__setitem__("__metadata__", {"format": "other"}),
+    lambda h: h.__setitem__("__metadata__", {"format": "minitorch-checkpoint/99"}),
     lambda h: h["__metadata__"].update(format=1),
     lambda h: h["__metadata__"].update(structure="{not json"),
     lambda h: h["__metadata__"].update(structure='{"$tensor": "missing"}'),
@@ -331,7 +331,7 @@ def test_non_json_and_non_object_headers():
     for header in (b"\xff\xfe", b"[1, 2]", b"nope", b'"text"'):
         _expect_error(struct.pack("<Q", len(header)) + header)
     foreign = json.dumps({"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}).encode()
-    _expect_error(struct.pack("<Q", len(foreign)) + foreign + b"\0" * 4)  # plain safetensors
+    _expect_error(struct.pack("<Q", len(foreign)) + foreign + b"\0" * 3)  # plain, truncated
 
 
 def test_fuzzed_files_raise_only_checkpoint_error():

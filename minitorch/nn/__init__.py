@@ -2,6 +2,7 @@
 layout). Each layer module's classes are re-exported here, one import line per module.
 """
 from . import functional, init, utils  # noqa: F401
+from . import parallel  # noqa: F401  (DistributedDataParallel)
 from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid,  # noqa: F401
                          Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish,
                          MultiheadAttention, PReLU, ReLU, ReLU6, RReLU, SELU, Sigmoid, SiLU,

@@ -9,16 +9,19 @@ torch.nn.modules.module live here as module-level functions and run before each 
 """
 import functools
 import itertools
+import sys
 import warnings
 import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
+import numpy as np
+
 from .. import dtypes
 from ..autograd import Function, RemovableHandle, is_grad_enabled, no_grad
 from ..backend import device as Device
 from ..printing import tensor_repr
-from ..tensor import Tensor, empty, empty_like, wrap, wrap_into, zeros
+from ..tensor import Tensor, empty, empty_like, tensor, wrap, wrap_into, zeros
 
 __all__ = ["Module", "Parameter", "Buffer", "register_module_forward_pre_hook",
            "register_module_forward_hook", "register_module_backward_hook",
@@ -41,6 +44,21 @@ def _typename(obj):
 
 
 # ---- Parameter and Buffer ------------------------------------------------------------------------
+def _from_foreign_array(value):
+    """numpy arrays, and torch tensors when torch is already imported (never imported here),
+    become minitorch tensors (a copy, through numpy), so a numpy or torch state dict loads as it
+    is. Anything else goes on to _load_from_state_dict's checks."""
+    if isinstance(value, np.ndarray):
+        return tensor(value)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        value = value.detach().cpu()
+        if value.dtype is torch.bfloat16:      # numpy has no bfloat16; float32 holds it exactly
+            value = value.float()
+        return tensor(value.resolve_conj().resolve_neg().numpy())
+    return value
+
+
 class Parameter(Tensor):
     """A Tensor that a Module registers as a parameter; shares storage with `data`."""
     __slots__ = ()
@@ -825,7 +843,8 @@ class Module:
         has_post_hooks = any(module._load_state_dict_post_hooks for module in self.modules())
         pending = None if has_post_hooks else []
         metadata = getattr(state_dict, "_metadata", None)
-        state_dict = OrderedDict(state_dict)
+        state_dict = OrderedDict((key, _from_foreign_array(value))
+                                 for key, value in state_dict.items())
         if metadata is not None:
             state_dict._metadata = metadata
 

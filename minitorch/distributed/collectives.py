@@ -1,0 +1,390 @@
+"""The tensor collectives and point-to-point calls of torch.distributed: argument checks with
+torch's errors, then the engine call on the tensors' own memory."""
+import os
+
+from ..autograd import no_grad
+from .buffers import FlatBuffer, check_tensor, check_tensor_list, describe
+from .group import resolve
+from .reduce_op import ReduceOp, check_op, for_bool
+from .work import Work
+
+
+# ---- shared steps ---------------------------------------------------------------------------
+def _check_device(pg, operation, *tensors):
+    """MPI takes CPU tensors, NCCL cuda ones (torch's messages)."""
+    engine = pg.engine
+    for t in tensors:
+        kind = t.device.type
+        if kind == engine.device_type:
+            continue
+        if engine.name == "mpi":
+            raise RuntimeError("CUDA tensor detected and the MPI used doesn't have CUDA-aware "
+                               "MPI support")
+        raise RuntimeError(f"No backend type associated with device type {kind}")
+
+
+def _check_same_dtype(pg, operation, reference, tensors):
+    for i, t in enumerate(tensors):
+        if t.dtype is not reference.dtype:
+            raise RuntimeError(f"ProcessGroup{pg.engine.name.upper()}::{operation}: invalid "
+                               f"tensor type at index {i} (expected {reference.dtype}, got "
+                               f"{t.dtype})")
+
+
+def _engine_op(op, tensor):
+    """The engine's reduction: bools reduce as logical or/and; AVG is a SUM then a division
+    where the engine has no average."""
+    op = check_op(op)
+    if tensor.dtype.name == "bool":
+        return for_bool(op)
+    return op
+
+
+def _averager(pg, op, tensor):
+    """The division ReduceOp.AVG needs after an engine SUM (nothing for other ops)."""
+    if op is not ReduceOp.AVG or pg.engine.native_avg:
+        return None
+    size = pg.size()
+
+    def divide():
+        with no_grad():
+            if tensor.is_floating_point():
+                tensor.div_(size)
+            else:
+                tensor.div_(size, rounding_mode="trunc")
+        return None
+    return divide
+
+
+def _complete(pg, operation, pending, async_op, *finish):
+    """Run the finishing steps now (blocking) or when the Work completes (async)."""
+    finish = tuple(step for step in finish if step is not None)
+    if async_op:
+        return Work(pending, operation, pg.ranks[pg.rank()], pg.timeout_s, finish)
+    for step in finish:
+        step()
+    return None
+
+
+_DETAIL = os.environ.get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL"
+
+
+def _verify_same_call(pg, operation, *tensors):
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL: every rank must run the same collective on tensors of the
+    same shapes and dtypes (torch's fingerprint check; one extra exchange per call)."""
+    if not _DETAIL:
+        return
+    mine = (operation, tuple((tuple(t.shape), t.dtype.name) for t in tensors))
+    everyone = pg.engine.allgather_object(mine)
+    for rank, theirs in enumerate(everyone):
+        if theirs != mine:
+            raise RuntimeError(
+                "Detected mismatch between collectives on ranks. Rank "
+                f"{pg.ranks[pg.rank()]} is running collective: {_fingerprint(mine)}, but Rank "
+                f"{pg.ranks[rank]} is running collective: {_fingerprint(theirs)}.")
+
+
+def _fingerprint(call):
+    operation, tensors = call
+    shapes = ", ".join(f"{list(shape)}" for shape, _ in tensors)
+    kinds = ", ".join(dtype for _, dtype in tensors)
+    return (f"CollectiveFingerPrint(OpType={operation.upper()}, TensorShape={shapes}, "
+            f"TensorDtypes={kinds})")
+
+
+# ---- collectives ----------------------------------------------------------------------------
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    check_tensor(tensor)
+    pg = resolve(group)
+    if pg is None:
+        return None
+    engine_op = _engine_op(op, tensor)
+    _check_device(pg, "allreduce", tensor)
+    _verify_same_call(pg, "allreduce", tensor)
+    buffer = FlatBuffer(tensor)
+    pending = pg.engine.allreduce(buffer.array, ReduceOp.SUM if engine_op is ReduceOp.AVG
+                                  and not pg.engine.native_avg else engine_op, async_op)
+    return _complete(pg, "all_reduce", pending, async_op, buffer.write_back,
+                     _averager(pg, engine_op, tensor))
+
+
+def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
+    check_tensor(tensor)
+    pg = resolve(group)
+    if pg is None:
+        return None
+    root = _root(pg, src, group_src, "broadcast", "src")
+    _check_device(pg, "broadcast", tensor)
+    _verify_same_call(pg, "broadcast", tensor)
+    buffer = FlatBuffer(tensor)
+    pending = pg.engine.broadcast(buffer.array, root, async_op)
+    return _complete(pg, "broadcast", pending, async_op, buffer.write_back)
+
+
+def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
+    check_tensor(tensor)
+    pg = resolve(group)
+    if pg is None:
+        return None
+    root = _root(pg, dst, group_dst, "reduce", "dst")
+    engine_op = _engine_op(op, tensor)
+    _check_device(pg, "reduce", tensor)
+    _verify_same_call(pg, "reduce", tensor)
+    buffer = FlatBuffer(tensor)
+    summed = ReduceOp.SUM if engine_op is ReduceOp.AVG and not pg.engine.native_avg \
+        else engine_op
+    pending = pg.engine.reduce(buffer.array, summed, root, async_op)
+    divide = _averager(pg, engine_op, tensor) if pg.rank() == root else None
+    return _complete(pg, "reduce", pending, async_op, buffer.write_back, divide)
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """Gathers into one compact buffer, then copies each rank's part into the list."""
+    check_tensor_list(tensor_list, "tensor_list")
+    check_tensor(tensor)
+    pg = resolve(group)
+    if pg is None:
+        return None
+    name = f"ProcessGroup{pg.engine.name.upper()}::allgather"
+    if len(tensor_list) != pg.size():
+        raise RuntimeError(f"{name}: invalid output tensor list at index 0 (expected length "
+                           f"{pg.size()}, got {len(tensor_list)})")
+    _check_same_dtype(pg, "allgather", tensor, tensor_list)
+    for i, t in enumerate(tensor_list):
+        if t.shape != tensor.shape:
+            raise RuntimeError(f"{name}: invalid tensor size at index {i} (expected "
+                               f"({', '.join(map(str, tensor.shape))}), got "
+                               f"({', '.join(map(str, t.shape))}))")
+    _check_device(pg, "allgather", tensor, *tensor_list)
+    _verify_same_call(pg, "allgather", tensor)
+    source = FlatBuffer(tensor).array
+    gathered = tensor._data.backend.empty(source.size * pg.size(), source.dtype)
+    pending = pg.engine.allgather(source, gathered, async_op)
+    return _complete(pg, "all_gather", pending, async_op,
+                     lambda: _split_into(gathered, tensor_list))
+
+
+def _split_into(flat, tensors):
+    """Copy consecutive parts of a flat array into each tensor (bytes moved, no math)."""
+    start = 0
+    for t in tensors:
+        n = t.numel()
+        part = FlatBuffer(t)
+        part.array[...] = flat[start:start + n]
+        part.write_back()
+        start += n
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    check_tensor(output_tensor, "output_tensor")
+    check_tensor(input_tensor, "input_tensor")
+    pg = resolve(group)
+    if pg is None:
+        return None
+    _check_sized(pg, "all_gather_into_tensor", output_tensor, input_tensor, pg.size(), 1)
+    _check_device(pg, "allgather", output_tensor, input_tensor)
+    _verify_same_call(pg, "all_gather_into_tensor", input_tensor)
+    output = FlatBuffer(output_tensor)
+    pending = pg.engine.allgather(FlatBuffer(input_tensor).array, output.array, async_op)
+    return _complete(pg, "all_gather_into_tensor", pending, async_op, output.write_back)
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    check_tensor(output, "output")
+    check_tensor(input, "input")
+    pg = resolve(group)
+    if pg is None:
+        return None
+    engine_op = _engine_op(op, input)
+    _check_sized(pg, "reduce_scatter_tensor", input, output, pg.size(), 1)
+    _check_device(pg, "reduce_scatter", output, input)
+    _verify_same_call(pg, "reduce_scatter_tensor", input)
+    result = FlatBuffer(output)
+    summed = ReduceOp.SUM if engine_op is ReduceOp.AVG and not pg.engine.native_avg \
+        else engine_op
+    pending = pg.engine.reduce_scatter(FlatBuffer(input).array, result.array, summed, async_op)
+    return _complete(pg, "reduce_scatter_tensor", pending, async_op, result.write_back,
+                     _averager(pg, engine_op, output))
+
+
+def _check_sized(pg, operation, big, small, factor, _):
+    """`big` holds `factor` times `small`'s elements, of the same dtype."""
+    if big.dtype is not small.dtype:
+        raise RuntimeError(f"ProcessGroup{pg.engine.name.upper()}::{operation}: input and output "
+                           f"tensors must have the same dtype, got {big.dtype} and "
+                           f"{small.dtype}")
+    if big.numel() != small.numel() * factor:
+        raise ValueError(f"{operation}: the larger tensor must have world size ({factor}) times "
+                         f"the elements of the smaller one: got {describe(big)} and "
+                         f"{describe(small)}")
+
+
+def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
+    check_tensor(tensor)
+    pg = resolve(group)
+    if pg is None:
+        return None
+    root = _root(pg, dst, group_dst, "gather", "dst")
+    at_root = pg.rank() == root
+    _check_root_list(pg, "gather_list", gather_list, at_root, "destination", tensor, "gather")
+    _check_device(pg, "gather", tensor, *(gather_list or ()))
+    _verify_same_call(pg, "gather", tensor)
+    source = FlatBuffer(tensor).array
+    gathered = tensor._data.backend.empty(source.size * pg.size(), source.dtype) \
+        if at_root else None
+    pending = pg.engine.gather(source, gathered, root, async_op)
+    copy = (lambda: _split_into(gathered, gather_list)) if at_root else None
+    return _complete(pg, "gather", pending, async_op, copy)
+
+
+def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
+    check_tensor(tensor)
+    pg = resolve(group)
+    if pg is None:
+        return None
+    root = _root(pg, src, group_src, "scatter", "src")
+    at_root = pg.rank() == root
+    _check_root_list(pg, "scatter_list", scatter_list, at_root, "source", tensor, "scatter")
+    _check_device(pg, "scatter", tensor, *(scatter_list or ()))
+    _verify_same_call(pg, "scatter", tensor)
+    received = FlatBuffer(tensor)
+    source = None
+    if at_root:
+        source = tensor._data.backend.empty(received.array.size * pg.size(),
+                                            received.array.dtype)
+        start = 0
+        for t in scatter_list:
+            source[start:start + t.numel()] = FlatBuffer(t).array
+            start += t.numel()
+    pending = pg.engine.scatter(source, received.array, root, async_op)
+    return _complete(pg, "scatter", pending, async_op, received.write_back)
+
+
+def _check_root_list(pg, argument, tensors, at_root, role, tensor, operation):
+    """torch's rules for gather_list / scatter_list: given at the root only, one per rank."""
+    if not at_root:
+        if tensors:
+            raise ValueError(f"Argument ``{argument}`` must NOT be specified on non-{role} "
+                             "ranks.")
+        return
+    if not tensors:
+        raise ValueError(f"Argument ``{argument}`` must be specified on {role} rank.")
+    check_tensor_list(tensors, argument)
+    if len(tensors) != pg.size():
+        raise RuntimeError(f"ProcessGroup{pg.engine.name.upper()}::{operation}: Incorrect "
+                           f"{'input' if operation == 'scatter' else 'output'} list size "
+                           f"{len(tensors)}. {'Input' if operation == 'scatter' else 'Output'} "
+                           f"list size should be {pg.size()}, same as size of the process "
+                           "group.")
+    _check_same_dtype(pg, operation, tensor, tensors)
+    for i, t in enumerate(tensors):
+        if t.shape != tensor.shape:
+            raise RuntimeError(f"ProcessGroup{pg.engine.name.upper()}::{operation}: invalid "
+                               f"tensor size at index {i} (expected {describe(tensor)}, got "
+                               f"{describe(t)})")
+
+
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None,
+                      group=None, async_op=False):
+    check_tensor(output, "output")
+    check_tensor(input, "input")
+    pg = resolve(group)
+    if pg is None:
+        return None
+    if output.dtype is not input.dtype:
+        raise RuntimeError(f"ProcessGroup{pg.engine.name.upper()}::alltoall_base: input and "
+                           f"output tensors must have the same dtype, got {input.dtype} and "
+                           f"{output.dtype}")
+    send_counts = _split_counts(input, input_split_sizes, pg.size())
+    receive_counts = _split_counts(output, output_split_sizes, pg.size())
+    _check_device(pg, "alltoall_base", output, input)
+    _verify_same_call(pg, "all_to_all_single", input)
+    result = FlatBuffer(output)
+    pending = pg.engine.alltoall(FlatBuffer(input).array, send_counts, result.array,
+                                 receive_counts, async_op)
+    return _complete(pg, "all_to_all_single", pending, async_op, result.write_back)
+
+
+def _split_counts(tensor, split_sizes, world):
+    """Elements sent to (or received from) each rank: dim-0 splits times the row size."""
+    rows = tensor.shape[0] if tensor.ndim else 1
+    row_size = tensor.numel() // rows if rows else 0
+    if not split_sizes:
+        if rows % world:
+            raise RuntimeError("Tensor's dim 0 does not divide equally across group size")
+        return [rows // world * row_size] * world
+    split_sizes = list(split_sizes)
+    if len(split_sizes) != world:
+        raise RuntimeError("Number of tensor splits not equal to group size")
+    if sum(split_sizes) != rows or any(s < 0 for s in split_sizes):
+        raise RuntimeError("Split sizes doesn't match total dim 0 size")
+    return [s * row_size for s in split_sizes]
+
+
+# ---- point to point -------------------------------------------------------------------------
+def send(tensor, dst=None, group=None, tag=0, group_dst=None):
+    pg, peer, buffer = _p2p(tensor, dst, group, group_dst, "destination")
+    if pg is not None:
+        pg.engine.send(buffer.array, peer, tag, False)
+
+
+def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+    pg, peer, buffer = _p2p(tensor, dst, group, group_dst, "destination")
+    if pg is None:
+        return None
+    return Work(pg.engine.send(buffer.array, peer, tag, True), "send", pg.ranks[pg.rank()],
+                pg.timeout_s)
+
+
+def recv(tensor, src=None, group=None, tag=0, group_src=None):
+    """Receives into `tensor`; returns the sender's global rank (any sender when src=None)."""
+    pg, peer, buffer = _p2p(tensor, src, group, group_src, "source")
+    if pg is None:
+        return -1
+    source = pg.engine.recv(buffer.array, peer, tag, False)
+    buffer.write_back()
+    return pg.ranks[source]
+
+
+def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+    pg, peer, buffer = _p2p(tensor, src, group, group_src, "source")
+    if pg is None:
+        return None
+    return Work(pg.engine.recv(buffer.array, peer, tag, True), "recv", pg.ranks[pg.rank()],
+                pg.timeout_s, (buffer.write_back,))
+
+
+def _p2p(tensor, peer, group, group_peer, role):
+    check_tensor(tensor)
+    pg = resolve(group)
+    if pg is None:
+        return None, None, None
+    operation = "send" if role == "destination" else "recv"
+    if peer is None and group_peer is None and role == "source":
+        rank = None                       # recv from any source
+    else:
+        rank = _root(pg, peer, group_peer, operation, "dst" if role == "destination" else "src")
+        if rank == pg.rank():
+            raise ValueError(f"Invalid {role} rank: {role} rank should not be the same as the "
+                             "rank of the current process.")
+    _check_device(pg, operation, tensor)
+    return pg, rank, FlatBuffer(tensor)
+
+
+def barrier(group=None, async_op=False, device_ids=None, timeout=None):
+    pg = resolve(group)
+    if pg is None:
+        return None
+    return _complete(pg, "barrier", pg.engine.barrier(async_op), async_op)
+
+
+# ---- ranks ----------------------------------------------------------------------------------
+def _root(pg, global_rank, group_rank, operation, role):
+    """The root's rank inside the group from src/dst (global) or group_src/group_dst."""
+    if global_rank is not None and group_rank is not None:
+        raise ValueError(f"Can not specify both {role} and group_{role}")
+    if group_rank is not None:
+        if not 0 <= group_rank < pg.size():
+            raise ValueError(f"Group rank {group_rank} is not part of group {pg!r}")
+        return group_rank
+    return pg.group_rank(0 if global_rank is None else global_rank, role, operation)

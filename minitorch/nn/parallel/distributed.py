@@ -1,0 +1,266 @@
+"""DistributedDataParallel: one model replica per rank; gradients averaged across ranks in
+buckets whose all-reduce starts, asynchronously, as soon as backward has produced them."""
+import contextlib
+
+from ... import distributed as dist
+from ..._pytree import leaves
+from ...autograd import is_grad_enabled, no_grad
+from ...distributed.buffers import FlatBuffer
+from ...distributed.group import resolve
+from ...tensor import Tensor
+from ..module import Module
+from .buckets import assign_buckets
+
+UNFINISHED_REDUCTION = (
+    "Expected to have finished reduction in the prior iteration before starting a new one. "
+    "This error indicates that your module has parameters that were not used in producing "
+    "loss. You can enable unused parameter detection by passing the keyword argument "
+    "`find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`, and by \n"
+    "making sure all `forward` function outputs participate in calculating loss. \n"
+    "Parameter indices which did not receive grad for rank {rank}: {missing}")
+
+
+class DistributedDataParallel(Module):
+    """torch.nn.parallel.DistributedDataParallel over mt.distributed (MPI or NCCL).
+
+    At construction rank 0's parameters and buffers are broadcast to every rank. Each forward
+    (with gradients enabled, outside no_sync) prepares a reduction: as backward accumulates a
+    parameter's gradient, a post-accumulate hook copies it into its bucket, and a full bucket
+    starts an async all-reduce (buckets start in order on every rank, as MPI requires). When the
+    last bucket has started, the hook waits for them all and writes the averages back into
+    .grad, so after backward() every rank holds the same gradients."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
+                 init_sync=True, process_group=None, bucket_cap_mb=None,
+                 find_unused_parameters=False, check_reduction=False,
+                 gradient_as_bucket_view=False, static_graph=False, **unsupported):
+        super().__init__()
+        if unsupported:
+            raise TypeError(f"DistributedDataParallel got unexpected keyword arguments "
+                            f"{sorted(unsupported)}")
+        self.process_group = resolve(process_group)
+        self.module = module
+        self.device_ids, self.output_device, self.dim = device_ids, output_device, dim
+        self.broadcast_buffers = broadcast_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self.gradient_as_bucket_view, self.static_graph = gradient_as_bucket_view, static_graph
+        self.require_backward_grad_sync = True
+        self._params = [p for p in module.parameters() if p.requires_grad]
+        if not self._params:
+            raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have "
+                               "any parameter that requires a gradient.")
+        self._world = self.process_group.size()
+        self._verify_same_model()
+        if init_sync:
+            self._sync_module_states()
+        cap_mb = 25 if bucket_cap_mb is None else bucket_cap_mb
+        self.bucket_bytes_cap = int(cap_mb * 1024 * 1024)
+        self._buckets = assign_buckets(self._params, self.bucket_bytes_cap)
+        self._locate = {}       # id(param) -> (bucket index, index in bucket)
+        for b, bucket in enumerate(self._buckets):
+            for i, p in enumerate(bucket.params):
+                self._locate[id(p)] = (b, i)
+        self._expected = None   # id(param) -> gradient deliveries still due this backward
+        self._next_bucket = 0   # buckets start in index order on every rank
+        self._ready = [False] * len(self._buckets)
+        self._touched = False
+        self._used = None
+        self._grad_hook_handles = [p.register_post_accumulate_grad_hook(self._grad_ready)
+                       for p in self._params]
+
+    # ---- construction -----------------------------------------------------------------------
+    def _verify_same_model(self):
+        """torch's check that every rank wraps the same architecture."""
+        mine = [(tuple(p.shape), p.dtype.name) for p in self._params]
+        everyone = [None] * self._world
+        dist.all_gather_object(everyone, mine, group=self.process_group)
+        me = self.process_group.rank()
+        for rank, theirs in enumerate(everyone):
+            if len(theirs) != len(mine):
+                raise RuntimeError(f"DDP expects same model across all ranks, but Rank {me} has "
+                                   f"{len(mine)} params, while rank {rank} has inconsistent "
+                                   f"{len(theirs)} params.")
+            for i, (a, b) in enumerate(zip(mine, theirs)):
+                if a != b:
+                    raise RuntimeError(f"DDP expects same model across all ranks, but Rank {me} "
+                                       f"has parameter {i} of shape {list(a[0])} {a[1]}, while "
+                                       f"rank {rank} has {list(b[0])} {b[1]}.")
+
+    def _sync_module_states(self):
+        """Rank 0's parameters and buffers everywhere (in place: optimizers keep their refs)."""
+        root = self.process_group.ranks[0]
+        with no_grad():
+            for tensor in list(self.module.parameters()) + list(self.module.buffers()):
+                dist.broadcast(tensor.detach(), src=root, group=self.process_group)
+
+    def _sync_buffers(self):
+        root = self.process_group.ranks[0]
+        with no_grad():
+            for buffer in self.module.buffers():
+                dist.broadcast(buffer, src=root, group=self.process_group)
+
+    # ---- forward ------------------------------------------------------------------------------
+    def forward(self, *inputs, **kwargs):
+        syncing = is_grad_enabled() and self.require_backward_grad_sync
+        if syncing:
+            self._check_prior_reduction_finished()
+        if self.broadcast_buffers and self._world > 1 and is_grad_enabled():
+            self._sync_buffers()
+        output = self.module(*inputs, **kwargs)
+        if syncing:
+            self._prepare_for_backward(output)
+        else:
+            self._expected = None
+        return output
+
+    def _check_prior_reduction_finished(self):
+        if self._expected is not None and self._touched:
+            missing = [i for i, p in enumerate(self._params) if self._expected.get(id(p), 0)]
+            raise RuntimeError(UNFINISHED_REDUCTION.format(rank=dist.get_rank(), missing=missing))
+
+    def _prepare_for_backward(self, output):
+        """How many gradient deliveries each parameter gets from this output's graph (a
+        parameter used twice is delivered twice); unused ones are ready at once when
+        find_unused_parameters is set."""
+        counts = _leaf_uses(output, self._locate)
+        self._expected = {id(p): counts.get(id(p), 0) for p in self._params}
+        self._next_bucket = 0
+        self._ready = [False] * len(self._buckets)
+        self._touched = False
+        for bucket in self._buckets:
+            bucket.waiting = len(bucket.params)
+            bucket.work = None
+        if self.find_unused_parameters:
+            self._used = {id(p): counts.get(id(p), 0) > 0 for p in self._params}
+            unused = [p for p in self._params if not self._used[id(p)]]
+            for p in unused:
+                b, i = self._locate[id(p)]
+                self._buckets[b].slot(i)[...] = 0
+            for p in unused:
+                self._slot_filled(p)
+        elif any(count == 0 for count in self._expected.values()):
+            pass    # torch's behaviour: the reduction never completes; the next forward says so
+
+    # ---- backward -----------------------------------------------------------------------------
+    def _grad_ready(self, param):
+        """Post-accumulate hook: param.grad holds this backward's gradient once every use of
+        param has delivered its part."""
+        expected = self._expected
+        if expected is None:
+            return                      # no_sync, or a backward without a prepared forward
+        key = id(param)
+        left = expected.get(key, 0) - 1
+        if left < 0:
+            return
+        expected[key] = left
+        self._touched = True
+        if left:
+            return
+        b, i = self._locate[key]
+        self._buckets[b].slot(i)[...] = FlatBuffer(param.grad).array
+        self._slot_filled(param)
+
+    def _slot_filled(self, param):
+        b, _ = self._locate[id(param)]
+        bucket = self._buckets[b]
+        bucket.waiting -= 1
+        if bucket.waiting == 0:
+            self._ready[b] = True
+            self._launch_ready_buckets()
+        else:
+            self._progress()
+
+    def _launch_ready_buckets(self):
+        while self._next_bucket < len(self._buckets) and self._ready[self._next_bucket]:
+            bucket = self._buckets[self._next_bucket]
+            bucket.work = dist.all_reduce(bucket.tensor, group=self.process_group,
+                                          async_op=True)
+            self._next_bucket += 1
+        if self._next_bucket == len(self._buckets):
+            self._finalize()
+
+    def _progress(self):
+        """MPI advances non-blocking collectives only inside MPI calls: poke the ones in
+        flight so they move while backward computes."""
+        for bucket in self._buckets[:self._next_bucket]:
+            if bucket.work is not None:
+                bucket.work.is_completed()
+
+    def _finalize(self):
+        """Wait for every bucket, then each .grad becomes the average over ranks."""
+        used_anywhere = self._globally_used() if self.find_unused_parameters else None
+        for bucket in self._buckets:
+            bucket.work.wait()
+            bucket.work = None
+            with no_grad():
+                bucket.tensor.div_(self._world)
+            for i, p in enumerate(bucket.params):
+                if used_anywhere is not None and not used_anywhere[id(p)]:
+                    continue                # unused on every rank: .grad stays as it was
+                _write_grad(p, bucket.slot(i))
+        self._expected = None
+
+    def _globally_used(self):
+        from ...tensor import tensor as make_tensor
+        flags = make_tensor([self._used[id(p)] for p in self._params], dtype=_uint8())
+        dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=self.process_group)
+        return {id(p): bool(flag) for p, flag in zip(self._params, flags.tolist())}
+
+    # ---- user controls ------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Backward inside accumulates gradients locally; the first synced backward after it
+        averages the accumulated sums."""
+        previous = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = previous
+
+    def extra_repr(self):
+        return ""
+
+
+def _uint8():
+    from ... import dtypes
+    return dtypes.uint8
+
+
+def _write_grad(param, averaged):
+    """Copy the averaged slot into param.grad in place (a zero-filled .grad for a parameter
+    this rank did not use)."""
+    grad = param.grad
+    if grad is None:
+        from ...tensor import zeros_like
+        grad = param.grad = zeros_like(param)
+    data = grad._data
+    data.backend.strided_set(averaged, data.buffer, data.shape, data.strides, data.offset)
+
+
+def _leaf_uses(output, wanted):
+    """id(leaf) -> number of graph edges reaching it from the tensors in `output` (counted for
+    leaves in `wanted` only)."""
+    counts, seen, stack = {}, set(), []
+    for item in leaves(output):
+        if not isinstance(item, Tensor) or not item.requires_grad:
+            continue
+        if item.grad_fn is None:
+            if id(item) in wanted:
+                counts[id(item)] = counts.get(id(item), 0) + 1
+        elif item.grad_fn not in seen:
+            seen.add(item.grad_fn)
+            stack.append(item.grad_fn)
+    while stack:
+        node = stack.pop()
+        for edge in node.next_edges:
+            if edge is None:
+                continue
+            target, nr = edge
+            if nr == -1:
+                if id(target) in wanted:
+                    counts[id(target)] = counts.get(id(target), 0) + 1
+            elif target not in seen:
+                seen.add(target)
+                stack.append(target)
+    return counts

@@ -1,0 +1,18 @@
+"""mt.save / mt.load: checkpoints in the safetensors layout, never pickle.
+
+File: 8-byte little-endian header length, a JSON header (space-padded to a multiple of 8) with
+one {"dtype", "shape", "data_offsets"} entry per stored tensor and a "__metadata__" of strings,
+then the raw little-endian tensor bytes back to back. So `safetensors.numpy.load_file` reads the
+tensors, and mt.load reads plain safetensors files from any producer. The metadata holds the
+format tag, the JSON encoding of everything around the tensors (nested dicts with any
+hashable scalar/tuple keys, lists, tuples, numbers, strings, bools, None, dtypes, devices;
+tensors that share a storage as views of one entry) and a sha256 over that structure, the
+tensor table and the bytes, checked before anything is built. Every way a file can be malformed
+raises CheckpointError. Module map: _format (the container and its checks), _save, _load,
+_atomic (replacing a file safely), _foreign (other producers' files).
+"""
+from ._format import FORMAT, CheckpointError, _digest  # noqa: F401  (tests reseal files)
+from ._load import load
+from ._save import save
+
+__all__ = ["save", "load", "CheckpointError"]

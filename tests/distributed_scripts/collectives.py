@@ -1,0 +1,140 @@
+"""Every collective and dtype of mt.distributed against numpy, on all ranks of one mpiexec
+launch (started by tests/test_distributed.py); prints "rank R ok N" when every check passed."""
+import numpy as np
+
+import minitorch as mt
+import minitorch.distributed as dist
+from common import DTYPES, assert_close, rank_data
+
+dist.init_process_group("mpi")
+rank, world = dist.get_rank(), dist.get_world_size()
+checks = 0
+
+
+def everyone(shape, name, salt=0):
+    return [rank_data(r, shape, name, salt) for r in range(world)]
+
+
+def mine(shape, name, salt=0):
+    return mt.tensor(rank_data(rank, shape, name, salt), dtype=DTYPES[name])
+
+
+def reduce_numpy(arrays, op, name):
+    stacked = np.stack(arrays)
+    if name == "bool":
+        return stacked.any(0) if op in ("SUM", "MAX") else stacked.all(0)
+    result = {"SUM": stacked.sum(0), "PRODUCT": stacked.prod(0), "MIN": stacked.min(0),
+              "MAX": stacked.max(0)}.get(op)
+    if op == "AVG":
+        total = stacked.sum(0)
+        result = total / world if total.dtype.kind == "f" else np.trunc(total / world)
+    return result.astype(arrays[0].dtype)
+
+
+for name in DTYPES:
+    ops = ["SUM", "PRODUCT", "MIN", "MAX"] + ([] if name == "bool" else ["AVG"])
+    for op in ops:
+        for layout in ("contiguous", "transposed", "async"):
+            t = mine((3, 4), name, salt=len(op))
+            expected = reduce_numpy(everyone((3, 4), name, salt=len(op)), op, name)
+            if layout == "transposed":     # non-contiguous: compacted, then written back
+                t = mt.tensor(rank_data(rank, (3, 4), name, len(op)).T.copy(),
+                              dtype=DTYPES[name]).t()
+            work = dist.all_reduce(t, op=getattr(dist.ReduceOp, op), async_op=layout == "async")
+            if work is not None:
+                work.wait()
+                assert work.is_completed()
+            assert_close(t, expected, f"all_reduce {op} {name} {layout}")
+            checks += 1
+
+    src = world - 1
+    t = mine((5,), name, 1)
+    dist.broadcast(t, src=src)
+    assert_close(t, everyone((5,), name, 1)[src], f"broadcast {name}")
+
+    t = mine((2, 3), name, 2)
+    dist.reduce(t, dst=src, op=dist.ReduceOp.SUM)
+    if rank == src:
+        assert_close(t, reduce_numpy(everyone((2, 3), name, 2), "SUM", name), f"reduce {name}")
+
+    outputs = [mt.zeros(2, 2, dtype=DTYPES[name]) for _ in range(world)]
+    dist.all_gather(outputs, mine((2, 2), name, 3))
+    for r, out in enumerate(outputs):
+        assert_close(out, everyone((2, 2), name, 3)[r], f"all_gather {name} from {r}")
+
+    out = mt.zeros(world * 2, 3, dtype=DTYPES[name])
+    dist.all_gather_into_tensor(out, mine((2, 3), name, 4))
+    assert_close(out, np.concatenate(everyone((2, 3), name, 4)), f"all_gather_into {name}")
+
+    out = mt.zeros(2, dtype=DTYPES[name])
+    dist.reduce_scatter_tensor(out, mine((world * 2,), name, 5))
+    total = reduce_numpy(everyone((world * 2,), name, 5), "SUM", name)
+    assert_close(out, total[rank * 2:rank * 2 + 2], f"reduce_scatter_tensor {name}")
+
+    gathered = [mt.zeros(3, dtype=DTYPES[name]) for _ in range(world)] if rank == 0 else None
+    dist.gather(mine((3,), name, 6), gathered, dst=0)
+    if rank == 0:
+        for r, out in enumerate(gathered):
+            assert_close(out, everyone((3,), name, 6)[r], f"gather {name}")
+
+    pieces = [mt.tensor(rank_data(0, (3,), name, 7 + r), dtype=DTYPES[name])
+              for r in range(world)] if rank == 0 else None
+    out = mt.zeros(3, dtype=DTYPES[name])
+    dist.scatter(out, pieces, src=0)
+    assert_close(out, rank_data(0, (3,), name, 7 + rank), f"scatter {name}")
+
+    out = mt.zeros(world * 2, dtype=DTYPES[name])
+    dist.all_to_all_single(out, mine((world * 2,), name, 8))
+    expected = np.concatenate([a[rank * 2:rank * 2 + 2] for a in everyone((world * 2,), name, 8)])
+    assert_close(out, expected, f"all_to_all_single {name}")
+    checks += 8
+
+# all_to_all_single with uneven splits: rank r sends r + 1 rows to every peer
+rows_out = [rank + 1] * world
+rows_in = [r + 1 for r in range(world)]
+source = mt.full((sum(rows_out), 2), float(rank))
+out = mt.zeros(sum(rows_in), 2)
+dist.all_to_all_single(out, source, output_split_sizes=rows_in, input_split_sizes=rows_out)
+expected = np.concatenate([np.full((r + 1, 2), float(r), np.float32) for r in range(world)])
+assert_close(out, expected, "all_to_all_single uneven")
+
+# point to point: a ring, blocking and non-blocking
+right, left = (rank + 1) % world, (rank - 1) % world
+incoming = mt.zeros(4)
+if rank % 2 == 0:
+    dist.send(mt.full((4,), float(rank)), dst=right)
+    sender = dist.recv(incoming, src=left)
+else:
+    sender = dist.recv(incoming)          # any source
+    dist.send(mt.full((4,), float(rank)), dst=right)
+assert sender == left, (sender, left)
+assert_close(incoming, np.full(4, float(left), np.float32), "send/recv")
+incoming = mt.zeros(2, 3).t()             # non-contiguous receive buffer
+works = [dist.isend(mt.full((3, 2), 10.0 + rank), dst=right), dist.irecv(incoming, src=left)]
+for work in works:
+    work.wait()
+assert_close(incoming, np.full((3, 2), 10.0 + left, np.float32), "isend/irecv")
+
+# groups: the even ranks only
+evens = dist.new_group([r for r in range(world) if r % 2 == 0])
+if rank % 2 == 0:
+    t = mt.tensor([float(rank)])
+    dist.all_reduce(t, group=evens)
+    assert_close(t, np.array([sum(range(0, world, 2))], np.float32), "group all_reduce")
+    assert dist.get_world_size(evens) == len(range(0, world, 2))
+else:
+    assert evens == dist.GroupMember.NON_GROUP_MEMBER
+
+objects = [None, None] if rank else [{"epoch": 3}, "text"]
+dist.broadcast_object_list(objects, src=0)
+assert objects == [{"epoch": 3}, "text"], objects
+gathered = [None] * world
+dist.all_gather_object(gathered, ("rank", rank))
+assert gathered == [("rank", r) for r in range(world)], gathered
+work = dist.barrier(async_op=True)
+work.wait()
+dist.barrier()
+checks += 6
+
+dist.destroy_process_group()
+print(f"rank {rank} ok {checks}", flush=True)

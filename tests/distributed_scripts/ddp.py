@@ -1,0 +1,118 @@
+"""DistributedDataParallel on every rank against single-process training on the global batch
+(started by tests/test_distributed.py, directly or through minitorch.distributed.run); prints
+"rank R ok N" when every check passed."""
+import os
+
+import numpy as np
+
+import minitorch as mt
+import minitorch.distributed as dist
+import minitorch.nn as nn
+import minitorch.nn.functional as F
+from common import assert_close
+
+dist.init_process_group("mpi")
+rank, world = dist.get_rank(), dist.get_world_size()
+if "LAUNCHED_BY_RUN" in os.environ:       # the launcher's torchrun environment
+    assert os.environ["RANK"] == str(rank) and os.environ["WORLD_SIZE"] == str(world)
+    assert os.environ["LOCAL_RANK"] == str(rank) and "MASTER_PORT" in os.environ
+PER_RANK, STEPS = 4, 20
+
+
+def mlp():
+    return nn.Sequential(nn.Flatten(), nn.Linear(36, 16), nn.ReLU(), nn.Linear(16, 5))
+
+
+def cnn():
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(4, 6, 3), nn.ReLU(), nn.Flatten(), nn.Linear(6, 5))
+
+
+def global_batch(step, micro=0):
+    rng = np.random.default_rng(100 * step + micro)
+    images = rng.standard_normal((PER_RANK * world, 1, 6, 6)).astype(np.float32)
+    labels = rng.integers(0, 5, PER_RANK * world)
+    return mt.tensor(images), mt.tensor(labels)
+
+
+def shard(t):
+    return t[rank * PER_RANK:(rank + 1) * PER_RANK]
+
+
+def train(build, distributed, bucket_cap_mb=None):
+    mt.manual_seed(rank if distributed else 0)     # DDP must broadcast rank 0's weights
+    model = build()
+    net = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb) \
+        if distributed else model
+    optimizer = mt.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    for step in range(STEPS):
+        images, labels = global_batch(step)
+        if distributed:
+            images, labels = shard(images), shard(labels)
+        optimizer.zero_grad()
+        F.cross_entropy(net(images), labels).backward()
+        optimizer.step()
+    return [p.detach().numpy() for p in model.parameters()]
+
+
+checks = 0
+for build in (mlp, cnn):
+    reference = train(build, False)
+    for cap in (None, 0.0005):             # one bucket; several (in-order launches)
+        for got, want in zip(train(build, True, cap), reference):
+            assert_close(got, want, f"DDP {build.__name__} bucket_cap_mb={cap}", rtol=1e-4,
+                         atol=1e-5)
+        checks += 1
+
+# no_sync: two local micro-batches accumulate, the third backward averages the sums
+mt.manual_seed(0)
+reference = mlp()
+for micro in range(3):
+    images, labels = global_batch(0, micro)
+    F.cross_entropy(reference(images), labels).backward()
+mt.manual_seed(0)
+model = mlp()
+ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.0005)
+with ddp.no_sync():
+    for micro in range(2):
+        images, labels = global_batch(0, micro)
+        F.cross_entropy(ddp(shard(images)), shard(labels)).backward()
+images, labels = global_batch(0, 2)
+F.cross_entropy(ddp(shard(images)), shard(labels)).backward()
+for p, want in zip(model.parameters(), reference.parameters()):
+    assert_close(p.grad, want.grad.numpy(), "no_sync accumulation", rtol=1e-4, atol=1e-6)
+checks += 1
+
+
+class TwoHeads(nn.Module):
+    """Rank 0 never uses `second`; `unused` is used by nobody."""
+
+    def __init__(self):
+        super().__init__()
+        self.first, self.second, self.unused = nn.Linear(3, 2), nn.Linear(3, 2), nn.Linear(3, 2)
+
+    def forward(self, x):
+        out = self.first(x)
+        return out + self.second(x) if rank else out
+
+
+mt.manual_seed(0)
+heads = TwoHeads()
+ddp = nn.parallel.DistributedDataParallel(heads, find_unused_parameters=True)
+x = mt.full((2, 3), 1.0 + rank)
+ddp(x).sum().backward()
+expected_second = sum(np.full((2, 3), 2.0 * (1.0 + r)) for r in range(1, world)) / world
+assert_close(heads.second.weight.grad, expected_second.astype(np.float32), "unused on rank 0")
+assert heads.unused.weight.grad is None, "a parameter unused everywhere keeps grad None"
+checks += 1
+
+# buffers follow rank 0 at each forward (broadcast_buffers)
+norm = nn.BatchNorm1d(3)
+ddp = nn.parallel.DistributedDataParallel(norm)
+norm.running_mean.fill_(float(rank))
+ddp(mt.ones(4, 3))
+assert_close(norm.running_mean, np.full(3, 0.9 * 0.0 + 0.1 * 1.0, np.float32), "buffers")
+checks += 1
+
+dist.destroy_process_group()
+print(f"rank {rank} ok {checks}", flush=True)

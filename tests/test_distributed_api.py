@@ -1,0 +1,124 @@
+"""mt.distributed without launching MPI: errors before init, backend names, the launcher's
+command line, and DistributedSampler's partition against torch's."""
+import subprocess
+import sys
+
+import pytest
+
+import minitorch as mt
+import minitorch.distributed as dist
+from minitorch.distributed import run
+from minitorch.utils.data import DistributedSampler
+
+NOT_INIT = ("Default process group has not been initialized, please make sure to call "
+            "init_process_group.")
+
+
+@pytest.mark.parametrize("call", [
+    lambda: dist.all_reduce(mt.ones(2)), lambda: dist.get_rank(), lambda: dist.get_world_size(),
+    lambda: dist.barrier(), lambda: dist.broadcast(mt.ones(2), src=0), lambda: dist.new_group(),
+    lambda: dist.all_gather_object([None], 1), lambda: dist.get_backend()])
+def test_using_a_collective_before_init_is_torchs_value_error(call):
+    with pytest.raises(ValueError, match="^" + NOT_INIT.replace(".", r"\.") + "$"):
+        call()
+    assert not dist.is_initialized()
+
+
+def test_unknown_backend_and_destroy_before_init():
+    with pytest.raises(AssertionError, match="Unknown backend type foo"):
+        dist.init_process_group("foo")
+    with pytest.raises(AssertionError, match="Process group cannot be None"):
+        dist.destroy_process_group()
+    assert dist.Backend("MPI") == "mpi" and dist.Backend.NCCL == "nccl"
+
+
+def test_nccl_without_cupy_nccl_says_so():
+    if dist.is_nccl_available():
+        pytest.skip("NCCL is available here")
+    with pytest.raises(RuntimeError, match="doesn't have NCCL built in"):
+        dist.init_process_group("nccl")
+    assert not dist.is_initialized()
+
+
+def test_reduce_op_names_and_timeout_type():
+    assert [op.name for op in dist.ReduceOp] == ["SUM", "PRODUCT", "MIN", "MAX", "AVG"]
+    assert str(dist.ReduceOp.SUM) == "RedOpType.SUM"
+    with pytest.raises(TypeError, match="datetime.timedelta"):
+        dist.init_process_group("mpi", timeout=5)
+
+
+def test_importing_minitorch_does_not_start_mpi():
+    code = "import sys, minitorch; print('mpi4py.MPI' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60).stdout
+    assert out.strip() == "False"
+
+
+# ---- launcher -------------------------------------------------------------------------------
+def test_launcher_builds_torchrun_like_mpiexec_command(monkeypatch):
+    monkeypatch.setattr(run, "find_mpiexec", lambda: "/bin/mpiexec")
+    args = run.parse_args(["--nproc_per_node=3", "--master-port", "1234", "train.py", "--lr",
+                           "0.1"])
+    command = run.mpiexec_command(args)
+    assert command[:3] == ["/bin/mpiexec", "-n", "3"]
+    assert command[-7:] == ["3", "127.0.0.1", "1234", "script", "train.py", "--lr", "0.1"]
+    module = run.mpiexec_command(run.parse_args(["--nproc-per-node", "2", "-m", "pkg.mod"]))
+    assert module[-2:] == ["module", "pkg.mod"]
+
+
+@pytest.mark.parametrize("argv", [["--nnodes", "2", "x.py"], ["--nproc-per-node", "0", "x.py"],
+                                  ["--nproc-per-node", "two", "x.py"],
+                                  ["--max-restarts", "1", "x.py"]])
+def test_launcher_rejects_what_it_cannot_do(argv, capsys):
+    with pytest.raises(SystemExit):
+        run.parse_args(argv)
+    assert "error" in capsys.readouterr().err
+
+
+# ---- DistributedSampler ---------------------------------------------------------------------
+@pytest.mark.parametrize("size,replicas,drop_last", [(10, 3, False), (10, 3, True),
+                                                     (9, 3, False), (2, 5, False),
+                                                     (11, 4, True)])
+def test_sampler_partition_equals_torchs_without_shuffle(size, replicas, drop_last):
+    torch_data = pytest.importorskip("torch.utils.data.distributed")
+    for rank in range(replicas):
+        ours = DistributedSampler(range(size), replicas, rank, shuffle=False, drop_last=drop_last)
+        theirs = torch_data.DistributedSampler(range(size), replicas, rank, shuffle=False,
+                                               drop_last=drop_last)
+        assert list(ours) == list(theirs) and len(ours) == len(theirs)
+
+
+def test_sampler_partition_of_a_shuffled_order_equals_torchs(monkeypatch):
+    """Given the same permutation (mt.randperm's differs from torch's for a seed), every
+    rank's share equals torch's."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.data.distributed import DistributedSampler as TorchSampler
+    import minitorch.utils.data.distributed as ours_module
+    for epoch in (0, 1):
+        generator = torch.Generator()
+        generator.manual_seed(7 + epoch)
+        permutation = torch.randperm(10, generator=generator).tolist()
+        monkeypatch.setattr(ours_module, "randperm",
+                            lambda n, generator=None: mt.tensor(permutation))
+        for rank in range(4):
+            ours = DistributedSampler(range(10), 4, rank, seed=7)
+            theirs = TorchSampler(range(10), 4, rank, seed=7)
+            ours.set_epoch(epoch)
+            theirs.set_epoch(epoch)
+            assert list(ours) == list(theirs)
+
+
+def test_sampler_shuffles_the_same_on_every_rank_and_per_epoch():
+    shares = [list(DistributedSampler(range(12), 3, r, seed=1)) for r in range(3)]
+    assert sorted(sum(shares, [])) == list(range(12))
+    again = DistributedSampler(range(12), 3, 0, seed=1)
+    assert list(again) == shares[0]
+    again.set_epoch(1)
+    assert list(again) != shares[0]
+
+
+def test_sampler_checks_rank_and_needs_a_group():
+    with pytest.raises(ValueError, match=r"Invalid rank 3, rank should be in the interval \[0, 2\]"):
+        DistributedSampler(range(4), 3, 3)
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        DistributedSampler(range(4))
