@@ -23,8 +23,12 @@ from .autograd import set_detect_anomaly as set_anomaly_enabled
 from .backend import device
 from .dtypes import can_cast, finfo, get_default_dtype, iinfo, promote_types, set_default_dtype
 from .functions.elementwise import *  # noqa: F401,F403  (each module's __all__)
+from .functions.compare import *  # noqa: F401,F403
+from .functions.float_math import *  # noqa: F401,F403
+from .functions.special_functions import *  # noqa: F401,F403
 from .functions.factor import *  # noqa: F401,F403
 from .functions.index import *  # noqa: F401,F403
+from .functions.indexing import *  # noqa: F401,F403
 from .functions.linalg import *  # noqa: F401,F403
 from .functions.movement import *  # noqa: F401,F403
 from .functions.norms import *  # noqa: F401,F403

@@ -5,6 +5,8 @@ IGAMMAC, XLOG1PY and the composites; reduce: softmax, log_softmax, logsumexp); t
 names them as torch.special does.
 """
 from .functions import elementwise as _E, reduce as _R
+from .functions import float_math as _float_math
+from .functions import special_functions as _special_functions
 
 __all__ = [
     'bessel_j0', 'bessel_j1', 'digamma', 'entr', 'erf', 'erfc', 'erfcx', 'erfinv', 'exp2',
@@ -13,33 +15,33 @@ __all__ = [
     'polygamma', 'psi', 'round', 'sinc', 'softmax', 'xlog1py', 'xlogy', 'zeta',
 ]
 
-bessel_j0 = _E.special_bessel_j0
-bessel_j1 = _E.special_bessel_j1
-entr = _E.special_entr
-erfcx = _E.special_erfcx
-i0e = _E.special_i0e
-i1 = _E.special_i1
-i1e = _E.special_i1e
-log_ndtr = _E.special_log_ndtr
-ndtr = _E.special_ndtr
-ndtri = _E.special_ndtri
-xlog1py = _E.special_xlog1py
-zeta = _E.special_zeta
+bessel_j0 = _special_functions.special_bessel_j0
+bessel_j1 = _special_functions.special_bessel_j1
+entr = _special_functions.special_entr
+erfcx = _special_functions.special_erfcx
+i0e = _special_functions.special_i0e
+i1 = _special_functions.special_i1
+i1e = _special_functions.special_i1e
+log_ndtr = _special_functions.special_log_ndtr
+ndtr = _special_functions.special_ndtr
+ndtri = _special_functions.special_ndtri
+xlog1py = _special_functions.special_xlog1py
+zeta = _special_functions.special_zeta
 
-digamma = psi = _E.digamma
+digamma = psi = _special_functions.digamma
 erf = _E.erf
-erfc = _E.erfc
-erfinv = _E.erfinv
-exp2 = _E.exp2
+erfc = _float_math.erfc
+erfinv = _special_functions.erfinv
+exp2 = _float_math.exp2
 expit = _E.sigmoid
 expm1 = _E.expm1
-gammaln = _E.lgamma
-i0 = _E.i0
+gammaln = _special_functions.lgamma
+i0 = _special_functions.i0
 log1p = _E.log1p
-logit = _E.logit
-polygamma = _E.polygamma
-sinc = _E.sinc
-xlogy = _E.xlogy
+logit = _special_functions.logit
+polygamma = _special_functions.polygamma
+sinc = _special_functions.sinc
+xlogy = _float_math.xlogy
 logsumexp = _R.logsumexp
 
 
@@ -52,17 +54,17 @@ def _check_tensors(name, input, other):
 def gammainc(input, other):
     """The regularized lower incomplete gamma function P(input, other) (torch.igamma)."""
     _check_tensors("special_gammainc", input, other)
-    return _E.igamma(input, other)
+    return _special_functions.igamma(input, other)
 
 
 def gammaincc(input, other):
     """The regularized upper incomplete gamma function Q(input, other) (torch.igammac)."""
     _check_tensors("special_gammaincc", input, other)
-    return _E.igammac(input, other)
+    return _special_functions.igammac(input, other)
 
 
 def multigammaln(input, p):
-    return _E.mvlgamma(input, p)
+    return _special_functions.mvlgamma(input, p)
 
 
 def round(input, *, decimals=0):

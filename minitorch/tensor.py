@@ -593,7 +593,8 @@ def _infer_dtype(data):
     if array.dtype.kind in "fuO" and not isinstance(data, (np.ndarray, np.generic)):
         _check_int64_range(data, array)
     if array.dtype == object:
-        odd = next(v for v in _python_leaves(data) if not isinstance(v, (numbers.Number, np.generic)))
+        odd = next(v for v in _python_leaves(data)
+                   if not isinstance(v, (numbers.Number, np.generic)))
         raise RuntimeError(f"Could not infer dtype of {type(odd).__name__}")
     if array.dtype.kind == "f":
         return dtypes.get_default_dtype()

@@ -7,17 +7,17 @@ built on Tensor), so it cannot name the ops itself; this file sits above both. S
 these methods on Tensor through its TYPE_CHECKING base. Attribute lookups cost the same as for
 methods written in the class: install() puts the very same function objects on it.
 """
+from .functions import compare, float_math, indexing, inplace, operators, special_functions
 from .functions import elementwise as E
 from .functions import factor as FA
-from .functions import inplace, operators
-from .functions import norms as NO
-from .functions import sort as S
-from .functions import spectral as SP
-from .functions import stats as ST
 from .functions import index as I  # noqa: E741
 from .functions import linalg as L
 from .functions import movement as M
+from .functions import norms as NO
 from .functions import reduce as R
+from .functions import sort as S
+from .functions import spectral as SP
+from .functions import stats as ST
 from .opcodes import BinaryOp
 from .tensor import Tensor
 
@@ -34,11 +34,11 @@ class TensorMethods:
     __mod__ = operators.binary_operator(E.remainder)
     __pow__ = operators.binary_operator(E.pow)
     __matmul__ = operators.binary_operator(L.matmul)
-    __and__ = operators.binary_operator(E.bitwise_and)
-    __or__ = operators.binary_operator(E.bitwise_or)
-    __xor__ = operators.binary_operator(E.bitwise_xor)
-    __lshift__ = operators.binary_operator(E.bitwise_left_shift)
-    __rshift__ = operators.binary_operator(E.bitwise_right_shift)
+    __and__ = operators.binary_operator(compare.bitwise_and)
+    __or__ = operators.binary_operator(compare.bitwise_or)
+    __xor__ = operators.binary_operator(compare.bitwise_xor)
+    __lshift__ = operators.binary_operator(compare.bitwise_left_shift)
+    __rshift__ = operators.binary_operator(compare.bitwise_right_shift)
     __radd__ = operators.binary_operator(E.add, reflected=True)
     __rsub__ = operators.binary_operator(E.sub, reflected=True)
     __rmul__ = operators.binary_operator(E.mul, reflected=True)
@@ -47,22 +47,22 @@ class TensorMethods:
     __rmod__ = operators.binary_operator(E.remainder, reflected=True)
     __rpow__ = operators.binary_operator(E.pow, reflected=True)
     __rmatmul__ = operators.binary_operator(L.matmul, reflected=True)
-    __rand__ = operators.binary_operator(E.bitwise_and, reflected=True)
-    __ror__ = operators.binary_operator(E.bitwise_or, reflected=True)
-    __rxor__ = operators.binary_operator(E.bitwise_xor, reflected=True)
-    __rlshift__ = operators.binary_operator(E.bitwise_left_shift, reflected=True)
-    __rrshift__ = operators.binary_operator(E.bitwise_right_shift, reflected=True)
-    __eq__ = operators.binary_operator(E.eq)
-    __ne__ = operators.binary_operator(E.ne)
-    __lt__ = operators.binary_operator(E.lt)
-    __le__ = operators.binary_operator(E.le)
-    __gt__ = operators.binary_operator(E.gt)
-    __ge__ = operators.binary_operator(E.ge)
+    __rand__ = operators.binary_operator(compare.bitwise_and, reflected=True)
+    __ror__ = operators.binary_operator(compare.bitwise_or, reflected=True)
+    __rxor__ = operators.binary_operator(compare.bitwise_xor, reflected=True)
+    __rlshift__ = operators.binary_operator(compare.bitwise_left_shift, reflected=True)
+    __rrshift__ = operators.binary_operator(compare.bitwise_right_shift, reflected=True)
+    __eq__ = operators.binary_operator(compare.eq)
+    __ne__ = operators.binary_operator(compare.ne)
+    __lt__ = operators.binary_operator(compare.lt)
+    __le__ = operators.binary_operator(compare.le)
+    __gt__ = operators.binary_operator(compare.gt)
+    __ge__ = operators.binary_operator(compare.ge)
     __neg__ = E.neg
     __abs__ = E.abs
     __invert__ = operators.invert
-    __getitem__ = I.getitem
-    __setitem__ = I.setitem
+    __getitem__ = indexing.getitem
+    __setitem__ = indexing.setitem
 
     def __pos__(self):
         return self
@@ -75,16 +75,16 @@ class TensorMethods:
     __ipow__ = inplace.inplace(E.pow)
     __ifloordiv__ = inplace.inplace(E.floor_divide)
     __imod__ = inplace.inplace(E.remainder)
-    __iand__ = bitwise_and_ = inplace.inplace(inplace.castable_first(E.bitwise_and))
-    __ior__ = bitwise_or_ = inplace.inplace(inplace.castable_first(E.bitwise_or))
-    __ixor__ = bitwise_xor_ = inplace.inplace(inplace.castable_first(E.bitwise_xor))
+    __iand__ = bitwise_and_ = inplace.inplace(inplace.castable_first(compare.bitwise_and))
+    __ior__ = bitwise_or_ = inplace.inplace(inplace.castable_first(compare.bitwise_or))
+    __ixor__ = bitwise_xor_ = inplace.inplace(inplace.castable_first(compare.bitwise_xor))
     __ilshift__ = bitwise_left_shift_ = inplace.inplace(
-        inplace.castable_first(E.bitwise_left_shift))
+        inplace.castable_first(compare.bitwise_left_shift))
     __irshift__ = bitwise_right_shift_ = inplace.inplace(
-        inplace.castable_first(E.bitwise_right_shift))
+        inplace.castable_first(compare.bitwise_right_shift))
 
 
-    # ---- elementwise (functions/elementwise.py) -------------------------------------------
+    # ---- elementwise arithmetic and basic math (functions/elementwise.py) -------------------
     add = E.add
     sub = E.sub
     mul = E.mul
@@ -98,16 +98,12 @@ class TensorMethods:
     neg = E.neg
     abs = E.abs
     sign = E.sign
-    addcmul = E.addcmul
-    addcdiv = E.addcdiv
     clip = E.clip
     multiply = E.multiply
     subtract = E.subtract
     divide = E.divide
     negative = E.negative
     absolute = E.absolute
-    greater = E.greater
-    less = E.less
     exp = E.exp
     log = E.log
     log1p = E.log1p
@@ -131,86 +127,8 @@ class TensorMethods:
     maximum = E.maximum
     fmax = E.fmax
     fmin = E.fmin
-    atan2 = E.atan2
-    eq = E.eq
-    ne = E.ne
-    lt = E.lt
-    le = E.le
-    gt = E.gt
-    ge = E.ge
-    logical_and = E.logical_and
-    logical_or = E.logical_or
-    logical_xor = E.logical_xor
-    logical_not = E.logical_not
-    isnan = E.isnan
-    isinf = E.isinf
-    isfinite = E.isfinite
-    lerp = E.lerp
-    equal = E.equal
-    allclose = E.allclose
-    isclose = E.isclose
-    bitwise_and = E.bitwise_and
-    bitwise_or = E.bitwise_or
-    bitwise_xor = E.bitwise_xor
-    bitwise_not = E.bitwise_not
-    bitwise_left_shift = E.bitwise_left_shift
-    bitwise_right_shift = E.bitwise_right_shift
-    sinh = E.sinh
-    cosh = E.cosh
-    tan = E.tan
-    asin = E.asin
-    acos = E.acos
-    atan = E.atan
-    asinh = E.asinh
-    acosh = E.acosh
-    atanh = E.atanh
-    arcsin = E.arcsin
-    arccos = E.arccos
-    arctan = E.arctan
-    arcsinh = E.arcsinh
-    arccosh = E.arccosh
-    arctanh = E.arctanh
-    log2 = E.log2
-    log10 = E.log10
-    exp2 = E.exp2
-    erfc = E.erfc
-    lgamma = E.lgamma
-    digamma = E.digamma
-    frac = E.frac
-    hypot = E.hypot
-    logaddexp = E.logaddexp
-    logaddexp2 = E.logaddexp2
-    copysign = E.copysign
-    heaviside = E.heaviside
-    xlogy = E.xlogy
-    sgn = E.sgn
-    signbit = E.signbit
-    deg2rad = E.deg2rad
-    rad2deg = E.rad2deg
-    nan_to_num = E.nan_to_num
     clamp_min = E.clamp_min
     clamp_max = E.clamp_max
-    fix = E.fix
-    positive = E.positive
-    greater_equal = E.greater_equal
-    less_equal = E.less_equal
-    not_equal = E.not_equal
-    arctan2 = E.arctan2
-    erfinv = E.erfinv
-    i0 = E.i0
-    gcd = E.gcd
-    lcm = E.lcm
-    nextafter = E.nextafter
-    igamma = E.igamma
-    igammac = E.igammac
-    logit = E.logit
-    sinc = E.sinc
-    ldexp = E.ldexp
-    mvlgamma = E.mvlgamma
-    angle = E.angle
-    isposinf = E.isposinf
-    isneginf = E.isneginf
-    isreal = E.isreal
     add_ = inplace.fast_inplace(BinaryOp.ADD, inplace.inplace(E.add), scaled=True)
     sub_ = inplace.fast_inplace(BinaryOp.SUB, inplace.inplace(E.sub), scaled=True)
     mul_ = inplace.fast_inplace(BinaryOp.MUL, inplace.inplace(E.mul), scaled=False)
@@ -237,40 +155,8 @@ class TensorMethods:
     round_ = inplace.inplace(E.round)
     trunc_ = inplace.inplace(E.trunc)
     clamp_ = clip_ = inplace.inplace(E.clamp)
-    lerp_ = inplace.inplace(E.lerp)
-    sinh_ = inplace.inplace(E.sinh)
-    cosh_ = inplace.inplace(E.cosh)
-    tan_ = inplace.inplace(E.tan)
-    asin_ = inplace.inplace(E.asin)
-    acos_ = inplace.inplace(E.acos)
-    atan_ = inplace.inplace(E.atan)
-    asinh_ = inplace.inplace(E.asinh)
-    acosh_ = inplace.inplace(E.acosh)
-    atanh_ = inplace.inplace(E.atanh)
-    arcsin_ = inplace.inplace(E.arcsin)
-    arccos_ = inplace.inplace(E.arccos)
-    arctan_ = inplace.inplace(E.arctan)
-    arcsinh_ = inplace.inplace(E.arcsinh)
-    arccosh_ = inplace.inplace(E.arccosh)
-    arctanh_ = inplace.inplace(E.arctanh)
-    log2_ = inplace.inplace(E.log2)
-    log10_ = inplace.inplace(E.log10)
-    exp2_ = inplace.inplace(E.exp2)
-    erfc_ = inplace.inplace(E.erfc)
-    lgamma_ = inplace.inplace(E.lgamma)
-    digamma_ = inplace.inplace(E.digamma)
-    frac_ = inplace.inplace(E.frac)
-    hypot_ = inplace.inplace(E.hypot)
-    copysign_ = inplace.inplace(E.copysign)
-    heaviside_ = inplace.inplace(E.heaviside)
-    xlogy_ = inplace.inplace(E.xlogy)
-    sgn_ = inplace.inplace(E.sgn)
-    deg2rad_ = inplace.inplace(E.deg2rad)
-    rad2deg_ = inplace.inplace(E.rad2deg)
-    nan_to_num_ = inplace.inplace(E.nan_to_num)
     clamp_min_ = inplace.inplace(E.clamp_min)
     clamp_max_ = inplace.inplace(E.clamp_max)
-    fix_ = inplace.inplace(E.fix)
     absolute_ = inplace.inplace(E.absolute)
     negative_ = inplace.inplace(E.negative)
     divide_ = inplace.inplace(E.divide)
@@ -280,21 +166,141 @@ class TensorMethods:
     floor_divide_ = inplace.inplace(E.floor_divide)
     fmod_ = inplace.inplace(E.fmod)
     remainder_ = inplace.inplace(E.remainder)
-    atan2_ = inplace.inplace(E.atan2)
-    arctan2_ = inplace.inplace(E.arctan2)
     erf_ = inplace.inplace(E.erf)
-    bitwise_not_ = inplace.inplace(E.bitwise_not)
-    erfinv_ = inplace.inplace(E.erfinv)
-    i0_ = inplace.inplace(E.i0)
-    gcd_ = inplace.inplace(E.gcd)
-    lcm_ = inplace.inplace(E.lcm)
-    nextafter_ = inplace.inplace(E.nextafter)
-    igamma_ = inplace.inplace(E.igamma)
-    igammac_ = inplace.inplace(E.igammac)
-    logit_ = inplace.inplace(E.logit)
-    sinc_ = inplace.inplace(E.sinc)
-    ldexp_ = inplace.inplace(E.ldexp)
-    mvlgamma_ = inplace.inplace(E.mvlgamma)
+
+    # ---- comparisons and logic (functions/compare.py) ---------------------------------------
+    greater = compare.greater
+    less = compare.less
+    eq = compare.eq
+    ne = compare.ne
+    lt = compare.lt
+    le = compare.le
+    gt = compare.gt
+    ge = compare.ge
+    logical_and = compare.logical_and
+    logical_or = compare.logical_or
+    logical_xor = compare.logical_xor
+    logical_not = compare.logical_not
+    isnan = compare.isnan
+    isinf = compare.isinf
+    isfinite = compare.isfinite
+    equal = compare.equal
+    allclose = compare.allclose
+    isclose = compare.isclose
+    bitwise_and = compare.bitwise_and
+    bitwise_or = compare.bitwise_or
+    bitwise_xor = compare.bitwise_xor
+    bitwise_not = compare.bitwise_not
+    bitwise_left_shift = compare.bitwise_left_shift
+    bitwise_right_shift = compare.bitwise_right_shift
+    signbit = compare.signbit
+    greater_equal = compare.greater_equal
+    less_equal = compare.less_equal
+    not_equal = compare.not_equal
+    isposinf = compare.isposinf
+    isneginf = compare.isneginf
+    isreal = compare.isreal
+    bitwise_not_ = inplace.inplace(compare.bitwise_not)
+
+    # ---- further float math (functions/float_math.py) ---------------------------------------
+    addcmul = float_math.addcmul
+    addcdiv = float_math.addcdiv
+    atan2 = float_math.atan2
+    lerp = float_math.lerp
+    sinh = float_math.sinh
+    cosh = float_math.cosh
+    tan = float_math.tan
+    asin = float_math.asin
+    acos = float_math.acos
+    atan = float_math.atan
+    asinh = float_math.asinh
+    acosh = float_math.acosh
+    atanh = float_math.atanh
+    arcsin = float_math.arcsin
+    arccos = float_math.arccos
+    arctan = float_math.arctan
+    arcsinh = float_math.arcsinh
+    arccosh = float_math.arccosh
+    arctanh = float_math.arctanh
+    log2 = float_math.log2
+    log10 = float_math.log10
+    exp2 = float_math.exp2
+    erfc = float_math.erfc
+    frac = float_math.frac
+    hypot = float_math.hypot
+    logaddexp = float_math.logaddexp
+    logaddexp2 = float_math.logaddexp2
+    copysign = float_math.copysign
+    heaviside = float_math.heaviside
+    xlogy = float_math.xlogy
+    sgn = float_math.sgn
+    deg2rad = float_math.deg2rad
+    rad2deg = float_math.rad2deg
+    nan_to_num = float_math.nan_to_num
+    fix = float_math.fix
+    positive = float_math.positive
+    arctan2 = float_math.arctan2
+    angle = float_math.angle
+    lerp_ = inplace.inplace(float_math.lerp)
+    sinh_ = inplace.inplace(float_math.sinh)
+    cosh_ = inplace.inplace(float_math.cosh)
+    tan_ = inplace.inplace(float_math.tan)
+    asin_ = inplace.inplace(float_math.asin)
+    acos_ = inplace.inplace(float_math.acos)
+    atan_ = inplace.inplace(float_math.atan)
+    asinh_ = inplace.inplace(float_math.asinh)
+    acosh_ = inplace.inplace(float_math.acosh)
+    atanh_ = inplace.inplace(float_math.atanh)
+    arcsin_ = inplace.inplace(float_math.arcsin)
+    arccos_ = inplace.inplace(float_math.arccos)
+    arctan_ = inplace.inplace(float_math.arctan)
+    arcsinh_ = inplace.inplace(float_math.arcsinh)
+    arccosh_ = inplace.inplace(float_math.arccosh)
+    arctanh_ = inplace.inplace(float_math.arctanh)
+    log2_ = inplace.inplace(float_math.log2)
+    log10_ = inplace.inplace(float_math.log10)
+    exp2_ = inplace.inplace(float_math.exp2)
+    erfc_ = inplace.inplace(float_math.erfc)
+    frac_ = inplace.inplace(float_math.frac)
+    hypot_ = inplace.inplace(float_math.hypot)
+    copysign_ = inplace.inplace(float_math.copysign)
+    heaviside_ = inplace.inplace(float_math.heaviside)
+    xlogy_ = inplace.inplace(float_math.xlogy)
+    sgn_ = inplace.inplace(float_math.sgn)
+    deg2rad_ = inplace.inplace(float_math.deg2rad)
+    rad2deg_ = inplace.inplace(float_math.rad2deg)
+    nan_to_num_ = inplace.inplace(float_math.nan_to_num)
+    fix_ = inplace.inplace(float_math.fix)
+    atan2_ = inplace.inplace(float_math.atan2)
+    arctan2_ = inplace.inplace(float_math.arctan2)
+
+    # ---- special functions (functions/special_functions.py) ---------------------------------
+    lgamma = special_functions.lgamma
+    digamma = special_functions.digamma
+    erfinv = special_functions.erfinv
+    i0 = special_functions.i0
+    gcd = special_functions.gcd
+    lcm = special_functions.lcm
+    nextafter = special_functions.nextafter
+    igamma = special_functions.igamma
+    igammac = special_functions.igammac
+    logit = special_functions.logit
+    sinc = special_functions.sinc
+    ldexp = special_functions.ldexp
+    mvlgamma = special_functions.mvlgamma
+    lgamma_ = inplace.inplace(special_functions.lgamma)
+    digamma_ = inplace.inplace(special_functions.digamma)
+    erfinv_ = inplace.inplace(special_functions.erfinv)
+    i0_ = inplace.inplace(special_functions.i0)
+    gcd_ = inplace.inplace(special_functions.gcd)
+    lcm_ = inplace.inplace(special_functions.lcm)
+    nextafter_ = inplace.inplace(special_functions.nextafter)
+    igamma_ = inplace.inplace(special_functions.igamma)
+    igammac_ = inplace.inplace(special_functions.igammac)
+    logit_ = inplace.inplace(special_functions.logit)
+    sinc_ = inplace.inplace(special_functions.sinc)
+    ldexp_ = inplace.inplace(special_functions.ldexp)
+    mvlgamma_ = inplace.inplace(special_functions.mvlgamma)
 
     # ---- reductions (functions/reduce.py) -------------------------------------------------
     sum = R.sum
@@ -454,7 +460,7 @@ class TensorMethods:
     masked_select = I.masked_select
     take = I.take
     index_add = I.index_add
-    index_put = I.index_put
+    index_put = indexing.index_put
     argwhere = I.argwhere
     index_fill = I.index_fill
     index_copy = I.index_copy
@@ -464,42 +470,42 @@ class TensorMethods:
     slice_scatter = I.slice_scatter
     diagonal_scatter = I.diagonal_scatter
     fill_diagonal_ = I.fill_diagonal_
-    put = I.put
+    put = indexing.put
     index_reduce = I.index_reduce
     index_fill_ = inplace.inplace(I.index_fill)
     index_copy_ = inplace.inplace(I.index_copy)
     masked_scatter_ = inplace.inplace(I.masked_scatter)
     scatter_reduce_ = inplace.inplace(I.scatter_reduce)
     index_reduce_ = inplace.inplace(I.index_reduce)
-    put_ = inplace.inplace(I.put)
+    put_ = inplace.inplace(indexing.put)
 
     # ---- in-place forms with their own rules (functions/inplace.py) -----------------------------
     masked_fill_ = inplace.inplace(I.masked_fill)
     index_add_ = inplace.inplace(I.index_add)
     scatter_ = inplace.inplace(I.scatter)
     scatter_add_ = inplace.inplace(I.scatter_add)
-    index_put_ = inplace.inplace(I.index_put)
+    index_put_ = inplace.inplace(indexing.index_put)
     fill_ = inplace.fill_
     zero_ = inplace.zero_
     copy_ = inplace.copy_
     float_power_ = inplace.float_power_
     _assign_result = inplace.assign_result
     # comparisons and logical ops in place keep self's dtype (torch's `x.eq_(y)`)
-    eq_ = inplace.inplace(inplace.keeping_dtype(E.eq))
-    ne_ = inplace.inplace(inplace.keeping_dtype(E.ne))
-    lt_ = inplace.inplace(inplace.keeping_dtype(E.lt))
-    le_ = inplace.inplace(inplace.keeping_dtype(E.le))
-    gt_ = inplace.inplace(inplace.keeping_dtype(E.gt))
-    ge_ = inplace.inplace(inplace.keeping_dtype(E.ge))
-    greater_equal_ = inplace.inplace(inplace.keeping_dtype(E.greater_equal))
-    less_equal_ = inplace.inplace(inplace.keeping_dtype(E.less_equal))
-    not_equal_ = inplace.inplace(inplace.keeping_dtype(E.not_equal))
-    greater_ = inplace.inplace(inplace.keeping_dtype(E.greater))
-    less_ = inplace.inplace(inplace.keeping_dtype(E.less))
-    logical_and_ = inplace.inplace(inplace.keeping_dtype(E.logical_and))
-    logical_or_ = inplace.inplace(inplace.keeping_dtype(E.logical_or))
-    logical_xor_ = inplace.inplace(inplace.keeping_dtype(E.logical_xor))
-    logical_not_ = inplace.inplace(inplace.keeping_dtype(E.logical_not))
+    eq_ = inplace.inplace(inplace.keeping_dtype(compare.eq))
+    ne_ = inplace.inplace(inplace.keeping_dtype(compare.ne))
+    lt_ = inplace.inplace(inplace.keeping_dtype(compare.lt))
+    le_ = inplace.inplace(inplace.keeping_dtype(compare.le))
+    gt_ = inplace.inplace(inplace.keeping_dtype(compare.gt))
+    ge_ = inplace.inplace(inplace.keeping_dtype(compare.ge))
+    greater_equal_ = inplace.inplace(inplace.keeping_dtype(compare.greater_equal))
+    less_equal_ = inplace.inplace(inplace.keeping_dtype(compare.less_equal))
+    not_equal_ = inplace.inplace(inplace.keeping_dtype(compare.not_equal))
+    greater_ = inplace.inplace(inplace.keeping_dtype(compare.greater))
+    less_ = inplace.inplace(inplace.keeping_dtype(compare.less))
+    logical_and_ = inplace.inplace(inplace.keeping_dtype(compare.logical_and))
+    logical_or_ = inplace.inplace(inplace.keeping_dtype(compare.logical_or))
+    logical_xor_ = inplace.inplace(inplace.keeping_dtype(compare.logical_xor))
+    logical_not_ = inplace.inplace(inplace.keeping_dtype(compare.logical_not))
     # in-place views: self takes the view's shape and strides
     t_ = inplace.inplace_view(M.t)
     squeeze_ = inplace.inplace_view(M.squeeze)
@@ -514,7 +520,7 @@ class TensorMethods:
     sum_to_size = R.sum_to_size
 
     def polygamma(self, n):
-        return E.polygamma(n, self)     # torch's method puts n first
+        return special_functions.polygamma(n, self)     # torch's method puts n first
 
     polygamma_ = inplace.inplace(polygamma)
 

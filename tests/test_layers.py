@@ -28,7 +28,8 @@ TOP = len(LAYERS)
 # The core (everything up to tensor, and the core op families) never imports breadth.
 CORE_FUNCTIONS = ["minitorch.functions.elementwise", "minitorch.functions.reduce",
                   "minitorch.functions.movement", "minitorch.functions.index",
-                  "minitorch.functions.linalg", "minitorch.functions.inplace",
+                  "minitorch.functions.indexing", "minitorch.functions.linalg",
+                  "minitorch.functions.compare", "minitorch.functions.inplace",
                   "minitorch.functions.operators"]
 BREADTH = ["minitorch.functions.factor", "minitorch.functions.spectral",
            "minitorch.functions.sort", "minitorch.functions.stats", "minitorch.distributions",
@@ -41,7 +42,7 @@ BREADTH = ["minitorch.functions.factor", "minitorch.functions.spectral",
 ALLOWED_CIRCLES = [
     {"minitorch.functions.elementwise", "minitorch.functions.reduce",
      "minitorch.functions.movement", "minitorch.functions.index",
-     "minitorch.functions.linalg"},
+     "minitorch.functions.indexing", "minitorch.functions.linalg"},
 ]
 
 

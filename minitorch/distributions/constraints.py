@@ -1,7 +1,7 @@
 """Constraints: the sets that parameters and values of distributions live in
 (torch.distributions.constraints). `check(value)` returns a bool tensor over the batch shape."""
 from .. import dtypes
-from ..functions.elementwise import isclose
+from ..functions.compare import isclose
 from ..functions.linalg import tril
 from ..linalg import cholesky_ex
 from ..tensor import full

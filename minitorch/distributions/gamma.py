@@ -4,6 +4,9 @@ from the gamma CDF, `_standard_gamma_grad`), computed with minitorch ops."""
 from .. import dtypes
 from ..autograd import Function
 from ..functions import elementwise as E
+from ..functions import float_math
+from ..functions import special_functions
+from ..functions import compare
 from ..functions.movement import stack
 from ..nn.functional import one_hot
 from ..random import _draw
@@ -39,9 +42,9 @@ def _grad_small_x(alpha, x):
     pow_x_alpha = x ** alpha
     pdf = x ** (alpha - 1) * E.exp(-x)
     cdf = pow_x_alpha * series1
-    cdf_alpha = (x.log() - E.digamma(alpha)) * cdf - pow_x_alpha * series2
+    cdf_alpha = (x.log() - special_functions.digamma(alpha)) * cdf - pow_x_alpha * series2
     result = -cdf_alpha / pdf
-    return E.where(E.isnan(result), 0.0, result)
+    return E.where(compare.isnan(result), 0.0, result)
 
 
 def _grad_large_alpha(alpha, x):
@@ -144,8 +147,9 @@ class Gamma(ExponentialFamily):
         value = as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
         if self._validate_args:
             self._validate_sample(value)
-        return (E.xlogy(self.concentration, self.rate) + E.xlogy(self.concentration - 1, value)
-                - self.rate * value - E.lgamma(self.concentration))
+        return (float_math.xlogy(self.concentration, self.rate)
+                + float_math.xlogy(self.concentration - 1, value)
+                - self.rate * value - special_functions.lgamma(self.concentration))
 
     def cdf(self, value):
         if self._validate_args:
@@ -153,8 +157,8 @@ class Gamma(ExponentialFamily):
         return gammainc(self.concentration, self.rate * value)
 
     def entropy(self):
-        return (self.concentration - self.rate.log() + E.lgamma(self.concentration)
-                + (1.0 - self.concentration) * E.digamma(self.concentration))
+        return (self.concentration - self.rate.log() + special_functions.lgamma(self.concentration)
+                + (1.0 - self.concentration) * special_functions.digamma(self.concentration))
 
 
 class Chi2(Gamma):
@@ -194,8 +198,8 @@ class Dirichlet(ExponentialFamily):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        return (E.xlogy(self.concentration - 1.0, value).sum(-1)
-                + E.lgamma(self.concentration.sum(-1)) - E.lgamma(self.concentration).sum(-1))
+        return (float_math.xlogy(self.concentration - 1.0, value).sum(-1)
+                + special_functions.lgamma(self.concentration.sum(-1)) - special_functions.lgamma(self.concentration).sum(-1))
 
     @property
     def mean(self):
@@ -217,9 +221,9 @@ class Dirichlet(ExponentialFamily):
     def entropy(self):
         k = self.concentration.shape[-1]
         total = self.concentration.sum(-1)
-        return (E.lgamma(self.concentration).sum(-1) - E.lgamma(total)
-                - (k - total) * E.digamma(total)
-                - ((self.concentration - 1.0) * E.digamma(self.concentration)).sum(-1))
+        return (special_functions.lgamma(self.concentration).sum(-1) - special_functions.lgamma(total)
+                - (k - total) * special_functions.digamma(total)
+                - ((self.concentration - 1.0) * special_functions.digamma(self.concentration)).sum(-1))
 
 
 class Beta(ExponentialFamily):

@@ -8,7 +8,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd import _grad_mode
 from ..tensor import Tensor, wrap
-from . import elementwise as E
+from . import compare
 
 _OPERAND_TYPES = (Tensor, numbers.Number, np.number, np.bool_)
 _BOOL = dtypes.bool_
@@ -49,4 +49,4 @@ def invert(self):
     if self.dtype.is_floating_point:
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
                         "tensors")
-    return E.bitwise_not(self)
+    return compare.bitwise_not(self)

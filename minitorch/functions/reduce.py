@@ -252,7 +252,7 @@ class _ExtremumAll(KernelFunction):
     @staticmethod
     def backward(ctx, g):
         a, out = ctx.saved_tensors
-        hit = _E.cast((a == out) | (_E.isnan(a) & _E.isnan(out)), g.dtype)
+        hit = _E.cast((a == out) | (a.isnan() & out.isnan()), g.dtype)
         return hit * (g / sum(hit))
 
 
@@ -737,7 +737,7 @@ def _norm_backward(g, a, out, p, dims):
         return a * _E.where(out == 0, zero, g / out)
     if math.isinf(p):
         magnitude = _E.abs(a)
-        hit = _E.cast((magnitude == out) | _E.isnan(magnitude), g.dtype)
+        hit = _E.cast((magnitude == out) | magnitude.isnan(), g.dtype)
         return _E.sign(a) * ((g / sum(hit, dims, keepdim=True)) * hit)
     magnitude = _E.abs(a)
     if p < 1:
@@ -937,7 +937,7 @@ def sum_to_size(self, *size):
     """self summed over its broadcast dims down to `size` (which must expand to self's shape)."""
     shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
     trailing = self.shape[len(self.shape) - len(shape):] if shape else ()
-    if len(shape) > self.ndim or any(s not in (1, t) for s, t in zip(shape, trailing)):
+    if len(shape) > self.ndim or builtins.any(s not in (1, t) for s, t in zip(shape, trailing)):
         raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size "
                            f"{{{list(self.shape)}}}.")
     return sum_to(self, shape)

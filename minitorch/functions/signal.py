@@ -5,7 +5,8 @@ import math
 
 from .. import dtypes
 from ..tensor import arange, full_like, ones, tensor
-from .elementwise import C_NAMES, cos, i0, sqrt
+from .elementwise import C_NAMES, cos, sqrt
+from .special_functions import i0
 
 __all__ = ["bartlett_window", "blackman_window", "hamming_window", "hann_window",
            "kaiser_window"]

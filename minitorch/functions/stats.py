@@ -19,6 +19,7 @@ from ..ndarray import NDArray, normalize_dim, shape_str
 from ..opcodes import BinaryOp as B, ReduceOp
 from ..tensor import Tensor, arange, linspace, wrap, zeros_like
 from . import elementwise as _E
+from . import compare as _compare
 from . import reduce as _R
 from .index import GatherBackward
 from .movement import cat, diff, stack
@@ -49,7 +50,7 @@ def _nan_to_zero(input):
     """input with NaNs replaced by 0 (a where: no gradient reaches the NaNs)."""
     if not input.dtype.is_floating_point:
         return input
-    return _E.where(_E.isnan(input), _R._zero_like(input), input)
+    return _E.where(_compare.isnan(input), _R._zero_like(input), input)
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
@@ -62,7 +63,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     if not input.dtype.is_floating_point:
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {_TORCH_NAMES[input.dtype.name]}")
-    count = _R.sum(_E.logical_not(_E.isnan(input)), dim, keepdim)
+    count = _R.sum(_compare.logical_not(_compare.isnan(input)), dim, keepdim)
     return nansum(input, dim, keepdim, dtype=dtype) / count
 
 
@@ -399,9 +400,9 @@ def _sorted_rows(input, dim, keepdim):
 def _ranks(q, values, ignore_nan, interpolation):
     """Fractional positions (…, len(q)) of the quantiles in the sorted rows, as torch computes
     them: a row with NaN reads its last element (NaN), unless NaNs are ignored."""
-    nan = _E.isnan(values)
+    nan = _compare.isnan(values)
     if ignore_nan:
-        count = _R.sum(_E.logical_not(nan), -1, keepdim=True)
+        count = _R.sum(_compare.logical_not(nan), -1, keepdim=True)
         ranks = q * (count - 1)
         ranks = _E.where(ranks < 0, _R._zero_like(ranks), ranks)    # no values: the first
     else:
@@ -556,7 +557,7 @@ def _found(elements, boundaries):
         return zeros_like(elements, dtype=dtypes.bool_)
     searchable = boundaries
     if boundaries.dtype.is_floating_point:
-        searchable = _E.where(_E.isnan(boundaries), math.inf, boundaries)
+        searchable = _E.where(_compare.isnan(boundaries), math.inf, boundaries)
     position = searchsorted(searchable, elements).clamp(max=boundaries.numel() - 1)
     return boundaries[position] == elements
 

@@ -23,7 +23,7 @@ import minitorch as mt
 from .. import dtypes
 from ..autograd import Function
 from ..functions.elementwise import C_NAMES, TORCH_NAMES, scalar_array
-from ..functions.index import _first_outside
+from ..functions.indexing import _first_outside
 from ..functions.loss import ctc_nll, nll_rows
 from ..functions.reduce import log_softmax as _log_softmax, softmax as _softmax
 from ..functions.window import (ConvProduct, PoolGeometry, fold, fold_columns, max_pool,

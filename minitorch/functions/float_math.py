@@ -1,0 +1,515 @@
+"""Floating-point math beyond the basics: trigonometric and hyperbolic functions and their
+inverses, log2 / log10 / exp2 / erfc, frac, angle conversions, nan_to_num, and the binary math
+(atan2, hypot, logaddexp, copysign, xlogy, heaviside), plus the fused-looking compositions
+lerp, addcmul and addcdiv. The basic ops (exp, log, sqrt, tanh, …) are in elementwise.py."""
+import math
+
+import numpy as np
+
+from .. import dtypes
+from ..autograd import KernelFunction
+from ..ndarray import scalar_array
+from ..opcodes import BinaryOp as B, UnaryOp as U
+from ..tensor import Tensor, wrap, zeros
+from .compare import eq, isnan, lt
+from .elementwise import (C_NAMES, TORCH_NAMES, Where, _Binary, _Unary, _UnarySavingInput,
+                          _UnarySavingOutput, _ZeroGradUnary, _as_operand, _binary, _check_tensor,
+                          _copy, _float_input, _no_kernel, _unary, exp, result_type, rsqrt, sign,
+                          trunc, where)
+from .reduce import sum_to
+
+
+__all__ = [
+    'acos', 'acosh', 'addcdiv', 'addcmul', 'angle', 'arccos', 'arccosh', 'arcsin', 'arcsinh',
+    'arctan', 'arctan2', 'arctanh', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'copysign',
+    'cosh', 'deg2rad', 'erfc', 'exp2', 'fix', 'frac', 'heaviside', 'hypot', 'lerp', 'log10',
+    'log2', 'logaddexp', 'logaddexp2', 'nan_to_num', 'positive', 'rad2deg', 'sgn', 'sinh',
+    'tan', 'xlogy',
+]
+
+
+class Sinh(_UnarySavingInput):
+    op = U.SINH
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * cosh(a)
+
+
+class Cosh(_UnarySavingInput):
+    op = U.COSH
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * sinh(a)
+
+
+class Tan(_UnarySavingOutput):
+    op = U.TAN
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return g * (out * out + 1)
+
+
+class Asin(_UnarySavingInput):
+    op = U.ASIN
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * rsqrt(1 - a * a)
+
+
+class Acos(_UnarySavingInput):
+    op = U.ACOS
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * -rsqrt(1 - a * a)
+
+
+class Atan(_UnarySavingInput):
+    op = U.ATAN
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g / (a * a + 1)
+
+
+class Asinh(_UnarySavingInput):
+    op = U.ASINH
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * rsqrt(a * a + 1)
+
+
+class Acosh(_UnarySavingInput):
+    op = U.ACOSH
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * rsqrt(a * a - 1)
+
+
+class Atanh(_UnarySavingInput):
+    op = U.ATANH
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g / (1 - a * a)
+
+
+class Log2(_UnarySavingInput):
+    op = U.LOG2
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g / (a * math.log(2.0))
+
+
+class Log10(_UnarySavingInput):
+    op = U.LOG10
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g / (a * math.log(10.0))
+
+
+class Exp2(_UnarySavingOutput):
+    op = U.EXP2
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return g * out * math.log(2.0)
+
+
+class Erfc(_UnarySavingInput):
+    op = U.ERFC
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return g * exp(-(a * a)) * (-2.0 / math.sqrt(math.pi))
+
+
+class Frac(_Unary):
+    op = U.FRAC
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+def sinh(a):
+    return _unary(Sinh, a)
+
+
+def cosh(a):
+    return _unary(Cosh, a)
+
+
+def tan(a):
+    return _unary(Tan, a)
+
+
+def asin(a):
+    return _unary(Asin, a)
+
+
+def acos(a):
+    return _unary(Acos, a)
+
+
+def atan(a):
+    return _unary(Atan, a)
+
+
+def asinh(a):
+    return _unary(Asinh, a)
+
+
+def acosh(a):
+    return _unary(Acosh, a)
+
+
+def atanh(a):
+    return _unary(Atanh, a)
+
+
+def log2(a):
+    return _unary(Log2, a)
+
+
+def log10(a):
+    return _unary(Log10, a)
+
+
+def exp2(a):
+    return _unary(Exp2, a)
+
+
+def erfc(a):
+    return _unary(Erfc, a)
+
+
+def frac(a):
+    """a - trunc(a), keeping a's sign; torch has no integer or bool kernel."""
+    _check_tensor(a, "frac")
+    if not a._data.dtype.is_floating_point:
+        raise _no_kernel("frac", a._data.dtype, a.device)
+    return Frac.apply(a)
+
+
+class Angle(_ZeroGradUnary):
+    """The argument of a real number: π for negatives, 0 otherwise, NaN kept; zero gradient."""
+
+    @classmethod
+    def forward(cls, ctx, a):
+        a = a.detach()          # our ops' forwards run recording: keep these selects off it
+        data = a._data
+        pi, zero = (wrap(scalar_array(v, data.dtype, data.device)) for v in (math.pi, 0.0))
+        return where(isnan(a), a, where(lt(a, zero), pi, zero))
+
+
+def angle(a):
+    _check_tensor(a, "angle")
+    return Angle.apply(_float_input(a))
+
+
+def sgn(a):
+    """sign for real tensors (torch's sgn differs only for complex ones)."""
+    _check_tensor(a, "sgn")
+    return sign(a)
+
+
+def deg2rad(a):
+    _check_tensor(a, "deg2rad")
+    return _float_input(a) * (math.pi / 180)
+
+
+def rad2deg(a):
+    _check_tensor(a, "rad2deg")
+    return _float_input(a) * (180 / math.pi)
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """NaN, +inf and -inf replaced (by default with 0 and the dtype's largest and lowest finite
+    values); integer and bool tensors are returned as copies."""
+    _check_tensor(input, "nan_to_num")
+    dtype = input._data.dtype
+    if not dtype.is_floating_point:
+        return _copy(input)
+    info = np.finfo(dtype.numpy_dtype)
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    result = input
+    for mask, value in ((isnan(input), nan), (eq(input, math.inf), posinf),
+                        (eq(input, -math.inf), neginf)):
+        result = Where.apply(mask, wrap(scalar_array(value, dtype, input._data.device)), result)
+    return result
+
+
+def fix(a):
+    return trunc(a)
+
+
+def positive(input):
+    _check_tensor(input, "positive")
+    if input._data.dtype is dtypes.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+class Atan2(_Binary):
+    op = B.ATAN2
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        ctx.save_for_backward(a, b)
+        ctx.shapes = (a._data.shape, b._data.shape)
+        return wrap(a._data.binary(B.ATAN2, b._data))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        a_shape, b_shape = ctx.shapes
+        # torch zeroes the infinite 1/(a^2 + b^2) at the origin, so the gradient there is 0
+        recip = (a * a + b * b).reciprocal()
+        recip = recip.masked_fill(recip.isinf(), 0.0)
+        return sum_to(g * b * recip, a_shape), sum_to(g * -a * recip, b_shape)
+
+
+class _BinarySavingAll(_Binary):
+    """Saves both inputs and the result for the backward."""
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        out = wrap(a._data.binary(cls.op, b._data))
+        ctx.save_for_backward(a, b, out)
+        ctx.shapes = (a._data.shape, b._data.shape)
+        return out
+
+
+class Hypot(_BinarySavingAll):
+    op = B.HYPOT
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, out = ctx.saved_tensors
+        a_shape, b_shape = ctx.shapes
+        return sum_to(g * a / out, a_shape), sum_to(g * b / out, b_shape)
+
+
+class Logaddexp(_BinarySavingAll):
+    op = B.LOGADDEXP
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, _ = ctx.saved_tensors
+        a_shape, b_shape = ctx.shapes
+        return sum_to(g / (exp(b - a) + 1), a_shape), sum_to(g / (exp(a - b) + 1), b_shape)
+
+
+class Logaddexp2(_BinarySavingAll):
+    op = B.LOGADDEXP2
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, _ = ctx.saved_tensors
+        a_shape, b_shape = ctx.shapes
+        return sum_to(g / (exp2(b - a) + 1), a_shape), sum_to(g / (exp2(a - b) + 1), b_shape)
+
+
+class Copysign(_BinarySavingAll):
+    """|a| with b's sign: the gradient is g times the sign flip out / a (0 where a == 0), and
+    none for b, as in torch."""
+    op = B.COPYSIGN
+
+    @staticmethod
+    def backward(ctx, g):
+        a, _, out = ctx.saved_tensors
+        a_shape, b_shape = ctx.shapes
+        zero = wrap(scalar_array(0, g.dtype, g.device))
+        grad_b = zeros(*b_shape, dtype=g.dtype, device=g.device) \
+            if ctx.needs_input_grad[1] else None
+        return sum_to(g * where(a == 0, zero, out / a), a_shape), grad_b
+
+
+class Xlogy(_BinarySavingAll):
+    op = B.XLOGY
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, _ = ctx.saved_tensors
+        a_shape, b_shape = ctx.shapes
+        zero = wrap(scalar_array(0, g.dtype, g.device))
+        grad_a = where((a == 0) & (b <= 0), zero, xlogy(g, b))
+        return sum_to(grad_a, a_shape), sum_to(g * a / b, b_shape)
+
+
+class Heaviside(_Binary):
+    """A step: torch records the op but has no derivative for it."""
+    op = B.HEAVISIDE
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError("derivative for aten::heaviside is not implemented")
+
+
+def atan2(input, other):
+    return _binary(Atan2, input, other, floating=True)
+
+
+def _float_only_binary(fn, kernel, input, other, other_name="other"):
+    """An op of two tensors with only floating kernels: torch names the promoted dtype when
+    it is not floating."""
+    _check_tensor(input, kernel)
+    _check_tensor(other, kernel, 2, other_name)
+    dtype = result_type(input, other)
+    if not dtype.is_floating_point:
+        raise _no_kernel(kernel, dtype, input.device)
+    return _binary(fn, input, other)
+
+
+def hypot(input, other):
+    return _float_only_binary(Hypot, "hypot", input, other)
+
+
+def logaddexp(input, other):
+    return _float_only_binary(Logaddexp, "logaddexp", input, other)
+
+
+def logaddexp2(input, other):
+    return _float_only_binary(Logaddexp2, "logaddexp2", input, other)
+
+
+def copysign(input, other):
+    _check_tensor(input, "copysign")
+    return _binary(Copysign, input, other, floating=True)
+
+
+def xlogy(input, other):
+    """input * log(other), 0 where input == 0 unless other is NaN; either may be a number."""
+    return _binary(Xlogy, input, other, floating=True)
+
+
+def heaviside(input, values):
+    """values where input == 0, else 1 for input > 0 and 0 below (NaN included)."""
+    _check_tensor(input, "heaviside")
+    _check_tensor(values, "heaviside", 2, "values")
+    if input.dtype is not values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    return Heaviside.apply(input, values)
+
+
+def _addc_operands(input, tensor1, tensor2, value):
+    """The three tensors in their joint result dtype (one op in torch: a 0-d or lower-priority
+    operand does not widen it step by step), and value converted to it (0.5 is 0 for int64)."""
+    dtype = result_type(input, tensor1, tensor2)
+    if not dtype.is_floating_point:
+        value = bool(value) if dtype is dtypes.bool_ else int(value)
+    device = input.device
+    return [_as_operand(t, dtype, device) for t in (input, tensor1, tensor2)] + [value]
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2, in torch's operation order."""
+    if result_type(input, tensor1, tensor2) is dtypes.bool_:
+        raise NotImplementedError('"addcmul_cpu_out" not implemented for \'Bool\'')
+    input, tensor1, tensor2, value = _addc_operands(input, tensor1, tensor2, value)
+    return input + (tensor1 * value if value != 1 else tensor1) * tensor2
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 / tensor2, in torch's operation order."""
+    if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+            "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))"
+            ".to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
+            "float inputs. The future addcdiv behavior is just the latter implementation: "
+            "(input + value * tensor1 / tensor2), for all dtypes.")
+    input, tensor1, tensor2, value = _addc_operands(input, tensor1, tensor2, value)
+    return input + (tensor1 * value if value != 1 else tensor1) / tensor2
+
+
+def lerp(input, end, weight):
+    """input + weight * (end - input), in torch's two-sided form (exact at weight 0 and 1)."""
+    _check_tensor(input, "lerp")
+    _check_tensor(end, "lerp", 2, "end")
+    kind = "tensor" if isinstance(weight, Tensor) else "scalar"
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"lerp_kernel_{kind}" not implemented for '
+                                  f"'{TORCH_NAMES[input.dtype.name]}'")
+    for name, other in (("end", end), ("weight", weight)):
+        if isinstance(other, Tensor) and other.dtype is not input.dtype:
+            raise RuntimeError(f"expected dtype {C_NAMES[input.dtype.name]} for `{name}` but got "
+                               f"dtype {C_NAMES[other.dtype.name]}")
+    return Lerp.apply(input, end, weight)
+
+
+class Lerp(KernelFunction):
+    """torch's lerp: input + weight * (end - input) where |weight| < 0.5, else
+    end - (end - input) * (1 - weight) (exact at both ends); the gradients are torch's
+    closed forms (g * (1 - weight), g * weight, g * (end - input)), not the chosen branch's."""
+
+    @staticmethod
+    def forward(ctx, input, end, weight):
+        tensor_weight = isinstance(weight, Tensor)
+        ctx.save_for_backward(input, end, weight if tensor_weight else None)
+        ctx.weight = None if tensor_weight else weight
+        # our ops' forwards run recording: compute on detached operands
+        input, end = input.detach(), end.detach()
+        diff = end - input
+        if not tensor_weight:
+            out = input + diff * weight if -0.5 < weight < 0.5 else end - diff * (1 - weight)
+        else:
+            weight = weight.detach()
+            out = where(abs(weight) < 0.5, input + diff * weight, end - diff * (1 - weight))
+        return wrap(out._data)
+
+    @staticmethod
+    def backward(ctx, g):
+        input, end, weight = ctx.saved_tensors
+        if weight is None:
+            weight = ctx.weight
+        needs = ctx.needs_input_grad
+        grad_input = sum_to(g * (1 - weight), input.shape) if needs[0] else None
+        grad_end = sum_to(g * weight, end.shape) if needs[1] else None
+        grad_weight = sum_to(g * (end - input), weight.shape) if needs[2] else None
+        return grad_input, grad_end, grad_weight
+
+
+arcsin = asin
+
+
+arccos = acos
+
+
+arctan = atan
+
+
+arcsinh = asinh
+
+
+arccosh = acosh
+
+
+arctanh = atanh
+
+
+arctan2 = atan2
