@@ -31,6 +31,7 @@ from .functions.index import *  # noqa: F401,F403
 from .functions.indexing import *  # noqa: F401,F403
 from .functions.linalg import *  # noqa: F401,F403
 from .functions.movement import *  # noqa: F401,F403
+from .functions.joining import *  # noqa: F401,F403
 from .functions.norms import *  # noqa: F401,F403
 from .functions.reduce import *  # noqa: F401,F403
 from .functions.sort import *  # noqa: F401,F403

@@ -17,7 +17,7 @@ import numbers
 from ._pytree import leaves as _leaves, rebuild as _rebuild, structure as _structure_of
 from ._pytree import tree_map as _map
 from .autograd import enable_grad, grad as _autograd_grad
-from .functions.movement import stack
+from .functions.joining import stack
 from .nn.utils.stateless import func_functional_call as functional_call
 from .tensor import Tensor, zeros_like
 from .vmap import check_randomness, vmap

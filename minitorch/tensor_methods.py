@@ -13,6 +13,7 @@ from .functions import factor as FA
 from .functions import index as I  # noqa: E741
 from .functions import linalg as L
 from .functions import movement as M
+from .functions import joining as M_joining
 from .functions import norms as NO
 from .functions import reduce as R
 from .functions import sort as S
@@ -360,9 +361,9 @@ class TensorMethods:
     movedim = M.movedim
     as_strided = M.as_strided
     narrow = M.narrow
-    unbind = M.unbind
-    split = M.split
-    chunk = M.chunk
+    unbind = M_joining.unbind
+    split = M_joining.split
+    chunk = M_joining.chunk
     flip = M.flip
     roll = M.roll
     repeat = M.repeat
@@ -377,14 +378,14 @@ class TensorMethods:
     moveaxis = M.moveaxis
     fliplr = M.fliplr
     flipud = M.flipud
-    diff = M.diff
-    repeat_interleave = M.repeat_interleave
+    diff = M_joining.diff
+    repeat_interleave = M_joining.repeat_interleave
     select = M.select
-    tensor_split = M.tensor_split
-    hsplit = M.hsplit
-    vsplit = M.vsplit
-    dsplit = M.dsplit
-    rot90 = M.rot90
+    tensor_split = M_joining.tensor_split
+    hsplit = M_joining.hsplit
+    vsplit = M_joining.vsplit
+    dsplit = M_joining.dsplit
+    rot90 = M_joining.rot90
 
     # ---- linear algebra (functions/linalg.py) ---------------------------------------------
     matmul = L.matmul
@@ -534,7 +535,7 @@ class TensorMethods:
         return self.add_((tensor1 * value if value != 1 else tensor1) / tensor2)
 
     def split_with_sizes(self, split_sizes, dim=0):
-        return M.split(self, list(split_sizes), dim)
+        return M_joining.split(self, list(split_sizes), dim)
 
 
 # what Python puts in every class body (and __hash__ = None, implied by defining __eq__ here)

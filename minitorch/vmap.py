@@ -11,7 +11,7 @@ import numbers
 
 from . import random as _random
 from ._pytree import leaves as _leaves, rebuild as _rebuild, structure as _structure
-from .functions.movement import stack
+from .functions.joining import stack
 from .tensor import Tensor
 
 __all__ = ["vmap"]

@@ -29,9 +29,10 @@ TOP = len(LAYERS)
 CORE_FUNCTIONS = ["minitorch.functions.elementwise", "minitorch.functions.reduce",
                   "minitorch.functions.movement", "minitorch.functions.index",
                   "minitorch.functions.indexing", "minitorch.functions.linalg",
-                  "minitorch.functions.compare", "minitorch.functions.inplace",
-                  "minitorch.functions.operators"]
+                  "minitorch.functions.compare", "minitorch.functions.joining",
+                  "minitorch.functions.inplace", "minitorch.functions.operators"]
 BREADTH = ["minitorch.functions.factor", "minitorch.functions.spectral",
+           "minitorch.functions.special_functions", "minitorch.functions.float_math",
            "minitorch.functions.sort", "minitorch.functions.stats", "minitorch.distributions",
            "minitorch.special", "minitorch.linalg", "minitorch.nn", "minitorch.optim",
            "minitorch.utils", "minitorch.datasets"]
@@ -42,7 +43,8 @@ BREADTH = ["minitorch.functions.factor", "minitorch.functions.spectral",
 ALLOWED_CIRCLES = [
     {"minitorch.functions.elementwise", "minitorch.functions.reduce",
      "minitorch.functions.movement", "minitorch.functions.index",
-     "minitorch.functions.indexing", "minitorch.functions.linalg"},
+     "minitorch.functions.indexing", "minitorch.functions.joining",
+     "minitorch.functions.linalg"},
 ]
 
 

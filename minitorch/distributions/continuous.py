@@ -4,8 +4,8 @@ import math
 
 from .. import dtypes
 from ..functions import elementwise as E
-from ..functions import float_math
-from ..functions import special_functions
+from ..functions.float_math import atan, tan
+from ..functions.special_functions import erfinv
 from ..random import rand
 from ..tensor import Size, empty, full, zeros_like
 from . import constraints
@@ -74,7 +74,7 @@ class Normal(ExponentialFamily):
         return 0.5 * (1 + E.erf((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)))
 
     def icdf(self, value):
-        return self.loc + self.scale * special_functions.erfinv(2 * value - 1) * math.sqrt(2)
+        return self.loc + self.scale * erfinv(2 * value - 1) * math.sqrt(2)
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
@@ -273,10 +273,10 @@ class Cauchy(Distribution):
     def cdf(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        return float_math.atan((value - self.loc) / self.scale) / math.pi + 0.5
+        return atan((value - self.loc) / self.scale) / math.pi + 0.5
 
     def icdf(self, value):
-        return float_math.tan(math.pi * (value - 0.5)) * self.scale + self.loc
+        return tan(math.pi * (value - 0.5)) * self.scale + self.loc
 
     def entropy(self):
         return math.log(4 * math.pi) + self.scale.log()

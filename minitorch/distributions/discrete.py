@@ -5,9 +5,9 @@ import math
 
 from .. import dtypes
 from ..functions import elementwise as E
-from ..functions import float_math
-from ..functions import special_functions
-from ..functions.movement import broadcast_tensors
+from ..functions.float_math import xlogy
+from ..functions.special_functions import lgamma
+from ..functions.joining import broadcast_tensors
 from ..nn.functional import binary_cross_entropy_with_logits, one_hot
 from ..random import bernoulli, binomial, multinomial, poisson
 from ..tensor import Size, arange, eye, full, ones_like, tensor, zeros, zeros_like
@@ -280,9 +280,9 @@ class Binomial(_Binary):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        log_factorial_n = special_functions.lgamma(self.total_count + 1)
-        log_factorial_k = special_functions.lgamma(value + 1)
-        log_factorial_nmk = special_functions.lgamma(self.total_count - value + 1)
+        log_factorial_n = lgamma(self.total_count + 1)
+        log_factorial_k = lgamma(value + 1)
+        log_factorial_nmk = lgamma(self.total_count - value + 1)
         # n * log(1 + exp(logits)), written so that it does not overflow
         normalize_term = (self.total_count * _clamp_by_zero(self.logits)
                           + self.total_count * E.log1p(E.exp(-self.logits.abs()))
@@ -334,7 +334,7 @@ class Poisson(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
-        return float_math.xlogy(value, rate) - rate - special_functions.lgamma(value + 1)
+        return xlogy(value, rate) - rate - lgamma(value + 1)
 
 
 class Geometric(_Binary):
@@ -446,10 +446,10 @@ class Multinomial(Distribution):
     def entropy(self):
         # torch takes lgamma of an integer tensor, so this term is rounded to float32 there too
         n = tensor(self.total_count, device=self.probs.device)
-        term1 = n * self._categorical.entropy() - special_functions.lgamma(n + 1)
+        term1 = n * self._categorical.entropy() - lgamma(n + 1)
         support = self._binomial.enumerate_support(expand=False)[1:]
         binomial_probs = E.exp(self._binomial.log_prob(support))
-        weights = special_functions.lgamma(support + 1)
+        weights = lgamma(support + 1)
         return term1 + (binomial_probs * weights).sum([0, -1])
 
     def log_prob(self, value):
@@ -458,6 +458,6 @@ class Multinomial(Distribution):
         logits, value = broadcast_all(self.logits, value)
         # an impossible category drawn 0 times contributes 0, not 0 * -inf
         logits = E.where((value == 0) & (logits == -math.inf), 0.0, logits)
-        log_factorial_n = special_functions.lgamma(value.sum(-1) + 1)
-        log_factorial_xs = special_functions.lgamma(value + 1).sum(-1)
+        log_factorial_n = lgamma(value.sum(-1) + 1)
+        log_factorial_xs = lgamma(value + 1).sum(-1)
         return log_factorial_n - log_factorial_xs + (logits * value).sum(-1)

@@ -4,10 +4,10 @@ from the gamma CDF, `_standard_gamma_grad`), computed with minitorch ops."""
 from .. import dtypes
 from ..autograd import Function
 from ..functions import elementwise as E
-from ..functions import float_math
-from ..functions import special_functions
-from ..functions import compare
-from ..functions.movement import stack
+from ..functions.float_math import xlogy
+from ..functions.special_functions import digamma, lgamma
+from ..functions.compare import isnan
+from ..functions.joining import stack
 from ..nn.functional import one_hot
 from ..random import _draw
 from ..special import gammainc
@@ -42,9 +42,9 @@ def _grad_small_x(alpha, x):
     pow_x_alpha = x ** alpha
     pdf = x ** (alpha - 1) * E.exp(-x)
     cdf = pow_x_alpha * series1
-    cdf_alpha = (x.log() - special_functions.digamma(alpha)) * cdf - pow_x_alpha * series2
+    cdf_alpha = (x.log() - digamma(alpha)) * cdf - pow_x_alpha * series2
     result = -cdf_alpha / pdf
-    return E.where(compare.isnan(result), 0.0, result)
+    return E.where(isnan(result), 0.0, result)
 
 
 def _grad_large_alpha(alpha, x):
@@ -147,9 +147,9 @@ class Gamma(ExponentialFamily):
         value = as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
         if self._validate_args:
             self._validate_sample(value)
-        return (float_math.xlogy(self.concentration, self.rate)
-                + float_math.xlogy(self.concentration - 1, value)
-                - self.rate * value - special_functions.lgamma(self.concentration))
+        return (xlogy(self.concentration, self.rate)
+                + xlogy(self.concentration - 1, value)
+                - self.rate * value - lgamma(self.concentration))
 
     def cdf(self, value):
         if self._validate_args:
@@ -157,8 +157,8 @@ class Gamma(ExponentialFamily):
         return gammainc(self.concentration, self.rate * value)
 
     def entropy(self):
-        return (self.concentration - self.rate.log() + special_functions.lgamma(self.concentration)
-                + (1.0 - self.concentration) * special_functions.digamma(self.concentration))
+        return (self.concentration - self.rate.log() + lgamma(self.concentration)
+                + (1.0 - self.concentration) * digamma(self.concentration))
 
 
 class Chi2(Gamma):
@@ -198,8 +198,8 @@ class Dirichlet(ExponentialFamily):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        return (float_math.xlogy(self.concentration - 1.0, value).sum(-1)
-                + special_functions.lgamma(self.concentration.sum(-1)) - special_functions.lgamma(self.concentration).sum(-1))
+        return (xlogy(self.concentration - 1.0, value).sum(-1)
+                + lgamma(self.concentration.sum(-1)) - lgamma(self.concentration).sum(-1))
 
     @property
     def mean(self):
@@ -221,9 +221,9 @@ class Dirichlet(ExponentialFamily):
     def entropy(self):
         k = self.concentration.shape[-1]
         total = self.concentration.sum(-1)
-        return (special_functions.lgamma(self.concentration).sum(-1) - special_functions.lgamma(total)
-                - (k - total) * special_functions.digamma(total)
-                - ((self.concentration - 1.0) * special_functions.digamma(self.concentration)).sum(-1))
+        return (lgamma(self.concentration).sum(-1) - lgamma(total)
+                - (k - total) * digamma(total)
+                - ((self.concentration - 1.0) * digamma(self.concentration)).sum(-1))
 
 
 class Beta(ExponentialFamily):

@@ -5,9 +5,9 @@ import math
 import warnings
 
 from ..functions import elementwise as E
-from ..functions import float_math
-from ..functions import special_functions
-from ..functions.movement import broadcast_shapes
+from ..functions.float_math import xlogy
+from ..functions.special_functions import digamma, lgamma
+from ..functions.joining import broadcast_shapes
 from ..linalg import solve_triangular
 from ..nn.functional import softplus
 from ..tensor import full_like
@@ -103,11 +103,11 @@ def _kl_bernoulli_bernoulli(p, q):
 def _kl_beta_beta(p, q):
     sum_p = p.concentration1 + p.concentration0
     sum_q = q.concentration1 + q.concentration0
-    t1 = special_functions.lgamma(q.concentration1) + special_functions.lgamma(q.concentration0) + special_functions.lgamma(sum_p)
-    t2 = special_functions.lgamma(p.concentration1) + special_functions.lgamma(p.concentration0) + special_functions.lgamma(sum_q)
-    t3 = (p.concentration1 - q.concentration1) * special_functions.digamma(p.concentration1)
-    t4 = (p.concentration0 - q.concentration0) * special_functions.digamma(p.concentration0)
-    t5 = (sum_q - sum_p) * special_functions.digamma(sum_p)
+    t1 = lgamma(q.concentration1) + lgamma(q.concentration0) + lgamma(sum_p)
+    t2 = lgamma(p.concentration1) + lgamma(p.concentration0) + lgamma(sum_q)
+    t3 = (p.concentration1 - q.concentration1) * digamma(p.concentration1)
+    t4 = (p.concentration0 - q.concentration0) * digamma(p.concentration0)
+    t5 = (sum_q - sum_p) * digamma(sum_p)
     return t1 - t2 + t3 + t4 + t5
 
 
@@ -137,10 +137,10 @@ def _kl_onehotcategorical_onehotcategorical(p, q):
 def _kl_dirichlet_dirichlet(p, q):
     sum_p = p.concentration.sum(-1)
     sum_q = q.concentration.sum(-1)
-    t1 = special_functions.lgamma(sum_p) - special_functions.lgamma(sum_q)
-    t2 = (special_functions.lgamma(p.concentration) - special_functions.lgamma(q.concentration)).sum(-1)
+    t1 = lgamma(sum_p) - lgamma(sum_q)
+    t2 = (lgamma(p.concentration) - lgamma(q.concentration)).sum(-1)
     t3 = p.concentration - q.concentration
-    t4 = special_functions.digamma(p.concentration) - special_functions.digamma(sum_p).unsqueeze(-1)
+    t4 = digamma(p.concentration) - digamma(sum_p).unsqueeze(-1)
     return t1 - t2 + (t3 * t4).sum(-1)
 
 
@@ -153,8 +153,8 @@ def _kl_exponential_exponential(p, q):
 @register_kl(Gamma, Gamma)
 def _kl_gamma_gamma(p, q):
     t1 = q.concentration * (p.rate / q.rate).log()
-    t2 = special_functions.lgamma(q.concentration) - special_functions.lgamma(p.concentration)
-    t3 = (p.concentration - q.concentration) * special_functions.digamma(p.concentration)
+    t2 = lgamma(q.concentration) - lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * digamma(p.concentration)
     t4 = (q.rate - p.rate) * (p.concentration / p.rate)
     return t1 + t2 + t3 + t4
 
@@ -243,7 +243,7 @@ def _kl_normal_laplace(p, q):
 
 
 def _x_log_x(tensor):
-    return float_math.xlogy(tensor, tensor)     # 0 at 0
+    return xlogy(tensor, tensor)     # 0 at 0
 
 
 @register_kl(Bernoulli, Poisson)
@@ -262,9 +262,9 @@ def _kl_beta_exponential(p, q):
 
 @register_kl(Beta, Gamma)
 def _kl_beta_gamma(p, q):
-    t2 = special_functions.lgamma(q.concentration) - q.concentration * q.rate.log()
-    t3 = (q.concentration - 1) * (special_functions.digamma(p.concentration1)
-                                  - special_functions.digamma(p.concentration1 + p.concentration0))
+    t2 = lgamma(q.concentration) - q.concentration * q.rate.log()
+    t3 = (q.concentration - 1) * (digamma(p.concentration1)
+                                  - digamma(p.concentration1 + p.concentration0))
     return -p.entropy() + t2 - t3 + q.rate * _beta_mean(p)
 
 
@@ -287,7 +287,7 @@ def _kl_beta_uniform(p, q):
 def _kl_exponential_gamma(p, q):
     ratio = q.rate / p.rate
     euler = 0.57721566490153286060
-    return (-q.concentration * ratio.log() + ratio + special_functions.lgamma(q.concentration)
+    return (-q.concentration * ratio.log() + ratio + lgamma(q.concentration)
             + q.concentration * euler - (1 + euler))
 
 
@@ -310,11 +310,11 @@ def _kl_gamma_normal(p, q):
     var_normal = q.scale.pow(2)
     beta_sqr = p.rate.pow(2)
     t1 = (0.5 * (beta_sqr * var_normal * 2 * math.pi).log() - p.concentration
-          - special_functions.lgamma(p.concentration))
+          - lgamma(p.concentration))
     t2 = 0.5 * (p.concentration.pow(2) + p.concentration) / beta_sqr
     t3 = q.loc * p.concentration / p.rate
     t4 = 0.5 * q.loc.pow(2)
-    return t1 + (p.concentration - 1) * special_functions.digamma(p.concentration) + (t2 - t3 + t4) / var_normal
+    return t1 + (p.concentration - 1) * digamma(p.concentration) + (t2 - t3 + t4) / var_normal
 
 
 @register_kl(Laplace, Normal)
@@ -332,8 +332,8 @@ def _kl_uniform_beta(p, q):
     t2 = (q.concentration1 - 1) * (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
     t3 = ((q.concentration0 - 1) * (_x_log_x(1 - p.high) - _x_log_x(1 - p.low) + width)
           / width)
-    t4 = (special_functions.lgamma(q.concentration1) + special_functions.lgamma(q.concentration0)
-          - special_functions.lgamma(q.concentration1 + q.concentration0))
+    t4 = (lgamma(q.concentration1) + lgamma(q.concentration0)
+          - lgamma(q.concentration1 + q.concentration0))
     return _infinite_where((p.high > 1) | (p.low < 0), t3 + t4 - width.log() - t2)
 
 
@@ -346,7 +346,7 @@ def _kl_uniform_exponential(p, q):
 @register_kl(Uniform, Gamma)
 def _kl_uniform_gamma(p, q):
     width = p.high - p.low
-    t2 = special_functions.lgamma(q.concentration) - q.concentration * q.rate.log()
+    t2 = lgamma(q.concentration) - q.concentration * q.rate.log()
     t3 = (1 - q.concentration) * (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
     result = -width.log() + t2 + t3 + q.rate * (p.high + p.low) / 2
     return _infinite_where(p.low < 0, result)

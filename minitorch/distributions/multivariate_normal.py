@@ -3,7 +3,8 @@ computation goes through the (unbroadcast) Cholesky factor of the covariance."""
 import math
 
 from ..functions.factor import cholesky_inverse
-from ..functions.movement import broadcast_shapes, flip
+from ..functions.movement import flip
+from ..functions.joining import broadcast_shapes
 from ..linalg import cholesky, solve_triangular
 from ..tensor import Size, eye
 from . import constraints

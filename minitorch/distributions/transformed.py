@@ -4,7 +4,7 @@ import math
 
 from .. import dtypes
 from ..functions import elementwise as E
-from ..functions.movement import broadcast_shapes
+from ..functions.joining import broadcast_shapes
 from ..nn.functional import softplus
 from ..autograd import no_grad
 from ..tensor import Size, Tensor, full_like

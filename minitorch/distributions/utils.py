@@ -5,7 +5,7 @@ import numbers
 from .. import dtypes
 from ..autograd import enable_grad
 from ..functions import elementwise as E
-from ..functions.movement import broadcast_tensors
+from ..functions.joining import broadcast_tensors
 from ..tensor import Size, Tensor, tensor
 from ..random import randn
 

@@ -26,7 +26,7 @@ from ..autograd import KernelFunction, is_grad_enabled
 from ..tensor import arange, eye, wrap, zeros_like
 from .elementwise import TORCH_NAMES, where
 from .linalg import diag_embed, matmul, tril, triu
-from .movement import broadcast_shapes, cat
+from .joining import broadcast_shapes, cat
 from .reduce import _return_type, sum_to
 
 

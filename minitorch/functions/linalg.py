@@ -17,7 +17,8 @@ from ..opcodes import BinaryOp as B
 from ..tensor import Tensor, arange, empty, wrap, zeros
 from .elementwise import C_NAMES, TORCH_NAMES, promote, scalar_array, where
 from .reduce import sum_to
-from .movement import broadcast_shapes, cat, view_of
+from .movement import view_of
+from .joining import broadcast_shapes, cat
 
 
 __all__ = [

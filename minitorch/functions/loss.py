@@ -18,7 +18,7 @@ from ..ndarray import NDArray
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import arange, wrap
 from .elementwise import where
-from .movement import cat, stack
+from .joining import cat, stack
 
 __all__ = ["ctc_nll", "nll_rows"]
 

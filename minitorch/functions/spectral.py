@@ -20,7 +20,7 @@ from ..tensor import Tensor, eye, wrap
 from .elementwise import TORCH_NAMES, maximum, where
 from .factor import LinAlgError, solve_triangular
 from .linalg import diag_embed, triu
-from .movement import cat
+from .joining import cat
 from .reduce import _return_type
 
 

@@ -5,7 +5,7 @@ Each is the Tensor method itself: no op is defined twice."""
 from .. import dtypes
 from ..tensor import Tensor
 from .elementwise import result_type as _operands_result_type, sub
-from .movement import vstack
+from .joining import vstack
 
 _METHODS = (
     # in-place math

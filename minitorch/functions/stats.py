@@ -22,7 +22,7 @@ from . import elementwise as _E
 from . import compare as _compare
 from . import reduce as _R
 from .index import GatherBackward
-from .movement import cat, diff, stack
+from .joining import cat, diff, stack
 from .sort import _along, _node, _picked, _sorted_along, sort
 
 

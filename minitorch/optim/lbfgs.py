@@ -6,7 +6,7 @@ The scalars torch keeps as 0-d tensors (directional derivatives, step sizes, 1 /
 0-d tensors here too, so their dtype and rounding follow the parameters' as in torch."""
 from ..autograd import enable_grad, no_grad
 from ..functions.elementwise import mul
-from ..functions.movement import cat
+from ..functions.joining import cat
 from ..tensor import zeros
 from ._checks import check_lr, to_scalar
 from .optimizer import Optimizer

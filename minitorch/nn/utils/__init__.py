@@ -2,7 +2,7 @@
 sequence batches (nn.utils.rnn), parametrizations (parametrize, parametrizations and the legacy
 weight_norm / spectral_norm hooks), conv/linear + batch-norm fusion, skip_init and
 stateless.functional_call."""
-from ...functions.movement import cat
+from ...functions.joining import cat
 from ...tensor import Tensor
 from . import parametrizations, parametrize, rnn, stateless  # noqa: F401
 from .clip_grad import (clip_grad_norm, clip_grad_norm_, clip_grad_value_,  # noqa: F401

@@ -6,7 +6,7 @@ import warnings
 
 from ...autograd import no_grad
 from ...functions.elementwise import clamp
-from ...functions.movement import stack
+from ...functions.joining import stack
 from ...functions.norms import norm
 from ...tensor import Tensor, tensor
 

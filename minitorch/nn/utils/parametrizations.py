@@ -5,7 +5,7 @@ from enum import Enum, auto
 from ... import dtypes
 from ...autograd import no_grad
 from ...functions.linalg import mv
-from ...functions.movement import cat
+from ...functions.joining import cat
 from ...functions.spectral import geqrf
 from ...linalg import matrix_exp, qr, solve
 from ...random import randn

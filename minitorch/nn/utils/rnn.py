@@ -14,7 +14,7 @@ from collections.abc import Iterable
 import minitorch as mt
 from ... import dtypes
 from ...functions.elementwise import TORCH_NAMES
-from ...functions.movement import stack
+from ...functions.joining import stack
 from ..functional import pad
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence",

@@ -1,0 +1,456 @@
+"""Joining and composing: cat / stack and their spellings (hstack, vstack, column_stack, …),
+atleast_nd, broadcast_tensors, meshgrid, cartesian_prod, combinations, tensor_split and
+h/v/dsplit, rot90, diff and repeat_interleave: ops built from the views and copies of
+movement.py, which keeps the single-tensor view ops."""
+import numbers
+import operator
+import warnings
+
+from .. import dtypes
+from ..autograd import KernelFunction
+from ..ndarray import broadcast_shapes as _broadcast_pair
+from ..ndarray import normalize_dim, real_dim, shape_str
+from ..tensor import Size, Tensor, arange, tensor as make_tensor, wrap
+from .movement import (Slice, _axis_key, _check_tensor_list, _common, _copy_into, _view_of, clone,
+                       flip, narrow, reshape)
+
+__all__ = [
+    'atleast_1d', 'atleast_2d', 'atleast_3d', 'broadcast_shapes', 'broadcast_tensors',
+    'cartesian_prod', 'cat', 'chunk', 'column_stack', 'combinations', 'concat', 'concatenate',
+    'diff', 'dsplit', 'dstack', 'hsplit', 'hstack', 'meshgrid', 'repeat_interleave', 'rot90',
+    'split', 'stack', 'tensor_split', 'unbind', 'vsplit', 'vstack',
+]
+
+
+
+def _legacy_empty(nd):
+    """torch.cat skips 1-D empty tensors of any other shape (legacy behaviour)."""
+    return nd.shape == (0,)
+
+
+class Cat(KernelFunction):
+    @staticmethod
+    def forward(ctx, *args):
+        *tensors, dim = args
+        arrays = [t._data for t in tensors]
+        kept = [nd for nd in arrays if not _legacy_empty(nd)] or arrays
+        ref = kept[0]
+        total = sum(nd.shape[dim] for nd in kept)
+        out = ref._new(ref.shape[:dim] + (total,) + ref.shape[dim + 1:])
+        ranges, start = [], 0
+        for nd in arrays:
+            if len(kept) != len(arrays) and _legacy_empty(nd):
+                ranges.append(None)
+                continue
+            n = nd.shape[dim]
+            _copy_into(out[_axis_key(dim, slice(start, start + n))], nd)
+            ranges.append((start, n))
+            start += n
+        ctx.dim, ctx.ranges = dim, ranges
+        return wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..tensor import zeros
+        grads = []
+        for needs, span in zip(ctx.needs_input_grad, ctx.ranges):
+            if not needs:
+                grads.append(None)
+            elif span is None:
+                grads.append(zeros(0, dtype=g.dtype, device=g.device))
+            else:
+                grads.append(Slice.apply(g, ctx.dim, *span))
+        return tuple(grads)
+
+
+def cat(tensors, dim=0):
+    """Join tensors along an existing dim, promoting dtypes; (0,)-shaped tensors are skipped."""
+    _check_tensor_list(tensors, "cat")
+    if not tensors:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               "concatenated")
+    kept = [(i, t) for i, t in enumerate(tensors) if not _legacy_empty(t._data)] or \
+        list(enumerate(tensors))
+    ref = kept[0][1]
+    dim = normalize_dim(dim, ref.ndim)
+    for i, t in kept[1:]:
+        if t.ndim != ref.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and "
+                               f"{t.ndim}")
+        for d in range(ref.ndim):
+            if d != dim and t.shape[d] != ref.shape[d]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {dim}. "
+                                   f"Expected size {ref.shape[d]} but got size {t.shape[d]} for "
+                                   f"tensor number {i} in the list.")
+    return Cat.apply(*_common(list(tensors)), dim)
+
+
+def concat(tensors, dim=0):
+    return cat(tensors, dim)
+
+
+def concatenate(tensors, axis=0):
+    return cat(tensors, axis)
+
+
+class Stack(KernelFunction):
+    @staticmethod
+    def forward(ctx, *args):
+        *tensors, dim = args
+        ref = tensors[0]._data
+        out = ref._new(ref.shape[:dim] + (len(tensors),) + ref.shape[dim:])
+        for i, t in enumerate(tensors):
+            _copy_into(out[_axis_key(dim, i)], t._data)
+        ctx.dim = dim
+        return wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        pieces = Unbind.apply(g, ctx.dim)
+        return tuple(p if needs else None for p, needs in zip(pieces, ctx.needs_input_grad))
+
+
+def stack(tensors, dim=0):
+    """Join equally-shaped tensors along a new dim, promoting dtypes."""
+    _check_tensor_list(tensors, "stack")
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    shape = tensors[0].shape
+    for i, t in enumerate(tensors[1:], 1):
+        if t.shape != shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{shape_str(shape)} at entry 0 and {shape_str(t.shape)} at "
+                               f"entry {i}")
+    dim = normalize_dim(dim, len(shape) + 1)
+    return Stack.apply(*_common(list(tensors)), dim)
+
+
+def _atleast(args, ndim, place):
+    """atleast_Nd: each tensor viewed with size-1 dims added (`place(shape)` gives the shape);
+    one tensor in gives one back, several (or a sequence) give a tuple."""
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        t = args[0]
+        return t if t.ndim >= ndim else reshape(t, place(tuple(t.shape)))
+    items = args[0] if len(args) == 1 and isinstance(args[0], (list, tuple)) else args
+    return tuple(_atleast((t,), ndim, place) for t in items)
+
+
+def atleast_1d(*tensors):
+    return _atleast(tensors, 1, lambda shape: (1,))
+
+
+def atleast_2d(*tensors):
+    return _atleast(tensors, 2, lambda shape: (1,) + (shape or (1,)))
+
+
+def atleast_3d(*tensors):
+    def place(shape):
+        return {0: (1, 1, 1), 1: (1,) + shape + (1,), 2: shape + (1,)}[len(shape)]
+    return _atleast(tensors, 3, place)
+
+
+def _stack_family(tensors, name):
+    _check_tensor_list(tensors, name)
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return list(tensors)
+
+
+def hstack(tensors):
+    tensors = [atleast_1d(t) for t in _stack_family(tensors, "hstack")]
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    return cat([atleast_2d(t) for t in _stack_family(tensors, "vstack")], 0)
+
+
+def dstack(tensors):
+    return cat([atleast_3d(t) for t in _stack_family(tensors, "dstack")], 2)
+
+
+def column_stack(tensors):
+    tensors = _stack_family(tensors, "column_stack")
+    return cat([reshape(t, t.numel(), 1) if t.ndim <= 1 else t for t in tensors], 1)
+
+
+def broadcast_shapes(*shapes):
+    """The shape every argument broadcasts to (ints count as 1-D shapes)."""
+    result = ()
+    for shape in shapes:
+        shape = (operator.index(shape),) if isinstance(shape, numbers.Integral) else tuple(shape)
+        result = _broadcast_pair(result, shape)
+    return Size(result)
+
+
+def broadcast_tensors(*tensors):
+    """Views of the tensors expanded to their common shape (a tensor already of that shape is
+    returned itself, as torch does)."""
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(t if t.shape == shape else t.expand(shape) for t in tensors)
+
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids: with 'ij' output k varies along dim k; 'xy' swaps the roles of the
+    first two dims. Each output is an expanded view of its 1-D (or 0-d) input."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                      "indexing argument.", UserWarning)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
+                         f"received: {indexing}")
+    for t in tensors:
+        if t.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but "
+                               f"got: {t.ndim}D")
+    flat = [t.reshape(-1) for t in tensors]
+    swap = indexing == "xy" and len(flat) >= 2
+    if swap:
+        flat[0], flat[1] = flat[1], flat[0]
+    shape = tuple(t.shape[0] for t in flat)
+    grids = [t.reshape([-1 if d == k else 1 for d in range(len(flat))]).expand(shape)
+             for k, t in enumerate(flat)]
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def cartesian_prod(*tensors):
+    """Every combination of one element from each 1-D tensor, as rows (one tensor: itself)."""
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([g.reshape(-1) for g in grids], 1)
+
+
+def combinations(input, r=2, with_replacement=False):
+    """The r-element combinations of a 1-D tensor's elements as rows, in lexicographic order of
+    positions (itertools.combinations, or combinations_with_replacement)."""
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return input.new_zeros((0,))
+    positions = arange(input.shape[0], device=input.device)
+    grid = cartesian_prod(*[positions] * r).reshape(-1, r)
+    if r > 1:
+        earlier, later = grid[:, :-1], grid[:, 1:]
+        ordered = (earlier <= later) if with_replacement else (earlier < later)
+        grid = grid[ordered.all(1)]
+    return input[grid.reshape(-1)].reshape(-1, r)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    """Views: `sections` nearly equal pieces (the first size % sections one longer), or pieces
+    cut at the listed indices."""
+    if input.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
+    d = normalize_dim(dim, input.ndim)
+    size = input._data.shape[d]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, numbers.Integral):
+        sections = operator.index(indices_or_sections)
+        if sections <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+        bounds = [k * (size // sections) + min(k, size % sections) for k in range(sections + 1)]
+    else:
+        bounds = [0] + [min(max(operator.index(i) if i >= 0 else size + i, 0), size)
+                        for i in indices_or_sections] + [size]
+    return tuple(narrow(input, d, start, max(end, start) - start)
+                 for start, end in zip(bounds, bounds[1:]))
+
+
+def _split_along(input, indices_or_sections, dim, name, min_dims):
+    if input.ndim < min_dims:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension"
+                           f"{'s' if min_dims > 1 else ''}, but got a tensor with {input.ndim} "
+                           f"dimensions!")
+    if isinstance(indices_or_sections, numbers.Integral) and \
+            input.shape[dim] % indices_or_sections:
+        raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the "
+                           f"size of the dimension {input.shape[dim]} is not divisible by the "
+                           f"split_size {indices_or_sections}!")
+    return tensor_split(input, indices_or_sections, dim)
+
+
+def _varargs_indices(first, rest):
+    """x.hsplit(1, 2) is x.hsplit((1, 2)), as torch's method accepts."""
+    return (first,) + rest if rest else first
+
+
+def hsplit(input, indices_or_sections, *indices):
+    indices_or_sections = _varargs_indices(indices_or_sections, indices)
+    return _split_along(input, indices_or_sections, 1 if input.ndim > 1 else 0, "hsplit", 1)
+
+
+def vsplit(input, indices_or_sections, *indices):
+    indices_or_sections = _varargs_indices(indices_or_sections, indices)
+    return _split_along(input, indices_or_sections, 0, "vsplit", 2)
+
+
+def dsplit(input, indices_or_sections, *indices):
+    indices_or_sections = _varargs_indices(indices_or_sections, indices)
+    return _split_along(input, indices_or_sections, 2, "dsplit", 3)
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotation by 90° k times in the plane of dims, from the first towards the second."""
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    d0, d1 = (normalize_dim(d, input.ndim) for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    k = operator.index(k) % 4
+    if k == 1:
+        return flip(input, d1).transpose(d0, d1)
+    if k == 2:
+        return flip(input, (d0, d1))
+    if k == 3:
+        return flip(input, d0).transpose(d0, d1)
+    return clone(input)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along dim (bool: exclusive or), after prepending/appending."""
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    d = normalize_dim(dim, input.ndim)
+    pieces = [p for p in (prepend, input, append) if p is not None]
+    if len(pieces) > 1:
+        input = cat([p if p.ndim else p.expand(input.shape[:d] + (1,) + input.shape[d + 1:])
+                     for p in pieces], d)
+    for _ in range(operator.index(n)):
+        length = input.shape[d] - 1
+        if length <= 0:
+            return narrow(input, d, 0, 0)
+        later, earlier = narrow(input, d, 1, length), narrow(input, d, 0, length)
+        input = later != earlier if input.dtype is dtypes.bool_ else later - earlier
+    return input
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Each element (or slice along dim) repeated `repeats` times in place; with a tensor of
+    repeats, element i repeats[i] times. The single-argument form gives the index itself."""
+    if repeats is None:
+        repeats, input = input, None
+    counts = repeats.tolist() if isinstance(repeats, Tensor) else repeats
+    if input is None:
+        return repeat_interleave(arange(len(counts), device=repeats.device), repeats, 0)
+    if dim is None:
+        input, dim = input.reshape(-1), 0
+    d = normalize_dim(dim, input.ndim)
+    size = input.shape[d]
+    if isinstance(counts, numbers.Integral):
+        counts = [operator.index(counts)] * size
+    elif isinstance(counts, list) and len(counts) == 1 and size != 1:
+        counts = counts * size
+    if len(counts) != size:
+        raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {len(counts)} and input.size({d}) = {size}")
+    if any(c < 0 for c in counts):
+        raise RuntimeError("repeats can not be negative")
+    # the gather index (which source row each output row copies) is bookkeeping on the host;
+    # the data moves in the index_select kernel
+    index = [i for i, c in enumerate(counts) for _ in range(c)]
+    return input.index_select(d, make_tensor(index, dtype=dtypes.int64, device=input.device))
+
+
+class Split(KernelFunction):
+    """Consecutive pieces of one dim (views); backward concatenates the pieces' gradients."""
+
+    @staticmethod
+    def forward(ctx, a, dim, sizes):
+        ctx.dim = dim
+        nd, start, pieces = a._data, 0, []
+        for size in sizes:
+            pieces.append(_view_of(a, nd[_axis_key(dim, slice(start, start + size))]))
+            start += size
+        return tuple(pieces)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return cat(grads, ctx.dim), None, None
+
+
+class SplitWithSizes(Split):
+    pass
+
+
+class Unbind(KernelFunction):
+    @staticmethod
+    def forward(ctx, a, dim):
+        ctx.dim = dim
+        nd = a._data
+        return tuple(_view_of(a, nd[_axis_key(dim, i)]) for i in range(nd.shape[dim]))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return stack(grads, ctx.dim), None
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Pieces of `split_size` along dim (the last may be smaller), or of the listed sizes."""
+    if tensor.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    if isinstance(split_size_or_sections, (numbers.Integral, Tensor)):
+        return _split_even(tensor, operator.index(split_size_or_sections), dim)
+    return _split_sizes(tensor, [operator.index(s) for s in split_size_or_sections], dim)
+
+
+def _split_even(tensor, split_size, dim):
+    if split_size < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got "
+                           f"split_size={split_size}")
+    dim = normalize_dim(dim, tensor.ndim)
+    size = tensor._data.shape[dim]
+    if split_size == 0 and size:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
+                           f"size of {size}")
+    count = max(-(-size // split_size), 1) if split_size else 1
+    sizes = [split_size] * (count - 1) + [size - split_size * (count - 1)]
+    return Split.apply(tensor, dim, tuple(sizes))
+
+
+def _split_sizes(tensor, sizes, dim):
+    given, dim = dim, normalize_dim(dim, tensor.ndim)
+    size = tensor._data.shape[dim]
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative "
+                           f"entries, but got split_sizes={shape_str(sizes)}")
+    if sum(sizes) != size:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
+                           f"(input tensor's size at dimension {given}), but got "
+                           f"split_sizes={shape_str(sizes)}")
+    return SplitWithSizes.apply(tensor, dim, tuple(sizes))
+
+
+def chunk(input, chunks, dim=0):
+    """`chunks` pieces of equal size (the last may be smaller; there may be fewer pieces)."""
+    if input.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    size = input._data.shape[normalize_dim(dim, input.ndim)]
+    split_size = -(-size // chunks)
+    if split_size == 0:
+        # An empty dim still yields `chunks` (empty) pieces, as in torch.
+        return _split_sizes(input, [0] * chunks, dim)
+    return _split_even(input, split_size, dim)
+
+
+def unbind(input, dim=0):
+    if input.ndim == 0:
+        normalize_dim(dim, 0)       # torch's message for a dim out of range first
+    return Unbind.apply(input, real_dim(dim, input.ndim))
