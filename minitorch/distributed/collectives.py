@@ -4,7 +4,9 @@ import os
 
 from ..autograd import no_grad
 from .buffers import FlatBuffer, check_tensor, check_tensor_list, describe
-from .group import resolve
+from .. import dtypes
+from ..tensor import Tensor
+from .group import _state, resolve
 from .reduce_op import ReduceOp, check_op, for_bool
 from .work import Work
 
@@ -66,6 +68,7 @@ def _complete(pg, operation, pending, async_op, *finish):
     return None
 
 
+_BOOL = dtypes.bool_
 _DETAIL = os.environ.get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL"
 
 
@@ -94,6 +97,17 @@ def _fingerprint(call):
 
 # ---- collectives ----------------------------------------------------------------------------
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    pg = _state.default
+    if group is None and pg is not None and not async_op and not _DETAIL \
+            and type(tensor) is Tensor:
+        # the common call (gradients, metrics): a contiguous tensor, blocking, no average;
+        # its checks are the general path's, in a few attribute reads
+        data = tensor._data
+        if op in pg.engine.direct_ops and data.device.type == pg.engine.device_type \
+                and data.dtype is not _BOOL and data.is_compact():
+            pg.engine.allreduce(data.flat(), op, False)
+            tensor._version[0] += 1
+            return None
     check_tensor(tensor)
     pg = resolve(group)
     if pg is None:

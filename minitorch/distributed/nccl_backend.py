@@ -105,6 +105,7 @@ class NCCLBackend:
         self.native_avg = average is not None
         if average is not None:
             self._ops[ReduceOp.AVG] = average
+        self.direct_ops = frozenset(self._ops)
 
     def _stream(self):
         return self.cupy.cuda.get_current_stream().ptr
