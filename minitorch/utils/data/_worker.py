@@ -11,6 +11,7 @@ import os
 import pickle
 import queue
 import random
+import select
 import signal
 import sys
 import threading
@@ -256,35 +257,31 @@ class ResultSender:
     lives and the loader has not stopped."""
 
     def __init__(self, channel, parent, stop_flag, where):
-        channel.settimeout(PARENT_CHECK_INTERVAL)
+        channel.setblocking(False)
+        self.writer = _shm_channel.SlotWriter(channel)
         self.channel, self.parent, self.stop_flag, self.where = channel, parent, stop_flag, where
-        self.inline_limit = _shm_channel._inline_limit(channel)
 
     def send(self, task_id, data):
         message, fd = self._encode(task_id, data)
-        try:
-            while True:
-                try:
-                    _shm_channel.send_message(self.channel, message, fd)
-                    return
-                except TimeoutError:
-                    if not self.parent.alive():
-                        raise ParentGone from None
-                    if self.stop_flag.value:
-                        return  # shutting down: nobody will read it
-        except BaseException:
-            if fd is not None:
-                os.close(fd)
-            raise
+        while True:
+            try:
+                self.writer.send(message, fd)
+                return
+            except (BlockingIOError, InterruptedError):
+                pass
+            select.select([], [self.channel], [], PARENT_CHECK_INTERVAL)
+            if not self.parent.alive():
+                raise ParentGone
+            if self.stop_flag.value:
+                return  # shutting down: nobody will read it
 
     def _encode(self, task_id, data):
         # Pickled here, not in the main process: an unpicklable batch becomes an error the main
         # process sees instead of a silently dropped message.
         try:
-            return _shm_channel.encode(task_id, data, self.inline_limit)
+            return self.writer.encode(task_id, data)
         except Exception:
-            wrapper = ExceptionWrapper(where=self.where)
-            return _shm_channel.encode(task_id, wrapper, self.inline_limit)
+            return self.writer.encode(task_id, ExceptionWrapper(where=self.where))
 
 
 class ParentWatch:

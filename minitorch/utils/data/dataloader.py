@@ -294,7 +294,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         receiver.setblocking(False)
         self._index_queues.append(index_queue)
         self._workers.append(worker)
-        self._channels.append(receiver)
+        self._channels.append(_shm_channel.SlotReader(receiver))
 
     def _reset(self, loader, first_iter=False):
         super()._reset(loader, first_iter)
@@ -336,11 +336,11 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         while not self._arrived:
             wait = STATUS_CHECK_INTERVAL if deadline is None else \
                 max(0.0, min(STATUS_CHECK_INTERVAL, deadline - time.monotonic()))
-            channels = [c for c in self._channels if c.fileno() >= 0]
+            channels = [c for c in self._channels if c.sock.fileno() >= 0]
             ready = multiprocessing.connection.wait(
-                channels + [w.sentinel for w in self._workers], wait)
+                [c.sock for c in channels] + [w.sentinel for w in self._workers], wait)
             for channel in channels:
-                if channel in ready:
+                if channel.sock in ready:
                     self._receive(channel)
             self._raise_if_a_worker_died()
             if not self._arrived and deadline is not None and time.monotonic() >= deadline:
@@ -353,7 +353,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         """Take every whole message waiting on `channel`."""
         while True:
             try:
-                message = _shm_channel.receive(channel)
+                message = channel.receive()
             except EOFError:
                 channel.close()  # its worker is gone: the sentinel reports it
                 return
