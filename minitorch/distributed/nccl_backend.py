@@ -215,7 +215,7 @@ class NCCLBackend:
     # ---- Python objects: pickled bytes in uint8 device buffers ------------------------------
     def broadcast_object(self, obj, root):
         payload = self._to_device(obj if self.rank == root else None)
-        length = self.cupy.asarray([payload.size], dtype=np.int64)
+        length = self.cupy.asarray(np.array([payload.size], np.int64))
         self.broadcast(length, root, False)
         if self.rank != root:
             payload = self.cupy.empty(int(length.get()[0]), np.uint8)
@@ -225,7 +225,7 @@ class NCCLBackend:
     def allgather_object(self, obj):
         payload = self._to_device(obj)
         lengths = self.cupy.empty(self.size, np.int64)
-        self.allgather(self.cupy.asarray([payload.size], dtype=np.int64), lengths, False)
+        self.allgather(self.cupy.asarray(np.array([payload.size], np.int64)), lengths, False)
         lengths = lengths.get()
         longest = int(lengths.max())
         padded = self.cupy.zeros(longest, np.uint8)

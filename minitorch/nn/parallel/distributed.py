@@ -202,7 +202,8 @@ class DistributedDataParallel(Module):
 
     def _globally_used(self):
         from ...tensor import tensor as make_tensor
-        flags = make_tensor([self._used[id(p)] for p in self._params], dtype=_uint8())
+        flags = make_tensor([self._used[id(p)] for p in self._params], dtype=_uint8(),
+                            device=self._params[0].device)     # NCCL reduces cuda tensors only
         dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=self.process_group)
         return {id(p): bool(flag) for p, flag in zip(self._params, flags.tolist())}
 
