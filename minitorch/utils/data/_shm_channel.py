@@ -114,8 +114,8 @@ class SlotWriter:
         while True:
             try:
                 message = self.sock.recv(64)
-            except (BlockingIOError, InterruptedError):
-                return
+            except (BlockingIOError, InterruptedError, ConnectionError):
+                return  # none waiting, or the main end is closed (the send will tell)
             if len(message) != _RELEASE.size:
                 return
             slot, reusable = _RELEASE.unpack(message)
@@ -179,6 +179,8 @@ class SlotReader:
                 RECEIVE_SIZE, socket.CMSG_SPACE(_FD_BYTES), _CMSG_CLOEXEC)
         except (BlockingIOError, InterruptedError):
             return None
+        except ConnectionResetError:  # the worker died with our release messages unread
+            raise EOFError from None
         fds = _received_fds(ancillary)
         if flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
             for fd in fds:

@@ -248,7 +248,7 @@ def _serve(index_queue, sender, stop_flag, parent, fetcher, init_exception, wher
 
 
 class ParentGone(Exception):
-    """The main process died: this worker stops."""
+    """The main process died or stopped listening: this worker stops."""
 
 
 class ResultSender:
@@ -269,6 +269,8 @@ class ResultSender:
                 return
             except (BlockingIOError, InterruptedError):
                 pass
+            except ConnectionError:
+                raise ParentGone from None  # the main process closed its end: it has stopped
             select.select([], [self.channel], [], PARENT_CHECK_INTERVAL)
             if not self.parent.alive():
                 raise ParentGone
