@@ -394,11 +394,16 @@ def barrier(group=None, async_op=False, device_ids=None, timeout=None):
 
 # ---- ranks ----------------------------------------------------------------------------------
 def _root(pg, global_rank, group_rank, operation, role):
-    """The root's rank inside the group from src/dst (global) or group_src/group_dst."""
+    """The root's rank inside the group from src/dst (global) or group_src/group_dst; gather
+    and scatter default to rank 0, the others need one of them (torch's rules)."""
     if global_rank is not None and group_rank is not None:
-        raise ValueError(f"Can not specify both {role} and group_{role}")
+        raise ValueError("Can't specify both group_rank and global_rank")
     if group_rank is not None:
         if not 0 <= group_rank < pg.size():
             raise ValueError(f"Group rank {group_rank} is not part of group {pg!r}")
         return group_rank
-    return pg.group_rank(0 if global_rank is None else global_rank, role, operation)
+    if global_rank is None:
+        if operation not in ("gather", "scatter"):
+            raise ValueError("Must specify global_rank or group_rank")
+        global_rank = 0
+    return pg.group_rank(global_rank, role, operation)
