@@ -42,9 +42,18 @@ def _engine_op(op, tensor):
     return op
 
 
+def _engine_averages(pg, tensor):
+    """NCCL averages floating-point tensors itself; otherwise AVG is a SUM and a division."""
+    return pg.engine.native_avg and tensor.is_floating_point()
+
+
+def _sent_op(pg, op, tensor):
+    return ReduceOp.SUM if op is ReduceOp.AVG and not _engine_averages(pg, tensor) else op
+
+
 def _averager(pg, op, tensor):
     """The division ReduceOp.AVG needs after an engine SUM (nothing for other ops)."""
-    if op is not ReduceOp.AVG or pg.engine.native_avg:
+    if op is not ReduceOp.AVG or _engine_averages(pg, tensor):
         return None
     size = pg.size()
 
@@ -116,8 +125,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     _check_device(pg, "allreduce", tensor)
     _verify_same_call(pg, "allreduce", tensor)
     buffer = FlatBuffer(tensor)
-    pending = pg.engine.allreduce(buffer.array, ReduceOp.SUM if engine_op is ReduceOp.AVG
-                                  and not pg.engine.native_avg else engine_op, async_op)
+    pending = pg.engine.allreduce(buffer.array, _sent_op(pg, engine_op, tensor), async_op)
     return _complete(pg, "all_reduce", pending, async_op, buffer.write_back,
                      _averager(pg, engine_op, tensor))
 
@@ -145,9 +153,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     _check_device(pg, "reduce", tensor)
     _verify_same_call(pg, "reduce", tensor)
     buffer = FlatBuffer(tensor)
-    summed = ReduceOp.SUM if engine_op is ReduceOp.AVG and not pg.engine.native_avg \
-        else engine_op
-    pending = pg.engine.reduce(buffer.array, summed, root, async_op)
+    pending = pg.engine.reduce(buffer.array, _sent_op(pg, engine_op, tensor), root, async_op)
     divide = _averager(pg, engine_op, tensor) if pg.rank() == root else None
     return _complete(pg, "reduce", pending, async_op, buffer.write_back, divide)
 
@@ -214,9 +220,8 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     _check_device(pg, "reduce_scatter", output, input)
     _verify_same_call(pg, "reduce_scatter_tensor", input)
     result = FlatBuffer(output)
-    summed = ReduceOp.SUM if engine_op is ReduceOp.AVG and not pg.engine.native_avg \
-        else engine_op
-    pending = pg.engine.reduce_scatter(FlatBuffer(input).array, result.array, summed, async_op)
+    pending = pg.engine.reduce_scatter(FlatBuffer(input).array, result.array,
+                                       _sent_op(pg, engine_op, input), async_op)
     return _complete(pg, "reduce_scatter_tensor", pending, async_op, result.write_back,
                      _averager(pg, engine_op, output))
 

@@ -105,7 +105,8 @@ class NCCLBackend:
         self.native_avg = average is not None
         if average is not None:
             self._ops[ReduceOp.AVG] = average
-        self.direct_ops = frozenset(self._ops)
+        # all_reduce's fast path: AVG takes the general one (integers are summed, then divided)
+        self.direct_ops = frozenset(self._ops) - {ReduceOp.AVG}
 
     def _stream(self):
         return self.cupy.cuda.get_current_stream().ptr

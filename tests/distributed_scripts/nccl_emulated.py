@@ -114,6 +114,11 @@ t = mt.arange(6.0, device="cuda").reshape(2, 3)
 calls.clear()
 dist.all_reduce(t, op=dist.ReduceOp.AVG)
 assert calls[0][0] == "allReduce" and calls[0][5] == 4, calls    # NCCL's own average
+integers = mt.tensor([4, 7], device="cuda")
+calls.clear()
+dist.all_reduce(integers, op=dist.ReduceOp.AVG)        # integers: a sum, then trunc division
+assert calls[0][5] == 0, calls
+assert_close(integers.cpu(), np.array([4, 7]), "integer average")
 view = t.t()                                  # non-contiguous: a compact copy, written back
 dist.all_reduce(view, op=dist.ReduceOp.SUM)
 assert_close(t.cpu(), np.arange(6.0, dtype=np.float32).reshape(2, 3), "view")
