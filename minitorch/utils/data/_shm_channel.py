@@ -76,6 +76,9 @@ class SlotWriter:
         try:
             layout_at, layout_size = _write_frames(self.slots[slot][0], frames)
         except BaseException:
+            if fd_to_send is not None:  # a file the main process will never hear of
+                os.close(fd_to_send)
+                self.slots[slot] = [-1, 0, True]
             self.slots[slot][2] = True
             raise
         return pickle.dumps((task_id, slot, layout_at, layout_size), protocol=5), fd_to_send

@@ -11,7 +11,7 @@ import os
 import pickle
 import queue
 import random
-import select
+import selectors
 import signal
 import sys
 import threading
@@ -271,7 +271,9 @@ class ResultSender:
                 pass
             except ConnectionError:
                 raise ParentGone from None  # the main process closed its end: it has stopped
-            select.select([], [self.channel], [], PARENT_CHECK_INTERVAL)
+            with selectors.DefaultSelector() as selector:  # select() can't take fds >= 1024
+                selector.register(self.channel, selectors.EVENT_WRITE)
+                selector.select(PARENT_CHECK_INTERVAL)
             if not self.parent.alive():
                 raise ParentGone
             if self.stop_flag.value:
