@@ -18,6 +18,10 @@ def _check_device(pg, operation, *tensors):
     for t in tensors:
         kind = t.device.type
         if kind == engine.device_type:
+            if kind == "cuda" and (t.device.index or 0) != engine.device_index:
+                raise RuntimeError(f"ProcessGroupNCCL::{operation}: tensor on {t.device}, but "
+                                   f"this process group uses cuda:{engine.device_index} (call "
+                                   "mt.cuda.set_device(local_rank) before init_process_group)")
             continue
         if engine.name == "mpi":
             raise RuntimeError("CUDA tensor detected and the MPI used doesn't have CUDA-aware "
@@ -112,7 +116,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         # the common call (gradients, metrics): a contiguous tensor, blocking, no average;
         # its checks are the general path's, in a few attribute reads
         data = tensor._data
-        if op in pg.engine.direct_ops and data.device.type == pg.engine.device_type \
+        if op in pg.engine.direct_ops and data.device.type == "cpu" == pg.engine.device_type \
                 and data.dtype is not _BOOL and data.is_compact():
             pg.engine.allreduce(data.flat(), op, False)
             tensor._version[0] += 1

@@ -158,6 +158,9 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     timeout_s = _timeout_seconds(timeout)
     if store is not None:
         raise ValueError("store is not supported: ranks meet through MPI or NCCL's bootstrap")
+    if device_id is not None:      # torch: bind this rank to its GPU (NCCL uses the current one)
+        from .. import cuda
+        cuda.set_device(device_id)
     if name == Backend.MPI:
         engine = _init_mpi(world_size, rank, timeout_s)
     else:

@@ -95,6 +95,7 @@ class NCCLBackend:
     def __init__(self, cupy, nccl, communicator, rank, size, timeout_s):
         self.cupy, self.nccl, self.comm = cupy, nccl, communicator
         self.rank, self.size, self.timeout_s = rank, size, timeout_s
+        self.device_index = communicator.device_id()     # the GPU current at creation
         self._dtypes = {np.dtype(np.float32): nccl.NCCL_FLOAT32,
                         np.dtype(np.float64): nccl.NCCL_FLOAT64,
                         np.dtype(np.int64): nccl.NCCL_INT64,
