@@ -109,3 +109,11 @@ def test_a_hung_collective_times_out_naming_the_operation():
            "all_reduce" in out
     assert "Watchdog caught collective operation timeout: all_reduce" in err
     assert "unreachable" not in out
+
+
+def test_nccl_backend_on_the_cuda_emulator():
+    """NCCL's calls checked against CuPy's signatures with a recording stand-in (no GPU)."""
+    if shutil.which("g++") is None:
+        pytest.skip("the CUDA emulator needs g++")
+    code, out, err, _ = launch([sys.executable, "nccl_emulated.py"], timeout=120)
+    assert code == 0 and "ok" in out, f"{out}\n{err}"

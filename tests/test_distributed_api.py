@@ -32,6 +32,12 @@ def test_unknown_backend_and_destroy_before_init():
     assert dist.Backend("MPI") == "mpi" and dist.Backend.NCCL == "nccl"
 
 
+def test_gloo_is_not_built_in():
+    with pytest.raises(RuntimeError, match="doesn't have Gloo built in: use backend='mpi'"):
+        dist.init_process_group("gloo")
+    assert not dist.is_initialized()
+
+
 def test_nccl_without_cupy_nccl_says_so():
     if dist.is_nccl_available():
         pytest.skip("NCCL is available here")

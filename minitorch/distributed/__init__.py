@@ -6,6 +6,7 @@ tensors). Importing it is cheap: the engines load in init_process_group.
     dist.all_reduce(t, op=dist.ReduceOp.AVG)
 """
 import importlib.util
+import sys
 
 from .collectives import (all_gather, all_gather_into_tensor, all_reduce, all_to_all_single,
                           barrier, broadcast, gather, irecv, isend, recv, reduce,
@@ -27,7 +28,7 @@ def is_mpi_available():
 
 
 def is_nccl_available():
-    if importlib.util.find_spec("cupy") is None:
+    if "cupy" not in sys.modules and importlib.util.find_spec("cupy") is None:
         return False
     try:
         from cupy.cuda import nccl

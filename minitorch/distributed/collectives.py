@@ -4,7 +4,9 @@ import os
 
 from ..autograd import no_grad
 from .buffers import FlatBuffer, check_tensor, check_tensor_list, describe
-from .group import resolve
+from .. import dtypes
+from ..tensor import Tensor
+from .group import _state, resolve
 from .reduce_op import ReduceOp, check_op, for_bool
 from .work import Work
 
@@ -16,6 +18,10 @@ def _check_device(pg, operation, *tensors):
     for t in tensors:
         kind = t.device.type
         if kind == engine.device_type:
+            if kind == "cuda" and (t.device.index or 0) != engine.device_index:
+                raise RuntimeError(f"ProcessGroupNCCL::{operation}: tensor on {t.device}, but "
+                                   f"this process group uses cuda:{engine.device_index} (call "
+                                   "mt.cuda.set_device(local_rank) before init_process_group)")
             continue
         if engine.name == "mpi":
             raise RuntimeError("CUDA tensor detected and the MPI used doesn't have CUDA-aware "
@@ -40,9 +46,18 @@ def _engine_op(op, tensor):
     return op
 
 
+def _engine_averages(pg, tensor):
+    """NCCL averages floating-point tensors itself; otherwise AVG is a SUM and a division."""
+    return pg.engine.native_avg and tensor.is_floating_point()
+
+
+def _sent_op(pg, op, tensor):
+    return ReduceOp.SUM if op is ReduceOp.AVG and not _engine_averages(pg, tensor) else op
+
+
 def _averager(pg, op, tensor):
     """The division ReduceOp.AVG needs after an engine SUM (nothing for other ops)."""
-    if op is not ReduceOp.AVG or pg.engine.native_avg:
+    if op is not ReduceOp.AVG or _engine_averages(pg, tensor):
         return None
     size = pg.size()
 
@@ -66,6 +81,7 @@ def _complete(pg, operation, pending, async_op, *finish):
     return None
 
 
+_BOOL = dtypes.bool_
 _DETAIL = os.environ.get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL"
 
 
@@ -94,6 +110,17 @@ def _fingerprint(call):
 
 # ---- collectives ----------------------------------------------------------------------------
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    pg = _state.default
+    if group is None and pg is not None and not async_op and not _DETAIL \
+            and type(tensor) is Tensor:
+        # the common call (gradients, metrics): a contiguous tensor, blocking, no average;
+        # its checks are the general path's, in a few attribute reads
+        data = tensor._data
+        if op in pg.engine.direct_ops and data.device.type == "cpu" == pg.engine.device_type \
+                and data.dtype is not _BOOL and data.is_compact():
+            pg.engine.allreduce(data.flat(), op, False)
+            tensor._version[0] += 1
+            return None
     check_tensor(tensor)
     pg = resolve(group)
     if pg is None:
@@ -102,8 +129,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     _check_device(pg, "allreduce", tensor)
     _verify_same_call(pg, "allreduce", tensor)
     buffer = FlatBuffer(tensor)
-    pending = pg.engine.allreduce(buffer.array, ReduceOp.SUM if engine_op is ReduceOp.AVG
-                                  and not pg.engine.native_avg else engine_op, async_op)
+    pending = pg.engine.allreduce(buffer.array, _sent_op(pg, engine_op, tensor), async_op)
     return _complete(pg, "all_reduce", pending, async_op, buffer.write_back,
                      _averager(pg, engine_op, tensor))
 
@@ -131,9 +157,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     _check_device(pg, "reduce", tensor)
     _verify_same_call(pg, "reduce", tensor)
     buffer = FlatBuffer(tensor)
-    summed = ReduceOp.SUM if engine_op is ReduceOp.AVG and not pg.engine.native_avg \
-        else engine_op
-    pending = pg.engine.reduce(buffer.array, summed, root, async_op)
+    pending = pg.engine.reduce(buffer.array, _sent_op(pg, engine_op, tensor), root, async_op)
     divide = _averager(pg, engine_op, tensor) if pg.rank() == root else None
     return _complete(pg, "reduce", pending, async_op, buffer.write_back, divide)
 
@@ -200,9 +224,8 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     _check_device(pg, "reduce_scatter", output, input)
     _verify_same_call(pg, "reduce_scatter_tensor", input)
     result = FlatBuffer(output)
-    summed = ReduceOp.SUM if engine_op is ReduceOp.AVG and not pg.engine.native_avg \
-        else engine_op
-    pending = pg.engine.reduce_scatter(FlatBuffer(input).array, result.array, summed, async_op)
+    pending = pg.engine.reduce_scatter(FlatBuffer(input).array, result.array,
+                                       _sent_op(pg, engine_op, input), async_op)
     return _complete(pg, "reduce_scatter_tensor", pending, async_op, result.write_back,
                      _averager(pg, engine_op, output))
 
@@ -380,11 +403,16 @@ def barrier(group=None, async_op=False, device_ids=None, timeout=None):
 
 # ---- ranks ----------------------------------------------------------------------------------
 def _root(pg, global_rank, group_rank, operation, role):
-    """The root's rank inside the group from src/dst (global) or group_src/group_dst."""
+    """The root's rank inside the group from src/dst (global) or group_src/group_dst; gather
+    and scatter default to rank 0, the others need one of them (torch's rules)."""
     if global_rank is not None and group_rank is not None:
-        raise ValueError(f"Can not specify both {role} and group_{role}")
+        raise ValueError("Can't specify both group_rank and global_rank")
     if group_rank is not None:
         if not 0 <= group_rank < pg.size():
             raise ValueError(f"Group rank {group_rank} is not part of group {pg!r}")
         return group_rank
-    return pg.group_rank(0 if global_rank is None else global_rank, role, operation)
+    if global_rank is None:
+        if operation not in ("gather", "scatter"):
+            raise ValueError("Must specify global_rank or group_rank")
+        global_rank = 0
+    return pg.group_rank(global_rank, role, operation)

@@ -151,10 +151,16 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     through NCCL's own bootstrap at MASTER_ADDR:MASTER_PORT with RANK and WORLD_SIZE."""
     if _state.default is not None:
         raise ValueError("trying to initialize the default process group twice!")
+    if isinstance(backend, str) and backend.lower() == Backend.GLOO:
+        raise RuntimeError("Distributed package doesn't have Gloo built in: use "
+                           "backend='mpi' for CPU tensors (mpi4py), 'nccl' for cuda tensors")
     name = Backend(backend if backend is not None else Backend.MPI)
     timeout_s = _timeout_seconds(timeout)
     if store is not None:
         raise ValueError("store is not supported: ranks meet through MPI or NCCL's bootstrap")
+    if device_id is not None:      # torch: bind this rank to its GPU (NCCL uses the current one)
+        from .. import cuda
+        cuda.set_device(device_id)
     if name == Backend.MPI:
         engine = _init_mpi(world_size, rank, timeout_s)
     else:

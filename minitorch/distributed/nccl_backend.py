@@ -95,6 +95,7 @@ class NCCLBackend:
     def __init__(self, cupy, nccl, communicator, rank, size, timeout_s):
         self.cupy, self.nccl, self.comm = cupy, nccl, communicator
         self.rank, self.size, self.timeout_s = rank, size, timeout_s
+        self.device_index = communicator.device_id()     # the GPU current at creation
         self._dtypes = {np.dtype(np.float32): nccl.NCCL_FLOAT32,
                         np.dtype(np.float64): nccl.NCCL_FLOAT64,
                         np.dtype(np.int64): nccl.NCCL_INT64,
@@ -105,6 +106,8 @@ class NCCLBackend:
         self.native_avg = average is not None
         if average is not None:
             self._ops[ReduceOp.AVG] = average
+        # all_reduce's fast path: AVG takes the general one (integers are summed, then divided)
+        self.direct_ops = frozenset(self._ops) - {ReduceOp.AVG}
 
     def _stream(self):
         return self.cupy.cuda.get_current_stream().ptr
@@ -214,7 +217,7 @@ class NCCLBackend:
     # ---- Python objects: pickled bytes in uint8 device buffers ------------------------------
     def broadcast_object(self, obj, root):
         payload = self._to_device(obj if self.rank == root else None)
-        length = self.cupy.asarray([payload.size], dtype=np.int64)
+        length = self.cupy.asarray(np.array([payload.size], np.int64))
         self.broadcast(length, root, False)
         if self.rank != root:
             payload = self.cupy.empty(int(length.get()[0]), np.uint8)
@@ -224,7 +227,7 @@ class NCCLBackend:
     def allgather_object(self, obj):
         payload = self._to_device(obj)
         lengths = self.cupy.empty(self.size, np.int64)
-        self.allgather(self.cupy.asarray([payload.size], dtype=np.int64), lengths, False)
+        self.allgather(self.cupy.asarray(np.array([payload.size], np.int64)), lengths, False)
         lengths = lengths.get()
         longest = int(lengths.max())
         padded = self.cupy.zeros(longest, np.uint8)

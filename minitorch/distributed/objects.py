@@ -9,7 +9,8 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
     pg = resolve(group)
     if pg is None:
         return
-    root = _root(pg, src, group_src, "broadcast", "src")
+    root = _root(pg, 0 if src is None and group_src is None else src, group_src, "broadcast",
+                 "src")
     received = pg.engine.broadcast_object(list(object_list) if pg.rank() == root else None, root)
     object_list[:len(received)] = received
 

@@ -23,7 +23,7 @@ _TEMP_NAME = "[A-Za-z0-9_]{8}"   # ours (hex) and mkstemp's, from older versions
 
 def write_atomic(path, write):
     """Call `write(file)` on a fresh temp file, then make it `path` in one step."""
-    path = os.fspath(path)
+    path = os.fsdecode(path)
     parent = os.path.dirname(path)
     if parent and not os.path.isdir(parent):
         raise RuntimeError(f"Parent directory {parent} does not exist.")   # torch's words

@@ -108,7 +108,8 @@ class _Reader:
             self.path, self.owned = os.fspath(f), True
             self.file = open(self.path, "rb")
         self.start = self.file.tell()
-        self.size = self.file.seek(0, io.SEEK_END) - self.start
+        self.file.seek(0, io.SEEK_END)
+        self.size = self.file.tell() - self.start
         self.file.seek(self.start)
 
     def __enter__(self):

@@ -51,6 +51,13 @@ def _():
     expect(ValueError, "Invalid destination rank: destination rank should not be the same",
            lambda: dist.send(mt.ones(2), dst=0))
     expect(ValueError, "Invalid source rank", lambda: dist.recv(mt.ones(2), src=0))
+    expect(ValueError, "Must specify global_rank or group_rank",
+           lambda: dist.broadcast(mt.ones(2)))
+    expect(ValueError, "Can't specify both group_rank and global_rank",
+           lambda: dist.reduce(mt.ones(2), dst=0, group_dst=0))
+    gathered = [mt.zeros(2)]
+    dist.gather(mt.ones(2), gathered)          # gather and scatter default to rank 0
+    assert_close(gathered[0], np.ones(2, np.float32), "gather to rank 0 by default")
 
 
 @check("sizes and dtypes")

@@ -171,12 +171,16 @@ class DistributedDataParallel(Module):
             self._progress()
 
     def _launch_ready_buckets(self):
-        while self._next_bucket < len(self._buckets) and self._ready[self._next_bucket]:
+        count = len(self._buckets)
+        while self._next_bucket < count and self._ready[self._next_bucket]:
             bucket = self._buckets[self._next_bucket]
+            # the last bucket is waited for at once: a blocking all-reduce (MPI's tuned
+            # algorithms) beats a non-blocking one there; the others overlap backward
+            last = self._next_bucket == count - 1
             bucket.work = dist.all_reduce(bucket.tensor, group=self.process_group,
-                                          async_op=True)
+                                          async_op=not last)
             self._next_bucket += 1
-        if self._next_bucket == len(self._buckets):
+        if self._next_bucket == count:
             self._finalize()
 
     def _progress(self):
@@ -190,8 +194,9 @@ class DistributedDataParallel(Module):
         """Wait for every bucket, then each .grad becomes the average over ranks."""
         used_anywhere = self._globally_used() if self.find_unused_parameters else None
         for bucket in self._buckets:
-            bucket.work.wait()
-            bucket.work = None
+            if bucket.work is not None:
+                bucket.work.wait()
+                bucket.work = None
             with no_grad():
                 bucket.tensor.div_(self._world)
             for i, p in enumerate(bucket.params):
@@ -202,7 +207,8 @@ class DistributedDataParallel(Module):
 
     def _globally_used(self):
         from ...tensor import tensor as make_tensor
-        flags = make_tensor([self._used[id(p)] for p in self._params], dtype=_uint8())
+        flags = make_tensor([self._used[id(p)] for p in self._params], dtype=_uint8(),
+                            device=self._params[0].device)     # NCCL reduces cuda tensors only
         dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=self.process_group)
         return {id(p): bool(flag) for p, flag in zip(self._params, flags.tolist())}
 

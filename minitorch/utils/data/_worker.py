@@ -2,22 +2,30 @@
 into a batch (shared with the single-process loader).
 
 A worker reads `(task_id, indices)` from its own index queue, fetches and collates the batch,
-pickles it itself (so an unpicklable batch becomes an error the main process sees instead of a
-silently dropped message) and puts `(task_id, payload)` on the shared result queue.
+and sends `(task_id, batch)` over its own result channel (_shm_channel: whole messages, large
+batches in anonymous shared memory). It shares no lock with other processes, never blocks for
+good on a send, and dies with the main process (ParentWatch).
 """
+import ctypes
 import os
 import pickle
 import queue
 import random
+import selectors
+import signal
 import sys
+import threading
+import time
 import traceback
 
 import numpy as np
 
+from . import _shm_channel
 from ._collate import default_collate
 
-# How often a blocked worker checks that its parent still exists.
-PARENT_CHECK_INTERVAL = 1.0
+# How often a worker checks that its parent still exists (so it outlives it at most this long).
+PARENT_CHECK_INTERVAL = 0.5
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 RESUME_ACK = "resume"  # the task id of a worker's reply to a ResumeIteration
 
 _worker_info = None
@@ -174,10 +182,12 @@ def seed_worker(seed):
     np.random.seed(np.random.SeedSequence(seed).generate_state(4))
 
 
-def worker_loop(iterable, dataset, index_queue, data_queue, done_event, auto_collation,
-                collate_fn, drop_last, base_seed, init_fn, worker_id, num_workers):
+def worker_loop(iterable, dataset, index_queue, result_channel, stop_flag, auto_collation,
+                collate_fn, drop_last, base_seed, init_fn, worker_id, num_workers,
+                main_pid, die_with_parent):
     """The body of worker process `worker_id` (see the module docstring)."""
     global _worker_info
+    parent = ParentWatch(main_pid, die_with_parent)
     try:
         from ..._cpu.threads import set_num_threads
         # One kernel thread per worker: workers already run in parallel, and an OpenMP pool
@@ -195,22 +205,18 @@ def worker_loop(iterable, dataset, index_queue, data_queue, done_event, auto_col
             fetcher = create_fetcher(iterable, dataset, auto_collation, collate_fn, drop_last)
         except Exception:
             init_exception = ExceptionWrapper(where=where)
-        _serve(index_queue, data_queue, done_event, fetcher, init_exception, where,
+        sender = ResultSender(result_channel, parent, stop_flag, where)
+        _serve(index_queue, sender, stop_flag, parent, fetcher, init_exception, where,
                lambda: create_fetcher(iterable, dataset, auto_collation, collate_fn, drop_last),
                worker_id)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ParentGone):
         pass
-    if done_event.is_set():
-        # The main process stopped reading: don't block exit on flushing unread results.
-        data_queue.cancel_join_thread()
-        data_queue.close()
 
 
-def _serve(index_queue, data_queue, done_event, fetcher, init_exception, where, new_fetcher,
+def _serve(index_queue, sender, stop_flag, parent, fetcher, init_exception, where, new_fetcher,
            worker_id):
-    parent = os.getppid()
     iteration_end = False
-    while os.getppid() == parent:
+    while parent.alive():
         try:
             task = index_queue.get(timeout=PARENT_CHECK_INTERVAL)
         except queue.Empty:
@@ -218,11 +224,11 @@ def _serve(index_queue, data_queue, done_event, fetcher, init_exception, where, 
         if task is None:
             break
         if isinstance(task, ResumeIteration):
-            data_queue.put((RESUME_ACK, None))
+            sender.send(RESUME_ACK, None)
             iteration_end = False
             fetcher = new_fetcher()
             continue
-        if done_event.is_set() or iteration_end:
+        if stop_flag.value or iteration_end:
             continue
         task_id, index = task
         if init_exception is not None:
@@ -237,12 +243,91 @@ def _serve(index_queue, data_queue, done_event, fetcher, init_exception, where, 
                     data, iteration_end = IterableDatasetStopIteration(worker_id), True
             except Exception:
                 data = ExceptionWrapper(where=where)
-        data_queue.put((task_id, _dumps(data, where)))
+        sender.send(task_id, data)
         del data, task, index
 
 
-def _dumps(data, where):
+class ParentGone(Exception):
+    """The main process died or stopped listening: this worker stops."""
+
+
+class ResultSender:
+    """Sends `(task_id, data)` over this worker's channel without ever blocking for good: a send
+    the main process does not take within PARENT_CHECK_INTERVAL is retried only while the parent
+    lives and the loader has not stopped."""
+
+    def __init__(self, channel, parent, stop_flag, where):
+        channel.setblocking(False)
+        self.writer = _shm_channel.SlotWriter(channel)
+        self.channel, self.parent, self.stop_flag, self.where = channel, parent, stop_flag, where
+
+    def send(self, task_id, data):
+        message, fd = self._encode(task_id, data)
+        while True:
+            try:
+                self.writer.send(message, fd)
+                return
+            except (BlockingIOError, InterruptedError):
+                pass
+            except ConnectionError:
+                raise ParentGone from None  # the main process closed its end: it has stopped
+            with selectors.DefaultSelector() as selector:  # select() can't take fds >= 1024
+                selector.register(self.channel, selectors.EVENT_WRITE)
+                selector.select(PARENT_CHECK_INTERVAL)
+            if not self.parent.alive():
+                raise ParentGone
+            if self.stop_flag.value:
+                return  # shutting down: nobody will read it
+
+    def _encode(self, task_id, data):
+        # Pickled here, not in the main process: an unpicklable batch becomes an error the main
+        # process sees instead of a silently dropped message.
+        try:
+            return self.writer.encode(task_id, data)
+        except Exception:
+            return self.writer.encode(task_id, ExceptionWrapper(where=self.where))
+
+
+class ParentWatch:
+    """Makes this worker die with the main process, busy or idle: the kernel kills it when the
+    thread that started it ends (Linux, when that thread is the main process's main thread),
+    and a daemon thread exits the process once the parent is gone (everywhere)."""
+
+    def __init__(self, main_pid, die_with_parent):
+        self.main_pid = main_pid
+        self.parent_pid = os.getppid()
+        if die_with_parent and self.parent_pid == main_pid:
+            _kill_me_when_parent_dies()
+        if not self.alive():  # it died before the line above took effect
+            os._exit(1)
+        threading.Thread(target=self._watch, name="DataLoaderWorkerWatchdog",
+                         daemon=True).start()
+
+    def alive(self):
+        if os.getppid() != self.parent_pid:
+            return False
+        # With forkserver the parent is the server; the main process is checked directly.
+        return self.parent_pid == self.main_pid or _pid_exists(self.main_pid)
+
+    def _watch(self):
+        while self.alive():
+            time.sleep(PARENT_CHECK_INTERVAL)
+        os._exit(1)  # the main thread may be blocked or busy in user code: don't wait for it
+
+
+def _kill_me_when_parent_dies():
     try:
-        return pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:
-        return pickle.dumps(ExceptionWrapper(where=where), protocol=pickle.HIGHEST_PROTOCOL)
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # no prctl (not Linux): the watchdog thread alone does it
+
+
+def _pid_exists(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

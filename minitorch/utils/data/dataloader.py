@@ -1,20 +1,28 @@
 """DataLoader: batches from a dataset, in the main process or in worker processes.
 
-With `num_workers > 0`, each worker has its own index queue and all share one result queue.
-The main process keeps `prefetch_factor` batches in flight per worker, hands tasks out
-round-robin, puts the results back into sampler order, polls the workers so a dead one is
-reported within a poll interval, and shuts every worker down when its iterator ends, fails or
-is deleted (or, with persistent_workers, when the loader goes away).
+With `num_workers > 0`, each worker has its own index queue and its own result channel
+(_shm_channel: whole messages only, large batches in anonymous shared memory), and no lock is
+shared between processes, so a worker killed at any moment cannot wedge the others or the main
+process. The main process keeps `prefetch_factor` batches in flight per worker, hands tasks out
+round-robin, puts the results back into sampler order, waits on the result channels and on the
+workers' process sentinels together (so a dead worker is reported as soon as it dies), and shuts
+every worker down when its iterator ends, fails or is deleted (or, with persistent_workers, when
+the loader goes away). Workers die with the main process (see _worker.ParentWatch).
 """
+import collections
+import ctypes
 import itertools
 import multiprocessing
+import multiprocessing.connection
 import multiprocessing.context
-import pickle
-import queue
+import os
+import signal
+import threading
 import time
 import warnings
 
 from .dataset import IterableDataset
+from . import _shm_channel
 from ._collate import default_collate, default_convert
 from ._worker import (RESUME_ACK, ExceptionWrapper, IterableDatasetStopIteration,
                       ResumeIteration, create_fetcher, worker_loop)
@@ -23,7 +31,9 @@ from .sampler import (BatchSampler, InfiniteConstantSampler, RandomSampler, Sequ
 
 __all__ = ["DataLoader"]
 
-POLL_INTERVAL = 0.1   # seconds between worker liveness checks while waiting for a batch
+# Longest single wait for a batch before the workers' liveness is checked again. Death is seen
+# at once through the sentinels; this only bounds the wait should a sentinel ever be missed.
+STATUS_CHECK_INTERVAL = 5.0
 JOIN_TIMEOUT = 2.0    # seconds all workers together get to exit before being terminated
 STUCK_JOIN_TIMEOUT = 0.1  # the same after a timeout or a dead worker, when waiting is futile
 _FROZEN = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset",
@@ -249,9 +259,11 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._is_shutdown = True  # until the workers exist, there is nothing to shut down
         self._prefetch_factor = loader.prefetch_factor
         context = loader.multiprocessing_context or _default_context()
-        self._result_queue = context.Queue()
-        self._done_event = context.Event()
-        self._index_queues, self._workers = [], []
+        # A flag in shared memory without a lock: a worker killed while reading it can't
+        # leave a lock held (an Event's lock would wedge the main process at shutdown).
+        self._stop_flag = context.RawValue(ctypes.c_bool, False)
+        self._index_queues, self._workers, self._channels = [], [], []
+        self._arrived = collections.deque()  # (task_id, data) received, not yet returned
         self._is_shutdown = False
         try:
             for worker_id in range(self._num_workers):
@@ -265,14 +277,24 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         index_queue = context.Queue()
         # Tasks still buffered when we stop must not keep this process from exiting.
         index_queue.cancel_join_thread()
+        receiver, sender = _shm_channel.channel_pair()
+        # The kernel's parent-death signal follows the thread that started the worker: only
+        # the main thread lives as long as the process.
+        in_main_thread = threading.current_thread() is threading.main_thread()
         worker = context.Process(
             target=worker_loop, daemon=True,
-            args=(self._iterable, self._dataset, index_queue, self._result_queue,
-                  self._done_event, self._auto_collation, self._collate_fn, self._drop_last,
-                  self._base_seed, loader.worker_init_fn, worker_id, self._num_workers))
-        worker.start()
+            args=(self._iterable, self._dataset, index_queue, sender, self._stop_flag,
+                  self._auto_collation, self._collate_fn, self._drop_last, self._base_seed,
+                  loader.worker_init_fn, worker_id, self._num_workers, os.getpid(),
+                  in_main_thread))
+        try:
+            worker.start()
+        finally:
+            sender.close()  # the worker has its own copy; workers started later get none
+        receiver.setblocking(False)
         self._index_queues.append(index_queue)
         self._workers.append(worker)
+        self._channels.append(_shm_channel.SlotReader(receiver))
 
     def _reset(self, loader, first_iter=False):
         super()._reset(loader, first_iter)
@@ -308,25 +330,47 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         self._send_idx += 1
 
     def _get_data(self):
-        """The next (task_id, payload) from any worker; raises if a worker died or the
-        timeout passed."""
+        """The next (task_id, data) from any worker; raises if a worker died or the timeout
+        passed. Only whole messages are ever read, so this can't block on a dead worker."""
         deadline = time.monotonic() + self._timeout if self._timeout > 0 else None
-        while True:
-            wait = POLL_INTERVAL if deadline is None else \
-                max(0.0, min(POLL_INTERVAL, deadline - time.monotonic()))
-            try:
-                return self._result_queue.get(timeout=wait)
-            except queue.Empty:
-                pass
-            dead = [w for w in self._workers if not w.is_alive()]
-            if dead:
-                self._shutdown_workers(join_timeout=STUCK_JOIN_TIMEOUT)
-                pids = ", ".join(str(w.pid) for w in dead)
-                raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly")
-            if deadline is not None and time.monotonic() >= deadline:
+        while not self._arrived:
+            wait = STATUS_CHECK_INTERVAL if deadline is None else \
+                max(0.0, min(STATUS_CHECK_INTERVAL, deadline - time.monotonic()))
+            channels = [c for c in self._channels if c.sock.fileno() >= 0]
+            ready = multiprocessing.connection.wait(
+                [c.sock for c in channels] + [w.sentinel for w in self._workers], wait)
+            for channel in channels:
+                if channel.sock in ready:
+                    self._receive(channel)
+            self._raise_if_a_worker_died()
+            if not self._arrived and deadline is not None and time.monotonic() >= deadline:
                 # The workers are stuck in user code: don't wait for them to finish.
                 self._shutdown_workers(join_timeout=STUCK_JOIN_TIMEOUT)
                 raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
+        return self._arrived.popleft()
+
+    def _receive(self, channel):
+        """Take every whole message waiting on `channel`."""
+        while True:
+            try:
+                message = channel.receive()
+            except EOFError:
+                channel.close()  # its worker is gone: the sentinel reports it
+                return
+            if message is None:
+                return
+            self._arrived.append(message)
+
+    def _raise_if_a_worker_died(self):
+        """torch's error for workers that exited while we wait for them, its cause naming the
+        first one's exit code or signal."""
+        dead = [w for w in self._workers if w.exitcode is not None]
+        if not dead:
+            return
+        self._shutdown_workers(join_timeout=STUCK_JOIN_TIMEOUT)
+        pids = ", ".join(str(w.pid) for w in dead)
+        raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly") \
+            from _exit_error(dead[0])
 
     def _next_data(self):
         if self._is_shutdown:
@@ -345,10 +389,9 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 raise StopIteration
             if len(self._task_info[self._rcvd_idx]) == 2:
                 return self._process_data(self._task_info.pop(self._rcvd_idx)[1])
-            task_id, payload = self._get_data()
+            task_id, data = self._get_data()
             if task_id == RESUME_ACK:
                 continue
-            data = pickle.loads(payload)
             if isinstance(data, IterableDatasetStopIteration):
                 self._workers_status[data.worker_id] = False
                 self._try_put_index()
@@ -373,7 +416,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             return
         self._is_shutdown = True
         try:
-            self._done_event.set()
+            self._stop_flag.value = True
             for worker, index_queue in zip(self._workers, self._index_queues):
                 if worker.is_alive():
                     index_queue.put(None)
@@ -383,8 +426,10 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             for index_queue in self._index_queues:
                 index_queue.cancel_join_thread()
                 index_queue.close()
-            self._result_queue.cancel_join_thread()
-            self._result_queue.close()
+            # Closing a channel frees the batches still queued in it, shared memory included.
+            for channel in self._channels:
+                channel.close()
+            self._arrived.clear()
         finally:
             for worker in self._workers:
                 if worker.is_alive():
@@ -396,3 +441,19 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             self._shutdown_workers()
         except Exception:  # interpreter shutdown: modules may already be gone
             pass
+
+
+def _exit_error(worker):
+    """What torch's SIGCHLD handler reports for a worker that exited: its signal, or its exit
+    code."""
+    code = worker.exitcode
+    if code < 0:
+        try:
+            name = signal.strsignal(-code) or f"{-code}"
+        except ValueError:
+            name = f"{-code}"
+        return RuntimeError(f"DataLoader worker (pid {worker.pid}) is killed by signal: "
+                            f"{name}. ")
+    return RuntimeError(f"DataLoader worker (pid {worker.pid}) exited unexpectedly with exit "
+                        f"code {code}. Details are lost due to multiprocessing. Rerunning "
+                        "with num_workers=0 may give better error trace.")

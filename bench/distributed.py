@@ -1,0 +1,136 @@
+"""mt.distributed against raw mpi4py, and DistributedDataParallel's cost per training step.
+
+  1. all-reduce (SUM, in place, float32) of 1 KB .. 64 MB: mt.distributed.all_reduce on a tensor
+     against mpi4py's comm.Allreduce(MPI.IN_PLACE, array) on a numpy array; bus bandwidth
+     (GB/s) of each and their ratio.
+  2. one training step (forward, backward, SGD) of bench/mnist.py's MLP and CNN at a per-rank
+     batch of 128 on synthetic images: DDP against the same model without DDP, both measured in
+     the same job with every rank computing (one thread per rank), so the ratio is the cost of
+     the gradient averaging that backward does not hide.
+
+Run: python bench/distributed.py [--ranks 2] [--steps 20]   (starts itself under mpiexec)
+The figures are the best of several alternating rounds, the slowest rank counted.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+SIZES = [1 << k for k in range(10, 27, 2)]          # 1 KB, 4 KB, ..., 64 MB
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ranks", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--parts", nargs="+", default=["allreduce", "ddp"],
+                        choices=["allreduce", "ddp"])
+    args = parser.parse_args()
+    if "OMPI_COMM_WORLD_SIZE" not in os.environ and "PMIX_RANK" not in os.environ:
+        from minitorch.distributed.run import find_mpiexec
+        command = [find_mpiexec(), "-n", str(args.ranks), "--allow-run-as-root",
+                   sys.executable, os.path.abspath(__file__), *sys.argv[1:]]
+        sys.exit(subprocess.run(command, env=dict(os.environ, OMP_NUM_THREADS="1")).returncode)
+    bench(args)
+
+
+def bench(args):
+    import minitorch as mt
+    import minitorch.distributed as dist
+    mt.set_num_threads(1)
+    dist.init_process_group("mpi")
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+    rank, world = comm.Get_rank(), comm.Get_size()
+    say = print if rank == 0 else (lambda *a, **k: None)
+    say(f"{world} ranks, Open MPI via mpi4py {__import__('mpi4py').__version__}")
+    if "allreduce" in args.parts:
+        bench_allreduce(args, mt, dist, comm, MPI, world, say)
+    if "ddp" in args.parts:
+        bench_ddp(args, mt, comm, say)
+    dist.destroy_process_group()
+
+
+def bench_allreduce(args, mt, dist, comm, MPI, world, say):
+    say(f"{'all-reduce size':>16} {'mpi4py GB/s':>12} {'mt GB/s':>10} {'mt/mpi4py':>10}")
+    for nbytes in SIZES:
+        raw = np.ones(nbytes // 4, np.float32)
+        tensor = mt.ones(nbytes // 4)
+        loops = max(2, min(2000, int(4e8 / nbytes)))
+        contenders = {"mpi4py": lambda: comm.Allreduce(MPI.IN_PLACE, raw),
+                      "mt": lambda: dist.all_reduce(tensor)}
+        best = alternate(comm, contenders, loops, args.rounds)
+        bandwidth = {k: bus_bytes(nbytes, world) / v / 1e9 for k, v in best.items()}
+        say(f"{human(nbytes):>16} {bandwidth['mpi4py']:12.2f} {bandwidth['mt']:10.2f} "
+            f"{bandwidth['mt'] / bandwidth['mpi4py']:9.2f}x")
+
+
+def bench_ddp(args, mt, comm, say):
+    say(f"\n{'model (per-rank batch 128)':<28} {'no DDP ms':>10} {'DDP ms':>8} {'DDP/no DDP':>11}")
+    for kind in ("mlp", "cnn"):
+        steps = {name: training_step(mt, kind, ddp=name == "DDP") for name in ("no DDP", "DDP")}
+        best = alternate(comm, steps, args.steps if kind == "mlp" else max(3, args.steps // 4),
+                         args.rounds)
+        say(f"{kind:<28} {best['no DDP'] * 1e3:10.2f} {best['DDP'] * 1e3:8.2f} "
+            f"{best['DDP'] / best['no DDP']:10.2f}x")
+
+
+def alternate(comm, contenders, loops, rounds):
+    """{name: best seconds per call}, every rank running the same loop counts; a round's time
+    is its slowest rank's."""
+    from mpi4py import MPI
+    for fn in contenders.values():
+        fn()
+    best = {name: float("inf") for name in contenders}
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            comm.Barrier()
+            start = time.perf_counter()
+            for _ in range(loops):
+                fn()
+            elapsed = comm.allreduce((time.perf_counter() - start) / loops, op=MPI.MAX)
+            best[name] = min(best[name], elapsed)
+    return best
+
+
+def training_step(mt, kind, ddp):
+    import minitorch.nn as nn
+    import minitorch.nn.functional as F
+    mt.manual_seed(0)
+    if kind == "mlp":
+        model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+        optimizer = mt.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    else:
+        model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
+        optimizer = mt.optim.Adam(model.parameters(), lr=1e-3)
+    net = nn.parallel.DistributedDataParallel(model) if ddp else model
+    images, labels = mt.randn(128, 1, 28, 28), mt.randint(0, 10, (128,))
+
+    def step():
+        optimizer.zero_grad()
+        F.cross_entropy(net(images), labels).backward()
+        optimizer.step()
+    return step
+
+
+def bus_bytes(nbytes, world):
+    """Bytes each rank moves in a ring all-reduce (nccl-tests' bus bandwidth convention)."""
+    return nbytes * 2 * (world - 1) / world
+
+
+def human(nbytes):
+    for unit in ("B", "KB", "MB"):
+        if nbytes < 1024:
+            return f"{nbytes} {unit}"
+        nbytes //= 1024
+    return f"{nbytes} GB"
+
+
+if __name__ == "__main__":
+    main()
