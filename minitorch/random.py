@@ -333,9 +333,3 @@ def bernoulli_(self, p=0.5, *, generator=None):
     return fill_drawn(self, generator, lambda rng, shape: rng.random(shape) < probs)
 
 
-for _sampler in (uniform_, normal_, random_, exponential_, geometric_, log_normal_, cauchy_,
-                 bernoulli_):
-    setattr(Tensor, _sampler.__name__, _sampler)
-Tensor.bernoulli = lambda self, p=None, *, generator=None: bernoulli(self, p, generator)
-Tensor.multinomial = lambda self, num_samples, replacement=False, *, generator=None: \
-    multinomial(self, num_samples, replacement, generator)

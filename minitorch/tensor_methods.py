@@ -19,6 +19,7 @@ from .functions import reduce as R
 from .functions import sort as S
 from .functions import spectral as SP
 from .functions import stats as ST
+from . import random
 from .opcodes import BinaryOp
 from .tensor import Tensor
 
@@ -515,6 +516,22 @@ class TensorMethods:
     swapaxes_ = inplace.inplace_view(M.swapaxes)
     swapdims_ = inplace.inplace_view(M.swapdims)
     as_strided_ = inplace.inplace_view(M.as_strided)
+
+    # ---- random fills and draws (random.py) ---------------------------------------------------
+    uniform_ = random.uniform_
+    normal_ = random.normal_
+    random_ = random.random_
+    exponential_ = random.exponential_
+    geometric_ = random.geometric_
+    log_normal_ = random.log_normal_
+    cauchy_ = random.cauchy_
+    bernoulli_ = random.bernoulli_
+
+    def bernoulli(self, p=None, *, generator=None):
+        return random.bernoulli(self, p, generator)
+
+    def multinomial(self, num_samples, replacement=False, *, generator=None):
+        return random.multinomial(self, num_samples, replacement, generator)
 
     # ---- methods whose arguments differ from the function's -------------------------------------
     to = E.to

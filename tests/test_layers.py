@@ -20,7 +20,7 @@ LAYERS = [
     ("ndarray", ["minitorch.ndarray", "minitorch.printing"]),
     ("autograd engine", ["minitorch.autograd"]),
     ("tensor", ["minitorch.tensor"]),
-    ("functions", ["minitorch.functions"]),
+    ("functions", ["minitorch.functions", "minitorch.random"]),
     ("method binding", ["minitorch.tensor_methods"]),
 ]
 TOP = len(LAYERS)

@@ -29,7 +29,8 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CTCLoss,  # 
                    MultiLabelSoftMarginLoss, MultiMarginLoss,
                    NLLLoss, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss,
                    TripletMarginWithDistanceLoss)
-from .module import Buffer, Module, Parameter  # noqa: F401
+from .module import Module  # noqa: F401
+from .parameter import Buffer, Parameter
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d,  # noqa: F401
                             GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d,
                             LayerNorm, LocalResponseNorm, RMSNorm)

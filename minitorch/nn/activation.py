@@ -5,7 +5,8 @@ import warnings
 import minitorch as mt
 from . import functional as F, init
 from .linear import NonDynamicallyQuantizableLinear
-from .module import Module, Parameter
+from .module import Module
+from .parameter import Parameter
 
 
 def _inplace_repr(inplace, first=False):

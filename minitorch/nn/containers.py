@@ -8,7 +8,8 @@ from collections import OrderedDict, abc
 from itertools import chain, islice
 
 from ..tensor import Tensor
-from .module import Module, Parameter, _addindent, _typename
+from .module import Module, _addindent, _typename
+from .parameter import Parameter
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 

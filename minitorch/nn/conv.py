@@ -5,7 +5,8 @@ import numbers
 
 import minitorch as mt
 from . import functional as F, init
-from .module import Module, Parameter
+from .module import Module
+from .parameter import Parameter
 
 
 def _tuple(value, n):

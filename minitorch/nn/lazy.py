@@ -10,7 +10,7 @@ import minitorch as mt
 from ..tensor import Tensor, empty, wrap_into
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .linear import Linear
-from .module import Parameter
+from .parameter import Parameter
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d,
                             InstanceNorm2d, InstanceNorm3d)
 

@@ -3,7 +3,8 @@ import math
 
 import minitorch as mt
 from . import functional as F, init
-from .module import Module, Parameter
+from .module import Module
+from .parameter import Parameter
 
 
 class Identity(Module):

@@ -1,27 +1,28 @@
-"""nn.Module, Parameter and Buffer, with torch's registration, traversal, state_dict and hooks.
+"""nn.Module, with torch's registration, traversal, state_dict and hooks.
 
 A Module keeps its Parameters, buffers and child Modules in three ordered dicts filled by
 `__setattr__`; everything else (named_parameters, state_dict, to(), train()) walks them. Calling a
-module runs forward between the forward hooks; full backward hooks wrap the module's tensor
-inputs and outputs in an identity autograd Function whose backward sees the gradients w.r.t. the
-module's outputs and inputs (torch's BackwardHook). The global hooks of
-torch.nn.modules.module live here as module-level functions and run before each module's own.
+module runs forward between the forward hooks (hooks.py has the hook plumbing and the global
+hooks, which torch.nn.modules.module exposes here too; parameter.py has Parameter and Buffer).
 """
 import functools
 import itertools
-import sys
 import warnings
-import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
-import numpy as np
 
 from .. import dtypes
-from ..autograd import Function, RemovableHandle, is_grad_enabled, no_grad
+from ..autograd import RemovableHandle, no_grad
 from ..backend import device as Device
-from ..printing import tensor_repr
-from ..tensor import Tensor, empty, empty_like, tensor, wrap, wrap_into, zeros
+from ..tensor import Tensor, empty_like
+from . import hooks as _hooks
+from .hooks import (register_module_backward_hook, register_module_buffer_registration_hook,
+                    register_module_forward_hook, register_module_forward_pre_hook,
+                    register_module_full_backward_hook, register_module_full_backward_pre_hook,
+                    register_module_module_registration_hook,
+                    register_module_parameter_registration_hook)
+from .parameter import Buffer, Parameter, _from_foreign_array
 
 __all__ = ["Module", "Parameter", "Buffer", "register_module_forward_pre_hook",
            "register_module_forward_hook", "register_module_backward_hook",
@@ -43,83 +44,6 @@ def _typename(obj):
     return qualname if module in ("", "builtins") else f"{module}.{qualname}"
 
 
-# ---- Parameter and Buffer ------------------------------------------------------------------------
-def _from_foreign_array(value):
-    """numpy arrays, and torch tensors when torch is already imported (never imported here),
-    become minitorch tensors (a copy, through numpy), so a numpy or torch state dict loads as it
-    is. Anything else goes on to _load_from_state_dict's checks."""
-    if isinstance(value, np.ndarray):
-        return tensor(value)
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Tensor):
-        value = value.detach().cpu()
-        if value.dtype is torch.bfloat16:      # numpy has no bfloat16; float32 holds it exactly
-            value = value.float()
-        return tensor(value.resolve_conj().resolve_neg().numpy())
-    return value
-
-
-class Parameter(Tensor):
-    """A Tensor that a Module registers as a parameter; shares storage with `data`."""
-    __slots__ = ()
-
-    def __new__(cls, data=None, requires_grad=True):
-        if data is None:
-            data = empty(0)
-        if not isinstance(data, Tensor):
-            raise TypeError(f"Parameter(): argument 'data' must be Tensor, not "
-                            f"{type(data).__name__}")
-        if requires_grad and not data.dtype.is_floating_point:
-            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
-                               "gradients")
-        self = object.__new__(cls)
-        wrap_into(self, data._data, requires_grad)
-        self._version = data._version   # like data.detach(): in-place writes are seen by both
-        return self
-
-    def __init__(self, data=None, requires_grad=True):
-        """Everything happens in __new__ (Tensor.__init__ would rebuild the data)."""
-
-    def __repr__(self):
-        return "Parameter containing:\n" + tensor_repr(self)
-
-    def __deepcopy__(self, memo):
-        if id(self) in memo:
-            return memo[id(self)]
-        result = type(self)(self.detach().clone(), self.requires_grad)
-        memo[id(self)] = result
-        return result
-
-    def __reduce_ex__(self, protocol):
-        return (_rebuild_parameter, (self.detach(), self.requires_grad))
-
-
-def _rebuild_parameter(data, requires_grad):
-    return Parameter(data, requires_grad)
-
-
-class _BufferMeta(type):
-    """isinstance(t, Buffer) is true for tensors made by Buffer(), as in torch."""
-
-    def __instancecheck__(cls, instance):
-        if cls is Buffer and isinstance(instance, Tensor) and \
-                instance.__dict__.get("_is_buffer", False):
-            return True
-        return super().__instancecheck__(instance)
-
-
-class Buffer(Tensor, metaclass=_BufferMeta):
-    """Marks a tensor to be registered as a buffer when assigned to a Module attribute."""
-
-    def __new__(cls, data=None, *, persistent=True):
-        if data is None:
-            data = empty(0)
-        t = data.detach().requires_grad_(data.requires_grad)
-        t.persistent = persistent
-        t._is_buffer = True
-        return t
-
-
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     """What load_state_dict returns: the keys it could not match."""
     __slots__ = ()
@@ -130,27 +54,6 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
         return super().__repr__()
 
     __str__ = __repr__
-
-
-class _ModuleHookHandle(RemovableHandle):
-    """A hook handle that also forgets the hook's flags (with_kwargs, always_call)."""
-
-    def __init__(self, hooks_dict, *extra_dicts):
-        super().__init__(hooks_dict)
-        self.extra_dicts = extra_dicts
-
-    def remove(self):
-        super().remove()
-        for extra in self.extra_dicts:
-            extra.pop(self.id, None)
-
-
-def _register_hook(hooks, hook, prepend, *extra_dicts):
-    handle = _ModuleHookHandle(hooks, *extra_dicts)
-    hooks[handle.id] = hook
-    if prepend:
-        hooks.move_to_end(handle.id, last=False)
-    return handle
 
 
 def _addindent(text, spaces):
@@ -164,125 +67,6 @@ def _addindent(text, spaces):
 def _forward_unimplemented(self, *input):
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" '
                               'function')
-
-
-class _WrappedHook:
-    """A hook that gets its module as first argument through a weak reference (so the module's
-    own hook dicts do not keep it alive), or is called as is when `module` is None."""
-
-    def __init__(self, hook, module=None):
-        self.hook = hook
-        functools.update_wrapper(self, hook)
-        self.with_module = module is not None
-        if self.with_module:
-            self.module = weakref.ref(module)
-
-    def __call__(self, *args, **kwargs):
-        if self.with_module:
-            module = self.module()
-            if module is None:
-                raise RuntimeError("You are trying to call the hook of a dead Module!")
-            return self.hook(module, *args, **kwargs)
-        return self.hook(*args, **kwargs)
-
-    def __getstate__(self):
-        # A weakref cannot be pickled or deep-copied: keep the module itself.
-        state = {"hook": self.hook, "with_module": self.with_module}
-        if self.with_module:
-            state["module"] = self.module()
-        return state
-
-    def __setstate__(self, state):
-        self.hook = state["hook"]
-        self.with_module = state["with_module"]
-        if self.with_module:
-            if state["module"] is None:
-                raise RuntimeError("You are trying to revive the hook of a dead Module!")
-            self.module = weakref.ref(state["module"])
-
-
-# ---- global hooks (torch.nn.modules.module's): every Module runs them before its own -------------
-_global_buffer_registration_hooks = OrderedDict()
-_global_module_registration_hooks = OrderedDict()
-_global_parameter_registration_hooks = OrderedDict()
-_global_backward_pre_hooks = OrderedDict()
-_global_backward_hooks = OrderedDict()
-_global_is_full_backward_hook = None    # None until a global backward hook of either kind exists
-_global_forward_pre_hooks = OrderedDict()
-_global_forward_hooks = OrderedDict()
-_global_forward_hooks_always_called = OrderedDict()
-_global_forward_hooks_with_kwargs = OrderedDict()
-
-
-def _has_global_call_hook():
-    return bool(_global_backward_pre_hooks or _global_backward_hooks or
-                _global_forward_pre_hooks or _global_forward_hooks)
-
-
-def register_module_buffer_registration_hook(hook):
-    """hook(module, name, buffer) -> None or a new buffer, run by every register_buffer."""
-    return _register_hook(_global_buffer_registration_hooks, hook, False)
-
-
-def register_module_module_registration_hook(hook):
-    """hook(module, name, submodule) -> None or a new submodule, run by every add_module."""
-    return _register_hook(_global_module_registration_hooks, hook, False)
-
-
-def register_module_parameter_registration_hook(hook):
-    """hook(module, name, param) -> None or a new Parameter, run by every register_parameter."""
-    return _register_hook(_global_parameter_registration_hooks, hook, False)
-
-
-def register_module_forward_pre_hook(hook):
-    """hook(module, args) -> None or new args, before every module's own forward pre-hooks."""
-    return _register_hook(_global_forward_pre_hooks, hook, False)
-
-
-def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
-    """hook(module, args, output) -> None or new output (with_kwargs: kwargs before output),
-    before every module's own forward hooks; always_call: also run when forward raises."""
-    handle = _register_hook(_global_forward_hooks, hook, False,
-                            _global_forward_hooks_with_kwargs, _global_forward_hooks_always_called)
-    if with_kwargs:
-        _global_forward_hooks_with_kwargs[handle.id] = True
-    if always_call:
-        _global_forward_hooks_always_called[handle.id] = True
-    return handle
-
-
-def _set_global_backward_hook_kind(full):
-    global _global_is_full_backward_hook
-    if _global_is_full_backward_hook is (not full):
-        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
-                           "global Module hook. Please use only one of them.")
-    _global_is_full_backward_hook = full
-
-
-def register_module_backward_hook(hook):
-    """Deprecated: a global non-full backward hook (see Module.register_backward_hook)."""
-    _set_global_backward_hook_kind(full=False)
-    return _register_hook(_global_backward_hooks, hook, False)
-
-
-def register_module_full_backward_pre_hook(hook):
-    """hook(module, grad_output) for every module, before the module's own pre-hooks."""
-    return _register_hook(_global_backward_pre_hooks, hook, False)
-
-
-def register_module_full_backward_hook(hook):
-    """hook(module, grad_input, grad_output) for every module, before the module's own."""
-    _set_global_backward_hook_kind(full=True)
-    return _register_hook(_global_backward_hooks, hook, False)
-
-
-def _run_registration_hooks(hooks, module, name, value):
-    """The global registration hooks, each of which may replace the value being registered."""
-    for hook in hooks.values():
-        output = hook(module, name, value)
-        if output is not None:
-            value = output
-    return value
 
 
 # ---- Module --------------------------------------------------------------------------------------
@@ -337,7 +121,7 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
-        tensor = _run_registration_hooks(_global_buffer_registration_hooks, self, name, tensor)
+        tensor = _hooks._run_registration_hooks(_hooks._global_buffer_registration_hooks, self, name, tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -367,8 +151,8 @@ class Module:
                              "function of another Tensor, compute the value in the forward() "
                              "method.")
         else:
-            self._parameters[name] = _run_registration_hooks(
-                _global_parameter_registration_hooks, self, name, param)
+            self._parameters[name] = _hooks._run_registration_hooks(
+                _hooks._global_parameter_registration_hooks, self, name, param)
 
     def add_module(self, name, module):
         """Add a child Module (or None) under `name`."""
@@ -382,7 +166,7 @@ class Module:
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
-        self._modules[name] = _run_registration_hooks(_global_module_registration_hooks, self,
+        self._modules[name] = _hooks._run_registration_hooks(_hooks._global_module_registration_hooks, self,
                                                       name, module)
 
     def register_module(self, name, module):
@@ -478,14 +262,14 @@ class Module:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             self._remove_member(name, self.__dict__, self._parameters, self._buffers,
                                 self._non_persistent_buffers_set)
-            modules[name] = _run_registration_hooks(_global_module_registration_hooks, self,
+            modules[name] = _hooks._run_registration_hooks(_hooks._global_module_registration_hooks, self,
                                                     name, value)
             return
         if modules is not None and name in modules:
             if value is not None:
                 raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
                                 "(torch.nn.Module or None expected)")
-            modules[name] = _run_registration_hooks(_global_module_registration_hooks, self,
+            modules[name] = _hooks._run_registration_hooks(_hooks._global_module_registration_hooks, self,
                                                     name, value)
             return
         buffers = self.__dict__.get("_buffers")
@@ -719,14 +503,14 @@ class Module:
 
     def register_state_dict_pre_hook(self, hook):
         """hook(module, prefix, keep_vars) -> None, before this module saves its state."""
-        return _register_hook(self._state_dict_pre_hooks, hook, False)
+        return _hooks._register_hook(self._state_dict_pre_hooks, hook, False)
 
     def register_state_dict_post_hook(self, hook):
         """hook(module, state_dict, prefix, local_metadata) -> None, after this module and its
         children saved their state; may edit state_dict in place."""
         # torch marks the hook itself, so the private API can tell it apart (and refuse it).
         hook._from_public_api = True
-        return _register_hook(self._state_dict_hooks, hook, False)
+        return _hooks._register_hook(self._state_dict_hooks, hook, False)
 
     def _register_state_dict_hook(self, hook):
         """The older post-hook: like register_state_dict_post_hook, but a returned dict
@@ -735,7 +519,7 @@ class Module:
             raise RuntimeError("Cannot register the same function as the state dict post hook "
                                "that was previously registered via "
                                "register_state_dict_post_hook")
-        return _register_hook(self._state_dict_hooks, hook, False)
+        return _hooks._register_hook(self._state_dict_hooks, hook, False)
 
     def register_load_state_dict_pre_hook(self, hook):
         """hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
@@ -747,7 +531,7 @@ class Module:
         """Like register_load_state_dict_pre_hook; without with_module the hook is not given
         the module."""
         handle = RemovableHandle(self._load_state_dict_pre_hooks)
-        self._load_state_dict_pre_hooks[handle.id] = _WrappedHook(
+        self._load_state_dict_pre_hooks[handle.id] = _hooks._WrappedHook(
             hook, self if with_module else None)
         return handle
 
@@ -755,7 +539,7 @@ class Module:
         """hook(module, incompatible_keys) -> None, after this module and its children loaded;
         may edit incompatible_keys' lists in place, which decides whether a strict load
         raises."""
-        return _register_hook(self._load_state_dict_post_hooks, hook, False)
+        return _hooks._register_hook(self._load_state_dict_post_hooks, hook, False)
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
@@ -889,7 +673,7 @@ class Module:
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
         """hook(module, args) -> None or new args; with_kwargs: hook(module, args, kwargs) ->
         None or (new_args, new_kwargs). Runs before forward."""
-        handle = _register_hook(self._forward_pre_hooks, hook, prepend,
+        handle = _hooks._register_hook(self._forward_pre_hooks, hook, prepend,
                                 self._forward_pre_hooks_with_kwargs)
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs[handle.id] = True
@@ -899,7 +683,7 @@ class Module:
                               always_call=False):
         """hook(module, args, output) -> None or new output (with_kwargs: kwargs before output);
         always_call: also run when forward raises."""
-        handle = _register_hook(self._forward_hooks, hook, prepend,
+        handle = _hooks._register_hook(self._forward_hooks, hook, prepend,
                                 self._forward_hooks_with_kwargs,
                                 self._forward_hooks_always_called)
         if with_kwargs:
@@ -911,20 +695,20 @@ class Module:
     def register_full_backward_pre_hook(self, hook, prepend=False):
         """hook(module, grad_output) -> None or new grad_output, before the module's inputs'
         gradients are computed."""
-        return _register_hook(self._backward_pre_hooks, hook, prepend)
+        return _hooks._register_hook(self._backward_pre_hooks, hook, prepend)
 
     def register_full_backward_hook(self, hook, prepend=False):
         """hook(module, grad_input, grad_output) -> None or new grad_input, where grad_input are
         the gradients w.r.t. the module's positional tensor inputs."""
         self._set_backward_hook_kind(full=True)
-        return _register_hook(self._backward_hooks, hook, prepend)
+        return _hooks._register_hook(self._backward_hooks, hook, prepend)
 
     def register_backward_hook(self, hook):
         """Deprecated (torch's non-full backward hook): hook(module, grad_input, grad_output)
         on the autograd node that made the module's first output tensor, so grad_input are
         that node's input gradients, not necessarily the module's."""
         self._set_backward_hook_kind(full=False)
-        return _register_hook(self._backward_hooks, hook, False)
+        return _hooks._register_hook(self._backward_hooks, hook, False)
 
     def _set_backward_hook_kind(self, full):
         if self._is_full_backward_hook is (not full):
@@ -935,7 +719,7 @@ class Module:
     def _get_backward_hooks(self):
         """(full hooks, non-full hooks), the global ones first."""
         full, non_full = [], []
-        for is_full, hooks in ((_global_is_full_backward_hook, _global_backward_hooks),
+        for is_full, hooks in ((_hooks._global_is_full_backward_hook, _hooks._global_backward_hooks),
                                (self._is_full_backward_hook, self._backward_hooks)):
             if is_full is True:
                 full += hooks.values()
@@ -944,11 +728,11 @@ class Module:
         return full, non_full
 
     def _get_backward_pre_hooks(self):
-        return [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
+        return [*_hooks._global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
 
     def _call_impl(self, *args, **kwargs):
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
-                or self._backward_pre_hooks or _has_global_call_hook()):
+                or self._backward_pre_hooks or _hooks._has_global_call_hook()):
             return self.forward(*args, **kwargs)
         result, called = None, set()
         try:
@@ -958,12 +742,12 @@ class Module:
             args, kwargs = self._run_forward_pre_hooks(args, kwargs)
             bw_hook = None
             if full_hooks or backward_pre_hooks:
-                bw_hook = _BackwardHook(self, full_hooks, backward_pre_hooks)
+                bw_hook = _hooks._BackwardHook(self, full_hooks, backward_pre_hooks)
                 args = bw_hook.setup_input_hook(args)
             result = self.forward(*args, **kwargs)
-            for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
+            for hook_id, hook in (*_hooks._global_forward_hooks.items(), *self._forward_hooks.items()):
                 if hook_id in self._forward_hooks_always_called or \
-                        hook_id in _global_forward_hooks_always_called:
+                        hook_id in _hooks._global_forward_hooks_always_called:
                     called.add(hook_id)
                 new = self._run_forward_hook(hook_id, hook, args, kwargs, result)
                 if new is not None:
@@ -982,7 +766,7 @@ class Module:
             raise
 
     def _run_forward_pre_hooks(self, args, kwargs):
-        for hook_id, hook in (*_global_forward_pre_hooks.items(),
+        for hook_id, hook in (*_hooks._global_forward_pre_hooks.items(),
                               *self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 new = hook(self, args, kwargs)
@@ -999,15 +783,15 @@ class Module:
 
     def _run_forward_hook(self, hook_id, hook, args, kwargs, result):
         if hook_id in self._forward_hooks_with_kwargs or \
-                hook_id in _global_forward_hooks_with_kwargs:
+                hook_id in _hooks._global_forward_hooks_with_kwargs:
             return hook(self, args, kwargs, result)
         return hook(self, args, result)
 
     def _run_always_called_hooks(self, called, args, kwargs, result):
         """After forward raised: the always_call forward hooks that have not run yet, the
         global ones first (torch calls those without kwargs)."""
-        for hook_id, hook in list(_global_forward_hooks.items()):
-            if hook_id in _global_forward_hooks_always_called and hook_id not in called:
+        for hook_id, hook in list(_hooks._global_forward_hooks.items()):
+            if hook_id in _hooks._global_forward_hooks_always_called and hook_id not in called:
                 result = self._run_silenced(lambda: hook(self, args, result), result,
                                             "global module")
         for hook_id, hook in list(self._forward_hooks.items()):
@@ -1040,8 +824,8 @@ class Module:
         grad_fn = var.grad_fn
         if grad_fn is not None:
             for hook in hooks:
-                grad_fn.register_hook(_WrappedHook(hook, self))
-            _warn_non_full_backward_hook(args, result, grad_fn)
+                grad_fn.register_hook(_hooks._WrappedHook(hook, self))
+            _hooks._warn_non_full_backward_hook(args, result, grad_fn)
 
     __call__ = _call_impl
 
@@ -1102,160 +886,3 @@ def _parse_to(args, kwargs):
     return (Device(device) if device is not None else None), dtype
 
 
-# ---- non-full backward hooks --------------------------------------------------------------------
-def _warn_non_full_backward_hook(inputs, result, grad_fn):
-    """torch's FutureWarnings for the cases where a non-full backward hook misses gradients."""
-    if isinstance(result, Tensor):
-        result = (result,)
-    elif not (isinstance(result, tuple) and all(isinstance(r, Tensor) for r in result)):
-        _warn_non_full("Using non-full backward hooks on a Module that does not return a single "
-                       "Tensor or a tuple of Tensors is deprecated and will be removed in future "
-                       "versions. This hook will be missing some of the grad_output. Please use "
-                       "register_full_backward_hook to get the documented behavior.")
-        return
-    if isinstance(inputs, Tensor):
-        inputs = (inputs,)
-    elif not (isinstance(inputs, tuple) and all(isinstance(i, Tensor) for i in inputs)):
-        _warn_non_full("Using non-full backward hooks on a Module that does not take as input a "
-                       "single Tensor or a tuple of Tensors is deprecated and will be removed in "
-                       "future versions. This hook will be missing some of the grad_input. Please "
-                       "use register_full_backward_hook to get the documented behavior.")
-        return
-    out_grad_fn = {r.grad_fn for r in result if r.grad_fn is not None}
-    if not out_grad_fn or (len(out_grad_fn) == 1 and grad_fn not in out_grad_fn):
-        _warn_non_full("Using a non-full backward hook when outputs are nested in python data "
-                       "structure is deprecated and will be removed in future versions. This "
-                       "hook will be missing some grad_output.")
-    elif len(out_grad_fn) > 1:
-        _warn_non_full("Using a non-full backward hook when outputs are generated by different "
-                       "autograd Nodes is deprecated and will be removed in future versions. "
-                       "This hook will be missing some grad_output. Please use "
-                       "register_full_backward_hook to get the documented behavior.")
-    elif {i.grad_fn for i in inputs if i.grad_fn is not None} != \
-            {node for node, _ in grad_fn.next_functions}:
-        _warn_non_full("Using a non-full backward hook when the forward contains multiple "
-                       "autograd Nodes is deprecated and will be removed in future versions. "
-                       "This hook will be missing some grad_input. Please use "
-                       "register_full_backward_hook to get the documented behavior.")
-
-
-def _warn_non_full(message):
-    warnings.warn(message, FutureWarning, stacklevel=5)
-
-
-# ---- full backward hooks -------------------------------------------------------------------------
-class BackwardHookFunction(Function):
-    """Identity on a module's tensors (inputs or outputs); its backward passes the gradients
-    through the module's hook state, which may replace them."""
-
-    @staticmethod
-    def forward(ctx, *args):
-        *tensors, on_backward = args
-        ctx.on_backward = on_backward
-        return tuple(wrap(t._data, version=t._version) for t in tensors)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        return tuple(ctx.on_backward(grads)) + (None,)
-
-
-class _BackwardHook:
-    """One module call's backward-hook state: grad_output is captured when the gradient passes
-    the outputs' identity node, and the hooks run when it reaches the inputs' identity node."""
-
-    def __init__(self, module, user_hooks, user_pre_hooks):
-        self.module = module
-        self.user_hooks = user_hooks
-        self.user_pre_hooks = user_pre_hooks
-        self.grad_outputs = None
-        self.n_inputs = self.n_outputs = -1
-        self.input_tensors_index = self.output_tensors_index = None
-        self.input_constants = ()
-
-    @staticmethod
-    def _apply_on_tensors(args, on_backward):
-        """Route the tensors of `args` that require grad through one identity node. Returns
-        the new args, the routed positions and the other tensors' (position, shape, dtype,
-        device): as inputs, torch reports zeros for those and None for non-tensors."""
-        routed = [i for i, arg in enumerate(args) if isinstance(arg, Tensor) and
-                  arg.requires_grad]
-        if not (routed and is_grad_enabled()):
-            return args, None, ()
-        constants = tuple((i, arg.shape, arg.dtype, arg.device) for i, arg in enumerate(args)
-                          if isinstance(arg, Tensor) and not arg.requires_grad)
-        outputs = BackwardHookFunction.apply(*(args[i] for i in routed), on_backward)
-        new_args = list(args)
-        for index, value in zip(routed, outputs):
-            new_args[index] = value
-        return tuple(new_args), routed, constants
-
-    @staticmethod
-    def _pack(indices, values, constants, size):
-        packed = [None] * size
-        for index, shape, dtype, device in constants:
-            packed[index] = zeros(*shape, dtype=dtype, device=device)
-        for index, value in zip(indices, values):
-            packed[index] = value
-        return tuple(packed)
-
-    def setup_input_hook(self, args):
-        args, self.input_tensors_index, self.input_constants = self._apply_on_tensors(
-            args, self._input_backward)
-        self.n_inputs = len(args)
-        return args
-
-    def setup_output_hook(self, result):
-        is_tuple = isinstance(result, tuple)
-        outputs = result if is_tuple else (result,)
-        # torch reports None (not zeros) for outputs that do not require grad
-        outputs, self.output_tensors_index, _ = self._apply_on_tensors(outputs,
-                                                                       self._output_backward)
-        self.n_outputs = len(outputs)
-        return outputs if is_tuple else outputs[0]
-
-    def _output_backward(self, grads):
-        self.grad_outputs = self._pack(self.output_tensors_index, grads, (), self.n_outputs)
-        for pre_hook in self.user_pre_hooks:
-            replaced = pre_hook(self.module, self.grad_outputs)
-            if replaced is None:
-                continue
-            if len(replaced) != len(self.grad_outputs):
-                raise RuntimeError("Backward pre hook returned an invalid number of grad_output, "
-                                   f"got {len(replaced)}, but expected {len(self.grad_outputs)}")
-            self.grad_outputs = replaced
-        local_grad_outputs = self.grad_outputs
-        if self.input_tensors_index is None:
-            self._hooks_without_input_grads()
-        return tuple(local_grad_outputs[i] for i in self.output_tensors_index)
-
-    def _hooks_without_input_grads(self):
-        """No input requires grad: the hooks fire here with grad_input all None (torch)."""
-        warnings.warn("Full backward hook is firing when gradients are computed with respect to "
-                      "module outputs since no inputs require gradients. See https://docs."
-                      "pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module."
-                      "register_full_backward_hook for more details.", stacklevel=5)
-        grad_inputs = (None,) * self.n_inputs
-        for hook in self.user_hooks:
-            result = hook(self.module, grad_inputs, self.grad_outputs)
-            if result is not None and not (isinstance(result, tuple) and
-                                           all(g is None for g in result)):
-                raise RuntimeError("Backward hook for Modules where no input requires gradient "
-                                   "should always return None or None for all gradients.")
-        self.grad_outputs = None
-
-    def _input_backward(self, grads):
-        if self.grad_outputs is None:
-            # The gradient reached the inputs without passing the outputs (double backward).
-            return grads
-        grad_inputs = self._pack(self.input_tensors_index, grads, self.input_constants,
-                                 self.n_inputs)
-        for hook in self.user_hooks:
-            replaced = hook(self.module, grad_inputs, self.grad_outputs)
-            if replaced is None:
-                continue
-            if len(replaced) != len(grad_inputs):
-                raise RuntimeError("Backward hook returned an invalid number of grad_input, got "
-                                   f"{len(replaced)}, but expected {len(grad_inputs)}")
-            grad_inputs = replaced
-        self.grad_outputs = None
-        return tuple(grad_inputs[i] for i in self.input_tensors_index)

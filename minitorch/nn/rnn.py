@@ -16,7 +16,8 @@ import warnings
 
 import minitorch as mt
 from . import functional as F, init
-from .module import Module, Parameter
+from .module import Module
+from .parameter import Parameter
 from .utils.rnn import PackedSequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]

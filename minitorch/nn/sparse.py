@@ -1,7 +1,8 @@
 """Embedding and EmbeddingBag."""
 import minitorch as mt
 from . import functional as F, init
-from .module import Module, Parameter
+from .module import Module
+from .parameter import Parameter
 
 
 class Embedding(Module):

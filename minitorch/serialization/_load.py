@@ -328,7 +328,7 @@ class _Decoder:
         view = node["view"] if "storage" in node else None
         built = storage.tensor(self.table[name]["shape"], view, requires_grad)
         if node.get("parameter") is True:
-            from ..nn.module import Parameter
+            from ..nn.parameter import Parameter
             built = Parameter(built, requires_grad)
         return built
 

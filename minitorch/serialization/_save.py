@@ -238,7 +238,7 @@ class _Encoder:
         if node is None:
             node = {"$tensor": self.unique_name(path or "tensor"), "device": str(t.device),
                     "requires_grad": t.requires_grad}
-            from ..nn.module import Parameter     # nn builds on this module
+            from ..nn.parameter import Parameter
             if isinstance(t, Parameter):
                 node["parameter"] = True         # loads as a Parameter again, as in torch
             self.nodes[id(t)] = node

@@ -4,7 +4,7 @@ import copy
 
 from ...functions.elementwise import rsqrt
 from ...tensor import ones_like, zeros_like
-from ..module import Parameter
+from ..parameter import Parameter
 
 __all__ = ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval",
            "fuse_linear_bn_weights"]

@@ -14,7 +14,7 @@ from copy import deepcopy
 from ...autograd import no_grad
 from ...tensor import Tensor
 from ..containers import ModuleDict, ModuleList
-from ..module import Parameter
+from ..parameter import Parameter
 
 __all__ = ["cached", "ParametrizationList", "register_parametrization", "is_parametrized",
            "remove_parametrizations", "type_before_parametrizations",

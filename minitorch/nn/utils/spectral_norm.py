@@ -5,7 +5,7 @@ from ...autograd import no_grad
 from ...functions.linalg import mv
 from .. import functional as F
 from ..conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
-from ..module import Parameter
+from ..parameter import Parameter
 from .weight_norm import remove_legacy_hook
 
 __all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]

@@ -4,7 +4,7 @@ norm_except_dim / torch._weight_norm, and the legacy hook form nn.utils.weight_n
 import warnings
 
 from ...ndarray import normalize_dim
-from ..module import Parameter
+from ..parameter import Parameter
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm", "norm_except_dim",
            "weight_norm_from"]
