@@ -9,6 +9,7 @@ methods written in the class: install() puts the very same function objects on i
 """
 from .functions import compare, float_math, indexing, inplace, operators, special_functions
 from .functions import elementwise as E
+from .functions import float_math
 from .functions import factor as FA
 from .functions import index as I  # noqa: E741
 from .functions import linalg as L
@@ -33,7 +34,7 @@ class TensorMethods:
     __mul__ = operators.fast_operator(E.Mul, E.mul)
     __truediv__ = operators.binary_operator(E.div)
     __floordiv__ = operators.binary_operator(E.floor_divide)
-    __mod__ = operators.binary_operator(E.remainder)
+    __mod__ = operators.binary_operator(float_math.remainder)
     __pow__ = operators.binary_operator(E.pow)
     __matmul__ = operators.binary_operator(L.matmul)
     __and__ = operators.binary_operator(compare.bitwise_and)
@@ -46,7 +47,7 @@ class TensorMethods:
     __rmul__ = operators.binary_operator(E.mul, reflected=True)
     __rtruediv__ = operators.binary_operator(E.div, reflected=True)
     __rfloordiv__ = operators.binary_operator(E.floor_divide, reflected=True)
-    __rmod__ = operators.binary_operator(E.remainder, reflected=True)
+    __rmod__ = operators.binary_operator(float_math.remainder, reflected=True)
     __rpow__ = operators.binary_operator(E.pow, reflected=True)
     __rmatmul__ = operators.binary_operator(L.matmul, reflected=True)
     __rand__ = operators.binary_operator(compare.bitwise_and, reflected=True)
@@ -76,7 +77,7 @@ class TensorMethods:
     __itruediv__ = inplace.inplace(E.div)
     __ipow__ = inplace.inplace(E.pow)
     __ifloordiv__ = inplace.inplace(E.floor_divide)
-    __imod__ = inplace.inplace(E.remainder)
+    __imod__ = inplace.inplace(float_math.remainder)
     __iand__ = bitwise_and_ = inplace.inplace(inplace.castable_first(compare.bitwise_and))
     __ior__ = bitwise_or_ = inplace.inplace(inplace.castable_first(compare.bitwise_or))
     __ixor__ = bitwise_xor_ = inplace.inplace(inplace.castable_first(compare.bitwise_xor))
@@ -93,8 +94,8 @@ class TensorMethods:
     div = E.div
     true_divide = E.true_divide
     floor_divide = E.floor_divide
-    remainder = E.remainder
-    fmod = E.fmod
+    remainder = float_math.remainder
+    fmod = float_math.fmod
     pow = E.pow
     float_power = E.float_power
     neg = E.neg
@@ -127,8 +128,8 @@ class TensorMethods:
     clamp = E.clamp
     minimum = E.minimum
     maximum = E.maximum
-    fmax = E.fmax
-    fmin = E.fmin
+    fmax = float_math.fmax
+    fmin = float_math.fmin
     clamp_min = E.clamp_min
     clamp_max = E.clamp_max
     add_ = inplace.fast_inplace(BinaryOp.ADD, inplace.inplace(E.add), scaled=True)
@@ -166,8 +167,8 @@ class TensorMethods:
     subtract_ = inplace.inplace(E.subtract)
     true_divide_ = inplace.inplace(E.true_divide)
     floor_divide_ = inplace.inplace(E.floor_divide)
-    fmod_ = inplace.inplace(E.fmod)
-    remainder_ = inplace.inplace(E.remainder)
+    fmod_ = inplace.inplace(float_math.fmod)
+    remainder_ = inplace.inplace(float_math.remainder)
     erf_ = inplace.inplace(E.erf)
 
     # ---- comparisons and logic (functions/compare.py) ---------------------------------------

@@ -1,5 +1,7 @@
-"""Elementwise ops: unary math, binary arithmetic with torch's promotion and broadcasting,
-comparisons, where/clamp, dtype casts and device moves.
+"""The core elementwise ops: torch's type promotion, dtype casts and device moves, the basic
+unary math (neg, abs, exp, log, sqrt, sin, cos, tanh, sigmoid, relu, rounding), binary
+arithmetic with broadcasting (+ - * / pow, maximum, minimum), where and clamp. Comparisons are
+compare.py, further math float_math.py, special functions special_functions.py.
 
 Forward works on NDArrays (one kernel call); backward is written with Tensor ops so it can be
 differentiated again. Binary backward sums the gradient back over broadcast axes (`sum_to`).
@@ -11,8 +13,8 @@ import warnings
 import numpy as np
 
 from .. import dtypes
-from ..backend import device as device_of
 from ..autograd import KernelFunction
+from ..backend import device as device_of
 from ..ndarray import NDArray, scalar_array
 from ..opcodes import BinaryOp as B, UnaryOp as U
 from ..tensor import Tensor, wrap, zeros, zeros_like
@@ -21,10 +23,10 @@ from .reduce import sum_to
 
 __all__ = [
     'abs', 'absolute', 'add', 'ceil', 'clamp', 'clamp_max', 'clamp_min', 'clip', 'cos', 'div',
-    'divide', 'erf', 'exp', 'expm1', 'float_power', 'floor', 'floor_divide', 'fmax', 'fmin',
-    'fmod', 'log', 'log1p', 'maximum', 'minimum', 'mul', 'multiply', 'neg', 'negative', 'pow',
-    'reciprocal', 'relu', 'remainder', 'round', 'rsqrt', 'sigmoid', 'sign', 'sin', 'sqrt',
-    'square', 'sub', 'subtract', 'tanh', 'true_divide', 'trunc', 'where',
+    'divide', 'erf', 'exp', 'expm1', 'float_power', 'floor', 'floor_divide', 'log', 'log1p',
+    'maximum', 'minimum', 'mul', 'multiply', 'neg', 'negative', 'pow', 'reciprocal', 'relu',
+    'round', 'rsqrt', 'sigmoid', 'sign', 'sin', 'sqrt', 'square', 'sub', 'subtract', 'tanh',
+    'true_divide', 'trunc', 'where',
 ]
 _FAST_SCALARS = (int, float)
 # torch's names for dtypes in error messages: ScalarType names, and C type names (c10 typename).
@@ -749,28 +751,6 @@ class Remainder(_Binary):
         return sum_to(g, a_shape), sum_to(-g * floor_divide(a, b), b_shape)
 
 
-class Fmod(_Binary):
-    """C's fmod (the result takes the dividend's sign), exactly: for |a|, |b| it equals the
-    kernel's remainder, and the sign of a is put back."""
-
-    @classmethod
-    def forward(cls, ctx, a, b):
-        ctx.save_for_backward(a, b)
-        ctx.shapes = (a._data.shape, b._data.shape)
-        x, y = a._data, b._data
-        magnitude = x.unary(U.ABS).binary(B.REMAINDER, y.unary(U.ABS))
-        if x.dtype.is_floating_point:       # the sign bit, so fmod(-0.0, y) is -0.0
-            return wrap(magnitude.binary(B.COPYSIGN, x))
-        negative = x.binary(B.LT, scalar_array(0, x.dtype, x.device))
-        return wrap(negative.where(magnitude.unary(U.NEG), magnitude))
-
-    @staticmethod
-    def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        a_shape, b_shape = ctx.shapes
-        return sum_to(g, a_shape), sum_to(-g * trunc(a / b), b_shape)
-
-
 def _binary(fn, a, b, floating=False):
     """Apply a binary Function: same-dtype tensors and float tensor ⊕ Python int/float go
     straight to the kernel; anything else is promoted first."""
@@ -900,30 +880,6 @@ def minimum(input, other):
 def _compare(op, a, b):
     a, b = promote(a, b)
     return wrap(a._data.binary(op, b._data))
-
-
-def fmax(input, other):
-    """maximum that ignores NaN: the other operand wins where one side is NaN. One select,
-    so the gradient goes to one side as in torch (to input on ties and where other is NaN)."""
-    _check_tensor(input, "fmax")
-    _check_tensor(other, "fmax", 2, "other")
-    return where((input >= other) | other.isnan(), input, other)
-
-
-def fmin(input, other):
-    _check_tensor(input, "fmin")
-    _check_tensor(other, "fmin", 2, "other")
-    return where((input <= other) | other.isnan(), input, other)
-
-
-def remainder(input, other):
-    """Python's modulo: the result takes the divisor's sign."""
-    return Remainder.apply(*_integer_division_operands(input, other, "remainder"))
-
-
-def fmod(input, other):
-    """C's fmod: the result takes the dividend's sign."""
-    return Fmod.apply(*_integer_division_operands(input, other, "fmod"))
 
 
 def floor_divide(input, other):

@@ -1,7 +1,7 @@
-"""Floating-point math beyond the basics: trigonometric and hyperbolic functions and their
-inverses, log2 / log10 / exp2 / erfc, frac, angle conversions, nan_to_num, and the binary math
-(atan2, hypot, logaddexp, copysign, xlogy, heaviside), plus the fused-looking compositions
-lerp, addcmul and addcdiv. The basic ops (exp, log, sqrt, tanh, …) are in elementwise.py."""
+"""Math beyond the basics: trigonometric and hyperbolic functions and their inverses,
+log2 / log10 / exp2 / erfc, frac, angle conversions, nan_to_num; the binary math (atan2, hypot,
+logaddexp, copysign, xlogy, heaviside, remainder, fmod, fmax, fmin); and the compositions lerp,
+addcmul and addcdiv. The basic ops (exp, log, sqrt, tanh, + - * /, …) are in elementwise.py."""
 import math
 
 import numpy as np
@@ -12,19 +12,20 @@ from ..ndarray import scalar_array
 from ..opcodes import BinaryOp as B, UnaryOp as U
 from ..tensor import Tensor, wrap, zeros
 from .compare import eq, isnan, lt
-from .elementwise import (C_NAMES, TORCH_NAMES, Where, _Binary, _Unary, _UnarySavingInput,
-                          _UnarySavingOutput, _ZeroGradUnary, _as_operand, _binary, _check_tensor,
-                          _copy, _float_input, _no_kernel, _unary, exp, result_type, rsqrt, sign,
-                          trunc, where)
+from .elementwise import (C_NAMES, TORCH_NAMES, Remainder, Where, _Binary, _Unary,
+                          _UnarySavingInput, _UnarySavingOutput, _ZeroGradUnary, _as_operand,
+                          _binary, _check_tensor, _copy, _float_input, _integer_division_operands,
+                          _no_kernel, _unary, exp, result_type, rsqrt, sign, trunc,
+                          where)
 from .reduce import sum_to
 
 
 __all__ = [
     'acos', 'acosh', 'addcdiv', 'addcmul', 'angle', 'arccos', 'arccosh', 'arcsin', 'arcsinh',
     'arctan', 'arctan2', 'arctanh', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'copysign',
-    'cosh', 'deg2rad', 'erfc', 'exp2', 'fix', 'frac', 'heaviside', 'hypot', 'lerp', 'log10',
-    'log2', 'logaddexp', 'logaddexp2', 'nan_to_num', 'positive', 'rad2deg', 'sgn', 'sinh',
-    'tan', 'xlogy',
+    'cosh', 'deg2rad', 'erfc', 'exp2', 'fix', 'fmax', 'fmin', 'fmod', 'frac', 'heaviside',
+    'hypot', 'lerp', 'log10', 'log2', 'logaddexp', 'logaddexp2', 'nan_to_num', 'positive',
+    'rad2deg', 'remainder', 'sgn', 'sinh', 'tan', 'xlogy',
 ]
 
 
@@ -513,3 +514,49 @@ arctanh = atanh
 
 
 arctan2 = atan2
+
+
+class Fmod(_Binary):
+    """C's fmod (the result takes the dividend's sign), exactly: for |a|, |b| it equals the
+    kernel's remainder, and the sign of a is put back."""
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        ctx.save_for_backward(a, b)
+        ctx.shapes = (a._data.shape, b._data.shape)
+        x, y = a._data, b._data
+        magnitude = x.unary(U.ABS).binary(B.REMAINDER, y.unary(U.ABS))
+        if x.dtype.is_floating_point:       # the sign bit, so fmod(-0.0, y) is -0.0
+            return wrap(magnitude.binary(B.COPYSIGN, x))
+        negative = x.binary(B.LT, scalar_array(0, x.dtype, x.device))
+        return wrap(negative.where(magnitude.unary(U.NEG), magnitude))
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        a_shape, b_shape = ctx.shapes
+        return sum_to(g, a_shape), sum_to(-g * trunc(a / b), b_shape)
+
+
+def fmax(input, other):
+    """maximum that ignores NaN: the other operand wins where one side is NaN. One select,
+    so the gradient goes to one side as in torch (to input on ties and where other is NaN)."""
+    _check_tensor(input, "fmax")
+    _check_tensor(other, "fmax", 2, "other")
+    return where((input >= other) | other.isnan(), input, other)
+
+
+def fmin(input, other):
+    _check_tensor(input, "fmin")
+    _check_tensor(other, "fmin", 2, "other")
+    return where((input <= other) | other.isnan(), input, other)
+
+
+def remainder(input, other):
+    """Python's modulo: the result takes the divisor's sign."""
+    return Remainder.apply(*_integer_division_operands(input, other, "remainder"))
+
+
+def fmod(input, other):
+    """C's fmod: the result takes the dividend's sign."""
+    return Fmod.apply(*_integer_division_operands(input, other, "fmod"))
