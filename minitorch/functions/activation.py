@@ -6,7 +6,7 @@ from ..opcodes import BinaryOp, UnaryOp
 from ..tensor import wrap
 from .elementwise import scalar_array
 
-__all__ = []   # nn/functional's hardtanh, logsigmoid and binary_cross_entropy_with_logits run these
+__all__ = []   # nn/functional's hardtanh, logsigmoid and BCE-with-logits run these
 
 
 class Hardtanh(Function):
@@ -40,7 +40,8 @@ class LogSigmoid(Function):
         nd = input._data
         tail = nd.unary(UnaryOp.ABS).unary(UnaryOp.NEG).unary(UnaryOp.EXP).unary(UnaryOp.LOG1P)
         ctx.save_for_backward(input)
-        return wrap(nd.binary(BinaryOp.MINIMUM, scalar_array(0.0, nd.dtype, nd.device)).binary(BinaryOp.SUB, tail))
+        zero = scalar_array(0.0, nd.dtype, nd.device)
+        return wrap(nd.binary(BinaryOp.MINIMUM, zero).binary(BinaryOp.SUB, tail))
 
     @staticmethod
     def backward(ctx, g):

@@ -24,7 +24,7 @@ from .movement import cat
 from .window import (_channels_last, _new_in_order, _pad, _spatial_slice, _windows, fold_columns,
                      window_geometry, window_view)
 
-__all__ = []   # torch has these in torch.nn.functional (and conv1d/2d/3d at its top level)
+__all__ = []   # torch has these in torch.nn.functional (conv1d/2d/3d at its top level too)
 
 
 # ---- argument checks (torch's order and wording) ----------------------------------------------

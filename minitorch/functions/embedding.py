@@ -3,7 +3,7 @@
 from ..autograd import Function
 from ..tensor import ones, wrap, zeros
 
-__all__ = []   # nn/functional/embedding.py's embedding runs it
+__all__ = []   # nn/functional/sparse.py's embedding runs it
 
 
 class Embedding(Function):

@@ -6,7 +6,7 @@ from ..autograd import Function
 from ..opcodes import BinaryOp, ReduceOp
 from ..tensor import wrap
 
-__all__ = []   # nn/functional/linear.py's linear runs these
+__all__ = []   # nn/functional/linear_maps.py's linear runs these
 
 
 def _row_shape(shape):

@@ -9,6 +9,9 @@ convolution and pooling: (N, C, kd, kh, kw, OD, OH, OW)); unfold and fold are 2-
 torch. col2im is the adjoint: one overlap-correct `strided_add` of the
 columns through the same view of a zeroed padded buffer, then the padding is cropped. Each is the
 other's backward, so gradients of any order work.
+
+Max pooling's nodes (MaxPool, on the max_pool kernels) are here too; convolution's own nodes,
+which build GEMM rows from these windows, are functions/conv.py.
 """
 import math
 import numbers
