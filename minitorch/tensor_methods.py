@@ -9,7 +9,6 @@ methods written in the class: install() puts the very same function objects on i
 """
 from .functions import compare, float_math, indexing, inplace, operators, special_functions
 from .functions import elementwise as E
-from .functions import float_math
 from .functions import factor as FA
 from .functions import index as I  # noqa: E741
 from .functions import linalg as L

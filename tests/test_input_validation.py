@@ -80,3 +80,21 @@ def test_atan2_gradient_at_the_origin_is_zero(device):
     a = mt.tensor([[0.3, -1.2], [2.0, 0.5]], dtype=mt.float64, device=device, requires_grad=True)
     b = mt.tensor([0.7, -0.4], dtype=mt.float64, device=device, requires_grad=True)
     assert gradcheck(mt.atan2, (a, b))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda d: mt.nn.Conv2d(3, 8, kernel_size=0)(mt.ones(1, 3, 5, 5, device=d)),
+     "kernel_height: 0 kernel_width: 0"),
+    (lambda d: mt.nn.functional.conv1d(mt.ones(1, 3, 5, device=d), mt.ones(8, 3, 0, device=d)),
+     "kernel_height: 1 kernel_width: 0"),
+    (lambda d: mt.nn.functional.conv2d(mt.ones(3, 5, 5, device=d), mt.ones(8, 3, 2, 0, device=d)),
+     "kernel_height: 2 kernel_width: 0"),
+    (lambda d: mt.nn.functional.conv3d(mt.ones(1, 3, 5, 5, 5, device=d),
+                                       mt.ones(8, 3, 0, 1, 2, device=d)), r": 0 x 1 x 2 \(TxHxW\)"),
+    (lambda d: mt.nn.functional.conv_transpose2d(mt.ones(1, 3, 5, 5, device=d),
+                                                 mt.ones(3, 8, 0, 0, device=d)),
+     "kernel_height: 0 kernel_width: 0")])
+def test_convolution_with_an_empty_kernel(call, message, device):
+    with pytest.raises(RuntimeError, match="^kernel size should be greater than zero, but got"
+                                           f".*{message}$"):
+        call(device)

@@ -196,3 +196,23 @@ def test_the_named_circles_still_exist():
     found = _circles(modules)
     for circle in ALLOWED_CIRCLES:
         assert circle in found, f"no longer a circle: {sorted(circle)}"
+
+
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def test_library_ops_are_kernel_functions_and_live_in_functions():
+    """Every Function minitorch defines in functions/ says it is a library op by its base class
+    (KernelFunction: forward on NDArrays, called without switching grad mode), and only those
+    do; the Functions elsewhere (hooks, checkpointing) are in the user's position on purpose."""
+    import minitorch  # noqa: F401  (imports every module that defines a Function)
+    from minitorch.autograd import Function, KernelFunction
+    ours = [c for c in _subclasses(Function) if c.__module__.startswith("minitorch.")]
+    assert ours, "no Function found"
+    misplaced = [f"{c.__module__}.{c.__qualname__}" for c in ours
+                 if c.__module__.startswith("minitorch.functions.") !=
+                 issubclass(c, KernelFunction) and c is not KernelFunction]
+    assert misplaced == []

@@ -1,15 +1,13 @@
 """The gamma family: Gamma, Chi2, Dirichlet, Beta. Draws come from numpy's gamma sampler on the
 host; rsample's gradient is torch's implicit reparameterisation (d sample / d concentration
-from the gamma CDF, `_standard_gamma_grad`), computed with minitorch ops."""
-from .. import dtypes
-from ..autograd import Function
+from the gamma CDF, `_standard_gamma_grad`): both are nodes in functions/standard_gamma.py."""
 from ..functions import elementwise as E
 from ..functions.float_math import xlogy
 from ..functions.special_functions import digamma, lgamma
-from ..functions.compare import isnan
 from ..functions.joining import stack
+# standard_gamma_grad is re-exported: it was defined here, and tests import it from here
+from ..functions.standard_gamma import standard_gamma, standard_gamma_grad  # noqa: F401
 from ..nn.functional import one_hot
-from ..random import _draw
 from ..special import gammainc
 from ..tensor import Size, as_tensor, tensor
 from . import constraints
@@ -18,103 +16,6 @@ from .distribution import ExponentialFamily
 from .utils import broadcast_all, is_number
 
 __all__ = ["Beta", "Chi2", "Dirichlet", "Gamma"]
-
-# torch's bivariate rational approximation of the gradient for small alpha and x >= 0.8
-_RATIONAL_COEFFICIENTS = (
-    (0.16009398, -0.094634809, 0.025146376, -0.0030648343,
-     1, 0.32668115, 0.10406089, 0.0014179084),
-    (0.53487893, 0.1298071, 0.065735949, -0.0015649758,
-     0.16639465, 0.020070113, -0.0035938915, -0.00058392623),
-    (0.040121004, -0.0065914022, -0.0026286047, -0.0013441777,
-     0.017050642, -0.0021309326, 0.00085092367, -1.5247877e-07),
-)
-
-
-def _grad_small_x(alpha, x):
-    """Taylor series of the gamma CDF and its alpha-derivative (torch's branch for x < 0.8)."""
-    numer, denom = 1.0, alpha
-    series1, series2 = 1 / denom, 1 / (denom * denom)
-    for i in range(1, 6):
-        numer = numer * (-x / i)
-        denom = denom + 1
-        series1 = series1 + numer / denom
-        series2 = series2 + numer / (denom * denom)
-    pow_x_alpha = x ** alpha
-    pdf = x ** (alpha - 1) * E.exp(-x)
-    cdf = pow_x_alpha * series1
-    cdf_alpha = (x.log() - digamma(alpha)) * cdf - pow_x_alpha * series2
-    result = -cdf_alpha / pdf
-    return E.where(isnan(result), 0.0, result)
-
-
-def _grad_large_alpha(alpha, x):
-    """Rice saddle-point expansion (torch's branch for alpha > 8)."""
-    numer_1 = 1 + 24 * alpha * (1 + 12 * alpha)
-    numer_2 = (1440 * alpha * alpha + 6 * x * (53 - 120 * x) - 65 * x * x / alpha
-               + alpha * (107 + 3600 * x))
-    near_mode = numer_1 * numer_2 / (1244160 * (alpha * alpha) * (alpha * alpha))
-    denom = (8 * alpha).sqrt()
-    term2 = denom / (alpha - x)
-    term3 = (x - alpha - alpha * (x / alpha).log()) ** -1.5
-    term23 = E.where(x < alpha, term2 - term3, term2 + term3)
-    term1 = (x / alpha).log() * term23 - (2 / alpha).sqrt() * (alpha + x) / ((alpha - x) ** 2)
-    stirling = 1 + 1 / (12 * alpha) * (1 + 1 / (24 * alpha))
-    far = -stirling * x * term1 / denom
-    return E.where((0.9 * alpha <= x) & (x <= 1.1 * alpha), near_mode, far)
-
-
-def _grad_rational(alpha, x):
-    u, v = (x / alpha).log(), alpha.log()
-    coef = [c0 + u * (c1 + u * c2) for c0, c1, c2 in zip(*_RATIONAL_COEFFICIENTS)]
-    p = coef[0] + v * (coef[1] + v * (coef[2] + v * coef[3]))
-    q = coef[4] + v * (coef[5] + v * (coef[6] + v * coef[7]))
-    return E.exp(p / q)
-
-
-def standard_gamma_grad(alpha, x):
-    """d x / d alpha for x ~ Gamma(alpha, 1) drawn by inverting the CDF (torch's
-    `_standard_gamma_grad`), computed in float64 like torch's accumulate type."""
-    alpha64, x64 = alpha.to(dtypes.float64), x.to(dtypes.float64)
-    result = E.where(x64 < 0.8, _grad_small_x(alpha64, x64),
-                     E.where(alpha64 > 8.0, _grad_large_alpha(alpha64, x64),
-                             _grad_rational(alpha64, x64)))
-    return result.to(x.dtype)
-
-
-class _StandardGammaGrad(Function):
-    """The gradient factor as a node of its own: torch defines no derivative for it, so a
-    double backward through a gamma sample raises instead of silently missing a term."""
-
-    @staticmethod
-    def forward(ctx, alpha, x):
-        return standard_gamma_grad(alpha, x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        raise RuntimeError("the derivative for '_standard_gamma_grad' is not implemented.")
-
-
-class _StandardGamma(Function):
-    """Gamma(alpha, 1) draws with implicit reparameterisation gradients."""
-
-    @staticmethod
-    def forward(ctx, alpha):
-        shapes = alpha.detach().cpu().numpy()
-        draws = _draw((tuple(alpha.shape),), alpha.dtype, alpha.device, False, None,
-                      lambda rng, shape: rng.standard_gamma(shapes))
-        # torch clamps draws that underflow to 0, keeping log_prob and the gradient finite
-        sample = draws.clamp(min=dtypes.finfo(alpha.dtype).tiny)
-        ctx.save_for_backward(alpha, sample)
-        return sample
-
-    @staticmethod
-    def backward(ctx, grad):
-        alpha, sample = ctx.saved_tensors
-        return grad * _StandardGammaGrad.apply(alpha, sample)
-
-
-def standard_gamma(alpha):
-    return _StandardGamma.apply(alpha)
 
 
 class Gamma(ExponentialFamily):
@@ -147,8 +48,7 @@ class Gamma(ExponentialFamily):
         value = as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
         if self._validate_args:
             self._validate_sample(value)
-        return (xlogy(self.concentration, self.rate)
-                + xlogy(self.concentration - 1, value)
+        return (xlogy(self.concentration, self.rate) + xlogy(self.concentration - 1, value)
                 - self.rate * value - lgamma(self.concentration))
 
     def cdf(self, value):

@@ -9,6 +9,9 @@ convolution and pooling: (N, C, kd, kh, kw, OD, OH, OW)); unfold and fold are 2-
 torch. col2im is the adjoint: one overlap-correct `strided_add` of the
 columns through the same view of a zeroed padded buffer, then the padding is cropped. Each is the
 other's backward, so gradients of any order work.
+
+Max pooling's nodes (MaxPool, on the max_pool kernels) are here too; convolution's own nodes,
+which build GEMM rows from these windows, are functions/conv.py.
 """
 import math
 import numbers
@@ -16,9 +19,8 @@ import operator
 from collections import namedtuple
 
 from .. import dtypes
-from ..autograd import Function
+from ..autograd import KernelFunction
 from ..ndarray import NDArray, contiguous_strides, normalize_dim, shape_str
-from ..opcodes import BinaryOp, ReduceOp
 from ..tensor import wrap
 from .index import Gather
 from .movement import _copy_into, _view_of
@@ -212,7 +214,7 @@ def _unbatched(nd, batched):
     return nd if batched else nd._view(nd.shape[1:], nd.strides[1:], nd.offset)
 
 
-class Im2Col(Function):
+class Im2Col(KernelFunction):
     """Windows of an image: compact (N, C·kh·kw, L) columns (`flat`) or the (N, C, kh, kw, OH,
     OW) view itself (of the input when unpadded, else of a padded copy in the input's memory
     order); any number of spatial axes alike."""
@@ -254,7 +256,7 @@ def _tiles_exactly(geometry, padded_size):
                    padded_size))
 
 
-class Col2Im(Function):
+class Col2Im(KernelFunction):
     """Sum columns back into the image they were taken from: one strided_add through the
     window view of a zeroed padded buffer (a strided_set when the windows tile it exactly),
     then the padding is cropped. The padded buffer is laid out in axis order `order` (that of
@@ -328,7 +330,7 @@ def _planes(shape, spatial):
     return math.prod(shape[:-spatial]), math.prod(shape[-spatial:])
 
 
-class MaxPool(Function):
+class MaxPool(KernelFunction):
     """(values, indices) = the maximum of every window of x (..., *size), each leading index a
     plane, and its flat position in the plane (torch's return_indices): one max_pool_forward
     kernel over the compact input, which reads only the windows' real elements. The values'
@@ -357,7 +359,7 @@ class MaxPool(Function):
         return MaxPoolBackward.apply(g, indices, ctx.input_shape, ctx.spatial), None
 
 
-class MaxPoolBackward(Function):
+class MaxPoolBackward(KernelFunction):
     """MaxPool's input gradient: g summed at the indices into zeros of the input's shape (the
     max_pool_backward kernel; overlapping windows add up). Linear in g, so its own backward is
     the adjoint: gg gathered at the indices, plane by plane."""
@@ -395,155 +397,3 @@ def max_pool(x, geometry):
     caller): torch's max_pool1d/2d/3d with return_indices, its gradient included."""
     node = MaxPool3DWithIndices if len(geometry.kernel) == 3 else MaxPool2DWithIndices
     return node.apply(x, geometry)
-
-
-# ---- the convolution product --------------------------------------------------------------------
-# Window sizes (K = kh·kw·C) up to which the product is formed per image straight into NCHW,
-# w @ rows[n]ᵀ, instead of the tall NHWC product and a transposing bias add: 0.57 vs 1.04 ms for
-# conv(1→16, 3x3) on a 128-image MNIST batch, but 1.57 vs 1.32 ms at K = 27 (measured).
-DIRECT_NCHW_MAX_K = 16
-# GEMM rows are built and used a chunk of images at a time, about this many bytes, so that they
-# are read back from cache rather than memory (conv(16→32) forward + backward on a 128-image
-# batch: 6.2 ms in chunks of 16 images vs 7.0 ms whole; measured).
-CHUNK_BYTES = 2 << 20
-
-
-def _row_windows(padded, geometry):
-    """The windows of a padded image as GEMM rows: (N, OH, OW, kh, kw, C) in 2-D."""
-    d = len(geometry.kernel)
-    return _windows(padded, geometry).permute(
-        (0,) + tuple(range(d + 2, 2 * d + 2)) + tuple(range(2, d + 2)) + (1,))
-
-
-def _images(nd, i0, i1):
-    """nd[i0:i1], images i0 to i1 - 1 of a batch, as a view made directly (the chunk loops run
-    per chunk: indexing's general key parsing is not needed for this one slice)."""
-    return nd._view((i1 - i0,) + nd.shape[1:], nd.strides, nd.offset + i0 * nd.strides[0])
-
-
-def _chunks(nd, rows_per_image, k):
-    """Image ranges [i0, i1) whose GEMM rows take about CHUNK_BYTES (the whole batch on a GPU,
-    where the kernels have no such cache to fit)."""
-    n = nd.shape[0]
-    if nd.device.type != "cpu":
-        return [(0, n)]
-    step = max(1, CHUNK_BYTES // max(1, rows_per_image * k * nd.dtype.itemsize))
-    return [(i, min(n, i + step)) for i in range(0, n, step)]
-
-
-def _matmul_into(a, b, out, offset, batch, m, n, k, a_strides, a_offset, b_strides, b_offset):
-    """The matmul kernel writing straight into out.buffer at `offset` (a chunk's slice of the
-    result), which NDArray.matmul, returning a fresh array, cannot."""
-    out.backend.matmul(a.buffer, b.buffer, out.buffer[offset:offset + batch * m * n], batch, m, n,
-                       k, a_strides, a_offset, b_strides, b_offset)
-
-
-class ConvProduct(Function):
-    """conv2d without bias for groups = 1: x (N, C, H, W) and w (OC, kh·kw·C) (the weight in
-    (kh, kw, C) order) give (N, OC, OH, OW) (any number of spatial axes alike: conv3d's weight
-    in (kd, kh, kw, C) order), a chunk of images at a time: the windows of a
-    channels-last padded copy of x are compacted into GEMM rows (N·OH·OW, kh·kw·C), contiguous
-    runs of kw·C values, and multiplied by wᵀ. The result is the NCHW view of the NHWC
-    product (the bias add makes it contiguous), or NCHW itself for tiny windows."""
-
-    @staticmethod
-    def forward(ctx, x, w, geometry):
-        xd, wd = x._data, w._data.compact()
-        padded = _pad(xd, geometry.padding, 0, _channels_last(xd.ndim))
-        # the rows are rebuilt from it for the weight gradient only
-        ctx.geometry, ctx.padded = geometry, padded if w.requires_grad else None
-        ctx.save_for_backward(x, w)
-        n, out_channels, k = xd.shape[0], wd.shape[0], wd.shape[1]
-        windows = _row_windows(padded, geometry)
-        positions = math.prod(geometry.blocks)
-        direct = k <= DIRECT_NCHW_MAX_K
-        out = NDArray.empty((n, out_channels) + geometry.blocks if direct else
-                            (n,) + geometry.blocks + (out_channels,), xd.dtype, xd.device)
-        for i0, i1 in _chunks(xd, positions, k):
-            rows = _images(windows, i0, i1).copy()        # (B, OH, OW, kh, kw, C), compact
-            offset = i0 * positions * out_channels
-            if direct:      # per image: (OC, K) @ (K, OH·OW)
-                _matmul_into(wd, rows, out, offset, i1 - i0, out_channels, positions, k,
-                             (0, k, 1), wd.offset, (positions * k, 1, k), 0)
-            else:           # one tall product: ((i1 - i0)·OH·OW, K) @ (K, OC)
-                _matmul_into(rows, wd, out, offset, 1, (i1 - i0) * positions, out_channels, k,
-                             (0, k, 1), 0, (0, 1, k), wd.offset)
-        channels_first = (0, xd.ndim - 1) + tuple(range(1, xd.ndim - 1))
-        return wrap(out if direct else out.permute(channels_first))
-
-    @staticmethod
-    def backward(ctx, g):
-        x, w = ctx.saved_tensors
-        return (*ConvProductBackward.apply(g, x, w, ctx.geometry, ctx.padded,
-                                           tuple(ctx.needs_input_grad[:2])), None)
-
-
-class ConvProductBackward(Function):
-    """ConvProduct's input and weight gradients from the output gradient g (N, OC, OH, OW),
-    chunk by chunk like the forward: the weight gradient sums rowsᵀ·g over chunks (per image,
-    reading g as it is, when the input needs no gradient: a first layer); the input gradient
-    is g·w, folded (col2im, strided_add) into a channels-last padded buffer in runs of kw·C
-    values. `padded` (x padded channels-last) is needed for the weight gradient only. Both are
-    linear in g, and the input gradient in w and the weight gradient in x: the backward of
-    this node is made of ConvProduct and this node again."""
-    materialize_grads = False
-
-    @staticmethod
-    def forward(ctx, g, x, w, geometry, padded, needs):
-        ctx.save_for_backward(g, x, w)
-        ctx.geometry = geometry
-        gd, wd = g._data.compact(), w._data.compact()
-        out_channels, k = wd.shape
-        positions = math.prod(geometry.blocks)
-        windows = _row_windows(padded, geometry) if needs[1] else None
-        grad_padded = grad_windows = None
-        if needs[0]:
-            padded_size = tuple(s + 2 * p for s, p in zip(geometry.size, geometry.padding))
-            grad_padded = _new_in_order(x._data.shape[:2] + padded_size,
-                                        _channels_last(x._data.ndim), 0, gd.dtype, gd.device)
-            grad_windows = _row_windows(grad_padded, geometry)
-        grad_w = None
-        for i0, i1 in _chunks(gd, positions, k):
-            count = i1 - i0
-            g_chunk = _images(gd, i0, i1).reshape((count, out_channels, positions))
-            g_rows = (g_chunk.transpose(1, 2).reshape((count * positions, out_channels))
-                      if needs[0] else None)
-            if needs[1]:
-                rows = _images(windows, i0, i1).reshape((count * positions, k))
-                part = (rows.transpose(0, 1).matmul(g_rows).transpose(0, 1) if needs[0] else
-                        g_chunk.matmul(rows.reshape((count, positions, k)))
-                        .reduce(ReduceOp.SUM, (0,)))
-                grad_w = part if grad_w is None else grad_w.binary(BinaryOp.ADD, part)
-            if needs[0]:
-                target = _images(grad_windows, i0, i1)
-                cols = g_rows.matmul(wd)
-                gd.backend.strided_add(cols.flat(), grad_padded.buffer, target.shape,
-                                       target.strides, target.offset)
-        grad_x = None
-        if needs[0]:
-            crop = _spatial_slice(geometry.padding, geometry.size)
-            grad_x = wrap(grad_padded[crop].compact())
-        return grad_x, wrap(grad_w.compact()) if grad_w is not None else None
-
-    @staticmethod
-    def backward(ctx, gg_x, gg_w):
-        g, x, w = ctx.saved_tensors
-        geometry = ctx.geometry
-        grad_g = None
-        if ctx.needs_input_grad[0] and gg_x is not None:
-            grad_g = ConvProduct.apply(gg_x, w, geometry)
-        if ctx.needs_input_grad[0] and gg_w is not None:
-            term = ConvProduct.apply(x, gg_w, geometry)
-            grad_g = term if grad_g is None else grad_g + term
-        # The input gradient uses w, the weight gradient x: swapping in the incoming gradients
-        # gives their derivatives (each is linear in the one it uses).
-        needs = (ctx.needs_input_grad[1] and gg_w is not None,
-                 ctx.needs_input_grad[2] and gg_x is not None)
-        grad_x = grad_w = None
-        if any(needs):
-            gx = gg_x if gg_x is not None else x
-            gw = gg_w if gg_w is not None else w
-            padded = (_pad(gx._data, geometry.padding, 0, _channels_last(gx.ndim)) if needs[1]
-                      else None)
-            grad_x, grad_w = ConvProductBackward.apply(g, gx, gw, geometry, padded, needs)
-        return grad_g, grad_x, grad_w, None, None, None

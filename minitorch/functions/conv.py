@@ -1,0 +1,442 @@
+"""Convolution: torch.nn.functional.conv1d/2d/3d and conv_transpose1d/2d/3d, their argument
+checks (ATen's order and wording) and the nodes that compute them.
+
+conv with groups = 1 is one node, ConvProduct: the windows of a channels-last padded copy of
+the input are compacted into GEMM rows (N·OH·OW, kh·kw·C), a chunk of images at a time, and
+multiplied by the weight (permuted to the same (kh, kw, C) order). Its backward is
+ConvProductBackward, which rebuilds the rows chunk by chunk for the weight gradient and folds
+g·w into the input gradient with one strided_add per chunk; being linear in each operand, the
+pair gives every higher derivative. Grouped convolution takes the window view of
+functions/window.py (Im2Col) and one batched GEMM per group, its backward the fold (Col2Im)
+that autograd derives. A transposed convolution is a GEMM to columns folded onto the output
+grid (fold_columns). 1-D convolutions run as 2-D ones over a height-1 image.
+"""
+import math
+import numbers
+import operator
+
+from ..autograd import KernelFunction
+from ..ndarray import NDArray, shape_str
+from ..opcodes import BinaryOp, ReduceOp
+from ..tensor import wrap, zeros
+from .elementwise import C_NAMES, TORCH_NAMES
+from .joining import cat
+from .window import (_channels_last, _new_in_order, _pad, _spatial_slice, _windows, fold_columns,
+                     window_geometry, window_view)
+
+__all__ = []   # torch has these in torch.nn.functional (conv1d/2d/3d at its top level too)
+
+
+# ---- argument checks (torch's order and wording) ----------------------------------------------
+def _conv_param(value, name, dims, parsed):
+    """torch's expand_param_if_needed: an int (which torch's binding turns into `parsed` copies)
+    or a one-element list repeats to `dims` values; any other length is an error."""
+    values = ([operator.index(value)] * parsed if isinstance(value, numbers.Integral) else
+              [operator.index(v) for v in value])
+    if len(values) == 1:
+        values = values * dims
+    if len(values) != dims:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {dims} "
+                           "values to match the convolution dimensions, but got "
+                           f"{name}={values}")
+    return tuple(values)
+
+
+def _same_padding(padding, stride, dilation, weight):
+    """Per-axis (left, right) padding for a padding string; 'same' puts any odd extra on the
+    right, as torch does."""
+    if padding == "valid":
+        return [(0, 0)] * len(stride)
+    if padding != "same":
+        raise RuntimeError(f"Invalid padding string: '{padding}'")
+    if any(s != 1 for s in stride):
+        raise RuntimeError("padding='same' is not supported for strided convolutions")
+    totals = [d * (k - 1) for d, k in zip(dilation, weight.shape[2:])]
+    return [(t // 2, t - t // 2) for t in totals]
+
+
+def _conv_setup(name, spatial, input, weight, bias, stride, padding, dilation, groups,
+                transposed=False, output_padding=0):
+    """Validate a convolution call in torch's order and wording. Returns the batched input,
+    whether it was unbatched, and the expanded stride, (left, right) padding per axis,
+    dilation and output_padding."""
+    if input.ndim not in (spatial + 1, spatial + 2):
+        raise RuntimeError(f"Expected {spatial + 1}D (unbatched) or {spatial + 2}D (batched) "
+                           f"input to {name}, but got input of size: {shape_str(input.shape)}")
+    unbatched = input.ndim == spatial + 1
+    x = input.unsqueeze(0) if unbatched else input
+    if weight.ndim < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    dims = weight.ndim - 2
+    stride = _conv_param(stride, "stride", dims, spatial)
+    dilation = _conv_param(dilation, "dilation", dims, spatial)
+    if isinstance(padding, str):
+        pads = _same_padding(padding, stride, dilation, weight)
+    else:
+        pads = [(p, p) for p in _conv_param(padding, "padding", dims, spatial)]
+    output_padding = _conv_param(output_padding, "output_padding", dims, spatial)
+    if any(p < 0 for pair in pads for p in pair):
+        raise RuntimeError("negative padding is not supported")
+    if any(p < 0 for p in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
+    _check_conv_shapes(x, weight, bias, groups, pads, dilation, transposed)
+    _check_conv_dtypes(x, weight, bias)
+    return x, unbatched, stride, pads, dilation, output_padding
+
+
+def _check_conv_shapes(x, weight, bias, groups, pads, dilation, transposed):
+    """ATen's check_shape_forward."""
+    w_shape = shape_str(weight.shape)
+    if weight.ndim != x.ndim:
+        raise RuntimeError(f"Expected {weight.ndim}-dimensional input for {weight.ndim}-"
+                           f"dimensional weight {w_shape}, but got {x.ndim}-dimensional input "
+                           f"of size {shape_str(x.shape)} instead")
+    if weight.shape[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {w_shape} instead")
+    if weight.shape[0] % groups:
+        # torch's message wraps the size in a second pair of brackets.
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size [{w_shape}] instead")
+    channels = weight.shape[0] if transposed else weight.shape[1] * groups
+    out_channels = weight.shape[1] * groups if transposed else weight.shape[0]
+    given = f"Given transposed=1, weight of size {w_shape}" if transposed else \
+        f"Given groups={groups}, weight of size {w_shape}"
+    if x.shape[1] != channels:
+        raise RuntimeError(f"{given}, expected input{shape_str(x.shape)} to have {channels} "
+                           f"channels, but got {x.shape[1]} channels instead")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != out_channels):
+        given = given if transposed else f"Given weight of size {w_shape}"
+        raise RuntimeError(f"{given}, expected bias to be 1-dimensional with {out_channels} "
+                           f"elements, but got bias of size {shape_str(bias.shape)} instead")
+    _check_kernel_size(weight.shape[2:])
+    if transposed:
+        return
+    padded = [size + left + right for size, (left, right) in zip(x.shape[2:], pads)]
+    kernel = [d * (k - 1) + 1 for d, k in zip(dilation, weight.shape[2:])]
+    if any(p < k for p, k in zip(padded, kernel)):
+        raise RuntimeError(f"Calculated padded input size per channel: "
+                           f"({' x '.join(map(str, padded))}). Kernel size: "
+                           f"({' x '.join(map(str, kernel))}). Kernel size can't be greater than "
+                           "actual input size")
+
+
+def _check_kernel_size(kernel):
+    """torch refuses an empty kernel (a conv1d is its 2-D kernel of height 1)."""
+    if all(k > 0 for k in kernel):
+        return
+    if len(kernel) == 3:
+        raise RuntimeError("kernel size should be greater than zero, but got: "
+                           f"{' x '.join(map(str, kernel))} (TxHxW)")
+    height, width = (1, kernel[0]) if len(kernel) == 1 else kernel
+    raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {height} "
+                       f"kernel_width: {width}")
+
+
+def _check_conv_dtypes(x, weight, bias):
+    if weight.dtype is not x.dtype:
+        raise RuntimeError(f"expected scalar type {TORCH_NAMES[x.dtype.name]} but found "
+                           f"{TORCH_NAMES[weight.dtype.name]}")
+    if bias is not None and bias.dtype is not x.dtype:
+        raise RuntimeError(f"Input type ({C_NAMES[x.dtype.name]}) and bias type "
+                           f"({C_NAMES[bias.dtype.name]}) should be the same")
+
+
+# ---- the convolution product --------------------------------------------------------------------
+# Window sizes (K = kh·kw·C) up to which the product is formed per image straight into NCHW,
+# w @ rows[n]ᵀ, instead of the tall NHWC product and a transposing bias add: 0.57 vs 1.04 ms for
+# conv(1→16, 3x3) on a 128-image MNIST batch, but 1.57 vs 1.32 ms at K = 27 (measured).
+DIRECT_NCHW_MAX_K = 16
+# GEMM rows are built and used a chunk of images at a time, about this many bytes, so that they
+# are read back from cache rather than memory (conv(16→32) forward + backward on a 128-image
+# batch: 6.2 ms in chunks of 16 images vs 7.0 ms whole; measured).
+CHUNK_BYTES = 2 << 20
+
+
+def _row_windows(padded, geometry):
+    """The windows of a padded image as GEMM rows: (N, OH, OW, kh, kw, C) in 2-D."""
+    d = len(geometry.kernel)
+    return _windows(padded, geometry).permute(
+        (0,) + tuple(range(d + 2, 2 * d + 2)) + tuple(range(2, d + 2)) + (1,))
+
+
+def _images(nd, i0, i1):
+    """nd[i0:i1], images i0 to i1 - 1 of a batch, as a view made directly (the chunk loops run
+    per chunk: indexing's general key parsing is not needed for this one slice)."""
+    return nd._view((i1 - i0,) + nd.shape[1:], nd.strides, nd.offset + i0 * nd.strides[0])
+
+
+def _chunks(nd, rows_per_image, k):
+    """Image ranges [i0, i1) whose GEMM rows take about CHUNK_BYTES (the whole batch on a GPU,
+    where the kernels have no such cache to fit)."""
+    n = nd.shape[0]
+    if nd.device.type != "cpu":
+        return [(0, n)]
+    step = max(1, CHUNK_BYTES // max(1, rows_per_image * k * nd.dtype.itemsize))
+    return [(i, min(n, i + step)) for i in range(0, n, step)]
+
+
+def _matmul_into(a, b, out, offset, batch, m, n, k, a_strides, a_offset, b_strides, b_offset):
+    """The matmul kernel writing straight into out.buffer at `offset` (a chunk's slice of the
+    result), which NDArray.matmul, returning a fresh array, cannot."""
+    out.backend.matmul(a.buffer, b.buffer, out.buffer[offset:offset + batch * m * n], batch, m, n,
+                       k, a_strides, a_offset, b_strides, b_offset)
+
+
+class ConvProduct(KernelFunction):
+    """conv2d without bias for groups = 1: x (N, C, H, W) and w (OC, kh·kw·C) (the weight in
+    (kh, kw, C) order) give (N, OC, OH, OW) (any number of spatial axes alike: conv3d's weight
+    in (kd, kh, kw, C) order), a chunk of images at a time: the windows of a
+    channels-last padded copy of x are compacted into GEMM rows (N·OH·OW, kh·kw·C), contiguous
+    runs of kw·C values, and multiplied by wᵀ. The result is the NCHW view of the NHWC
+    product (the bias add makes it contiguous), or NCHW itself for tiny windows."""
+
+    @staticmethod
+    def forward(ctx, x, w, geometry):
+        xd, wd = x._data, w._data.compact()
+        padded = _pad(xd, geometry.padding, 0, _channels_last(xd.ndim))
+        # the rows are rebuilt from it for the weight gradient only
+        ctx.geometry, ctx.padded = geometry, padded if w.requires_grad else None
+        ctx.save_for_backward(x, w)
+        n, out_channels, k = xd.shape[0], wd.shape[0], wd.shape[1]
+        windows = _row_windows(padded, geometry)
+        positions = math.prod(geometry.blocks)
+        direct = k <= DIRECT_NCHW_MAX_K
+        out = NDArray.empty((n, out_channels) + geometry.blocks if direct else
+                            (n,) + geometry.blocks + (out_channels,), xd.dtype, xd.device)
+        for i0, i1 in _chunks(xd, positions, k):
+            rows = _images(windows, i0, i1).copy()        # (B, OH, OW, kh, kw, C), compact
+            offset = i0 * positions * out_channels
+            if direct:      # per image: (OC, K) @ (K, OH·OW)
+                _matmul_into(wd, rows, out, offset, i1 - i0, out_channels, positions, k,
+                             (0, k, 1), wd.offset, (positions * k, 1, k), 0)
+            else:           # one tall product: ((i1 - i0)·OH·OW, K) @ (K, OC)
+                _matmul_into(rows, wd, out, offset, 1, (i1 - i0) * positions, out_channels, k,
+                             (0, k, 1), 0, (0, 1, k), wd.offset)
+        channels_first = (0, xd.ndim - 1) + tuple(range(1, xd.ndim - 1))
+        return wrap(out if direct else out.permute(channels_first))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return (*ConvProductBackward.apply(g, x, w, ctx.geometry, ctx.padded,
+                                           tuple(ctx.needs_input_grad[:2])), None)
+
+
+class ConvProductBackward(KernelFunction):
+    """ConvProduct's input and weight gradients from the output gradient g (N, OC, OH, OW),
+    chunk by chunk like the forward: the weight gradient sums rowsᵀ·g over chunks (per image,
+    reading g as it is, when the input needs no gradient: a first layer); the input gradient
+    is g·w, folded (col2im, strided_add) into a channels-last padded buffer in runs of kw·C
+    values. `padded` (x padded channels-last) is needed for the weight gradient only. Both are
+    linear in g, and the input gradient in w and the weight gradient in x: the backward of
+    this node is made of ConvProduct and this node again."""
+    materialize_grads = False
+
+    @staticmethod
+    def forward(ctx, g, x, w, geometry, padded, needs):
+        ctx.save_for_backward(g, x, w)
+        ctx.geometry = geometry
+        gd, wd = g._data.compact(), w._data.compact()
+        out_channels, k = wd.shape
+        positions = math.prod(geometry.blocks)
+        windows = _row_windows(padded, geometry) if needs[1] else None
+        grad_padded = grad_windows = None
+        if needs[0]:
+            padded_size = tuple(s + 2 * p for s, p in zip(geometry.size, geometry.padding))
+            grad_padded = _new_in_order(x._data.shape[:2] + padded_size,
+                                        _channels_last(x._data.ndim), 0, gd.dtype, gd.device)
+            grad_windows = _row_windows(grad_padded, geometry)
+        grad_w = None
+        for i0, i1 in _chunks(gd, positions, k):
+            count = i1 - i0
+            g_chunk = _images(gd, i0, i1).reshape((count, out_channels, positions))
+            g_rows = (g_chunk.transpose(1, 2).reshape((count * positions, out_channels))
+                      if needs[0] else None)
+            if needs[1]:
+                rows = _images(windows, i0, i1).reshape((count * positions, k))
+                part = (rows.transpose(0, 1).matmul(g_rows).transpose(0, 1) if needs[0] else
+                        g_chunk.matmul(rows.reshape((count, positions, k)))
+                        .reduce(ReduceOp.SUM, (0,)))
+                grad_w = part if grad_w is None else grad_w.binary(BinaryOp.ADD, part)
+            if needs[0]:
+                target = _images(grad_windows, i0, i1)
+                cols = g_rows.matmul(wd)
+                gd.backend.strided_add(cols.flat(), grad_padded.buffer, target.shape,
+                                       target.strides, target.offset)
+        grad_x = None
+        if needs[0]:
+            crop = _spatial_slice(geometry.padding, geometry.size)
+            grad_x = wrap(grad_padded[crop].compact())
+        return grad_x, wrap(grad_w.compact()) if grad_w is not None else None
+
+    @staticmethod
+    def backward(ctx, gg_x, gg_w):
+        g, x, w = ctx.saved_tensors
+        geometry = ctx.geometry
+        grad_g = None
+        if ctx.needs_input_grad[0] and gg_x is not None:
+            grad_g = ConvProduct.apply(gg_x, w, geometry)
+        if ctx.needs_input_grad[0] and gg_w is not None:
+            term = ConvProduct.apply(x, gg_w, geometry)
+            grad_g = term if grad_g is None else grad_g + term
+        # The input gradient uses w, the weight gradient x: swapping in the incoming gradients
+        # gives their derivatives (each is linear in the one it uses).
+        needs = (ctx.needs_input_grad[1] and gg_w is not None,
+                 ctx.needs_input_grad[2] and gg_x is not None)
+        grad_x = grad_w = None
+        if any(needs):
+            gx = gg_x if gg_x is not None else x
+            gw = gg_w if gg_w is not None else w
+            padded = (_pad(gx._data, geometry.padding, 0, _channels_last(gx.ndim)) if needs[1]
+                      else None)
+            grad_x, grad_w = ConvProductBackward.apply(g, gx, gw, geometry, padded, needs)
+        return grad_g, grad_x, grad_w, None, None, None
+
+
+# ---- convolution ------------------------------------------------------------------------------
+def _pad_after(x, extra):
+    """x with extra[i] zeros appended after spatial axis i: the odd remainder of
+    padding='same', which torch puts on the right (the windows pad both sides alike)."""
+    for axis, amount in enumerate(extra, start=2):
+        if amount:
+            shape = list(x.shape)
+            shape[axis] = amount
+            x = cat([x, zeros(*shape, dtype=x.dtype, device=x.device)], dim=axis)
+    return x
+
+
+def _conv_nd(x, weight, bias, stride, pads, dilation, groups):
+    """The (N, C, *spatial) convolution (1, 2 or 3 spatial axes): im2col view, one compact,
+    GEMM(s); grouped convolutions use one batched GEMM per group with the group's weight
+    broadcast over the batch."""
+    spatial = x.ndim - 2
+    x = _pad_after(x, [right - left for left, right in pads])
+    n, c = x.shape[:2]
+    kernel = tuple(weight.shape[2:])
+    out_channels = weight.shape[0]
+    padding = tuple(left for left, _ in pads)
+    geometry = window_geometry(tuple(x.shape[2:]), kernel, dilation, padding, stride)
+    bias_shape = (1, out_channels) + (1,) * spatial
+    if groups == 1:
+        # GEMMs over the windows taken channels-innermost, a chunk of images at a time (see
+        # ConvProduct); the weight is put in the same (kh, kw, C) order.
+        w = weight.permute(0, *range(2, spatial + 2), 1).reshape(out_channels, -1)
+        out = ConvProduct.apply(x, w, geometry)
+        return out + bias.reshape(bias_shape) if bias is not None else out.contiguous()
+    cols = window_view(x, geometry)                                # (N, C, *kernel, *blocks)
+    cols = cols.reshape(n, groups, (c // groups) * math.prod(kernel), math.prod(geometry.blocks))
+    w = weight.reshape(groups, out_channels // groups, -1)
+    # One batched GEMM per group, the group's weight broadcast over the batch (stride 0).
+    per_group = [w[g] @ cols[:, g] for g in range(groups)]         # each (N, OC/G, L)
+    out = cat(per_group, dim=1).reshape((n, out_channels) + geometry.blocks)
+    if bias is not None:
+        out = out + bias.reshape(bias_shape)
+    return out
+
+
+def _conv(name, spatial, input, weight, bias, stride, padding, dilation, groups):
+    """conv1d/2d/3d: checks, then the convolution of the batched input. A 1-D convolution is
+    a 2-D one over a height-1 image."""
+    x, unbatched, stride, pads, dilation, _ = _conv_setup(
+        name, spatial, input, weight, bias, stride, padding, dilation, groups)
+    if spatial == 1:
+        out = _conv_nd(x.unsqueeze(2), weight.unsqueeze(2), bias, (1,) + stride,
+                       [(0, 0)] + pads, (1,) + dilation, groups).squeeze(2)
+    else:
+        out = _conv_nd(x, weight, bias, stride, pads, dilation, groups)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """(N, C, L) * (OC, C/groups, k) → (N, OC, OL); (C, L) input is unbatched."""
+    return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """(N, C, H, W) * (OC, C/groups, kh, kw) → (N, OC, OH, OW); (C, H, W) input is unbatched."""
+    return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """(N, C, D, H, W) * (OC, C/groups, kd, kh, kw) → (N, OC, OD, OH, OW); (C, D, H, W) input
+    is unbatched."""
+    return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+_AXIS_NAMES = ("depth", "height", "width")
+
+
+def _conv_transpose_nd(x, weight, stride, padding, output_padding, groups, dilation):
+    """The adjoint of the (N, C, *spatial) convolution: a GEMM to columns, then fold (col2im)
+    onto the output grid."""
+    spatial = x.ndim - 2
+    names = _AXIS_NAMES[-spatial:]
+    if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
+        raise RuntimeError(
+            "output padding must be smaller than either stride or dilation, but got " +
+            " ".join(f"{label}_{axis}: {v}" for label, values in
+                     (("output_padding", output_padding), ("stride", stride),
+                      ("dilation", dilation)) for axis, v in zip(names, values)))
+    n, c = x.shape[:2]
+    size, kernel = tuple(x.shape[2:]), tuple(weight.shape[2:])
+    out_size = tuple((i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, s, p, d, k, op in
+                     zip(size, stride, padding, dilation, kernel, output_padding))
+    if any(o < 1 for o in out_size):
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, size))}). "
+                           "Calculated output size per channel: "
+                           f"({' x '.join(map(str, out_size))}). Output size is too small")
+    in_per_group, out_per_group = c // groups, weight.shape[1]
+    cols_in = x.reshape(n, groups, in_per_group, math.prod(size))
+    wt = weight.reshape(groups, in_per_group, -1).mT                # (G, OCg·prod(k), Cg)
+    cols = (wt @ cols_in).reshape(n, groups * out_per_group * math.prod(kernel), -1)
+    # One window per input position: with output_padding >= stride (allowed when it is below
+    # the dilation) the output grid would hold more windows than the input has positions.
+    geometry = window_geometry(out_size, kernel, dilation, padding, stride)._replace(blocks=size)
+    return fold_columns(cols, geometry)
+
+
+def _conv_transpose(name, spatial, input, weight, bias, stride, padding, output_padding, groups,
+                    dilation):
+    """conv_transpose1d/2d/3d: checks, the transposed convolution, the bias. A 1-D one is a
+    2-D one over a height-1 image (torch's messages speak of its height, too)."""
+    x, unbatched, stride, pads, dilation, output_padding = _conv_setup(
+        name, spatial, input, weight, bias, stride, padding, dilation, groups, True,
+        output_padding)
+    padding = tuple(left for left, _ in pads)
+    if spatial == 1:
+        out = _conv_transpose_nd(x.unsqueeze(2), weight.unsqueeze(2), (1,) + stride,
+                                 (0,) + padding, (0,) + output_padding, groups,
+                                 (1,) + dilation).squeeze(2)
+    else:
+        out = _conv_transpose_nd(x, weight, stride, padding, output_padding, groups, dilation)
+    if bias is not None:
+        out = out + bias.reshape((1, -1) + (1,) * spatial)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """(N, C, L) → (N, OC, OL), the adjoint of conv1d."""
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """(N, C, H, W) → (N, OC, OH, OW), the adjoint of conv2d."""
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """(N, C, D, H, W) → (N, OC, OD, OH, OW), the adjoint of conv3d."""
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding,
+                           output_padding, groups, dilation)

@@ -1,0 +1,83 @@
+"""torch.nn.functional.linear as one node, Linear (input @ weightᵀ + bias), and its gradients as
+one node, LinearBackward, both computed on NDArrays."""
+import math
+
+from ..autograd import KernelFunction
+from ..opcodes import BinaryOp, ReduceOp
+from ..tensor import wrap
+
+__all__ = []   # nn/functional/linear_maps.py's linear runs these
+
+
+def _row_shape(shape):
+    """(rows, last): a (..., n) shape as a matrix, spelt out so that an empty batch or an
+    empty last axis stays unambiguous (reshape(-1, 0) is not)."""
+    return (math.prod(shape[:-1]), shape[-1])
+
+
+class Linear(KernelFunction):
+    """input @ weight.T + bias as one node. Forward reads the transposed weight as a strided
+    view (the GEMM packs it for free); backward computes the weight's gradient directly in the
+    weight's own layout (gᵀ · input) rather than as the transpose of x.T @ g."""
+
+    @staticmethod
+    def forward(ctx, input, weight, bias):
+        rows = input._data.reshape(_row_shape(input.shape))
+        out = rows.matmul(weight._data.transpose(0, 1))
+        if bias is not None:
+            out = out.binary(BinaryOp.ADD, bias._data)
+        ctx.save_for_backward(input if weight.requires_grad else None,
+                              weight if input.requires_grad else None)
+        ctx.input_shape = input._data.shape
+        return wrap(out.reshape(input._data.shape[:-1] + (weight._data.shape[0],)))
+
+    @staticmethod
+    def backward(ctx, g):
+        input, weight = ctx.saved_tensors
+        return LinearBackward.apply(g, input, weight, tuple(ctx.needs_input_grad),
+                                    ctx.input_shape)
+
+
+class LinearBackward(KernelFunction):
+    """Linear's three gradients as one node computed on NDArrays (a training step runs it once
+    per layer; as Tensor ops it was eight nodes): g·W, gᵀ·x and Σg over rows. Its backward,
+    in Tensor ops, keeps double backward."""
+    materialize_grads = False
+
+    @staticmethod
+    def forward(ctx, g, input, weight, needs, input_shape):
+        ctx.save_for_backward(g, input, weight)
+        ctx.input_shape = input_shape
+        rows = g._data.reshape(_row_shape(g.shape))
+        grad_input = grad_weight = grad_bias = None
+        if needs[0]:
+            grad_input = wrap(rows.matmul(weight._data).reshape(input_shape))
+        if needs[1]:
+            x = input._data.reshape(_row_shape(input.shape))
+            grad_weight = wrap(rows.transpose(0, 1).matmul(x))
+        if needs[2]:
+            grad_bias = wrap(rows.reduce(ReduceOp.SUM, (0,)))
+        return grad_input, grad_weight, grad_bias
+
+    @staticmethod
+    def backward(ctx, gg_input, gg_weight, gg_bias):
+        """The backward is linear in g; x and W enter one product each."""
+        g, input, weight = ctx.saved_tensors
+        rows = g.reshape(_row_shape(g.shape))
+        grad_g = grad_input = grad_weight = None
+        terms = []
+        if gg_input is not None:
+            gg_rows = gg_input.reshape(_row_shape(gg_input.shape))
+            terms.append(gg_rows @ weight.mT)
+            if ctx.needs_input_grad[2]:
+                grad_weight = rows.mT @ gg_rows
+        if gg_weight is not None:
+            x = input.reshape(_row_shape(input.shape))
+            terms.append(x @ gg_weight.mT)
+            if ctx.needs_input_grad[1]:
+                grad_input = (rows @ gg_weight).reshape(ctx.input_shape)
+        if gg_bias is not None:
+            terms.append(gg_bias.expand(rows.shape))
+        if terms and ctx.needs_input_grad[0]:
+            grad_g = sum(terms[1:], terms[0]).reshape(g.shape)
+        return grad_g, grad_input, grad_weight, None, None
