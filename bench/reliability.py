@@ -97,6 +97,8 @@ _MEASURE = textwrap.dedent("""
         dump({"x": x}, path)
     elif operation == "load":
         out = read(path)
+    elif operation == "normal_":
+        x.normal_()                        # an in-place fill (nn.init's too) of an existing tensor
     else:
         out = lib.randn(n)
     print(json.dumps((peak() - before) / (4 * n)))
@@ -118,7 +120,7 @@ def memory_figures(megabytes=256):
     with tempfile.TemporaryDirectory() as directory:
         return {operation: {library: peak_ratio(library, operation, n, directory)
                             for library in libraries}
-                for operation in ("save", "load", "randn")}
+                for operation in ("save", "load", "randn", "normal_")}
 
 
 def _has_torch():

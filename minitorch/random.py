@@ -78,6 +78,36 @@ def fill_drawn(tensor, generator, sample):
         return tensor.copy_(drawn)
 
 
+def fill_floats(tensor, generator, method, scale=1.0, shift=0.0):
+    """`tensor` := shift + scale * draws of numpy's `method` ("random" or "standard_normal"),
+    drawn in the tensor's own dtype: straight into its buffer when it is a compact CPU tensor
+    outside a recorded graph (so the peak is the tensor itself), else into one buffer of its
+    dtype that is then written in (as fill_drawn does). Our kernels scale and shift in place."""
+    nd = tensor._data
+    recording = is_grad_enabled() and tensor.requires_grad
+    if nd.device.type == "cpu" and nd.is_compact() and not recording:
+        tensor._check_inplace()
+        flat = nd.buffer[nd.offset:nd.offset + nd.size]
+        getattr(host_rng(generator), method)(dtype=flat.dtype, out=flat)
+        drawn = tensor
+    else:
+        drawn = _draw_floats(tuple(tensor.shape), tensor.dtype, tensor.device, False, generator,
+                             method)
+    with no_grad():
+        if scale != 1:
+            drawn.mul_(scale)
+        if shift != 0:
+            drawn.add_(shift)
+    if drawn is tensor:
+        tensor._bump_version()
+        return tensor
+    if recording:
+        tensor._check_inplace()
+        return tensor._assign_result(drawn)
+    with no_grad():
+        return tensor.copy_(drawn)
+
+
 class _DefaultGenerator(Generator):
     """mt.default_generator: a view onto the global state that manual_seed resets."""
 
@@ -279,12 +309,12 @@ _RANDOM_HIGH = {"float32": 2 ** 24 + 1, "float64": 2 ** 53 + 1, "int64": 2 ** 63
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
     _check_float(self.dtype, "check_uniform_bounds")
-    return fill_drawn(self, generator, lambda rng, shape: rng.uniform(a, b, shape))
+    return fill_floats(self, generator, "random", b - a, a)
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     _check_float(self.dtype, "normal_kernel_cpu")
-    return fill_drawn(self, generator, lambda rng, shape: rng.normal(mean, std, shape))
+    return fill_floats(self, generator, "standard_normal", std, mean)
 
 
 def random_(self, from_=0, to=None, *, generator=None):

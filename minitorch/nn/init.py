@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 
 from ..autograd import no_grad
-from ..random import _check_float, fill_drawn, host_rng
+from ..random import _check_float, fill_drawn, fill_floats, host_rng
 from ..tensor import eye as _eye, tensor as _as_tensor, zeros as _zeros
 
 __all__ = [
@@ -52,13 +52,15 @@ def _draw(tensor, generator, sample):
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Values drawn from U(a, b)."""
     _check_float(tensor.dtype, "check_uniform_bounds")
-    return _draw(tensor, generator, lambda rng, shape: rng.uniform(a, b, shape))
+    with no_grad():
+        return fill_floats(tensor, generator, "random", b - a, a)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Values drawn from N(mean, std²)."""
     _check_float(tensor.dtype, "normal_kernel_cpu")
-    return _draw(tensor, generator, lambda rng, shape: rng.normal(mean, std, shape))
+    with no_grad():
+        return fill_floats(tensor, generator, "standard_normal", std, mean)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
