@@ -157,7 +157,7 @@ class DistributedDataParallel(Module):
         if left:
             return
         b, i = self._locate[key]
-        self._buckets[b].slot(i)[...] = FlatBuffer(param.grad).array
+        _read_grad(param.grad, self._buckets[b].slots[i])
         self._slot_filled(param)
 
     def _slot_filled(self, param):
@@ -241,7 +241,15 @@ def _write_grad(param, averaged):
         from ...tensor import zeros_like
         grad = param.grad = zeros_like(param)
     data = grad._data
-    data.backend.strided_set(averaged, data.buffer, data.shape, data.strides, data.offset)
+    if data.is_compact():
+        data.flat()[...] = averaged         # bytes moved (numpy or cupy), no arithmetic
+    else:
+        data.backend.strided_set(averaged, data.buffer, data.shape, data.strides, data.offset)
+
+
+def _read_grad(grad, slot):
+    data = grad._data
+    slot[...] = data.flat() if data.is_compact() else FlatBuffer(grad).array
 
 
 def _leaf_uses(output, wanted):
