@@ -106,6 +106,8 @@ class DistributedDataParallel(Module):
             self._check_prior_reduction_finished()
         if self.broadcast_buffers and self._world > 1 and is_grad_enabled():
             self._sync_buffers()
+        if self.device_ids:         # torch moves the inputs to the replica's device
+            inputs, kwargs = _to_device((inputs, kwargs), self.device_ids[0])
         output = self.module(*inputs, **kwargs)
         if syncing:
             self._prepare_for_backward(output)
@@ -226,6 +228,12 @@ class DistributedDataParallel(Module):
 
     def extra_repr(self):
         return ""
+
+
+def _to_device(tree, device_id):
+    from ..._pytree import tree_map
+    device = f"cuda:{device_id}" if isinstance(device_id, int) else device_id
+    return tree_map(lambda x: x.to(device) if isinstance(x, Tensor) else x, tree)
 
 
 def _uint8():
