@@ -140,8 +140,8 @@ class DistributedDataParallel(Module):
                 self._buckets[b].slot(i)[...] = 0
             for p in unused:
                 self._slot_filled(p)
-        elif any(count == 0 for count in self._expected.values()):
-            pass    # torch's behaviour: the reduction never completes; the next forward says so
+        # else an unused parameter leaves the reduction unfinished, and (as in torch) the next
+        # forward says so
 
     # ---- backward -----------------------------------------------------------------------------
     def _grad_ready(self, param):
