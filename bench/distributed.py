@@ -32,8 +32,10 @@ def main():
     args = parser.parse_args()
     if "OMPI_COMM_WORLD_SIZE" not in os.environ and "PMIX_RANK" not in os.environ:
         from minitorch.distributed.run import find_mpiexec
-        command = [find_mpiexec(), "-n", str(args.ranks), "--allow-run-as-root",
-                   sys.executable, os.path.abspath(__file__), *sys.argv[1:]]
+        command = [find_mpiexec(), "-n", str(args.ranks)]
+        if os.geteuid() == 0:
+            command.append("--allow-run-as-root")
+        command += [sys.executable, os.path.abspath(__file__), *sys.argv[1:]]
         sys.exit(subprocess.run(command, env=dict(os.environ, OMP_NUM_THREADS="1")).returncode)
     bench(args)
 

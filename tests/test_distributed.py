@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -36,18 +37,25 @@ def _environment():
 
 
 def launch(command, timeout):
-    """Run a job in its own session; on timeout kill the whole session and fail."""
+    """Run a job in its own session; on timeout kill the whole session and fail. Open MPI's
+    shared-memory backing files go to a folder of the job's own, removed afterwards: a rank
+    that aborts (the failure tests) cannot unlink its segment, which would stay in /dev/shm."""
     started = time.monotonic()
-    process = subprocess.Popen(command, cwd=SCRIPTS, env=_environment(), text=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               start_new_session=True)
+    backing = tempfile.mkdtemp(prefix="minitorch-mpi-")
+    env = dict(_environment(), OMPI_MCA_btl_sm_backing_directory=backing)
     try:
-        out, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        out, err = process.communicate()
-        pytest.fail(f"{command} hung past {timeout} s\n{out}\n{err}")
-    assert not _survivors(process.pid), "processes of the job outlived mpiexec"
+        process = subprocess.Popen(command, cwd=SCRIPTS, env=env, text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   start_new_session=True)
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            out, err = process.communicate()
+            pytest.fail(f"{command} hung past {timeout} s\n{out}\n{err}")
+        assert not _survivors(process.pid), "processes of the job outlived mpiexec"
+    finally:
+        shutil.rmtree(backing, ignore_errors=True)
     return process.returncode, out, err, time.monotonic() - started
 
 

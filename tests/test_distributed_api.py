@@ -124,7 +124,8 @@ def test_sampler_shuffles_the_same_on_every_rank_and_per_epoch():
 
 
 def test_sampler_checks_rank_and_needs_a_group():
-    with pytest.raises(ValueError, match=r"Invalid rank 3, rank should be in the interval \[0, 2\]"):
+    with pytest.raises(ValueError,
+                       match=r"Invalid rank 3, rank should be in the interval \[0, 2\]"):
         DistributedSampler(range(4), 3, 3)
     with pytest.raises(ValueError, match="Default process group has not been initialized"):
         DistributedSampler(range(4))

@@ -1,7 +1,7 @@
 """mt.distributed: torch.distributed's API on MPI (mpi4py, CPU tensors) and NCCL (CuPy, cuda
 tensors). Importing it is cheap: the engines load in init_process_group.
 
-    mpiexec -n 2 python train.py        # or: python -m minitorch.distributed.run --nproc-per-node 2 train.py
+    python -m minitorch.distributed.run --nproc-per-node 2 train.py   # or mpiexec -n 2 python …
     dist.init_process_group("mpi")
     dist.all_reduce(t, op=dist.ReduceOp.AVG)
 """

@@ -205,7 +205,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     pg = resolve(group)
     if pg is None:
         return None
-    _check_sized(pg, "all_gather_into_tensor", output_tensor, input_tensor, pg.size(), 1)
+    _check_sized(pg, "all_gather_into_tensor", output_tensor, input_tensor, pg.size())
     _check_device(pg, "allgather", output_tensor, input_tensor)
     _verify_same_call(pg, "all_gather_into_tensor", input_tensor)
     output = FlatBuffer(output_tensor)
@@ -220,7 +220,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     if pg is None:
         return None
     engine_op = _engine_op(op, input)
-    _check_sized(pg, "reduce_scatter_tensor", input, output, pg.size(), 1)
+    _check_sized(pg, "reduce_scatter_tensor", input, output, pg.size())
     _check_device(pg, "reduce_scatter", output, input)
     _verify_same_call(pg, "reduce_scatter_tensor", input)
     result = FlatBuffer(output)
@@ -230,7 +230,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
                      _averager(pg, engine_op, output))
 
 
-def _check_sized(pg, operation, big, small, factor, _):
+def _check_sized(pg, operation, big, small, factor):
     """`big` holds `factor` times `small`'s elements, of the same dtype."""
     if big.dtype is not small.dtype:
         raise RuntimeError(f"ProcessGroup{pg.engine.name.upper()}::{operation}: input and output "

@@ -40,9 +40,6 @@ class ProcessGroup:
     def size(self):
         return self.engine.size
 
-    def name_backend(self):
-        return self.engine.name
-
     def group_rank(self, global_rank, role, operation):
         """The rank inside this group of a global src/dst rank (torch's checks)."""
         if not isinstance(global_rank, int) or isinstance(global_rank, bool):

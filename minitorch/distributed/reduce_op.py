@@ -20,8 +20,9 @@ class ReduceOp(enum.Enum):
 def check_op(op):
     """torch's TypeError for anything but a ReduceOp member."""
     if not isinstance(op, ReduceOp):
-        raise TypeError(f"(): incompatible function arguments. The following argument types are "
-                        f"supported:\n    1. (self, arg0: ReduceOp) -> None\n\nInvoked with: {op!r}")
+        raise TypeError("(): incompatible function arguments. The following argument types are "
+                        "supported:\n    1. (self, arg0: ReduceOp) -> None\n\n"
+                        f"Invoked with: {op!r}")
     return op
 
 

@@ -171,9 +171,9 @@ expect(RuntimeError, "receiving from any source is not supported",
 mt.manual_seed(0)
 model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2)).to("cuda")
 reference = [p.detach().cpu().numpy().copy() for p in model.parameters()]
-ddp = nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)
+ddp = nn.parallel.DistributedDataParallel(model, device_ids=[0], find_unused_parameters=True)
 x = mt.randn(5, 4)
-F.mse_loss(ddp(x.to("cuda")), mt.zeros(5, 2, device="cuda")).backward()
+F.mse_loss(ddp(x), mt.zeros(5, 2, device="cuda")).backward()     # device_ids moves x
 grads = [p.grad.cpu().numpy() for p in model.parameters()]
 cpu_model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
 with mt.no_grad():

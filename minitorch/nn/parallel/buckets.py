@@ -23,13 +23,13 @@ class Bucket:
         self.tensor = wrap(NDArray(flat, (total,), contiguous_strides((total,)), 0,
                                    sample.dtype, sample.device, backend))
         self.array = flat
+        self.slots = [flat[start:start + p.numel()] for start, p in zip(self.offsets, params)]
         self.waiting = 0          # parameters whose gradient has not arrived this backward
         self.work = None          # the all-reduce in flight
 
     def slot(self, index):
         """The part of the flat buffer holding params[index]'s gradient."""
-        start = self.offsets[index]
-        return self.array[start:start + self.params[index].numel()]
+        return self.slots[index]
 
 
 def assign_buckets(params, cap_bytes, first_cap_bytes=FIRST_BUCKET_BYTES):

@@ -106,6 +106,8 @@ class DistributedDataParallel(Module):
             self._check_prior_reduction_finished()
         if self.broadcast_buffers and self._world > 1 and is_grad_enabled():
             self._sync_buffers()
+        if self.device_ids:         # torch moves the inputs to the replica's device
+            inputs, kwargs = _to_device((inputs, kwargs), self.device_ids[0])
         output = self.module(*inputs, **kwargs)
         if syncing:
             self._prepare_for_backward(output)
@@ -138,8 +140,8 @@ class DistributedDataParallel(Module):
                 self._buckets[b].slot(i)[...] = 0
             for p in unused:
                 self._slot_filled(p)
-        elif any(count == 0 for count in self._expected.values()):
-            pass    # torch's behaviour: the reduction never completes; the next forward says so
+        # else an unused parameter leaves the reduction unfinished, and (as in torch) the next
+        # forward says so
 
     # ---- backward -----------------------------------------------------------------------------
     def _grad_ready(self, param):
@@ -157,7 +159,7 @@ class DistributedDataParallel(Module):
         if left:
             return
         b, i = self._locate[key]
-        self._buckets[b].slot(i)[...] = FlatBuffer(param.grad).array
+        _read_grad(param.grad, self._buckets[b].slots[i])
         self._slot_filled(param)
 
     def _slot_filled(self, param):
@@ -228,6 +230,12 @@ class DistributedDataParallel(Module):
         return ""
 
 
+def _to_device(tree, device_id):
+    from ..._pytree import tree_map
+    device = f"cuda:{device_id}" if isinstance(device_id, int) else device_id
+    return tree_map(lambda x: x.to(device) if isinstance(x, Tensor) else x, tree)
+
+
 def _uint8():
     from ... import dtypes
     return dtypes.uint8
@@ -241,7 +249,15 @@ def _write_grad(param, averaged):
         from ...tensor import zeros_like
         grad = param.grad = zeros_like(param)
     data = grad._data
-    data.backend.strided_set(averaged, data.buffer, data.shape, data.strides, data.offset)
+    if data.is_compact():
+        data.flat()[...] = averaged         # bytes moved (numpy or cupy), no arithmetic
+    else:
+        data.backend.strided_set(averaged, data.buffer, data.shape, data.strides, data.offset)
+
+
+def _read_grad(grad, slot):
+    data = grad._data
+    slot[...] = data.flat() if data.is_compact() else FlatBuffer(grad).array
 
 
 def _leaf_uses(output, wanted):
