@@ -50,6 +50,13 @@ ctypedef fused anyt:
     uint8_t
 
 
+cdef inline int class_bit(int dt) noexcept nogil:
+    """The opcodes.py dtype class of a storage dtype code, as a support-mask bit."""
+    if dt == DT_F32 or dt == DT_F64:
+        return OPS_FLOAT
+    return OPS_INT64 if dt == DT_I64 else OPS_UINT8
+
+
 cdef str op_name(object enum, int op):
     """The enum member's name for error messages (the number if it is not a member)."""
     try:
@@ -1068,20 +1075,13 @@ cdef void unary_pred(int op, const anyt* a, uint8_t* o, Py_ssize_t n) noexcept n
             o[i] = a[i] - a[i] == 0     # inf - inf and NaN - NaN are NaN
 
 
-cdef inline bint unary_supported(int op, int dt) noexcept:
-    if op == UNARY_LOGICAL_NOT or op == UNARY_ISNAN or op == UNARY_ISINF or op == UNARY_ISFINITE:
-        return True
-    if dt == DT_F32 or dt == DT_F64:
-        return UNARY_IDENTITY <= op <= UNARY_ERF or UNARY_SINH <= op <= UNARY_BESSEL_J1
-    if dt == DT_I64:
-        return (op == UNARY_IDENTITY or op == UNARY_NEG or op == UNARY_ABS or op == UNARY_SIGN
-                or op == UNARY_SQUARE or op == UNARY_RELU or op == UNARY_BITWISE_NOT)
-    return op == UNARY_IDENTITY
+cdef inline bint unary_supported(int op, int dt) noexcept nogil:
+    """The op table of minitorch/opcodes.py (generated into opcodes.pxd by setup.py)."""
+    return unary_accepts(op, class_bit(dt))
 
 
 cdef inline bint unary_is_pred(int op) noexcept nogil:
-    return (op == UNARY_LOGICAL_NOT or op == UNARY_ISNAN or op == UNARY_ISINF
-            or op == UNARY_ISFINITE)
+    return unary_writes_bool(op)
 
 
 cdef void unary_chunk(int op, int dt, const char* a, char* o, Py_ssize_t lo,
@@ -1647,22 +1647,12 @@ cdef void pred_row(int op, uint8_t* o, const anyt* x, Py_ssize_t sx, const anyt*
 
 
 cdef inline bint binary_is_pred(int op) noexcept nogil:
-    return BINARY_EQ <= op <= BINARY_LOGICAL_XOR
+    return binary_writes_bool(op)
 
 
-cdef inline bint binary_supported(int op, int dt) noexcept:
-    if binary_is_pred(op):
-        return True
-    if dt == DT_F32 or dt == DT_F64:
-        return (BINARY_ADD <= op <= BINARY_SIGMOID_BACKWARD or BINARY_HYPOT <= op <= BINARY_XLOGY
-                or BINARY_NEXTAFTER <= op <= BINARY_XLOG1PY)
-    if dt == DT_I64:
-        return (op == BINARY_ADD or op == BINARY_SUB or op == BINARY_MUL or op == BINARY_POW
-                or op == BINARY_MAXIMUM or op == BINARY_MINIMUM or op == BINARY_FLOOR_DIVIDE
-                or op == BINARY_REMAINDER or BINARY_BITWISE_AND <= op <= BINARY_RIGHT_SHIFT
-                or op == BINARY_HEAVISIDE or op == BINARY_GCD or op == BINARY_LCM)
-    return (op == BINARY_ADD or op == BINARY_MUL or op == BINARY_MAXIMUM or op == BINARY_MINIMUM
-            or op == BINARY_HEAVISIDE)
+cdef inline bint binary_supported(int op, int dt) noexcept nogil:
+    """The op table of minitorch/opcodes.py (generated into opcodes.pxd by setup.py)."""
+    return binary_accepts(op, class_bit(dt))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import functools
 
 import numpy as np
 
-from ..opcodes import BinaryOp, ReduceOp, UnaryOp
+from ..opcodes import FLOAT, BinaryOp, ReduceOp, UnaryOp
 from . import launch as L
 
 DTYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
@@ -19,15 +19,8 @@ DTYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
 SHOWN = {"float32": "float32", "float64": "float64", "int64": "int64", "uint8": "bool"}
 I64, I32 = np.int64, np.int32
 
-_UNARY_PREDICATES = {UnaryOp.LOGICAL_NOT, UnaryOp.ISNAN, UnaryOp.ISINF, UnaryOp.ISFINITE}
-_UNARY_INT = {UnaryOp.IDENTITY, UnaryOp.NEG, UnaryOp.ABS, UnaryOp.SIGN, UnaryOp.SQUARE,
-              UnaryOp.RELU, UnaryOp.BITWISE_NOT}
-_BINARY_PREDICATES = set(range(BinaryOp.EQ, BinaryOp.LOGICAL_XOR + 1))
-_BINARY_INT = {BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL, BinaryOp.POW, BinaryOp.MAXIMUM,
-               BinaryOp.MINIMUM, BinaryOp.FLOOR_DIVIDE, BinaryOp.REMAINDER, BinaryOp.BITWISE_AND,
-               BinaryOp.BITWISE_OR, BinaryOp.BITWISE_XOR, BinaryOp.LEFT_SHIFT,
-               BinaryOp.RIGHT_SHIFT}
-_BINARY_BOOL = {BinaryOp.ADD, BinaryOp.MUL, BinaryOp.MAXIMUM, BinaryOp.MINIMUM}
+_UNARY_OPS = frozenset(int(op) for op in UnaryOp)
+_BINARY_OPS = frozenset(int(op) for op in BinaryOp)
 _BINARY_CAN_FAIL = {BinaryOp.POW, BinaryOp.FLOOR_DIVIDE, BinaryOp.REMAINDER}
 _ARG_OPS = {ReduceOp.ARGMAX, ReduceOp.ARGMIN}
 _SCATTER_REDUCE_OPS = {ReduceOp.PROD, ReduceOp.MAX, ReduceOp.MIN}
@@ -43,29 +36,18 @@ def _op_name(enum, op):
         return str(op)
 
 
+def dtype_class(dtype):
+    """The opcodes.py dtype class (FLOAT, INT64, UINT8) of a storage dtype name."""
+    return FLOAT if dtype in L.FLOAT_TYPES else dtype
+
+
 def unary_supported(op, dtype):
-    """Same table as the CPU backend (minitorch/_cpu/elementwise.pyx)."""
-    if op in _UNARY_PREDICATES:
-        return True
-    if dtype in L.FLOAT_TYPES:
-        return UnaryOp.IDENTITY <= op <= UnaryOp.ERF or UnaryOp.SINH <= op <= UnaryOp.BESSEL_J1
-    if dtype == "int64":
-        return op in _UNARY_INT
-    return op == UnaryOp.IDENTITY
+    """From the op table in minitorch/opcodes.py, as the CPU kernels check it."""
+    return op in _UNARY_OPS and UnaryOp(op).supports(dtype_class(dtype))
 
 
 def binary_supported(op, dtype):
-    if op in _BINARY_PREDICATES:
-        return True
-    if dtype in L.FLOAT_TYPES:
-        return (BinaryOp.ADD <= op <= BinaryOp.SIGMOID_BACKWARD
-                or BinaryOp.HYPOT <= op <= BinaryOp.XLOGY
-                or BinaryOp.NEXTAFTER <= op <= BinaryOp.XLOG1PY)
-    if op == BinaryOp.HEAVISIDE:                # the one new op with integer and bool kernels
-        return True
-    if dtype == "int64":
-        return op in _BINARY_INT or op in (BinaryOp.GCD, BinaryOp.LCM)
-    return op in _BINARY_BOOL
+    return op in _BINARY_OPS and BinaryOp(op).supports(dtype_class(dtype))
 
 
 def reduce_supported(op, dtype):
@@ -243,7 +225,7 @@ class GpuBackend:
         if not unary_supported(op, name):
             raise TypeError(f"unary op {_op_name(UnaryOp, op)} is not supported for dtype "
                             f"{SHOWN[name]}")
-        if out_name != ("uint8" if op in _UNARY_PREDICATES else name):
+        if out_name != ("uint8" if UnaryOp(op).writes_bool else name):
             raise TypeError(f"unary op {_op_name(UnaryOp, op)} on {SHOWN[name]} cannot write "
                             f"{SHOWN[out_name]}")
         if out.size != a.size:
@@ -263,7 +245,7 @@ class GpuBackend:
         if not binary_supported(op, name):
             raise TypeError(f"binary op {_op_name(BinaryOp, op)} is not supported for dtype "
                             f"{SHOWN[name]}")
-        if out_name != ("uint8" if op in _BINARY_PREDICATES else name):
+        if out_name != ("uint8" if BinaryOp(op).writes_bool else name):
             raise TypeError(f"binary op {_op_name(BinaryOp, op)} on {SHOWN[name]} cannot write "
                             f"{SHOWN[out_name]}")
         shape, a_strides = _dims(shape, a_strides)
