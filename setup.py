@@ -17,16 +17,28 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CPU_DIR = os.path.join("minitorch", "_cpu")
+KERNELS_DIR = os.path.join("minitorch", "_kernels")     # C headers shared with the CUDA kernels
 DEBUG = os.environ.get("MINITORCH_DEBUG") == "1"
 PORTABLE = os.environ.get("MINITORCH_PORTABLE") == "1"
 
 
-SUPPORT_CHECKS = """
-cdef inline bint {prefix}_accepts(int op, int class_bit) noexcept nogil:
-    \"\"\"Whether op's kernels take operands of the dtype class `class_bit` (OPS_FLOAT...).\"\"\"
-    return 0 <= op < {prefix_upper}_OP_COUNT and ({prefix_upper}_SUPPORT[op] & class_bit) != 0
+CLASS_OF_DTYPE = """
+from minitorch._cpu.common cimport DT_F32, DT_F64, DT_I64
 
-cdef inline bint {prefix}_writes_bool(int op) noexcept nogil:
+cdef inline int class_bit(int dt) noexcept nogil:
+    \"\"\"The dtype class (a mask bit) of a storage dtype code of common.pxd.\"\"\"
+    if dt == DT_F32 or dt == DT_F64:
+        return OPS_FLOAT
+    return OPS_INT64 if dt == DT_I64 else OPS_UINT8
+"""
+
+SUPPORT_CHECKS = """
+cdef inline bint {prefix}_supported(int op, int dt) noexcept nogil:
+    \"\"\"Whether op's kernels take operands of storage dtype code `dt`.\"\"\"
+    return 0 <= op < {prefix_upper}_OP_COUNT and ({prefix_upper}_SUPPORT[op] & class_bit(dt)) != 0
+
+cdef inline bint {prefix}_is_pred(int op) noexcept nogil:
+    \"\"\"Whether op writes bool whatever its operands' dtype (a predicate).\"\"\"
     return 0 <= op < {prefix_upper}_OP_COUNT and ({prefix_upper}_SUPPORT[op] & OPS_WRITES_BOOL) != 0
 """
 
@@ -48,6 +60,7 @@ def write_opcodes_pxd():
               for name, masks in supports]
     lines.append('    """')
     lines += [f"    const unsigned char {name}[{len(masks)}]" for name, masks in supports]
+    lines.append(CLASS_OF_DTYPE)
     for name, _ in supports:
         prefix = name.split("_")[0]
         lines.append(SUPPORT_CHECKS.format(prefix=prefix.lower(), prefix_upper=prefix))
@@ -108,7 +121,7 @@ def cpu_extensions():
     if wanted:
         names = [n for n in names if n in wanted.split(",")]
     return [Extension(f"minitorch._cpu.{name}", [os.path.join(CPU_DIR, f"{name}.pyx")],
-                      include_dirs=[np.get_include()],
+                      include_dirs=[np.get_include(), KERNELS_DIR],
                       define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")])
             for name in names]
 

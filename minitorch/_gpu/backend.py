@@ -438,7 +438,7 @@ class GpuBackend:
         """out = softmax (log_softmax when `log`) of each length-n row of compact float a."""
         name = self._softmax_rows(a, out, n, "softmax_last")
         if a.size:
-            self._launch("elementwise", name, f"softmax_rows_kernel<{L.CTYPES[name]}>",
+            self._launch("fused", name, f"softmax_rows_kernel<{L.CTYPES[name]}>",
                          L.row_warp_grid(a.size // n), (a, out, I64(a.size // n), I64(n),
                                                         I32(bool(log))))
 
@@ -450,7 +450,7 @@ class GpuBackend:
         if _dtype_name(y, "softmax_backward_last") != name or y.size != g.size:
             raise ValueError("softmax_backward_last: y must match g in dtype and size")
         if g.size:
-            self._launch("elementwise", name,
+            self._launch("fused", name,
                          f"softmax_backward_rows_kernel<{L.CTYPES[name]}>",
                          L.row_warp_grid(g.size // n),
                          (g, y, out, I64(g.size // n), I64(n), I32(bool(log))))
@@ -469,7 +469,7 @@ class GpuBackend:
         scalar = np.float32 if name == "float32" else np.float64
         hyper = (-1.0 if maximize else 1.0, param_scale, grad_decay, 1.0 - beta1, beta2,
                  1.0 - beta2, eps, bias_correction2_sqrt, -step_size)
-        self._launch("elementwise", name, f"adam_kernel<{L.CTYPES[name]}>",
+        self._launch("fused", name, f"adam_kernel<{L.CTYPES[name]}>",
                      L.flat_grid(param.size),
                      (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, I64(param.size))
                      + tuple(scalar(x) for x in hyper))
