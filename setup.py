@@ -54,10 +54,11 @@ def write_opcodes_pxd():
     lines += [f"    OPS_{name.upper()} = {bit}" for name, bit in table["CLASS_BITS"].items()]
     lines.append(f"    OPS_WRITES_BOOL = {table['WRITES_BOOL_BIT']}")
     supports = table["c_support_tables"]()
-    lines += [f"    {name.replace('SUPPORT', 'OP_COUNT')} = {len(masks)}" for name, masks in supports]
-    lines += ["", "cdef extern from *:", '    """']
-    lines += [f"    static const unsigned char {name}[{len(masks)}] = {{{', '.join(map(str, masks))}}};"
+    lines += [f"    {name.replace('SUPPORT', 'OP_COUNT')} = {len(masks)}"
               for name, masks in supports]
+    lines += ["", "cdef extern from *:", '    """']
+    lines += [f"    static const unsigned char {name}[{len(masks)}] = "
+              f"{{{', '.join(map(str, masks))}}};" for name, masks in supports]
     lines.append('    """')
     lines += [f"    const unsigned char {name}[{len(masks)}]" for name, masks in supports]
     lines.append(CLASS_OF_DTYPE)

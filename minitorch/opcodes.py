@@ -103,6 +103,7 @@ class UnaryOp(OpEnum):
     ERFCX = 51, FLOAT                   # e^(x^2) erfc(x)
     BESSEL_J0 = 52, FLOAT
     BESSEL_J1 = 53, FLOAT
+    SPHERICAL_BESSEL_J0 = 54, FLOAT     # sin(x) / x
 
 
 class BinaryOp(OpEnum):

@@ -5,12 +5,14 @@ IGAMMAC, XLOG1PY and the composites; reduce: softmax, log_softmax, logsumexp); t
 names them as torch.special does.
 """
 from .functions import elementwise as _E, reduce as _R
+from .functions._new_op_example import special_spherical_bessel_j0 as spherical_bessel_j0
 
 __all__ = [
     'bessel_j0', 'bessel_j1', 'digamma', 'entr', 'erf', 'erfc', 'erfcx', 'erfinv', 'exp2',
     'expit', 'expm1', 'gammainc', 'gammaincc', 'gammaln', 'i0', 'i0e', 'i1', 'i1e', 'log1p',
     'log_ndtr', 'log_softmax', 'logit', 'logsumexp', 'multigammaln', 'ndtr', 'ndtri',
-    'polygamma', 'psi', 'round', 'sinc', 'softmax', 'xlog1py', 'xlogy', 'zeta',
+    'polygamma', 'psi', 'round', 'sinc', 'softmax', 'spherical_bessel_j0', 'xlog1py', 'xlogy',
+    'zeta',
 ]
 
 bessel_j0 = _E.special_bessel_j0

@@ -22,6 +22,7 @@ from minitorch._cpu.common cimport (buffer_dtype, chunk_start, collapse_dims, DT
                                       DT_F64, DT_I64, load_dims, load_strides, MAX_DIMS, op_name,
                                       shape_size, threads_for, unravel_offset)
 from minitorch._cpu.opcodes cimport *
+from minitorch._cpu.special_math cimport sp_igamma, sp_igammac, sp_zeta
 from minitorch._cpu.vector_math cimport r_exp, real, vlog, vlogf
 from minitorch.opcodes import BinaryOp
 
@@ -40,12 +41,6 @@ ctypedef fused anyt:
     double
     int64_t
     uint8_t
-
-
-cdef extern from "special_math.h" nogil:
-    double sp_zeta(double x, double q)
-    double sp_igamma(double a, double x)
-    double sp_igammac(double a, double x)
 
 
 cdef int check_view(cnp.ndarray buf, int nd, const Py_ssize_t* shape, const Py_ssize_t* strides,

@@ -1,7 +1,7 @@
 """Unary elementwise CPU kernels: out[i] = op(a[i]) over a compact buffer, for every UnaryOp.
 
 The op is picked once per call and each op runs its own tight loop, so gcc vectorizes most of
-them; the special functions (ERFINV..BESSEL_J1) come from minitorch/_kernels/special_math.h,
+them; the special functions (ERFINV and after) come from minitorch/_kernels/special_math.h,
 which the CUDA kernels share.
 """
 cimport numpy as cnp
@@ -19,6 +19,7 @@ from libc.string cimport memmove
 from minitorch._cpu.common cimport (buffer_dtype, chunk_start, DT_BOOL, DT_F32, DT_F64, DT_I64,
                                       op_name, threads_for)
 from minitorch._cpu.opcodes cimport *
+from minitorch._cpu.special_math cimport *
 from minitorch._cpu.vector_math cimport r_exp, real, vexp, vexpf, vlog, vlogf, vtanh, vtanhf
 from minitorch.opcodes import UnaryOp
 
@@ -95,27 +96,6 @@ cdef inline real r_trigamma(real x) noexcept nogil:
     ixx = one / (x * x)
     result += (one + one / (2 * x) + ixx * (one / 6 - ixx * (one / 30 - ixx * (one / 42)))) / x
     return sign * result
-
-
-# ---------------------------------------------------------------------------------------------
-# special functions (ERFINV..BESSEL_J1, ZETA, IGAMMA, IGAMMAC): written once, in C, for both
-# backends (minitorch/_kernels/special_math.h); double in, double out.
-# ---------------------------------------------------------------------------------------------
-
-cdef extern from "special_math.h" nogil:
-    double sp_erfinv(double y)
-    double sp_i0(double x)
-    double sp_i0e(double x)
-    double sp_i1(double x)
-    double sp_i1e(double x)
-    double sp_ndtri(double y)
-    double sp_log_ndtr(double x)
-    double sp_erfcx(double x)
-    double sp_bessel_j0(double x)
-    double sp_bessel_j1(double x)
-    double sp_zeta(double x, double q)
-    double sp_igamma(double a, double x)
-    double sp_igammac(double a, double x)
 
 
 cdef void unary_real(int op, const real* a, real* o, Py_ssize_t n) noexcept nogil:
@@ -251,7 +231,7 @@ cdef void unary_real_math(int op, const real* a, real* o, Py_ssize_t n) noexcept
 
 
 cdef void unary_real_special(int op, const real* a, real* o, Py_ssize_t n) noexcept nogil:
-    """ERFINV..BESSEL_J1, computed in double (see the special functions above)."""
+    """ERFINV..BESSEL_J1 and SPHERICAL_BESSEL_J0, computed in double (special_math.h)."""
     cdef Py_ssize_t i
     if op == UNARY_ERFINV:
         for i in range(n):
@@ -283,6 +263,9 @@ cdef void unary_real_special(int op, const real* a, real* o, Py_ssize_t n) noexc
     elif op == UNARY_BESSEL_J1:
         for i in range(n):
             o[i] = <real>sp_bessel_j1(a[i])
+    elif op == UNARY_SPHERICAL_BESSEL_J0:
+        for i in range(n):
+            o[i] = <real>sp_spherical_bessel_j0(a[i])
 
 
 cdef void unary_int(int op, const int64_t* a, int64_t* o, Py_ssize_t n) noexcept nogil:

@@ -8,7 +8,7 @@ import pathlib
 
 import numpy as np
 
-from ..opcodes import c_constants
+from ..opcodes import BinaryOp, UnaryOp, c_constants
 
 KERNEL_DIR = pathlib.Path(__file__).resolve().parent / "kernels"
 SHARED_DIR = KERNEL_DIR.parent.parent / "_kernels"    # C headers shared with the CPU kernels
@@ -38,9 +38,14 @@ MATMUL_TILES = {"large": (128, 128, 8, 8, 8), "small": (64, 64, 8, 4, 4)}
 # sources and template instances
 
 def opcode_prelude():
-    """`#define UNARY_EXP 4`-style lines from minitorch.opcodes: that file stays the only place
-    where op numbers are written down."""
-    return "".join(f"#define {name} {value}\n" for name, value in c_constants())
+    """`#define UNARY_EXP 4`-style lines from minitorch.opcodes, and X-macros listing every
+    unary and binary op (`UNARY_OPS(X)` expands to X(UNARY_IDENTITY) X(UNARY_NEG) ...) for the
+    kernels' dispatch switches: that file stays the only place where ops are written down."""
+    lines = [f"#define {name} {value}\n" for name, value in c_constants()]
+    for enum, prefix in ((UnaryOp, "UNARY"), (BinaryOp, "BINARY")):
+        cases = " ".join(f"X({prefix}_{op.name})" for op in enum)
+        lines.append(f"#define {prefix}_OPS(X) {cases}\n")
+    return "".join(lines)
 
 
 def module_source(module):

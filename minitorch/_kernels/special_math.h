@@ -1,5 +1,5 @@
 /* Special functions written once for both backends: erfinv, i0e/i1e, ndtri, erfcx, log_ndtr,
- * bessel_j0/j1, Hurwitz zeta and the regularized incomplete gamma functions. No libm has them, so
+ * bessel_j0/j1, spherical_bessel_j0, Hurwitz zeta and the regularized incomplete gamma functions. No libm has them, so
  * they come from published approximations (Cephes, as torch and SciPy use them).
  *
  * Every function takes and returns double: both float dtypes compute in double and round once,
@@ -13,14 +13,19 @@
 #ifndef MINITORCH_SPECIAL_MATH_H
 #define MINITORCH_SPECIAL_MATH_H
 
+/* SPECIAL_FN for the functions, SPECIAL_INLINE for the small helpers: the CPU's results are
+ * bit-for-bit those of the Cython code this replaced only with the same inlining hints (NaN signs
+ * differ otherwise). */
 #ifdef SPECIAL_DEVICE
-#define SPECIAL_FN SPECIAL_DEVICE static inline
+#define SPECIAL_FN SPECIAL_DEVICE static
+#define SPECIAL_INLINE SPECIAL_DEVICE static inline
 #define SPECIAL_TABLE SPECIAL_DEVICE static const
 #define SPECIAL_INF __longlong_as_double(0x7ff0000000000000LL)
 #define SPECIAL_NAN __longlong_as_double(0x7ff8000000000000LL)
 #else
 #include <math.h>
-#define SPECIAL_FN static inline
+#define SPECIAL_FN static
+#define SPECIAL_INLINE static inline
 #define SPECIAL_TABLE static const
 #define SPECIAL_INF ((double)INFINITY)
 #define SPECIAL_NAN ((double)NAN)
@@ -173,7 +178,7 @@ SPECIAL_TABLE double LANCZOS_DENOM[13] = {
 #define SPECIAL_IGAMMA_MAXITER 2000
 
 /* c[0] x^n + ... + c[n] (Horner) */
-SPECIAL_FN double polevl(double x, const double* c, int n) {
+SPECIAL_INLINE double polevl(double x, const double* c, int n) {
     double r = c[0];
     int i;
     for (i = 1; i < n + 1; i++) r = r * x + c[i];
@@ -181,7 +186,7 @@ SPECIAL_FN double polevl(double x, const double* c, int n) {
 }
 
 /* x^n + c[0] x^(n-1) + ... + c[n-1]: polevl with an implied leading 1 */
-SPECIAL_FN double p1evl(double x, const double* c, int n) {
+SPECIAL_INLINE double p1evl(double x, const double* c, int n) {
     double r = x + c[0];
     int i;
     for (i = 1; i < n; i++) r = r * x + c[i];
@@ -189,7 +194,7 @@ SPECIAL_FN double p1evl(double x, const double* c, int n) {
 }
 
 /* a Chebyshev series of n terms at x in [-2, 2] (Clenshaw's recurrence, as in Cephes) */
-SPECIAL_FN double chbevl(double x, const double* c, int n) {
+SPECIAL_INLINE double chbevl(double x, const double* c, int n) {
     double b0 = c[0], b1 = 0, b2 = 0;
     int i;
     for (i = 1; i < n; i++) {
@@ -237,8 +242,8 @@ SPECIAL_FN double sp_i1e(double x) {
     return x < 0 ? -r : r;
 }
 
-SPECIAL_FN double sp_i0(double x) { return exp(fabs(x)) * sp_i0e(x); }
-SPECIAL_FN double sp_i1(double x) { return exp(fabs(x)) * sp_i1e(x); }
+SPECIAL_INLINE double sp_i0(double x) { return exp(fabs(x)) * sp_i0e(x); }
+SPECIAL_INLINE double sp_i1(double x) { return exp(fabs(x)) * sp_i1e(x); }
 
 /* x with Phi(x) = y0 (Cephes ndtri): 0 and 1 give -inf and inf, outside [0, 1] NaN */
 SPECIAL_FN double sp_ndtri(double y0) {
@@ -341,6 +346,19 @@ SPECIAL_FN double sp_bessel_j1(double x) {
             0.797884560802865355879892119868763737 / sqrt(ax);
     }
     return x < 0 ? -r : r;
+}
+
+/* spherical Bessel j0 = sin(x) / x as torch computes it: 0 at +-inf, its Taylor polynomial for
+ * |x| < 1/2 (where sin(x) / x would be 0 / 0 at x = 0) */
+SPECIAL_FN double sp_spherical_bessel_j0(double x) {
+    double z;
+    if (x == SPECIAL_INF || x == -SPECIAL_INF) return 0;
+    if (fabs(x) < 0.5) {
+        z = x * x;
+        return 1 + z * (-1.0 / 6 + z * (1.0 / 120 + z * (-1.0 / 5040 + z * (1.0 / 362880 +
+               z * (-1.0 / 39916800 + z * (1.0 / 6227020800.0))))));
+    }
+    return sin(x) / x;
 }
 
 /* Hurwitz zeta (Cephes zeta.c, as torch): direct sum until the terms are negligible or q + k > 9,
@@ -496,7 +514,7 @@ SPECIAL_FN double igamma_boundary(double a, double x, int upper) {
     return upper ? 1 - lower_value : lower_value;
 }
 
-SPECIAL_FN int igamma_at_boundary(double a, double x) {
+SPECIAL_INLINE int igamma_at_boundary(double a, double x) {
     return !(x > 0 && a > 0 && x < SPECIAL_INF && a < SPECIAL_INF);
 }
 
