@@ -1,5 +1,7 @@
 # Cython declarations of minitorch/_kernels/special_math.h, the special functions shared with the
 # CUDA kernels (double in, double out; see the header for where each comes from).
+from libc.math cimport fabs    # <math.h> goes before special_math.h, which uses it
+
 cdef extern from "special_math.h" nogil:
     double sp_erfinv(double y)
     double sp_i0(double x)

@@ -7,8 +7,9 @@
  *
  * Included by the Cython CPU kernels (minitorch/_cpu/elementwise.pyx, `cdef extern from`, compiled
  * as C) and by the CUDA kernels (minitorch/_gpu/kernels/elementwise.cu, compiled by NVRTC, nvcc
- * or the test emulator's g++). A CUDA includer defines SPECIAL_DEVICE as __device__ first; the file
- * then includes no system header (NVRTC has none) and uses CUDA's builtin double math.
+ * or the test emulator's g++). A CUDA includer defines SPECIAL_DEVICE as __device__ first and
+ * gets CUDA's builtin double math; a C includer includes <math.h> first. The file includes no
+ * header itself: NVRTC has none, and the CUDA loader pastes this text into each module.
  */
 #ifndef MINITORCH_SPECIAL_MATH_H
 #define MINITORCH_SPECIAL_MATH_H
@@ -22,8 +23,7 @@
 #define SPECIAL_TABLE SPECIAL_DEVICE static const
 #define SPECIAL_INF __longlong_as_double(0x7ff0000000000000LL)
 #define SPECIAL_NAN __longlong_as_double(0x7ff8000000000000LL)
-#else
-#include <math.h>
+#else   /* C: the includer has included <math.h> (special_math.pxd cimports libc.math first) */
 #define SPECIAL_FN static
 #define SPECIAL_INLINE static inline
 #define SPECIAL_TABLE static const
