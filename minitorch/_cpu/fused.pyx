@@ -1,3 +1,5 @@
+# cython: cdivision=True
+# (C division semantics, also in MINITORCH_DEBUG builds, as the rest of the elementwise kernels)
 """Fused CPU kernels that replace a chain of elementwise passes: softmax / log_softmax rows
 (forward and backward) and the Adam update (the CUDA twins are minitorch/_gpu/kernels/fused.cu).
 """

@@ -1,3 +1,5 @@
+# cython: cdivision=True
+# (C division semantics, also in MINITORCH_DEBUG builds, as the rest of the elementwise kernels)
 """Unary elementwise CPU kernels: out[i] = op(a[i]) over a compact buffer, for every UnaryOp.
 
 The op is picked once per call and each op runs its own tight loop, so gcc vectorizes most of

@@ -1,9 +1,9 @@
 # cython: cdivision=True
-# Vectorizable exp, log and tanh for the CPU kernels (elementwise, fused): libm's are scalar calls,
-# these branch-free versions (Cephes polynomials, special cases as selects) let gcc emit SIMD
-# loops; they are the hot ones (softmax, log-softmax, sigmoid, tanh). exp: Cody-Waite reduction
-# x = n*ln2 + r, a polynomial for e^r, and 2^n applied as two factors so that overflow gives inf
-# and underflow rounds gracefully through the subnormals; NaN propagates through r.
+# Vectorizable exp, log and tanh for the CPU kernels (unary, binary, fused): libm's are scalar
+# calls, these branch-free versions (Cephes polynomials, special cases as selects) let gcc emit
+# SIMD loops; they are the hot ones (softmax, log-softmax, sigmoid, tanh). exp: Cody-Waite
+# reduction x = n*ln2 + r, a polynomial for e^r, and 2^n applied as two factors so that overflow
+# gives inf and underflow rounds gracefully through the subnormals; NaN propagates through r.
 from libc.math cimport INFINITY, NAN, copysign, copysignf, fabs, fabsf
 from libc.stdint cimport int32_t, int64_t
 

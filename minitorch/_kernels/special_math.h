@@ -1,6 +1,7 @@
 /* Special functions written once for both backends: erfinv, i0e/i1e, ndtri, erfcx, log_ndtr,
- * bessel_j0/j1, spherical_bessel_j0, Hurwitz zeta and the regularized incomplete gamma functions. No libm has them, so
- * they come from published approximations (Cephes, as torch and SciPy use them).
+ * bessel_j0/j1, spherical_bessel_j0, Hurwitz zeta and the regularized incomplete gamma functions.
+ * No libm has them, so they come from published approximations (Cephes, as torch and SciPy use
+ * them).
  *
  * Every function takes and returns double: both float dtypes compute in double and round once,
  * since the series and recurrences below would lose several float32 digits otherwise.
