@@ -1,120 +1,159 @@
-"""Op codes shared by every backend: the one place where an elementwise or reduction op is named.
+"""Op codes shared by every backend: the one table where an elementwise or reduction op is
+declared: its number, the storage dtypes its kernels accept, and whether it writes bool.
 
-The CPU build turns these enums into a Cython `.pxd` (setup.py) and the GPU backend into
-`#define`s, so a new op is one member here plus one `case` per backend.
+The CPU build turns this table into a Cython `.pxd` (setup.py: the op constants and the support
+masks the kernels check) and the GPU backend into `#define`s and its host-side checks, so a new
+op is one line here plus one `case` per backend (docs/adding_an_op.md).
 """
 from enum import IntEnum
 
-
-class UnaryOp(IntEnum):
-    """out[i] = f(a[i]); predicates (ISNAN, ISINF, LOGICAL_NOT) write bool."""
-    IDENTITY = 0
-    NEG = 1
-    ABS = 2
-    SIGN = 3
-    EXP = 4
-    LOG = 5
-    LOG1P = 6
-    EXPM1 = 7
-    SQRT = 8
-    RSQRT = 9
-    SIN = 10
-    COS = 11
-    TANH = 12
-    SIGMOID = 13
-    RELU = 14
-    RECIPROCAL = 15
-    SQUARE = 16
-    FLOOR = 17
-    CEIL = 18
-    ROUND = 19
-    TRUNC = 20
-    ERF = 21
-    LOGICAL_NOT = 22
-    ISNAN = 23
-    ISINF = 24
-    ISFINITE = 25
-    BITWISE_NOT = 26        # integers only
-    # Float-only math, appended so existing numbers never move: the support tables accept
-    # IDENTITY..ERF and SINH..BESSEL_J1 for floats.
-    SINH = 27
-    COSH = 28
-    TAN = 29
-    ASIN = 30
-    ACOS = 31
-    ATAN = 32
-    ASINH = 33
-    ACOSH = 34
-    ATANH = 35
-    LOG2 = 36
-    LOG10 = 37
-    EXP2 = 38
-    ERFC = 39
-    LGAMMA = 40
-    DIGAMMA = 41            # lgamma's derivative
-    TRIGAMMA = 42           # digamma's derivative (polygamma(1, x))
-    FRAC = 43               # x - trunc(x)
-    # Special functions (float only): Cephes-style approximations written out in both backends.
-    ERFINV = 44
-    I0 = 45                 # modified Bessel functions of the first kind, order 0 and 1,
-    I0E = 46                # and their exponentially scaled forms e^-|x| I(x)
-    I1 = 47
-    I1E = 48
-    NDTRI = 49              # inverse of the standard normal CDF
-    LOG_NDTR = 50           # log of the standard normal CDF
-    ERFCX = 51              # e^(x^2) erfc(x)
-    BESSEL_J0 = 52
-    BESSEL_J1 = 53
+# Storage dtype classes a kernel can accept. UINT8 is the one-byte storage that bool and uint8
+# tensors share (uint8 arithmetic runs in int64, see minitorch/ndarray.py).
+FLOAT = "float"         # float32 and float64
+INT64 = "int64"
+UINT8 = "uint8"
+ALL = (FLOAT, INT64, UINT8)
+NUMERIC = (FLOAT, INT64)
+DTYPE_CLASSES = ALL
+# Bits of the generated support masks (setup.py writes them into minitorch/_cpu/opcodes.pxd).
+CLASS_BITS = {FLOAT: 1, INT64: 2, UINT8: 4}
+WRITES_BOOL_BIT = 8
 
 
-class BinaryOp(IntEnum):
-    """out[i] = f(a[i], b[i]); comparisons and logical ops write bool."""
-    ADD = 0
-    SUB = 1
-    MUL = 2
-    DIV = 3
-    POW = 4
-    MAXIMUM = 5
-    MINIMUM = 6
-    FLOOR_DIVIDE = 7
-    REMAINDER = 8
-    ATAN2 = 9
-    EQ = 10
-    NE = 11
-    LT = 12
-    LE = 13
-    GT = 14
-    GE = 15
-    LOGICAL_AND = 16
-    LOGICAL_OR = 17
-    LOGICAL_XOR = 18
+class OpEnum(IntEnum):
+    """An IntEnum whose members are declared as `NAME = number, dtype classes[, writes bool]`."""
+
+    def __new__(cls, value, dtypes, writes_bool=False):
+        member = int.__new__(cls, value)
+        member._value_ = value
+        member.dtypes = frozenset((dtypes,) if isinstance(dtypes, str) else dtypes)
+        member.writes_bool = writes_bool
+        return member
+
+    def supports(self, dtype_class):
+        return dtype_class in self.dtypes
+
+    @property
+    def mask(self):
+        """The support bits setup.py writes for this op (CLASS_BITS | WRITES_BOOL_BIT)."""
+        bits = sum(CLASS_BITS[c] for c in self.dtypes)
+        return bits | (WRITES_BOOL_BIT if self.writes_bool else 0)
+
+
+BOOL_OUT = True         # readable third field: `ISNAN = 23, ALL, BOOL_OUT`
+
+
+class UnaryOp(OpEnum):
+    """out[i] = f(a[i]). Each member: number (never renumbered: append new ops), the dtype
+    classes its kernels accept, and BOOL_OUT for predicates that write bool."""
+    IDENTITY = 0, ALL
+    NEG = 1, NUMERIC
+    ABS = 2, NUMERIC
+    SIGN = 3, NUMERIC
+    EXP = 4, FLOAT
+    LOG = 5, FLOAT
+    LOG1P = 6, FLOAT
+    EXPM1 = 7, FLOAT
+    SQRT = 8, FLOAT
+    RSQRT = 9, FLOAT
+    SIN = 10, FLOAT
+    COS = 11, FLOAT
+    TANH = 12, FLOAT
+    SIGMOID = 13, FLOAT
+    RELU = 14, NUMERIC
+    RECIPROCAL = 15, FLOAT
+    SQUARE = 16, NUMERIC
+    FLOOR = 17, FLOAT
+    CEIL = 18, FLOAT
+    ROUND = 19, FLOAT
+    TRUNC = 20, FLOAT
+    ERF = 21, FLOAT
+    LOGICAL_NOT = 22, ALL, BOOL_OUT
+    ISNAN = 23, ALL, BOOL_OUT
+    ISINF = 24, ALL, BOOL_OUT
+    ISFINITE = 25, ALL, BOOL_OUT
+    BITWISE_NOT = 26, INT64             # integers only
+    # Float-only math, appended so existing numbers never move.
+    SINH = 27, FLOAT
+    COSH = 28, FLOAT
+    TAN = 29, FLOAT
+    ASIN = 30, FLOAT
+    ACOS = 31, FLOAT
+    ATAN = 32, FLOAT
+    ASINH = 33, FLOAT
+    ACOSH = 34, FLOAT
+    ATANH = 35, FLOAT
+    LOG2 = 36, FLOAT
+    LOG10 = 37, FLOAT
+    EXP2 = 38, FLOAT
+    ERFC = 39, FLOAT
+    LGAMMA = 40, FLOAT
+    DIGAMMA = 41, FLOAT                 # lgamma's derivative
+    TRIGAMMA = 42, FLOAT                # digamma's derivative (polygamma(1, x))
+    FRAC = 43, FLOAT                    # x - trunc(x)
+    # Special functions (float only): Cephes-style approximations, written once for both
+    # backends in minitorch/_kernels/special_math.h.
+    ERFINV = 44, FLOAT
+    I0 = 45, FLOAT                      # modified Bessel functions of the first kind, order 0
+    I0E = 46, FLOAT                     # and 1, and their exponentially scaled forms e^-|x| I(x)
+    I1 = 47, FLOAT
+    I1E = 48, FLOAT
+    NDTRI = 49, FLOAT                   # inverse of the standard normal CDF
+    LOG_NDTR = 50, FLOAT                # log of the standard normal CDF
+    ERFCX = 51, FLOAT                   # e^(x^2) erfc(x)
+    BESSEL_J0 = 52, FLOAT
+    BESSEL_J1 = 53, FLOAT
+    SPHERICAL_BESSEL_J0 = 54, FLOAT     # sin(x) / x
+
+
+class BinaryOp(OpEnum):
+    """out[i] = f(a[i], b[i]); declared like UnaryOp (comparisons and logical ops write bool)."""
+    ADD = 0, ALL
+    SUB = 1, NUMERIC
+    MUL = 2, ALL
+    DIV = 3, FLOAT
+    POW = 4, NUMERIC
+    MAXIMUM = 5, ALL
+    MINIMUM = 6, ALL
+    FLOOR_DIVIDE = 7, NUMERIC
+    REMAINDER = 8, NUMERIC
+    ATAN2 = 9, FLOAT
+    EQ = 10, ALL, BOOL_OUT
+    NE = 11, ALL, BOOL_OUT
+    LT = 12, ALL, BOOL_OUT
+    LE = 13, ALL, BOOL_OUT
+    GT = 14, ALL, BOOL_OUT
+    GE = 15, ALL, BOOL_OUT
+    LOGICAL_AND = 16, ALL, BOOL_OUT
+    LOGICAL_OR = 17, ALL, BOOL_OUT
+    LOGICAL_XOR = 18, ALL, BOOL_OUT
     # Fused backward helpers: one pass instead of a compare, a cast and a multiply.
-    RELU_BACKWARD = 19      # a if b > 0 else 0   (a = grad, b = input)
-    TANH_BACKWARD = 20      # a * (1 - b*b)        (b = tanh output)
-    SIGMOID_BACKWARD = 21   # a * b * (1 - b)      (b = sigmoid output)
+    RELU_BACKWARD = 19, FLOAT           # a if b > 0 else 0   (a = grad, b = input)
+    TANH_BACKWARD = 20, FLOAT           # a * (1 - b*b)        (b = tanh output)
+    SIGMOID_BACKWARD = 21, FLOAT        # a * b * (1 - b)      (b = sigmoid output)
     # Integers only (bool's &, |, ^ are the logical ops). Shifts by a negative amount or by the
     # width or more give torch's results: 0 for <<, the sign fill for >>.
-    BITWISE_AND = 22
-    BITWISE_OR = 23
-    BITWISE_XOR = 24
-    LEFT_SHIFT = 25
-    RIGHT_SHIFT = 26
-    # Float math (HYPOT..XLOGY for floats); HEAVISIDE is also an int64 and bool op.
-    HYPOT = 27
-    LOGADDEXP = 28          # log(e^a + e^b)
-    LOGADDEXP2 = 29         # log2(2^a + 2^b)
-    COPYSIGN = 30
-    HEAVISIDE = 31          # b where a == 0, else a > 0
-    XLOGY = 32              # a * log(b), 0 where a == 0 (NaN where b is NaN)
+    BITWISE_AND = 22, INT64
+    BITWISE_OR = 23, INT64
+    BITWISE_XOR = 24, INT64
+    LEFT_SHIFT = 25, INT64
+    RIGHT_SHIFT = 26, INT64
+    # Float math; HEAVISIDE is also an int64 and bool op.
+    HYPOT = 27, FLOAT
+    LOGADDEXP = 28, FLOAT               # log(e^a + e^b)
+    LOGADDEXP2 = 29, FLOAT              # log2(2^a + 2^b)
+    COPYSIGN = 30, FLOAT
+    HEAVISIDE = 31, ALL                 # b where a == 0, else a > 0
+    XLOGY = 32, FLOAT                   # a * log(b), 0 where a == 0 (NaN where b is NaN)
     # Integers only (int64; uint8 runs in int64): gcd and lcm of |a| and |b|, wrapping like torch.
-    GCD = 33
-    LCM = 34
-    # Float only (the tables accept NEXTAFTER..XLOG1PY).
-    NEXTAFTER = 35          # the next representable value after a towards b
-    ZETA = 36               # Hurwitz zeta(a, b) = sum over k >= 0 of (k + b)^-a
-    IGAMMA = 37             # regularized lower incomplete gamma P(a, b)
-    IGAMMAC = 38            # regularized upper incomplete gamma Q(a, b) = 1 - P(a, b)
-    XLOG1PY = 39            # a * log1p(b), 0 where a == 0 (NaN where b is NaN)
+    GCD = 33, INT64
+    LCM = 34, INT64
+    # Float only.
+    NEXTAFTER = 35, FLOAT               # the next representable value after a towards b
+    ZETA = 36, FLOAT                    # Hurwitz zeta(a, b) = sum over k >= 0 of (k + b)^-a
+    IGAMMA = 37, FLOAT                  # regularized lower incomplete gamma P(a, b)
+    IGAMMAC = 38, FLOAT                 # regularized upper incomplete gamma Q(a, b) = 1 - P
+    XLOG1PY = 39, FLOAT                 # a * log1p(b), 0 where a == 0 (NaN where b is NaN)
 
 
 class ReduceOp(IntEnum):
@@ -127,11 +166,8 @@ class ReduceOp(IntEnum):
     ARGMIN = 5
 
 
-BOOL_RESULT_UNARY = frozenset({UnaryOp.LOGICAL_NOT, UnaryOp.ISNAN, UnaryOp.ISINF,
-                               UnaryOp.ISFINITE})
-BOOL_RESULT_BINARY = frozenset({BinaryOp.EQ, BinaryOp.NE, BinaryOp.LT, BinaryOp.LE,
-                                BinaryOp.GT, BinaryOp.GE, BinaryOp.LOGICAL_AND,
-                                BinaryOp.LOGICAL_OR, BinaryOp.LOGICAL_XOR})
+BOOL_RESULT_UNARY = frozenset(op for op in UnaryOp if op.writes_bool)
+BOOL_RESULT_BINARY = frozenset(op for op in BinaryOp if op.writes_bool)
 INDEX_RESULT_REDUCE = frozenset({ReduceOp.ARGMAX, ReduceOp.ARGMIN})
 
 ENUMS = (UnaryOp, BinaryOp, ReduceOp)
@@ -141,3 +177,15 @@ def c_constants():
     """(name, value) pairs as the backends spell them: UNARY_EXP, BINARY_ADD, REDUCE_SUM, …"""
     prefixes = {UnaryOp: "UNARY", BinaryOp: "BINARY", ReduceOp: "REDUCE"}
     return [(f"{prefixes[enum]}_{member.name}", int(member)) for enum in ENUMS for member in enum]
+
+
+def c_support_tables():
+    """(array name, masks) per elementwise enum: entry i holds op i's CLASS_BITS, plus
+    WRITES_BOOL_BIT for predicates (0 for a number no op has), as the kernels check them."""
+    tables = []
+    for enum, name in ((UnaryOp, "UNARY_SUPPORT"), (BinaryOp, "BINARY_SUPPORT")):
+        masks = [0] * (max(enum) + 1)
+        for member in enum:
+            masks[member] = member.mask
+        tables.append((name, masks))
+    return tables

@@ -12,11 +12,13 @@ __all__ = [
     'bessel_j0', 'bessel_j1', 'digamma', 'entr', 'erf', 'erfc', 'erfcx', 'erfinv', 'exp2',
     'expit', 'expm1', 'gammainc', 'gammaincc', 'gammaln', 'i0', 'i0e', 'i1', 'i1e', 'log1p',
     'log_ndtr', 'log_softmax', 'logit', 'logsumexp', 'multigammaln', 'ndtr', 'ndtri',
-    'polygamma', 'psi', 'round', 'sinc', 'softmax', 'xlog1py', 'xlogy', 'zeta',
+    'polygamma', 'psi', 'round', 'sinc', 'softmax', 'spherical_bessel_j0', 'xlog1py', 'xlogy',
+    'zeta',
 ]
 
 bessel_j0 = _special_functions.special_bessel_j0
 bessel_j1 = _special_functions.special_bessel_j1
+spherical_bessel_j0 = _special_functions.special_spherical_bessel_j0
 entr = _special_functions.special_entr
 erfcx = _special_functions.special_erfcx
 i0e = _special_functions.special_i0e

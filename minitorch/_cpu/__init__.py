@@ -1,8 +1,9 @@
 """The CPU backend: Cython kernels (see minitorch.backend.KernelBackend) and numpy buffers."""
 import numpy as np
 
-from .elementwise import adam_step, binary, softmax_backward_last, softmax_last, unary, where
+from .binary import binary, where
 from .factor import cholesky_factor, lu_factor, lu_permutation, triangular_solve
+from .fused import adam_step, softmax_backward_last, softmax_last
 from .index import (gather, index_add, index_select, put, scatter, scatter_add, scatter_reduce,
                     take)
 from .matmul import matmul
@@ -12,6 +13,7 @@ from .sort import searchsorted, sort_last
 from .spectral import eigh_jacobi, qr_form_q, qr_householder, svd_jacobi
 from .strided import cast, compact, strided_add, strided_set
 from .threads import get_num_threads, set_num_threads
+from .unary import unary
 from .allocator import MALLOC_TUNED  # noqa: F401  (reuse freed buffers: see allocator.py)
 
 

@@ -120,3 +120,26 @@ cdef inline Py_ssize_t unravel_offset(Py_ssize_t linear, int nd, const Py_ssize_
         pos += (linear % shape[d]) * strides[d]
         linear //= shape[d]
     return pos
+
+
+cdef inline int threads_for(Py_ssize_t work) noexcept nogil:
+    """Threads worth using for `work` elements: OpenMP only pays off above a threshold."""
+    if work < PARALLEL_MIN_ELEMENTS:
+        return 1
+    return omp_get_max_threads()
+
+
+cdef inline Py_ssize_t chunk_start(Py_ssize_t n, int nt, Py_ssize_t t) noexcept nogil:
+    """Start of the t-th of nt near-equal chunks of n (t == nt gives n)."""
+    # multiples of 16 elements (a cache line of float32): threads never share an output line
+    if t >= nt:
+        return n
+    return ((n * t // nt) // 16) * 16
+
+
+cdef inline str op_name(object enum, int op):
+    """The enum member's name for error messages (the number if it is not a member)."""
+    try:
+        return enum(op).name
+    except ValueError:
+        return str(op)

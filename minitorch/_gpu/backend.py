@@ -3,31 +3,21 @@ CuPy buffers, every computation in our own CUDA kernels (minitorch/_gpu/kernels/
 
 CuPy allocates, copies and compiles (NVRTC, lazily, one module per (source, dtype) and device,
 cached on disk by CuPy); it does no math here. Arguments are checked on the host with the CPU
-backend's exception types and messages, and integer indices are validated before any kernel
+backend's exception types and messages (minitorch/_gpu/checks.py), and integer indices are validated before any kernel
 reads them: a device-side fault would poison the CUDA context for the rest of the process.
 """
 import functools
 
 import numpy as np
 
-from ..opcodes import BinaryOp, ReduceOp, UnaryOp
-from . import launch as L
+from ..opcodes import FLOAT, BinaryOp, ReduceOp, UnaryOp
+from . import checks as C, launch as L
+from .checks import DTYPE_NAMES  # noqa: F401  (tests read the storage dtype names here)
 
-DTYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
-               np.dtype(np.int64): "int64", np.dtype(np.uint8): "uint8",
-               np.dtype(np.bool_): "uint8"}
-SHOWN = {"float32": "float32", "float64": "float64", "int64": "int64", "uint8": "bool"}
 I64, I32 = np.int64, np.int32
 
-_UNARY_PREDICATES = {UnaryOp.LOGICAL_NOT, UnaryOp.ISNAN, UnaryOp.ISINF, UnaryOp.ISFINITE}
-_UNARY_INT = {UnaryOp.IDENTITY, UnaryOp.NEG, UnaryOp.ABS, UnaryOp.SIGN, UnaryOp.SQUARE,
-              UnaryOp.RELU, UnaryOp.BITWISE_NOT}
-_BINARY_PREDICATES = set(range(BinaryOp.EQ, BinaryOp.LOGICAL_XOR + 1))
-_BINARY_INT = {BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL, BinaryOp.POW, BinaryOp.MAXIMUM,
-               BinaryOp.MINIMUM, BinaryOp.FLOOR_DIVIDE, BinaryOp.REMAINDER, BinaryOp.BITWISE_AND,
-               BinaryOp.BITWISE_OR, BinaryOp.BITWISE_XOR, BinaryOp.LEFT_SHIFT,
-               BinaryOp.RIGHT_SHIFT}
-_BINARY_BOOL = {BinaryOp.ADD, BinaryOp.MUL, BinaryOp.MAXIMUM, BinaryOp.MINIMUM}
+_UNARY_OPS = frozenset(int(op) for op in UnaryOp)
+_BINARY_OPS = frozenset(int(op) for op in BinaryOp)
 _BINARY_CAN_FAIL = {BinaryOp.POW, BinaryOp.FLOOR_DIVIDE, BinaryOp.REMAINDER}
 _ARG_OPS = {ReduceOp.ARGMAX, ReduceOp.ARGMIN}
 _SCATTER_REDUCE_OPS = {ReduceOp.PROD, ReduceOp.MAX, ReduceOp.MIN}
@@ -43,29 +33,18 @@ def _op_name(enum, op):
         return str(op)
 
 
+def dtype_class(dtype):
+    """The opcodes.py dtype class (FLOAT, INT64, UINT8) of a storage dtype name."""
+    return FLOAT if dtype in L.FLOAT_TYPES else dtype
+
+
 def unary_supported(op, dtype):
-    """Same table as the CPU backend (minitorch/_cpu/elementwise.pyx)."""
-    if op in _UNARY_PREDICATES:
-        return True
-    if dtype in L.FLOAT_TYPES:
-        return UnaryOp.IDENTITY <= op <= UnaryOp.ERF or UnaryOp.SINH <= op <= UnaryOp.BESSEL_J1
-    if dtype == "int64":
-        return op in _UNARY_INT
-    return op == UnaryOp.IDENTITY
+    """From the op table in minitorch/opcodes.py, as the CPU kernels check it."""
+    return op in _UNARY_OPS and UnaryOp(op).supports(dtype_class(dtype))
 
 
 def binary_supported(op, dtype):
-    if op in _BINARY_PREDICATES:
-        return True
-    if dtype in L.FLOAT_TYPES:
-        return (BinaryOp.ADD <= op <= BinaryOp.SIGMOID_BACKWARD
-                or BinaryOp.HYPOT <= op <= BinaryOp.XLOGY
-                or BinaryOp.NEXTAFTER <= op <= BinaryOp.XLOG1PY)
-    if op == BinaryOp.HEAVISIDE:                # the one new op with integer and bool kernels
-        return True
-    if dtype == "int64":
-        return op in _BINARY_INT or op in (BinaryOp.GCD, BinaryOp.LCM)
-    return op in _BINARY_BOOL
+    return op in _BINARY_OPS and BinaryOp(op).supports(dtype_class(dtype))
 
 
 def reduce_supported(op, dtype):
@@ -108,7 +87,7 @@ class GpuBackend:
         buffer = self.cupy.empty(n, dtype)
         if n:
             value = np.full(1, value, dtype)[0]     # numpy's conversion, as on the CPU
-            name = _dtype_name(buffer, "out")
+            name = C.dtype_name(buffer, "out")
             self._launch("strided", name, f"fill_kernel<{L.CTYPES[name]}>", L.flat_grid(n),
                          (buffer, I64(n), value))
         return buffer
@@ -167,9 +146,9 @@ class GpuBackend:
     def _strided_view(self, shape, strides, offset, view_buffer, view_name):
         """The checked element count of a strided view into `view_buffer`, and (for a non-empty
         view) its collapsed (shape, strides, packed geometry, compiled axis count, key suffix)."""
-        shape, strides = _dims(shape, strides)
-        _check_view(shape, strides, offset, view_buffer.size, view_name)
-        size = _numel(shape)
+        shape, strides = C.dims(shape, strides)
+        C.check_view(shape, strides, offset, view_buffer.size, view_name)
+        size = C.numel(shape)
         if size == 0:
             return (0,) + (None,) * 5
         cshape, (_, cstrides) = L.collapse(shape, [L.contiguous(shape), strides])
@@ -178,9 +157,9 @@ class GpuBackend:
     @_on_device
     def compact(self, a, out, shape, strides, offset):
         """out[i] = a[offset + Σ idx_d·strides_d] for the i-th index of `shape` in C order."""
-        name = _same_dtype(a, out, "a", "out")
+        name = C.same_dtype(a, out, "a", "out")
         size, _, _, geometry, dims, wide = self._strided_view(shape, strides, offset, a, "a")
-        _check_length(out, size, "out")
+        C.check_length(out, size, "out")
         if size == 0:
             return
         self._launch("strided", name + wide, f"compact_kernel<{L.CTYPES[name]}, {dims}>",
@@ -190,14 +169,14 @@ class GpuBackend:
     def strided_set(self, src, out, shape, strides, offset):
         """out[offset + Σ idx_d·strides_d] = src[i] (src may hold one element: a fill). Where the
         view overlaps itself, the last write in C order wins, as on the CPU."""
-        name = _same_dtype(src, out, "src", "out")
+        name = C.same_dtype(src, out, "src", "out")
         size, cshape, cstrides, geometry, dims, wide = self._strided_view(shape, strides, offset,
                                                                           out, "out")
         if size == 0:
             return
         step = 0 if src.size == 1 else 1
         if step:
-            _check_length(src, size, "src")
+            C.check_length(src, size, "src")
         kernel = f"strided_set_kernel<{L.CTYPES[name]}, {dims}>"
         args = (src, I64(step), out, I64(offset), I64(size), geometry)
         if step == 0 or L.is_injective(cshape, cstrides):
@@ -214,10 +193,10 @@ class GpuBackend:
     def strided_add(self, src, out, shape, strides, offset):
         """out[offset + Σ idx_d·strides_d] += src[i]: the adjoint of compact, exact when the view
         overlaps itself (col2im): atomics then, plain adds for injective views. bool: or."""
-        name = _same_dtype(src, out, "src", "out")
+        name = C.same_dtype(src, out, "src", "out")
         size, cshape, cstrides, geometry, dims, wide = self._strided_view(shape, strides, offset,
                                                                           out, "out")
-        _check_length(src, size, "src")
+        C.check_length(src, size, "src")
         if size == 0:
             return
         atomic = not L.is_injective(cshape, cstrides)
@@ -228,7 +207,7 @@ class GpuBackend:
     def cast(self, a, out, to_bool=True):
         """out[i] = a[i] converted to out's dtype. A uint8 `out` is bool (a[i] != 0) when
         `to_bool`, else uint8 (the value modulo 256, through int64): the buffer can't say which."""
-        src, dst = _dtype_name(a, "a"), _dtype_name(out, "out")
+        src, dst = C.dtype_name(a, "a"), C.dtype_name(out, "out")
         if a.size != out.size:
             raise ValueError(f"cast needs buffers of one length, got {a.size} and {out.size}")
         if a.size:
@@ -239,13 +218,13 @@ class GpuBackend:
     @_on_device
     def unary(self, op, a, out):
         """out[i] = op(a[i]) over compact a; ISNAN, ISINF, ISFINITE and LOGICAL_NOT write bool."""
-        name, out_name = _dtype_name(a, "unary"), _dtype_name(out, "unary")
+        name, out_name = C.dtype_name(a, "unary"), C.dtype_name(out, "unary")
         if not unary_supported(op, name):
             raise TypeError(f"unary op {_op_name(UnaryOp, op)} is not supported for dtype "
-                            f"{SHOWN[name]}")
-        if out_name != ("uint8" if op in _UNARY_PREDICATES else name):
-            raise TypeError(f"unary op {_op_name(UnaryOp, op)} on {SHOWN[name]} cannot write "
-                            f"{SHOWN[out_name]}")
+                            f"{C.SHOWN[name]}")
+        if out_name != ("uint8" if UnaryOp(op).writes_bool else name):
+            raise TypeError(f"unary op {_op_name(UnaryOp, op)} on {C.SHOWN[name]} cannot write "
+                            f"{C.SHOWN[out_name]}")
         if out.size != a.size:
             raise ValueError(f"unary: a has {a.size} elements but out has {out.size}")
         if a.size:
@@ -255,26 +234,26 @@ class GpuBackend:
     @_on_device
     def binary(self, op, a, b, out, shape, a_strides, a_offset, b_strides, b_offset):
         """out (compact, `shape`) = op(a, b), a and b read through their strides (0 broadcasts)."""
-        name, b_name = _dtype_name(a, "binary"), _dtype_name(b, "binary")
-        out_name = _dtype_name(out, "binary")
+        name, b_name = C.dtype_name(a, "binary"), C.dtype_name(b, "binary")
+        out_name = C.dtype_name(out, "binary")
         if name != b_name:
             raise TypeError(f"binary op {_op_name(BinaryOp, op)}: operands differ in dtype "
-                            f"({SHOWN[name]} and {SHOWN[b_name]})")
+                            f"({C.SHOWN[name]} and {C.SHOWN[b_name]})")
         if not binary_supported(op, name):
             raise TypeError(f"binary op {_op_name(BinaryOp, op)} is not supported for dtype "
-                            f"{SHOWN[name]}")
-        if out_name != ("uint8" if op in _BINARY_PREDICATES else name):
-            raise TypeError(f"binary op {_op_name(BinaryOp, op)} on {SHOWN[name]} cannot write "
-                            f"{SHOWN[out_name]}")
-        shape, a_strides = _dims(shape, a_strides)
-        b_strides = _strides(b_strides, len(shape))
-        size = _numel(shape)
+                            f"{C.SHOWN[name]}")
+        if out_name != ("uint8" if BinaryOp(op).writes_bool else name):
+            raise TypeError(f"binary op {_op_name(BinaryOp, op)} on {C.SHOWN[name]} cannot write "
+                            f"{C.SHOWN[out_name]}")
+        shape, a_strides = C.dims(shape, a_strides)
+        b_strides = C.strides(b_strides, len(shape))
+        size = C.numel(shape)
         if out.size < size:
             raise ValueError(f"out holds {out.size} elements, the result needs {size}")
         if size == 0:
             return
-        _check_view(shape, a_strides, a_offset, a.size, "binary: a")
-        _check_view(shape, b_strides, b_offset, b.size, "binary: b")
+        C.check_view(shape, a_strides, a_offset, a.size, "binary: a")
+        C.check_view(shape, b_strides, b_offset, b.size, "binary: b")
         cshape, (_, sa, sb) = L.collapse(shape, [L.contiguous(shape), a_strides, b_strides])
         geometry, dims, wide = self._geometry(cshape, [sa, sb])
         err = None
@@ -294,17 +273,17 @@ class GpuBackend:
     def where(self, cond, a, b, out, shape, c_strides, c_offset, a_strides, a_offset,
               b_strides, b_offset):
         """out (compact, `shape`) = a if cond else b, all three read through their strides."""
-        c_name = _dtype_name(cond, "where")
-        names = [_dtype_name(x, "where") for x in (a, b, out)]
+        c_name = C.dtype_name(cond, "where")
+        names = [C.dtype_name(x, "where") for x in (a, b, out)]
         if c_name != "uint8":
             raise TypeError("where expected condition to be a boolean tensor, but got a tensor "
-                            f"with dtype {SHOWN[c_name]}")
+                            f"with dtype {C.SHOWN[c_name]}")
         if len(set(names)) != 1:
             raise TypeError("where: a, b and out must share a dtype (got "
-                            + ", ".join(SHOWN[n] for n in names) + ")")
-        shape, c_strides = _dims(shape, c_strides)
-        a_strides, b_strides = _strides(a_strides, len(shape)), _strides(b_strides, len(shape))
-        size = _numel(shape)
+                            + ", ".join(C.SHOWN[n] for n in names) + ")")
+        shape, c_strides = C.dims(shape, c_strides)
+        a_strides, b_strides = C.strides(a_strides, len(shape)), C.strides(b_strides, len(shape))
+        size = C.numel(shape)
         if out.size < size:
             raise ValueError(f"out holds {out.size} elements, the result needs {size}")
         if size == 0:
@@ -312,7 +291,7 @@ class GpuBackend:
         for view, offset, buf, label in ((c_strides, c_offset, cond, "cond"),
                                          (a_strides, a_offset, a, "a"),
                                          (b_strides, b_offset, b, "b")):
-            _check_view(shape, view, offset, buf.size, f"where: {label}")
+            C.check_view(shape, view, offset, buf.size, f"where: {label}")
         cshape, (_, sc, sa, sb) = L.collapse(shape, [L.contiguous(shape), c_strides, a_strides,
                                                      b_strides])
         geometry, dims, wide = self._geometry(cshape, [sc, sa, sb])
@@ -327,14 +306,14 @@ class GpuBackend:
         """Reduce the middle axis of compact a viewed as (m, n, inner) into compact out
         (m, inner). ARGMAX/ARGMIN write int64: the first index of the extreme, NaN counting as
         the extreme."""
-        name, out_name = _dtype_name(a, "reduce_last"), _dtype_name(out, "reduce_last")
+        name, out_name = C.dtype_name(a, "reduce_last"), C.dtype_name(out, "reduce_last")
         arg = op in _ARG_OPS
         if not reduce_supported(op, name):
             raise TypeError(f"reduce op {_op_name(ReduceOp, op)} is not supported for dtype "
-                            f"{SHOWN[name]}")
+                            f"{C.SHOWN[name]}")
         if out_name != ("int64" if arg else name):
-            raise TypeError(f"reduce op {_op_name(ReduceOp, op)} on {SHOWN[name]} cannot write "
-                            f"{SHOWN[out_name]}")
+            raise TypeError(f"reduce op {_op_name(ReduceOp, op)} on {C.SHOWN[name]} cannot write "
+                            f"{C.SHOWN[out_name]}")
         if n < 0 or inner < 0:
             raise ValueError(f"reduce_last: n={n} and inner={inner} must be non-negative")
         size, osize = a.size, out.size
@@ -363,7 +342,7 @@ class GpuBackend:
         self._reduce(op, name, a, None, final, m, n, inner)
 
     def _fill(self, buffer, value):
-        name = _dtype_name(buffer, "out")
+        name = C.dtype_name(buffer, "out")
         value = np.full(1, value, buffer.dtype)[0]
         self._launch("strided", name, f"fill_kernel<{L.CTYPES[name]}>", L.flat_grid(buffer.size),
                      (buffer, I64(buffer.size), value))
@@ -398,10 +377,10 @@ class GpuBackend:
     def _scan_checks(kernel, op, a, out, n, inner):
         """(dtype name, slab count m) of a scan of compact a (m, n, inner) into out, after the
         checks every scan shares (op and dtype support are the caller's)."""
-        name, out_name = _dtype_name(a, kernel), _dtype_name(out, kernel)
+        name, out_name = C.dtype_name(a, kernel), C.dtype_name(out, kernel)
         if out_name != name:
-            raise TypeError(f"scan {_op_name(ReduceOp, op)} on {SHOWN[name]} cannot write "
-                            f"{SHOWN[out_name]}")
+            raise TypeError(f"scan {_op_name(ReduceOp, op)} on {C.SHOWN[name]} cannot write "
+                            f"{C.SHOWN[out_name]}")
         size = a.size
         if out.size != size:
             raise ValueError(f"{kernel}: a has {size} elements but out has {out.size}")
@@ -431,7 +410,7 @@ class GpuBackend:
         if op not in (ReduceOp.SUM, ReduceOp.PROD):
             raise ValueError("scan_last supports SUM (cumsum) and PROD (cumprod), not "
                              f"{_op_name(ReduceOp, op)}")
-        if _dtype_name(a, "scan_last") == "uint8":
+        if C.dtype_name(a, "scan_last") == "uint8":
             raise TypeError(f"scan {_op_name(ReduceOp, op)} is not supported for dtype bool")
         name, m = self._scan_checks("scan_last", op, a, out, n, inner)
         self._scan("scan", op, name, (a, out), m, n, inner)
@@ -444,7 +423,7 @@ class GpuBackend:
             raise ValueError("scan_index_last supports MAX (cummax) and MIN (cummin), not "
                              f"{_op_name(ReduceOp, op)}")
         name, m = self._scan_checks("scan_index_last", op, a, values, n, inner)
-        if _dtype_name(indices, "scan_index_last") != "int64":
+        if C.dtype_name(indices, "scan_index_last") != "int64":
             raise TypeError("scan_index_last: indices must have dtype int64")
         if indices.size != a.size:
             raise ValueError(f"scan_index_last: a has {a.size} elements but indices has "
@@ -456,7 +435,7 @@ class GpuBackend:
         """out = softmax (log_softmax when `log`) of each length-n row of compact float a."""
         name = self._softmax_rows(a, out, n, "softmax_last")
         if a.size:
-            self._launch("elementwise", name, f"softmax_rows_kernel<{L.CTYPES[name]}>",
+            self._launch("fused", name, f"softmax_rows_kernel<{L.CTYPES[name]}>",
                          L.row_warp_grid(a.size // n), (a, out, I64(a.size // n), I64(n),
                                                         I32(bool(log))))
 
@@ -465,10 +444,10 @@ class GpuBackend:
         """out = the input gradient of softmax (log_softmax) rows of length n from the output y
         and its gradient g."""
         name = self._softmax_rows(g, out, n, "softmax_backward_last")
-        if _dtype_name(y, "softmax_backward_last") != name or y.size != g.size:
+        if C.dtype_name(y, "softmax_backward_last") != name or y.size != g.size:
             raise ValueError("softmax_backward_last: y must match g in dtype and size")
         if g.size:
-            self._launch("elementwise", name,
+            self._launch("fused", name,
                          f"softmax_backward_rows_kernel<{L.CTYPES[name]}>",
                          L.row_warp_grid(g.size // n),
                          (g, y, out, I64(g.size // n), I64(n), I32(bool(log))))
@@ -487,7 +466,7 @@ class GpuBackend:
         scalar = np.float32 if name == "float32" else np.float64
         hyper = (-1.0 if maximize else 1.0, param_scale, grad_decay, 1.0 - beta1, beta2,
                  1.0 - beta2, eps, bias_correction2_sqrt, -step_size)
-        self._launch("elementwise", name, f"adam_kernel<{L.CTYPES[name]}>",
+        self._launch("fused", name, f"adam_kernel<{L.CTYPES[name]}>",
                      L.flat_grid(param.size),
                      (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, I64(param.size))
                      + tuple(scalar(x) for x in hyper))
@@ -495,11 +474,11 @@ class GpuBackend:
     @staticmethod
     def _softmax_rows(a, out, n, op):
         """The dtype name of float rows of length n in a, checked against out."""
-        name = _dtype_name(a, op)
+        name = C.dtype_name(a, op)
         if name not in L.FLOAT_TYPES:
-            raise TypeError(f"{op}: unsupported dtype {SHOWN[name]} (float32 or float64 only)")
-        if _dtype_name(out, op) != name:
-            raise TypeError(f"{op}: out must have the dtype of the input ({SHOWN[name]})")
+            raise TypeError(f"{op}: unsupported dtype {C.SHOWN[name]} (float32 or float64 only)")
+        if C.dtype_name(out, op) != name:
+            raise TypeError(f"{op}: out must have the dtype of the input ({C.SHOWN[name]})")
         if n <= 0 or a.size % n:
             raise ValueError(f"{op}: {a.size} elements are not rows of length {n}")
         if out.size != a.size:
@@ -512,10 +491,10 @@ class GpuBackend:
         """values, indices = each length-n row of compact a stably sorted (NaN the largest
         value) and the positions of its elements: a bitonic network on (value, position)
         pairs, in shared memory for rows up to SORT_TILE, else one launch per stage."""
-        name = _dtype_name(a, "sort_last")
-        if _dtype_name(values, "sort_last") != name:
-            raise TypeError(f"sort_last: values must have the dtype of the input ({SHOWN[name]})")
-        if _dtype_name(indices, "sort_last") != "int64":
+        name = C.dtype_name(a, "sort_last")
+        if C.dtype_name(values, "sort_last") != name:
+            raise TypeError(f"sort_last: values must have the dtype of the input ({C.SHOWN[name]})")
+        if C.dtype_name(indices, "sort_last") != "int64":
             raise TypeError("sort_last: indices must have dtype int64")
         size = a.size
         if n < 0 or (size % n if n else size):
@@ -546,12 +525,12 @@ class GpuBackend:
         """out (int64) = the insertion point of each of the values (rows of m) in its row of n
         sorted boundaries, or in the one row (binary search per value, torch's comparisons);
         `sorter` positions give the sorted order of unsorted rows (checked before use)."""
-        name = _dtype_name(boundaries, "searchsorted")
+        name = C.dtype_name(boundaries, "searchsorted")
         size = values.size
-        if _dtype_name(values, "searchsorted") != name:
+        if C.dtype_name(values, "searchsorted") != name:
             raise TypeError("searchsorted: values must have the dtype of the boundaries "
-                            f"({SHOWN[name]})")
-        if _dtype_name(out, "searchsorted") != "int64":
+                            f"({C.SHOWN[name]})")
+        if C.dtype_name(out, "searchsorted") != "int64":
             raise TypeError("searchsorted: out must have dtype int64")
         if out.size != size:
             raise ValueError(f"searchsorted: out has {out.size} elements, the values {size}")
@@ -562,7 +541,7 @@ class GpuBackend:
             raise ValueError(f"searchsorted: {boundaries.size} boundaries are not one row of "
                              f"n={n} or one per row of m={m} values")
         if sorter is not None:
-            if _dtype_name(sorter, "searchsorted") != "int64":
+            if C.dtype_name(sorter, "searchsorted") != "int64":
                 raise TypeError("searchsorted: sorter must have dtype int64")
             if sorter.size != boundaries.size:
                 raise ValueError(f"searchsorted: sorter has {sorter.size} elements, the "
@@ -589,7 +568,7 @@ class GpuBackend:
                b_offset=0):
         """out (compact batch x m x n, overwritten) = a (batch x m x k) @ b (batch x k x n), each
         operand read through its (batch, row, col) element strides (None = compact)."""
-        name = _dtype_name(a, "matmul")
+        name = C.dtype_name(a, "matmul")
         if name not in L.FLOAT_TYPES:
             raise TypeError(f"matmul: unsupported dtype {a.dtype} (expected float32 or float64)")
         if b.dtype != a.dtype or out.dtype != a.dtype:
@@ -601,8 +580,8 @@ class GpuBackend:
                              f"(batch={batch}, m={m}, n={n})")
         a_strides = (m * k, k, 1) if a_strides is None else tuple(a_strides)
         b_strides = (k * n, n, 1) if b_strides is None else tuple(b_strides)
-        _check_matmul_view(a, "a", a_offset, (batch, m, k), a_strides)
-        _check_matmul_view(b, "b", b_offset, (batch, k, n), b_strides)
+        C.check_matmul_view(a, "a", a_offset, (batch, m, k), a_strides)
+        C.check_matmul_view(b, "b", b_offset, (batch, k, n), b_strides)
         if batch == 0 or m == 0 or n == 0:
             return
         if k == 0:         # an empty sum: zeros
@@ -624,7 +603,7 @@ class GpuBackend:
         back; only a failing check copies the indices over to name the first bad one."""
         if index.dtype != np.int64:
             raise TypeError(f"index must have dtype int64, got {index.dtype}")
-        _check_length(index, n, "index")
+        C.check_length(index, n, "index")
         if n == 0:
             return
         largest = self.cupy.zeros(1, np.uint64)
@@ -640,10 +619,10 @@ class GpuBackend:
     def gather(self, a, index, out, outer, a_dim, index_dim, inner):
         """out[o, j, i] = a[o, index[o, j, i], i]; a is (outer, a_dim, inner)."""
         n = outer * index_dim * inner
-        _check_sizes(outer, a_dim, index_dim, inner)
-        name = _same_dtype(a, out, "a", "out")
-        _check_length(a, outer * a_dim * inner, "a")
-        _check_length(out, n, "out")
+        C.check_sizes(outer, a_dim, index_dim, inner)
+        name = C.same_dtype(a, out, "a", "out")
+        C.check_length(a, outer * a_dim * inner, "a")
+        C.check_length(out, n, "out")
         self._check_index(index, n, a_dim)
         if n:
             self._launch("index", name, f"gather_kernel<{L.CTYPES[name]}>", L.flat_grid(n),
@@ -651,10 +630,10 @@ class GpuBackend:
 
     def _scatter_checks(self, src, index, out, outer, out_dim, index_dim, inner):
         n = outer * index_dim * inner
-        _check_sizes(outer, out_dim, index_dim, inner)
-        name = _same_dtype(src, out, "src", "out")
-        _check_length(src, n, "src")
-        _check_length(out, outer * out_dim * inner, "out")
+        C.check_sizes(outer, out_dim, index_dim, inner)
+        name = C.same_dtype(src, out, "src", "out")
+        C.check_length(src, n, "src")
+        C.check_length(out, outer * out_dim * inner, "out")
         self._check_index(index, n, out_dim)
         return name, n
 
@@ -694,11 +673,11 @@ class GpuBackend:
     @_on_device
     def index_select(self, a, index, out, outer, a_dim, n_index, inner):
         """out[o, j, i] = a[o, index[j], i] (an embedding lookup is outer=1, inner=dim)."""
-        _check_sizes(outer, a_dim, n_index, inner)
-        name = _same_dtype(a, out, "a", "out")
-        _check_length(a, outer * a_dim * inner, "a")
+        C.check_sizes(outer, a_dim, n_index, inner)
+        name = C.same_dtype(a, out, "a", "out")
+        C.check_length(a, outer * a_dim * inner, "a")
         n = outer * n_index * inner
-        _check_length(out, n, "out")
+        C.check_length(out, n, "out")
         self._check_index(index, n_index, a_dim)
         if n:
             self._launch("index", name, f"index_select_kernel<{L.CTYPES[name]}>", L.flat_grid(n),
@@ -707,11 +686,11 @@ class GpuBackend:
     @_on_device
     def index_add(self, src, index, out, outer, out_dim, n_index, inner):
         """out[o, index[j], i] += src[o, j, i]: the adjoint of index_select (duplicates add)."""
-        _check_sizes(outer, out_dim, n_index, inner)
-        name = _same_dtype(src, out, "src", "out")
+        C.check_sizes(outer, out_dim, n_index, inner)
+        name = C.same_dtype(src, out, "src", "out")
         n = outer * n_index * inner
-        _check_length(src, n, "src")
-        _check_length(out, outer * out_dim * inner, "out")
+        C.check_length(src, n, "src")
+        C.check_length(out, outer * out_dim * inner, "out")
         self._check_index(index, n_index, out_dim)
         if n:
             self._launch("index", name, f"index_add_kernel<{L.CTYPES[name]}>", L.flat_grid(n),
@@ -720,9 +699,9 @@ class GpuBackend:
     @_on_device
     def take(self, a, offsets, out):
         """out[i] = a[offsets[i]] (flat element offsets into the buffer a)."""
-        name = _same_dtype(a, out, "a", "out")
+        name = C.same_dtype(a, out, "a", "out")
         n = offsets.size
-        _check_length(out, n, "out")
+        C.check_length(out, n, "out")
         self._check_index(offsets, n, a.size)
         if n:
             self._launch("index", name, f"take_kernel<{L.CTYPES[name]}>", L.flat_grid(n),
@@ -732,10 +711,10 @@ class GpuBackend:
     def put(self, src, offsets, out, accumulate):
         """out[offsets[i]] = src[i], or += when `accumulate` (duplicates then all count); a
         one-element src is broadcast. Without accumulate the last duplicate wins."""
-        name = _same_dtype(src, out, "src", "out")
+        name = C.same_dtype(src, out, "src", "out")
         n = offsets.size
         step = 0 if src.size == 1 else 1
-        _check_length(src, n * step, "src")
+        C.check_length(src, n * step, "src")
         self._check_index(offsets, n, out.size)
         if n == 0:
             return
@@ -754,13 +733,13 @@ class GpuBackend:
     def lu_factor(self, a, pivots, info, m, n):
         """In place on compact m x n matrices (one per element of info): getrf's L and U with
         partial pivoting, its 1-based pivots (int64) and info (first zero pivot's order or 0)."""
-        name = _float_buffer(a, "lu_factor", "a")
-        _int64_buffer(pivots, "lu_factor", "pivots")
-        _int64_buffer(info, "lu_factor", "info")
-        _factor_sizes("lu_factor", m, n)
+        name = C.float_buffer(a, "lu_factor", "a")
+        C.int64_buffer(pivots, "lu_factor", "pivots")
+        C.int64_buffer(info, "lu_factor", "info")
+        C.factor_sizes("lu_factor", m, n)
         batch = info.size
-        _factor_count("lu_factor", "a", a.size, batch * m * n)
-        _factor_count("lu_factor", "pivots", pivots.size, batch * min(m, n))
+        C.factor_count("lu_factor", "a", a.size, batch * m * n)
+        C.factor_count("lu_factor", "pivots", pivots.size, batch * min(m, n))
         if batch:
             self._launch("factor", name, f"lu_factor_kernel<{L.CTYPES[name]}>",
                          min(batch, L.MAX_GRID), (a, pivots, info, I64(batch), I64(m), I64(n)))
@@ -769,14 +748,14 @@ class GpuBackend:
     def lu_permutation(self, pivots, perm, m, k):
         """perm (int64, m per matrix) = the original row at each row after the 1-based swaps
         `pivots` (k per matrix); swaps out of [1, m] are skipped (callers reject them)."""
-        _int64_buffer(pivots, "lu_permutation", "pivots")
-        _int64_buffer(perm, "lu_permutation", "perm")
-        _factor_sizes("lu_permutation", m, k)
+        C.int64_buffer(pivots, "lu_permutation", "pivots")
+        C.int64_buffer(perm, "lu_permutation", "perm")
+        C.factor_sizes("lu_permutation", m, k)
         if k > m:
             raise ValueError(f"lu_permutation: {k} pivots do not fit rows of {m}")
         batch = perm.size // m if m else 0
-        _factor_count("lu_permutation", "perm", perm.size, batch * m)
-        _factor_count("lu_permutation", "pivots", pivots.size, batch * k)
+        C.factor_count("lu_permutation", "perm", perm.size, batch * m)
+        C.factor_count("lu_permutation", "pivots", pivots.size, batch * k)
         if batch:
             self._launch("factor", "float64", "lu_permutation_kernel", L.flat_grid(batch),
                          (pivots, perm, I64(batch), I64(m), I64(k)))
@@ -785,12 +764,12 @@ class GpuBackend:
     def triangular_solve(self, a, b, n, k, upper=False, unitriangular=False):
         """b (compact n x k matrices) = A^-1 b in place for the compact triangular n x n
         matrices a (lower, or upper; the diagonal is not read when unitriangular)."""
-        name = _float_buffer(a, "triangular_solve", "a")
-        if _dtype_name(b, "triangular_solve") != name:
-            raise TypeError(f"triangular_solve: b must have the dtype of a ({SHOWN[name]})")
-        _factor_sizes("triangular_solve", n, k)
-        batch = _matrix_count("triangular_solve", a.size, n)
-        _factor_count("triangular_solve", "b", b.size, batch * n * k)
+        name = C.float_buffer(a, "triangular_solve", "a")
+        if C.dtype_name(b, "triangular_solve") != name:
+            raise TypeError(f"triangular_solve: b must have the dtype of a ({C.SHOWN[name]})")
+        C.factor_sizes("triangular_solve", n, k)
+        batch = C.matrix_count("triangular_solve", a.size, n)
+        C.factor_count("triangular_solve", "b", b.size, batch * n * k)
         if batch and k:
             self._launch("factor", name, f"triangular_solve_kernel<{L.CTYPES[name]}>",
                          min(batch, L.MAX_GRID), (a, b, I64(batch), I64(n), I64(k),
@@ -800,11 +779,11 @@ class GpuBackend:
     def cholesky_factor(self, a, info, n):
         """In place on compact n x n matrices (one per element of info): L (strict upper
         triangle zeroed) from the lower triangle; info = first non-positive minor's order."""
-        name = _float_buffer(a, "cholesky_factor", "a")
-        _int64_buffer(info, "cholesky_factor", "info")
-        _factor_sizes("cholesky_factor", n, n)
+        name = C.float_buffer(a, "cholesky_factor", "a")
+        C.int64_buffer(info, "cholesky_factor", "info")
+        C.factor_sizes("cholesky_factor", n, n)
         batch = info.size
-        _factor_count("cholesky_factor", "a", a.size, batch * n * n)
+        C.factor_count("cholesky_factor", "a", a.size, batch * n * n)
         if batch:
             self._launch("factor", name, f"cholesky_factor_kernel<{L.CTYPES[name]}>",
                          min(batch, L.MAX_GRID), (a, info, I64(batch), I64(n)))
@@ -817,7 +796,7 @@ class GpuBackend:
         if batch < 0 or n < 0:
             raise ValueError(f"eigh_jacobi: negative size (batch={batch}, n={n})")
         counts = (batch * n * n, batch * n, batch * n * n)
-        name = _spectral_buffers("eigh_jacobi", a, (values, vectors), ("a", "values", "vectors"),
+        name = C.spectral_buffers("eigh_jacobi", a, (values, vectors), ("a", "values", "vectors"),
                                  counts, info, batch)
         if batch and n:
             self._spectral_run("eigh_jacobi_kernel", name, batch, n + (n & 1),
@@ -832,7 +811,7 @@ class GpuBackend:
         if batch < 0 or n < 0 or m < n:
             raise ValueError(f"svd_jacobi: needs 0 <= n <= m and batch >= 0, got batch={batch}, "
                              f"m={m}, n={n}")
-        name = _spectral_buffers("svd_jacobi", a, (s, v), ("a", "s", "v"),
+        name = C.spectral_buffers("svd_jacobi", a, (s, v), ("a", "s", "v"),
                                  (batch * m * n, batch * n, batch * n * n), info, batch)
         if batch and n:
             self._spectral_run("svd_jacobi_kernel", name, batch, n + (n & 1), (a, s, v, info),
@@ -846,7 +825,7 @@ class GpuBackend:
         Householder reflectors (below), tau (batch x min(m, n)) their factors: geqrf."""
         if batch < 0 or m < 0 or n < 0:
             raise ValueError(f"qr_householder: negative size (batch={batch}, m={m}, n={n})")
-        name = _spectral_buffers("qr_householder", a, (tau,), ("a", "tau"),
+        name = C.spectral_buffers("qr_householder", a, (tau,), ("a", "tau"),
                                  (batch * m * n, batch * min(m, n)))
         if batch and m and n:
             self._spectral_run("qr_householder_kernel", name, batch, n, (a, tau),
@@ -859,7 +838,7 @@ class GpuBackend:
         if batch < 0 or m < 0 or n < 0 or not 0 <= cols <= m:
             raise ValueError(f"qr_form_q: needs 0 <= cols <= m and sizes >= 0, got "
                              f"batch={batch}, m={m}, n={n}, cols={cols}")
-        name = _spectral_buffers("qr_form_q", a, (tau, q), ("a", "tau", "q"),
+        name = C.spectral_buffers("qr_form_q", a, (tau, q), ("a", "tau", "q"),
                                  (batch * m * n, batch * min(m, n), batch * m * cols))
         if batch and m and cols:
             self._spectral_run("qr_form_q_kernel", name, batch, cols, (a, tau, q),
@@ -878,20 +857,20 @@ class GpuBackend:
         """values, indices (planes, *out_size) = the maximum of every window of compact x
         (planes, *size) and its flat position in the plane (torch's windows, NaN wins, ties
         keep the first): one thread per output, 1-D and 2-D run as 3-D."""
-        name = _dtype_name(x, "max_pool_forward")
-        if _dtype_name(values, "max_pool_forward") != name:
+        name = C.dtype_name(x, "max_pool_forward")
+        if C.dtype_name(values, "max_pool_forward") != name:
             raise TypeError("max_pool_forward: values must have the dtype of the input "
-                            f"({SHOWN[name]})")
-        if _dtype_name(indices, "max_pool_forward") != "int64":
+                            f"({C.SHOWN[name]})")
+        if C.dtype_name(indices, "max_pool_forward") != "int64":
             raise TypeError("max_pool_forward: indices must have dtype int64")
         if planes < 0:
             raise ValueError(f"max_pool_forward: planes must be non-negative, got {planes}")
-        geometry = _pool_geometry((size, out_size, kernel, stride, padding, dilation))
-        total = planes * _numel(geometry[1])
-        _pool_counts("max_pool_forward", (x, values, indices), ("x", "values", "indices"),
-                     (planes * _numel(geometry[0]), total, total))
+        geometry = C.pool_geometry((size, out_size, kernel, stride, padding, dilation))
+        total = planes * C.numel(geometry[1])
+        C.pool_counts("max_pool_forward", (x, values, indices), ("x", "values", "indices"),
+                     (planes * C.numel(geometry[0]), total, total))
         if total:
-            axes = tuple(I64(v) for entry in _pool_3d(geometry) for v in entry)
+            axes = tuple(I64(v) for entry in C.pool_3d(geometry) for v in entry)
             self._launch("pool", name, f"max_pool_forward_kernel<{L.CTYPES[name]}>",
                          L.flat_grid(total), (x, values, indices, I64(total)) + axes)
 
@@ -900,20 +879,20 @@ class GpuBackend:
         """grad_in (planes, in_plane; float, overwritten) = the gradients grad_out (planes,
         out_plane) summed at their flat positions `indices` in each plane: a zero fill, then
         one atomic add per output (positions outside the plane are skipped)."""
-        name = _dtype_name(grad_out, "max_pool_backward")
+        name = C.dtype_name(grad_out, "max_pool_backward")
         if name not in L.FLOAT_TYPES:
-            raise TypeError(f"max_pool_backward: unsupported dtype {SHOWN[name]} (float32 or "
+            raise TypeError(f"max_pool_backward: unsupported dtype {C.SHOWN[name]} (float32 or "
                             "float64 only)")
-        if _dtype_name(grad_in, "max_pool_backward") != name:
+        if C.dtype_name(grad_in, "max_pool_backward") != name:
             raise TypeError("max_pool_backward: grad_in must have the dtype of grad_out "
-                            f"({SHOWN[name]})")
-        if _dtype_name(indices, "max_pool_backward") != "int64":
+                            f"({C.SHOWN[name]})")
+        if C.dtype_name(indices, "max_pool_backward") != "int64":
             raise TypeError("max_pool_backward: indices must have dtype int64")
         if planes < 0 or in_plane < 0 or out_plane < 0:
             raise ValueError("max_pool_backward: sizes must be non-negative, got "
                              f"planes={planes}, in_plane={in_plane}, out_plane={out_plane}")
         total = planes * out_plane
-        _pool_counts("max_pool_backward", (grad_out, indices, grad_in),
+        C.pool_counts("max_pool_backward", (grad_out, indices, grad_in),
                      ("grad_out", "indices", "grad_in"), (total, total, planes * in_plane))
         if planes == 0 or in_plane == 0:
             return
@@ -922,175 +901,3 @@ class GpuBackend:
             self._launch("pool", name, f"max_pool_backward_kernel<{L.CTYPES[name]}>",
                          L.flat_grid(total), (grad_out, indices, grad_in, I64(total),
                                               I64(in_plane), I64(out_plane)))
-
-
-# ---------------------------------------------------------------------------------------------
-# argument checks (the CPU backend's exception types and wording)
-
-def _dtype_name(buffer, label):
-    name = DTYPE_NAMES.get(buffer.dtype)
-    if name is None:
-        raise TypeError(f"{label}: unsupported storage dtype {buffer.dtype}")
-    if buffer.ndim != 1 or not buffer.flags.c_contiguous:
-        raise ValueError(f"{label} must be a 1-D contiguous buffer, got shape {buffer.shape} and "
-                         f"strides {buffer.strides}")
-    return name
-
-
-def _same_dtype(a, b, a_name, b_name):
-    name, other = _dtype_name(a, a_name), _dtype_name(b, b_name)
-    if name != other:
-        raise TypeError(f"{a_name} has dtype {a.dtype} but {b_name} has dtype {b.dtype}")
-    return name
-
-
-def _dims(shape, strides):
-    shape, strides = tuple(int(s) for s in shape), tuple(int(s) for s in strides)
-    if len(shape) > 64:
-        raise ValueError(f"minitorch supports at most 64 dimensions, got {len(shape)}")
-    if len(strides) != len(shape):
-        raise ValueError(f"shape {shape} and strides {strides} differ in length")
-    if any(s < 0 for s in shape):
-        raise ValueError(f"negative dimension in shape {shape}")
-    return shape, strides
-
-
-def _strides(strides, nd):
-    strides = tuple(int(s) for s in strides)
-    if len(strides) != nd:
-        raise ValueError(f"strides {strides} do not have {nd} entries")
-    return strides
-
-
-def _numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-def _check_view(shape, strides, offset, length, name):
-    """Every element of a non-empty view lies in [0, length) (IndexError, as on the CPU)."""
-    if _numel(shape) == 0:
-        return
-    lo, hi = L.view_extent(shape, strides, offset)
-    if lo < 0 or hi >= length:
-        raise IndexError(f"view (shape {shape}, strides {strides}, offset {offset}) reaches "
-                         f"elements {lo}..{hi} of {name}, which has {length} elements")
-
-
-def _check_matmul_view(buf, name, offset, dims, strides):
-    if 0 in dims:
-        return
-    lo, hi = L.view_extent(dims, strides, offset)
-    if lo < 0 or hi >= buf.size:
-        raise ValueError(f"matmul: {name} view (shape {dims}, strides {strides}, offset "
-                         f"{offset}) reaches outside its buffer of {buf.size} elements")
-
-
-def _check_length(buf, need, name):
-    if buf.size < need:
-        raise ValueError(f"{name} has {buf.size} elements but {need} are needed")
-
-
-def _check_sizes(*sizes):
-    if any(s < 0 for s in sizes):
-        raise ValueError("sizes must be non-negative, got " + ", ".join(str(s) for s in sizes))
-
-
-# ---------------------------------------------------------------------------------------------
-# factorisation checks (the CPU's minitorch/_cpu/factor.pyx wording)
-
-def _float_buffer(buffer, kernel, label):
-    name = _dtype_name(buffer, kernel)
-    if name not in L.FLOAT_TYPES:
-        raise TypeError(f"{kernel}: {label} must be float32 or float64, got {SHOWN[name]}")
-    return name
-
-
-def _int64_buffer(buffer, kernel, label):
-    if _dtype_name(buffer, kernel) != "int64":
-        raise TypeError(f"{kernel}: {label} must have dtype int64")
-
-
-def _factor_sizes(kernel, m, n):
-    if m < 0 or n < 0:
-        raise ValueError(f"{kernel}: sizes must be non-negative, got {m} and {n}")
-
-
-def _factor_count(kernel, label, have, need):
-    if have != need:
-        raise ValueError(f"{kernel}: {label} has {have} elements, {need} are needed")
-
-
-def _matrix_count(kernel, size, n):
-    """How many n x n matrices `size` elements hold (0 when n is 0)."""
-    if n == 0:
-        _factor_count(kernel, "a", size, 0)
-        return 0
-    if size % (n * n):
-        raise ValueError(f"{kernel}: {size} elements are not {n}x{n} matrices")
-    return size // (n * n)
-
-
-# ---------------------------------------------------------------------------------------------
-# spectral kernel checks (the CPU's minitorch/_cpu/spectral.pyx wording and order)
-
-def _spectral_buffers(kernel, a, outputs, labels, counts, info=None, batch=0):
-    """The float dtype name of a after checking that the outputs share it, that every buffer
-    has its count of elements and that info (when given) is int64 with one entry a matrix."""
-    name = _dtype_name(a, kernel)
-    if name not in L.FLOAT_TYPES:
-        raise TypeError(f"{kernel}: unsupported dtype {SHOWN[name]} (expected float32 or "
-                        "float64)")
-    for out in outputs:
-        if _dtype_name(out, kernel) != name:
-            raise TypeError(f"{kernel}: every output must have the dtype of a ({name})")
-    for label, buffer, count in zip(labels, (a,) + outputs, counts):
-        _spectral_count(kernel, label, buffer, count)
-    if info is not None:
-        if _dtype_name(info, kernel) != "int64":
-            raise TypeError(f"{kernel}: info must have dtype int64")
-        _spectral_count(kernel, "info", info, batch)
-    return name
-
-
-def _spectral_count(kernel, label, buffer, count):
-    if buffer.size != count:
-        raise ValueError(f"{kernel}: {label} has {buffer.size} elements, expected {count}")
-
-
-# ---------------------------------------------------------------------------------------------
-# max-pooling checks (the CPU's minitorch/_cpu/pool.pyx wording and order)
-
-_POOL_FIELDS = ("size", "out_size", "kernel", "stride", "padding", "dilation")
-_POOL_LOWEST = (0, 0, 1, 1, 0, 1)       # smallest value each geometry entry may take
-
-
-def _pool_geometry(geometry):
-    """The six geometry entries as tuples of ints, after checking that they hold one to three
-    values each, all as many, each at least its _POOL_LOWEST."""
-    geometry = tuple(tuple(int(v) for v in entry) for entry in geometry)
-    nd = len(geometry[0])
-    if not 1 <= nd <= 3 or any(len(entry) != nd for entry in geometry):
-        raise ValueError("max_pool_forward: size, out_size, kernel, stride, padding and dilation "
-                         f"need one to three entries each, all as many, got {geometry}")
-    for field, lowest, entry in zip(_POOL_FIELDS, _POOL_LOWEST, geometry):
-        if any(v < lowest for v in entry):
-            raise ValueError(f"max_pool_forward: {field} entries must be at least {lowest}, got "
-                             f"{entry}")
-    return geometry
-
-
-def _pool_3d(geometry):
-    """The checked geometry as the kernel's 3-D one (D, H, W per entry): leading axes of size 1
-    with a window of 1 (no padding)."""
-    lead = 3 - len(geometry[0])
-    return tuple((0 if field == "padding" else 1,) * lead + entry
-                 for field, entry in zip(_POOL_FIELDS, geometry))
-
-
-def _pool_counts(kernel, buffers, names, counts):
-    for buffer, name, count in zip(buffers, names, counts):
-        if buffer.size != count:
-            raise ValueError(f"{kernel}: {name} has {buffer.size} elements, {count} are needed")

@@ -8,11 +8,15 @@ import pathlib
 
 import numpy as np
 
-from ..opcodes import c_constants
+from ..opcodes import BinaryOp, UnaryOp, c_constants
 
 KERNEL_DIR = pathlib.Path(__file__).resolve().parent / "kernels"
-MODULES = ("strided", "elementwise", "reduce", "matmul", "index", "sort", "factor",
+SHARED_DIR = KERNEL_DIR.parent.parent / "_kernels"    # C headers shared with the CPU kernels
+MODULES = ("strided", "elementwise", "fused", "reduce", "matmul", "index", "sort", "factor",
            "spectral", "pool")
+# The files a module may `#include "..."`: the loader pastes them (NVRTC sees one text).
+INCLUDES = {"common.cuh": KERNEL_DIR / "common.cuh",
+            "special_math.h": SHARED_DIR / "special_math.h"}
 
 THREADS = 256           # block size of the flat kernels (common.cuh)
 ITEMS = 4               # elements per thread in the flat kernels (common.cuh)
@@ -34,20 +38,26 @@ MATMUL_TILES = {"large": (128, 128, 8, 8, 8), "small": (64, 64, 8, 4, 4)}
 # sources and template instances
 
 def opcode_prelude():
-    """`#define UNARY_EXP 4`-style lines from minitorch.opcodes: that file stays the only place
-    where op numbers are written down."""
-    return "".join(f"#define {name} {value}\n" for name, value in c_constants())
+    """`#define UNARY_EXP 4`-style lines from minitorch.opcodes, and X-macros listing every
+    unary and binary op (`UNARY_OPS(X)` expands to X(UNARY_IDENTITY) X(UNARY_NEG) ...) for the
+    kernels' dispatch switches: that file stays the only place where ops are written down."""
+    lines = [f"#define {name} {value}\n" for name, value in c_constants()]
+    for enum, prefix in ((UnaryOp, "UNARY"), (BinaryOp, "BINARY")):
+        cases = " ".join(f"X({prefix}_{op.name})" for op in enum)
+        lines.append(f"#define {prefix}_OPS(X) {cases}\n")
+    return "".join(lines)
 
 
 def module_source(module):
-    """The complete text NVRTC compiles for `module`: opcode prelude, common.cuh pasted where
-    the module includes it, then the module."""
+    """The complete text NVRTC compiles for `module`: opcode prelude, then the module with each
+    of its `#include "..."` lines (common.cuh first, special_math.h where used) replaced by that
+    file's text."""
     text = (KERNEL_DIR / f"{module}.cu").read_text()
-    common = (KERNEL_DIR / "common.cuh").read_text()
-    include = '#include "common.cuh"\n'
-    if include not in text:
+    if '#include "common.cuh"\n' not in text:
         raise RuntimeError(f"{module}.cu must include common.cuh")
-    return opcode_prelude() + text.replace(include, common, 1)
+    for name, path in INCLUDES.items():
+        text = text.replace(f'#include "{name}"\n', path.read_text(), 1)
+    return opcode_prelude() + text
 
 
 def name_expressions(module, key):
@@ -68,11 +78,10 @@ def name_expressions(module, key):
         names = [f"binary_kernel<{t}, {dims}>", f"where_kernel<{t}, {dims}>"]
         if variant == "wide":
             return names
-        names = [f"unary_kernel<{t}>"] + names
-        if dtype in FLOAT_TYPES:
-            names += [f"softmax_rows_kernel<{t}>", f"softmax_backward_rows_kernel<{t}>",
-                      f"adam_kernel<{t}>"]
-        return names
+        return [f"unary_kernel<{t}>"] + names
+    if module == "fused":
+        return [f"softmax_rows_kernel<{t}>", f"softmax_backward_rows_kernel<{t}>",
+                f"adam_kernel<{t}>"]
     if module == "reduce":
         return [f"reduce_rows_kernel<{t}>", f"reduce_cols_kernel<{t}>",
                 f"scan_rows_kernel<{t}>", f"scan_cols_kernel<{t}>",
@@ -107,7 +116,7 @@ def matmul_name(ctype, tiles):
 
 def module_keys(module):
     """Every key the backend may request for `module` (what the compile test instantiates)."""
-    if module in ("matmul", "factor", "spectral"):
+    if module in ("matmul", "factor", "spectral", "fused"):
         return list(FLOAT_TYPES)
     keys = list(CTYPES)
     if module in ("strided", "elementwise"):

@@ -196,6 +196,11 @@ def special_bessel_j1(input):
     return _no_gradient_unary(U.BESSEL_J1, input, "special_bessel_j1")
 
 
+def special_spherical_bessel_j0(input):
+    """sin(x) / x (1 at 0, 0 at ±inf). Like torch, it records no gradient."""
+    return _no_gradient_unary(U.SPHERICAL_BESSEL_J0, input, "special_spherical_bessel_j0")
+
+
 def _polygamma_data(x, n):
     """polygamma(n, x) as torch's calc_polygamma: digamma, trigamma, then
     (-1)^(n+1) n! zeta(n + 1, x)."""

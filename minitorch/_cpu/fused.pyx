@@ -1,0 +1,217 @@
+# cython: cdivision=True
+# (C division semantics, also in MINITORCH_DEBUG builds, as the rest of the elementwise kernels)
+"""Fused CPU kernels that replace a chain of elementwise passes: softmax / log_softmax rows
+(forward and backward) and the Adam update (the CUDA twins are minitorch/_gpu/kernels/fused.cu).
+"""
+cimport numpy as cnp
+from cython.parallel cimport prange
+from libc.math cimport sqrt
+
+from minitorch._cpu.common cimport buffer_dtype, chunk_start, DT_F32, DT_F64, threads_for
+from minitorch._cpu.vector_math cimport r_exp, real, vlog, vlogf
+
+cnp.import_array()
+
+DTYPE_NAMES = ("float32", "float64", "int64", "bool")
+
+
+# ---------------------------------------------------------------------------------------------
+# softmax rows: a row's max, exponentials, sum and normalisation fused in one kernel, forward
+# and backward, for softmax and log_softmax over the last axis of a compact (m, n) array (one
+# pass per row instead of six kernels, each a full pass and a Python call).
+# ---------------------------------------------------------------------------------------------
+
+cdef void softmax_rows(const real* x, real* y, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t n,
+                       bint log) noexcept nogil:
+    """y = softmax or log_softmax of rows [r0, r1): exp(x - max) / sum, or (x - max) - log(sum)
+    (torch's formulas; a NaN in a row makes the whole row NaN)."""
+    cdef Py_ssize_t r, j
+    cdef real peak, total, v, log_total
+    cdef const real* xr
+    cdef real* yr
+    for r in range(r0, r1):
+        xr = x + r * n
+        yr = y + r * n
+        peak = xr[0]
+        for j in range(1, n):
+            v = xr[j]
+            peak = v if (v > peak) | (v != v) else peak
+        for j in range(n):
+            yr[j] = r_exp(xr[j] - peak)
+        total = 0
+        for j in range(n):
+            total = total + yr[j]
+        if log:
+            log_total = vlogf(total) if real is float else vlog(total)
+            for j in range(n):
+                yr[j] = (xr[j] - peak) - log_total
+        else:
+            for j in range(n):
+                yr[j] = yr[j] / total
+
+
+cdef void softmax_backward_rows(const real* g, const real* y, real* o, Py_ssize_t r0,
+                                Py_ssize_t r1, Py_ssize_t n, bint log) noexcept nogil:
+    """The input gradient from the output y and its gradient g, rows [r0, r1): softmax
+    y * (g - sum(g * y)); log_softmax g - exp(y) * sum(g)."""
+    cdef Py_ssize_t r, j
+    cdef real total
+    cdef const real* gr
+    cdef const real* yr
+    cdef real* orow
+    for r in range(r0, r1):
+        gr = g + r * n
+        yr = y + r * n
+        orow = o + r * n
+        total = 0
+        if log:
+            for j in range(n):
+                total = total + gr[j]
+            for j in range(n):
+                orow[j] = gr[j] - r_exp(yr[j]) * total
+        else:
+            for j in range(n):
+                total = total + gr[j] * yr[j]
+            for j in range(n):
+                orow[j] = (gr[j] - total) * yr[j]
+
+
+cdef int check_rows(cnp.ndarray a, cnp.ndarray out, Py_ssize_t n, str op) except -1:
+    """Compact float rows of length n > 0 in a, and an out of a's size and dtype."""
+    cdef int dt = buffer_dtype(a, op)
+    if dt != DT_F32 and dt != DT_F64:
+        raise TypeError(f"{op}: unsupported dtype {DTYPE_NAMES[dt]} (float32 or float64 only)")
+    if buffer_dtype(out, op, True) != dt:
+        raise TypeError(f"{op}: out must have the dtype of the input ({DTYPE_NAMES[dt]})")
+    if n <= 0 or cnp.PyArray_SIZE(a) % n:
+        raise ValueError(f"{op}: {cnp.PyArray_SIZE(a)} elements are not rows of length {n}")
+    if cnp.PyArray_SIZE(out) != cnp.PyArray_SIZE(a):
+        raise ValueError(f"{op}: out has {cnp.PyArray_SIZE(out)} elements, expected "
+                         f"{cnp.PyArray_SIZE(a)}")
+    return dt
+
+
+cdef void softmax_part(int dt, const void* x, void* y, Py_ssize_t r0, Py_ssize_t r1,
+                       Py_ssize_t n, bint log) noexcept nogil:
+    if dt == DT_F32:
+        softmax_rows(<const float*>x, <float*>y, r0, r1, n, log)
+    else:
+        softmax_rows(<const double*>x, <double*>y, r0, r1, n, log)
+
+
+cdef void softmax_backward_part(int dt, const void* g, const void* y, void* o, Py_ssize_t r0,
+                                Py_ssize_t r1, Py_ssize_t n, bint log) noexcept nogil:
+    if dt == DT_F32:
+        softmax_backward_rows(<const float*>g, <const float*>y, <float*>o, r0, r1, n, log)
+    else:
+        softmax_backward_rows(<const double*>g, <const double*>y, <double*>o, r0, r1, n, log)
+
+
+def softmax_last(cnp.ndarray a, cnp.ndarray out, Py_ssize_t n, bint log=False):
+    """out = softmax (log_softmax when `log`) of each length-n row of compact a; rows are
+    shared out among threads."""
+    cdef int dt = check_rows(a, out, n, "softmax_last")
+    cdef Py_ssize_t m = cnp.PyArray_SIZE(a) // n, t
+    cdef int nt = threads_for(m * n) if m > 1 else 1
+    cdef const void* pa = cnp.PyArray_DATA(a)
+    cdef void* po = cnp.PyArray_DATA(out)
+    with nogil:
+        if nt == 1:
+            softmax_part(dt, pa, po, 0, m, n, log)
+        else:
+            for t in prange(nt, num_threads=nt, schedule="static"):
+                softmax_part(dt, pa, po, m * t // nt, m * (t + 1) // nt, n, log)
+
+
+def softmax_backward_last(cnp.ndarray g, cnp.ndarray y, cnp.ndarray out, Py_ssize_t n,
+                          bint log=False):
+    """out = the gradient of softmax (log_softmax when `log`) rows of length n at the input,
+    given their output y and its gradient g (all compact, one size and dtype)."""
+    cdef int dt = check_rows(g, out, n, "softmax_backward_last")
+    check_rows(y, out, n, "softmax_backward_last")
+    cdef Py_ssize_t m = cnp.PyArray_SIZE(g) // n, t
+    cdef int nt = threads_for(m * n) if m > 1 else 1
+    cdef const void* pg = cnp.PyArray_DATA(g)
+    cdef const void* py = cnp.PyArray_DATA(y)
+    cdef void* po = cnp.PyArray_DATA(out)
+    with nogil:
+        if nt == 1:
+            softmax_backward_part(dt, pg, py, po, 0, m, n, log)
+        else:
+            for t in prange(nt, num_threads=nt, schedule="static"):
+                softmax_backward_part(dt, pg, py, po, m * t // nt, m * (t + 1) // nt, n, log)
+
+
+# ---------------------------------------------------------------------------------------------
+# fused optimizer update
+# ---------------------------------------------------------------------------------------------
+
+cdef struct AdamScalars:
+    double grad_scale, param_scale, grad_decay, w1, beta2, c2, eps, bc2_sqrt, neg_step
+
+
+cdef void adam_elements(real* p, const real* g, real* m, real* v, real* vmax, Py_ssize_t i0,
+                        Py_ssize_t i1, AdamScalars s) noexcept nogil:
+    """torch's single-tensor Adam, operation for operation, on elements [i0, i1): each scalar
+    is rounded to the element type first, as the separate tensor ops would."""
+    cdef real grad_scale = <real>s.grad_scale, param_scale = <real>s.param_scale
+    cdef real grad_decay = <real>s.grad_decay, w1 = <real>s.w1, beta2 = <real>s.beta2
+    cdef real c2 = <real>s.c2, eps = <real>s.eps, bc2_sqrt = <real>s.bc2_sqrt
+    cdef real neg_step = <real>s.neg_step, pi, gi, mi, vi, top
+    cdef Py_ssize_t i
+    for i in range(i0, i1):
+        pi = p[i] * param_scale                         # decoupled weight decay (AdamW)
+        gi = g[i] * grad_scale                          # maximize: the negated gradient
+        if grad_decay != 0:                             # L2 weight decay (an inf p stays out
+            gi = gi + grad_decay * p[i]                 # when there is none)
+        mi = m[i]
+        mi = mi + w1 * (gi - mi) if w1 < 0.5 else gi - (gi - mi) * (1 - w1)    # lerp
+        vi = v[i] * beta2 + c2 * gi * gi
+        m[i] = mi
+        v[i] = vi
+        if vmax != NULL:                                # amsgrad: a NaN on either side wins
+            top = vmax[i]
+            if top > vi or top != top:
+                vi = top
+            vmax[i] = vi
+        p[i] = pi + neg_step * (mi / (sqrt(vi) / bc2_sqrt + eps))
+
+
+cdef void adam_part(int dt, void* p, const void* g, void* m, void* v, void* vmax, Py_ssize_t i0,
+                    Py_ssize_t i1, AdamScalars s) noexcept nogil:
+    if dt == DT_F32:
+        adam_elements(<float*>p, <const float*>g, <float*>m, <float*>v, <float*>vmax, i0, i1, s)
+    else:
+        adam_elements(<double*>p, <const double*>g, <double*>m, <double*>v, <double*>vmax, i0,
+                      i1, s)
+
+
+def adam_step(cnp.ndarray param, cnp.ndarray grad, cnp.ndarray exp_avg, cnp.ndarray exp_avg_sq,
+              cnp.ndarray max_exp_avg_sq, double beta1, double beta2, double eps,
+              double step_size, double bias_correction2_sqrt, double grad_decay=0.0,
+              double param_scale=1.0, bint maximize=False):
+    """One Adam update of compact buffers of one float dtype and size, in place: param,
+    exp_avg, exp_avg_sq and (amsgrad, else None) max_exp_avg_sq. grad_decay is L2 weight decay
+    added to the gradient, param_scale the decoupled decay factor 1 - lr * weight_decay."""
+    cdef int dt = check_rows(param, param, 1, "adam_step")
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(param), t
+    for buf in (grad, exp_avg, exp_avg_sq, max_exp_avg_sq):
+        if buf is not None:
+            check_rows(param, buf, 1, "adam_step")
+    cdef AdamScalars s
+    s.grad_scale, s.param_scale, s.grad_decay = (-1.0 if maximize else 1.0), param_scale, grad_decay
+    s.w1, s.beta2, s.c2, s.eps = 1.0 - beta1, beta2, 1.0 - beta2, eps
+    s.bc2_sqrt, s.neg_step = bias_correction2_sqrt, -step_size
+    cdef void* pp = cnp.PyArray_DATA(param)
+    cdef const void* pg = cnp.PyArray_DATA(grad)
+    cdef void* pm = cnp.PyArray_DATA(exp_avg)
+    cdef void* pv = cnp.PyArray_DATA(exp_avg_sq)
+    cdef void* pmax = NULL if max_exp_avg_sq is None else cnp.PyArray_DATA(max_exp_avg_sq)
+    cdef int nt = threads_for(n)
+    with nogil:
+        if nt == 1:
+            adam_part(dt, pp, pg, pm, pv, pmax, 0, n, s)
+        else:
+            for t in prange(nt, num_threads=nt, schedule="static"):
+                adam_part(dt, pp, pg, pm, pv, pmax, chunk_start(n, nt, t),
+                          chunk_start(n, nt, t + 1), s)

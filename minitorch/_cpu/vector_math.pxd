@@ -1,0 +1,168 @@
+# cython: cdivision=True
+# Vectorizable exp, log and tanh for the CPU kernels (unary, binary, fused): libm's are scalar
+# calls, these branch-free versions (Cephes polynomials, special cases as selects) let gcc emit
+# SIMD loops; they are the hot ones (softmax, log-softmax, sigmoid, tanh). exp: Cody-Waite
+# reduction x = n*ln2 + r, a polynomial for e^r, and 2^n applied as two factors so that overflow
+# gives inf and underflow rounds gracefully through the subnormals; NaN propagates through r.
+from libc.math cimport INFINITY, NAN, copysign, copysignf, fabs, fabsf
+from libc.stdint cimport int32_t, int64_t
+
+ctypedef fused real:
+    float
+    double
+
+
+cdef union F32Bits:
+    float f
+    int32_t i
+
+cdef union F64Bits:
+    double f
+    int64_t i
+
+
+cdef inline float pow2f(int32_t k) noexcept nogil:
+    """2**k for -126 <= k <= 127."""
+    cdef F32Bits u
+    u.i = (k + 127) << 23
+    return u.f
+
+
+cdef inline double pow2d(int64_t k) noexcept nogil:
+    """2**k for -1022 <= k <= 1023."""
+    cdef F64Bits u
+    u.i = (k + 1023) << 52
+    return u.f
+
+
+cdef inline float vexpf(float x) noexcept nogil:
+    """expf within ~1 ulp (Cephes polynomial), written so that loops over it vectorize."""
+    cdef float n, r, p
+    cdef F32Bits m
+    cdef int32_t k
+    x = 89.0 if x > 89.0 else x          # beyond: inf (2**128 overflows)
+    x = -104.0 if x < -104.0 else x      # below: 0 (under half the smallest subnormal)
+    m.f = x * <float>1.44269504088896341 + <float>12582912.0   # round-to-nearest trick
+    n = m.f - <float>12582912.0
+    k = m.i - 0x4B400000
+    k = 0 if x != x else k
+    r = x - n * <float>0.693359375 - n * <float>-2.12194440e-4
+    p = ((((<float>1.9875691500E-4 * r + <float>1.3981999507E-3) * r
+            + <float>8.3334519073E-3) * r + <float>4.1665795894E-2) * r
+         + <float>1.6666665459E-1) * r + <float>5.0000001201E-1
+    p = p * r * r + r + <float>1.0
+    return p * pow2f(k >> 1) * pow2f(k - (k >> 1))
+
+
+cdef inline double vexp(double x) noexcept nogil:
+    """exp within ~1 ulp (degree-13 Taylor polynomial on |r| <= ln2/2), vectorizable."""
+    cdef double n, r, p
+    cdef F64Bits m
+    cdef int64_t k
+    x = 710.0 if x > 710.0 else x
+    x = -746.0 if x < -746.0 else x
+    m.f = x * 1.4426950408889634 + 6755399441055744.0
+    n = m.f - 6755399441055744.0
+    k = m.i - <int64_t>0x4338000000000000LL
+    k = 0 if x != x else k
+    r = x - n * 6.93147180369123816490e-01 - n * 1.90821492927058770002e-10
+    p = 1.0 / 6227020800.0
+    p = p * r + 1.0 / 479001600.0
+    p = p * r + 1.0 / 39916800.0
+    p = p * r + 1.0 / 3628800.0
+    p = p * r + 1.0 / 362880.0
+    p = p * r + 1.0 / 40320.0
+    p = p * r + 1.0 / 5040.0
+    p = p * r + 1.0 / 720.0
+    p = p * r + 1.0 / 120.0
+    p = p * r + 1.0 / 24.0
+    p = p * r + 1.0 / 6.0
+    p = p * r + 0.5
+    p = p * r * r + r + 1.0
+    return p * pow2d(k >> 1) * pow2d(k - (k >> 1))
+
+
+cdef inline float vlogf(float x) noexcept nogil:
+    """logf within ~1 ulp (Cephes polynomial on the mantissa), vectorizable."""
+    # the exponent is split off with bit operations, subnormals pre-scaled, specials selected
+    cdef F32Bits u
+    cdef float m, z, y, e, res
+    cdef int32_t k, one = 1, shift = 23   # typed so that every lane stays 32 bits wide
+    cdef bint sub = x < <float>1.17549435e-38
+    u.f = x * <float>8388608.0 if sub else x                 # 2**23 makes subnormals normal
+    k = ((u.i >> 23) & 0xff) - 126
+    k = k - shift if sub else k
+    u.i = (u.i & 0x007fffff) | 0x3f000000                   # mantissa in [0.5, 1)
+    m = u.f
+    k = k - one if m < <float>0.707106781186547524 else k   # keep m - 1 within +-0.3
+    m = (m + m if m < <float>0.707106781186547524 else m) - <float>1.0
+    e = <float>k
+    z = m * m
+    y = ((((((((<float>7.0376836292E-2 * m - <float>1.1514610310E-1) * m
+                + <float>1.1676998740E-1) * m - <float>1.2420140846E-1) * m
+              + <float>1.4249322787E-1) * m - <float>1.6668057665E-1) * m
+            + <float>2.0000714765E-1) * m - <float>2.4999993993E-1) * m
+         + <float>3.3333331174E-1) * m * z
+    y = y + e * <float>-2.12194440e-4 - <float>0.5 * z
+    res = m + y + e * <float>0.693359375
+    res = INFINITY if x == INFINITY else res
+    res = -INFINITY if x == 0 else res
+    res = NAN if x < 0 else res
+    return x if x != x else res
+
+
+cdef inline double vlog(double x) noexcept nogil:
+    """log within ~1 ulp (Cephes rational approximation), vectorizable like vlogf."""
+    cdef F64Bits u
+    cdef double m, z, y, e, res
+    cdef int64_t k, one = 1, shift = 54
+    cdef bint sub = x < 2.2250738585072014e-308
+    u.f = x * 18014398509481984.0 if sub else x             # 2**54
+    k = ((u.i >> 52) & 0x7ff) - 1022
+    k = k - shift if sub else k
+    u.i = (u.i & <int64_t>0x000fffffffffffffLL) | <int64_t>0x3fe0000000000000LL
+    m = u.f
+    k = k - one if m < 0.70710678118654752440 else k
+    m = (m + m if m < 0.70710678118654752440 else m) - 1.0
+    e = <double>k
+    z = m * m
+    y = m * (z * (((((1.01875663804580931796E-4 * m + 4.97494994976747001425E-1) * m
+                     + 4.70579119878881725854E0) * m + 1.44989225341610930846E1) * m
+                   + 1.79368678507819816313E1) * m + 7.70838733755885391666E0)
+             / (((((m + 1.12873587189167450590E1) * m + 4.52279145837532221105E1) * m
+                  + 8.29875266912776603211E1) * m + 7.11544750618563894466E1) * m
+                + 2.31251620126765340583E1))
+    y = y - e * 2.121944400546905827679e-4 - 0.5 * z
+    res = m + y + e * 0.693359375
+    res = INFINITY if x == INFINITY else res
+    res = -INFINITY if x == 0 else res
+    res = NAN if x < 0 else res
+    return x if x != x else res
+
+
+cdef inline float vtanhf(float x) noexcept nogil:
+    """tanhf within ~2 ulp (Cephes): odd polynomial near 0, 1 - 2/(e^2|x| + 1) beyond."""
+    cdef float a = fabsf(x), z = x * x, small, big
+    small = ((((<float>-5.70498872745E-3 * z + <float>2.06390887954E-2) * z
+               - <float>5.37397155531E-2) * z + <float>1.33314422036E-1) * z
+             - <float>3.33332819422E-1) * z * x + x
+    big = copysignf(<float>1.0 - <float>2.0 / (vexpf(a + a) + <float>1.0), x)
+    return small if a < <float>0.625 else big
+
+
+cdef inline double vtanh(double x) noexcept nogil:
+    """tanh within ~2 ulp (Cephes): rational function near 0, 1 - 2/(e^2|x| + 1) beyond."""
+    cdef double a = fabs(x), z = x * x, small, big
+    small = x + x * z * (((-9.64399179425052238628E-1 * z - 9.92877231001918586564E1) * z
+                          - 1.61468768441708447952E3)
+                         / (((z + 1.12811678491632931402E2) * z + 2.23548839060100448583E3) * z
+                            + 4.84406305325125486048E3))
+    big = copysign(1.0 - 2.0 / (vexp(a + a) + 1.0), x)
+    return small if a < 0.625 else big
+
+
+cdef inline real r_exp(real x) noexcept nogil:
+    if real is float:
+        return vexpf(x)
+    else:
+        return vexp(x)
