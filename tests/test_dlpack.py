@@ -49,6 +49,12 @@ def test_from_dlpack_shares_numpy_memory():
     assert array[0, 0] == 99.0 and t.stride() == (4, 1)
 
 
+def test_from_dlpack_copy_keyword():
+    array = np.zeros(3)
+    mt.from_dlpack(array, copy=True)[0] = 1.0
+    assert array[0] == 0.0
+
+
 def test_from_dlpack_of_a_tensor_is_the_same_memory():
     t = _base()
     assert mt.from_dlpack(t).data_ptr() == t.data_ptr()

@@ -69,9 +69,16 @@ def _exchange_view(data):
     return view.view(cupy.bool_) if data.dtype is dtypes.bool_ else view
 
 
-def from_dlpack(ext_tensor):
+def from_dlpack(ext_tensor, *, device=None, copy=None):
     """torch.from_dlpack: a tensor sharing the memory of any object with `__dlpack__` (a numpy
-    or CuPy array, a torch tensor, one of ours)."""
+    or CuPy array, a torch tensor, one of ours); moved to `device` or copied when asked."""
+    result = _shared(ext_tensor)
+    if device is not None:
+        result = result.to(device)
+    return result.clone() if copy else result
+
+
+def _shared(ext_tensor):
     if isinstance(ext_tensor, Tensor):
         return ext_tensor.detach()
     device_type, index = ext_tensor.__dlpack_device__()
