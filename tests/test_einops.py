@@ -4,6 +4,7 @@ numpy's einops gives them, gradients through every operation, layers inside nn.S
 minitorch never imports einops itself; `import minitorch._einops` registers our backend (done
 by minitorch on import when einops was loaded first).
 """
+import pathlib
 import subprocess
 import sys
 
@@ -16,6 +17,8 @@ einops = pytest.importorskip("einops", reason="einops is not installed")
 mt_einops = pytest.importorskip("minitorch._einops")
 
 from einops import einsum, pack, rearrange, reduce, repeat  # noqa: E402
+
+REPO = pathlib.Path(__file__).resolve().parents[1]     # this checkout's minitorch
 
 
 def _values(rng, *shape):
@@ -77,9 +80,9 @@ def test_backend_is_found_whichever_is_imported_first():
     """einops loaded before minitorch: minitorch registers the backend on import."""
     code = ("import einops, minitorch as mt; "
             "assert einops.rearrange(mt.ones(2, 3), 'a b -> b a').shape == (3, 2)")
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=REPO)
 
 
 def test_minitorch_does_not_import_einops():
     code = "import sys, minitorch; assert 'einops' not in sys.modules"
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=REPO)

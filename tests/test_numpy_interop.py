@@ -25,8 +25,10 @@ import pytest
 import minitorch as mt
 
 torch = pytest.importorskip("torch", reason="these cases compare with torch")
-# torch's own __array__/__array_wrap__ predate numpy 2's signatures (ours take them)
-pytestmark = pytest.mark.filterwarnings("ignore:__array:DeprecationWarning")
+# torch's own __array__/__array_wrap__ predate numpy 2's signatures (ours take them), and torch
+# warns on sharing numpy's read-only broadcast views
+pytestmark = [pytest.mark.filterwarnings("ignore:__array:DeprecationWarning"),
+              pytest.mark.filterwarnings("ignore:The given NumPy array is not writable")]
 
 F64 = np.array([1.0, 0.0])
 F32 = np.array([1.0, 0.0], np.float32)
