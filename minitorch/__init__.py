@@ -2,6 +2,7 @@
 
     import minitorch as mt
 """
+import sys as _sys
 from math import e, inf, nan, pi  # torch.pi, torch.e, torch.inf, torch.nan
 
 from .tensor import (Size, Tensor, arange, as_tensor, asarray, empty, empty_like, empty_strided,
@@ -39,6 +40,7 @@ from .functions.spectral import *  # noqa: F401,F403
 from .functions.signal import *  # noqa: F401,F403
 from .functions.spellings import *  # noqa: F401,F403
 from .functions.stats import *  # noqa: F401,F403
+from .functions.interop import from_dlpack
 from .nn.toplevel import NAMES as _NN_NAMES
 from .printing import get_printoptions, set_printoptions
 from .serialization import load, save
@@ -63,3 +65,6 @@ autograd.gradcheck = _autograd_gradcheck.gradcheck
 autograd.gradgradcheck = _autograd_gradcheck.gradgradcheck
 autograd.GradcheckError = _autograd_gradcheck.GradcheckError
 __version__ = "0.1.0"
+
+if "einops" in _sys.modules:    # einops already loaded: give it our backend (see _einops.py)
+    from . import _einops  # noqa: F401

@@ -14,7 +14,7 @@ from . import dtypes
 from .autograd import RemovableHandle, TensorBase, _grad_mode
 from .autograd import backward as _autograd_backward
 from .backend import CPU, device as Device, get_backend
-from .ndarray import NDArray, contiguous_strides, real_dim, shape_numel
+from .ndarray import NDArray, real_dim, shape_numel
 from .printing import tensor_repr
 
 if TYPE_CHECKING:     # static tools see the op methods that install() puts on Tensor at import
@@ -305,8 +305,19 @@ class Tensor(TensorBase, _OpMethods):
         return self._data.numpy()
 
     def __array__(self, dtype=None, copy=None):
-        array = self.detach().cpu()._data.numpy()
-        return array if dtype is None else array.astype(dtype)
+        """np.asarray(t): a view of a CPU tensor's memory, with torch's refusals (a tensor that
+        requires grad, a CUDA tensor) so that numpy never silently drops a graph."""
+        array = self.numpy()
+        if dtype is not None:
+            array = array.astype(dtype, copy=False)
+        return array.copy() if copy else array
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """A numpy ufunc's result on tensors comes back as a tensor sharing its memory (torch's
+        rule, bool results included: torch turns them into uint8)."""
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        return from_numpy(array)
 
     def tolist(self):
         return self.detach().cpu()._data.numpy().tolist()
@@ -662,21 +673,51 @@ def _contains_tensor(seq):
 
 
 def as_tensor(data, dtype=None, device=None):
+    """torch.as_tensor: a tensor or a numpy array of our dtype on the CPU is shared, not
+    copied."""
     if isinstance(data, Tensor):
         return data.to(device=device, dtype=dtype)
+    if isinstance(data, np.ndarray) and (device is None or Device(device) == CPU) and \
+            data.dtype in _SHAREABLE and (dtype is None or dtype.numpy_dtype == data.dtype):
+        return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
 
 
+_SHAREABLE = frozenset(d.numpy_dtype for d in dtypes.ALL)    # native byte order only
+
+
 def from_numpy(array):
-    """torch.from_numpy: shares memory with `array` when its dtype is one of ours."""
+    """torch.from_numpy: shares memory with `array` (any view with non-negative strides, as
+    torch) when its dtype is one of ours; other dtypes become ours in a copy."""
     array = np.asarray(array)
     dtype = dtypes.from_numpy(array.dtype)
-    if array.dtype != dtype.numpy_dtype or array.dtype == np.bool_ or not \
-            array.flags.c_contiguous:
+    strides = _element_strides(array)
+    if array.dtype not in _SHAREABLE or array.size == 0:
         return tensor(array, dtype=dtype)
-    flat = array.reshape(-1)
-    return wrap(NDArray(flat, tuple(array.shape), contiguous_strides(tuple(array.shape)), 0,
-                        dtype, CPU, get_backend(CPU)))
+    if dtype is dtypes.bool_:
+        array = array.view(np.uint8)            # bool's storage is bytes (dtypes.py)
+    return wrap(NDArray(_base_buffer(array, strides), tuple(array.shape), strides, 0, dtype, CPU,
+                        get_backend(CPU)))
+
+
+def _element_strides(array):
+    """array's strides in elements, refused as torch.from_numpy refuses them."""
+    itemsize = array.dtype.itemsize
+    if any(s < 0 for s in array.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors "
+                         "with negative strides are not currently supported. (You can probably "
+                         "work around this by making a copy of your array  with array.copy().) ")
+    if any(s % itemsize for s in array.strides):
+        raise ValueError("given numpy array strides not a multiple of the element byte size. "
+                         "Copy the numpy array to reallocate the memory.")
+    return tuple(s // itemsize for s in array.strides)
+
+
+def _base_buffer(array, strides):
+    """The flat 1-D run of memory a (non-empty) strided view spans, starting at its first
+    element: a numpy view that keeps `array`'s memory alive, so the tensor shares it."""
+    extent = 1 + sum((n - 1) * s for n, s in zip(array.shape, strides))
+    return np.lib.stride_tricks.as_strided(array, (extent,), (array.dtype.itemsize,))
 
 
 def _shape_args(size):

@@ -7,7 +7,10 @@ built on Tensor), so it cannot name the ops itself; this file sits above both. S
 these methods on Tensor through its TYPE_CHECKING base. Attribute lookups cost the same as for
 methods written in the class: install() puts the very same function objects on it.
 """
-from .functions import compare, float_math, indexing, inplace, operators, special_functions
+import numpy as np
+
+from .functions import (compare, float_math, indexing, inplace, interop, operators,
+                        special_functions)
 from .functions import elementwise as E
 from .functions import factor as FA
 from .functions import index as I  # noqa: E741
@@ -28,23 +31,26 @@ class TensorMethods:
     """The ops of torch.Tensor, grouped by the functions/ module that defines each."""
 
     # ---- Python operators (functions/operators.py) ---------------------------------------------
-    __add__ = operators.fast_operator(E.Add, E.add)
-    __sub__ = operators.fast_operator(E.Sub, E.sub)
-    __mul__ = operators.fast_operator(E.Mul, E.mul)
-    __truediv__ = operators.binary_operator(E.div)
-    __floordiv__ = operators.binary_operator(E.floor_divide)
-    __mod__ = operators.binary_operator(float_math.remainder)
-    __pow__ = operators.binary_operator(E.pow)
-    __matmul__ = operators.binary_operator(L.matmul)
-    __and__ = operators.binary_operator(compare.bitwise_and)
-    __or__ = operators.binary_operator(compare.bitwise_or)
-    __xor__ = operators.binary_operator(compare.bitwise_xor)
-    __lshift__ = operators.binary_operator(compare.bitwise_left_shift)
-    __rshift__ = operators.binary_operator(compare.bitwise_right_shift)
+    __add__ = operators.fast_operator(E.Add, E.add, np.add)
+    __sub__ = operators.fast_operator(E.Sub, E.sub, np.subtract)
+    __mul__ = operators.fast_operator(E.Mul, E.mul, np.multiply)
+    __truediv__ = operators.binary_operator(E.div, ufunc=np.true_divide)
+    __floordiv__ = operators.binary_operator(E.floor_divide, ufunc=np.floor_divide)
+    __mod__ = operators.binary_operator(float_math.remainder, ufunc=np.remainder)
+    __pow__ = operators.binary_operator(E.pow, ufunc=np.power)
+    __matmul__ = operators.binary_operator(L.matmul, ufunc=np.matmul)
+    __and__ = operators.binary_operator(compare.bitwise_and, ufunc=np.bitwise_and)
+    __or__ = operators.binary_operator(compare.bitwise_or, ufunc=np.bitwise_or)
+    __xor__ = operators.binary_operator(compare.bitwise_xor, ufunc=np.bitwise_xor)
+    __lshift__ = operators.binary_operator(compare.bitwise_left_shift,
+                                           ufunc=np.left_shift)
+    __rshift__ = operators.binary_operator(compare.bitwise_right_shift,
+                                           ufunc=np.right_shift)
     __radd__ = operators.binary_operator(E.add, reflected=True)
     __rsub__ = operators.binary_operator(E.sub, reflected=True)
     __rmul__ = operators.binary_operator(E.mul, reflected=True)
-    __rtruediv__ = operators.binary_operator(E.div, reflected=True)
+    __rtruediv__ = operators.binary_operator(E.div, reflected=True,
+                                             ndarray=interop.reflected_divide)
     __rfloordiv__ = operators.binary_operator(E.floor_divide, reflected=True)
     __rmod__ = operators.binary_operator(float_math.remainder, reflected=True)
     __rpow__ = operators.binary_operator(E.pow, reflected=True)
@@ -54,12 +60,14 @@ class TensorMethods:
     __rxor__ = operators.binary_operator(compare.bitwise_xor, reflected=True)
     __rlshift__ = operators.binary_operator(compare.bitwise_left_shift, reflected=True)
     __rrshift__ = operators.binary_operator(compare.bitwise_right_shift, reflected=True)
-    __eq__ = operators.binary_operator(compare.eq)
-    __ne__ = operators.binary_operator(compare.ne)
+    __eq__ = operators.comparison_operator(compare.eq)
+    __ne__ = operators.comparison_operator(compare.ne)
     __lt__ = operators.binary_operator(compare.lt)
     __le__ = operators.binary_operator(compare.le)
     __gt__ = operators.binary_operator(compare.gt)
     __ge__ = operators.binary_operator(compare.ge)
+    __dlpack__ = interop.dlpack          # DLPack exchange (functions/interop.py)
+    __dlpack_device__ = interop.dlpack_device
     __neg__ = E.neg
     __abs__ = E.abs
     __invert__ = operators.invert
@@ -70,20 +78,24 @@ class TensorMethods:
         return self
 
     # ---- in-place operators and in-place bitwise ops (functions/inplace.py) ---------------------
-    __iadd__ = inplace.inplace(E.add)
-    __isub__ = inplace.inplace(E.sub)
-    __imul__ = inplace.inplace(E.mul)
-    __itruediv__ = inplace.inplace(E.div)
-    __ipow__ = inplace.inplace(E.pow)
-    __ifloordiv__ = inplace.inplace(E.floor_divide)
-    __imod__ = inplace.inplace(float_math.remainder)
-    __iand__ = bitwise_and_ = inplace.inplace(inplace.castable_first(compare.bitwise_and))
-    __ior__ = bitwise_or_ = inplace.inplace(inplace.castable_first(compare.bitwise_or))
-    __ixor__ = bitwise_xor_ = inplace.inplace(inplace.castable_first(compare.bitwise_xor))
-    __ilshift__ = bitwise_left_shift_ = inplace.inplace(
-        inplace.castable_first(compare.bitwise_left_shift))
-    __irshift__ = bitwise_right_shift_ = inplace.inplace(
-        inplace.castable_first(compare.bitwise_right_shift))
+    # (`t += ndarray` falls back to `t = t + ndarray`, as in torch: operators.inplace_operator)
+    __iadd__ = operators.inplace_operator(inplace.inplace(E.add))
+    __isub__ = operators.inplace_operator(inplace.inplace(E.sub))
+    __imul__ = operators.inplace_operator(inplace.inplace(E.mul))
+    __itruediv__ = operators.inplace_operator(inplace.inplace(E.div))
+    __ipow__ = operators.inplace_operator(inplace.inplace(E.pow))
+    __ifloordiv__ = operators.inplace_operator(inplace.inplace(E.floor_divide))
+    __imod__ = operators.inplace_operator(inplace.inplace(float_math.remainder))
+    bitwise_and_ = inplace.inplace(inplace.castable_first(compare.bitwise_and))
+    bitwise_or_ = inplace.inplace(inplace.castable_first(compare.bitwise_or))
+    bitwise_xor_ = inplace.inplace(inplace.castable_first(compare.bitwise_xor))
+    bitwise_left_shift_ = inplace.inplace(inplace.castable_first(compare.bitwise_left_shift))
+    bitwise_right_shift_ = inplace.inplace(inplace.castable_first(compare.bitwise_right_shift))
+    __iand__ = operators.inplace_operator(bitwise_and_)
+    __ior__ = operators.inplace_operator(bitwise_or_)
+    __ixor__ = operators.inplace_operator(bitwise_xor_)
+    __ilshift__ = operators.inplace_operator(bitwise_left_shift_)
+    __irshift__ = operators.inplace_operator(bitwise_right_shift_)
 
 
     # ---- elementwise arithmetic and basic math (functions/elementwise.py) -------------------

@@ -1,6 +1,9 @@
 """Python's operators on Tensor: `a + b`, `a @ b`, `a == b`, `~a`. A binary dunder returns
 NotImplemented for operand types torch does not take (so Python raises its own TypeError), and
-the commonest ones, `+ - *` between two tensors of one dtype, skip the promoting path."""
+the commonest ones, `+ - *` between two tensors of one dtype, skip the promoting path. A numpy
+array operand takes torch's route (functions/interop.py) where torch takes one: `t + ndarray`
+as numpy's ufunc would type it, `t == ndarray` as two tensors; `ndarray + t` and `t < ndarray`
+are TypeErrors, as in torch."""
 import numbers
 
 import numpy as np
@@ -8,29 +11,57 @@ import numpy as np
 from .. import dtypes
 from ..autograd import _grad_mode
 from ..tensor import Tensor, wrap
-from . import compare
+from . import compare, interop
 
 _OPERAND_TYPES = (Tensor, numbers.Number, np.number, np.bool_)
 _BOOL = dtypes.bool_
 
 
-def binary_operator(fn, reflected=False):
+def binary_operator(fn, reflected=False, ufunc=None, ndarray=None):
     """A binary dunder: NotImplemented for foreign operand types (so `t == None` is False and
-    `t + "a"` raises Python's TypeError), else the op with the operands in the right order."""
+    `t + "a"` raises Python's TypeError), else the op with the operands in the right order.
+    A numpy array operand goes to `ndarray(self, array)`, or to numpy's typing of `ufunc`
+    (interop.with_ndarray); with neither it is foreign too."""
+    on_ndarray = _ndarray_rule(fn, ufunc, ndarray)
     if reflected:
-        return lambda self, other: fn(other, self) if isinstance(other, _OPERAND_TYPES) \
-            else NotImplemented
-    return lambda self, other: fn(self, other) if isinstance(other, _OPERAND_TYPES) \
-        else NotImplemented
+        def method(self, other):
+            if isinstance(other, _OPERAND_TYPES):
+                return fn(other, self)
+            return _foreign(self, other, on_ndarray)
+    else:
+        def method(self, other):
+            if isinstance(other, _OPERAND_TYPES):
+                return fn(self, other)
+            return _foreign(self, other, on_ndarray)
+    return method
 
 
-def fast_operator(function_class, slow_path):
+def _ndarray_rule(fn, ufunc, ndarray):
+    if ndarray is None and ufunc is not None:
+        return lambda self, array: interop.with_ndarray(fn, ufunc, self, array)
+    return ndarray
+
+
+def _foreign(self, other, on_ndarray):
+    if on_ndarray is not None and isinstance(other, np.ndarray):
+        return on_ndarray(self, other)
+    return NotImplemented
+
+
+def comparison_operator(fn):
+    """`==` / `!=`: a numpy array operand is taken as a tensor (torch's `t == ndarray`)."""
+    return binary_operator(fn, ndarray=lambda self, array: interop.compare_with_ndarray(
+        fn, self, array))
+
+
+def fast_operator(function_class, slow_path, ufunc=None):
     """`a op b` for two tensors of one dtype goes straight to the op's Function (the most
     common call in any model), or straight to the kernel when nothing is recorded (neither
     needs a gradient, or grad mode is off, as inside a backward); everything else takes the
     general promoting path. bool tensors always take the Function, which raises torch's
     error for `-` on them."""
     op = function_class.op
+    on_ndarray = _ndarray_rule(slow_path, ufunc, None)
 
     def method(self, other):
         if isinstance(other, Tensor):
@@ -40,8 +71,18 @@ def fast_operator(function_class, slow_path):
                         or data.dtype is _BOOL):
                     return function_class.apply(self, other)
                 return wrap(data.binary(op, other_data))
-        return slow_path(self, other) if isinstance(other, _OPERAND_TYPES) else NotImplemented
+        if isinstance(other, _OPERAND_TYPES):
+            return slow_path(self, other)
+        return _foreign(self, other, on_ndarray)
     return method
+
+
+def inplace_operator(method):
+    """`t += x`: with a numpy array x, NotImplemented, so Python falls back to `t = t + x`
+    (torch's in-place dunders refuse an ndarray that way)."""
+    def dunder(self, other):
+        return NotImplemented if isinstance(other, np.ndarray) else method(self, other)
+    return dunder
 
 
 def invert(self):
