@@ -25,7 +25,9 @@ def mnist():
 def test_mlp_learns_real_mnist(mnist, device):
     train, test = mnist
     mt.manual_seed(0)
-    loader = DataLoader(Subset(train, range(6000)), batch_size=64, shuffle=True,
+    # 12000 images: with 6000 this MLP plateaus at 0.90 +- 0.005 over seeds, right at the bar;
+    # with 12000 it reaches 0.92 for every seed tried (0-7)
+    loader = DataLoader(Subset(train, range(12000)), batch_size=64, shuffle=True,
                         generator=mt.Generator().manual_seed(0))
     model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(),
                           nn.Linear(128, 10)).to(device)
