@@ -14,9 +14,9 @@ from .functions import (compare, float_math, indexing, inplace, interop, operato
 from .functions import elementwise as E
 from .functions import factor as FA
 from .functions import index as I  # noqa: E741
+from .functions import joining as J
 from .functions import linalg as L
 from .functions import movement as M
-from .functions import joining as M_joining
 from .functions import norms as NO
 from .functions import reduce as R
 from .functions import sort as S
@@ -98,15 +98,13 @@ class TensorMethods:
     __irshift__ = operators.inplace_operator(bitwise_right_shift_)
 
 
-    # ---- elementwise arithmetic and basic math (functions/elementwise.py) -------------------
+    # ---- elementwise arithmetic and basic math (functions/elementwise.py) -----------------------
     add = E.add
     sub = E.sub
     mul = E.mul
     div = E.div
     true_divide = E.true_divide
     floor_divide = E.floor_divide
-    remainder = float_math.remainder
-    fmod = float_math.fmod
     pow = E.pow
     float_power = E.float_power
     neg = E.neg
@@ -139,8 +137,6 @@ class TensorMethods:
     clamp = E.clamp
     minimum = E.minimum
     maximum = E.maximum
-    fmax = float_math.fmax
-    fmin = float_math.fmin
     clamp_min = E.clamp_min
     clamp_max = E.clamp_max
     add_ = inplace.fast_inplace(BinaryOp.ADD, inplace.inplace(E.add), scaled=True)
@@ -178,11 +174,9 @@ class TensorMethods:
     subtract_ = inplace.inplace(E.subtract)
     true_divide_ = inplace.inplace(E.true_divide)
     floor_divide_ = inplace.inplace(E.floor_divide)
-    fmod_ = inplace.inplace(float_math.fmod)
-    remainder_ = inplace.inplace(float_math.remainder)
     erf_ = inplace.inplace(E.erf)
 
-    # ---- comparisons and logic (functions/compare.py) ---------------------------------------
+    # ---- comparisons and logic (functions/compare.py) -------------------------------------------
     greater = compare.greater
     less = compare.less
     eq = compare.eq
@@ -216,7 +210,13 @@ class TensorMethods:
     isreal = compare.isreal
     bitwise_not_ = inplace.inplace(compare.bitwise_not)
 
-    # ---- further float math (functions/float_math.py) ---------------------------------------
+    # ---- further math (functions/float_math.py) -------------------------------------------------
+    remainder = float_math.remainder
+    fmod = float_math.fmod
+    fmax = float_math.fmax
+    fmin = float_math.fmin
+    fmod_ = inplace.inplace(float_math.fmod)
+    remainder_ = inplace.inplace(float_math.remainder)
     addcmul = float_math.addcmul
     addcdiv = float_math.addcdiv
     atan2 = float_math.atan2
@@ -288,7 +288,7 @@ class TensorMethods:
     atan2_ = inplace.inplace(float_math.atan2)
     arctan2_ = inplace.inplace(float_math.arctan2)
 
-    # ---- special functions (functions/special_functions.py) ---------------------------------
+    # ---- special functions (functions/special_functions.py) -------------------------------------
     lgamma = special_functions.lgamma
     digamma = special_functions.digamma
     erfinv = special_functions.erfinv
@@ -316,7 +316,7 @@ class TensorMethods:
     ldexp_ = inplace.inplace(special_functions.ldexp)
     mvlgamma_ = inplace.inplace(special_functions.mvlgamma)
 
-    # ---- reductions (functions/reduce.py) -------------------------------------------------
+    # ---- reductions (functions/reduce.py) -------------------------------------------------------
     sum = R.sum
     mean = R.mean
     prod = R.prod
@@ -331,7 +331,6 @@ class TensorMethods:
     logsumexp = R.logsumexp
     softmax = R.softmax
     log_softmax = R.log_softmax
-    norm = NO.norm
     cumsum = R.cumsum
     cumprod = R.cumprod
     all = R.all
@@ -342,7 +341,10 @@ class TensorMethods:
     cumprod_ = inplace.inplace(R.cumprod)
     renorm_ = inplace.inplace(R.renorm)
 
-    # ---- statistics (functions/stats.py) --------------------------------------------------
+    # ---- norms (functions/norms.py) -------------------------------------------------------------
+    norm = NO.norm
+
+    # ---- statistics (functions/stats.py) --------------------------------------------------------
     nansum = ST.nansum
     nanmean = ST.nanmean
     aminmax = ST.aminmax
@@ -358,7 +360,7 @@ class TensorMethods:
     corrcoef = ST.corrcoef
     histogram = ST.histogram
 
-    # ---- shape and movement (functions/movement.py) ---------------------------------------
+    # ---- views and copies (functions/movement.py) -----------------------------------------------
     reshape = M.reshape
     view = M.view
     flatten = M.flatten
@@ -374,9 +376,6 @@ class TensorMethods:
     movedim = M.movedim
     as_strided = M.as_strided
     narrow = M.narrow
-    unbind = M_joining.unbind
-    split = M_joining.split
-    chunk = M_joining.chunk
     flip = M.flip
     roll = M.roll
     repeat = M.repeat
@@ -391,16 +390,21 @@ class TensorMethods:
     moveaxis = M.moveaxis
     fliplr = M.fliplr
     flipud = M.flipud
-    diff = M_joining.diff
-    repeat_interleave = M_joining.repeat_interleave
     select = M.select
-    tensor_split = M_joining.tensor_split
-    hsplit = M_joining.hsplit
-    vsplit = M_joining.vsplit
-    dsplit = M_joining.dsplit
-    rot90 = M_joining.rot90
 
-    # ---- linear algebra (functions/linalg.py) ---------------------------------------------
+    # ---- joining and splitting (functions/joining.py) -------------------------------------------
+    unbind = J.unbind
+    split = J.split
+    chunk = J.chunk
+    diff = J.diff
+    repeat_interleave = J.repeat_interleave
+    tensor_split = J.tensor_split
+    hsplit = J.hsplit
+    vsplit = J.vsplit
+    dsplit = J.dsplit
+    rot90 = J.rot90
+
+    # ---- linear algebra (functions/linalg.py) ---------------------------------------------------
     matmul = L.matmul
     mm = L.mm
     bmm = L.bmm
@@ -433,7 +437,7 @@ class TensorMethods:
     addmm_ = inplace.inplace(L.addmm)
     baddbmm_ = inplace.inplace(L.baddbmm)
 
-    # ---- sorting (functions/sort.py) ------------------------------------------------------
+    # ---- sorting (functions/sort.py) ------------------------------------------------------------
     sort = S.sort
     argsort = S.argsort
     msort = S.msort
@@ -444,7 +448,7 @@ class TensorMethods:
     unique = S.unique
     unique_consecutive = S.unique_consecutive
 
-    # ---- factorizations (functions/factor.py) ---------------------------------------------
+    # ---- factorizations (functions/factor.py) ---------------------------------------------------
     det = FA.det
     slogdet = FA.slogdet
     logdet = FA.logdet
@@ -458,12 +462,12 @@ class TensorMethods:
     matrix_power = FA.matrix_power
     matrix_exp = FA.matrix_exp
 
-    # ---- spectral decompositions (functions/spectral.py) ----------------------------------
+    # ---- spectral decompositions (functions/spectral.py) ----------------------------------------
     svd = SP.svd
     qr = SP.qr
     pinverse = SP.pinverse
 
-    # ---- indexing (functions/index.py) ----------------------------------------------------
+    # ---- index ops (functions/index.py) ---------------------------------------------------------
     gather = I.gather
     scatter = I.scatter
     scatter_add = I.scatter_add
@@ -474,7 +478,6 @@ class TensorMethods:
     masked_select = I.masked_select
     take = I.take
     index_add = I.index_add
-    index_put = indexing.index_put
     argwhere = I.argwhere
     index_fill = I.index_fill
     index_copy = I.index_copy
@@ -484,13 +487,16 @@ class TensorMethods:
     slice_scatter = I.slice_scatter
     diagonal_scatter = I.diagonal_scatter
     fill_diagonal_ = I.fill_diagonal_
-    put = indexing.put
     index_reduce = I.index_reduce
     index_fill_ = inplace.inplace(I.index_fill)
     index_copy_ = inplace.inplace(I.index_copy)
     masked_scatter_ = inplace.inplace(I.masked_scatter)
     scatter_reduce_ = inplace.inplace(I.scatter_reduce)
     index_reduce_ = inplace.inplace(I.index_reduce)
+
+    # ---- indexing (functions/indexing.py) -------------------------------------------------------
+    index_put = indexing.index_put
+    put = indexing.put
     put_ = inplace.inplace(indexing.put)
 
     # ---- in-place forms with their own rules (functions/inplace.py) -----------------------------
@@ -529,7 +535,7 @@ class TensorMethods:
     swapdims_ = inplace.inplace_view(M.swapdims)
     as_strided_ = inplace.inplace_view(M.as_strided)
 
-    # ---- random fills and draws (random.py) ---------------------------------------------------
+    # ---- random fills and draws (random.py) ----------------------------------------------------
     uniform_ = random.uniform_
     normal_ = random.normal_
     random_ = random.random_
@@ -564,7 +570,7 @@ class TensorMethods:
         return self.add_((tensor1 * value if value != 1 else tensor1) / tensor2)
 
     def split_with_sizes(self, split_sizes, dim=0):
-        return M_joining.split(self, list(split_sizes), dim)
+        return J.split(self, list(split_sizes), dim)
 
 
 # what Python puts in every class body (and __hash__ = None, implied by defining __eq__ here)
