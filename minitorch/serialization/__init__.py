@@ -13,6 +13,9 @@ _atomic (replacing a file safely), _foreign (other producers' files).
 """
 from ._format import FORMAT, CheckpointError, _digest  # noqa: F401  (tests reseal files)
 from ._load import load
+from ._safe_globals import (add_safe_globals, clear_safe_globals, get_safe_globals,
+                            safe_globals)
 from ._save import save
 
-__all__ = ["save", "load", "CheckpointError"]
+__all__ = ["save", "load", "CheckpointError", "add_safe_globals", "clear_safe_globals",
+           "get_safe_globals", "safe_globals"]
