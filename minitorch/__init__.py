@@ -6,8 +6,9 @@ import sys as _sys
 from math import e, inf, nan, pi  # torch.pi, torch.e, torch.inf, torch.nan
 
 from .tensor import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,
-                     FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor, Size, Tensor, arange, as_tensor, asarray, empty, empty_like, empty_strided,
-                     eye, from_numpy, full, full_like, inclusive_range as range, is_complex,
+                     FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor, Size, Tensor,
+                     arange, as_tensor, asarray, empty, empty_like, empty_strided, eye,
+                     from_numpy, full, full_like, inclusive_range as range, is_complex,
                      is_floating_point, is_nonzero, is_same_size, is_signed, is_tensor, linspace,
                      logspace, numel, ones, ones_like, scalar_tensor, tensor, zeros, zeros_like)
 from . import tensor_methods as _tensor_methods

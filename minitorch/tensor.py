@@ -766,7 +766,8 @@ def ones(*size, dtype=None, device=None, requires_grad=False, out=None, **kwargs
     return _make(_keyword_size(size, kwargs, "ones"), dtype, device, requires_grad, 1, "ones")
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, **kwargs):
+def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None,
+          **kwargs):
     return _make(_keyword_size(size, kwargs, "empty"), dtype, device, requires_grad, 0, "empty")
 
 
