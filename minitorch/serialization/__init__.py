@@ -7,8 +7,8 @@ tensors, and mt.load reads plain safetensors files from any producer. The metada
 format tag, the JSON encoding of everything around the tensors (nested dicts with any
 hashable scalar/tuple keys, lists, tuples, numbers, strings, bools, None, dtypes, devices;
 tensors that share a storage as views of one entry; numpy arrays as entries in their own
-dtype and numpy scalars inline, both loading back as numpy objects of that dtype) and a sha256 over that structure, the
-tensor table and the bytes, checked before anything is built. Every way a file can be malformed
+dtype and numpy scalars inline, both loading back as numpy objects of that dtype) and a
+sha256 over that structure, the tensor table and the bytes, checked before anything is built. Every way a file can be malformed
 raises CheckpointError. Module map: _format (the container and its checks), _save, _load,
 _atomic (replacing a file safely), _foreign (other producers' files), _safe_globals (torch's
 unpickling allow-list, kept but meaningless here).
