@@ -289,6 +289,10 @@ class Tensor(TensorBase, _OpMethods):
         if dtype is None:
             prefix = "torch.cuda." if self.is_cuda else "torch."
             return prefix + _TYPE_NAMES[self.dtype.name]
+        if isinstance(dtype, _LegacyTensorType):      # t.type(mt.DoubleTensor)
+            if dtype.dtype is None:
+                dtype()                               # raises, naming the missing dtype
+            return self.to(device="cpu", dtype=dtype.dtype)
         if not isinstance(dtype, str):
             return self.to(dtype)
         if dtype in dtypes.ALL_NAMES:

@@ -105,6 +105,20 @@ def test_backends_answers_match_a_cpu_torch():
     assert mt.backends.cuda.matmul.allow_tf32 == torch.backends.cuda.matmul.allow_tf32
 
 
+def test_sdp_switches_are_stored_and_validated():
+    cuda = mt.backends.cuda
+    assert cuda.flash_sdp_enabled() and cuda.math_sdp_enabled()
+    try:
+        cuda.enable_flash_sdp(False)
+        assert cuda.flash_sdp_enabled() is False and cuda.mem_efficient_sdp_enabled() is True
+        with pytest.raises(RuntimeError, match="expects a bool, but got int"):
+            cuda.enable_math_sdp(1)
+    finally:
+        cuda.enable_flash_sdp(True)
+    if torch is not None:
+        assert cuda.cudnn_sdp_enabled() == torch.backends.cuda.cudnn_sdp_enabled()
+
+
 def test_deterministic_algorithms_switch():
     assert mt.are_deterministic_algorithms_enabled() is False
     try:
@@ -198,6 +212,7 @@ def test_legacy_constructors_types_and_aliases():
     with pytest.raises(TypeError, match="dtype"):
         mt.FloatTensor(mt.tensor([1, 2]))
     assert mt.zeros(2).type() == "torch.FloatTensor"
+    assert mt.zeros(2).type(mt.DoubleTensor).dtype is mt.float64
 
 
 @pytest.mark.parametrize("name,dtype", [("IntTensor", "int32"), ("HalfTensor", "float16"),

@@ -43,3 +43,25 @@ class _Matmul:
 
 
 matmul = _Matmul()
+
+
+# Scaled-dot-product-attention backend switches (torch.backends.cuda.enable_flash_sdp, ...):
+# stored only. nn.functional.scaled_dot_product_attention here is one implementation (the math
+# one, on our matmul and softmax kernels), whatever these say.
+_sdp = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
+
+
+def _sdp_switches(kind):
+    def enable(enabled):
+        check_bool(f"set_sdp_use_{kind}", enabled)
+        _sdp[kind] = enabled
+
+    def is_enabled():
+        return _sdp[kind]
+    return enable, is_enabled
+
+
+enable_flash_sdp, flash_sdp_enabled = _sdp_switches("flash")
+enable_mem_efficient_sdp, mem_efficient_sdp_enabled = _sdp_switches("mem_efficient")
+enable_math_sdp, math_sdp_enabled = _sdp_switches("math")
+enable_cudnn_sdp, cudnn_sdp_enabled = _sdp_switches("cudnn")
