@@ -5,8 +5,10 @@
 import sys as _sys
 from math import e, inf, nan, pi  # torch.pi, torch.e, torch.inf, torch.nan
 
-from .tensor import (Size, Tensor, arange, as_tensor, asarray, empty, empty_like, empty_strided,
-                     eye, from_numpy, full, full_like, inclusive_range as range, is_complex,
+from .tensor import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,
+                     FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor, Size, Tensor,
+                     arange, as_tensor, asarray, empty, empty_like, empty_strided, eye,
+                     from_numpy, full, full_like, inclusive_range as range, is_complex,
                      is_floating_point, is_nonzero, is_same_size, is_signed, is_tensor, linspace,
                      logspace, numel, ones, ones_like, scalar_tensor, tensor, zeros, zeros_like)
 from . import tensor_methods as _tensor_methods
@@ -17,6 +19,10 @@ from . import autograd, cuda, datasets, dtypes as _dtypes, linalg, nn, optim, sp
 from . import autograd_functional as _autograd_functional, distributions, func, testing
 from . import autograd_gradcheck as _autograd_gradcheck
 from . import distributed  # mt.distributed: loads no engine until init_process_group
+from . import accelerator, backends, onnx, serialization
+from .backends._deterministic import (are_deterministic_algorithms_enabled,
+                                      is_deterministic_algorithms_warn_only_enabled,
+                                      use_deterministic_algorithms)
 from ._cpu.threads import get_num_threads, set_num_threads
 from .autograd import (enable_grad, inference_mode, is_anomaly_check_nan_enabled,
                        is_anomaly_enabled, is_grad_enabled, no_grad, set_grad_enabled)

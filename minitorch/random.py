@@ -1,6 +1,7 @@
 """Random tensors. numpy's Generator (CPU) / CuPy's (GPU) draw the bits, seeded by manual_seed;
 the values land in our buffers like any other data coming in at the edge."""
 import math
+import numbers
 
 import numpy as np
 
@@ -9,7 +10,7 @@ from .backend import CPU, device as Device, get_backend
 from .autograd import is_grad_enabled, no_grad
 from .ndarray import NDArray, check_shape, contiguous_strides
 from .functions.elementwise import TORCH_NAMES
-from .tensor import Tensor, _shape_args, wrap
+from .tensor import Size, Tensor, _keyword_size, _shape_args, wrap
 
 _state = {"seed": 0, "generator": np.random.default_rng(0)}
 
@@ -160,27 +161,74 @@ def _check_float(dtype, kernel):
                                   f"'{TORCH_NAMES[dtype.name]}'")
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
+    size = _keyword_size(size, kwargs, "rand")
     _check_float(dtype, "check_uniform_bounds")
     return _draw_floats(size, dtype, device, requires_grad, generator, "random")
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
+    size = _keyword_size(size, kwargs, "randn")
     _check_float(dtype, "normal_kernel_cpu")
     return _draw_floats(size, dtype, device, requires_grad, generator, "standard_normal")
 
 
-def randint(low=0, high=None, size=None, generator=None, dtype=None, device=None,
-            requires_grad=False):
-    if high is None:
-        low, high = 0, low
-    if size is None:
-        raise TypeError("randint() missing required argument 'size'")
+def randint(*args, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
+    """torch.randint's two forms: randint(high, size) and randint(low, high, size), positional
+    or by keyword (low=, high=, size=)."""
+    low, high, size = _randint_args(args, kwargs)
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
-    return _draw((tuple(size),), dtype or dtypes.int64, device, requires_grad, generator,
+    return _draw((size,), dtype or dtypes.int64, device, requires_grad, generator,
                  lambda rng, shape: rng.integers(low, high, shape))
+
+
+_RANDINT_FORMS = ("randint() received an invalid combination of arguments - got ({}), but "
+                  "expected one of:\n * (int high, tuple of ints size, *, torch.Generator "
+                  "generator, ...)\n * (int low, int high, tuple of ints size, *, "
+                  "torch.Generator generator, ...)")
+
+
+def _randint_args(args, kwargs):
+    """(low, high, size) from randint's arguments, refused as torch's parser refuses them."""
+    unknown = next((k for k in kwargs if k not in ("low", "high", "size")), None)
+    if unknown is not None:
+        raise TypeError(f"randint() got an unexpected keyword argument '{unknown}'")
+    names = ("low", "high", "size") if len(args) == 3 or (
+        len(args) == 2 and "size" in kwargs) or (len(args) == 1 and "high" in kwargs) \
+        else ("high", "size")
+    if len(args) > len(names):
+        raise TypeError(_RANDINT_FORMS.format(", ".join(type(a).__name__ for a in args)))
+    given = dict(zip(names, args))
+    for name in given.keys() & kwargs.keys():
+        raise TypeError(f"randint() got multiple values for argument '{name}'")
+    given.update(kwargs)
+    missing = [n for n in ("high", "size") if n not in given]
+    if missing:
+        raise TypeError(f"randint() missing {len(missing)} required positional argument"
+                        f"{'s' if len(missing) > 1 else ''}: "
+                        f"{', '.join(repr(n) for n in missing)}")
+    position = {name: i + 1 for i, name in enumerate(names)}
+    bounds = [_randint_bound(given.get("low", 0), "low", position.get("low")),
+              _randint_bound(given["high"], "high", position.get("high"))]
+    size = given["size"]
+    if not isinstance(size, (tuple, list, Size)) or \
+            not all(isinstance(n, numbers.Integral) for n in size):
+        where = f" (position {position['size']})" if "size" in position else ""
+        raise TypeError(f"randint(): argument 'size'{where} must be tuple of ints, not "
+                        f"{type(size).__name__}")
+    return bounds[0], bounds[1], tuple(size)
+
+
+def _randint_bound(value, name, position):
+    if isinstance(value, Tensor) and value.numel() == 1 and not value.dtype.is_floating_point:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        where = f" (position {position})" if position else ""
+        raise TypeError(f"randint(): argument '{name}'{where} must be int, not "
+                        f"{type(value).__name__}")
+    return int(value)
 
 
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
@@ -204,6 +252,8 @@ def randn_like(input, dtype=None, device=None, requires_grad=False):
 
 def randint_like(input, low=0, high=None, dtype=None, device=None, requires_grad=False):
     shape, dtype, device = _like(input, dtype, device)
+    if high is None:
+        low, high = 0, low
     return randint(low, high, shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 

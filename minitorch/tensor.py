@@ -147,6 +147,13 @@ class Tensor(TensorBase, _OpMethods):
     def is_cpu(self):
         return self._data.device.type == "cpu"
 
+    # Devices, layouts and kinds of tensor minitorch doesn't have: always False (scripts read
+    # them to branch, e.g. a GAN's forward checking `x.is_mps`).
+    is_xpu = is_mps = is_meta = is_ipu = is_maia = is_mtia = is_xla = is_vulkan = property(
+        lambda self: False)
+    is_sparse = is_sparse_csr = is_quantized = is_mkldnn = is_nested = property(
+        lambda self: False)
+
     @property
     def ndim(self):
         return len(self._data.shape)
@@ -282,6 +289,10 @@ class Tensor(TensorBase, _OpMethods):
         if dtype is None:
             prefix = "torch.cuda." if self.is_cuda else "torch."
             return prefix + _TYPE_NAMES[self.dtype.name]
+        if isinstance(dtype, _LegacyTensorType):      # t.type(mt.DoubleTensor)
+            if dtype.dtype is None:
+                dtype()                               # raises, naming the missing dtype
+            return self.to(device="cpu", dtype=dtype.dtype)
         if not isinstance(dtype, str):
             return self.to(dtype)
         if dtype in dtypes.ALL_NAMES:
@@ -506,15 +517,18 @@ class Tensor(TensorBase, _OpMethods):
         return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
                       requires_grad=requires_grad)
 
-    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-        return zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
-                     requires_grad=requires_grad)
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+        return zeros(*_keyword_size(size, kwargs, "new_zeros"), dtype=dtype or self.dtype,
+                     device=device or self.device, requires_grad=requires_grad)
 
-    new_empty = new_zeros
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+        """Zeroed here (torch leaves the memory uninitialised)."""
+        return zeros(*_keyword_size(size, kwargs, "new_empty"), dtype=dtype or self.dtype,
+                     device=device or self.device, requires_grad=requires_grad)
 
-    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-        return ones(*size, dtype=dtype or self.dtype, device=device or self.device,
-                    requires_grad=requires_grad)
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+        return ones(*_keyword_size(size, kwargs, "new_ones"), dtype=dtype or self.dtype,
+                    device=device or self.device, requires_grad=requires_grad)
 
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
         return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
@@ -726,11 +740,18 @@ def _shape_args(size):
     return tuple(size)
 
 
-def _keyword_size(size, kwargs):
-    """The sizes of `zeros(2, 3)`, `zeros((2, 3))` or `zeros(size=(2, 3))`."""
+def _keyword_size(size, kwargs, function):
+    """The sizes of `zeros(2, 3)`, `zeros((2, 3))` or `zeros(size=(2, 3))`, with torch's
+    errors for an unknown keyword, a size given twice, or a keyword size that is no tuple."""
     if kwargs:
-        if size or set(kwargs) != {"size"}:
-            raise TypeError(f"got an unexpected keyword argument '{next(iter(kwargs))}'")
+        unknown = next((k for k in kwargs if k != "size"), None)
+        if unknown is not None:
+            raise TypeError(f"{function}() got an unexpected keyword argument '{unknown}'")
+        if size:
+            raise TypeError(f"{function}() got multiple values for argument 'size'")
+        if not isinstance(kwargs["size"], (tuple, list, Size)):
+            raise TypeError(f"{function}(): argument 'size' must be tuple of ints, not "
+                            f"{type(kwargs['size']).__name__}")
         return (tuple(kwargs["size"]),)
     return size
 
@@ -742,15 +763,16 @@ def _make(size, dtype, device, requires_grad, fill, function):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, **kwargs):
-    return _make(_keyword_size(size, kwargs), dtype, device, requires_grad, 0, "zeros")
+    return _make(_keyword_size(size, kwargs, "zeros"), dtype, device, requires_grad, 0, "zeros")
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, **kwargs):
-    return _make(_keyword_size(size, kwargs), dtype, device, requires_grad, 1, "ones")
+    return _make(_keyword_size(size, kwargs, "ones"), dtype, device, requires_grad, 1, "ones")
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _make(size, dtype, device, requires_grad, 0, "empty")
+def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None,
+          **kwargs):
+    return _make(_keyword_size(size, kwargs, "empty"), dtype, device, requires_grad, 0, "empty")
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -904,3 +926,79 @@ def is_same_size(input, other):
 
 def is_signed(input):
     return input.is_signed()
+
+
+# ---- legacy typed constructors (torch.FloatTensor, ...) ---------------------------------------
+class _LegacyTensorType(type):
+    """The metaclass of mt.FloatTensor & co., as torch's: calling one builds a Tensor of its
+    dtype (on the CPU), and `isinstance(t, mt.FloatTensor)` asks whether t is a float32 CPU
+    tensor. They are not subclasses of Tensor and `type(mt.FloatTensor(2))` is Tensor."""
+
+    def __call__(cls, *args, device=None):
+        if cls.dtype is None:
+            raise TypeError(f"mt.{cls.__name__} is not available: minitorch has no "
+                            f"{cls.missing} dtype (its dtypes: float32, float64, int64, uint8, "
+                            f"bool). Use one of those, e.g. mt.tensor(data, dtype=mt.int64).")
+        if device is not None and Device(device) != CPU:
+            raise RuntimeError(f"legacy constructor expects device type: cpu but device type: "
+                               f"{Device(device).type} was passed")
+        return _legacy_new(cls.dtype, args)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == "cpu"
+
+    @property
+    def is_cuda(cls):
+        return False
+
+    @property
+    def is_sparse(cls):
+        return False
+
+
+def _legacy_new(dtype, args):
+    """T(), T(*sizes) / T(mt.Size) (uninitialised in torch; zeroed here), T(tensor of dtype)
+    (an alias), T(data: sequence or ndarray) (converted, as torch converts an ndarray)."""
+    if not args:
+        return zeros(0, dtype=dtype)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        source = args[0]
+        if source.dtype is not dtype or source.device.type != "cpu":
+            raise TypeError(f"expected a cpu tensor of dtype {dtype} (got one of dtype "
+                            f"{source.dtype} on {source.device})")
+        return wrap(source._data)
+    if len(args) == 1 and isinstance(args[0], Size):
+        return zeros(tuple(args[0]), dtype=dtype)
+    if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+        return tensor(args[0], dtype=dtype)
+    for position, size in enumerate(args):
+        if not isinstance(size, numbers.Integral) or isinstance(size, bool):
+            raise TypeError(f"new(): argument 'size' failed to unpack the object at pos "
+                            f"{position + 1} with error \"type must be tuple of ints,but got "
+                            f"{type(size).__name__}\"")
+        if size < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {size}: "
+                               f"{list(args)}")
+    return zeros(*args, dtype=dtype)
+
+
+def _legacy_type(name, dtype, missing=None):
+    return _LegacyTensorType(name, (), {"dtype": dtype, "missing": missing,
+                                        "__module__": "minitorch", "__doc__":
+                                        f"torch.{name}: the legacy {missing or dtype.name} "
+                                        "constructor (see _legacy_new)."})
+
+
+FloatTensor = _legacy_type("FloatTensor", dtypes.float32)
+DoubleTensor = _legacy_type("DoubleTensor", dtypes.float64)
+LongTensor = _legacy_type("LongTensor", dtypes.int64)
+ByteTensor = _legacy_type("ByteTensor", dtypes.uint8)
+BoolTensor = _legacy_type("BoolTensor", dtypes.bool_)
+# torch's other typed constructors name dtypes minitorch lacks: they raise, naming the dtype.
+IntTensor = _legacy_type("IntTensor", None, "int32")
+ShortTensor = _legacy_type("ShortTensor", None, "int16")
+CharTensor = _legacy_type("CharTensor", None, "int8")
+HalfTensor = _legacy_type("HalfTensor", None, "float16")
+BFloat16Tensor = _legacy_type("BFloat16Tensor", None, "bfloat16")
+LEGACY_TYPES = ("FloatTensor", "DoubleTensor", "LongTensor", "ByteTensor", "BoolTensor",
+                "IntTensor", "ShortTensor", "CharTensor", "HalfTensor", "BFloat16Tensor")

@@ -277,8 +277,8 @@ def _key_items(key):
     if isinstance(key, tuple):
         return key
     if isinstance(key, list) and len(key) < 32 and any(
-            isinstance(k, (list, tuple, slice, Tensor, np.ndarray)) or k is None or k is Ellipsis
-            for k in key):
+            k is None or k is Ellipsis or
+            isinstance(k, (list, tuple, range, slice, Tensor, np.ndarray)) for k in key):
         warnings.warn("Using a non-tuple sequence for multidimensional indexing is deprecated; "
                       "use x[tuple(seq)] instead of x[seq]", UserWarning, stacklevel=3)
         return tuple(key)
@@ -303,6 +303,8 @@ def _token(item, device):
         return _BOOL, bool(item)
     if isinstance(item, numbers.Integral):
         return _INT, operator.index(item)
+    if isinstance(item, range):     # any Python sequence indexes as the list of its items
+        item = list(item)
     if isinstance(item, (list, tuple, np.ndarray)):
         empty = item.size == 0 if isinstance(item, np.ndarray) else len(item) == 0
         item = _make_tensor(item, dtype=dtypes.int64 if empty else None, device=device)

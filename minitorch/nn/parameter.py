@@ -15,7 +15,8 @@ def _from_foreign_array(value):
     if isinstance(value, np.ndarray):
         return tensor(value)
     torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Tensor):
+    # ours first: under a `torch` -> minitorch alias, torch.Tensor is our Tensor
+    if torch is not None and not isinstance(value, Tensor) and isinstance(value, torch.Tensor):
         value = value.detach().cpu()
         if value.dtype is torch.bfloat16:      # numpy has no bfloat16; float32 holds it exactly
             value = value.float()

@@ -6,13 +6,18 @@ then the raw little-endian tensor bytes back to back. So `safetensors.numpy.load
 tensors, and mt.load reads plain safetensors files from any producer. The metadata holds the
 format tag, the JSON encoding of everything around the tensors (nested dicts with any
 hashable scalar/tuple keys, lists, tuples, numbers, strings, bools, None, dtypes, devices;
-tensors that share a storage as views of one entry) and a sha256 over that structure, the
-tensor table and the bytes, checked before anything is built. Every way a file can be malformed
+tensors that share a storage as views of one entry; numpy arrays as entries in their own
+dtype and numpy scalars inline, both loading back as numpy objects of that dtype) and a
+sha256 over that structure, the tensor table and the bytes, checked before anything is built. Every way a file can be malformed
 raises CheckpointError. Module map: _format (the container and its checks), _save, _load,
-_atomic (replacing a file safely), _foreign (other producers' files).
+_atomic (replacing a file safely), _foreign (other producers' files), _safe_globals (torch's
+unpickling allow-list, kept but meaningless here).
 """
 from ._format import FORMAT, CheckpointError, _digest  # noqa: F401  (tests reseal files)
 from ._load import load
+from ._safe_globals import (add_safe_globals, clear_safe_globals, get_safe_globals,
+                            safe_globals)
 from ._save import save
 
-__all__ = ["save", "load", "CheckpointError"]
+__all__ = ["save", "load", "CheckpointError", "add_safe_globals", "clear_safe_globals",
+           "get_safe_globals", "safe_globals"]

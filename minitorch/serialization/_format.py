@@ -28,6 +28,16 @@ FOREIGN_LITTLE = {"F16": np.dtype("<f2"), "BF16": np.dtype("<u2"), "I8": np.dtyp
 FOREIGN_DTYPE = {"F16": dtypes.float32, "BF16": dtypes.float32, "I8": dtypes.int64,
                  "I16": dtypes.int64, "I32": dtypes.int64, "U16": dtypes.int64,
                  "U32": dtypes.int64}
+# numpy arrays stored in a checkpoint keep their own dtype: each numpy dtype with a safetensors
+# code is stored under it (complex as its float pairs in a trailing dimension of 2), and the
+# structure records the numpy dtype so mt.load gives back the same array.
+NUMPY_CODE = {"float16": "F16", "float32": "F32", "float64": "F64", "int8": "I8",
+              "int16": "I16", "int32": "I32", "int64": "I64", "uint8": "U8", "uint16": "U16",
+              "uint32": "U32", "uint64": "U64", "bool": "BOOL", "complex64": "F32",
+              "complex128": "F64"}
+CHECKPOINT_LITTLE = {**LITTLE, "F16": np.dtype("<f2"), "I8": np.dtype("i1"),
+                     "I16": np.dtype("<i2"), "I32": np.dtype("<i4"), "U16": np.dtype("<u2"),
+                     "U32": np.dtype("<u4"), "U64": np.dtype("<u8")}
 _ENTRY_KEYS = {"dtype", "shape", "data_offsets"}
 
 

@@ -19,11 +19,13 @@ from ..backend import CPU, device as Device, get_backend
 from ..ndarray import NDArray, contiguous_strides
 from ..tensor import Size, Tensor, wrap
 from ._foreign import refuse_pickles, widen
-from ._format import (DTYPE, FOREIGN_DTYPE, FOREIGN_LITTLE, FORMAT_PREFIX, LITTLE, MAX_DEPTH,
-                      MAX_HEADER_BYTES, MAX_NDIM, READABLE_FORMATS, CheckpointError, check_table,
-                      fail, is_int, start_digest)
+from ._format import (CHECKPOINT_LITTLE, DTYPE, FOREIGN_DTYPE, FOREIGN_LITTLE, FORMAT_PREFIX,
+                      LITTLE, MAX_DEPTH, MAX_HEADER_BYTES, MAX_NDIM, NUMPY_CODE,
+                      READABLE_FORMATS, CheckpointError, check_table, fail, is_int,
+                      start_digest)
 
-_TAGS = {"$tensor", "$tuple", "$dict", "$float", "$dtype", "$device", "$size"}
+_TAGS = {"$tensor", "$tuple", "$dict", "$float", "$dtype", "$device", "$size", "$ndarray",
+         "$npscalar"}
 _FOREIGN_CODES = {**LITTLE, **FOREIGN_LITTLE}
 _PARSE_ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError,
                  UnicodeDecodeError, struct.error)
@@ -71,9 +73,10 @@ def _load(reader, place, mmap):
         fail("header is not a JSON object")
     meta = header.pop("__metadata__", None)
     ours = _is_ours(meta)
-    table = check_table(header, reader.size - 8 - n, LITTLE if ours else _FOREIGN_CODES)
+    table = check_table(header, reader.size - 8 - n, CHECKPOINT_LITTLE if ours else
+                        _FOREIGN_CODES)
     digest = start_digest(meta["structure"], table) if ours else None
-    arrays = _read_arrays(reader, table, 8 + n, digest, mmap)
+    arrays = _read_arrays(reader, table, 8 + n, digest, mmap, widen_foreign=not ours)
     if ours:
         if digest.hexdigest() != meta["sha256"]:
             fail("sha256 checksum mismatch (the file is corrupted)")
@@ -148,12 +151,13 @@ def _seekable(f):
         return False
 
 
-def _read_arrays(reader, table, data_start, digest, mmap):
-    """{name: flat numpy array in the tensor's storage dtype}, read in file order."""
+def _read_arrays(reader, table, data_start, digest, mmap, widen_foreign):
+    """{name: flat numpy array in the entry's dtype}, read in file order; a foreign file's
+    dtypes that minitorch lacks are widened (a checkpoint's are numpy arrays' own)."""
     arrays = {}
     for name, entry in sorted(table.items(), key=lambda item: item[1]["data_offsets"]):
         code = entry["dtype"]
-        little = _FOREIGN_CODES[code]
+        little = CHECKPOINT_LITTLE.get(code) or _FOREIGN_CODES[code]
         count = math.prod(entry["shape"])
         position = data_start + entry["data_offsets"][0]
         if mmap and count and reader.path is not None and position % little.itemsize == 0:
@@ -165,14 +169,14 @@ def _read_arrays(reader, table, data_start, digest, mmap):
                 reader.read_into(position, memoryview(array).cast("B"))
         if digest is not None:
             digest.update(memoryview(array).cast("B"))
-        arrays[name] = _native(code, array)
+        arrays[name] = _native(code, array, widen_foreign)
     return arrays
 
 
-def _native(code, array):
+def _native(code, array, widen_foreign):
     if code == "BOOL" and array.size and array.max() > 1:
         fail("bool tensor holds bytes other than 0 and 1")
-    if code in FOREIGN_LITTLE:
+    if widen_foreign and code in FOREIGN_LITTLE:
         return widen(code, array)
     if not array.dtype.isnative:     # big-endian machines only
         array = array.astype(array.dtype.newbyteorder("="))
@@ -319,6 +323,8 @@ class _Decoder:
         name = node.get("storage", key)
         if not isinstance(name, str) or name not in self.table:
             fail(f"structure refers to a tensor {name!r} the file doesn't hold")
+        if self.table[name]["dtype"] not in DTYPE:
+            fail(f"tensor {name!r} has dtype {self.table[name]['dtype']}, which minitorch lacks")
         saved = node.get("device", "cpu")
         _check_device(saved)
         storage = self._storage(name, saved)
@@ -341,6 +347,47 @@ class _Decoder:
         elif storage.saved != saved:
             fail(f"storage {name!r} is referenced from two devices")
         return storage
+
+    def _ndarray(self, node, depth):
+        """A numpy array saved by save(): its entry's bytes in its own numpy dtype (one object
+        however often it is referenced, as pickle gives back)."""
+        name, dtype = node["$ndarray"], node.get("dtype")
+        if not isinstance(name, str) or name not in self.table or name not in self.arrays \
+                and ("array", name) not in self.built:
+            fail(f"structure refers to an array {name!r} the file doesn't hold")
+        if ("array", name) not in self.built:
+            code, shape = self.table[name]["dtype"], self.table[name]["shape"]
+            if dtype not in NUMPY_CODE or NUMPY_CODE[dtype] != code:
+                fail(f"array {name!r} of numpy dtype {dtype!r} stored as {code}")
+            array = self.arrays.pop(name)
+            if dtype == "bool":
+                array = array.view(np.bool_)
+            elif dtype.startswith("complex"):
+                if not shape or shape[-1] != 2:
+                    fail(f"complex array {name!r} must end in a dimension of 2")
+                array, shape = array.view(np.dtype(dtype)), shape[:-1]
+            self.built[("array", name)] = array.reshape(shape)
+        return self.built[("array", name)]
+
+    def _npscalar(self, node, depth):
+        dtype, value = node.get("dtype"), node["$npscalar"]
+        if dtype not in NUMPY_CODE:
+            fail(f"unknown numpy scalar dtype {dtype!r}")
+        if dtype.startswith("complex"):
+            if not isinstance(value, list) or len(value) != 2:
+                fail("a complex scalar must be [real, imag]")
+            real, imag = (self.decode(v, depth + 1) for v in value)
+            value = complex(real, imag)
+        else:
+            value = self.decode(value, depth + 1)
+        kind = np.dtype(dtype).kind
+        if isinstance(value, bool) != (kind == "b") or (kind in "iu" and not is_int(value)) or \
+                not isinstance(value, (bool, int, float, complex)):
+            fail(f"invalid numpy {dtype} scalar")
+        try:
+            return np.dtype(dtype).type(value)
+        except OverflowError:
+            fail(f"numpy {dtype} scalar out of range")
 
     def _tuple(self, node, depth):
         return tuple(self._list(node["$tuple"], depth))

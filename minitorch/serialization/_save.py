@@ -20,7 +20,8 @@ from .. import dtypes
 from ..backend import device as Device
 from ..tensor import Size, Tensor
 from ._atomic import write_atomic
-from ._format import CODE, FORMAT, LITTLE, MAX_DEPTH, start_digest
+from ._format import (CHECKPOINT_LITTLE as LITTLE, CODE, FORMAT, MAX_DEPTH, NUMPY_CODE,
+                      start_digest)
 
 CHUNK_BYTES = 16 * 1024 * 1024
 _SHA_PLACEHOLDER = "0" * 64
@@ -82,6 +83,7 @@ def _entries(encoder):
             entries.append((node["$tensor"], CODE[t.dtype], tuple(t.shape), _tensor_chunks(t)))
         else:
             entries.append(_shared_entry(members, encoder))
+    entries.extend(encoder.arrays)
     entries.sort(key=lambda e: -LITTLE[e[1]].itemsize)   # stable: save order within a size
     return entries
 
@@ -199,6 +201,8 @@ class _Encoder:
     def __init__(self):
         self.tensors = []      # [(node, tensor)]
         self.nodes = {}        # id(tensor) → its node (one dict, completed once grouped)
+        self.arrays = []       # numpy arrays' entries: [(name, code, shape, source)]
+        self.array_nodes = {}  # id(array) → (its node, the array, kept alive while saving)
         self.taken = {"__metadata__"}
 
     def unique_name(self, name):
@@ -214,6 +218,10 @@ class _Encoder:
                              "supported")
         if obj is None or isinstance(obj, (bool, str)):
             return obj
+        if type(obj) in (np.ndarray, np.memmap):
+            return self._ndarray(obj, path)
+        if isinstance(obj, (np.number, np.bool_)) and obj.dtype.name in NUMPY_CODE:
+            return _numpy_scalar(obj)
         if isinstance(obj, (int, float, np.number, np.bool_)):
             return _number(obj)
         if isinstance(obj, Tensor):
@@ -229,9 +237,15 @@ class _Encoder:
             return {"$tuple": items} if type(obj) is tuple else items
         if type(obj) in (dict, collections.OrderedDict):
             return self._dict(obj, path, depth)
+        from ..nn.module import Module
+        if isinstance(obj, Module):
+            raise TypeError(f"save: cannot store a whole module ({type(obj).__name__}): that "
+                            "needs pickle, which minitorch never uses. Save its weights "
+                            "instead: mt.save(model.state_dict(), path), and restore them "
+                            "with model.load_state_dict(mt.load(path)).")
         raise TypeError(f"save: cannot store an object of type {type(obj).__name__} (supported: "
-                        "tensors, numbers, strings, bools, None, dtypes, devices and "
-                        "dicts/lists/tuples of them)")
+                        "tensors, numpy arrays, numbers, strings, bools, None, dtypes, devices "
+                        "and dicts/lists/tuples of them)")
 
     def _tensor(self, t, path):
         node = self.nodes.get(id(t))
@@ -243,6 +257,23 @@ class _Encoder:
                 node["parameter"] = True         # loads as a Parameter again, as in torch
             self.nodes[id(t)] = node
             self.tensors.append((node, t))
+        return node
+
+    def _ndarray(self, array, path):
+        """A numpy array: an entry of its own bytes (never shared with another, as a pickled
+        array isn't), referenced by a node that names its numpy dtype."""
+        known = self.array_nodes.get(id(array))
+        if known is not None:
+            return known[0]
+        dtype = array.dtype
+        if dtype.name not in NUMPY_CODE or dtype.fields is not None:
+            raise TypeError(f"save: cannot store a numpy array of dtype {dtype} (supported: "
+                            f"{', '.join(NUMPY_CODE)})")
+        name = self.unique_name(path or "array")
+        node = {"$ndarray": name, "dtype": dtype.name}
+        shape = array.shape + ((2,) if dtype.kind == "c" else ())
+        self.arrays.append((name, NUMPY_CODE[dtype.name], shape, _array_chunks(array)))
+        self.array_nodes[id(array)] = (node, array)
         return node
 
     def _dict(self, obj, path, depth):
@@ -257,6 +288,28 @@ class _Encoder:
         if type(obj) is collections.OrderedDict:
             node["ordered"] = True
         return node
+
+
+def _array_chunks(array):
+    """The array's bytes in C order (complex as float pairs, bool as bytes)."""
+    def chunks():
+        flat = np.ascontiguousarray(array).reshape(-1)
+        if flat.dtype.kind == "c":
+            flat = flat.view(flat.real.dtype)
+        elif flat.dtype.kind == "b":
+            flat = flat.view(np.uint8)
+        if flat.size:
+            yield flat
+    return chunks
+
+
+def _numpy_scalar(obj):
+    """A numpy scalar, kept in the structure with its dtype (it loads as the same scalar)."""
+    if obj.dtype.kind == "c":
+        value = [_number(obj.real), _number(obj.imag)]
+    else:
+        value = _number(obj.item() if obj.dtype.kind in "iub" else obj)
+    return {"$npscalar": value, "dtype": obj.dtype.name}
 
 
 def _number(obj):
