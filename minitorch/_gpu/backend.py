@@ -24,6 +24,7 @@ _SCATTER_REDUCE_OPS = {ReduceOp.PROD, ReduceOp.MAX, ReduceOp.MIN}
 ERR_ZERO_DIV, ERR_NEG_POW = 1, 2
 MODE_PLAIN, MODE_CLAIM, MODE_WRITE = 0, 1, 2
 _GEOMETRY_CACHE_MAX = 4096
+_PLAN_CACHE_MAX = 8192
 
 
 def _op_name(enum, op):
@@ -53,19 +54,35 @@ def reduce_supported(op, dtype):
     return op in (ReduceOp.MAX, ReduceOp.MIN) if dtype == "uint8" else True
 
 
+_DEVICE_METHODS = []      # the names of the methods _on_device wraps
+
+
 def _on_device(method):
-    """Run a backend method with this backend's GPU current (allocations and launches)."""
+    """Run a backend method with this backend's GPU current (allocations and launches). With one
+    GPU in the machine it is current in every thread already, and GpuBackend drops the wrapper
+    (entering a CuPy Device costs about a microsecond per call)."""
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         with self._device:
             return method(self, *args, **kwargs)
+    _DEVICE_METHODS.append(method.__name__)
     return wrapper
+
+
+def _i64(value):
+    """np.int64(value), from a cache for the common small values (offsets are mostly 0): a
+    numpy scalar costs about half a microsecond to build."""
+    cached = _SMALL_I64.get(value)
+    return I64(value) if cached is None else cached
+
+
+_SMALL_I64 = {v: I64(v) for v in range(-1, 257)}
 
 
 class GpuBackend:
     """Kernels and buffers for `cuda:index` (built by minitorch._gpu.backend_for)."""
 
-    def __init__(self, cupy, index):
+    def __init__(self, cupy, index, device_count=None):
         self.cupy = cupy
         self.index = index
         self._device = cupy.cuda.Device(index)
@@ -73,6 +90,12 @@ class GpuBackend:
         self._modules = {}
         self._functions = {}
         self._geometries = {}
+        self._plans = {}        # launch plans per (kernel, dtypes, shape class): see _plan
+        if device_count is None:
+            device_count = cupy.cuda.runtime.getDeviceCount()
+        if device_count == 1:   # the only GPU is every thread's current one: no switching
+            for name in _DEVICE_METHODS:
+                setattr(self, name, getattr(type(self), name).__wrapped__.__get__(self))
 
     def __repr__(self):
         return f"<minitorch GPU backend for cuda:{self.index}>"
@@ -122,6 +145,21 @@ class GpuBackend:
     def _launch(self, module, key, name, grid, args, block=L.THREADS):
         self._function(module, key, name)(grid if isinstance(grid, tuple) else (grid,),
                                           block if isinstance(block, tuple) else (block,), args)
+
+    def _plan(self, key, build, *args):
+        """The launch plan cached under `key` (a kernel's name, its dtypes and a shape class),
+        made by build(*args) on first use: that runs every check that depends only on the key,
+        so a hit leaves the per-call checks (buffer lengths, offsets) and the launch. An
+        unhashable key (lists for shapes) is planned afresh."""
+        try:
+            plan = self._plans.get(key)
+        except TypeError:
+            return build(*args)
+        if plan is None:
+            if len(self._plans) > _PLAN_CACHE_MAX:
+                self._plans.clear()
+            plan = self._plans[key] = build(*args)
+        return plan
 
     def _geometry(self, shape, strides_list):
         """(packed Geometry, compiled axis count, key suffix) for an already collapsed view."""
@@ -234,6 +272,28 @@ class GpuBackend:
     @_on_device
     def binary(self, op, a, b, out, shape, a_strides, a_offset, b_strides, b_offset):
         """out (compact, `shape`) = op(a, b), a and b read through their strides (0 broadcasts)."""
+        fn, grid, op_arg, size, size_arg, geometry, a_ext, b_ext, err = self._plan(
+            ("binary", op, a.dtype, b.dtype, out.dtype, shape, a_strides, b_strides),
+            self._binary_plan, op, a, b, out, shape, a_strides, b_strides)
+        if out.size < size:
+            raise ValueError(f"out holds {out.size} elements, the result needs {size}")
+        if size == 0:
+            return
+        self._check_extent(a_ext, a_offset, a, "binary: a")
+        self._check_extent(b_ext, b_offset, b, "binary: b")
+        err = self.cupy.zeros(1, np.int32) if err else None
+        fn(grid, L.BLOCK, (op_arg, a, _i64(a_offset), b, _i64(b_offset), out, size_arg,
+                           geometry, err))
+        if err is not None:
+            flags = int(err.get()[0])
+            if flags & ERR_NEG_POW:
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            if flags & ERR_ZERO_DIV:
+                raise RuntimeError("ZeroDivisionError")
+
+    def _binary_plan(self, op, a, b, out, shape, a_strides, b_strides):
+        """binary's checks of dtypes and shape, and its launch (kernel, grid, packed arguments,
+        each operand's (shape, strides, lowest, highest element) for the offset checks)."""
         name, b_name = C.dtype_name(a, "binary"), C.dtype_name(b, "binary")
         out_name = C.dtype_name(out, "binary")
         if name != b_name:
@@ -248,26 +308,26 @@ class GpuBackend:
         shape, a_strides = C.dims(shape, a_strides)
         b_strides = C.strides(b_strides, len(shape))
         size = C.numel(shape)
-        if out.size < size:
-            raise ValueError(f"out holds {out.size} elements, the result needs {size}")
         if size == 0:
-            return
-        C.check_view(shape, a_strides, a_offset, a.size, "binary: a")
-        C.check_view(shape, b_strides, b_offset, b.size, "binary: b")
+            return (None, None, None, 0, None, None, None, None, False)
         cshape, (_, sa, sb) = L.collapse(shape, [L.contiguous(shape), a_strides, b_strides])
         geometry, dims, wide = self._geometry(cshape, [sa, sb])
-        err = None
-        if name == "int64" and op in _BINARY_CAN_FAIL:
-            err = self.cupy.zeros(1, np.int32)
-        self._launch("elementwise", name + wide, f"binary_kernel<{L.CTYPES[name]}, {dims}>",
-                     L.flat_grid(size), (I32(op), a, I64(a_offset), b, I64(b_offset), out,
-                                         I64(size), geometry, err))
-        if err is not None:
-            flags = int(err.get()[0])
-            if flags & ERR_NEG_POW:
-                raise RuntimeError("Integers to negative integer powers are not allowed.")
-            if flags & ERR_ZERO_DIV:
-                raise RuntimeError("ZeroDivisionError")
+        fn = self._function("elementwise", name + wide, f"binary_kernel<{L.CTYPES[name]}, {dims}>")
+        return (fn, (L.flat_grid(size),), I32(op), size, I64(size), geometry,
+                self._extent(shape, a_strides), self._extent(shape, b_strides),
+                name == "int64" and op in _BINARY_CAN_FAIL)
+
+    @staticmethod
+    def _extent(shape, strides):
+        """(shape, strides, lowest, highest) element offset a view reaches from its offset."""
+        return (shape, strides) + L.view_extent(shape, strides, 0)
+
+    @staticmethod
+    def _check_extent(extent, offset, buffer, name):
+        """check_view's test with the extent planned ahead (its IndexError when it fails)."""
+        shape, strides, lo, hi = extent
+        if offset + lo < 0 or offset + hi >= buffer.size:
+            C.check_view(shape, strides, offset, buffer.size, name)
 
     @_on_device
     def where(self, cond, a, b, out, shape, c_strides, c_offset, a_strides, a_offset,

@@ -1,0 +1,263 @@
+"""Host cost of the GPU backend without a GPU: minitorch's "cuda" path run against a stand-in
+`cupy` whose launches do nothing and whose buffers are bare Python objects, beside the CPU path.
+
+What it prints is the Python time minitorch spends per op on its way to the GPU (checks, launch
+planning, buffer bookkeeping, autograd), the part that makes small ops host-bound on a real GPU.
+The stand-in's own calls (allocation, device entry, launch) cost next to nothing, so CuPy's
+real costs (about 8 us a RawKernel launch, 5 us a cupy.empty on an H200) come on top. It is
+not tests/cuda_emulator: nothing is compiled and nothing runs.
+
+  10-element add, plain and with requires_grad; (a * b).exp().sum() forward + backward;
+  one training step (batch 128) of bench/mnist.py's MLP (SGD, momentum) and CNN (Adam),
+  each with the number of kernel launches it issues.
+
+Run: python bench/gpu_host.py [--profile CASE]   (CASE: add, add_grad, graph, mlp, cnn: prints
+the top of a cProfile of that case's cuda path instead)
+"""
+import argparse
+import os
+import sys
+import time
+import types
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BATCH = 128
+
+
+# ---------------------------------------------------------------------------------------------
+# the stand-in: the part of CuPy's API that minitorch._gpu touches, doing nothing
+
+class _Data:
+    """A buffer's `.data` (a MemoryPointer): a pointer and an asynchronous memset."""
+    __slots__ = ()
+    ptr = 0
+
+    def memset_async(self, value, nbytes):
+        pass
+
+
+_DATA = _Data()
+_FLAGS = types.SimpleNamespace(c_contiguous=True)
+
+
+class FakeArray:
+    """A 1-D buffer with no memory behind it: the attributes the backend reads."""
+    __slots__ = ("size", "dtype", "nbytes", "shape")
+    ndim = 1
+    flags = _FLAGS
+    data = _DATA
+
+    def __init__(self, n, dtype):
+        self.size, self.dtype = n, dtype
+        self.nbytes = n * dtype.itemsize
+        self.shape = (n,)
+
+    strides = property(lambda self: (self.dtype.itemsize,))
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, key):
+        return FakeArray(len(range(*key.indices(self.size))), self.dtype)
+
+    def view(self, dtype):
+        dtype = np.dtype(dtype)
+        return FakeArray(self.nbytes // dtype.itemsize, dtype)
+
+    def get(self):
+        return np.zeros(self.size, self.dtype)      # zeros: every index check passes
+
+
+_DTYPES = {}
+
+
+def _dtype(dtype):
+    found = _DTYPES.get(dtype)
+    if found is None:
+        found = _DTYPES[dtype] = np.dtype(dtype)
+    return found
+
+
+class FakeDevice:
+    def __init__(self, index=0):
+        self.id, self.attributes = index, {"MultiProcessorCount": 132}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def use(self):
+        pass
+
+    def synchronize(self):
+        pass
+
+
+class FakeFunction:
+    __slots__ = ("counter",)
+
+    def __init__(self, counter):
+        self.counter = counter
+
+    def __call__(self, grid, block, args):
+        self.counter[0] += 1
+
+
+class FakeModule:
+    def __init__(self, counter):
+        self.counter = counter
+
+    def get_function(self, name):
+        return FakeFunction(self.counter)
+
+
+def fake_cupy():
+    """The stand-in module; `launches[0]` counts kernel launches."""
+    launches = [0]
+    runtime = types.SimpleNamespace(
+        getDeviceCount=lambda: 1, getDevice=lambda: 0, setDevice=lambda index: None,
+        getDeviceProperties=lambda index: {"name": b"no-op CuPy stand-in"})
+    return types.SimpleNamespace(
+        cuda=types.SimpleNamespace(Device=FakeDevice, runtime=runtime),
+        empty=lambda n, dtype: FakeArray(n, _dtype(dtype)),
+        zeros=lambda n, dtype: FakeArray(n, _dtype(dtype)),
+        asarray=lambda host: FakeArray(np.asarray(host).size, np.asarray(host).dtype),
+        RawModule=lambda code, options, name_expressions: FakeModule(launches),
+        launches=launches, host_only=True, __version__="stand-in")
+
+
+CUPY = fake_cupy()
+sys.modules["cupy"] = CUPY
+sys.path.insert(0, ROOT)
+import minitorch as mt  # noqa: E402  (after the stand-in is in place)
+
+
+# ---------------------------------------------------------------------------------------------
+# the cases: each builds its state on a device and returns the callable to time
+
+def case_add(device):
+    a, b = mt.randn(10, device=device), mt.randn(10, device=device)
+    return lambda: a + b
+
+
+def case_add_grad(device):
+    a = mt.randn(10, device=device, requires_grad=True)
+    b = mt.randn(10, device=device, requires_grad=True)
+    return lambda: a + b
+
+
+def case_graph(device):
+    a = mt.randn(10, device=device, requires_grad=True)
+    b = mt.randn(10, device=device, requires_grad=True)
+    return lambda: (a * b).exp().sum().backward()
+
+
+def _training_step(model, opt, device, images=1024):
+    """bench/mnist.py's step: a batch picked on the host, index_select on the device."""
+    nn = mt.nn
+    model.to(device)
+    x_all = mt.randn(images, 1, 28, 28).to(device)
+    y_all = mt.randint(0, 10, (images,)).to(device)
+    order = np.random.default_rng(0).permutation(images)
+    F, position = nn.functional, [0]
+
+    def step():
+        start = position[0] = (position[0] + BATCH) % (images - BATCH)
+        idx = mt.from_numpy(order[start:start + BATCH].astype(np.int64)).to(device)
+        loss = F.cross_entropy(model(x_all.index_select(0, idx)), y_all.index_select(0, idx))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return step
+
+
+def case_mlp(device):
+    nn = mt.nn
+    mt.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+    return _training_step(model, mt.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), device)
+
+
+def case_cnn(device):
+    nn = mt.nn
+    mt.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(1568, 10))
+    return _training_step(model, mt.optim.Adam(model.parameters(), lr=1e-3), device)
+
+
+CASES = {"add": ("add (10 elements)", case_add),
+         "add_grad": ("add, requires_grad", case_add_grad),
+         "graph": ("3-op graph fwd+bwd", case_graph),
+         "mlp": ("MNIST MLP step (batch 128)", case_mlp),
+         "cnn": ("MNIST CNN step (batch 128)", case_cnn)}
+
+
+# ---------------------------------------------------------------------------------------------
+# timing
+
+def best_us(fn, min_seconds=0.2, repeat=5):
+    """Best microseconds per call over `repeat` timings of about min_seconds / repeat each."""
+    fn()
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < min_seconds / repeat / 4:
+        fn()
+        count += 1
+    loops = max(1, 4 * count)
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(loops):
+            fn()
+        best = min(best, (time.perf_counter() - start) / loops)
+    return best * 1e6
+
+
+def launches_per_call(fn):
+    fn()
+    before = CUPY.launches[0]
+    fn()
+    return CUPY.launches[0] - before
+
+
+def profile(case):
+    import cProfile
+    import pstats
+    fn = CASES[case][1]("cuda")
+    fn()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(200 if case in ("mlp", "cnn") else 20000):
+        fn()
+    profiler.disable()
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--profile", choices=sorted(CASES))
+    parser.add_argument("--seconds", type=float, default=0.5, help="timing budget per figure")
+    args = parser.parse_args()
+    if args.profile:
+        profile(args.profile)
+        return
+    print("GPU backend host path against a no-op CuPy stand-in (no GPU), beside the CPU path; "
+          "CuPy's own launch/allocation costs come on top on a real GPU")
+    print(f"{'case':<30}{'cuda host':>12}{'cpu':>12}{'cuda/cpu':>10}{'launches':>10}"
+          f"{'host us/launch':>16}")
+    for label, build in CASES.values():
+        cuda_fn, cpu_fn = build("cuda"), build("cpu")
+        cuda_us = best_us(cuda_fn, args.seconds)
+        cpu_us = best_us(cpu_fn, args.seconds)
+        launches = launches_per_call(cuda_fn)
+        print(f"{label:<30}{cuda_us:>10.1f}us{cpu_us:>10.1f}us{cuda_us / cpu_us:>9.2f}x"
+              f"{launches:>10d}{cuda_us / max(launches, 1):>14.1f}us", flush=True)
+
+
+if __name__ == "__main__":
+    main()
