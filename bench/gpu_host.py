@@ -11,7 +11,7 @@ not tests/cuda_emulator: nothing is compiled and nothing runs.
   one training step (batch 128) of bench/mnist.py's MLP (SGD, momentum) and CNN (Adam),
   each with the number of kernel launches it issues.
 
-Run: python bench/gpu_host.py [--profile CASE]   (CASE: add, add_grad, graph, mlp, cnn: prints
+Run: python bench/gpu_host.py [--timer cpu|wall] [--cases ...] [--profile CASE]   (CASE: add, add_grad, graph, mlp, cnn: prints
 the top of a cProfile of that case's cuda path instead)
 """
 import argparse
@@ -201,20 +201,23 @@ CASES = {"add": ("add (10 elements)", case_add),
 # ---------------------------------------------------------------------------------------------
 # timing
 
-def best_us(fn, min_seconds=0.2, repeat=5):
+TIMERS = {"cpu": time.process_time, "wall": time.perf_counter}
+
+
+def best_us(fn, min_seconds=0.2, repeat=5, timer=time.process_time):
     """Best microseconds per call over `repeat` timings of about min_seconds / repeat each."""
     fn()
-    count, start = 0, time.perf_counter()
-    while time.perf_counter() - start < min_seconds / repeat / 4:
+    count, start = 0, timer()
+    while timer() - start < min_seconds / repeat / 4:
         fn()
         count += 1
     loops = max(1, 4 * count)
     best = float("inf")
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = timer()
         for _ in range(loops):
             fn()
-        best = min(best, (time.perf_counter() - start) / loops)
+        best = min(best, (timer() - start) / loops)
     return best * 1e6
 
 
@@ -242,6 +245,10 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--profile", choices=sorted(CASES))
     parser.add_argument("--seconds", type=float, default=0.5, help="timing budget per figure")
+    parser.add_argument("--timer", choices=sorted(TIMERS), default="cpu",
+                        help="cpu: process CPU time (steady on a busy machine; the CPU path's "
+                        "OpenMP threads add up), wall: elapsed time")
+    parser.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(CASES))
     args = parser.parse_args()
     if args.profile:
         profile(args.profile)
@@ -250,10 +257,13 @@ def main():
           "CuPy's own launch/allocation costs come on top on a real GPU")
     print(f"{'case':<30}{'cuda host':>12}{'cpu':>12}{'cuda/cpu':>10}{'launches':>10}"
           f"{'host us/launch':>16}")
-    for label, build in CASES.values():
+    timer = TIMERS[args.timer]
+    print(f"timer: {args.timer}")
+    for case in args.cases:
+        label, build = CASES[case]
         cuda_fn, cpu_fn = build("cuda"), build("cpu")
-        cuda_us = best_us(cuda_fn, args.seconds)
-        cpu_us = best_us(cpu_fn, args.seconds)
+        cuda_us = best_us(cuda_fn, args.seconds, timer=timer)
+        cpu_us = best_us(cpu_fn, args.seconds, timer=timer)
         launches = launches_per_call(cuda_fn)
         print(f"{label:<30}{cuda_us:>10.1f}us{cpu_us:>10.1f}us{cuda_us / cpu_us:>9.2f}x"
               f"{launches:>10d}{cuda_us / max(launches, 1):>14.1f}us", flush=True)

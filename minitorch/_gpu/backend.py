@@ -184,13 +184,20 @@ class GpuBackend:
     def _strided_view(self, shape, strides, offset, view_buffer, view_name):
         """The checked element count of a strided view into `view_buffer`, and (for a non-empty
         view) its collapsed (shape, strides, packed geometry, compiled axis count, key suffix)."""
+        plan = self._plan(("view", shape, strides), self._view_plan, shape, strides)
+        self._check_extent(plan[0], offset, view_buffer, view_name)
+        return plan[1:]
+
+    def _view_plan(self, shape, strides):
+        """(extent for the offset check, size, collapsed shape and strides, geometry, axis
+        count, key suffix) of a strided view, after the checks of its shape and strides."""
         shape, strides = C.dims(shape, strides)
-        C.check_view(shape, strides, offset, view_buffer.size, view_name)
         size = C.numel(shape)
         if size == 0:
-            return (0,) + (None,) * 5
+            return ((shape, strides, 0, -1), 0) + (None,) * 5
         cshape, (_, cstrides) = L.collapse(shape, [L.contiguous(shape), strides])
-        return (size, cshape, cstrides) + tuple(self._geometry(cshape, [cstrides]))
+        return ((self._extent(shape, strides), size, cshape, cstrides)
+                + tuple(self._geometry(cshape, [cstrides])))
 
     @_on_device
     def compact(self, a, out, shape, strides, offset):
@@ -256,6 +263,14 @@ class GpuBackend:
     @_on_device
     def unary(self, op, a, out):
         """out[i] = op(a[i]) over compact a; ISNAN, ISINF, ISFINITE and LOGICAL_NOT write bool."""
+        size = a.size
+        fn, op_arg = self._plan(("unary", op, a.dtype, out.dtype), self._unary_plan, op, a, out)
+        if out.size != size:
+            raise ValueError(f"unary: a has {size} elements but out has {out.size}")
+        if size:
+            fn((L.flat_grid(size),), L.BLOCK, (op_arg, a, out, _i64(size)))
+
+    def _unary_plan(self, op, a, out):
         name, out_name = C.dtype_name(a, "unary"), C.dtype_name(out, "unary")
         if not unary_supported(op, name):
             raise TypeError(f"unary op {_op_name(UnaryOp, op)} is not supported for dtype "
@@ -263,11 +278,7 @@ class GpuBackend:
         if out_name != ("uint8" if UnaryOp(op).writes_bool else name):
             raise TypeError(f"unary op {_op_name(UnaryOp, op)} on {C.SHOWN[name]} cannot write "
                             f"{C.SHOWN[out_name]}")
-        if out.size != a.size:
-            raise ValueError(f"unary: a has {a.size} elements but out has {out.size}")
-        if a.size:
-            self._launch("elementwise", name, f"unary_kernel<{L.CTYPES[name]}>",
-                         L.flat_grid(a.size), (I32(op), a, out, I64(a.size)))
+        return self._function("elementwise", name, f"unary_kernel<{L.CTYPES[name]}>"), I32(op)
 
     @_on_device
     def binary(self, op, a, b, out, shape, a_strides, a_offset, b_strides, b_offset):
@@ -410,10 +421,24 @@ class GpuBackend:
     def _reduce(self, op, name, a, in_idx, final, m, n, inner):
         """One or two passes: partials over chunks of n when there are too few outputs to keep
         the GPU busy, then their reduction into `final` (values, indices)."""
+        fn, grid, block, args, parts = self._plan(("reduce", op, name, m, n, inner),
+                                                  self._reduce_plan, op, name, m, n, inner)
+        if parts == 1:
+            target = final
+        else:
+            count = m * parts * inner
+            target = (self.cupy.empty(count, a.dtype),
+                      self.cupy.empty(count, np.int64) if op in _ARG_OPS else None)
+        fn(grid, block, (args[0], a, in_idx, target[0], target[1]) + args[1:])
+        if parts > 1:
+            self._reduce(op, name, target[0], target[1], final, m, parts, inner)
+
+    def _reduce_plan(self, op, name, m, n, inner):
+        """(kernel, grid, block, packed op and sizes, parts) of one reduction pass."""
         t = L.CTYPES[name]
         if inner == 1:
             parts, chunk = L.reduce_plan(m, n, 1, self.sm_count)
-            kernel, block = f"reduce_rows_kernel<{t}>", L.row_threads(min(n, chunk))
+            kernel, block = f"reduce_rows_kernel<{t}>", (L.row_threads(min(n, chunk)),)
             tasks = m * parts
         else:
             bx, by = L.column_block(inner)
@@ -421,17 +446,9 @@ class GpuBackend:
             parts, chunk = L.reduce_plan(m, n, col_blocks, self.sm_count)
             kernel, block = f"reduce_cols_kernel<{t}>", (bx, by)
             tasks = m * parts * col_blocks
-        if parts == 1:
-            target = final
-        else:
-            count = m * parts * inner
-            target = (self.cupy.empty(count, a.dtype),
-                      self.cupy.empty(count, np.int64) if op in _ARG_OPS else None)
         sizes = (I64(m), I64(n)) + ((I64(inner),) if inner > 1 else ()) + (I64(parts), I64(chunk))
-        self._launch("reduce", name, kernel, min(tasks, L.MAX_GRID),
-                     (I32(op), a, in_idx, target[0], target[1]) + sizes, block)
-        if parts > 1:
-            self._reduce(op, name, target[0], target[1], final, m, parts, inner)
+        return (self._function("reduce", name, kernel), (min(tasks, L.MAX_GRID),), block,
+                (I32(op),) + sizes, parts)
 
     @staticmethod
     def _scan_checks(kernel, op, a, out, n, inner):
@@ -628,6 +645,28 @@ class GpuBackend:
                b_offset=0):
         """out (compact batch x m x n, overwritten) = a (batch x m x k) @ b (batch x k x n), each
         operand read through its (batch, row, col) element strides (None = compact)."""
+        fn, grid, block, sizes, a_args, b_args, a_ext, b_ext = self._plan(
+            ("matmul", a.dtype, b.dtype, out.dtype, batch, m, n, k, a_strides, b_strides),
+            self._matmul_plan, a, b, out, batch, m, n, k, a_strides, b_strides)
+        if out.size < batch * m * n:
+            raise ValueError(f"matmul: out has {out.size} elements, needs {batch * m * n} "
+                             f"(batch={batch}, m={m}, n={n})")
+        for buf, label, offset, (dims, strides, lo, hi) in ((a, "a", a_offset, a_ext),
+                                                            (b, "b", b_offset, b_ext)):
+            if lo is not None and (offset + lo < 0 or offset + hi >= buf.size):
+                C.check_matmul_view(buf, label, offset, dims, strides)
+        if fn is None:
+            return
+        if k == 0:         # an empty sum: zeros
+            self._fill(out[:batch * m * n], 0)
+            return
+        fn(grid, block, (a, _i64(a_offset)) + a_args + (b, _i64(b_offset)) + b_args
+           + (out,) + sizes)
+
+    def _matmul_plan(self, a, b, out, batch, m, n, k, a_strides, b_strides):
+        """matmul's dtype and size checks, its operands' extents and its launch: (kernel or
+        None when there is nothing to launch, grid, block, packed sizes, packed strides of a
+        and b, extents of a and b)."""
         name = C.dtype_name(a, "matmul")
         if name not in L.FLOAT_TYPES:
             raise TypeError(f"matmul: unsupported dtype {a.dtype} (expected float32 or float64)")
@@ -635,26 +674,22 @@ class GpuBackend:
             raise TypeError(f"matmul: dtypes differ: a {a.dtype}, b {b.dtype}, out {out.dtype}")
         if batch < 0 or m < 0 or n < 0 or k < 0:
             raise ValueError(f"matmul: negative size (batch={batch}, m={m}, n={n}, k={k})")
-        if out.size < batch * m * n:
-            raise ValueError(f"matmul: out has {out.size} elements, needs {batch * m * n} "
-                             f"(batch={batch}, m={m}, n={n})")
         a_strides = (m * k, k, 1) if a_strides is None else tuple(a_strides)
         b_strides = (k * n, n, 1) if b_strides is None else tuple(b_strides)
-        C.check_matmul_view(a, "a", a_offset, (batch, m, k), a_strides)
-        C.check_matmul_view(b, "b", b_offset, (batch, k, n), b_strides)
+        extents = []
+        for dims, strides in (((batch, m, k), a_strides), ((batch, k, n), b_strides)):
+            extents.append((dims, strides) + ((None, None) if 0 in dims else
+                                              L.view_extent(dims, strides, 0)))
         if batch == 0 or m == 0 or n == 0:
-            return
-        if k == 0:         # an empty sum: zeros
-            self._fill(out[:batch * m * n], 0)
-            return
+            return (None,) * 6 + tuple(extents)
         tiles = L.MATMUL_TILES[L.matmul_tiles(batch, m, n, self.sm_count)]
         bm, bn = tiles[:2]
         blocks = min(batch * -(-m // bm) * -(-n // bn), L.MAX_GRID)
         threads = (bm // tiles[3]) * (bn // tiles[4])
-        self._launch("matmul", name, L.matmul_name(L.CTYPES[name], tiles), blocks,
-                     (a, I64(a_offset)) + tuple(I64(s) for s in a_strides)
-                     + (b, I64(b_offset)) + tuple(I64(s) for s in b_strides)
-                     + (out, I64(batch), I64(m), I64(n), I64(k)), threads)
+        fn = self._function("matmul", name, L.matmul_name(L.CTYPES[name], tiles))
+        return (fn, (blocks,), (threads,), (I64(batch), I64(m), I64(n), I64(k)),
+                tuple(I64(s) for s in a_strides), tuple(I64(s) for s in b_strides)) + \
+            tuple(extents)
 
     # ---- index kernels ------------------------------------------------------------------------
     def _check_index(self, index, n, dim):
