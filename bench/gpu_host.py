@@ -9,7 +9,8 @@ not tests/cuda_emulator: nothing is compiled and nothing runs.
 
   10-element add, plain and with requires_grad; (a * b).exp().sum() forward + backward;
   one training step (batch 128) of bench/mnist.py's MLP (SGD, momentum) and CNN (Adam),
-  each with the number of kernel launches it issues.
+  each with the number of kernel launches it issues and of buffers it asks CuPy for (with
+  MINITORCH_CUDA_BUFFER_CACHE=1 a steady step takes them from minitorch's buffer cache).
 
 Run: python bench/gpu_host.py [--timer cpu|wall] [--cases ...] [--profile CASE]   (CASE: add, add_grad, graph, mlp, cnn: prints
 the top of a cProfile of that case's cuda path instead)
@@ -29,30 +30,41 @@ BATCH = 128
 # ---------------------------------------------------------------------------------------------
 # the stand-in: the part of CuPy's API that minitorch._gpu touches, doing nothing
 
-class _Data:
-    """A buffer's `.data` (a MemoryPointer): a pointer and an asynchronous memset."""
+class _Memory:
+    """CuPy's memory object: what every pointer into one allocation holds."""
     __slots__ = ()
-    ptr = 0
+
+
+class _Pointer:
+    """A buffer's `.data` (CuPy's MemoryPointer): the memory, a pointer, an async memset."""
+    __slots__ = ("mem", "ptr")
+
+    def __init__(self, mem, ptr=0):
+        self.mem, self.ptr = mem, ptr
+
+    def __add__(self, offset):
+        return _Pointer(self.mem, self.ptr + offset)
 
     def memset_async(self, value, nbytes):
         pass
 
 
-_DATA = _Data()
 _FLAGS = types.SimpleNamespace(c_contiguous=True)
 
 
 class FakeArray:
-    """A 1-D buffer with no memory behind it: the attributes the backend reads."""
-    __slots__ = ("size", "dtype", "nbytes", "shape")
+    """A 1-D buffer with no memory behind it: the attributes the backend reads, and CuPy's
+    references (a view holds its base and the memory) so that the buffer cache can work."""
+    __slots__ = ("size", "dtype", "nbytes", "shape", "data", "base")
     ndim = 1
     flags = _FLAGS
-    data = _DATA
 
-    def __init__(self, n, dtype):
+    def __init__(self, n, dtype, data=None, base=None):
         self.size, self.dtype = n, dtype
         self.nbytes = n * dtype.itemsize
         self.shape = (n,)
+        self.data = _Pointer(_Memory()) if data is None else data
+        self.base = base
 
     strides = property(lambda self: (self.dtype.itemsize,))
 
@@ -60,11 +72,14 @@ class FakeArray:
         return self.size
 
     def __getitem__(self, key):
-        return FakeArray(len(range(*key.indices(self.size))), self.dtype)
+        start, stop, _ = key.indices(self.size)
+        return FakeArray(max(0, stop - start), self.dtype, self.data + start * self.dtype.itemsize,
+                         self.base if self.base is not None else self)
 
     def view(self, dtype):
         dtype = np.dtype(dtype)
-        return FakeArray(self.nbytes // dtype.itemsize, dtype)
+        return FakeArray(self.nbytes // dtype.itemsize, dtype, self.data,
+                         self.base if self.base is not None else self)
 
     def get(self):
         return np.zeros(self.size, self.dtype)      # zeros: every index check passes
@@ -116,18 +131,22 @@ class FakeModule:
 
 
 def fake_cupy():
-    """The stand-in module; `launches[0]` counts kernel launches."""
-    launches = [0]
+    """The stand-in module; `launches[0]` counts kernel launches, `allocations[0]` buffers."""
+    launches, allocations = [0], [0]
+
+    def empty(n, dtype):
+        allocations[0] += 1
+        return FakeArray(n, _dtype(dtype))
+
     runtime = types.SimpleNamespace(
         getDeviceCount=lambda: 1, getDevice=lambda: 0, setDevice=lambda index: None,
         getDeviceProperties=lambda index: {"name": b"no-op CuPy stand-in"})
     return types.SimpleNamespace(
         cuda=types.SimpleNamespace(Device=FakeDevice, runtime=runtime),
-        empty=lambda n, dtype: FakeArray(n, _dtype(dtype)),
-        zeros=lambda n, dtype: FakeArray(n, _dtype(dtype)),
+        empty=empty, zeros=empty,
         asarray=lambda host: FakeArray(np.asarray(host).size, np.asarray(host).dtype),
         RawModule=lambda code, options, name_expressions: FakeModule(launches),
-        launches=launches, host_only=True, __version__="stand-in")
+        launches=launches, allocations=allocations, host_only=True, __version__="stand-in")
 
 
 CUPY = fake_cupy()
@@ -221,11 +240,12 @@ def best_us(fn, min_seconds=0.2, repeat=5, timer=time.process_time):
     return best * 1e6
 
 
-def launches_per_call(fn):
+def counts_per_call(fn):
+    """(kernel launches, buffers asked of CuPy) in one call, after a warm-up call."""
     fn()
-    before = CUPY.launches[0]
+    launches, allocations = CUPY.launches[0], CUPY.allocations[0]
     fn()
-    return CUPY.launches[0] - before
+    return CUPY.launches[0] - launches, CUPY.allocations[0] - allocations
 
 
 def profile(case):
@@ -256,17 +276,19 @@ def main():
     print("GPU backend host path against a no-op CuPy stand-in (no GPU), beside the CPU path; "
           "CuPy's own launch/allocation costs come on top on a real GPU")
     print(f"{'case':<30}{'cuda host':>12}{'cpu':>12}{'cuda/cpu':>10}{'launches':>10}"
-          f"{'host us/launch':>16}")
+          f"{'host us/launch':>16}{'new buffers':>13}")
     timer = TIMERS[args.timer]
-    print(f"timer: {args.timer}")
+    cache = "on" if os.environ.get("MINITORCH_CUDA_BUFFER_CACHE") == "1" else "off"
+    print(f"timer: {args.timer}; buffer cache (MINITORCH_CUDA_BUFFER_CACHE=1): {cache}")
     for case in args.cases:
         label, build = CASES[case]
         cuda_fn, cpu_fn = build("cuda"), build("cpu")
         cuda_us = best_us(cuda_fn, args.seconds, timer=timer)
         cpu_us = best_us(cpu_fn, args.seconds, timer=timer)
-        launches = launches_per_call(cuda_fn)
+        launches, allocations = counts_per_call(cuda_fn)
         print(f"{label:<30}{cuda_us:>10.1f}us{cpu_us:>10.1f}us{cuda_us / cpu_us:>9.2f}x"
-              f"{launches:>10d}{cuda_us / max(launches, 1):>14.1f}us", flush=True)
+              f"{launches:>10d}{cuda_us / max(launches, 1):>14.1f}us{allocations:>13d}",
+              flush=True)
 
 
 if __name__ == "__main__":

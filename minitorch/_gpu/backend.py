@@ -11,7 +11,7 @@ import functools
 import numpy as np
 
 from ..opcodes import FLOAT, BinaryOp, ReduceOp, UnaryOp
-from . import checks as C, launch as L
+from . import buffers, checks as C, launch as L
 from .checks import DTYPE_NAMES  # noqa: F401  (tests read the storage dtype names here)
 
 I64, I32 = np.int64, np.int32
@@ -54,7 +54,7 @@ def reduce_supported(op, dtype):
     return op in (ReduceOp.MAX, ReduceOp.MIN) if dtype == "uint8" else True
 
 
-_DEVICE_METHODS = []      # the names of the methods _on_device wraps
+_DEVICE_METHODS = {}      # name: the method _on_device wraps, unwrapped
 
 
 def _on_device(method):
@@ -65,7 +65,7 @@ def _on_device(method):
     def wrapper(self, *args, **kwargs):
         with self._device:
             return method(self, *args, **kwargs)
-    _DEVICE_METHODS.append(method.__name__)
+    _DEVICE_METHODS[method.__name__] = method
     return wrapper
 
 
@@ -91,11 +91,13 @@ class GpuBackend:
         self._functions = {}
         self._geometries = {}
         self._plans = {}        # launch plans per (kernel, dtypes, shape class): see _plan
+        self.buffer_cache = buffers.BufferCache(cupy.empty) if buffers.enabled() else None
+        self._empty = cupy.empty if self.buffer_cache is None else self.buffer_cache.empty
         if device_count is None:
             device_count = cupy.cuda.runtime.getDeviceCount()
         if device_count == 1:   # the only GPU is every thread's current one: no switching
-            for name in _DEVICE_METHODS:
-                setattr(self, name, getattr(type(self), name).__wrapped__.__get__(self))
+            for name, method in _DEVICE_METHODS.items():
+                setattr(self, name, method.__get__(self))
 
     def __repr__(self):
         return f"<minitorch GPU backend for cuda:{self.index}>"
@@ -103,11 +105,20 @@ class GpuBackend:
     # ---- buffers ------------------------------------------------------------------------------
     @_on_device
     def empty(self, n, dtype):
-        return self.cupy.empty(n, dtype)
+        return self._empty(n, dtype)
+
+    def empty_cache(self):
+        """Drop the spare buffers of our cache and of CuPy's pool (mt.cuda.empty_cache)."""
+        if self.buffer_cache is not None:
+            self.buffer_cache.clear()
+        pool = getattr(self.cupy, "get_default_memory_pool", None)
+        if pool is not None:
+            with self._device:
+                pool().free_all_blocks()
 
     @_on_device
     def full(self, n, value, dtype):
-        buffer = self.cupy.empty(n, dtype)
+        buffer = self._empty(n, dtype)
         if n:
             value = np.full(1, value, dtype)[0]     # numpy's conversion, as on the CPU
             name = C.dtype_name(buffer, "out")
@@ -427,8 +438,8 @@ class GpuBackend:
             target = final
         else:
             count = m * parts * inner
-            target = (self.cupy.empty(count, a.dtype),
-                      self.cupy.empty(count, np.int64) if op in _ARG_OPS else None)
+            target = (self._empty(count, a.dtype),
+                      self._empty(count, np.int64) if op in _ARG_OPS else None)
         fn(grid, block, (args[0], a, in_idx, target[0], target[1]) + args[1:])
         if parts > 1:
             self._reduce(op, name, target[0], target[1], final, m, parts, inner)
