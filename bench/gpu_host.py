@@ -12,8 +12,10 @@ not tests/cuda_emulator: nothing is compiled and nothing runs.
   each with the number of kernel launches it issues and of buffers it asks CuPy for (with
   MINITORCH_CUDA_BUFFER_CACHE=1 a steady step takes them from minitorch's buffer cache).
 
-Run: python bench/gpu_host.py [--timer cpu|wall] [--cases ...] [--profile CASE]   (CASE: add, add_grad, graph, mlp, cnn: prints
-the top of a cProfile of that case's cuda path instead)
+Run: python bench/gpu_host.py [--timer cpu|wall] [--cases ...] [--profile CASE]
+  --profile CASE (add, add_grad, graph, mlp, cnn): the top of a cProfile of that case instead;
+  --real: on a GPU machine, the same cases through the real CuPy (wall time, the device waited
+  for), beside PyTorch on the GPU.
 """
 import argparse
 import os
@@ -149,8 +151,10 @@ def fake_cupy():
         launches=launches, allocations=allocations, host_only=True, __version__="stand-in")
 
 
-CUPY = fake_cupy()
-sys.modules["cupy"] = CUPY
+REAL = "--real" in sys.argv     # the real CuPy and GPU: decided before minitorch is imported
+CUPY = None if REAL else fake_cupy()
+if not REAL:
+    sys.modules["cupy"] = CUPY
 sys.path.insert(0, ROOT)
 import minitorch as mt  # noqa: E402  (after the stand-in is in place)
 
@@ -158,35 +162,34 @@ import minitorch as mt  # noqa: E402  (after the stand-in is in place)
 # ---------------------------------------------------------------------------------------------
 # the cases: each builds its state on a device and returns the callable to time
 
-def case_add(device):
-    a, b = mt.randn(10, device=device), mt.randn(10, device=device)
+def case_add(device, lib=mt):
+    a, b = lib.randn(10, device=device), lib.randn(10, device=device)
     return lambda: a + b
 
 
-def case_add_grad(device):
-    a = mt.randn(10, device=device, requires_grad=True)
-    b = mt.randn(10, device=device, requires_grad=True)
+def case_add_grad(device, lib=mt):
+    a = lib.randn(10, device=device, requires_grad=True)
+    b = lib.randn(10, device=device, requires_grad=True)
     return lambda: a + b
 
 
-def case_graph(device):
-    a = mt.randn(10, device=device, requires_grad=True)
-    b = mt.randn(10, device=device, requires_grad=True)
+def case_graph(device, lib=mt):
+    a = lib.randn(10, device=device, requires_grad=True)
+    b = lib.randn(10, device=device, requires_grad=True)
     return lambda: (a * b).exp().sum().backward()
 
 
-def _training_step(model, opt, device, images=1024):
+def _training_step(lib, model, opt, device, images=1024):
     """bench/mnist.py's step: a batch picked on the host, index_select on the device."""
-    nn = mt.nn
     model.to(device)
-    x_all = mt.randn(images, 1, 28, 28).to(device)
-    y_all = mt.randint(0, 10, (images,)).to(device)
+    x_all = lib.randn(images, 1, 28, 28).to(device)
+    y_all = lib.randint(0, 10, (images,)).to(device)
     order = np.random.default_rng(0).permutation(images)
-    F, position = nn.functional, [0]
+    F, position = lib.nn.functional, [0]
 
     def step():
         start = position[0] = (position[0] + BATCH) % (images - BATCH)
-        idx = mt.from_numpy(order[start:start + BATCH].astype(np.int64)).to(device)
+        idx = lib.from_numpy(order[start:start + BATCH].astype(np.int64)).to(device)
         loss = F.cross_entropy(model(x_all.index_select(0, idx)), y_all.index_select(0, idx))
         opt.zero_grad()
         loss.backward()
@@ -194,20 +197,21 @@ def _training_step(model, opt, device, images=1024):
     return step
 
 
-def case_mlp(device):
-    nn = mt.nn
-    mt.manual_seed(0)
+def case_mlp(device, lib=mt):
+    nn = lib.nn
+    lib.manual_seed(0)
     model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
-    return _training_step(model, mt.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), device)
+    return _training_step(lib, model, lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                          device)
 
 
-def case_cnn(device):
-    nn = mt.nn
-    mt.manual_seed(0)
+def case_cnn(device, lib=mt):
+    nn = lib.nn
+    lib.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                           nn.Flatten(), nn.Linear(1568, 10))
-    return _training_step(model, mt.optim.Adam(model.parameters(), lr=1e-3), device)
+    return _training_step(lib, model, lib.optim.Adam(model.parameters(), lr=1e-3), device)
 
 
 CASES = {"add": ("add (10 elements)", case_add),
@@ -223,21 +227,50 @@ CASES = {"add": ("add (10 elements)", case_add),
 TIMERS = {"cpu": time.process_time, "wall": time.perf_counter}
 
 
-def best_us(fn, min_seconds=0.2, repeat=5, timer=time.process_time):
-    """Best microseconds per call over `repeat` timings of about min_seconds / repeat each."""
+def best_us(fn, min_seconds=0.2, repeat=5, timer=time.process_time, sync=lambda: None):
+    """Best microseconds per call over `repeat` timings of about min_seconds / repeat each;
+    `sync` waits for the device at the end of each timing."""
     fn()
+    sync()
     count, start = 0, timer()
     while timer() - start < min_seconds / repeat / 4:
         fn()
         count += 1
+    sync()
     loops = max(1, 4 * count)
     best = float("inf")
     for _ in range(repeat):
         start = timer()
         for _ in range(loops):
             fn()
+        sync()
         best = min(best, (timer() - start) / loops)
     return best * 1e6
+
+
+def real_gpu(args):
+    """--real: the same cases on the GPU with the real CuPy, wall time with the device waited
+    for, beside PyTorch on the GPU when it has one."""
+    if not mt.cuda.is_available():
+        sys.exit("--real needs CuPy and a GPU")
+    try:
+        import torch
+        torch = torch if torch.cuda.is_available() else None
+    except ImportError:
+        torch = None
+    print(f"minitorch on {mt.cuda.get_device_name()} (real CuPy), wall time per call, the "
+          "device waited for after each timing" + ("" if torch else "; no CUDA PyTorch here"))
+    print(f"{'case':<30}{'minitorch':>12}" + (f"{'torch':>12}{'mt/torch':>10}" if torch else ""))
+    for case in args.cases:
+        label, build = CASES[case]
+        ours = best_us(build("cuda"), args.seconds, timer=time.perf_counter,
+                       sync=mt.cuda.synchronize)
+        row = f"{label:<30}{ours:>10.1f}us"
+        if torch:
+            theirs = best_us(build("cuda", torch), args.seconds, timer=time.perf_counter,
+                             sync=torch.cuda.synchronize)
+            row += f"{theirs:>10.1f}us{ours / theirs:>9.2f}x"
+        print(row, flush=True)
 
 
 def counts_per_call(fn):
@@ -269,7 +302,12 @@ def main():
                         help="cpu: process CPU time (steady on a busy machine; the CPU path's "
                         "OpenMP threads add up), wall: elapsed time")
     parser.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(CASES))
+    parser.add_argument("--real", action="store_true",
+                        help="time the real GPU path (CuPy and a GPU needed), PyTorch beside")
     args = parser.parse_args()
+    if args.real:
+        real_gpu(args)
+        return
     if args.profile:
         profile(args.profile)
         return
