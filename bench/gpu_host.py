@@ -313,11 +313,11 @@ def main():
         return
     print("GPU backend host path against a no-op CuPy stand-in (no GPU), beside the CPU path; "
           "CuPy's own launch/allocation costs come on top on a real GPU")
-    print(f"{'case':<30}{'cuda host':>12}{'cpu':>12}{'cuda/cpu':>10}{'launches':>10}"
-          f"{'host us/launch':>16}{'new buffers':>13}")
     timer = TIMERS[args.timer]
     cache = "on" if os.environ.get("MINITORCH_CUDA_BUFFER_CACHE") == "1" else "off"
     print(f"timer: {args.timer}; buffer cache (MINITORCH_CUDA_BUFFER_CACHE=1): {cache}")
+    print(f"{'case':<30}{'cuda host':>12}{'cpu':>12}{'cuda/cpu':>10}{'launches':>10}"
+          f"{'host us/launch':>16}{'new buffers':>13}")
     for case in args.cases:
         label, build = CASES[case]
         cuda_fn, cpu_fn = build("cuda"), build("cpu")

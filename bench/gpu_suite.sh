@@ -39,7 +39,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 "$PY" -c "import sys, cupy; print('python', sys.version.split()[0], '| cupy', cupy.__version__)" \
     2>&1 | tee -a "$SUMMARY"
 
-if ! stage build 150 "$PY" setup.py build_ext --inplace -j "$JOBS"; then
+if ! stage build 120 "$PY" setup.py build_ext --inplace -j "$JOBS"; then
     tail -n 30 "$LOGS/build.log" | tee -a "$SUMMARY"
     note "build failed: nothing else runs"
     exit 1
@@ -49,20 +49,20 @@ XDIST=()
 if "$PY" -c "import xdist" 2>/dev/null; then
     XDIST=(-n "$JOBS")
 fi
-stage tests 170 "$PY" -m pytest -q -p no:cacheprovider "${XDIST[@]}" -k "cuda or gpu" tests/
+stage tests 150 "$PY" -m pytest -q -p no:cacheprovider "${XDIST[@]}" -k "cuda or gpu" tests/
 grep -E "passed|failed|error" "$LOGS/tests.log" | tail -n 1 | sed 's/^/tests: /' \
     | tee -a "$SUMMARY"
 grep -E "^(FAILED|ERROR) " "$LOGS/tests.log" | head -n 20 | tee -a "$SUMMARY"
 
-stage gpu 45 "$PY" bench/gpu.py
+stage gpu 40 "$PY" bench/gpu.py
 grep -E "^(GPU|matmul|add|compact|sum)" "$LOGS/gpu.log" | tee -a "$SUMMARY"
 
-stage gpu_host 60 bash -c "'$PY' bench/gpu_host.py --timer wall --seconds 0.2 \
+stage gpu_host 80 bash -c "'$PY' bench/gpu_host.py --timer wall --seconds 0.2 \
     && '$PY' bench/gpu_host.py --real --seconds 0.3"
 grep -vE "^(Traceback|  )" "$LOGS/gpu_host.log" | tail -n 16 | tee -a "$SUMMARY"
 
 if [ -f "$MINITORCH_DATA/mnist.pkl.gz" ]; then
-    stage mnist 110 "$PY" bench/mnist.py --device cuda --repeats 1
+    stage mnist 90 "$PY" bench/mnist.py --device cuda --repeats 1
     grep -E "^(MNIST|mlp|cnn)" "$LOGS/mnist.log" | tee -a "$SUMMARY"
     grep -E "Error|error" "$LOGS/mnist.log" | tail -n 5 | tee -a "$SUMMARY"
 else

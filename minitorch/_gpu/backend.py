@@ -7,6 +7,8 @@ backend's exception types and messages (minitorch/_gpu/checks.py), and integer i
 reads them: a device-side fault would poison the CUDA context for the rest of the process.
 """
 import functools
+import math
+import struct
 
 import numpy as np
 
@@ -25,6 +27,7 @@ ERR_ZERO_DIV, ERR_NEG_POW = 1, 2
 MODE_PLAIN, MODE_CLAIM, MODE_WRITE = 0, 1, 2
 _GEOMETRY_CACHE_MAX = 4096
 _PLAN_CACHE_MAX = 8192
+_HYPER = struct.Struct("9d")     # Adam's hyper-parameters as doubles, compared bit for bit
 
 
 def _op_name(enum, op):
@@ -91,6 +94,8 @@ class GpuBackend:
         self._functions = {}
         self._geometries = {}
         self._plans = {}        # launch plans per (kernel, dtypes, shape class): see _plan
+        self._fill_values = {}  # (value, its type, dtype): the numpy scalar a fill writes
+        self._adam_scalars = (None, None)     # the last Adam hyper-parameters, packed
         self.buffer_cache = buffers.BufferCache(cupy.empty) if buffers.enabled() else None
         self._empty = cupy.empty if self.buffer_cache is None else self.buffer_cache.empty
         if device_count is None:
@@ -120,10 +125,7 @@ class GpuBackend:
     def full(self, n, value, dtype):
         buffer = self._empty(n, dtype)
         if n:
-            value = np.full(1, value, dtype)[0]     # numpy's conversion, as on the CPU
-            name = C.dtype_name(buffer, "out")
-            self._launch("strided", name, f"fill_kernel<{L.CTYPES[name]}>", L.flat_grid(n),
-                         (buffer, I64(n), value))
+            self._fill(buffer, value)
         return buffer
 
     @_on_device
@@ -424,10 +426,26 @@ class GpuBackend:
         self._reduce(op, name, a, None, final, m, n, inner)
 
     def _fill(self, buffer, value):
+        """buffer[:] = value, converted as numpy converts it (as on the CPU)."""
+        dtype = buffer.dtype
+        fn = self._plan(("fill", dtype), self._fill_plan, buffer)
+        key = (value, type(value), dtype)
+        try:
+            if value == 0:      # 0.0 and -0.0 are equal keys but different fills
+                key += (math.copysign(1.0, value),)
+            scalar = self._fill_values.get(key)
+        except TypeError:       # an unhashable value: numpy says what is wrong with it
+            scalar = key = None
+        if scalar is None:
+            scalar = np.full(1, value, dtype)[0]
+            if key is not None and len(self._fill_values) < 256:
+                self._fill_values[key] = scalar
+        size = buffer.size
+        fn((L.flat_grid(size),), L.BLOCK, (buffer, _i64(size), scalar))
+
+    def _fill_plan(self, buffer):
         name = C.dtype_name(buffer, "out")
-        value = np.full(1, value, buffer.dtype)[0]
-        self._launch("strided", name, f"fill_kernel<{L.CTYPES[name]}>", L.flat_grid(buffer.size),
-                     (buffer, I64(buffer.size), value))
+        return self._function("strided", name, f"fill_kernel<{L.CTYPES[name]}>")
 
     def _reduce(self, op, name, a, in_idx, final, m, n, inner):
         """One or two passes: partials over chunks of n when there are too few outputs to keep
@@ -551,13 +569,18 @@ class GpuBackend:
                 self._softmax_rows(param, buffer, 1, "adam_step")
         if not param.size:
             return
-        scalar = np.float32 if name == "float32" else np.float64
         hyper = (-1.0 if maximize else 1.0, param_scale, grad_decay, 1.0 - beta1, beta2,
                  1.0 - beta2, eps, bias_correction2_sqrt, -step_size)
+        key = (name, _HYPER.pack(*hyper))       # the exact bits (-0.0 is not 0.0 here)
+        last, scalars = self._adam_scalars     # every parameter of a group shares them
+        if key != last:
+            scalar = np.float32 if name == "float32" else np.float64
+            scalars = tuple(scalar(x) for x in hyper)
+            self._adam_scalars = (key, scalars)
         self._launch("fused", name, f"adam_kernel<{L.CTYPES[name]}>",
                      L.flat_grid(param.size),
-                     (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, I64(param.size))
-                     + tuple(scalar(x) for x in hyper))
+                     (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, _i64(param.size))
+                     + scalars)
 
     @staticmethod
     def _softmax_rows(a, out, n, op):
