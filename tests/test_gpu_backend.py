@@ -530,6 +530,22 @@ def test_launch_plans_keep_every_per_call_check():
     gpu.binary(*cuda_emulator.on_device(gpu, args))      # lists: no cache entry, same checks
 
 
+def test_fill_values_are_cached_per_exact_value():
+    """The numpy scalars fills write are reused, but -0.0 is not 0.0 and 2.7 into int64 is 2,
+    as numpy converts them (the CPU's fill)."""
+    if not cuda_emulator.can_execute():
+        pytest.skip("g++ is needed to run kernels in the emulator")
+    from minitorch._gpu.backend import GpuBackend
+    gpu = GpuBackend(cuda_emulator.cupy_module(), 0)
+    for value, dtype in ((0.0, np.float32), (-0.0, np.float32), (np.float64(-0.0), np.float64),
+                         (0.0, np.float32), (2.7, np.int64), (True, np.uint8)):
+        got = gpu.to_host(gpu.full(3, value, np.dtype(dtype)))
+        expected = np.full(3, value, dtype)
+        assert got.tobytes() == expected.tobytes(), (value, dtype)
+    with pytest.raises(OverflowError):
+        gpu.full(2, 300, np.dtype(np.uint8))
+
+
 def test_one_gpu_is_never_switched_to():
     """With one GPU the backend calls its methods directly (it is every thread's current
     device); with several each call makes its own GPU current."""
