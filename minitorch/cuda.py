@@ -66,6 +66,14 @@ def synchronize(device=None):
         _cupy().cuda.Device(_index(device)).synchronize()
 
 
+def empty_cache():
+    """Release the device buffers minitorch and CuPy keep for reuse (torch.cuda.empty_cache;
+    a no-op without a GPU or before any CUDA tensor)."""
+    from . import _gpu
+    for backend in _gpu._BACKENDS.values():
+        backend.empty_cache()
+
+
 def manual_seed(seed):
     """Random numbers are drawn on the host for every device, so this is mt.manual_seed."""
     from .random import manual_seed as seed_all

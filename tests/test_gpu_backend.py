@@ -492,6 +492,158 @@ def test_emulator_reports_kernel_misuse():
 
 
 # ---------------------------------------------------------------------------------------------
+# the lean launch path: launch plans, device switching, the buffer cache
+
+def _emulated_backend(device_count=1):
+    from minitorch._gpu.backend import GpuBackend
+    return GpuBackend(cuda_emulator.cupy_module(device_count=device_count, execute=False), 0,
+                      device_count=device_count)
+
+
+def test_launch_plans_keep_every_per_call_check():
+    """A cached plan skips only what its key decides: lengths and offsets are checked on every
+    call, with the CPU's messages, and unhashable shapes are planned afresh."""
+    gpu, f32 = _emulated_backend(), np.float32
+    a, b = np.arange(12, dtype=f32), np.ones(12, f32)
+    first = [("binary", (int(BinaryOp.ADD), a, b, np.empty(12, f32), (3, 4), (4, 1), 0,
+                         (4, 1), 0), None),
+             ("unary", (int(UnaryOp.NEG), a, np.empty(12, f32)), None),
+             ("compact", (a, np.empty(6, f32), (2, 3), (4, 1), 0), None),
+             ("matmul", (a, b, np.empty(9, f32), 1, 3, 3, 4), None)]
+    for kernel, args, _ in first:                        # plans made and cached
+        getattr(gpu, kernel)(*cuda_emulator.on_device(gpu, args))
+    assert len(gpu._plans) >= 4
+    cuda_emulator.assert_same_kernel_errors(_cpu, gpu, [
+        ("binary", (int(BinaryOp.ADD), a, b, np.empty(11, f32), (3, 4), (4, 1), 0, (4, 1), 0),
+         ValueError),
+        ("unary", (int(UnaryOp.NEG), a, np.empty(11, f32)), ValueError),
+        ("compact", (a, np.empty(6, f32), (2, 3), (4, 1), 7), IndexError),
+        ("matmul", (a, b, np.empty(8, f32), 1, 3, 3, 4), ValueError),
+        ("matmul", (a[:11], b, np.empty(9, f32), 1, 3, 3, 4), ValueError)])
+    for offset, b_length, reach in ((1, 12, "elements 1..12 of binary: a"),
+                                    (0, 11, "elements 0..11 of binary: b")):
+        args = (int(BinaryOp.ADD), a, b[:b_length], np.empty(12, f32), (3, 4), (4, 1), offset,
+                (4, 1), 0)
+        with pytest.raises(IndexError, match=reach):
+            gpu.binary(*cuda_emulator.on_device(gpu, args))
+    args = (int(BinaryOp.MUL), a, b, np.empty(12, f32), [3, 4], [4, 1], 0, [4, 1], 0)
+    gpu.binary(*cuda_emulator.on_device(gpu, args))      # lists: no cache entry, same checks
+
+
+def test_fill_values_are_cached_per_exact_value():
+    """The numpy scalars fills write are reused, but -0.0 is not 0.0 and 2.7 into int64 is 2,
+    as numpy converts them (the CPU's fill)."""
+    if not cuda_emulator.can_execute():
+        pytest.skip("g++ is needed to run kernels in the emulator")
+    from minitorch._gpu.backend import GpuBackend
+    gpu = GpuBackend(cuda_emulator.cupy_module(), 0)
+    for value, dtype in ((0.0, np.float32), (-0.0, np.float32), (np.float64(-0.0), np.float64),
+                         (0.0, np.float32), (2.7, np.int64), (True, np.uint8)):
+        got = gpu.to_host(gpu.full(3, value, np.dtype(dtype)))
+        expected = np.full(3, value, dtype)
+        assert got.tobytes() == expected.tobytes(), (value, dtype)
+    with pytest.raises(OverflowError):
+        gpu.full(2, 300, np.dtype(np.uint8))
+
+
+def test_one_gpu_is_never_switched_to():
+    """With one GPU the backend calls its methods directly (it is every thread's current
+    device); with several each call makes its own GPU current."""
+    single, several = _emulated_backend(1), _emulated_backend(2)
+    assert "binary" in vars(single) and "empty" in vars(single)
+    assert "binary" not in vars(several)
+    for gpu in (single, several):
+        x = gpu.full(4, 2.5, np.dtype(np.float32))
+        assert x.size == 4
+
+
+class _Memory:
+    """CuPy's memory object, held by every MemoryPointer into it."""
+
+
+class _Pointer:
+    def __init__(self, mem, ptr=0):
+        self.mem, self.ptr = mem, ptr
+
+    def __add__(self, offset):
+        return _Pointer(self.mem, self.ptr + offset)
+
+
+class _CupyLikeArray:
+    """What the buffer cache relies on in CuPy: a slice holds its base array, and every view or
+    export made from `data + offset` holds the memory."""
+
+    def __init__(self, n, dtype, data=None, base=None):
+        self.size, self.dtype, self.nbytes = n, np.dtype(dtype), n * np.dtype(dtype).itemsize
+        self.data = _Pointer(_Memory()) if data is None else data
+        self.base = base
+
+    def __getitem__(self, key):
+        start, stop, _ = key.indices(self.size)
+        return _CupyLikeArray(stop - start, self.dtype, self.data + start, self)
+
+
+def test_buffer_cache_hands_back_only_unreferenced_buffers():
+    import gc
+    from minitorch._gpu.buffers import MAX_PER_SIZE, BufferCache
+    made = []
+    cache = BufferCache(lambda n, dtype: made.append(n) or _CupyLikeArray(n, dtype))
+    f32 = np.dtype(np.float32)
+    a = cache.empty(8, f32)
+    a_id = id(a)
+    b = cache.empty(8, f32)
+    assert b is not a                                    # a is alive
+    del a
+    gc.collect()
+    c = cache.empty(8, f32)
+    assert id(c) == a_id and cache.hits == 1             # freed: handed back
+    assert cache.empty(9, f32) is not c and cache.empty(8, np.dtype(np.float64)) is not c
+    view = c[2:5]                                        # a slice keeps its base busy
+    c_id = id(c)
+    del c
+    fresh = [cache.empty(8, f32) for _ in range(3)]
+    assert c_id not in map(id, fresh)
+    del view, fresh
+    exported = cache.empty(8, f32)                       # an export keeps the memory busy
+    pointer = exported.data + 4
+    del exported
+    assert all(cache.empty(8, f32).data.mem is not pointer.mem for _ in range(3))
+    del pointer, b
+    before = len(made)
+    for _ in range(3 * MAX_PER_SIZE):                    # at most MAX_PER_SIZE kept per size
+        kept = [cache.empty(4, f32) for _ in range(MAX_PER_SIZE + 1)]
+    assert len(cache._buckets[4, f32]) == MAX_PER_SIZE and len(made) - before > MAX_PER_SIZE
+    del kept
+    cache.clear()
+    assert cache.bytes == 0 and not cache._buckets
+
+
+def test_buffer_cache_skips_buffers_it_cannot_watch_and_retries_after_running_out():
+    from minitorch._gpu.buffers import BufferCache
+    plain = BufferCache(lambda n, dtype: np.empty(n, dtype))        # no data.mem: not cached
+    plain.empty(4, np.dtype(np.float32))
+    assert not plain._buckets
+    calls = []
+
+    def allocate(n, dtype):
+        calls.append(n)
+        if len(calls) == 2:
+            raise MemoryError("out of memory")
+        return _CupyLikeArray(n, dtype)
+    cache = BufferCache(allocate)
+    kept = cache.empty(4, np.dtype(np.float32))
+    assert cache.empty(5, np.dtype(np.float32)).size == 5 and calls == [4, 5, 5]
+    assert cache._buckets.get((4, np.dtype(np.float32))) is None and kept.size == 4
+
+
+def test_empty_cache_without_a_memory_pool(monkeypatch, fresh_backends):
+    monkeypatch.setitem(sys.modules, "cupy", cuda_emulator.cupy_module(execute=False))
+    mt.cuda.empty_cache()                                # nothing made yet
+    mt.zeros(3, device="cuda")
+    mt.cuda.empty_cache()
+
+
+# ---------------------------------------------------------------------------------------------
 # device selection and the errors without CuPy / without a GPU
 
 @pytest.fixture

@@ -7,11 +7,13 @@ backend's exception types and messages (minitorch/_gpu/checks.py), and integer i
 reads them: a device-side fault would poison the CUDA context for the rest of the process.
 """
 import functools
+import math
+import struct
 
 import numpy as np
 
 from ..opcodes import FLOAT, BinaryOp, ReduceOp, UnaryOp
-from . import checks as C, launch as L
+from . import buffers, checks as C, launch as L
 from .checks import DTYPE_NAMES  # noqa: F401  (tests read the storage dtype names here)
 
 I64, I32 = np.int64, np.int32
@@ -24,6 +26,8 @@ _SCATTER_REDUCE_OPS = {ReduceOp.PROD, ReduceOp.MAX, ReduceOp.MIN}
 ERR_ZERO_DIV, ERR_NEG_POW = 1, 2
 MODE_PLAIN, MODE_CLAIM, MODE_WRITE = 0, 1, 2
 _GEOMETRY_CACHE_MAX = 4096
+_PLAN_CACHE_MAX = 8192
+_HYPER = struct.Struct("9d")     # Adam's hyper-parameters as doubles, compared bit for bit
 
 
 def _op_name(enum, op):
@@ -53,19 +57,35 @@ def reduce_supported(op, dtype):
     return op in (ReduceOp.MAX, ReduceOp.MIN) if dtype == "uint8" else True
 
 
+_DEVICE_METHODS = {}      # name: the method _on_device wraps, unwrapped
+
+
 def _on_device(method):
-    """Run a backend method with this backend's GPU current (allocations and launches)."""
+    """Run a backend method with this backend's GPU current (allocations and launches). With one
+    GPU in the machine it is current in every thread already, and GpuBackend drops the wrapper
+    (entering a CuPy Device costs about a microsecond per call)."""
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         with self._device:
             return method(self, *args, **kwargs)
+    _DEVICE_METHODS[method.__name__] = method
     return wrapper
+
+
+def _i64(value):
+    """np.int64(value), from a cache for the common small values (offsets are mostly 0): a
+    numpy scalar costs about half a microsecond to build."""
+    cached = _SMALL_I64.get(value)
+    return I64(value) if cached is None else cached
+
+
+_SMALL_I64 = {v: I64(v) for v in range(-1, 257)}
 
 
 class GpuBackend:
     """Kernels and buffers for `cuda:index` (built by minitorch._gpu.backend_for)."""
 
-    def __init__(self, cupy, index):
+    def __init__(self, cupy, index, device_count=None):
         self.cupy = cupy
         self.index = index
         self._device = cupy.cuda.Device(index)
@@ -73,6 +93,16 @@ class GpuBackend:
         self._modules = {}
         self._functions = {}
         self._geometries = {}
+        self._plans = {}        # launch plans per (kernel, dtypes, shape class): see _plan
+        self._fill_values = {}  # (value, its type, dtype): the numpy scalar a fill writes
+        self._adam_scalars = (None, None)     # the last Adam hyper-parameters, packed
+        self.buffer_cache = buffers.BufferCache(cupy.empty) if buffers.enabled() else None
+        self._empty = cupy.empty if self.buffer_cache is None else self.buffer_cache.empty
+        if device_count is None:
+            device_count = cupy.cuda.runtime.getDeviceCount()
+        if device_count == 1:   # the only GPU is every thread's current one: no switching
+            for name, method in _DEVICE_METHODS.items():
+                setattr(self, name, method.__get__(self))
 
     def __repr__(self):
         return f"<minitorch GPU backend for cuda:{self.index}>"
@@ -80,16 +110,22 @@ class GpuBackend:
     # ---- buffers ------------------------------------------------------------------------------
     @_on_device
     def empty(self, n, dtype):
-        return self.cupy.empty(n, dtype)
+        return self._empty(n, dtype)
+
+    def empty_cache(self):
+        """Drop the spare buffers of our cache and of CuPy's pool (mt.cuda.empty_cache)."""
+        if self.buffer_cache is not None:
+            self.buffer_cache.clear()
+        pool = getattr(self.cupy, "get_default_memory_pool", None)
+        if pool is not None:
+            with self._device:
+                pool().free_all_blocks()
 
     @_on_device
     def full(self, n, value, dtype):
-        buffer = self.cupy.empty(n, dtype)
+        buffer = self._empty(n, dtype)
         if n:
-            value = np.full(1, value, dtype)[0]     # numpy's conversion, as on the CPU
-            name = C.dtype_name(buffer, "out")
-            self._launch("strided", name, f"fill_kernel<{L.CTYPES[name]}>", L.flat_grid(n),
-                         (buffer, I64(n), value))
+            self._fill(buffer, value)
         return buffer
 
     @_on_device
@@ -123,6 +159,21 @@ class GpuBackend:
         self._function(module, key, name)(grid if isinstance(grid, tuple) else (grid,),
                                           block if isinstance(block, tuple) else (block,), args)
 
+    def _plan(self, key, build, *args):
+        """The launch plan cached under `key` (a kernel's name, its dtypes and a shape class),
+        made by build(*args) on first use: that runs every check that depends only on the key,
+        so a hit leaves the per-call checks (buffer lengths, offsets) and the launch. An
+        unhashable key (lists for shapes) is planned afresh."""
+        try:
+            plan = self._plans.get(key)
+        except TypeError:
+            return build(*args)
+        if plan is None:
+            if len(self._plans) > _PLAN_CACHE_MAX:
+                self._plans.clear()
+            plan = self._plans[key] = build(*args)
+        return plan
+
     def _geometry(self, shape, strides_list):
         """(packed Geometry, compiled axis count, key suffix) for an already collapsed view."""
         cache_key = (shape, tuple(strides_list))
@@ -146,13 +197,20 @@ class GpuBackend:
     def _strided_view(self, shape, strides, offset, view_buffer, view_name):
         """The checked element count of a strided view into `view_buffer`, and (for a non-empty
         view) its collapsed (shape, strides, packed geometry, compiled axis count, key suffix)."""
+        plan = self._plan(("view", shape, strides), self._view_plan, shape, strides)
+        self._check_extent(plan[0], offset, view_buffer, view_name)
+        return plan[1:]
+
+    def _view_plan(self, shape, strides):
+        """(extent for the offset check, size, collapsed shape and strides, geometry, axis
+        count, key suffix) of a strided view, after the checks of its shape and strides."""
         shape, strides = C.dims(shape, strides)
-        C.check_view(shape, strides, offset, view_buffer.size, view_name)
         size = C.numel(shape)
         if size == 0:
-            return (0,) + (None,) * 5
+            return ((shape, strides, 0, -1), 0) + (None,) * 5
         cshape, (_, cstrides) = L.collapse(shape, [L.contiguous(shape), strides])
-        return (size, cshape, cstrides) + tuple(self._geometry(cshape, [cstrides]))
+        return ((self._extent(shape, strides), size, cshape, cstrides)
+                + tuple(self._geometry(cshape, [cstrides])))
 
     @_on_device
     def compact(self, a, out, shape, strides, offset):
@@ -218,6 +276,14 @@ class GpuBackend:
     @_on_device
     def unary(self, op, a, out):
         """out[i] = op(a[i]) over compact a; ISNAN, ISINF, ISFINITE and LOGICAL_NOT write bool."""
+        size = a.size
+        fn, op_arg = self._plan(("unary", op, a.dtype, out.dtype), self._unary_plan, op, a, out)
+        if out.size != size:
+            raise ValueError(f"unary: a has {size} elements but out has {out.size}")
+        if size:
+            fn((L.flat_grid(size),), L.BLOCK, (op_arg, a, out, _i64(size)))
+
+    def _unary_plan(self, op, a, out):
         name, out_name = C.dtype_name(a, "unary"), C.dtype_name(out, "unary")
         if not unary_supported(op, name):
             raise TypeError(f"unary op {_op_name(UnaryOp, op)} is not supported for dtype "
@@ -225,15 +291,33 @@ class GpuBackend:
         if out_name != ("uint8" if UnaryOp(op).writes_bool else name):
             raise TypeError(f"unary op {_op_name(UnaryOp, op)} on {C.SHOWN[name]} cannot write "
                             f"{C.SHOWN[out_name]}")
-        if out.size != a.size:
-            raise ValueError(f"unary: a has {a.size} elements but out has {out.size}")
-        if a.size:
-            self._launch("elementwise", name, f"unary_kernel<{L.CTYPES[name]}>",
-                         L.flat_grid(a.size), (I32(op), a, out, I64(a.size)))
+        return self._function("elementwise", name, f"unary_kernel<{L.CTYPES[name]}>"), I32(op)
 
     @_on_device
     def binary(self, op, a, b, out, shape, a_strides, a_offset, b_strides, b_offset):
         """out (compact, `shape`) = op(a, b), a and b read through their strides (0 broadcasts)."""
+        fn, grid, op_arg, size, size_arg, geometry, a_ext, b_ext, err = self._plan(
+            ("binary", op, a.dtype, b.dtype, out.dtype, shape, a_strides, b_strides),
+            self._binary_plan, op, a, b, out, shape, a_strides, b_strides)
+        if out.size < size:
+            raise ValueError(f"out holds {out.size} elements, the result needs {size}")
+        if size == 0:
+            return
+        self._check_extent(a_ext, a_offset, a, "binary: a")
+        self._check_extent(b_ext, b_offset, b, "binary: b")
+        err = self.cupy.zeros(1, np.int32) if err else None
+        fn(grid, L.BLOCK, (op_arg, a, _i64(a_offset), b, _i64(b_offset), out, size_arg,
+                           geometry, err))
+        if err is not None:
+            flags = int(err.get()[0])
+            if flags & ERR_NEG_POW:
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            if flags & ERR_ZERO_DIV:
+                raise RuntimeError("ZeroDivisionError")
+
+    def _binary_plan(self, op, a, b, out, shape, a_strides, b_strides):
+        """binary's checks of dtypes and shape, and its launch (kernel, grid, packed arguments,
+        each operand's (shape, strides, lowest, highest element) for the offset checks)."""
         name, b_name = C.dtype_name(a, "binary"), C.dtype_name(b, "binary")
         out_name = C.dtype_name(out, "binary")
         if name != b_name:
@@ -248,26 +332,26 @@ class GpuBackend:
         shape, a_strides = C.dims(shape, a_strides)
         b_strides = C.strides(b_strides, len(shape))
         size = C.numel(shape)
-        if out.size < size:
-            raise ValueError(f"out holds {out.size} elements, the result needs {size}")
         if size == 0:
-            return
-        C.check_view(shape, a_strides, a_offset, a.size, "binary: a")
-        C.check_view(shape, b_strides, b_offset, b.size, "binary: b")
+            return (None, None, None, 0, None, None, None, None, False)
         cshape, (_, sa, sb) = L.collapse(shape, [L.contiguous(shape), a_strides, b_strides])
         geometry, dims, wide = self._geometry(cshape, [sa, sb])
-        err = None
-        if name == "int64" and op in _BINARY_CAN_FAIL:
-            err = self.cupy.zeros(1, np.int32)
-        self._launch("elementwise", name + wide, f"binary_kernel<{L.CTYPES[name]}, {dims}>",
-                     L.flat_grid(size), (I32(op), a, I64(a_offset), b, I64(b_offset), out,
-                                         I64(size), geometry, err))
-        if err is not None:
-            flags = int(err.get()[0])
-            if flags & ERR_NEG_POW:
-                raise RuntimeError("Integers to negative integer powers are not allowed.")
-            if flags & ERR_ZERO_DIV:
-                raise RuntimeError("ZeroDivisionError")
+        fn = self._function("elementwise", name + wide, f"binary_kernel<{L.CTYPES[name]}, {dims}>")
+        return (fn, (L.flat_grid(size),), I32(op), size, I64(size), geometry,
+                self._extent(shape, a_strides), self._extent(shape, b_strides),
+                name == "int64" and op in _BINARY_CAN_FAIL)
+
+    @staticmethod
+    def _extent(shape, strides):
+        """(shape, strides, lowest, highest) element offset a view reaches from its offset."""
+        return (shape, strides) + L.view_extent(shape, strides, 0)
+
+    @staticmethod
+    def _check_extent(extent, offset, buffer, name):
+        """check_view's test with the extent planned ahead (its IndexError when it fails)."""
+        shape, strides, lo, hi = extent
+        if offset + lo < 0 or offset + hi >= buffer.size:
+            C.check_view(shape, strides, offset, buffer.size, name)
 
     @_on_device
     def where(self, cond, a, b, out, shape, c_strides, c_offset, a_strides, a_offset,
@@ -342,18 +426,48 @@ class GpuBackend:
         self._reduce(op, name, a, None, final, m, n, inner)
 
     def _fill(self, buffer, value):
+        """buffer[:] = value, converted as numpy converts it (as on the CPU)."""
+        dtype = buffer.dtype
+        fn = self._plan(("fill", dtype), self._fill_plan, buffer)
+        key = (value, type(value), dtype)
+        try:
+            if value == 0:      # 0.0 and -0.0 are equal keys but different fills
+                key += (math.copysign(1.0, value),)
+            scalar = self._fill_values.get(key)
+        except TypeError:       # an unhashable value: numpy says what is wrong with it
+            scalar = key = None
+        if scalar is None:
+            scalar = np.full(1, value, dtype)[0]
+            if key is not None and len(self._fill_values) < 256:
+                self._fill_values[key] = scalar
+        size = buffer.size
+        fn((L.flat_grid(size),), L.BLOCK, (buffer, _i64(size), scalar))
+
+    def _fill_plan(self, buffer):
         name = C.dtype_name(buffer, "out")
-        value = np.full(1, value, buffer.dtype)[0]
-        self._launch("strided", name, f"fill_kernel<{L.CTYPES[name]}>", L.flat_grid(buffer.size),
-                     (buffer, I64(buffer.size), value))
+        return self._function("strided", name, f"fill_kernel<{L.CTYPES[name]}>")
 
     def _reduce(self, op, name, a, in_idx, final, m, n, inner):
         """One or two passes: partials over chunks of n when there are too few outputs to keep
         the GPU busy, then their reduction into `final` (values, indices)."""
+        fn, grid, block, args, parts = self._plan(("reduce", op, name, m, n, inner),
+                                                  self._reduce_plan, op, name, m, n, inner)
+        if parts == 1:
+            target = final
+        else:
+            count = m * parts * inner
+            target = (self._empty(count, a.dtype),
+                      self._empty(count, np.int64) if op in _ARG_OPS else None)
+        fn(grid, block, (args[0], a, in_idx, target[0], target[1]) + args[1:])
+        if parts > 1:
+            self._reduce(op, name, target[0], target[1], final, m, parts, inner)
+
+    def _reduce_plan(self, op, name, m, n, inner):
+        """(kernel, grid, block, packed op and sizes, parts) of one reduction pass."""
         t = L.CTYPES[name]
         if inner == 1:
             parts, chunk = L.reduce_plan(m, n, 1, self.sm_count)
-            kernel, block = f"reduce_rows_kernel<{t}>", L.row_threads(min(n, chunk))
+            kernel, block = f"reduce_rows_kernel<{t}>", (L.row_threads(min(n, chunk)),)
             tasks = m * parts
         else:
             bx, by = L.column_block(inner)
@@ -361,17 +475,9 @@ class GpuBackend:
             parts, chunk = L.reduce_plan(m, n, col_blocks, self.sm_count)
             kernel, block = f"reduce_cols_kernel<{t}>", (bx, by)
             tasks = m * parts * col_blocks
-        if parts == 1:
-            target = final
-        else:
-            count = m * parts * inner
-            target = (self.cupy.empty(count, a.dtype),
-                      self.cupy.empty(count, np.int64) if op in _ARG_OPS else None)
         sizes = (I64(m), I64(n)) + ((I64(inner),) if inner > 1 else ()) + (I64(parts), I64(chunk))
-        self._launch("reduce", name, kernel, min(tasks, L.MAX_GRID),
-                     (I32(op), a, in_idx, target[0], target[1]) + sizes, block)
-        if parts > 1:
-            self._reduce(op, name, target[0], target[1], final, m, parts, inner)
+        return (self._function("reduce", name, kernel), (min(tasks, L.MAX_GRID),), block,
+                (I32(op),) + sizes, parts)
 
     @staticmethod
     def _scan_checks(kernel, op, a, out, n, inner):
@@ -463,13 +569,18 @@ class GpuBackend:
                 self._softmax_rows(param, buffer, 1, "adam_step")
         if not param.size:
             return
-        scalar = np.float32 if name == "float32" else np.float64
         hyper = (-1.0 if maximize else 1.0, param_scale, grad_decay, 1.0 - beta1, beta2,
                  1.0 - beta2, eps, bias_correction2_sqrt, -step_size)
+        key = (name, _HYPER.pack(*hyper))       # the exact bits (-0.0 is not 0.0 here)
+        last, scalars = self._adam_scalars     # every parameter of a group shares them
+        if key != last:
+            scalar = np.float32 if name == "float32" else np.float64
+            scalars = tuple(scalar(x) for x in hyper)
+            self._adam_scalars = (key, scalars)
         self._launch("fused", name, f"adam_kernel<{L.CTYPES[name]}>",
                      L.flat_grid(param.size),
-                     (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, I64(param.size))
-                     + tuple(scalar(x) for x in hyper))
+                     (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, _i64(param.size))
+                     + scalars)
 
     @staticmethod
     def _softmax_rows(a, out, n, op):
@@ -568,6 +679,28 @@ class GpuBackend:
                b_offset=0):
         """out (compact batch x m x n, overwritten) = a (batch x m x k) @ b (batch x k x n), each
         operand read through its (batch, row, col) element strides (None = compact)."""
+        fn, grid, block, sizes, a_args, b_args, a_ext, b_ext = self._plan(
+            ("matmul", a.dtype, b.dtype, out.dtype, batch, m, n, k, a_strides, b_strides),
+            self._matmul_plan, a, b, out, batch, m, n, k, a_strides, b_strides)
+        if out.size < batch * m * n:
+            raise ValueError(f"matmul: out has {out.size} elements, needs {batch * m * n} "
+                             f"(batch={batch}, m={m}, n={n})")
+        for buf, label, offset, (dims, strides, lo, hi) in ((a, "a", a_offset, a_ext),
+                                                            (b, "b", b_offset, b_ext)):
+            if lo is not None and (offset + lo < 0 or offset + hi >= buf.size):
+                C.check_matmul_view(buf, label, offset, dims, strides)
+        if fn is None:
+            return
+        if k == 0:         # an empty sum: zeros
+            self._fill(out[:batch * m * n], 0)
+            return
+        fn(grid, block, (a, _i64(a_offset)) + a_args + (b, _i64(b_offset)) + b_args
+           + (out,) + sizes)
+
+    def _matmul_plan(self, a, b, out, batch, m, n, k, a_strides, b_strides):
+        """matmul's dtype and size checks, its operands' extents and its launch: (kernel or
+        None when there is nothing to launch, grid, block, packed sizes, packed strides of a
+        and b, extents of a and b)."""
         name = C.dtype_name(a, "matmul")
         if name not in L.FLOAT_TYPES:
             raise TypeError(f"matmul: unsupported dtype {a.dtype} (expected float32 or float64)")
@@ -575,26 +708,22 @@ class GpuBackend:
             raise TypeError(f"matmul: dtypes differ: a {a.dtype}, b {b.dtype}, out {out.dtype}")
         if batch < 0 or m < 0 or n < 0 or k < 0:
             raise ValueError(f"matmul: negative size (batch={batch}, m={m}, n={n}, k={k})")
-        if out.size < batch * m * n:
-            raise ValueError(f"matmul: out has {out.size} elements, needs {batch * m * n} "
-                             f"(batch={batch}, m={m}, n={n})")
         a_strides = (m * k, k, 1) if a_strides is None else tuple(a_strides)
         b_strides = (k * n, n, 1) if b_strides is None else tuple(b_strides)
-        C.check_matmul_view(a, "a", a_offset, (batch, m, k), a_strides)
-        C.check_matmul_view(b, "b", b_offset, (batch, k, n), b_strides)
+        extents = []
+        for dims, strides in (((batch, m, k), a_strides), ((batch, k, n), b_strides)):
+            extents.append((dims, strides) + ((None, None) if 0 in dims else
+                                              L.view_extent(dims, strides, 0)))
         if batch == 0 or m == 0 or n == 0:
-            return
-        if k == 0:         # an empty sum: zeros
-            self._fill(out[:batch * m * n], 0)
-            return
+            return (None,) * 6 + tuple(extents)
         tiles = L.MATMUL_TILES[L.matmul_tiles(batch, m, n, self.sm_count)]
         bm, bn = tiles[:2]
         blocks = min(batch * -(-m // bm) * -(-n // bn), L.MAX_GRID)
         threads = (bm // tiles[3]) * (bn // tiles[4])
-        self._launch("matmul", name, L.matmul_name(L.CTYPES[name], tiles), blocks,
-                     (a, I64(a_offset)) + tuple(I64(s) for s in a_strides)
-                     + (b, I64(b_offset)) + tuple(I64(s) for s in b_strides)
-                     + (out, I64(batch), I64(m), I64(n), I64(k)), threads)
+        fn = self._function("matmul", name, L.matmul_name(L.CTYPES[name], tiles))
+        return (fn, (blocks,), (threads,), (I64(batch), I64(m), I64(n), I64(k)),
+                tuple(I64(s) for s in a_strides), tuple(I64(s) for s in b_strides)) + \
+            tuple(extents)
 
     # ---- index kernels ------------------------------------------------------------------------
     def _check_index(self, index, n, dim):

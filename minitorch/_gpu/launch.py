@@ -19,6 +19,7 @@ INCLUDES = {"common.cuh": KERNEL_DIR / "common.cuh",
             "special_math.h": SHARED_DIR / "special_math.h"}
 
 THREADS = 256           # block size of the flat kernels (common.cuh)
+BLOCK = (THREADS,)      # the same as a launch's block argument
 ITEMS = 4               # elements per thread in the flat kernels (common.cuh)
 NARROW_DIMS = 8         # geometry size compiled by default; views that still have more axes
 WIDE_DIMS = 64          # after collapsing use the 64-axis instances (compiled on first need)

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The GPU check in one call, for a machine with an NVIDIA GPU, CuPy and nvcc (see
+# docs/gpu_check.md): build in place, the CUDA tests, the kernel benchmark, the host-path
+# benchmark (stand-in and real), and MNIST on cuda; then a summary. Each stage has its own time
+# limit so that the whole stays within 8 minutes; logs go to $OUT when it is set (the device
+# tool brings that folder back), else ./gpu_logs.
+# Run from the repository root: bash bench/gpu_suite.sh
+set -u
+cd "$(dirname "$0")/.."
+LOGS="${OUT:-$PWD/gpu_logs}"
+mkdir -p "$LOGS"
+PY="${PYTHON:-python3}"
+export PYTHONUNBUFFERED=1
+export MINITORCH_DATA="${MINITORCH_DATA:-$PWD/.mnist}"
+JOBS="${JOBS:-16}"
+SUMMARY="$LOGS/summary.txt"
+: > "$SUMMARY"
+START=$(date +%s)
+
+note() { echo "$*" | tee -a "$SUMMARY"; }
+
+# stage NAME SECONDS COMMAND...: run with a time limit, log to $LOGS/NAME.log, note rc and time
+stage() {
+    local name=$1 limit=$2
+    shift 2
+    local t0 rc
+    t0=$(date +%s)
+    echo "=== $name: $* (limit ${limit}s)"
+    timeout --kill-after=10 "$limit" "$@" > "$LOGS/$name.log" 2>&1
+    rc=$?
+    note "--- $name: rc $rc$([ $rc -eq 124 ] && echo ' (timed out)') in $(( $(date +%s) - t0 ))s"
+    return $rc
+}
+
+note "GPU check of $(git rev-parse --short HEAD 2>/dev/null || echo '?') on $(hostname)," \
+     "$(date -u +%FT%TZ)"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 \
+    | sed 's/^/GPU: /' | tee -a "$SUMMARY"
+"$PY" -c "import sys, cupy; print('python', sys.version.split()[0], '| cupy', cupy.__version__)" \
+    2>&1 | tee -a "$SUMMARY"
+
+if ! stage build 120 "$PY" setup.py build_ext --inplace -j "$JOBS"; then
+    tail -n 30 "$LOGS/build.log" | tee -a "$SUMMARY"
+    note "build failed: nothing else runs"
+    exit 1
+fi
+
+XDIST=()
+if "$PY" -c "import xdist" 2>/dev/null; then
+    XDIST=(-n "$JOBS")
+fi
+stage tests 150 "$PY" -m pytest -q -p no:cacheprovider "${XDIST[@]}" -k "cuda or gpu" tests/
+grep -E "passed|failed|error" "$LOGS/tests.log" | tail -n 1 | sed 's/^/tests: /' \
+    | tee -a "$SUMMARY"
+grep -E "^(FAILED|ERROR) " "$LOGS/tests.log" | head -n 20 | tee -a "$SUMMARY"
+
+stage gpu 40 "$PY" bench/gpu.py
+grep -E "^(GPU|matmul|add|compact|sum)" "$LOGS/gpu.log" | tee -a "$SUMMARY"
+
+stage gpu_host 80 bash -c "'$PY' bench/gpu_host.py --timer wall --seconds 0.2 \
+    && '$PY' bench/gpu_host.py --real --seconds 0.3"
+grep -vE "^(Traceback|  )" "$LOGS/gpu_host.log" | tail -n 16 | tee -a "$SUMMARY"
+
+if [ -f "$MINITORCH_DATA/mnist.pkl.gz" ]; then
+    stage mnist 90 "$PY" bench/mnist.py --device cuda --repeats 1
+    grep -E "^(MNIST|mlp|cnn)" "$LOGS/mnist.log" | tee -a "$SUMMARY"
+    grep -E "Error|error" "$LOGS/mnist.log" | tail -n 5 | tee -a "$SUMMARY"
+else
+    note "--- mnist: skipped, no $MINITORCH_DATA/mnist.pkl.gz (carry .mnist/, docs/gpu_check.md)"
+fi
+
+note "=== done in $(( $(date +%s) - START ))s; logs in $LOGS"
