@@ -24,6 +24,8 @@ _grad_mode = _GradMode()
 
 
 def is_grad_enabled():
+    """True unless gradient recording is off (no_grad / set_grad_enabled(False))
+    (torch.is_grad_enabled)."""
     return _grad_mode.enabled
 
 
@@ -116,10 +118,13 @@ class detect_anomaly(contextlib.ContextDecorator):
 
 
 def is_anomaly_enabled():
+    """True while anomaly detection is on (torch.is_anomaly_enabled)."""
     return _anomaly["enabled"]
 
 
 def is_anomaly_check_nan_enabled():
+    """True while anomaly detection also checks backward outputs for NaN
+    (torch.is_anomaly_check_nan_enabled)."""
     return _anomaly["check_nan"]
 
 
