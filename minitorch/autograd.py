@@ -123,8 +123,8 @@ def is_anomaly_enabled():
 
 
 def is_anomaly_check_nan_enabled():
-    """True while anomaly detection also checks backward outputs for NaN
-    (torch.is_anomaly_check_nan_enabled)."""
+    """The check_nan setting of anomaly detection: True unless the last detect_anomaly /
+    set_detect_anomaly turned it off (torch.is_anomaly_check_nan_enabled)."""
     return _anomaly["check_nan"]
 
 
