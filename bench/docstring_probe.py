@@ -11,7 +11,8 @@ import minitorch as mt  # noqa: E402
 NAMESPACES = [(mt, "mt."), (mt.nn, "nn."), (mt.nn.functional, "F."), (mt.optim, "optim."),
               (mt.linalg, "linalg."), (mt.special, "special."), (mt.utils.data, "data."),
               (mt.distributions, "distributions."), (mt.nn.init, "init."), (mt.func, "func."),
-              (mt.autograd, "autograd."), (mt.cuda, "cuda."), (mt.testing, "testing.")]
+              (mt.autograd, "autograd."), (mt.cuda, "cuda."), (mt.testing, "testing."),
+              (mt.distributed, "dist.")]
 
 
 def undocumented():
