@@ -24,6 +24,8 @@ _grad_mode = _GradMode()
 
 
 def is_grad_enabled():
+    """True unless gradient recording is off (no_grad / set_grad_enabled(False))
+    (torch.is_grad_enabled)."""
     return _grad_mode.enabled
 
 
@@ -116,10 +118,13 @@ class detect_anomaly(contextlib.ContextDecorator):
 
 
 def is_anomaly_enabled():
+    """True while anomaly detection is on (torch.is_anomaly_enabled)."""
     return _anomaly["enabled"]
 
 
 def is_anomaly_check_nan_enabled():
+    """The check_nan setting of anomaly detection: True unless the last detect_anomaly /
+    set_detect_anomaly turned it off (torch.is_anomaly_check_nan_enabled)."""
     return _anomaly["check_nan"]
 
 

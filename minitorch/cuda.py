@@ -22,6 +22,8 @@ def is_available():
 
 
 def device_count():
+    """Number of visible CUDA devices, 0 when CuPy or a GPU is unavailable
+    (torch.cuda.device_count)."""
     return _cupy().cuda.runtime.getDeviceCount() if is_available() else 0
 
 
@@ -51,10 +53,12 @@ def current_device():
 
 
 def set_device(device):
+    """Makes device the current CUDA device (torch.cuda.set_device)."""
     _require_cupy().cuda.runtime.setDevice(_index(device))
 
 
 def get_device_name(device=None):
+    """Name of a CUDA device, the current one by default (torch.cuda.get_device_name)."""
     props = _require_cupy().cuda.runtime.getDeviceProperties(_index(device))
     name = props["name"]
     return name.decode() if isinstance(name, bytes) else name

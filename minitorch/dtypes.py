@@ -69,10 +69,13 @@ def check_dtype_arg(function, d):
 
 
 def get_default_dtype():
+    """The default floating dtype, float32 unless changed (torch.get_default_dtype)."""
     return _default_float
 
 
 def set_default_dtype(d):
+    """Sets the default floating dtype (torch.set_default_dtype). Only float32 and float64 are
+    accepted (minitorch has no float16/bfloat16)."""
     global _default_float
     if d not in (float32, float64):
         raise TypeError(f"only floating-point types are supported as the default type, got {d}")

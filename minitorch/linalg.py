@@ -37,6 +37,8 @@ def cross(input, other, *, dim=-1):
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """View of the diagonal of A (offset from the main one) over dims dim1, dim2
+    (torch.linalg.diagonal)."""
     return _L.diagonal(A, offset, dim1, dim2)
 
 

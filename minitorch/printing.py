@@ -24,6 +24,7 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
 
 
 def get_printoptions():
+    """A copy of the current print options as a dict (torch._tensor_str.get_printoptions)."""
     return dict(_options)
 
 

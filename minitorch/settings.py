@@ -24,6 +24,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend=None, mode=Non
 
 
 def set_float32_matmul_precision(precision):
+    """Records the float32 matmul precision setting (torch.set_float32_matmul_precision). No-op
+    stand-in: our kernels always compute in full float32, whatever the setting."""
     if precision not in _PRECISIONS:
         warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
                       "set_float32_matmul_precision call has no effect.")
@@ -32,4 +34,6 @@ def set_float32_matmul_precision(precision):
 
 
 def get_float32_matmul_precision():
+    """The recorded float32 matmul precision, 'highest' by default
+    (torch.get_float32_matmul_precision)."""
     return _state["matmul_precision"]

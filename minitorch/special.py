@@ -66,16 +66,21 @@ def gammaincc(input, other):
 
 
 def multigammaln(input, p):
+    """Multivariate log-gamma function of dimension p, elementwise
+    (torch.special.multigammaln)."""
     return _special_functions.mvlgamma(input, p)
 
 
 def round(input, *, decimals=0):
+    """Elementwise round half to even, to decimals digits (torch.special.round)."""
     return _E.round(input, decimals)
 
 
 def softmax(input, dim, *, dtype=None):
+    """Softmax along dim, optionally in dtype (torch.special.softmax)."""
     return _R.softmax(input, dim, dtype)
 
 
 def log_softmax(input, dim, *, dtype=None):
+    """Log-softmax along dim, optionally in dtype (torch.special.log_softmax)."""
     return _R.log_softmax(input, dim, dtype)

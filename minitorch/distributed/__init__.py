@@ -28,6 +28,8 @@ def is_mpi_available():
 
 
 def is_nccl_available():
+    """True when CuPy's NCCL bindings import and report a version
+    (torch.distributed.is_nccl_available)."""
     if "cupy" not in sys.modules and importlib.util.find_spec("cupy") is None:
         return False
     try:

@@ -110,6 +110,8 @@ def _fingerprint(call):
 
 # ---- collectives ----------------------------------------------------------------------------
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduces tensor across every rank of group with op, in place, so all ranks hold the
+    result; a Work when async_op (torch.distributed.all_reduce)."""
     pg = _state.default
     if group is None and pg is not None and not async_op and not _DETAIL \
             and type(tensor) is Tensor:
@@ -135,6 +137,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
 
 
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
+    """Copies tensor from rank src to every rank of group, in place; a Work when async_op
+    (torch.distributed.broadcast)."""
     check_tensor(tensor)
     pg = resolve(group)
     if pg is None:
@@ -148,6 +152,8 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
 
 
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
+    """Reduces tensor across group with op into rank dst's tensor, in place; a Work when
+    async_op (torch.distributed.reduce)."""
     check_tensor(tensor)
     pg = resolve(group)
     if pg is None:
@@ -200,6 +206,8 @@ def _split_into(flat, tensors):
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """Concatenates every rank's input_tensor into output_tensor on all ranks; a Work when
+    async_op (torch.distributed.all_gather_into_tensor)."""
     check_tensor(output_tensor, "output_tensor")
     check_tensor(input_tensor, "input_tensor")
     pg = resolve(group)
@@ -214,6 +222,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduces input across ranks with op and leaves each rank its own chunk in output; a Work
+    when async_op (torch.distributed.reduce_scatter_tensor)."""
     check_tensor(output, "output")
     check_tensor(input, "input")
     pg = resolve(group)
@@ -243,6 +253,8 @@ def _check_sized(pg, operation, big, small, factor):
 
 
 def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
+    """Collects every rank's tensor into gather_list on rank dst; a Work when async_op
+    (torch.distributed.gather)."""
     check_tensor(tensor)
     pg = resolve(group)
     if pg is None:
@@ -261,6 +273,8 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
 
 
 def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
+    """Sends scatter_list[i] from rank src into rank i's tensor; a Work when async_op
+    (torch.distributed.scatter)."""
     check_tensor(tensor)
     pg = resolve(group)
     if pg is None:
@@ -309,6 +323,8 @@ def _check_root_list(pg, argument, tensors, at_root, role, tensor, operation):
 
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None,
                       group=None, async_op=False):
+    """Splits input among the ranks and concatenates what each rank receives into output, with
+    optional uneven split sizes (torch.distributed.all_to_all_single)."""
     check_tensor(output, "output")
     check_tensor(input, "input")
     pg = resolve(group)
@@ -346,12 +362,15 @@ def _split_counts(tensor, split_sizes, world):
 
 # ---- point to point -------------------------------------------------------------------------
 def send(tensor, dst=None, group=None, tag=0, group_dst=None):
+    """Sends tensor to rank dst, blocking until it is sent (torch.distributed.send)."""
     pg, peer, buffer = _p2p(tensor, dst, group, group_dst, "destination")
     if pg is not None:
         pg.engine.send(buffer.array, peer, tag, False)
 
 
 def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+    """Sends tensor to rank dst without blocking; returns a Work to wait on
+    (torch.distributed.isend)."""
     pg, peer, buffer = _p2p(tensor, dst, group, group_dst, "destination")
     if pg is None:
         return None
@@ -370,6 +389,8 @@ def recv(tensor, src=None, group=None, tag=0, group_src=None):
 
 
 def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+    """Receives into tensor from rank src without blocking; returns a Work to wait on
+    (torch.distributed.irecv)."""
     pg, peer, buffer = _p2p(tensor, src, group, group_src, "source")
     if pg is None:
         return None
@@ -395,6 +416,8 @@ def _p2p(tensor, peer, group, group_peer, role):
 
 
 def barrier(group=None, async_op=False, device_ids=None, timeout=None):
+    """Blocks until every rank of group reaches it; a Work when async_op
+    (torch.distributed.barrier). device_ids and timeout are accepted and ignored."""
     pg = resolve(group)
     if pg is None:
         return None

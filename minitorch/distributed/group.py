@@ -74,6 +74,8 @@ _state = _State()
 
 
 def is_initialized():
+    """True once init_process_group has set up the default group
+    (torch.distributed.is_initialized)."""
     return _state.default is not None
 
 
@@ -94,6 +96,7 @@ def resolve(group):
 
 
 def get_rank(group=None):
+    """This process's global rank, -1 where it is not in group (torch.distributed.get_rank)."""
     pg = resolve(group)
     if pg is None:
         return -1
@@ -101,11 +104,14 @@ def get_rank(group=None):
 
 
 def get_world_size(group=None):
+    """Number of ranks in group, -1 where this process is not in it
+    (torch.distributed.get_world_size)."""
     pg = resolve(group)
     return -1 if pg is None else pg.size()
 
 
 def get_backend(group=None):
+    """The Backend name of group, the default group by default (torch.distributed.get_backend)."""
     pg = resolve(group)
     if pg is None:
         raise ValueError("Invalid process group specified")
@@ -113,6 +119,8 @@ def get_backend(group=None):
 
 
 def get_group_rank(group, global_rank):
+    """The rank within group of the process with global rank global_rank
+    (torch.distributed.get_group_rank)."""
     pg = resolve(group)
     if global_rank not in pg.ranks:
         raise ValueError(f"Global rank {global_rank} is not part of group {group}")
@@ -120,6 +128,8 @@ def get_group_rank(group, global_rank):
 
 
 def get_global_rank(group, group_rank):
+    """The global rank of the process with rank group_rank in group
+    (torch.distributed.get_global_rank)."""
     pg = resolve(group)
     if not 0 <= group_rank < len(pg.ranks):
         raise ValueError(f"Group rank {group_rank} is not part of group {group}")
@@ -127,6 +137,8 @@ def get_global_rank(group, group_rank):
 
 
 def get_process_group_ranks(group):
+    """The global ranks of group's members, in group order
+    (torch.distributed.get_process_group_ranks)."""
     return list(resolve(group).ranks)
 
 

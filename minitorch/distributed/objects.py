@@ -25,6 +25,8 @@ def all_gather_object(object_list, obj, group=None):
 
 
 def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
+    """Collects every rank's picklable obj into object_gather_list on rank dst
+    (torch.distributed.gather_object)."""
     from .collectives import _root
     pg = resolve(group)
     if pg is None:

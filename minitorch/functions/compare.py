@@ -26,26 +26,32 @@ def _predicate(op, a, name):
 
 
 def isnan(a):
+    """Boolean tensor, True where input is NaN (torch.isnan)."""
     return _predicate(U.ISNAN, a, "isnan")
 
 
 def isinf(a):
+    """Boolean tensor, True where input is +inf or -inf (torch.isinf)."""
     return _predicate(U.ISINF, a, "isinf")
 
 
 def isfinite(a):
+    """Boolean tensor, True where input is neither NaN nor infinite (torch.isfinite)."""
     return _predicate(U.ISFINITE, a, "isfinite")
 
 
 def logical_not(a):
+    """Boolean tensor, True where input is zero (torch.logical_not)."""
     return _predicate(U.LOGICAL_NOT, a, "logical_not")
 
 
 def isposinf(a):
+    """Boolean tensor, True where input is +inf (torch.isposinf)."""
     return _infinity_test(a, math.inf, "isposinf")
 
 
 def isneginf(a):
+    """Boolean tensor, True where input is -inf (torch.isneginf)."""
     return _infinity_test(a, -math.inf, "isneginf")
 
 
@@ -73,38 +79,50 @@ def signbit(a):
 
 
 def eq(input, other):
+    """Elementwise input == other as a bool tensor, with broadcasting (torch.eq)."""
     return _compare(B.EQ, input, other)
 
 
 def ne(input, other):
+    """Elementwise input != other as a bool tensor, with broadcasting (torch.ne, alias
+    not_equal)."""
     return _compare(B.NE, input, other)
 
 
 def lt(input, other):
+    """Elementwise input < other as a bool tensor, with broadcasting (torch.lt, alias less)."""
     return _compare(B.LT, input, other)
 
 
 def le(input, other):
+    """Elementwise input <= other as a bool tensor, with broadcasting (torch.le, alias
+    less_equal)."""
     return _compare(B.LE, input, other)
 
 
 def gt(input, other):
+    """Elementwise input > other as a bool tensor, with broadcasting (torch.gt, alias greater)."""
     return _compare(B.GT, input, other)
 
 
 def ge(input, other):
+    """Elementwise input >= other as a bool tensor, with broadcasting (torch.ge, alias
+    greater_equal)."""
     return _compare(B.GE, input, other)
 
 
 def logical_and(input, other):
+    """Elementwise logical AND of the truth values of input and other (torch.logical_and)."""
     return _compare(B.LOGICAL_AND, input, other)
 
 
 def logical_or(input, other):
+    """Elementwise logical OR of the truth values of input and other (torch.logical_or)."""
     return _compare(B.LOGICAL_OR, input, other)
 
 
 def logical_xor(input, other):
+    """Elementwise logical XOR of the truth values of input and other (torch.logical_xor)."""
     return _compare(B.LOGICAL_XOR, input, other)
 
 
@@ -125,22 +143,27 @@ def _bitwise(kernel, op, logical_op, a, b):
 
 
 def bitwise_and(input, other):
+    """Elementwise bitwise AND of integer or bool tensors (torch.bitwise_and)."""
     return _bitwise("bitwise_and", B.BITWISE_AND, B.LOGICAL_AND, input, other)
 
 
 def bitwise_or(input, other):
+    """Elementwise bitwise OR of integer or bool tensors (torch.bitwise_or)."""
     return _bitwise("bitwise_or", B.BITWISE_OR, B.LOGICAL_OR, input, other)
 
 
 def bitwise_xor(input, other):
+    """Elementwise bitwise XOR of integer or bool tensors (torch.bitwise_xor)."""
     return _bitwise("bitwise_xor", B.BITWISE_XOR, B.LOGICAL_XOR, input, other)
 
 
 def bitwise_left_shift(input, other):
+    """Elementwise input << other for integer tensors (torch.bitwise_left_shift)."""
     return _bitwise("lshift", B.LEFT_SHIFT, None, input, other)
 
 
 def bitwise_right_shift(input, other):
+    """Elementwise input >> other for integer tensors (torch.bitwise_right_shift)."""
     return _bitwise("rshift", B.RIGHT_SHIFT, None, input, other)
 
 
@@ -168,6 +191,8 @@ def equal(input, other):
 
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True if every element satisfies |input - other| <= atol + rtol * |other|
+    (torch.allclose)."""
     return _all(isclose(input, other, rtol, atol, equal_nan))
 
 

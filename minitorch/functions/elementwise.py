@@ -434,6 +434,7 @@ def _unary(fn, a, integer_ok=False):
 
 
 def neg(a):
+    """Elementwise negation -input (torch.neg, alias negative)."""
     _check_tensor(a, "neg")
     if a._data.dtype is dtypes.bool_:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you "
@@ -443,6 +444,7 @@ def neg(a):
 
 
 def abs(a):
+    """Elementwise absolute value |input| (torch.abs, alias absolute)."""
     _check_tensor(a, "abs")
     if a._data.dtype is dtypes.bool_:
         raise _no_bool_kernel("abs", a.device)
@@ -450,51 +452,63 @@ def abs(a):
 
 
 def sign(a):
+    """Elementwise sign of input: -1, 0 or 1 in input's dtype (torch.sign)."""
     _check_tensor(a, "sign")
     return _copy(a) if a._data.dtype is dtypes.bool_ else Sign.apply(a)
 
 
 def exp(a):
+    """Elementwise exponential e**input (torch.exp)."""
     return _unary(Exp, a)
 
 
 def log(a):
+    """Elementwise natural logarithm (torch.log)."""
     return _unary(Log, a)
 
 
 def log1p(a):
+    """Elementwise log(1 + input), accurate for small input (torch.log1p)."""
     return _unary(Log1p, a)
 
 
 def expm1(a):
+    """Elementwise exp(input) - 1, accurate for small input (torch.expm1)."""
     return _unary(Expm1, a)
 
 
 def sqrt(a):
+    """Elementwise square root (torch.sqrt)."""
     return _unary(Sqrt, a)
 
 
 def rsqrt(a):
+    """Elementwise reciprocal square root 1 / sqrt(input) (torch.rsqrt)."""
     return _unary(Rsqrt, a)
 
 
 def sin(a):
+    """Elementwise sine, in radians (torch.sin)."""
     return _unary(Sin, a)
 
 
 def cos(a):
+    """Elementwise cosine, in radians (torch.cos)."""
     return _unary(Cos, a)
 
 
 def tanh(a):
+    """Elementwise hyperbolic tangent (torch.tanh)."""
     return _unary(Tanh, a)
 
 
 def sigmoid(a):
+    """Elementwise logistic sigmoid 1 / (1 + exp(-input)) (torch.sigmoid)."""
     return _unary(Sigmoid, a)
 
 
 def relu(a):
+    """Elementwise rectified linear unit max(input, 0) (torch.relu)."""
     _check_tensor(a, "relu")
     if a._data.dtype is dtypes.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
@@ -502,10 +516,12 @@ def relu(a):
 
 
 def reciprocal(a):
+    """Elementwise reciprocal 1 / input (torch.reciprocal)."""
     return _unary(Reciprocal, a)
 
 
 def square(a):
+    """Elementwise square input * input (torch.square)."""
     _check_tensor(a, "square")
     if a._data.dtype is dtypes.bool_:       # torch squares bools as int64 (pow(a, 2))
         a = cast(a, dtypes.int64)
@@ -513,6 +529,7 @@ def square(a):
 
 
 def erf(a):
+    """Elementwise Gauss error function (torch.erf)."""
     return _unary(Erf, a)
 
 
@@ -527,10 +544,12 @@ def _rounding(fn, a, kernel):
 
 
 def floor(a):
+    """Elementwise floor, rounding down to the nearest integer (torch.floor)."""
     return _rounding(Floor, a, "floor")
 
 
 def ceil(a):
+    """Elementwise ceiling, rounding up to the nearest integer (torch.ceil)."""
     return _rounding(Ceil, a, "ceil")
 
 
@@ -547,6 +566,7 @@ def round(a, decimals=0):
 
 
 def trunc(a):
+    """Elementwise truncation toward zero (torch.trunc)."""
     return _rounding(Trunc, a, "trunc")
 
 
@@ -776,6 +796,7 @@ def _scale(other, alpha, input):
 
 
 def add(input, other, alpha=1):
+    """input + alpha * other with broadcasting and type promotion (torch.add)."""
     if alpha != 1:
         if result_type(input, other) is dtypes.bool_:     # torch casts alpha to bool too
             other = _compare(B.LOGICAL_AND, other, bool(alpha))
@@ -797,6 +818,7 @@ def _check_sub(input, other):
 
 
 def sub(input, other, alpha=1):
+    """input - alpha * other with broadcasting and type promotion (torch.sub, alias subtract)."""
     _check_sub(input, other)
     if alpha != 1:
         other = _scale(other, alpha, input)
@@ -804,6 +826,7 @@ def sub(input, other, alpha=1):
 
 
 def mul(input, other):
+    """input * other with broadcasting and type promotion (torch.mul, alias multiply)."""
     return _binary(Mul, input, other)
 
 
@@ -816,6 +839,8 @@ def _integer_division_operands(input, other, kernel):
 
 
 def div(input, other, rounding_mode=None):
+    """input / other with broadcasting: true division, or rounding_mode 'floor' / 'trunc'
+    (torch.div, alias divide)."""
     if rounding_mode is None:
         return _binary(Div, input, other, floating=True)
     if rounding_mode == "floor":
@@ -835,10 +860,12 @@ def div(input, other, rounding_mode=None):
 
 
 def true_divide(input, other):
+    """input / other as true (floating) division (torch.true_divide)."""
     return div(input, other)
 
 
 def pow(input, exponent):
+    """input ** exponent elementwise, either side a Tensor or a Python scalar (torch.pow)."""
     if isinstance(exponent, (bool, np.bool_)) and isinstance(input, Tensor) and \
             input.dtype is dtypes.bool_:
         return input.clone() if exponent else _compare(B.LOGICAL_OR, input, True)  # x**0 = 1
@@ -864,16 +891,19 @@ def pow(input, exponent):
 
 
 def float_power(input, exponent):
+    """input ** exponent computed in float64 (torch.float_power)."""
     input = input.double() if isinstance(input, Tensor) else float(input)
     exponent = exponent.double() if isinstance(exponent, Tensor) else float(exponent)
     return pow(input, exponent)
 
 
 def maximum(input, other):
+    """Elementwise maximum of input and other, propagating NaN (torch.maximum)."""
     return _binary(Maximum, input, other)
 
 
 def minimum(input, other):
+    """Elementwise minimum of input and other, propagating NaN (torch.minimum)."""
     return _binary(Minimum, input, other)
 
 
@@ -883,14 +913,17 @@ def _compare(op, a, b):
 
 
 def floor_divide(input, other):
+    """Elementwise input / other rounded down to an integer value (torch.floor_divide)."""
     return FloorDivide.apply(*_integer_division_operands(input, other, "div_floor"))
 
 
 def clamp_min(input, min):
+    """Elementwise max(input, min) (torch.clamp_min)."""
     return clamp(input, min=min)
 
 
 def clamp_max(input, max):
+    """Elementwise min(input, max) (torch.clamp_max)."""
     return clamp(input, max=max)
 
 

@@ -155,54 +155,67 @@ class Frac(_Unary):
 
 
 def sinh(a):
+    """Elementwise hyperbolic sine (torch.sinh)."""
     return _unary(Sinh, a)
 
 
 def cosh(a):
+    """Elementwise hyperbolic cosine (torch.cosh)."""
     return _unary(Cosh, a)
 
 
 def tan(a):
+    """Elementwise tangent, in radians (torch.tan)."""
     return _unary(Tan, a)
 
 
 def asin(a):
+    """Elementwise inverse sine (torch.asin, alias arcsin)."""
     return _unary(Asin, a)
 
 
 def acos(a):
+    """Elementwise inverse cosine (torch.acos, alias arccos)."""
     return _unary(Acos, a)
 
 
 def atan(a):
+    """Elementwise inverse tangent (torch.atan, alias arctan)."""
     return _unary(Atan, a)
 
 
 def asinh(a):
+    """Elementwise inverse hyperbolic sine (torch.asinh, alias arcsinh)."""
     return _unary(Asinh, a)
 
 
 def acosh(a):
+    """Elementwise inverse hyperbolic cosine (torch.acosh, alias arccosh)."""
     return _unary(Acosh, a)
 
 
 def atanh(a):
+    """Elementwise inverse hyperbolic tangent (torch.atanh, alias arctanh)."""
     return _unary(Atanh, a)
 
 
 def log2(a):
+    """Elementwise base-2 logarithm (torch.log2)."""
     return _unary(Log2, a)
 
 
 def log10(a):
+    """Elementwise base-10 logarithm (torch.log10)."""
     return _unary(Log10, a)
 
 
 def exp2(a):
+    """Elementwise 2 ** input (torch.exp2)."""
     return _unary(Exp2, a)
 
 
 def erfc(a):
+    """Elementwise complementary error function 1 - erf(input) (torch.erfc)."""
     return _unary(Erfc, a)
 
 
@@ -226,6 +239,8 @@ class Angle(_ZeroGradUnary):
 
 
 def angle(a):
+    """Elementwise angle of a real input: 0 for x >= 0, pi for x < 0, NaN for NaN
+    (torch.angle). Complex inputs are not supported (minitorch has no complex dtypes)."""
     _check_tensor(a, "angle")
     return Angle.apply(_float_input(a))
 
@@ -237,11 +252,13 @@ def sgn(a):
 
 
 def deg2rad(a):
+    """Elementwise conversion of degrees to radians (torch.deg2rad)."""
     _check_tensor(a, "deg2rad")
     return _float_input(a) * (math.pi / 180)
 
 
 def rad2deg(a):
+    """Elementwise conversion of radians to degrees (torch.rad2deg)."""
     _check_tensor(a, "rad2deg")
     return _float_input(a) * (180 / math.pi)
 
@@ -264,10 +281,12 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 
 
 def fix(a):
+    """Elementwise truncation toward zero, same as trunc (torch.fix)."""
     return trunc(a)
 
 
 def positive(input):
+    """Returns input itself, unchanged (torch.positive)."""
     _check_tensor(input, "positive")
     if input._data.dtype is dtypes.bool_:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
@@ -371,6 +390,8 @@ class Heaviside(_Binary):
 
 
 def atan2(input, other):
+    """Elementwise arctangent of input / other using both signs to pick the quadrant
+    (torch.atan2, alias arctan2)."""
     return _binary(Atan2, input, other, floating=True)
 
 
@@ -386,18 +407,22 @@ def _float_only_binary(fn, kernel, input, other, other_name="other"):
 
 
 def hypot(input, other):
+    """Elementwise sqrt(input**2 + other**2) for floating tensors (torch.hypot)."""
     return _float_only_binary(Hypot, "hypot", input, other)
 
 
 def logaddexp(input, other):
+    """Elementwise log(exp(input) + exp(other)) computed stably (torch.logaddexp)."""
     return _float_only_binary(Logaddexp, "logaddexp", input, other)
 
 
 def logaddexp2(input, other):
+    """Elementwise log2(2**input + 2**other) computed stably (torch.logaddexp2)."""
     return _float_only_binary(Logaddexp2, "logaddexp2", input, other)
 
 
 def copysign(input, other):
+    """Elementwise magnitude of input with the sign of other (torch.copysign)."""
     _check_tensor(input, "copysign")
     return _binary(Copysign, input, other, floating=True)
 
@@ -547,6 +572,8 @@ def fmax(input, other):
 
 
 def fmin(input, other):
+    """Elementwise minimum that ignores NaN: where one side is NaN the other is returned
+    (torch.fmin)."""
     _check_tensor(input, "fmin")
     _check_tensor(other, "fmin", 2, "other")
     return where((input <= other) | other.isnan(), input, other)

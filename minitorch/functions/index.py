@@ -745,6 +745,8 @@ def tril_indices(row, col, offset=0, *, dtype=dtypes.int64, device=None):
 
 
 def triu_indices(row, col, offset=0, *, dtype=dtypes.int64, device=None):
+    """2 x N tensor (int64 by default) of the (row, col) indices of the upper triangle of a
+    row x col matrix, from diagonal offset (torch.triu_indices)."""
     return _triangle_indices(row, col, offset, dtype, device, lower=False)
 
 

@@ -715,6 +715,7 @@ def diag(input, diagonal=0):
 
 
 def trace(input):
+    """Sum of the main diagonal of a 2-D tensor (torch.trace)."""
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     if input.dtype is dtypes.bool_:

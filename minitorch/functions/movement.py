@@ -267,6 +267,7 @@ def reshape_as(input, other):
 
 
 def flatten(input, start_dim=0, end_dim=-1):
+    """Flattens dims start_dim..end_dim into one, as a view when possible (torch.flatten)."""
     if input.ndim == 0:
         normalize_dim(start_dim, 0), normalize_dim(end_dim, 0)     # torch's range check
         return reshape(input, 1)
@@ -336,6 +337,7 @@ def squeeze(input, dim=None):
 
 
 def unsqueeze(input, dim):
+    """View with a size-1 dim inserted at dim (torch.unsqueeze)."""
     return Unsqueeze.apply(input, normalize_dim(dim, input.ndim + 1))
 
 
@@ -390,23 +392,29 @@ def _swapped(nd, d0, d1):
 
 
 def permute(input, *args, dims=None):
+    """View with the dims reordered as dims (torch.permute)."""
     return Permute.apply(input, _sizes(args, dims))
 
 
 def transpose(input, dim0, dim1):
+    """View with dims dim0 and dim1 swapped (torch.transpose)."""
     ndim = input.ndim
     return Transpose.apply(input, normalize_dim(dim0, ndim), normalize_dim(dim1, ndim))
 
 
 def swapaxes(input, axis0, axis1):
+    """View with axes axis0 and axis1 swapped, same as transpose (torch.swapaxes)."""
     return transpose(input, axis0, axis1)
 
 
 def swapdims(input, dim0, dim1):
+    """View with dims dim0 and dim1 swapped, same as transpose (torch.swapdims)."""
     return transpose(input, dim0, dim1)
 
 
 def t(input):
+    """Transpose of a tensor of at most 2 dims; 0-D and 1-D input come back as they are
+    (torch.t)."""
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input.ndim}D")
@@ -458,6 +466,7 @@ def expand(input, *sizes, size=None):
 
 
 def broadcast_to(input, size):
+    """View of input broadcast to size, same as expand (torch.broadcast_to)."""
     return expand(input, tuple(size))
 
 
@@ -485,6 +494,8 @@ class AsStrided(KernelFunction):
 
 
 def as_strided(input, size, stride, storage_offset=None):
+    """View of input's storage with the given size, stride and storage_offset
+    (torch.as_strided)."""
     return AsStrided.apply(input, tuple(size), tuple(stride), storage_offset)
 
 
@@ -548,6 +559,7 @@ class Slice(KernelFunction):
 
 
 def narrow(input, dim, start, length):
+    """View of length elements of dim starting at start (torch.narrow)."""
     if input.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     start, length = operator.index(start), operator.index(length)
@@ -578,6 +590,9 @@ class Clone(KernelFunction):
 
 
 def clone(input, memory_format=None):
+    """A copy of input that records autograd history (torch.clone). memory_format is accepted
+    and ignored: the copy is always contiguous, where torch's default preserve_format keeps a
+    dense input's strides."""
     return Clone.apply(input)
 
 
@@ -601,16 +616,19 @@ class Flip(KernelFunction):
 
 
 def flip(input, *args, dims=None):
+    """Copy of input with the order of elements reversed along dims (torch.flip)."""
     return Flip.apply(input, normalize_dims(_sizes(args, dims), input.ndim))
 
 
 def fliplr(input):
+    """Reverses the order along dim 1 of an input of at least 2 dims (torch.fliplr)."""
     if input.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return flip(input, 1)
 
 
 def flipud(input):
+    """Reverses the order along dim 0 of an input of at least 1 dim (torch.flipud)."""
     if input.ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
     return flip(input, 0)
@@ -656,6 +674,8 @@ def _roll(nd, shifts, dims):
 
 
 def roll(input, shifts, dims=None):
+    """Rolls elements along dims by shifts, wrapping around; flattened first when dims is None
+    (torch.roll)."""
     shifts = (shifts,) if isinstance(shifts, numbers.Integral) else tuple(shifts)
     dims = () if dims is None else ((dims,) if isinstance(dims, numbers.Integral) else
                                     tuple(dims))
@@ -708,6 +728,8 @@ def repeat(input, *args, repeats=None):
 
 
 def tile(input, *args, dims=None):
+    """Repeats input by dims, padding dims with leading 1s when it has fewer than input.ndim
+    (torch.tile)."""
     dims = _sizes(args, dims)
     return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 

@@ -115,6 +115,8 @@ class Sum(KernelFunction):
 
 
 def sum(input, dim=None, keepdim=False, dtype=None):
+    """Sum of all elements, or over dim (int or tuple) with keepdim; bool and integer inputs
+    sum to int64 (torch.sum)."""
     if dtype is dtypes.bool_:               # a sum in bool saturates: any() of the truths
         return wrap(_truth_reduce(ReduceOp.MAX, False, input._data, _all_if_empty(dim),
                                   keepdim))
@@ -150,6 +152,8 @@ class Mean(KernelFunction):
 
 
 def mean(input, dim=None, keepdim=False, dtype=None):
+    """Mean of all elements, or over dim with keepdim; floating inputs or a floating dtype only
+    (torch.mean)."""
     if dtype is not None:
         if not dtype.is_floating_point:
             raise RuntimeError("mean(): could not infer output dtype. Optional dtype must be "
@@ -218,6 +222,8 @@ def _product_of_others(g, x, out, dim):
 
 
 def prod(input, dim=None, keepdim=False, dtype=None):
+    """Product of all elements, or over one dim with keepdim; bool and integer inputs multiply
+    in int64 (torch.prod)."""
     if dim is not None or keepdim:      # torch's (dim, keepdim) overload needs an int dim
         _check_int_dim("prod", dim)
     input = _integral_to_long(input, dtype)
@@ -379,10 +385,14 @@ def _empty_dims(nd, dim):
 
 
 def amax(input, dim=(), keepdim=False):
+    """Maximum over dim (all dims by default) with keepdim; the gradient is shared evenly among
+    tied maxima (torch.amax)."""
     return _amax_amin("amax", Amax, input, dim, keepdim)
 
 
 def amin(input, dim=(), keepdim=False):
+    """Minimum over dim (all dims by default) with keepdim; the gradient is shared evenly among
+    tied minima (torch.amin)."""
     return _amax_amin("amin", Amin, input, dim, keepdim)
 
 
@@ -404,10 +414,12 @@ def _arg_reduce(name, op, input, dim, keepdim):
 
 
 def argmax(input, dim=None, keepdim=False):
+    """Index of the maximum over the flattened input, or along dim with keepdim (torch.argmax)."""
     return _arg_reduce("argmax", ReduceOp.ARGMAX, input, dim, keepdim)
 
 
 def argmin(input, dim=None, keepdim=False):
+    """Index of the minimum over the flattened input, or along dim with keepdim (torch.argmin)."""
     return _arg_reduce("argmin", ReduceOp.ARGMIN, input, dim, keepdim)
 
 
@@ -531,21 +543,27 @@ def _var_args(name, input, dim, unbiased, correction):
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance over dim (all by default) with Bessel's correction (unbiased / correction)
+    (torch.var)."""
     dim, correction = _var_args("var", input, dim, unbiased, correction)
     return Var.apply(input, dim, correction, keepdim)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation over dim (all by default) with Bessel's correction (unbiased /
+    correction) (torch.std)."""
     dim, correction = _var_args("std", input, dim, unbiased, correction)
     return Std.apply(input, dim, correction, keepdim)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(variance, mean) over dim, arguments as var (torch.var_mean)."""
     dim, correction = _var_args("var_mean", input, dim, unbiased, correction)
     return VarMean.apply(input, dim, correction, keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(standard deviation, mean) over dim, arguments as std (torch.std_mean)."""
     dim, correction = _var_args("std_mean", input, dim, unbiased, correction)
     return StdMean.apply(input, dim, correction, keepdim)
 
@@ -578,6 +596,8 @@ class Logsumexp(KernelFunction):
 
 
 def logsumexp(input, dim, keepdim=False):
+    """log(sum(exp(input))) over dim, computed stably; integer inputs are computed in the
+    default float dtype (torch.logsumexp)."""
     if dim is None:
         raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
     if not input.dtype.is_floating_point:
@@ -681,11 +701,13 @@ def _softmax_input(name, kernel, input, dim, dtype):
 
 
 def softmax(input, dim, dtype=None):
+    """Softmax exp(x) / sum(exp(x)) along dim, optionally in dtype (torch.softmax)."""
     input, dim = _softmax_input("softmax", "softmax_kernel_impl", input, dim, dtype)
     return Softmax.apply(input, dim)
 
 
 def log_softmax(input, dim, dtype=None):
+    """log(softmax(input)) along dim computed stably, optionally in dtype (torch.log_softmax)."""
     input, dim = _softmax_input("log_softmax", "log_softmax_lastdim_kernel_impl", input, dim,
                                 dtype)
     return LogSoftmax.apply(input, dim)
@@ -886,11 +908,14 @@ def _cumprod_backward(g, x, out, dim):
 
 
 def cumsum(input, dim, *, dtype=None):
+    """Cumulative sum along dim; bool and integer inputs accumulate in int64 (torch.cumsum)."""
     input = _integral_to_long(input, dtype)
     return Cumsum.apply(input, normalize_dim(dim, input.ndim), False)
 
 
 def cumprod(input, dim, *, dtype=None):
+    """Cumulative product along dim; bool and integer inputs accumulate in int64
+    (torch.cumprod)."""
     input = _integral_to_long(input, dtype)
     return Cumprod.apply(input, normalize_dim(dim, input.ndim))
 
@@ -920,14 +945,17 @@ def _truth_reduce(op, empty_value, nd, dim, keepdim):
 
 
 def all(input, dim=None, keepdim=False):
+    """True if every element (or every element along dim) is nonzero (torch.all)."""
     return _logical_reduce(ReduceOp.MIN, True, input, dim, keepdim)
 
 
 def any(input, dim=None, keepdim=False):
+    """True if any element (or any element along dim) is nonzero (torch.any)."""
     return _logical_reduce(ReduceOp.MAX, False, input, dim, keepdim)
 
 
 def count_nonzero(input, dim=None):
+    """Number of nonzero elements, over all dims or over dim (torch.count_nonzero)."""
     nd = input._data
     dims = normalize_dims(_all_if_empty(dim), nd.ndim)
     return wrap(_truth(nd).astype(dtypes.int64).reduce(ReduceOp.SUM, dims, False))

@@ -45,24 +45,32 @@ def _cosine_sum(name, coefficients, window_length, periodic, dtype, device, requ
 
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                 pin_memory=False, requires_grad=False):
+    """Hann window of window_length points, periodic or symmetric (torch.hann_window). layout
+    and pin_memory are accepted and ignored."""
     return _cosine_sum("hann_window", (0.5, 0.5), window_length, periodic, dtype, device,
                        requires_grad)
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
                    layout=None, device=None, pin_memory=False, requires_grad=False):
+    """Hamming window alpha - beta cos(...) of window_length points, periodic or symmetric
+    (torch.hamming_window). layout and pin_memory are accepted and ignored."""
     return _cosine_sum("hamming_window", (alpha, beta), window_length, periodic, dtype, device,
                        requires_grad)
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                     pin_memory=False, requires_grad=False):
+    """Blackman window of window_length points, periodic or symmetric (torch.blackman_window).
+    layout and pin_memory are accepted and ignored."""
     return _cosine_sum("blackman_window", (0.42, 0.5, 0.08), window_length, periodic, dtype,
                        device, requires_grad)
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                     pin_memory=False, requires_grad=False):
+    """Bartlett (triangular) window of window_length points, periodic or symmetric
+    (torch.bartlett_window). layout and pin_memory are accepted and ignored."""
     x, trivial = _positions("bartlett_window", window_length, periodic, dtype, device)
     if trivial is not None:
         return _finish(trivial, requires_grad)

@@ -44,10 +44,13 @@ class Digamma(_UnarySavingInput):
 
 
 def lgamma(a):
+    """Elementwise log of the absolute value of the gamma function (torch.lgamma,
+    special.gammaln)."""
     return _unary(Lgamma, a)
 
 
 def digamma(a):
+    """Elementwise digamma (psi), the derivative of lgamma (torch.digamma, special.psi)."""
     return _unary(Digamma, a)
 
 
@@ -151,34 +154,45 @@ def _special_unary(fn, a, name):
 
 
 def erfinv(input):
+    """Elementwise inverse error function (torch.erfinv)."""
     return _special_unary(Erfinv, input, "erfinv")
 
 
 def i0(input):
+    """Elementwise modified Bessel function of the first kind, order 0 (torch.i0)."""
     return _special_unary(I0, input, "i0")
 
 
 def special_i0e(input):
+    """Elementwise exponentially scaled modified Bessel function exp(-|x|) * i0(x)
+    (torch.special.i0e)."""
     return _special_unary(SpecialI0E, input, "special_i0e")
 
 
 def special_i1(input):
+    """Elementwise modified Bessel function of the first kind, order 1 (torch.special.i1)."""
     return _special_unary(SpecialI1, input, "special_i1")
 
 
 def special_i1e(input):
+    """Elementwise exponentially scaled modified Bessel function exp(-|x|) * i1(x)
+    (torch.special.i1e)."""
     return _special_unary(SpecialI1E, input, "special_i1e")
 
 
 def special_ndtri(input):
+    """Elementwise inverse of the standard normal CDF (torch.special.ndtri)."""
     return _special_unary(SpecialNdtri, input, "special_ndtri")
 
 
 def special_log_ndtr(input):
+    """Elementwise log of the standard normal CDF (torch.special.log_ndtr)."""
     return _special_unary(SpecialLogNdtr, input, "special_log_ndtr")
 
 
 def special_erfcx(input):
+    """Elementwise scaled complementary error function exp(x**2) * erfc(x)
+    (torch.special.erfcx)."""
     return _special_unary(SpecialErfcx, input, "special_erfcx")
 
 
@@ -189,10 +203,12 @@ def _no_gradient_unary(op, input, name):
 
 
 def special_bessel_j0(input):
+    """Elementwise Bessel function of the first kind, order 0 (torch.special.bessel_j0)."""
     return _no_gradient_unary(U.BESSEL_J0, input, "special_bessel_j0")
 
 
 def special_bessel_j1(input):
+    """Elementwise Bessel function of the first kind, order 1 (torch.special.bessel_j1)."""
     return _no_gradient_unary(U.BESSEL_J1, input, "special_bessel_j1")
 
 
@@ -231,6 +247,7 @@ class Polygamma(KernelFunction):
 
 
 def polygamma(n, input):
+    """Elementwise n-th derivative of the digamma function (torch.polygamma)."""
     if not isinstance(n, numbers.Integral) or isinstance(n, (bool, np.bool_)):
         raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not "
                         f"{type(n).__name__}")
@@ -324,14 +341,18 @@ def special_xlog1py(input, other):
 
 
 def igamma(input, other):
+    """Elementwise regularized lower incomplete gamma function P(input, other) (torch.igamma)."""
     return _float_only_binary(Igamma, "igamma", input, other)
 
 
 def igammac(input, other):
+    """Elementwise regularized upper incomplete gamma function Q(input, other) (torch.igammac)."""
     return _float_only_binary(Igammac, "igammac", input, other)
 
 
 def nextafter(input, other):
+    """Elementwise next floating-point value after input in the direction of other
+    (torch.nextafter)."""
     return _float_only_binary(Nextafter, "nextafter", input, other)
 
 
@@ -348,10 +369,12 @@ def _integer_only_binary(op, kernel, input, other):
 
 
 def gcd(input, other):
+    """Elementwise greatest common divisor of integer tensors (torch.gcd)."""
     return _integer_only_binary(B.GCD, "gcd", input, other)
 
 
 def lcm(input, other):
+    """Elementwise least common multiple of integer tensors (torch.lcm)."""
     return _integer_only_binary(B.LCM, "lcm", input, other)
 
 
@@ -380,6 +403,8 @@ class Logit(KernelFunction):
 
 
 def logit(input, eps=None):
+    """Elementwise log(p / (1 - p)), with input clamped to [eps, 1 - eps] when eps is given
+    (torch.logit)."""
     _check_tensor(input, "logit")
     return Logit.apply(_float_input(input), None if eps is not None and eps < 0 else eps)
 
@@ -404,6 +429,7 @@ class Sinc(KernelFunction):
 
 
 def sinc(input):
+    """Elementwise normalized sinc sin(pi x) / (pi x), 1 at x = 0 (torch.sinc)."""
     _check_tensor(input, "sinc")
     return Sinc.apply(_float_input(input))
 
@@ -445,6 +471,8 @@ class SpecialEntr(KernelFunction):
 
 
 def special_entr(input):
+    """Elementwise entropy term -x * log(x), 0 at x = 0 and -inf for x < 0
+    (torch.special.entr)."""
     _check_tensor(input, "special_entr")
     return SpecialEntr.apply(_float_input(input))
 

@@ -52,6 +52,7 @@ def fill(input, value):
 
 
 def row_stack(tensors):
+    """Stacks tensors row-wise, same as vstack (torch.row_stack)."""
     return vstack(tensors)
 
 

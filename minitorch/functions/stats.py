@@ -130,6 +130,7 @@ class Logcumsumexp(KernelFunction):
 
 
 def logcumsumexp(input, dim):
+    """Cumulative log(sum(exp(input))) along dim, computed stably (torch.logcumsumexp)."""
     if not input.dtype.is_floating_point:
         raise _not_implemented("logcumsumexp_out", input)
     return Logcumsumexp.apply(input, normalize_dim(dim, input.ndim), False)
@@ -637,6 +638,8 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):
+    """Trapezoid-rule integral of y along dim, over x or a spacing dx (torch.trapz, same as
+    trapezoid)."""
     return trapezoid(y, x, dx=dx, dim=dim)
 
 

@@ -16,6 +16,7 @@ def _inplace_repr(inplace, first=False):
 
 
 class ReLU(Module):
+    """Applies max(x, 0) elementwise, in place when inplace=True (torch.nn.ReLU)."""
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -28,6 +29,8 @@ class ReLU(Module):
 
 
 class Hardtanh(Module):
+    """Clamps each element to [min_val, max_val] (torch.nn.Hardtanh, with its deprecated
+    min_value / max_value keywords)."""
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
         super().__init__()
         if min_value is not None:
@@ -51,6 +54,7 @@ class Hardtanh(Module):
 
 
 class ReLU6(Hardtanh):
+    """Applies min(max(x, 0), 6) elementwise (torch.nn.ReLU6)."""
     def __init__(self, inplace=False):
         super().__init__(0.0, 6.0, inplace)
 
@@ -59,6 +63,7 @@ class ReLU6(Hardtanh):
 
 
 class LeakyReLU(Module):
+    """Applies x where positive, else negative_slope * x (torch.nn.LeakyReLU)."""
     def __init__(self, negative_slope=0.01, inplace=False):
         super().__init__()
         self.negative_slope, self.inplace = negative_slope, inplace
@@ -71,6 +76,7 @@ class LeakyReLU(Module):
 
 
 class ELU(Module):
+    """Applies x where positive, else alpha * (exp(x) - 1) (torch.nn.ELU)."""
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
         self.alpha, self.inplace = alpha, inplace
@@ -83,6 +89,7 @@ class ELU(Module):
 
 
 class GELU(Module):
+    """Applies the Gaussian error linear unit, exact or approximate='tanh' (torch.nn.GELU)."""
     def __init__(self, approximate="none"):
         super().__init__()
         self.approximate = approximate
@@ -95,6 +102,7 @@ class GELU(Module):
 
 
 class SiLU(Module):
+    """Applies x * sigmoid(x) elementwise (torch.nn.SiLU)."""
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -107,6 +115,7 @@ class SiLU(Module):
 
 
 class Softplus(Module):
+    """Applies log(1 + exp(beta * x)) / beta, linear above threshold (torch.nn.Softplus)."""
     def __init__(self, beta=1.0, threshold=20.0):
         super().__init__()
         self.beta, self.threshold = beta, threshold
@@ -119,21 +128,26 @@ class Softplus(Module):
 
 
 class LogSigmoid(Module):
+    """Applies log(sigmoid(x)) elementwise (torch.nn.LogSigmoid)."""
     def forward(self, input):
         return F.logsigmoid(input)
 
 
 class Sigmoid(Module):
+    """Applies the logistic sigmoid elementwise (torch.nn.Sigmoid)."""
     def forward(self, input):
         return input.sigmoid()
 
 
 class Tanh(Module):
+    """Applies the hyperbolic tangent elementwise (torch.nn.Tanh)."""
     def forward(self, input):
         return input.tanh()
 
 
 class Softmax(Module):
+    """Applies softmax along dim (torch.nn.Softmax; dim=None picks torch's legacy dim, with its
+    warning)."""
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
@@ -146,6 +160,7 @@ class Softmax(Module):
 
 
 class LogSoftmax(Softmax):
+    """Applies log-softmax along dim (torch.nn.LogSoftmax)."""
     def forward(self, input):
         return F.log_softmax(input, self.dim, _stacklevel=5)
 
@@ -168,24 +183,29 @@ class _InplaceActivation(Module):
 
 
 class SELU(_InplaceActivation):
+    """Applies the scaled exponential linear unit elementwise (torch.nn.SELU)."""
     _function = F.selu
 
 
 class Mish(_InplaceActivation):
+    """Applies x * tanh(softplus(x)) elementwise (torch.nn.Mish)."""
     _function = F.mish
 
 
 class Hardswish(_InplaceActivation):
+    """Applies x * relu6(x + 3) / 6 elementwise (torch.nn.Hardswish)."""
     _function = F.hardswish
     _show_inplace = False
 
 
 class Hardsigmoid(_InplaceActivation):
+    """Applies relu6(x + 3) / 6 elementwise (torch.nn.Hardsigmoid)."""
     _function = F.hardsigmoid
     _show_inplace = False
 
 
 class CELU(Module):
+    """Applies max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) elementwise (torch.nn.CELU)."""
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
         self.alpha, self.inplace = alpha, inplace
@@ -198,16 +218,19 @@ class CELU(Module):
 
 
 class Softsign(Module):
+    """Applies x / (1 + |x|) elementwise (torch.nn.Softsign)."""
     def forward(self, input):
         return F.softsign(input)
 
 
 class Tanhshrink(Module):
+    """Applies x - tanh(x) elementwise (torch.nn.Tanhshrink)."""
     def forward(self, input):
         return F.tanhshrink(input)
 
 
 class Softshrink(Module):
+    """Applies soft thresholding by lambd elementwise (torch.nn.Softshrink)."""
     def __init__(self, lambd=0.5):
         super().__init__()
         self.lambd = lambd
@@ -220,11 +243,13 @@ class Softshrink(Module):
 
 
 class Hardshrink(Softshrink):
+    """Applies hard thresholding: x where |x| > lambd, else 0 (torch.nn.Hardshrink)."""
     def forward(self, input):
         return F.hardshrink(input, self.lambd)
 
 
 class Threshold(Module):
+    """Replaces elements not greater than threshold with value (torch.nn.Threshold)."""
     def __init__(self, threshold, value, inplace=False):
         super().__init__()
         self.threshold, self.value, self.inplace = threshold, value, inplace
@@ -237,6 +262,7 @@ class Threshold(Module):
 
 
 class GLU(Module):
+    """Gated linear unit a * sigmoid(b) over the two halves of input along dim (torch.nn.GLU)."""
     def __init__(self, dim=-1):
         super().__init__()
         self.dim = dim
@@ -249,6 +275,7 @@ class GLU(Module):
 
 
 class Softmin(Softmax):
+    """Applies softmax of -x along dim (torch.nn.Softmin)."""
     def forward(self, input):
         return F.softmin(input, self.dim, _stacklevel=5)
 
@@ -273,6 +300,8 @@ class PReLU(Module):
 
 
 class RReLU(Module):
+    """Randomized leaky ReLU: slopes drawn from U(lower, upper) in training, their mean in eval
+    (torch.nn.RReLU)."""
     def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
         super().__init__()
         self.lower, self.upper, self.inplace = lower, upper, inplace

@@ -107,6 +107,8 @@ class _ConvNd(Module):
 
 
 class Conv1d(_ConvNd):
+    """Applies a 1-D convolution over an input of shape (N, C, L) or (C, L); torch.nn.Conv1d's
+    arguments (padding_mode included) and initialisation."""
     _dims = 1
 
     def forward(self, input):
@@ -116,6 +118,8 @@ class Conv1d(_ConvNd):
 
 
 class Conv2d(_ConvNd):
+    """Applies a 2-D convolution over an input of shape (N, C, H, W) or (C, H, W);
+    torch.nn.Conv2d's arguments (padding_mode included) and initialisation."""
     def forward(self, input):
         input, padding = self._padded_input(input)
         return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation,
@@ -123,6 +127,8 @@ class Conv2d(_ConvNd):
 
 
 class Conv3d(_ConvNd):
+    """Applies a 3-D convolution over an input of shape (N, C, D, H, W) or (C, D, H, W);
+    torch.nn.Conv3d's arguments (padding_mode included) and initialisation."""
     _dims = 3
 
     def forward(self, input):
@@ -174,14 +180,20 @@ class _ConvTransposeNd(_ConvNd):
 
 
 class ConvTranspose1d(_ConvTransposeNd):
+    """Applies a 1-D transposed convolution (the gradient of Conv1d) over (N, C, L) or (C, L)
+    input; torch.nn.ConvTranspose1d's arguments and initialisation."""
     _dims = 1
     _functional = staticmethod(F.conv_transpose1d)
 
 
 class ConvTranspose2d(_ConvTransposeNd):
+    """Applies a 2-D transposed convolution (the gradient of Conv2d) over (N, C, H, W) or (C,
+    H, W) input; torch.nn.ConvTranspose2d's arguments and initialisation."""
     pass
 
 
 class ConvTranspose3d(_ConvTransposeNd):
+    """Applies a 3-D transposed convolution (the gradient of Conv3d) over (N, C, D, H, W) or
+    (C, D, H, W) input; torch.nn.ConvTranspose3d's arguments and initialisation."""
     _dims = 3
     _functional = staticmethod(F.conv_transpose3d)

@@ -4,6 +4,8 @@ from .module import Module
 
 
 class Dropout(Module):
+    """Zeroes each element with probability p and scales the rest by 1 / (1 - p) in training;
+    identity in eval (torch.nn.Dropout)."""
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
         if p < 0 or p > 1:
@@ -18,16 +20,22 @@ class Dropout(Module):
 
 
 class Dropout1d(Dropout):
+    """Zeroes whole channels of (N, C, L) or (C, L) input with probability p in training
+    (torch.nn.Dropout1d)."""
     def forward(self, input):
         return F.dropout1d(input, self.p, self.training, self.inplace)
 
 
 class Dropout2d(Dropout):
+    """Zeroes whole channels of (N, C, H, W) or (C, H, W) input with probability p in training
+    (torch.nn.Dropout2d)."""
     def forward(self, input):
         return F.dropout2d(input, self.p, self.training, self.inplace)
 
 
 class Dropout3d(Dropout):
+    """Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability p in
+    training (torch.nn.Dropout3d)."""
     def forward(self, input):
         return F.dropout3d(input, self.p, self.training, self.inplace)
 
@@ -40,5 +48,7 @@ class AlphaDropout(Dropout):
 
 
 class FeatureAlphaDropout(Dropout):
+    """Alpha dropout of whole channels (keeping SELU's mean and variance) in training
+    (torch.nn.FeatureAlphaDropout)."""
     def forward(self, input):
         return F.feature_alpha_dropout(input, self.p, self.training)

@@ -9,6 +9,8 @@ def _geometry_repr(module):
 
 
 class Fold(Module):
+    """Sums sliding-block columns (N, C * prod(kernel_size), L) back into an image of
+    output_size, inverse layout of Unfold (torch.nn.Fold)."""
     def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
         super().__init__()
         self.output_size, self.kernel_size = output_size, kernel_size
@@ -23,6 +25,8 @@ class Fold(Module):
 
 
 class Unfold(Module):
+    """Extracts sliding blocks of (N, C, H, W) input as columns (N, C * prod(kernel_size), L)
+    (torch.nn.Unfold)."""
     def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
         super().__init__()
         self.kernel_size, self.dilation = kernel_size, dilation

@@ -100,15 +100,19 @@ def _truncated_normal(rng, shape, mean, std, a, b):
 
 
 def constant_(tensor, val):
+    """Fills tensor with val in place, without recording autograd history
+    (torch.nn.init.constant_)."""
     with no_grad():
         return tensor.fill_(val)
 
 
 def ones_(tensor):
+    """Fills tensor with 1 in place, without recording autograd history (torch.nn.init.ones_)."""
     return constant_(tensor, 1.0)
 
 
 def zeros_(tensor):
+    """Fills tensor with 0 in place, without recording autograd history (torch.nn.init.zeros_)."""
     with no_grad():
         return tensor.zero_()
 

@@ -47,6 +47,8 @@ def _placeholder(cls, requires_grad, device, dtype):
 
 
 class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A Parameter with no shape or data yet, materialized by a lazy module's first forward
+    (torch.nn.UninitializedParameter)."""
     __slots__ = ()
     cls_to_become = Parameter
 
@@ -58,6 +60,8 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
 
 
 class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer with no shape or data yet, materialized by a lazy module's first forward
+    (torch.nn.UninitializedBuffer)."""
     __slots__ = ()
 
     def __new__(cls, requires_grad=False, device=None, dtype=None):
@@ -120,6 +124,8 @@ class LazyModuleMixin:
 
 
 class LazyLinear(LazyModuleMixin, Linear):
+    """Linear whose in_features is inferred from the first input, then becomes a Linear
+    (torch.nn.LazyLinear)."""
     cls_to_become = Linear
 
     def __init__(self, out_features, bias=True, device=None, dtype=None):
@@ -190,26 +196,38 @@ class _LazyConvTransposeNd(_LazyConvMixin):
 
 
 class LazyConv1d(_LazyConvNd, Conv1d):
+    """Conv1d whose in_channels is inferred from the first input, then becomes a Conv1d
+    (torch.nn.LazyConv1d)."""
     cls_to_become = Conv1d
 
 
 class LazyConv2d(_LazyConvNd, Conv2d):
+    """Conv2d whose in_channels is inferred from the first input, then becomes a Conv2d
+    (torch.nn.LazyConv2d)."""
     cls_to_become = Conv2d
 
 
 class LazyConv3d(_LazyConvNd, Conv3d):
+    """Conv3d whose in_channels is inferred from the first input, then becomes a Conv3d
+    (torch.nn.LazyConv3d)."""
     cls_to_become = Conv3d
 
 
 class LazyConvTranspose1d(_LazyConvTransposeNd, ConvTranspose1d):
+    """ConvTranspose1d whose in_channels is inferred from the first input, then becomes a
+    ConvTranspose1d (torch.nn.LazyConvTranspose1d)."""
     cls_to_become = ConvTranspose1d
 
 
 class LazyConvTranspose2d(_LazyConvTransposeNd, ConvTranspose2d):
+    """ConvTranspose2d whose in_channels is inferred from the first input, then becomes a
+    ConvTranspose2d (torch.nn.LazyConvTranspose2d)."""
     cls_to_become = ConvTranspose2d
 
 
 class LazyConvTranspose3d(_LazyConvTransposeNd, ConvTranspose3d):
+    """ConvTranspose3d whose in_channels is inferred from the first input, then becomes a
+    ConvTranspose3d (torch.nn.LazyConvTranspose3d)."""
     cls_to_become = ConvTranspose3d
 
 
@@ -243,26 +261,38 @@ class _LazyNormBase(LazyModuleMixin):
 
 
 class LazyBatchNorm1d(_LazyNormBase, BatchNorm1d):
+    """BatchNorm1d whose num_features is inferred from the first input, then becomes a
+    BatchNorm1d (torch.nn.LazyBatchNorm1d)."""
     cls_to_become = BatchNorm1d
 
 
 class LazyBatchNorm2d(_LazyNormBase, BatchNorm2d):
+    """BatchNorm2d whose num_features is inferred from the first input, then becomes a
+    BatchNorm2d (torch.nn.LazyBatchNorm2d)."""
     cls_to_become = BatchNorm2d
 
 
 class LazyBatchNorm3d(_LazyNormBase, BatchNorm3d):
+    """BatchNorm3d whose num_features is inferred from the first input, then becomes a
+    BatchNorm3d (torch.nn.LazyBatchNorm3d)."""
     cls_to_become = BatchNorm3d
 
 
 # torch's lazy instance norms keep the batch norms' defaults (affine and running statistics
 # on), unlike InstanceNorm1d itself
 class LazyInstanceNorm1d(_LazyNormBase, InstanceNorm1d):
+    """InstanceNorm1d whose num_features is inferred from the first input, then becomes an
+    InstanceNorm1d (torch.nn.LazyInstanceNorm1d)."""
     cls_to_become = InstanceNorm1d
 
 
 class LazyInstanceNorm2d(_LazyNormBase, InstanceNorm2d):
+    """InstanceNorm2d whose num_features is inferred from the first input, then becomes an
+    InstanceNorm2d (torch.nn.LazyInstanceNorm2d)."""
     cls_to_become = InstanceNorm2d
 
 
 class LazyInstanceNorm3d(_LazyNormBase, InstanceNorm3d):
+    """InstanceNorm3d whose num_features is inferred from the first input, then becomes an
+    InstanceNorm3d (torch.nn.LazyInstanceNorm3d)."""
     cls_to_become = InstanceNorm3d

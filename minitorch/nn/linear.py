@@ -8,6 +8,8 @@ from .parameter import Parameter
 
 
 class Identity(Module):
+    """Returns its input unchanged; constructor arguments are ignored, as in torch
+    (torch.nn.Identity)."""
     def __init__(self, *args, **kwargs):
         super().__init__()
 
@@ -47,6 +49,7 @@ class NonDynamicallyQuantizableLinear(Linear):
 
 
 class Flatten(Module):
+    """Flattens dims start_dim..end_dim into one (torch.nn.Flatten)."""
     def __init__(self, start_dim=1, end_dim=-1):
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim
@@ -59,6 +62,7 @@ class Flatten(Module):
 
 
 class Unflatten(Module):
+    """Splits dim into the shape unflattened_size (torch.nn.Unflatten)."""
     def __init__(self, dim, unflattened_size):
         super().__init__()
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)

@@ -18,6 +18,8 @@ class _WeightedLoss(_Loss):
 
 
 class CrossEntropyLoss(_WeightedLoss):
+    """Cross entropy between logits and class indices or class probabilities, with weight,
+    ignore_index and label_smoothing (torch.nn.CrossEntropyLoss)."""
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
                  reduction="mean", label_smoothing=0.0):
         super().__init__(weight, size_average, reduce, reduction)
@@ -29,6 +31,8 @@ class CrossEntropyLoss(_WeightedLoss):
 
 
 class NLLLoss(_WeightedLoss):
+    """Negative log likelihood of log-probabilities at the target classes, with weight and
+    ignore_index (torch.nn.NLLLoss)."""
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
                  reduction="mean"):
         super().__init__(weight, size_average, reduce, reduction)
@@ -40,16 +44,19 @@ class NLLLoss(_WeightedLoss):
 
 
 class MSELoss(_Loss):
+    """Mean squared error between input and target (torch.nn.MSELoss)."""
     def forward(self, input, target):
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
 class L1Loss(_Loss):
+    """Mean absolute error between input and target (torch.nn.L1Loss)."""
     def forward(self, input, target):
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class SmoothL1Loss(_Loss):
+    """Smooth L1 loss, quadratic below beta and linear above (torch.nn.SmoothL1Loss)."""
     def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
@@ -59,6 +66,7 @@ class SmoothL1Loss(_Loss):
 
 
 class HuberLoss(_Loss):
+    """Huber loss, quadratic below delta and linear above (torch.nn.HuberLoss)."""
     def __init__(self, reduction="mean", delta=1.0):
         super().__init__(reduction=reduction)
         self.delta = delta
@@ -68,12 +76,15 @@ class HuberLoss(_Loss):
 
 
 class BCELoss(_WeightedLoss):
+    """Binary cross entropy between probabilities and targets (torch.nn.BCELoss)."""
     def forward(self, input, target):
         return F.binary_cross_entropy(input, target, weight=self.weight,
                                       reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
+    """Binary cross entropy on logits, computed stably, with optional weight and pos_weight
+    buffers (torch.nn.BCEWithLogitsLoss)."""
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean",
                  pos_weight=None):
         super().__init__(size_average, reduce, reduction)
@@ -87,6 +98,8 @@ class BCEWithLogitsLoss(_Loss):
 
 
 class KLDivLoss(_Loss):
+    """Kullback-Leibler divergence with input as log-probabilities, target as probabilities or
+    log_target (torch.nn.KLDivLoss)."""
     def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
         super().__init__(size_average, reduce, reduction)
         self.log_target = log_target
@@ -102,12 +115,14 @@ class _MarginLoss(_Loss):
 
 
 class MarginRankingLoss(_MarginLoss):
+    """max(0, -y (x1 - x2) + margin) for targets y in {1, -1} (torch.nn.MarginRankingLoss)."""
     def forward(self, input1, input2, target):
         return F.margin_ranking_loss(input1, input2, target, margin=self.margin,
                                      reduction=self.reduction)
 
 
 class HingeEmbeddingLoss(_MarginLoss):
+    """x where y = 1, max(0, margin - x) where y = -1 (torch.nn.HingeEmbeddingLoss)."""
     def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
         super().__init__(margin, size_average, reduce, reduction)
 
@@ -117,17 +132,22 @@ class HingeEmbeddingLoss(_MarginLoss):
 
 
 class CosineEmbeddingLoss(_MarginLoss):
+    """1 - cos(x1, x2) where y = 1, max(0, cos(x1, x2) - margin) where y = -1
+    (torch.nn.CosineEmbeddingLoss)."""
     def forward(self, input1, input2, target):
         return F.cosine_embedding_loss(input1, input2, target, margin=self.margin,
                                        reduction=self.reduction)
 
 
 class SoftMarginLoss(_Loss):
+    """Two-class logistic loss log(1 + exp(-y x)) (torch.nn.SoftMarginLoss)."""
     def forward(self, input, target):
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 
 
 class TripletMarginLoss(_Loss):
+    """max(d(a, p) - d(a, n) + margin, 0) with the p-norm distance
+    (torch.nn.TripletMarginLoss)."""
     def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None, reduce=None,
                  reduction="mean"):
         super().__init__(size_average, reduce, reduction)
@@ -142,6 +162,8 @@ class TripletMarginLoss(_Loss):
 
 
 class TripletMarginWithDistanceLoss(_Loss):
+    """Triplet margin loss with a custom distance_function, PairwiseDistance by default
+    (torch.nn.TripletMarginWithDistanceLoss)."""
     def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
         super().__init__(reduction=reduction)
         if margin <= 0:
@@ -158,6 +180,8 @@ class TripletMarginWithDistanceLoss(_Loss):
 
 
 class PoissonNLLLoss(_Loss):
+    """Negative log likelihood of a Poisson target, given its log-rate or rate
+    (torch.nn.PoissonNLLLoss)."""
     def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                  reduction="mean"):
         super().__init__(size_average, reduce, reduction)
@@ -169,6 +193,8 @@ class PoissonNLLLoss(_Loss):
 
 
 class GaussianNLLLoss(_Loss):
+    """Negative log likelihood of a Gaussian target with predicted mean and variance
+    (torch.nn.GaussianNLLLoss)."""
     def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
         super().__init__(None, None, reduction)
         self.full, self.eps = full, eps
@@ -179,17 +205,21 @@ class GaussianNLLLoss(_Loss):
 
 
 class MultiLabelMarginLoss(_Loss):
+    """Multi-class multi-label hinge loss over target class indices
+    (torch.nn.MultiLabelMarginLoss)."""
     def forward(self, input, target):
         return F.multilabel_margin_loss(input, target, reduction=self.reduction)
 
 
 class MultiLabelSoftMarginLoss(_WeightedLoss):
+    """Multi-label one-versus-all logistic loss (torch.nn.MultiLabelSoftMarginLoss)."""
     def forward(self, input, target):
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
                                              reduction=self.reduction)
 
 
 class MultiMarginLoss(_WeightedLoss):
+    """Multi-class hinge loss with exponent p and margin (torch.nn.MultiMarginLoss)."""
     def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                  reduction="mean"):
         super().__init__(weight, size_average, reduce, reduction)
@@ -206,6 +236,8 @@ class MultiMarginLoss(_WeightedLoss):
 
 
 class CTCLoss(_Loss):
+    """Connectionist temporal classification loss between log-probability sequences and target
+    sequences (torch.nn.CTCLoss)."""
     def __init__(self, blank=0, reduction="mean", zero_infinity=False):
         super().__init__(reduction=reduction)
         self.blank, self.zero_infinity = blank, zero_infinity

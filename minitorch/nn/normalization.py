@@ -108,14 +108,20 @@ class _BatchNorm(Module):
 
 
 class BatchNorm1d(_BatchNorm):
+    """Batch normalization over (N, C) or (N, C, L) input, per channel, with running statistics
+    (torch.nn.BatchNorm1d)."""
     _expected_dims = (2, 3)
 
 
 class BatchNorm2d(_BatchNorm):
+    """Batch normalization over (N, C, H, W) input, per channel, with running statistics
+    (torch.nn.BatchNorm2d)."""
     _expected_dims = (4,)
 
 
 class BatchNorm3d(_BatchNorm):
+    """Batch normalization over (N, C, D, H, W) input, per channel, with running statistics
+    (torch.nn.BatchNorm3d)."""
     _expected_dims = (5,)
 
 
@@ -153,18 +159,26 @@ class _InstanceNorm(_BatchNorm):
 
 
 class InstanceNorm1d(_InstanceNorm):
+    """Instance normalization of (N, C, L) or (C, L) input: each sample's channels over their
+    length (torch.nn.InstanceNorm1d)."""
     _no_batch_dims = 2
 
 
 class InstanceNorm2d(_InstanceNorm):
+    """Instance normalization of (N, C, H, W) or (C, H, W) input: each sample's channels over
+    their spatial dims (torch.nn.InstanceNorm2d)."""
     _no_batch_dims = 3
 
 
 class InstanceNorm3d(_InstanceNorm):
+    """Instance normalization of (N, C, D, H, W) or (C, D, H, W) input: each sample's channels
+    over their spatial dims (torch.nn.InstanceNorm3d)."""
     _no_batch_dims = 4
 
 
 class LayerNorm(Module):
+    """Layer normalization over the trailing normalized_shape dims, with optional elementwise
+    weight and bias (torch.nn.LayerNorm)."""
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
                  device=None, dtype=None):
         super().__init__()
@@ -183,6 +197,8 @@ class LayerNorm(Module):
 
 
 class GroupNorm(Module):
+    """Group normalization over num_groups groups of channels, with optional per-channel affine
+    (torch.nn.GroupNorm)."""
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None,
                  *, bias=True):
         super().__init__()
@@ -202,6 +218,8 @@ class GroupNorm(Module):
 
 
 class RMSNorm(Module):
+    """Root-mean-square normalization over the trailing normalized_shape dims, with optional
+    elementwise weight (torch.nn.RMSNorm)."""
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
                  dtype=None):
         super().__init__()
@@ -227,6 +245,7 @@ class RMSNorm(Module):
 
 
 class LocalResponseNorm(Module):
+    """Local response normalization across neighbouring channels (torch.nn.LocalResponseNorm)."""
     def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
         super().__init__()
         self.size, self.alpha, self.beta, self.k = size, alpha, beta, k

@@ -41,18 +41,25 @@ class _ConstantPadNd(_PadNd):
 
 
 class ConstantPad1d(_ConstantPadNd):
+    """Pads the last dim with a constant value, padding an int or (left, right)
+    (torch.nn.ConstantPad1d)."""
     pass
 
 
 class ConstantPad2d(_ConstantPadNd):
+    """Pads the last 2 dims with a constant value, padding an int or (left, right, top, bottom)
+    (torch.nn.ConstantPad2d)."""
     _sides = 4
 
 
 class ConstantPad3d(_ConstantPadNd):
+    """Pads the last 3 dims with a constant value, padding an int or a 6-tuple
+    (torch.nn.ConstantPad3d)."""
     _sides = 6
 
 
 class ZeroPad1d(ConstantPad1d):
+    """Pads the last dim with zeros (torch.nn.ZeroPad1d)."""
     def __init__(self, padding):
         super().__init__(padding, 0.0)
 
@@ -61,6 +68,7 @@ class ZeroPad1d(ConstantPad1d):
 
 
 class ZeroPad2d(ConstantPad2d):
+    """Pads the last 2 dims with zeros (torch.nn.ZeroPad2d)."""
     def __init__(self, padding):
         super().__init__(padding, 0.0)
 
@@ -69,6 +77,7 @@ class ZeroPad2d(ConstantPad2d):
 
 
 class ZeroPad3d(ConstantPad3d):
+    """Pads the last 3 dims with zeros (torch.nn.ZeroPad3d)."""
     def __init__(self, padding):
         super().__init__(padding, 0.0)
 
@@ -77,29 +86,38 @@ class ZeroPad3d(ConstantPad3d):
 
 
 class ReflectionPad1d(_PadNd):
+    """Pads the last dim with the reflection of the input, edge not repeated
+    (torch.nn.ReflectionPad1d)."""
     _mode = "reflect"
 
 
 class ReflectionPad2d(_PadNd):
+    """Pads the last 2 dims with the reflection of the input, edge not repeated
+    (torch.nn.ReflectionPad2d)."""
     _mode = "reflect"
     _sides = 4
 
 
 class ReflectionPad3d(_PadNd):
+    """Pads the last 3 dims with the reflection of the input, edge not repeated
+    (torch.nn.ReflectionPad3d)."""
     _mode = "reflect"
     _sides = 6
 
 
 class ReplicationPad1d(_PadNd):
+    """Pads the last dim by repeating the edge value (torch.nn.ReplicationPad1d)."""
     _mode = "replicate"
 
 
 class ReplicationPad2d(_PadNd):
+    """Pads the last 2 dims by repeating the edge values (torch.nn.ReplicationPad2d)."""
     _mode = "replicate"
     _sides = 4
 
 
 class ReplicationPad3d(_PadNd):
+    """Pads the last 3 dims by repeating the edge values (torch.nn.ReplicationPad3d)."""
     _mode = "replicate"
     _sides = 6
 
@@ -116,12 +134,18 @@ class _CircularPadNd(_PadNd):
 
 
 class CircularPad1d(_CircularPadNd):
+    """Pads the last dim by wrapping around: values from the opposite end
+    (torch.nn.CircularPad1d)."""
     pass
 
 
 class CircularPad2d(_CircularPadNd):
+    """Pads the last 2 dims by wrapping around: values from the opposite ends
+    (torch.nn.CircularPad2d)."""
     _sides = 4
 
 
 class CircularPad3d(_CircularPadNd):
+    """Pads the last 3 dims by wrapping around: values from the opposite ends
+    (torch.nn.CircularPad3d)."""
     _sides = 6

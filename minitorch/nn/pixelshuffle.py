@@ -4,6 +4,8 @@ from .module import Module
 
 
 class PixelShuffle(Module):
+    """Rearranges (*, C * r**2, H, W) into (*, C, H * r, W * r) for upscale_factor r
+    (torch.nn.PixelShuffle)."""
     def __init__(self, upscale_factor):
         super().__init__()
         self.upscale_factor = upscale_factor
@@ -16,6 +18,8 @@ class PixelShuffle(Module):
 
 
 class PixelUnshuffle(Module):
+    """Rearranges (*, C, H * r, W * r) into (*, C * r**2, H, W) for downscale_factor r
+    (torch.nn.PixelUnshuffle)."""
     def __init__(self, downscale_factor):
         super().__init__()
         self.downscale_factor = downscale_factor

@@ -5,6 +5,7 @@ from .module import Module
 
 
 class MaxPool2d(Module):
+    """2-D max pooling over (N, C, H, W) or (C, H, W) input (torch.nn.MaxPool2d)."""
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
                  ceil_mode=False):
         super().__init__()
@@ -22,6 +23,7 @@ class MaxPool2d(Module):
 
 
 class AvgPool2d(Module):
+    """2-D average pooling over (N, C, H, W) or (C, H, W) input (torch.nn.AvgPool2d)."""
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True, divisor_override=None):
         super().__init__()
@@ -38,6 +40,7 @@ class AvgPool2d(Module):
 
 
 class AdaptiveAvgPool2d(Module):
+    """2-D average pooling to a fixed output size (torch.nn.AdaptiveAvgPool2d)."""
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
@@ -50,6 +53,7 @@ class AdaptiveAvgPool2d(Module):
 
 
 class MaxPool1d(MaxPool2d):
+    """1-D max pooling over (N, C, L) or (C, L) input (torch.nn.MaxPool1d)."""
     def forward(self, input):
         return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             self.ceil_mode, self.return_indices)
@@ -61,6 +65,7 @@ def _single(value):
 
 
 class AvgPool1d(Module):
+    """1-D average pooling over (N, C, L) or (C, L) input (torch.nn.AvgPool1d)."""
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True):
         super().__init__()
@@ -78,11 +83,14 @@ class AvgPool1d(Module):
 
 
 class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    """1-D average pooling to a fixed output length (torch.nn.AdaptiveAvgPool1d)."""
     def forward(self, input):
         return F.adaptive_avg_pool1d(input, self.output_size)
 
 
 class AdaptiveMaxPool2d(Module):
+    """2-D max pooling to a fixed output size, optionally returning indices
+    (torch.nn.AdaptiveMaxPool2d)."""
     def __init__(self, output_size, return_indices=False):
         super().__init__()
         self.output_size, self.return_indices = output_size, return_indices
@@ -95,6 +103,8 @@ class AdaptiveMaxPool2d(Module):
 
 
 class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+    """1-D max pooling to a fixed output length, optionally returning indices
+    (torch.nn.AdaptiveMaxPool1d)."""
     def forward(self, input):
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
@@ -113,38 +123,46 @@ class _LPPool(Module):
 
 
 class LPPool1d(_LPPool):
+    """1-D power-average pooling (sum of x**p over each window)**(1/p) (torch.nn.LPPool1d)."""
     def forward(self, input):
         return F.lp_pool1d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
 
 
 class LPPool2d(_LPPool):
+    """2-D power-average pooling (sum of x**p over each window)**(1/p) (torch.nn.LPPool2d)."""
     def forward(self, input):
         return F.lp_pool2d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
 
 
 class LPPool3d(_LPPool):
+    """3-D power-average pooling (sum of x**p over each window)**(1/p) (torch.nn.LPPool3d)."""
     def forward(self, input):
         return F.lp_pool3d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
 
 
 class MaxPool3d(MaxPool2d):
+    """3-D max pooling over (N, C, D, H, W) or (C, D, H, W) input (torch.nn.MaxPool3d)."""
     def forward(self, input):
         return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             self.ceil_mode, self.return_indices)
 
 
 class AvgPool3d(AvgPool2d):
+    """3-D average pooling over (N, C, D, H, W) or (C, D, H, W) input (torch.nn.AvgPool3d)."""
     def forward(self, input):
         return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
 
 class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    """3-D average pooling to a fixed output size (torch.nn.AdaptiveAvgPool3d)."""
     def forward(self, input):
         return F.adaptive_avg_pool3d(input, self.output_size)
 
 
 class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
+    """3-D max pooling to a fixed output size, optionally returning indices
+    (torch.nn.AdaptiveMaxPool3d)."""
     def forward(self, input):
         return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
 
@@ -168,12 +186,18 @@ class _MaxUnpoolNd(Module):
 
 
 class MaxUnpool1d(_MaxUnpoolNd):
+    """Partial inverse of MaxPool1d: scatters values to the indices it returned, zeros
+    elsewhere (torch.nn.MaxUnpool1d)."""
     _dims = 1
 
 
 class MaxUnpool2d(_MaxUnpoolNd):
+    """Partial inverse of MaxPool2d: scatters values to the indices it returned, zeros
+    elsewhere (torch.nn.MaxUnpool2d)."""
     pass
 
 
 class MaxUnpool3d(_MaxUnpoolNd):
+    """Partial inverse of MaxPool3d: scatters values to the indices it returned, zeros
+    elsewhere (torch.nn.MaxUnpool3d)."""
     _dims = 3

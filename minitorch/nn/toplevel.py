@@ -12,26 +12,35 @@ _SAME = ("conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3
 
 
 def dropout(input, p, train):
+    """Dropout with probability p when train is True (torch.dropout)."""
     return F.dropout(input, p, train)
 
 
 def dropout_(input, p, train):
+    """In-place dropout with probability p when train is True (torch.dropout_)."""
     return F.dropout(input, p, train, inplace=True)
 
 
 def alpha_dropout(input, p, train):
+    """Alpha dropout (keeps SELU's mean and variance) with probability p when train is True
+    (torch.alpha_dropout)."""
     return F.alpha_dropout(input, p, train)
 
 
 def alpha_dropout_(input, p, train):
+    """In-place alpha dropout with probability p when train is True (torch.alpha_dropout_)."""
     return F.alpha_dropout(input, p, train, inplace=True)
 
 
 def feature_alpha_dropout(input, p, train):
+    """Alpha dropout of whole channels with probability p when train is True
+    (torch.feature_alpha_dropout)."""
     return F.feature_alpha_dropout(input, p, train)
 
 
 def feature_alpha_dropout_(input, p, train):
+    """In-place alpha dropout of whole channels with probability p when train is True
+    (torch.feature_alpha_dropout_)."""
     return F.feature_alpha_dropout(input, p, train, inplace=True)
 
 
@@ -41,6 +50,8 @@ def feature_dropout(input, p, train):
 
 
 def feature_dropout_(input, p, train):
+    """In-place dropout of whole channels with probability p when train is True
+    (torch.feature_dropout_)."""
     return F._feature_dropout(input, p, train, True)
 
 
@@ -50,25 +61,35 @@ def adaptive_max_pool1d(input, output_size):
 
 
 def embedding(weight, input, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """Rows of weight picked by the indices in input, torch's argument order (weight, input)
+    with padding_idx=-1 for none (torch.embedding)."""
     return F.embedding(input, weight, padding_idx if padding_idx >= 0 else None,
                        scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
+    """Layer normalization over the trailing normalized_shape dims (torch.layer_norm).
+    cudnn_enable is accepted and ignored (there is no cuDNN path)."""
     return F.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+    """Group normalization over num_groups channel groups (torch.group_norm). cudnn_enabled is
+    accepted and ignored (there is no cuDNN path)."""
     return F.group_norm(input, num_groups, weight, bias, eps)
 
 
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
                cudnn_enabled):
+    """Batch normalization with torch's positional order (torch.batch_norm). cudnn_enabled is
+    accepted and ignored (there is no cuDNN path)."""
     return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
 
 
 def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
                   cudnn_enabled):
+    """Instance normalization with torch's positional order (torch.instance_norm).
+    cudnn_enabled is accepted and ignored (there is no cuDNN path)."""
     return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
                            momentum, eps)
 

@@ -4,6 +4,8 @@ from .module import Module
 
 
 class Upsample(Module):
+    """Resizes input to size or by scale_factor with the given interpolation mode
+    (torch.nn.Upsample)."""
     def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None,
                  recompute_scale_factor=None):
         super().__init__()
@@ -30,6 +32,8 @@ class Upsample(Module):
 
 
 class UpsamplingNearest2d(Upsample):
+    """Nearest-neighbour 2-D upsampling to size or by scale_factor
+    (torch.nn.UpsamplingNearest2d)."""
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="nearest")
 

@@ -18,6 +18,7 @@ from ._scalars import _constant
 
 
 def relu(input, inplace=False):
+    """Elementwise max(input, 0), in place when inplace=True (torch.nn.functional.relu)."""
     return input.relu_() if inplace else input.relu()
 
 
@@ -29,6 +30,8 @@ def _floating_only(input, kernel):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """Elementwise clamp of input to [min_val, max_val], in place when inplace=True
+    (torch.nn.functional.hardtanh)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     if input.dtype is dtypes.bool_:
@@ -42,16 +45,21 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 
 def relu6(input, inplace=False):
+    """Elementwise min(max(input, 0), 6) (torch.nn.functional.relu6)."""
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """Elementwise input where positive, else negative_slope * input
+    (torch.nn.functional.leaky_relu)."""
     _floating_only(input, "leaky_relu_cpu")
     result = mt.where(input > 0, input, input * negative_slope)
     return input.copy_(result) if inplace else result
 
 
 def elu(input, alpha=1.0, inplace=False):
+    """Elementwise input where positive, else alpha * (exp(input) - 1)
+    (torch.nn.functional.elu)."""
     _floating_only(input, "elu_cpu")
     # expm1 reads min(x, 0): the unselected branch must not overflow to inf for large x, or its
     # zeroed gradient (0 · inf) would turn into NaN.
@@ -60,6 +68,8 @@ def elu(input, alpha=1.0, inplace=False):
 
 
 def gelu(input, approximate="none"):
+    """Elementwise Gaussian error linear unit x * Phi(x), exact or with approximate='tanh'
+    (torch.nn.functional.gelu)."""
     _floating_only(input, "GeluKernelImpl")
     if approximate == "tanh":
         inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
@@ -70,6 +80,7 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
+    """Elementwise x * sigmoid(x), a.k.a. swish (torch.nn.functional.silu)."""
     _floating_only(input, "silu_cpu")
     # In place, the product must not save the input it is about to overwrite: use a copy.
     source = input.clone() if inplace else input
@@ -78,14 +89,18 @@ def silu(input, inplace=False):
 
 
 def sigmoid(input):
+    """Elementwise logistic sigmoid (torch.nn.functional.sigmoid)."""
     return input.sigmoid()
 
 
 def tanh(input):
+    """Elementwise hyperbolic tangent (torch.nn.functional.tanh)."""
     return input.tanh()
 
 
 def softplus(input, beta=1.0, threshold=20.0):
+    """Elementwise log(1 + exp(beta * x)) / beta, linear where beta * x > threshold
+    (torch.nn.functional.softplus)."""
     _floating_only(input, "softplus_cpu")
     scaled = input * beta
     soft = scaled.clamp(max=threshold).exp().log1p() / beta
@@ -93,6 +108,7 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def logsigmoid(input):
+    """Elementwise log(sigmoid(x)) computed stably (torch.nn.functional.logsigmoid)."""
     _floating_only(input, "log_sigmoid_cpu")
     return LogSigmoid.apply(input)
 
@@ -133,11 +149,14 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input, inplace=False):
+    """Elementwise scaled ELU scale * elu(x, alpha) with the SELU constants
+    (torch.nn.functional.selu)."""
     _floating_only(input, "elu_cpu")
     return _maybe_inplace(input, inplace, lambda x: elu(x, _SELU_ALPHA) * _SELU_SCALE)
 
 
 def celu(input, alpha=1.0, inplace=False):
+    """Elementwise max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) (torch.nn.functional.celu)."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     _floating_only(input, "elu_cpu")
@@ -158,20 +177,24 @@ def hardswish(input, inplace=False):
 
 
 def hardsigmoid(input, inplace=False):
+    """Elementwise piecewise-linear sigmoid relu6(x + 3) / 6 (torch.nn.functional.hardsigmoid)."""
     _floating_only(input, "hardsigmoid_cpu")
     return _maybe_inplace(input, inplace, lambda x: hardtanh(x + 3.0, 0.0, 6.0) / 6.0)
 
 
 def mish(input, inplace=False):
+    """Elementwise x * tanh(softplus(x)) (torch.nn.functional.mish)."""
     _floating_only(input, "mish_cpu")
     return _maybe_inplace(input, inplace, lambda x: x * softplus(x).tanh())
 
 
 def softsign(input):
+    """Elementwise x / (1 + |x|) (torch.nn.functional.softsign)."""
     return input / (input.abs() + 1)
 
 
 def tanhshrink(input):
+    """Elementwise x - tanh(x) (torch.nn.functional.tanhshrink)."""
     return input - input.tanh()
 
 
@@ -183,6 +206,8 @@ def _check_lambd(lambd, input):
 
 
 def softshrink(input, lambd=0.5):
+    """Elementwise soft thresholding: x - lambd above lambd, x + lambd below -lambd, else 0
+    (torch.nn.functional.softshrink)."""
     _floating_only(input, "softshrink_check")
     _check_lambd(lambd, input)
     zero = _constant(0.0, input)
@@ -191,6 +216,8 @@ def softshrink(input, lambd=0.5):
 
 
 def hardshrink(input, lambd=0.5):
+    """Elementwise hard thresholding: x where |x| > lambd, else 0
+    (torch.nn.functional.hardshrink)."""
     _floating_only(input, "hardshrink_cpu")
     return mt.where(input.abs() > lambd, input, _constant(0.0, input))
 
@@ -202,6 +229,8 @@ def threshold(input, threshold, value, inplace=False):
 
 
 def glu(input, dim=-1):
+    """Gated linear unit a * sigmoid(b), where a and b are the two halves of input along dim
+    (torch.nn.functional.glu)."""
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
     dim = normalize_dim(dim, input.ndim)
@@ -214,6 +243,7 @@ def glu(input, dim=-1):
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """Softmax of -input along dim (torch.nn.functional.softmin)."""
     if dim is None:
         dim = _softmax_dim("softmin", input.ndim, _stacklevel)
     return _softmax(-input, dim, dtype)
@@ -266,32 +296,40 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
 
 
 def relu_(input):
+    """In-place relu (torch.nn.functional.relu_)."""
     return relu(input, inplace=True)
 
 
 def elu_(input, alpha=1.0):
+    """In-place elu (torch.nn.functional.elu_)."""
     return elu(input, alpha, inplace=True)
 
 
 def leaky_relu_(input, negative_slope=0.01):
+    """In-place leaky_relu (torch.nn.functional.leaky_relu_)."""
     return leaky_relu(input, negative_slope, inplace=True)
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    """In-place hardtanh (torch.nn.functional.hardtanh_)."""
     return hardtanh(input, min_val, max_val, inplace=True)
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """In-place rrelu (torch.nn.functional.rrelu_)."""
     return rrelu(input, lower, upper, training, inplace=True)
 
 
 def threshold_(input, threshold_value, value):
+    """In-place threshold (torch.nn.functional.threshold_)."""
     return threshold(input, threshold_value, value, inplace=True)
 
 
 def selu_(input):
+    """In-place selu (torch.nn.functional.selu_)."""
     return selu(input, inplace=True)
 
 
 def celu_(input, alpha=1.0):
+    """In-place celu (torch.nn.functional.celu_)."""
     return celu(input, alpha, inplace=True)

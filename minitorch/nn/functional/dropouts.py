@@ -26,6 +26,8 @@ def _masked_dropout(input, p, training, inplace, mask_shape):
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
+    """Zeroes each element with probability p and scales the rest by 1 / (1 - p) when training
+    (torch.nn.functional.dropout)."""
     _check_dropout_p(p)
     return _masked_dropout(input, p, training, inplace, input.shape)
 
@@ -37,6 +39,8 @@ def _feature_dropout(input, p, training, inplace):
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zeroes whole channels of (N, C, L) or (C, L) input with probability p when training
+    (torch.nn.functional.dropout1d)."""
     _check_dropout_p(p)
     if input.ndim not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D "
@@ -109,6 +113,8 @@ def _alpha_dropout(input, p, training, inplace, mask_shape):
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout: drops to SELU's negative saturation value and rescales to keep mean and
+    variance, when training (torch.nn.functional.alpha_dropout)."""
     return _alpha_dropout(input, p, training, inplace, input.shape)
 
 

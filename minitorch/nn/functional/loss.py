@@ -69,6 +69,8 @@ def _weighted(loss, weight, input, reduction, mean_by_weight):
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean squared error (input - target)**2, optionally weighted, reduced by reduction
+    (torch.nn.functional.mse_loss)."""
     _warn_size(input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     diff = input - target
@@ -78,6 +80,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean absolute error |input - target|, optionally weighted, reduced by reduction
+    (torch.nn.functional.l1_loss)."""
     _warn_size(input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if weight is not None:
@@ -86,6 +90,8 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """Smooth L1 loss: 0.5 d**2 / beta where |d| < beta, else |d| - 0.5 beta
+    (torch.nn.functional.smooth_l1_loss)."""
     _warn_size(input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     diff = (input - target).abs()
@@ -96,6 +102,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """Huber loss: 0.5 d**2 where |d| < delta, else delta (|d| - 0.5 delta)
+    (torch.nn.functional.huber_loss)."""
     _warn_size(input, target)
     diff = (input - target).abs()
     loss = mt.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
@@ -106,6 +114,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
+    """Binary cross entropy -w (t log p + (1 - t) log(1 - p)) between probabilities and
+    targets, logs clamped at -100 (torch.nn.functional.binary_cross_entropy)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if target.shape != input.shape:
@@ -123,6 +133,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
+    """Binary cross entropy on logits, computed stably through log-sigmoid, with optional
+    pos_weight (torch.nn.functional.binary_cross_entropy_with_logits)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if target.shape != input.shape:

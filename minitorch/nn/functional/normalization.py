@@ -14,6 +14,9 @@ from .pooling import avg_pool2d
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input divided by its p-norm along dim, the norm clamped below at eps
+    (torch.nn.functional.normalize). out is accepted but ignored: the result is always a new
+    tensor."""
     norm = input.norm(p, dim, keepdim=True).clamp(min=eps)
     return input / norm
 
@@ -88,6 +91,8 @@ def _normalized_shape(input, normalized_shape, params, star):
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Layer normalization over the trailing normalized_shape dims, with optional elementwise
+    weight and bias (torch.nn.functional.layer_norm)."""
     normalized_shape = _normalized_shape(input, normalized_shape,
                                          (("weight", weight), ("bias", bias)), "*, ")
     dims = tuple(range(input.ndim - len(normalized_shape), input.ndim))
@@ -102,6 +107,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Group normalization of (N, C, *) input over num_groups channel groups, with optional
+    per-channel weight and bias (torch.nn.functional.group_norm)."""
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.ndim}")

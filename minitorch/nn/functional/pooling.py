@@ -180,12 +180,16 @@ def _max_pool(name, input, kernel_size, stride, padding, dilation, ceil_mode, re
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
+    """2-D max pooling over (N, C, H, W) or (C, H, W), optionally returning the argmax indices
+    (torch.nn.functional.max_pool2d)."""
     return _max_pool("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode,
                      return_indices)
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
+    """3-D max pooling over (N, C, D, H, W) or (C, D, H, W), optionally returning the argmax
+    indices (torch.nn.functional.max_pool3d)."""
     return _max_pool("max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode,
                      return_indices)
 
@@ -193,6 +197,8 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def _with_indices(pool):
     """torch's *_with_indices form of a max pool: (values, indices) whatever return_indices."""
     def with_indices(input, *args, **kwargs):
+        """The max pool named in this function's name with return_indices=True: returns
+        (values, indices) (torch.nn.functional's *_with_indices)."""
         kwargs["return_indices"] = True
         return pool(input, *args, **kwargs)
     with_indices.__name__ = with_indices.__qualname__ = f"{pool.__name__}_with_indices"
@@ -224,12 +230,15 @@ def _avg_pool(name, input, kernel_size, stride, padding, ceil_mode, count_includ
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
+    """2-D average pooling over (N, C, H, W) or (C, H, W) (torch.nn.functional.avg_pool2d)."""
     return _avg_pool("avg_pool2d", input, kernel_size, stride, padding, ceil_mode,
                      count_include_pad, divisor_override)
 
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
+    """3-D average pooling over (N, C, D, H, W) or (C, D, H, W)
+    (torch.nn.functional.avg_pool3d)."""
     return _avg_pool("avg_pool3d", input, kernel_size, stride, padding, ceil_mode,
                      count_include_pad, divisor_override)
 
@@ -275,10 +284,14 @@ def _adaptive_avg_pool(input, output_size, spatial):
 
 
 def adaptive_avg_pool2d(input, output_size):
+    """2-D average pooling to a fixed output size (H_out, W_out), windows chosen as torch does
+    (torch.nn.functional.adaptive_avg_pool2d)."""
     return _adaptive_avg_pool(input, output_size, 2)
 
 
 def adaptive_avg_pool3d(input, output_size):
+    """3-D average pooling to a fixed output size (D_out, H_out, W_out), windows chosen as
+    torch does (torch.nn.functional.adaptive_avg_pool3d)."""
     return _adaptive_avg_pool(input, output_size, 3)
 
 
@@ -332,6 +345,7 @@ def _check_max_pool1d_dtype(input, return_indices):
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):
+    """1-D average pooling over (N, C, L) or (C, L) (torch.nn.functional.avg_pool1d)."""
     _check_1d_input(input, "avg_pool1d")
     kernel = _single(kernel_size, "kernel_size")
     stride = kernel if stride is None else _single(stride, "stride")
@@ -356,6 +370,7 @@ def _check_1d_input(input, name):
 
 
 def adaptive_avg_pool1d(input, output_size):
+    """1-D average pooling to a fixed output length (torch.nn.functional.adaptive_avg_pool1d)."""
     output_size = _single_output_size(output_size, "adaptive_avg_pool1d")
     _check_1d_input(input, "adaptive_avg_pool1d")
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1, output_size)).squeeze(-2)
@@ -421,10 +436,14 @@ def _window_position(arg, bounds, size):
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """2-D max pooling to a fixed output size, optionally returning the argmax indices
+    (torch.nn.functional.adaptive_max_pool2d)."""
     return _adaptive_max_pool(input, output_size, return_indices, 2)
 
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """3-D max pooling to a fixed output size, optionally returning the argmax indices
+    (torch.nn.functional.adaptive_max_pool3d)."""
     return _adaptive_max_pool(input, output_size, return_indices, 3)
 
 
@@ -477,17 +496,23 @@ def _lp_pool(input, norm_type, max_pool, avg_pool, window_size, kernel_size, str
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """1-D power-average pooling (sum of x**p over each window)**(1/p)
+    (torch.nn.functional.lp_pool1d)."""
     return _lp_pool(input, norm_type, max_pool1d, avg_pool1d, kernel_size, kernel_size, stride,
                     ceil_mode)
 
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """2-D power-average pooling (sum of x**p over each window)**(1/p)
+    (torch.nn.functional.lp_pool2d)."""
     kh, kw = _pair(kernel_size)
     return _lp_pool(input, norm_type, max_pool2d, avg_pool2d, kh * kw, kernel_size, stride,
                     ceil_mode)
 
 
 def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """3-D power-average pooling (sum of x**p over each window)**(1/p)
+    (torch.nn.functional.lp_pool3d)."""
     kd, kh, kw = (kernel_size,) * 3 if isinstance(kernel_size, numbers.Integral) else kernel_size
     return _lp_pool(input, norm_type, max_pool3d, avg_pool3d, kd * kh * kw, kernel_size, stride,
                     ceil_mode)

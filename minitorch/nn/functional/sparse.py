@@ -193,6 +193,8 @@ def _bag_maxima(rows, offsets, bag_of, bags):
 
 
 def one_hot(tensor, num_classes=-1):
+    """int64 one-hot encoding of an int64 index tensor, with a trailing dim of num_classes
+    (inferred as max + 1 when -1) (torch.nn.functional.one_hot)."""
     if tensor.dtype is not dtypes.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1:

@@ -247,6 +247,7 @@ def _check_pixel_shuffle(input, factor, name, factor_name):
 
 
 def native_channel_shuffle(input, groups):
+    """Same as channel_shuffle (torch.native_channel_shuffle)."""
     return channel_shuffle(input, groups)
 
 
