@@ -130,7 +130,9 @@ def test_no_descriptors_or_shared_memory_left_after_runs():
         it = iter(DataLoader(Big(batch_bytes), batch_size=BATCH_SIZE, num_workers=2))
         next(it)
         del it  # stopped half-way: batches still queued are freed with the channels
-    assert _open_fds() == before
+    # <=, not ==: multiprocessing closes finished children's sentinels lazily, when it starts
+    # new processes, so descriptors of earlier tests' workers may be closed in between
+    assert _open_fds() <= before
     assert _our_shm_entries() == []
 
 
