@@ -2,6 +2,7 @@
 atleast_nd, broadcast_tensors, meshgrid, cartesian_prod, combinations, tensor_split and
 h/v/dsplit, rot90, diff and repeat_interleave: ops built from the views and copies of
 movement.py, which keeps the single-tensor view ops."""
+import itertools
 import numbers
 import operator
 import warnings
@@ -45,18 +46,18 @@ class Cat(KernelFunction):
     def forward(ctx, *args):
         *tensors, dim = args
         arrays = [t._data for t in tensors]
-        kept = [nd for nd in arrays if nd.shape != (0,)] or arrays
-        skipping = len(kept) != len(arrays)
+        shapes = [nd.shape for nd in arrays]
+        kept = arrays
+        if (0,) in shapes:
+            kept = [nd for nd in arrays if nd.shape != (0,)] or arrays
+        sizes = [nd.shape[dim] for nd in kept]
+        starts = list(itertools.accumulate(sizes, initial=0))
+        start = starts.pop()                    # the total
+        ranges = list(zip(starts, sizes))
+        if len(kept) != len(arrays):            # skipped (0,)-shaped tensors get no range
+            spans = iter(ranges)
+            ranges = [None if shape == (0,) else next(spans) for shape in shapes]
         ref = kept[0]
-        ranges, starts, start = [], [], 0
-        for nd in arrays:
-            if skipping and nd.shape == (0,):       # _legacy_empty, inline: this loop is hot
-                ranges.append(None)
-                continue
-            n = nd.shape[dim]
-            ranges.append((start, n))
-            starts.append(start)
-            start += n
         out = ref._new(ref.shape[:dim] + (start,) + ref.shape[dim + 1:])
         _join(out, kept, starts, dim, False)
         ctx.dim, ctx.ranges = dim, ranges
