@@ -25,6 +25,11 @@ class KernelBackend(Protocol):
     def strided_set(self, src, out, shape, strides, offset):
         """out[offset + Σ idx_d·strides_d] = src[i] (src may hold one element: a fill)."""
 
+    def join(self, sources, out, shapes, strides, offsets, out_strides, out_offsets):
+        """For each source i: out[out_offsets[i] + Σ idx_d·out_strides_d] =
+        sources[i][offsets[i] + Σ idx_d·strides[i]_d] over the indices of shapes[i]: stack, cat
+        and collate put every input into its slot of the output in one kernel call."""
+
     def cast(self, a, out, to_bool=True):
         """out[i] = a[i] converted to out's dtype. A uint8 buffer stores bool and uint8 alike,
         so `to_bool` says which a uint8 `out` is: bool (a[i] != 0) or uint8 (C's conversion

@@ -10,6 +10,7 @@ walk only where their writes provably cannot meet (see `plan`).
 """
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cython.parallel cimport prange
 cimport numpy as cnp
 
@@ -775,3 +776,91 @@ def cast(cnp.ndarray a, cnp.ndarray out, bint to_bool=True):
             cast_to(<const int64_t*>src, dst, oc, n, to_bool)
         else:
             cast_to(<const uint8_t*>src, dst, oc, n, to_bool)
+
+
+# ---------------------------------------------------------------------------------------------
+# join: many sources into their slots of one output (stack / cat / collate) in one call
+
+cdef int load_piece(object shape, object strides, object out_strides, Py_ssize_t* c_shape,
+                    Py_ssize_t* sv, Py_ssize_t* sd) except -1:
+    """One source's shape and strides, and the output strides over the same shape."""
+    cdef int nd = load_dims(shape, strides, c_shape, sv)
+    load_dims(shape, out_strides, c_shape, sd)
+    return nd
+
+
+cdef struct Piece:
+    char* dst
+    char* src
+    int nd
+    bint injective
+    Py_ssize_t size
+    Py_ssize_t shape[MAX_DIMS]
+    Py_ssize_t sd[MAX_DIMS]
+    Py_ssize_t sv[MAX_DIMS]
+
+
+cdef void copy_pieces(Piece* pieces, Py_ssize_t n, Py_ssize_t width) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef Piece* p
+    for i in range(n):
+        p = pieces + i
+        if p.size == 0:
+            continue
+        if p.nd == 1 and p.sd[0] == 1 and p.sv[0] == 1:    # a contiguous piece: no walk to plan
+            memcpy(p.dst, p.src, p.size * width)
+        elif width == 4:
+            copy_driver(<uint32_t*>p.dst, p.sd, <uint32_t*>p.src, p.sv, p.nd, p.shape, p.size,
+                        p.injective, True)
+        elif width == 8:
+            copy_driver(<uint64_t*>p.dst, p.sd, <uint64_t*>p.src, p.sv, p.nd, p.shape, p.size,
+                        p.injective, True)
+        else:
+            copy_driver(<uint8_t*>p.dst, p.sd, <uint8_t*>p.src, p.sv, p.nd, p.shape, p.size,
+                        p.injective, True)
+
+
+def join(sources, cnp.ndarray out, shapes, strides, offsets, out_strides, out_offsets):
+    """For each source i: out[out_offsets[i] + Σ idx_d·out_strides_d] =
+    sources[i][offsets[i] + Σ idx_d·strides[i]_d] over the indices of shapes[i]. Every piece is
+    checked before anything is written; where slots overlap, later sources win. The copies run
+    in one GIL-free loop (stack/cat of many small tensors pay per piece only the walk)."""
+    cdef Py_ssize_t n = len(sources), i, width, offset, out_offset
+    cdef cnp.ndarray src
+    cdef Py_ssize_t* pair[2]
+    cdef Piece* pieces
+    cdef Piece* p
+    check_buffer(out, "out", True)
+    if len(shapes) != n or len(strides) != n or len(offsets) != n or len(out_offsets) != n:
+        raise ValueError(f"join: {n} sources but {len(shapes)} shapes, {len(strides)} strides, "
+                         f"{len(offsets)} offsets and {len(out_offsets)} out_offsets")
+    width = cnp.PyArray_ITEMSIZE(out)
+    if width != 1 and width != 4 and width != 8:
+        raise TypeError(f"unsupported dtype {(<object>out).dtype}: elements of 1, 4 or 8 bytes")
+    pieces = <Piece*>PyMem_Malloc(max(n, 1) * sizeof(Piece))
+    if pieces == NULL:
+        raise MemoryError()
+    try:
+        for i in range(n):
+            p = pieces + i
+            src = sources[i]
+            offset, out_offset = offsets[i], out_offsets[i]
+            check_buffer(src, "source", False)
+            check_same_dtype(src, out, "source", "out")
+            p.nd = load_piece(shapes[i], strides[i], out_strides, p.shape, p.sv, p.sd)
+            check_view(p.nd, p.shape, p.sv, offset, cnp.PyArray_DIM(src, 0), "source")
+            check_view(p.nd, p.shape, p.sd, out_offset, cnp.PyArray_DIM(out, 0), "out")
+            p.size = shape_size(p.nd, p.shape)
+            p.src = <char*>cnp.PyArray_DATA(src) + offset * width
+            p.dst = <char*>cnp.PyArray_DATA(out) + out_offset * width
+            if p.size == 0:
+                continue
+            pair[0] = p.sd; pair[1] = p.sv
+            p.nd = collapse_dims(p.nd, p.shape, pair, 2)
+            if p.nd == 0:
+                p.nd = 1; p.shape[0] = 1; p.sd[0] = 1; p.sv[0] = 1
+            p.injective = is_injective(p.nd, p.shape, p.sd)
+        with nogil:
+            copy_pieces(pieces, n, width)
+    finally:
+        PyMem_Free(pieces)

@@ -13,7 +13,7 @@ import struct
 import numpy as np
 
 from ..opcodes import FLOAT, BinaryOp, ReduceOp, UnaryOp
-from . import buffers, checks as C, launch as L
+from . import buffers, checks as C, join_fallback, launch as L
 from .checks import DTYPE_NAMES  # noqa: F401  (tests read the storage dtype names here)
 
 I64, I32 = np.int64, np.int32
@@ -211,6 +211,8 @@ class GpuBackend:
         cshape, (_, cstrides) = L.collapse(shape, [L.contiguous(shape), strides])
         return ((self._extent(shape, strides), size, cshape, cstrides)
                 + tuple(self._geometry(cshape, [cstrides])))
+
+    join = join_fallback.join      # a loop over compact + strided_set (join_fallback.py)
 
     @_on_device
     def compact(self, a, out, shape, strides, offset):

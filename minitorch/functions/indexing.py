@@ -229,16 +229,27 @@ class _Advanced:
 class _Indexer:
     """A parsed key: `basic` (ints, slices, None) is applied as a view by `view_op` (None when
     it changes nothing), then `adv` (or None) picks elements of that view."""
-    __slots__ = ("basic", "view_op", "adv")
+    __slots__ = ("basic", "view_op", "adv", "_last_view")
 
     def __init__(self, basic, view_op, adv):
         self.basic, self.view_op, self.adv = basic, view_op, adv
+        self._last_view = None
+
+    def _basic_view(self, data):
+        """data[basic], remembered for the next call on the same data: setitem asks for the
+        shape, then writes; slicing an NDArray twice was a third of `x[1:6] = v`."""
+        last = self._last_view
+        if last is not None and last[0] is data:
+            return last[1]
+        view = data[self.basic]
+        self._last_view = (data, view)
+        return view
 
     def result_shape(self, data):
         """The shape of data[key]."""
         if self.adv is not None:
             return self.adv.result_shape
-        return data[self.basic].shape if self.view_op is not None else data.shape
+        return self._basic_view(data).shape if self.view_op is not None else data.shape
 
     def read(self, t):
         """t[key] as Tensor ops (differentiable)."""
@@ -257,7 +268,8 @@ class _Indexer:
             self.write(wide, values.astype(dtypes.int64), True)
             out.assign(wide)
             return
-        view = out[self.basic] if self.view_op is not None else out
+        view = self._basic_view(out) if self.view_op is not None else out
+        self._last_view = None      # a graph node may keep the indexer: don't keep the data
         values = values.astype(out.dtype)
         if self.adv is not None:
             self.adv.put(view, values, accumulate)

@@ -2,6 +2,7 @@
 atleast_nd, broadcast_tensors, meshgrid, cartesian_prod, combinations, tensor_split and
 h/v/dsplit, rot90, diff and repeat_interleave: ops built from the views and copies of
 movement.py, which keeps the single-tensor view ops."""
+import itertools
 import numbers
 import operator
 import warnings
@@ -11,8 +12,8 @@ from ..autograd import KernelFunction
 from ..ndarray import broadcast_shapes as _broadcast_pair
 from ..ndarray import normalize_dim, real_dim, shape_str
 from ..tensor import Size, Tensor, arange, tensor as make_tensor, wrap
-from .movement import (Slice, _axis_key, _check_tensor_list, _common, _copy_into, _view_of, clone,
-                       flip, narrow, reshape)
+from .movement import (Slice, _axis_key, _check_tensor_list, _common, _view_of, clone, flip,
+                       narrow, reshape)
 
 __all__ = [
     'atleast_1d', 'atleast_2d', 'atleast_3d', 'broadcast_shapes', 'broadcast_tensors',
@@ -28,24 +29,37 @@ def _legacy_empty(nd):
     return nd.shape == (0,)
 
 
+def _join(out, arrays, starts, dim, new_dim):
+    """Every array into its slot of `out` along `dim` (array i from index starts[i]) with one
+    `join` kernel call. With `new_dim` (stack) the arrays lack dim; else (cat) they have it."""
+    strides = out.strides
+    step = strides[dim]
+    piece_strides = strides[:dim] + strides[dim + 1:] if new_dim else strides
+    buffers, shapes, source_strides, offsets = \
+        zip(*[(nd.buffer, nd.shape, nd.strides, nd.offset) for nd in arrays])
+    out.backend.join(buffers, out.buffer, shapes, source_strides, offsets, piece_strides,
+                     [start * step for start in starts])
+
+
 class Cat(KernelFunction):
     @staticmethod
     def forward(ctx, *args):
         *tensors, dim = args
         arrays = [t._data for t in tensors]
-        kept = [nd for nd in arrays if not _legacy_empty(nd)] or arrays
+        shapes = [nd.shape for nd in arrays]
+        kept = arrays
+        if (0,) in shapes:
+            kept = [nd for nd in arrays if nd.shape != (0,)] or arrays
+        sizes = [nd.shape[dim] for nd in kept]
+        starts = list(itertools.accumulate(sizes, initial=0))
+        start = starts.pop()                    # the total
+        ranges = list(zip(starts, sizes))
+        if len(kept) != len(arrays):            # skipped (0,)-shaped tensors get no range
+            spans = iter(ranges)
+            ranges = [None if shape == (0,) else next(spans) for shape in shapes]
         ref = kept[0]
-        total = sum(nd.shape[dim] for nd in kept)
-        out = ref._new(ref.shape[:dim] + (total,) + ref.shape[dim + 1:])
-        ranges, start = [], 0
-        for nd in arrays:
-            if len(kept) != len(arrays) and _legacy_empty(nd):
-                ranges.append(None)
-                continue
-            n = nd.shape[dim]
-            _copy_into(out[_axis_key(dim, slice(start, start + n))], nd)
-            ranges.append((start, n))
-            start += n
+        out = ref._new(ref.shape[:dim] + (start,) + ref.shape[dim + 1:])
+        _join(out, kept, starts, dim, False)
         ctx.dim, ctx.ranges = dim, ranges
         return wrap(out)
 
@@ -68,24 +82,27 @@ def cat(tensors, dim=0):
     _check_tensor_list(tensors, "cat")
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
-    for i, t in enumerate(tensors):
-        if t.ndim == 0:
+    shapes = [t._data.shape for t in tensors]
+    for i, shape in enumerate(shapes):
+        if not shape:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
                                "concatenated")
-    kept = [(i, t) for i, t in enumerate(tensors) if not _legacy_empty(t._data)] or \
-        list(enumerate(tensors))
+    kept = [(i, shape) for i, shape in enumerate(shapes) if shape != (0,)] or \
+        list(enumerate(shapes))
     ref = kept[0][1]
-    dim = normalize_dim(dim, ref.ndim)
-    for i, t in kept[1:]:
-        if t.ndim != ref.ndim:
-            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and "
-                               f"{t.ndim}")
-        for d in range(ref.ndim):
-            if d != dim and t.shape[d] != ref.shape[d]:
-                raise RuntimeError(f"Sizes of tensors must match except in dimension {dim}. "
-                                   f"Expected size {ref.shape[d]} but got size {t.shape[d]} for "
-                                   f"tensor number {i} in the list.")
-    return Cat.apply(*_common(list(tensors)), dim)
+    ndim = len(ref)
+    dim = normalize_dim(dim, ndim)
+    outside = ref[:dim] + ref[dim + 1:]     # the sizes every kept tensor must share
+    for i, shape in kept[1:]:
+        if len(shape) != ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ndim} and "
+                               f"{len(shape)}")
+        if shape[:dim] + shape[dim + 1:] != outside:
+            d = next(d for d in range(ndim) if d != dim and shape[d] != ref[d])
+            raise RuntimeError(f"Sizes of tensors must match except in dimension {dim}. "
+                               f"Expected size {ref[d]} but got size {shape[d]} for "
+                               f"tensor number {i} in the list.")
+    return Cat.apply(*_alike(tensors), dim)
 
 
 def concat(tensors, dim=0):
@@ -102,8 +119,7 @@ class Stack(KernelFunction):
         *tensors, dim = args
         ref = tensors[0]._data
         out = ref._new(ref.shape[:dim] + (len(tensors),) + ref.shape[dim:])
-        for i, t in enumerate(tensors):
-            _copy_into(out[_axis_key(dim, i)], t._data)
+        _join(out, [t._data for t in tensors], range(len(tensors)), dim, True)
         ctx.dim = dim
         return wrap(out)
 
@@ -118,14 +134,26 @@ def stack(tensors, dim=0):
     _check_tensor_list(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
-    shape = tensors[0].shape
-    for i, t in enumerate(tensors[1:], 1):
-        if t.shape != shape:
+    shape = tensors[0]._data.shape
+    for i, t in enumerate(tensors):
+        if t._data.shape != shape:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{shape_str(shape)} at entry 0 and {shape_str(t.shape)} at "
                                f"entry {i}")
     dim = normalize_dim(dim, len(shape) + 1)
-    return Stack.apply(*_common(list(tensors)), dim)
+    return Stack.apply(*_alike(tensors), dim)
+
+
+def _alike(tensors):
+    """The tensors on one device in one dtype: as they are when they already agree (the
+    common case, without a cast call per tensor), else through _common's promotion."""
+    first = tensors[0]._data
+    dtype, device = first.dtype, first.device
+    for t in tensors:
+        nd = t._data
+        if nd.dtype is not dtype or nd.device is not device:
+            return _common(list(tensors))
+    return tensors
 
 
 def _atleast(args, ndim, place):
