@@ -28,6 +28,17 @@ def test_freed_buffer_is_reused_and_live_one_never():
     assert cache.cached_bytes == 2 * allocator.MIN_CACHED_BYTES
 
 
+def test_a_freed_larger_slab_serves_a_smaller_request():
+    cache = BufferCache(1 << 30)
+    large = cache.empty(4 * BIG, np.float32)
+    ptr = large.ctypes.data
+    del large
+    quarter = cache.empty(BIG, np.float32)              # over 2x smaller: a slab of its own
+    assert quarter.ctypes.data != ptr
+    half = cache.empty(2 * BIG + 1000, np.float32)      # at most 2x smaller: shares the slab
+    assert half.ctypes.data == ptr and cache.cached_bytes == 5 * allocator.MIN_CACHED_BYTES
+
+
 @pytest.mark.parametrize("keep", ["reshape", "slice", "memoryview", "numpy_of_tensor"])
 def test_any_view_keeps_its_buffer_out_of_reuse(keep):
     cache = BufferCache(1 << 30)

@@ -6,7 +6,7 @@ of the heap back to the kernel when it is freed; either way the next buffer is f
 first write page-faults every 4 KB (on the MNIST CNN a third of the step: docs/benchmarks.md).
 Tuning glibc (mallopt) cured that but changed every library's memory in the process, so instead
 the backend keeps its own large buffers: `empty` hands out a view of a cached uint8 "slab" of the
-same page-rounded size whose only reference left is the cache's.
+same size class (or one up to twice as large) whose only reference left is the cache's.
 
 Why a refcount says a slab is free: numpy collapses a view's base to the array that owns the
 memory, so every view, reshape, `.numpy()` result, memoryview or DLPack export of a buffer holds
@@ -26,8 +26,18 @@ PAGE = 4096
 # Below this glibc's heap reuses freed blocks without returning them to the kernel (its default
 # mmap and trim thresholds are 128 KB), and a view costs more than the pages it would save.
 MIN_CACHED_BYTES = 256 * 1024
+CLASS_BITS = 3            # 2**3 slab sizes per power of two (see size_class)
+REUSE_UP_TO = 2           # an idle slab up to this many times larger serves a request
 STALE_AFTER = 8192        # pooled allocations (a CNN step makes ~100): a slab idle that long goes
 FREE_REFCOUNT = 2         # sys.getrefcount of a slab held only by its cache entry (+ the argument)
+
+
+def size_class(nbytes):
+    """The slab size serving `nbytes`: 2**CLASS_BITS sizes per power of two, so buffers of
+    nearly the same size (a 1.94 MB and a 2 MB result) share slabs; a slab is only touched as
+    far as it is used, so the rounding costs address space, not memory."""
+    step = max(PAGE, 1 << max(0, nbytes.bit_length() - 1 - CLASS_BITS))
+    return -(-nbytes // step) * step
 
 
 def _in_use(entry):
@@ -36,7 +46,7 @@ def _in_use(entry):
 
 
 class BufferCache:
-    """Page-rounded byte size -> [slab, last use] entries, in use or idle (see module doc)."""
+    """Slab size (size_class) -> [slab, last use] entries, in use or idle (see module doc)."""
 
     def __init__(self, max_idle_bytes):
         self.max_idle_bytes = max_idle_bytes
@@ -44,10 +54,9 @@ class BufferCache:
         self._entries = {}
         self._tick = 0
         self._lock = threading.Lock()
-        if hasattr(os, "register_at_fork"):   # a lock held by another thread at fork stays held
-            os.register_at_fork(after_in_child=self._reset_lock)
 
-    def _reset_lock(self):
+    def reset_lock(self):
+        """In a forked child: a lock another thread held at the fork would stay held."""
         self._lock = threading.Lock()
 
     def empty(self, n, dtype):
@@ -56,7 +65,7 @@ class BufferCache:
         nbytes = n * dtype.itemsize
         if nbytes < MIN_CACHED_BYTES:
             return np.empty(n, dtype)
-        size = -(-nbytes // PAGE) * PAGE
+        size = size_class(nbytes)
         with self._lock:   # two threads must never both see a slab free and take it
             self._tick += 1
             entry = self._free_entry(size) or self._new_entry(size)
@@ -64,9 +73,16 @@ class BufferCache:
             return entry[0][:nbytes].view(dtype)
 
     def _free_entry(self, size):
+        """An idle slab of class `size`, else the smallest idle one of at most twice that size:
+        buffers of different sizes live at different moments of a step, and sharing slabs
+        across sizes keeps the cache near the step's peak of live bytes (half, measured)."""
         for entry in self._entries.get(size, ()):
             if not _in_use(entry):
                 return entry
+        for larger in sorted(k for k in self._entries if size < k <= REUSE_UP_TO * size):
+            for entry in self._entries[larger]:
+                if not _in_use(entry):
+                    return entry
         return None
 
     def _new_entry(self, size):
@@ -105,7 +121,10 @@ class BufferCache:
 def _cache_from_env():
     if os.environ.get("MINITORCH_CPU_CACHE", "1") == "0":
         return None
-    return BufferCache(int(os.environ.get("MINITORCH_CPU_CACHE_MB", "1024")) * 1024 * 1024)
+    cache = BufferCache(int(os.environ.get("MINITORCH_CPU_CACHE_MB", "1024")) * 1024 * 1024)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=cache.reset_lock)
+    return cache
 
 
 CACHE = _cache_from_env()
