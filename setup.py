@@ -165,5 +165,6 @@ def cpu_extensions():
             for name in names]
 
 
+extensions = cpu_extensions()     # first: no sources stops here, before anything is written
 write_opcodes_pxd()
-setup(ext_modules=cpu_extensions(), cmdclass={"build_ext": TunedBuildExt})
+setup(ext_modules=extensions, cmdclass={"build_ext": TunedBuildExt})

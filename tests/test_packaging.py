@@ -102,3 +102,13 @@ def test_sdist_installs_and_trains_in_a_fresh_venv(tmp_path):
     out = subprocess.run([python, "-c", TRAIN_STEP], cwd=tmp_path, check=True,
                          capture_output=True, text=True).stdout
     assert str(venv) in out and re.search(rf" {re.escape(numpy)}(\.0)* ", out), out
+
+
+def test_setup_fails_loudly_without_kernel_sources(tmp_path):
+    """An sdist that lost its .pyx files must not build an empty, importable-looking package."""
+    (tmp_path / "minitorch").mkdir()
+    for name in ("setup.py", "pyproject.toml", "minitorch/opcodes.py"):
+        (tmp_path / name).write_text((ROOT / name).read_text())
+    done = subprocess.run([sys.executable, "setup.py", "-q", "egg_info"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "no kernel sources" in done.stderr
