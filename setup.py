@@ -2,12 +2,20 @@
 
 Environment switches:
   MINITORCH_DEBUG=1     bounds/wraparound checks on, -O0 -g (slow, for hunting memory bugs)
-  MINITORCH_PORTABLE=1  no -march=native (a wheel that runs on any x86-64 / arm64)
+  MINITORCH_PORTABLE=1  no -march=native (a wheel that runs on any x86-64 / arm64);
+                        =0 forces -march=native. Unset: portable when building a wheel
+                        (`python -m build`, `pip install .`: it may be copied to another
+                        machine), native for in-place and editable builds (they never leave it)
   MINITORCH_EXT=a,b     build only these kernel modules (development convenience)
+
+The sdist carries the sources this file builds from (MANIFEST.in): the .pyx/.pxd kernels, the
+C header they share with the CUDA kernels, and minitorch/opcodes.py, from which
+minitorch/_cpu/opcodes.pxd is generated here (so the generated file is never shipped stale).
 """
 import glob
 import os
 import runpy
+import sys
 import tempfile
 
 import numpy as np
@@ -19,7 +27,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CPU_DIR = os.path.join("minitorch", "_cpu")
 KERNELS_DIR = os.path.join("minitorch", "_kernels")     # C headers shared with the CUDA kernels
 DEBUG = os.environ.get("MINITORCH_DEBUG") == "1"
-PORTABLE = os.environ.get("MINITORCH_PORTABLE") == "1"
+PORTABLE = os.environ.get("MINITORCH_PORTABLE")     # "1", "0" or None (decided per command)
+WHEEL_COMMANDS = {"bdist_wheel", "bdist"}            # builds whose output leaves this machine
+
+
+DIRECTIVES = {"language_level": 3, "boundscheck": DEBUG, "wraparound": DEBUG,
+              "initializedcheck": DEBUG, "cdivision": not DEBUG, "nonecheck": DEBUG,
+              "embedsignature": True}
 
 
 CLASS_OF_DTYPE = """
@@ -86,16 +100,26 @@ def compiler_accepts(compiler, flags):
     return True
 
 
+def portable_build(commands):
+    """Whether to leave out -march=native: asked for, or by default when building a wheel."""
+    if PORTABLE in ("0", "1"):
+        return PORTABLE == "1"
+    return bool(WHEEL_COMMANDS & set(commands))
+
+
 class TunedBuildExt(build_ext):
-    """Adds -O3, -march=native and OpenMP to every extension when the compiler takes them."""
+    """Adds -O3, -march=native (not in wheels: see portable_build) and OpenMP to every extension
+    when the compiler takes them."""
 
     def build_extensions(self):
+        portable = portable_build(self.distribution.commands)
+        print(f"minitorch: {'portable' if portable else '-march=native'} kernels")
         # The kernels never read errno nor rely on FP traps: saying so lets gcc vectorize sqrt,
         # floor/ceil and branch-free selects. NaN/inf semantics are untouched (no -ffast-math).
         compile_args = (["-O0", "-g"] if DEBUG else ["-O3"]) + ["-fno-math-errno",
                                                                 "-fno-trapping-math"]
         link_args = []
-        if not DEBUG and not PORTABLE and compiler_accepts(self.compiler, ["-march=native"]):
+        if not DEBUG and not portable and compiler_accepts(self.compiler, ["-march=native"]):
             compile_args.append("-march=native")
         if compiler_accepts(self.compiler, ["-fopenmp"]):
             compile_args.append("-fopenmp")
@@ -112,25 +136,35 @@ class TunedBuildExt(build_ext):
             if ext.name.endswith(".matmul"):
                 ext.extra_compile_args = ext.extra_compile_args + matmul_args
             ext.extra_link_args = link_args
+        # Cythonized here, not at import: an sdist (or egg_info) then needs no Cython pass.
+        # Only the sources change: setuptools' finalize_options set attributes on these objects.
+        c_sources = {ext.name: ext.sources for ext in cythonize(
+            self.extensions, compiler_directives=DIRECTIVES, nthreads=os.cpu_count() or 1,
+            quiet=True)}
+        for ext in self.extensions:
+            ext.sources = c_sources[ext.name]
         super().build_extensions()
 
 
 def cpu_extensions():
+    """One extension per minitorch/_cpu/*.pyx. No sources is an error, never an empty build:
+    a package without its kernels installs fine and fails only at `import minitorch`."""
     wanted = os.environ.get("MINITORCH_EXT")
     names = sorted(os.path.splitext(os.path.basename(p))[0]
                    for p in glob.glob(os.path.join(HERE, CPU_DIR, "*.pyx")))
+    if not names:
+        sys.exit(f"minitorch: no kernel sources ({CPU_DIR}/*.pyx) next to setup.py in {HERE}: "
+                 "an sdist missing them was built without MANIFEST.in")
     if wanted:
         names = [n for n in names if n in wanted.split(",")]
+        if not names:
+            sys.exit(f"minitorch: MINITORCH_EXT={wanted} names no module of {CPU_DIR}")
     return [Extension(f"minitorch._cpu.{name}", [os.path.join(CPU_DIR, f"{name}.pyx")],
                       include_dirs=[np.get_include(), KERNELS_DIR],
                       define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")])
             for name in names]
 
 
+extensions = cpu_extensions()     # first: no sources stops here, before anything is written
 write_opcodes_pxd()
-directives = {"language_level": 3, "boundscheck": DEBUG, "wraparound": DEBUG,
-              "initializedcheck": DEBUG, "cdivision": not DEBUG, "nonecheck": DEBUG,
-              "embedsignature": True}
-setup(ext_modules=cythonize(cpu_extensions(), compiler_directives=directives,
-                            nthreads=os.cpu_count() or 1, quiet=True),
-      cmdclass={"build_ext": TunedBuildExt})
+setup(ext_modules=extensions, cmdclass={"build_ext": TunedBuildExt})

@@ -39,13 +39,3 @@ def test_bad_device_strings():
     with pytest.raises(RuntimeError, match="Invalid device string"):
         mt.device("cuda:x")
 
-
-def test_malloc_keeps_freed_buffers_on_glibc(monkeypatch):
-    """The CPU backend tunes glibc's malloc once (minitorch/_cpu/allocator.py); the switch turns
-    it off."""
-    import platform
-    from minitorch._cpu import allocator
-    if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
-        assert allocator.MALLOC_TUNED is True
-    monkeypatch.setenv("MINITORCH_MALLOC_TUNING", "0")
-    assert allocator.tune_malloc() is False

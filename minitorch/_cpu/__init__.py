@@ -1,6 +1,4 @@
 """The CPU backend: Cython kernels (see minitorch.backend.KernelBackend) and numpy buffers."""
-import numpy as np
-
 from .binary import binary, where
 from .factor import cholesky_factor, lu_factor, lu_permutation, triangular_solve
 from .fused import adam_step, softmax_backward_last, softmax_last
@@ -14,12 +12,9 @@ from .spectral import eigh_jacobi, qr_form_q, qr_householder, svd_jacobi
 from .strided import cast, compact, join, strided_add, strided_set
 from .threads import get_num_threads, set_num_threads
 from .unary import unary
-from .allocator import MALLOC_TUNED  # noqa: F401  (reuse freed buffers: see allocator.py)
-
-
-# Buffers: numpy allocates them (empty/full take a length and a numpy storage dtype).
-empty = np.empty
-full = np.full
+# Buffers: numpy arrays; the large ones are recycled by our cache (see allocator.py). empty/full
+# take a length and a numpy storage dtype.
+from .allocator import empty, full
 
 
 def from_host(array):

@@ -67,12 +67,17 @@ def read_idx(path, name):
     return parse_idx(data)
 
 
+# The function an ndarray pickles itself with, reached through public API: it lives in
+# numpy.core before numpy 2 and numpy._core since, and neither path is public.
+_RECONSTRUCT = np.empty(0).__reduce__()[0]
+
+
 class NumpyOnlyUnpickler(pickle.Unpickler):
     """Builds numpy arrays and plain containers; any other global is refused, so a pickle can't
     call anything (the numpy.core name is how Python 2 era pickles spell _reconstruct)."""
     _ALLOWED = {
-        ("numpy.core.multiarray", "_reconstruct"): np._core.multiarray._reconstruct,
-        ("numpy._core.multiarray", "_reconstruct"): np._core.multiarray._reconstruct,
+        ("numpy.core.multiarray", "_reconstruct"): _RECONSTRUCT,
+        ("numpy._core.multiarray", "_reconstruct"): _RECONSTRUCT,
         ("numpy", "ndarray"): np.ndarray,
         ("numpy", "dtype"): np.dtype,
     }
