@@ -81,17 +81,27 @@ def test_stale_slabs_are_forgotten_and_live_ones_stay_valid(monkeypatch):
     assert (kept == 5).all()    # forgotten while in use: numpy frees it with its last view
 
 
-def test_tensor_results_come_from_the_cache():
-    if allocator.CACHE is None:
-        pytest.skip("MINITORCH_CPU_CACHE=0")
-    x = mt.ones(BIG)
-    for _ in range(3):   # a loop of same-size results reuses slabs instead of growing
-        x = x + 1
-    before = allocator.CACHE.cached_bytes
-    for _ in range(20):
-        x = x * 1
-    assert allocator.CACHE.cached_bytes == before
-    assert (x.numpy() == 4).all()
+_CACHED_RESULTS = """
+import minitorch as mt
+from minitorch._cpu import allocator
+x = mt.ones(allocator.MIN_CACHED_BYTES // 4)
+for _ in range(3):   # a loop of same-size results reuses slabs instead of growing
+    x = x + 1
+before = allocator.CACHE.cached_bytes
+for _ in range(20):
+    x = x * 1
+assert allocator.CACHE.cached_bytes == before
+assert (x.numpy() == 4).all()
+"""
+
+
+def test_tensor_results_come_from_the_cache_when_it_is_on():
+    """The cache is opt-in (MINITORCH_CPU_CACHE=1): a process of its own turns it on."""
+    env = dict(os.environ, MINITORCH_CPU_CACHE="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-c", _CACHED_RESULTS], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
 
 
 PROBE = """
