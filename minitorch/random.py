@@ -66,12 +66,17 @@ def host_rng(generator=None):
 
 
 def fill_drawn(tensor, generator, sample):
-    """Fill `tensor` in place with `sample(rng, shape)` drawn on the host. Inside a recorded
-    graph the draws are written as an op result, so the old history gets no gradient from
-    here on (see Tensor._assign_result): the values no longer depend on it."""
+    """Fill `tensor` in place with `sample(rng, shape)` drawn on the host."""
     values = np.asarray(sample(host_rng(generator), tuple(tensor.shape)))
     drawn = wrap(NDArray.from_numpy(values.reshape(tuple(tensor.shape)), tensor.dtype,
                                     tensor.device))
+    return _write_drawn(tensor, drawn)
+
+
+def _write_drawn(tensor, drawn):
+    """Write fresh draws into `tensor`. Inside a recorded graph they are written as an op
+    result, so the old history gets no gradient from here on (see Tensor._assign_result): the
+    values no longer depend on it."""
     if is_grad_enabled() and tensor.requires_grad:
         tensor._check_inplace()
         return tensor._assign_result(drawn)
@@ -83,10 +88,11 @@ def fill_floats(tensor, generator, method, scale=1.0, shift=0.0):
     """`tensor` := shift + scale * draws of numpy's `method` ("random" or "standard_normal"),
     drawn in the tensor's own dtype: straight into its buffer when it is a compact CPU tensor
     outside a recorded graph (so the peak is the tensor itself), else into one buffer of its
-    dtype that is then written in (as fill_drawn does). Our kernels scale and shift in place."""
+    dtype that is then written in as fill_drawn's draws are. Our kernels scale and shift."""
     nd = tensor._data
-    recording = is_grad_enabled() and tensor.requires_grad
-    if nd.device.type == "cpu" and nd.is_compact() and not recording:
+    in_place = nd.device.type == "cpu" and nd.is_compact() and not (
+        is_grad_enabled() and tensor.requires_grad)
+    if in_place:
         tensor._check_inplace()
         flat = nd.buffer[nd.offset:nd.offset + nd.size]
         getattr(host_rng(generator), method)(dtype=flat.dtype, out=flat)
@@ -99,14 +105,10 @@ def fill_floats(tensor, generator, method, scale=1.0, shift=0.0):
             drawn.mul_(scale)
         if shift != 0:
             drawn.add_(shift)
-    if drawn is tensor:
+    if in_place:
         tensor._bump_version()
         return tensor
-    if recording:
-        tensor._check_inplace()
-        return tensor._assign_result(drawn)
-    with no_grad():
-        return tensor.copy_(drawn)
+    return _write_drawn(tensor, drawn)
 
 
 class _DefaultGenerator(Generator):
