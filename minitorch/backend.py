@@ -152,6 +152,18 @@ class KernelBackend(Protocol):
         """out (compact batch×m×n) = a (batch×m×k) @ b (batch×k×n). Strides are 3-tuples
         (batch, row, col); None means compact. Stride-0 batch broadcasts; transposes are free."""
 
+    def recurrent_forward(self, mode, gi, gh, bias, h, c, act, hprev, cprev, out, row0, rows,
+                          hidden):
+        """One time step of an RNN (mode 0 tanh, 1 relu), LSTM (2) or GRU (3) on rows [row0,
+        row0 + rows) of the per-step buffers: gates from gi + gh (+ bias), h (and c) updated in
+        place, out written, and act / hprev / cprev (None: not kept) saved for backward
+        (layout: _cpu/recurrent.pyx)."""
+
+    def recurrent_backward(self, mode, dout, dh, carry, act, hprev, cprev, dgi, dgh, row0,
+                           rows, hidden):
+        """The backward of one recurrent_forward step: gate gradients dgi (and the GRU's
+        hidden-side dgh) from dh + dout and the running carry (LSTM: dc), carry updated."""
+
     def gather(self, a, index, out, outer, a_dim, index_dim, inner):
         """out[o, j, i] = a[o, index[o, j, i], i]; a is (outer, a_dim, inner)."""
 

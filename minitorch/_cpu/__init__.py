@@ -6,6 +6,7 @@ from .index import (gather, index_add, index_select, put, scatter, scatter_add, 
                     take)
 from .matmul import matmul
 from .pool import max_pool_backward, max_pool_forward
+from .recurrent import recurrent_backward, recurrent_forward
 from .reduce import reduce_last, scan_index_last, scan_last
 from .sort import searchsorted, sort_last
 from .spectral import eigh_jacobi, qr_form_q, qr_householder, svd_jacobi

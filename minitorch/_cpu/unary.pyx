@@ -22,7 +22,8 @@ from minitorch._cpu.common cimport (buffer_dtype, chunk_start, DT_BOOL, DT_F32, 
                                       op_name, threads_for)
 from minitorch._cpu.opcodes cimport *
 from minitorch._cpu.special_math cimport *
-from minitorch._cpu.vector_math cimport r_exp, real, vexp, vexpf, vlog, vlogf, vtanh, vtanhf
+from minitorch._cpu.vector_math cimport (r_exp, r_sigmoid, real, vexp, vexpf, vlog, vlogf,
+                                         vtanh, vtanhf)
 from minitorch.opcodes import UnaryOp
 
 cnp.import_array()
@@ -34,14 +35,6 @@ ctypedef fused anyt:
     double
     int64_t
     uint8_t
-
-
-cdef inline real r_sigmoid(real x) noexcept nogil:
-    """1/(1+e^-x) via e = e^-|x|, so the exponential never overflows; exact 0/1 limits."""
-    cdef real one = 1              # typed: a bare literal would make Cython compute in double
-    cdef real e = r_exp(-x if x > 0 else x)
-    cdef real s = one / (one + e)
-    return s if x >= 0 else e * s
 
 
 cdef inline real r_sign(real x) noexcept nogil:

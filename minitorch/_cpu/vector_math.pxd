@@ -166,3 +166,18 @@ cdef inline real r_exp(real x) noexcept nogil:
         return vexpf(x)
     else:
         return vexp(x)
+
+
+cdef inline real r_sigmoid(real x) noexcept nogil:
+    """1/(1+e^-x) via e = e^-|x|, so the exponential never overflows; exact 0/1 limits."""
+    cdef real one = 1              # typed: a bare literal would make Cython compute in double
+    cdef real e = r_exp(-x if x > 0 else x)
+    cdef real s = one / (one + e)
+    return s if x >= 0 else e * s
+
+
+cdef inline real r_tanh(real x) noexcept nogil:
+    if real is float:
+        return vtanhf(x)
+    else:
+        return vtanh(x)

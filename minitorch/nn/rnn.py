@@ -1,54 +1,27 @@
 """Recurrent layers: RNN (tanh / relu), LSTM (with proj_size), GRU and their single-step cells,
 with torch's parameter names, shapes, gate order (LSTM i, f, g, o; GRU r, z, n) and init.
 
-Everything is composed of existing ops: a layer projects the whole input sequence with one
-F.linear (one GEMM for every time step), then a Python loop over time adds the hidden-state
-projection and applies the cell's gates. The cells use the same step functions.
+A layer projects the whole input sequence with one F.linear (one GEMM for every time step); the
+recurrence of each (layer, direction) is then one node, functions/recurrent.py's RecurrentLayer
+(per step one GEMM and one fused gate kernel), or its composed reference for an LSTM with
+proj_size. A cell is the same node over one time step.
 
 A PackedSequence input (sequences sorted by decreasing length, step t holding the first
 batch_sizes[t] of them) runs step t on the first batch_sizes[t] rows of the state only, so
-padding never enters the recurrence: going forward, the rows of sequences that have ended are
-set aside as their final states; going backward, sequences join with their initial states.
+padding never enters the recurrence.
 """
 import math
 import numbers
 import warnings
 
 import minitorch as mt
+from ..functions.recurrent import GATES, MODES, RecurrentLayer, composed_layer
 from . import functional as F, init
 from .module import Module
 from .parameter import Parameter
 from .utils.rnn import PackedSequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
-
-
-# ---- one time step: (input projection, hidden projection, state) → new state ------------------
-# A state is a tuple: (h,) for RNN and GRU, (h, c) for LSTM.
-def _tanh_step(gi, gh, state):
-    return ((gi + gh).tanh(),)
-
-
-def _relu_step(gi, gh, state):
-    return (F.relu(gi + gh),)
-
-
-def _lstm_step(gi, gh, state):
-    in_gate, forget_gate, cell_gate, out_gate = (gi + gh).chunk(4, -1)
-    c = forget_gate.sigmoid() * state[1] + in_gate.sigmoid() * cell_gate.tanh()
-    return out_gate.sigmoid() * c.tanh(), c
-
-
-def _gru_step(gi, gh, state):
-    i_r, i_z, i_n = gi.chunk(3, -1)
-    h_r, h_z, h_n = gh.chunk(3, -1)
-    reset, update = (i_r + h_r).sigmoid(), (i_z + h_z).sigmoid()
-    new = (i_n + reset * h_n).tanh()
-    return (new + update * (state[0] - new),)      # (1 - z)·n + z·h with one op fewer
-
-
-_STEPS = {"RNN_TANH": _tanh_step, "RNN_RELU": _relu_step, "LSTM": _lstm_step, "GRU": _gru_step}
-_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
 def _check_type(value, kind, name):
@@ -122,7 +95,7 @@ class RNNBase(Module):
                              "projections")
         if proj_size >= hidden_size:
             raise ValueError("proj_size has to be smaller than hidden_size")
-        if mode not in _STEPS:
+        if mode not in MODES:
             raise ValueError("Unrecognized RNN mode: " + mode)
 
     def _directions(self):
@@ -134,7 +107,7 @@ class RNNBase(Module):
 
     def _register_weights(self, layer, direction, factory):
         """One (layer, direction)'s parameters, registered in torch's order; returns names."""
-        gate_size = _GATES[self.mode] * self.hidden_size
+        gate_size = GATES[self.mode] * self.hidden_size
         layer_input = self.input_size if layer == 0 else \
             self._output_size() * self._directions()
         shapes = [("weight_ih", (gate_size, layer_input)),
@@ -278,61 +251,18 @@ class RNNBase(Module):
         return sequence, tuple(mt.stack(states) for states in zip(*finals))
 
     def _direction(self, sequence, state, names, reverse, batch_sizes=None):
-        """One (layer, direction): the input projection of all steps is one GEMM; the loop
-        over time adds the hidden projection and applies the gates."""
+        """One (layer, direction): the input projection of all steps is one GEMM; the
+        recurrence is one fused node (functions/recurrent.py), or its composed reference for an
+        LSTM with a projection."""
         weights = {name.split("_l")[0]: getattr(self, name) for name in names}
         gi = F.linear(sequence, weights["weight_ih"], weights.get("bias_ih"))
-        cell = self._cell_update(weights)
-        if batch_sizes is not None:
-            run = _packed_backward if reverse else _packed_forward
-            return run(cell, gi.split(batch_sizes), state)
-        outputs = [None] * sequence.shape[0]
-        order = range(len(outputs) - 1, -1, -1) if reverse else range(len(outputs))
-        for t in order:
-            state = cell(gi[t], state)
-            outputs[t] = state[0]
-        return mt.stack(outputs), state
-
-    def _cell_update(self, weights):
-        """(input projection of a step, state) → the next state, for one (layer, direction)."""
-        step, projection = _STEPS[self.mode], weights.get("weight_hr")
-
-        def update(gi, state):
-            gh = F.linear(state[0], weights["weight_hh"], weights.get("bias_hh"))
-            state = step(gi, gh, state)
-            if projection is not None:
-                state = (F.linear(state[0], projection),) + state[1:]
-            return state
-        return update
-
-
-# ---- packed sequences: step t runs on the first batch_sizes[t] rows -----------------------------
-def _packed_forward(cell, steps, state):
-    """Steps in time order; rows batch_sizes[t]: of the state belong to sequences that ended
-    before step t, so they are set aside as those sequences' final states."""
-    ended, outputs = [], []
-    for gi in steps:
-        rows = gi.shape[0]
-        if rows < state[0].shape[0]:
-            ended.append(tuple(s[rows:] for s in state))
-            state = tuple(s[:rows] for s in state)
-        state = cell(gi, state)
-        outputs.append(state[0])
-    # the longest sequences come first: the state still running, then the later-ended ones
-    return mt.cat(outputs), tuple(mt.cat(parts) for parts in zip(state, *reversed(ended)))
-
-
-def _packed_backward(cell, steps, initial):
-    """Steps in reverse time order: a sequence joins at its last step with its initial
-    state."""
-    state, outputs = tuple(s[:0] for s in initial), [None] * len(steps)
-    for t in range(len(steps) - 1, -1, -1):
-        rows, running = steps[t].shape[0], state[0].shape[0]
-        if rows > running:
-            state = tuple(mt.cat([s, s0[running:rows]]) for s, s0 in zip(state, initial))
-        state = cell(steps[t], state)
-        outputs[t] = state[0]
-    return mt.cat(outputs), state
+        w_hh, b_hh, w_hr = weights["weight_hh"], weights.get("bias_hh"), weights.get("weight_hr")
+        if w_hr is not None:
+            return composed_layer(self.mode, gi, state, w_hh, b_hh, batch_sizes, reverse, w_hr)
+        c0 = state[1] if len(state) > 1 else None
+        output, *final = RecurrentLayer.apply(self.mode, gi, state[0], c0, w_hh, b_hh,
+                                              batch_sizes, reverse)
+        return output, tuple(final)
 
 
 def _permute_states(states, permutation):
@@ -459,7 +389,7 @@ class RNNCellBase(Module):
                 raise ValueError(f"{name}: Expected {label} to be 1D or 2D, got {h.ndim}D "
                                  "instead")
 
-    def _cell(self, input, hx, step, hidden_name):
+    def _cell(self, input, hx, mode, hidden_name):
         """torch's cell forward: checks, (un)batching and zero states around one step; hx is a
         tuple of states or None, and so is the result."""
         self._check_dims(input, hx, hidden_name)
@@ -472,9 +402,10 @@ class RNNCellBase(Module):
                              device=input.device)
             hx = (zeros,) * self._states
         self._check_cell_sizes(input, hx)
-        state = step(F.linear(input, self.weight_ih, self.bias_ih),
-                     F.linear(hx[0], self.weight_hh, self.bias_hh), hx)
-        return state if batched else tuple(h.squeeze(0) for h in state)
+        gi = F.linear(input, self.weight_ih, self.bias_ih).unsqueeze(0)     # one time step
+        _, *state = RecurrentLayer.apply(mode, gi, hx[0], hx[1] if len(hx) > 1 else None,
+                                         self.weight_hh, self.bias_hh, None, False)
+        return tuple(state) if batched else tuple(h.squeeze(0) for h in state)
 
     def _check_cell_sizes(self, input, hx):
         """ATen's check_rnn_cell_forward_input / _hidden messages."""
@@ -503,11 +434,11 @@ class RNNCell(RNNCellBase):
 
     def forward(self, input, hx=None):
         hx = None if hx is None else (hx,)
-        steps = {"tanh": _tanh_step, "relu": _relu_step}
-        if self.nonlinearity not in steps:      # torch checks the ranks first
+        modes = {"tanh": "RNN_TANH", "relu": "RNN_RELU"}
+        if self.nonlinearity not in modes:      # torch checks the ranks first
             self._check_dims(input, hx, "hidden")
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
-        return self._cell(input, hx, steps[self.nonlinearity], "hidden")[0]
+        return self._cell(input, hx, modes[self.nonlinearity], "hidden")[0]
 
 
 class LSTMCell(RNNCellBase):
@@ -520,7 +451,7 @@ class LSTMCell(RNNCellBase):
                          dtype=dtype)
 
     def forward(self, input, hx=None):
-        return self._cell(input, None if hx is None else tuple(hx), _lstm_step, "hx[{}]")
+        return self._cell(input, None if hx is None else tuple(hx), "LSTM", "hx[{}]")
 
 
 class GRUCell(RNNCellBase):
@@ -533,4 +464,4 @@ class GRUCell(RNNCellBase):
                          dtype=dtype)
 
     def forward(self, input, hx=None):
-        return self._cell(input, None if hx is None else (hx,), _gru_step, "hidden")[0]
+        return self._cell(input, None if hx is None else (hx,), "GRU", "hidden")[0]

@@ -1,0 +1,251 @@
+"""One (layer, direction) of a recurrent network over a whole sequence: RNN (tanh / relu), LSTM
+and GRU, given the input projection of every time step (gi = x W_ihᵀ + b_ih, one GEMM that
+nn/rnn.py runs before the recurrence).
+
+`RecurrentLayer` is one node for the whole recurrence: per time step one GEMM (h W_hhᵀ) and one
+fused step kernel forward (`recurrent_forward`: gates, state update, what backward needs), one
+fused kernel and one GEMM (dgates W_hh) backward, and the weight gradient of W_hh as a single
+GEMM over all steps at the end. Its backward is itself a node, `RecurrentBackward`, whose own
+backward (second derivatives) differentiates the composed reference.
+
+`composed_layer` is that reference: the same recurrence as Tensor ops, step by step (the cell
+of each mode is written out below); it also runs what the fused kernels do not cover (an LSTM
+with a projection, proj_size > 0). Packed sequences (step t holding the first batch_sizes[t]
+sequences) use the first rows of the state only, in both.
+"""
+from ..autograd import KernelFunction, enable_grad, grad
+from ..ndarray import NDArray
+from ..opcodes import BinaryOp, ReduceOp
+from ..tensor import wrap
+from .joining import cat, stack
+from .linear import Linear
+
+__all__ = []   # nn.RNN / nn.LSTM / nn.GRU run these
+
+MODES = {"RNN_TANH": 0, "RNN_RELU": 1, "LSTM": 2, "GRU": 3}
+GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+_SAVED = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 4}   # blocks of `act` per row
+
+
+# ---- the composed reference: one time step as Tensor ops -------------------------------------
+# (input projection of a step, hidden projection, state) → new state; a state is (h,) or (h, c).
+def _tanh_step(gi, gh, state):
+    return ((gi + gh).tanh(),)
+
+
+def _relu_step(gi, gh, state):
+    return ((gi + gh).relu(),)
+
+
+def _lstm_step(gi, gh, state):
+    in_gate, forget_gate, cell_gate, out_gate = (gi + gh).chunk(4, -1)
+    c = forget_gate.sigmoid() * state[1] + in_gate.sigmoid() * cell_gate.tanh()
+    return out_gate.sigmoid() * c.tanh(), c
+
+
+def _gru_step(gi, gh, state):
+    i_r, i_z, i_n = gi.chunk(3, -1)
+    h_r, h_z, h_n = gh.chunk(3, -1)
+    reset, update = (i_r + h_r).sigmoid(), (i_z + h_z).sigmoid()
+    new = (i_n + reset * h_n).tanh()
+    return (new + update * (state[0] - new),)      # (1 - z)·n + z·h with one op fewer
+
+
+STEPS = {"RNN_TANH": _tanh_step, "RNN_RELU": _relu_step, "LSTM": _lstm_step, "GRU": _gru_step}
+
+
+def composed_layer(mode, gi, state, w_hh, b_hh, batch_sizes=None, reverse=False, w_hr=None):
+    """The recurrence as Tensor ops. gi: (L, N, G·H) or packed (rows, G·H); state: (h0,) or
+    (h0, c0), each (N, ·). Returns the outputs ((L, N, H) or packed) and the final state."""
+    step = STEPS[mode]
+
+    def cell(gi_t, state):
+        state = step(gi_t, Linear.apply(state[0], w_hh, b_hh), state)
+        if w_hr is not None:
+            state = (Linear.apply(state[0], w_hr, None),) + state[1:]
+        return state
+
+    if batch_sizes is not None:
+        run = _packed_backward if reverse else _packed_forward
+        return run(cell, gi.split(batch_sizes), state)
+    outputs = [None] * gi.shape[0]
+    order = range(len(outputs) - 1, -1, -1) if reverse else range(len(outputs))
+    for t in order:
+        state = cell(gi[t], state)
+        outputs[t] = state[0]
+    return stack(outputs), state
+
+
+def _packed_forward(cell, steps, state):
+    """Steps in time order; rows batch_sizes[t]: of the state belong to sequences that ended
+    before step t, so they are set aside as those sequences' final states."""
+    ended, outputs = [], []
+    for gi in steps:
+        rows = gi.shape[0]
+        if rows < state[0].shape[0]:
+            ended.append(tuple(s[rows:] for s in state))
+            state = tuple(s[:rows] for s in state)
+        state = cell(gi, state)
+        outputs.append(state[0])
+    # the longest sequences come first: the state still running, then the later-ended ones
+    return cat(outputs), tuple(cat(parts) for parts in zip(state, *reversed(ended)))
+
+
+def _packed_backward(cell, steps, initial):
+    """Steps in reverse time order: a sequence joins at its last step with its initial
+    state."""
+    state, outputs = tuple(s[:0] for s in initial), [None] * len(steps)
+    for t in range(len(steps) - 1, -1, -1):
+        rows, running = steps[t].shape[0], state[0].shape[0]
+        if rows > running:
+            state = tuple(cat([s, s0[running:rows]]) for s, s0 in zip(state, initial))
+        state = cell(steps[t], state)
+        outputs[t] = state[0]
+    return cat(outputs), state
+
+
+# ---- the fused node ------------------------------------------------------------------------
+def _steps(total_rows, batch, batch_sizes, reverse):
+    """(row0, rows) of each time step in the order the forward runs them."""
+    if batch_sizes is None:
+        steps = [(row0, batch) for row0 in range(0, total_rows, batch)] if batch else []
+    else:
+        steps, row0 = [], 0
+        for rows in batch_sizes:
+            steps.append((row0, rows))
+            row0 += rows
+    return steps[::-1] if reverse else steps
+
+
+def _state_copy(t):
+    """A fresh compact (N, H) buffer holding t's values: the running state, updated in place."""
+    return t._data.copy()
+
+
+def _buffer(nd):
+    """The compact buffer a step kernel reads (None stays None)."""
+    return None if nd is None else nd.compact().flat()
+
+
+def _hidden_gemm(backend, a, a_row0, w, out, rows, n, k):
+    """out[:rows] = a[a_row0 : a_row0 + rows] @ w, for a compact (·, k) buffer a and a (k, n)
+    NDArray w read through its strides."""
+    backend.matmul(a, w.buffer, out, 1, rows, n, k, (0, k, 1), a_row0 * k, (0,) + w.strides,
+                   w.offset)
+
+
+class RecurrentLayer(KernelFunction):
+    """A whole recurrence as one node (see the module docstring). Returns (output, h_n) or,
+    for the LSTM, (output, h_n, c_n)."""
+
+    @staticmethod
+    def forward(ctx, mode, gi, h0, c0, w_hh, b_hh, batch_sizes, reverse):
+        nd, code = gi._data.compact(), MODES[mode]
+        hidden, batch = h0.shape[-1], h0.shape[0]
+        total = nd.size // (GATES[mode] * hidden) if hidden else 0
+        # W_hhᵀ compacted once: the GEMM packs a compact operand about twice as fast
+        backend, w = nd.backend, w_hh._data.transpose(0, 1).copy()
+        h = _state_copy(h0)
+        c = _state_copy(c0) if c0 is not None else None
+        out = nd._new((total, hidden))
+        act = nd._new((total, _SAVED[mode] * hidden))
+        hprev = nd._new((total, hidden))
+        cprev = nd._new((total, hidden)) if c0 is not None else None
+        gh = nd._new((batch, GATES[mode] * hidden))
+        bias = _buffer(None if b_hh is None else b_hh._data)
+        buffers = (nd.flat(), gh.buffer, bias, h.buffer, None if c is None else c.buffer,
+                   act.buffer, hprev.buffer, None if cprev is None else cprev.buffer, out.buffer)
+        h_buffer = h.buffer
+        for row0, rows in _steps(total, batch, batch_sizes, reverse):
+            if hidden:
+                _hidden_gemm(backend, h_buffer, 0, w, gh.buffer, rows, GATES[mode] * hidden,
+                             hidden)
+            backend.recurrent_forward(code, *buffers, row0, rows, hidden)
+        if gi.requires_grad or h0.requires_grad or w_hh.requires_grad or (
+                c0 is not None and c0.requires_grad) or (b_hh is not None and b_hh.requires_grad):
+            ctx.save_for_backward(gi, h0, c0, w_hh, b_hh)
+            ctx.kept = (act, hprev, cprev)
+            ctx.layout = (mode, batch_sizes, reverse)
+        out = wrap(out.reshape(gi.shape[:-1] + (hidden,)))
+        return (out, wrap(h), wrap(c)) if c is not None else (out, wrap(h))
+
+    @staticmethod
+    def backward(ctx, dout, dh_n, dc_n=None):
+        gi, h0, c0, w_hh, b_hh = ctx.saved_tensors
+        mode, batch_sizes, reverse = ctx.layout
+        grads = RecurrentBackward.apply(dout, dh_n, dc_n, gi, h0, c0, w_hh, b_hh, ctx.kept,
+                                        ctx.layout, tuple(ctx.needs_input_grad[1:6]))
+        return (None,) + grads + (None, None)
+
+
+class RecurrentBackward(KernelFunction):
+    """RecurrentLayer's gradients (gi, h0, c0, W_hh, b_hh) as one node: the fused step kernels
+    backward through time, then dW_hh = Σ_t dgates_tᵀ h_{t-1} as one GEMM and db_hh as one sum.
+    Its backward differentiates the composed reference (second derivatives are rare; they cost
+    a replay of the recurrence as Tensor ops)."""
+
+    @staticmethod
+    def forward(ctx, dout, dh_n, dc_n, gi, h0, c0, w_hh, b_hh, kept, layout, needs):
+        ctx.save_for_backward(dout, dh_n, dc_n, gi, h0, c0, w_hh, b_hh)
+        ctx.layout = layout
+        mode, batch_sizes, reverse = layout
+        act, hprev, cprev = kept
+        code, hidden, batch = MODES[mode], h0.shape[-1], h0.shape[0]
+        width = GATES[mode] * hidden
+        total = act.shape[0]
+        backend, w = act.backend, w_hh._data
+        dh = _state_copy(dh_n)
+        carry = _state_copy(dc_n) if mode == "LSTM" else (
+            NDArray.full(dh.shape, 0, dh.dtype, dh.device) if mode == "GRU" else None)
+        dgi = act._new((total, width))
+        dgh = act._new((total, width)) if mode == "GRU" else dgi
+        buffers = (dout._data.compact().flat(), dh.buffer,
+                   None if carry is None else carry.buffer, act.buffer, hprev.buffer,
+                   None if cprev is None else cprev.buffer, dgi.buffer,
+                   dgh.buffer if mode == "GRU" else None)
+        for row0, rows in reversed(_steps(total, batch, batch_sizes, reverse)):
+            backend.recurrent_backward(code, *buffers, row0, rows, hidden)
+            if hidden:
+                _hidden_gemm(backend, dgh.buffer, row0, w, dh.buffer, rows, hidden, width)
+        if mode == "GRU":
+            dh = dh.binary(BinaryOp.ADD, carry)     # the direct path h_{t-1} → h_t
+        grad_gi = wrap(dgi.reshape(gi.shape)) if needs[0] else None
+        grad_h0 = wrap(dh) if needs[1] else None
+        grad_c0 = wrap(carry) if mode == "LSTM" and needs[2] else None
+        grad_w = grad_b = None
+        if needs[3]:
+            grad_w = act._new((width, hidden))
+            if width and hidden:
+                backend.matmul(dgh.buffer, hprev.buffer, grad_w.buffer, 1, width, hidden, total,
+                               (0, 1, width), 0, (0, hidden, 1), 0)
+            grad_w = wrap(grad_w)
+        if b_hh is not None and needs[4]:
+            grad_b = wrap(dgh.reduce(ReduceOp.SUM, (0,)))
+        return grad_gi, grad_h0, grad_c0, grad_w, grad_b
+
+    @staticmethod
+    def backward(ctx, gg_gi, gg_h0, gg_c0, gg_w, gg_b):
+        """Second derivatives: the first derivatives recomputed as Tensor ops from the composed
+        reference (on detached copies), their product with the incoming gradients
+        differentiated once more. Not differentiable again."""
+        saved = ctx.saved_tensors
+        mode, batch_sizes, reverse = ctx.layout
+        leaves = [None if t is None else t.detach().requires_grad_() for t in saved]
+        dout, dh_n, dc_n, gi, h0, c0, w_hh, b_hh = leaves
+        with enable_grad():
+            state = (h0,) if c0 is None else (h0, c0)
+            out, final = composed_layer(mode, gi, state, w_hh, b_hh, batch_sizes, reverse)
+            outputs = [out, final[0]] + ([final[1]] if c0 is not None else [])
+            seeds = [dout, dh_n] + ([dc_n] if c0 is not None else [])
+            wrt = [t for t in (gi, h0, c0, w_hh, b_hh) if t is not None]
+            first = grad(outputs, wrt, seeds, create_graph=True, allow_unused=True)
+            incoming = [gg for gg, t in zip((gg_gi, gg_h0, gg_c0, gg_w, gg_b),
+                                            (gi, h0, c0, w_hh, b_hh)) if t is not None]
+            total = sum((f * gg).sum() for f, gg in zip(first, incoming)
+                        if f is not None and gg is not None)
+        if not isinstance(total, type(gi)):       # no incoming gradient met a first derivative
+            return (None,) * 11
+        inputs = [t for t in leaves if t is not None]
+        found = iter(grad(total, inputs, allow_unused=True))
+        result = [None if t is None else next(found) for t in leaves]
+        return tuple(result) + (None, None, None)
