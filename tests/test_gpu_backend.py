@@ -455,9 +455,48 @@ def scenario_index(h):
              same_message=False)
 
 
+def scenario_recurrent(h):
+    """One forward and one backward time step of every mode, on rows [row0, row0 + rows) of a
+    packed layout (total rows 7), with and without bias."""
+    total, batch, rows, row0, hidden = 7, 3, 2, 4, 5
+    for dtype in (np.float32, np.float64):
+        tol = 1e-5 if dtype == np.float32 else 1e-13
+        for mode, (gates, saved) in ((0, (1, 1)), (1, (1, 1)), (2, (4, 4)), (3, (3, 4))):
+            lstm = mode == 2
+            for with_bias in (True, False):
+                gi = values(total * gates * hidden, dtype, seed=40)
+                gh = values(batch * gates * hidden, dtype, seed=41)
+                bias = values(gates * hidden, dtype, seed=42) if with_bias else None
+                state = values(batch * hidden, dtype, seed=43)
+                c = values(batch * hidden, dtype, seed=44) if lstm else None
+                act = np.zeros(total * saved * hidden, dtype)
+                hprev, out = np.zeros(total * hidden, dtype), np.zeros(total * hidden, dtype)
+                cprev = np.zeros(total * hidden, dtype) if lstm else None
+                h.run("recurrent_forward", mode, gi, gh, bias, state, c, act, hprev, cprev, out,
+                      row0, rows, hidden, check=[4, 6, 7, 9] + ([5, 8] if lstm else []),
+                      rtol=tol, atol=tol)
+            act = values(total * saved * hidden, dtype, seed=45) * 0.9
+            cprev = values(total * hidden, dtype, seed=46) if lstm else None
+            carry = values(batch * hidden, dtype, seed=47) if mode >= 2 else None
+            dgh = np.zeros(total * gates * hidden, dtype) if mode == 3 else None
+            h.run("recurrent_backward", mode, values(total * hidden, dtype, seed=48),
+                  values(batch * hidden, dtype, seed=49), carry, act,
+                  values(total * hidden, dtype, seed=50), cprev,
+                  np.zeros(total * gates * hidden, dtype), dgh, row0, rows, hidden,
+                  check=[7] + ([3] if mode >= 2 else []) + ([8] if mode == 3 else []),
+                  rtol=tol, atol=tol)
+    small = np.zeros(4, np.float32)
+    h.raises("recurrent_forward", 0, np.zeros(20, np.int64), small, None, small, None, small,
+             small, None, small, 0, 1, 2)
+    h.raises("recurrent_forward", 0, np.zeros(20, np.float32), np.zeros(1, np.float32), None,
+             small, None, small, small, None, small, 0, 1, 2)
+    h.raises("recurrent_backward", 2, small, small, None, np.zeros(8, np.float32), small,
+             small, np.zeros(8, np.float32), None, 0, 1, 2, same_message=False)
+
 SCENARIOS = [scenario_buffers, scenario_compact, scenario_strided_set, scenario_strided_add,
              scenario_cast, scenario_unary, scenario_binary, scenario_where, scenario_reduce,
-             scenario_scan, scenario_softmax, scenario_adam, scenario_matmul, scenario_index]
+             scenario_scan, scenario_softmax, scenario_adam, scenario_matmul, scenario_index,
+             scenario_recurrent]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__[9:])

@@ -54,11 +54,12 @@ cdef inline void lstm_forward_row(const real* gi, const real* gh, const real* bi
                                   Py_ssize_t H) noexcept nogil:
     cdef Py_ssize_t j
     cdef real cp, cn, hn
-    for j in range(4 * H):
-        act[j] = gi[j] + gh[j]
-    if bias != NULL:
+    if bias != NULL:                            # gi + (h W_hhᵀ + b_hh), as F.linear adds it
         for j in range(4 * H):
-            act[j] = act[j] + bias[j]
+            act[j] = gi[j] + (gh[j] + bias[j])
+    else:
+        for j in range(4 * H):
+            act[j] = gi[j] + gh[j]
     for j in range(2 * H):                      # input and forget gates
         act[j] = r_sigmoid(act[j])
     for j in range(2 * H, 3 * H):               # cell gate
@@ -81,15 +82,16 @@ cdef inline void gru_forward_row(const real* gi, const real* gh, const real* bia
     """act = r, z, n, hn (hn = W_hn h + b_hn, which backward needs for dr)."""
     cdef Py_ssize_t j
     cdef real hp, n
-    for j in range(2 * H):
-        act[j] = gi[j] + gh[j]
-    for j in range(H):
-        act[3 * H + j] = gh[2 * H + j]
     if bias != NULL:
         for j in range(2 * H):
-            act[j] = act[j] + bias[j]
+            act[j] = gi[j] + (gh[j] + bias[j])
         for j in range(H):
-            act[3 * H + j] = act[3 * H + j] + bias[2 * H + j]
+            act[3 * H + j] = gh[2 * H + j] + bias[2 * H + j]
+    else:
+        for j in range(2 * H):
+            act[j] = gi[j] + gh[j]
+        for j in range(H):
+            act[3 * H + j] = gh[2 * H + j]
     for j in range(2 * H):
         act[j] = r_sigmoid(act[j])
     for j in range(H):
@@ -107,11 +109,12 @@ cdef inline void simple_forward_row(bint relu, const real* gi, const real* gh, c
                                     Py_ssize_t H) noexcept nogil:
     cdef Py_ssize_t j
     cdef real x, zero = 0
-    for j in range(H):
-        act[j] = gi[j] + gh[j]
     if bias != NULL:
         for j in range(H):
-            act[j] = act[j] + bias[j]
+            act[j] = gi[j] + (gh[j] + bias[j])
+    else:
+        for j in range(H):
+            act[j] = gi[j] + gh[j]
     if relu:
         for j in range(H):
             x = act[j]

@@ -27,6 +27,7 @@ ERR_ZERO_DIV, ERR_NEG_POW = 1, 2
 MODE_PLAIN, MODE_CLAIM, MODE_WRITE = 0, 1, 2
 _GEOMETRY_CACHE_MAX = 4096
 _PLAN_CACHE_MAX = 8192
+_RECURRENT_BLOCKS = {0: (1, 1), 1: (1, 1), 2: (4, 4), 3: (3, 4)}   # mode → (G, A) (recurrent.pyx)
 _HYPER = struct.Struct("9d")     # Adam's hyper-parameters as doubles, compared bit for bit
 
 
@@ -726,6 +727,75 @@ class GpuBackend:
         return (fn, (blocks,), (threads,), (I64(batch), I64(m), I64(n), I64(k)),
                 tuple(I64(s) for s in a_strides), tuple(I64(s) for s in b_strides)) + \
             tuple(extents)
+
+    # ---- recurrent steps (layout: minitorch/_cpu/recurrent.pyx) ---------------------------------
+    @_on_device
+    def recurrent_forward(self, mode, gi, gh, bias, h, c, act, hprev, cprev, out, row0, rows,
+                          hidden):
+        """One forward time step of an RNN / LSTM / GRU (minitorch.backend)."""
+        gates, saved = _RECURRENT_BLOCKS[self._recurrent_mode(mode)]
+        end = row0 + rows
+        name = self._recurrent_buffers(
+            "recurrent_forward", row0, rows, hidden,
+            ((gi, "gi", end * gates), (gh, "gh", rows * gates), (bias, "bias", gates),
+             (h, "h", rows), (c, "c", rows), (act, "act", end * saved), (hprev, "hprev", end),
+             (cprev, "cprev", end), (out, "out", end)),
+            required=("gi", "gh", "h", "act", "hprev", "out") + (("c", "cprev") if mode == 2
+                                                                 else ()))
+        if rows and hidden:
+            self._launch("recurrent", name, f"recurrent_forward_kernel<{L.CTYPES[name]}>",
+                         L.flat_grid(rows * hidden),
+                         (I32(mode), gi, gh, bias, h, c, act, hprev, cprev, out, _i64(row0),
+                          _i64(rows), _i64(hidden)))
+
+    @_on_device
+    def recurrent_backward(self, mode, dout, dh, carry, act, hprev, cprev, dgi, dgh, row0,
+                           rows, hidden):
+        """The backward of one recurrent_forward step (minitorch.backend)."""
+        gates, saved = _RECURRENT_BLOCKS[self._recurrent_mode(mode)]
+        end = row0 + rows
+        name = self._recurrent_buffers(
+            "recurrent_backward", row0, rows, hidden,
+            ((dout, "dout", end), (dh, "dh", rows), (carry, "carry", rows),
+             (act, "act", end * saved), (hprev, "hprev", end), (cprev, "cprev", end),
+             (dgi, "dgi", end * gates), (dgh, "dgh", end * gates)),
+            required=("dout", "dh", "act", "dgi") + {2: ("carry", "cprev"),
+                                                     3: ("carry", "hprev", "dgh")}.get(mode, ()))
+        if rows and hidden:
+            self._launch("recurrent", name, f"recurrent_backward_kernel<{L.CTYPES[name]}>",
+                         L.flat_grid(rows * hidden),
+                         (I32(mode), dout, dh, carry, act, hprev, cprev, dgi, dgh, _i64(row0),
+                          _i64(rows), _i64(hidden)))
+
+    @staticmethod
+    def _recurrent_mode(mode):
+        if mode not in _RECURRENT_BLOCKS:
+            raise ValueError(f"recurrent step: unknown mode {mode}")
+        return mode
+
+    @staticmethod
+    def _recurrent_buffers(op, row0, rows, hidden, buffers, required):
+        """The step's dtype name, after checking every buffer given: one float dtype, at least
+        `blocks · hidden` elements each, and the mode's required ones present."""
+        if row0 < 0 or rows < 0 or hidden < 0:
+            raise ValueError(f"{op}: negative row0, rows or hidden")
+        name = None
+        for buf, label, blocks in buffers:
+            if buf is None:
+                if label in required:
+                    raise ValueError(f"{op}: this mode needs {label}")
+                continue
+            kind = C.dtype_name(buf, op)
+            if name is None and kind not in L.FLOAT_TYPES:
+                raise TypeError(f"recurrent step: unsupported dtype {buf.dtype}")
+            name = name or kind
+            if kind != name:
+                raise TypeError(f"recurrent step: {label} must be a C-contiguous buffer of the "
+                                f"step's dtype, got {buf.dtype}")
+            if buf.size < blocks * hidden:
+                raise ValueError(f"recurrent step: {label} has {buf.size} elements, needs "
+                                 f"{blocks * hidden}")
+        return name
 
     # ---- index kernels ------------------------------------------------------------------------
     def _check_index(self, index, n, dim):
