@@ -21,6 +21,7 @@ the GEMM dgh @ W_hh can overwrite dh; RNN: none.
 """
 cimport numpy as cnp
 from cython.parallel cimport prange
+from libc.string cimport memcpy
 
 from minitorch._cpu.common cimport DT_F32, DT_F64, dtype_code, threads_for
 from minitorch._cpu.vector_math cimport r_sigmoid, r_tanh, real
@@ -53,7 +54,6 @@ cdef inline void lstm_forward_row(const real* gi, const real* gh, const real* bi
                                   real* c, real* act, real* hprev, real* cprev, real* out,
                                   Py_ssize_t H) noexcept nogil:
     cdef Py_ssize_t j
-    cdef real cp, cn, hn
     if bias != NULL:                            # gi + (h W_hhᵀ + b_hh), as F.linear adds it
         for j in range(4 * H):
             act[j] = gi[j] + (gh[j] + bias[j])
@@ -66,15 +66,15 @@ cdef inline void lstm_forward_row(const real* gi, const real* gh, const real* bi
         act[j] = r_tanh(act[j])
     for j in range(3 * H, 4 * H):               # output gate
         act[j] = r_sigmoid(act[j])
+    # separate loops with few pointers each: gcc vectorizes a loop only while it can check
+    # every pair of its pointers for overlap at run time (at most 10 pairs)
+    memcpy(cprev, c, H * sizeof(real))
+    memcpy(hprev, h, H * sizeof(real))
     for j in range(H):
-        cp = c[j]
-        cn = act[H + j] * cp + act[j] * act[2 * H + j]
-        hn = act[3 * H + j] * r_tanh(cn)
-        cprev[j] = cp
-        hprev[j] = h[j]
-        c[j] = cn
-        h[j] = hn
-        out[j] = hn
+        c[j] = act[H + j] * cprev[j] + act[j] * act[2 * H + j]
+    for j in range(H):
+        h[j] = act[3 * H + j] * r_tanh(c[j])
+    memcpy(out, h, H * sizeof(real))
 
 
 cdef inline void gru_forward_row(const real* gi, const real* gh, const real* bias, real* h,
@@ -168,38 +168,62 @@ cdef struct BackStep:
 cdef inline void lstm_backward_row(const real* dout, const real* dh, real* carry,
                                    const real* act, const real* cprev, real* dgi,
                                    Py_ssize_t H) noexcept nogil:
+    """dgi's four blocks hold intermediate values until their final ones are written (short
+    loops with few pointers each vectorize; see lstm_forward_row)."""
     cdef Py_ssize_t j
-    cdef real g, i, f, cg, o, tc, dc, one = 1
+    cdef real one = 1
+    cdef const real* i = act
+    cdef const real* f = act + H
+    cdef const real* cg = act + 2 * H
+    cdef const real* o = act + 3 * H
+    cdef real* di = dgi
+    cdef real* df = dgi + H
+    cdef real* dg = dgi + 2 * H
+    cdef real* do = dgi + 3 * H
     for j in range(H):
-        g = dh[j] + dout[j]
-        i, f, cg, o = act[j], act[H + j], act[2 * H + j], act[3 * H + j]
-        tc = r_tanh(f * cprev[j] + i * cg)
-        dc = carry[j] + g * o * (one - tc * tc)
-        carry[j] = dc * f
-        dgi[j] = dc * cg * i * (one - i)
-        dgi[H + j] = dc * cprev[j] * f * (one - f)
-        dgi[2 * H + j] = dc * i * (one - cg * cg)
-        dgi[3 * H + j] = g * tc * o * (one - o)
+        do[j] = dh[j] + dout[j]                                 # dh: the gradient of h_t
+    for j in range(H):
+        dg[j] = r_tanh(f[j] * cprev[j] + i[j] * cg[j])          # tanh(c_t)
+    for j in range(H):
+        df[j] = carry[j] + do[j] * o[j] * (one - dg[j] * dg[j])     # dc
+    for j in range(H):
+        carry[j] = df[j] * f[j]
+    for j in range(H):
+        do[j] = do[j] * dg[j] * o[j] * (one - o[j])
+    for j in range(H):
+        di[j] = df[j] * cg[j] * i[j] * (one - i[j])
+    for j in range(H):
+        dg[j] = df[j] * i[j] * (one - cg[j] * cg[j])
+    for j in range(H):
+        df[j] = df[j] * cprev[j] * f[j] * (one - f[j])
 
 
 cdef inline void gru_backward_row(const real* dout, const real* dh, real* carry,
                                   const real* act, const real* hprev, real* dgi, real* dgh,
                                   Py_ssize_t H) noexcept nogil:
+    """dgi's n block holds dh until dn replaces it (see lstm_backward_row)."""
     cdef Py_ssize_t j
-    cdef real g, rr, z, n, hn, dn, dz, dr, one = 1
+    cdef real one = 1
+    cdef const real* r = act
+    cdef const real* z = act + H
+    cdef const real* n = act + 2 * H
+    cdef const real* hn = act + 3 * H
+    cdef real* dr = dgi
+    cdef real* dz = dgi + H
+    cdef real* dn = dgi + 2 * H
     for j in range(H):
-        g = dh[j] + dout[j] + carry[j]
-        rr, z, n, hn = act[j], act[H + j], act[2 * H + j], act[3 * H + j]
-        carry[j] = g * z
-        dn = g * (one - z) * (one - n * n)
-        dz = g * (hprev[j] - n) * z * (one - z)
-        dr = dn * hn * rr * (one - rr)
-        dgi[j] = dr
-        dgi[H + j] = dz
-        dgi[2 * H + j] = dn
-        dgh[j] = dr
-        dgh[H + j] = dz
-        dgh[2 * H + j] = dn * rr
+        dn[j] = dh[j] + dout[j] + carry[j]                      # the gradient of h_t
+    for j in range(H):
+        carry[j] = dn[j] * z[j]
+    for j in range(H):
+        dz[j] = dn[j] * (hprev[j] - n[j]) * z[j] * (one - z[j])
+    for j in range(H):
+        dn[j] = dn[j] * (one - z[j]) * (one - n[j] * n[j])
+    for j in range(H):
+        dr[j] = dn[j] * hn[j] * r[j] * (one - r[j])
+    memcpy(dgh, dgi, 2 * H * sizeof(real))
+    for j in range(H):
+        dgh[2 * H + j] = dn[j] * r[j]
 
 
 cdef inline void simple_backward_row(bint relu, const real* dout, const real* dh,
