@@ -152,6 +152,15 @@ class KernelBackend(Protocol):
         """out (compact batch×m×n) = a (batch×m×k) @ b (batch×k×n). Strides are 3-tuples
         (batch, row, col); None means compact. Stride-0 batch broadcasts; transposes are free."""
 
+    def grid_gather(self, x, index, out, planes, in_size, out_size):
+        """out[p, a, b, c] = x[p, index_d[a], index_h[b], index_w[c]] for a compact (planes,
+        *in_size) x, in_size / out_size 3-tuples and `index` the three int64 source tables
+        one after another (reflect / replicate / circular padding, nearest upsampling)."""
+
+    def grid_scatter_add(self, grad, index, grad_in, planes, in_size, out_size):
+        """grad_in = 0, then grad_in[p, index_d[a], index_h[b], index_w[c]] += grad[p, a, b, c]
+        (grid_gather's adjoint, float)."""
+
     def recurrent_forward(self, mode, gi, gh, bias, h, c, act, hprev, cprev, out, row0, rows,
                           hidden):
         """One time step of an RNN (mode 0 tanh, 1 relu), LSTM (2) or GRU (3) on rows [row0,

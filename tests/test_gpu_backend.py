@@ -455,6 +455,28 @@ def scenario_index(h):
              same_message=False)
 
 
+def scenario_grid(h):
+    """Separable gathers over (planes, D, H, W) and their adjoint (repeated sources add)."""
+    planes, in_size, out_size = 3, (2, 3, 4), (3, 2, 5)
+    index = np.array([1, 0, 1, 2, 0, 3, 0, 0, 2, 1], np.int64)
+    for dtype in DTYPES:
+        x = values(planes * 24, dtype, seed=51)
+        h.run("grid_gather", x, index, np.zeros(planes * 30, dtype), planes, in_size, out_size,
+              check=[2])
+    for dtype in (np.float32, np.float64):
+        g = values(planes * 30, dtype, seed=52)
+        tol = 1e-6 if dtype == np.float32 else 1e-14
+        h.run("grid_scatter_add", g, index, np.full(planes * 24, 7, dtype), planes, in_size,
+              out_size, check=[2], rtol=tol, atol=tol)
+    h.run("grid_gather", np.zeros(0, np.float32), index, np.zeros(0, np.float32), 0, in_size,
+          out_size, check=[2])
+    bad = index.copy()
+    bad[4] = 3                          # height has 3 rows
+    h.raises("grid_gather", values(planes * 24, np.float32), bad,
+             np.zeros(planes * 30, np.float32), planes, in_size, out_size, same_message=False)
+    h.raises("grid_scatter_add", np.zeros(planes * 30, np.int64), index,
+             np.zeros(planes * 24, np.int64), planes, in_size, out_size, same_message=False)
+
 def scenario_recurrent(h):
     """One forward and one backward time step of every mode, on rows [row0, row0 + rows) of a
     packed layout (total rows 7), with and without bias."""
@@ -496,7 +518,7 @@ def scenario_recurrent(h):
 SCENARIOS = [scenario_buffers, scenario_compact, scenario_strided_set, scenario_strided_add,
              scenario_cast, scenario_unary, scenario_binary, scenario_where, scenario_reduce,
              scenario_scan, scenario_softmax, scenario_adam, scenario_matmul, scenario_index,
-             scenario_recurrent]
+             scenario_recurrent, scenario_grid]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__[9:])

@@ -797,6 +797,46 @@ class GpuBackend:
                                  f"{blocks * hidden}")
         return name
 
+    # ---- separable gathers (layout: minitorch/_cpu/grid.pyx) ---------------------------------
+    @_on_device
+    def grid_gather(self, x, index, out, planes, in_size, out_size):
+        """out[p, a, b, c] = x[p, index_d[a], index_h[b], index_w[c]] (minitorch.backend)."""
+        name = C.same_dtype(x, out, "x", "out")
+        n = self._grid_checks(x, index, out, planes, in_size, out_size, "grid_gather")
+        if n:
+            self._launch("grid", name, f"grid_gather_kernel<{L.CTYPES[name]}>", L.flat_grid(n),
+                         (x, index, out, I64(planes)) + tuple(I64(s) for s in in_size)
+                         + tuple(I64(s) for s in out_size))
+
+    @_on_device
+    def grid_scatter_add(self, grad, index, grad_in, planes, in_size, out_size):
+        """grad_in = 0, then the adjoint of grid_gather applied to grad (minitorch.backend)."""
+        name = C.same_dtype(grad, grad_in, "grad", "grad_in")
+        if name not in L.FLOAT_TYPES:
+            raise TypeError(f"grid_scatter_add: unsupported dtype {grad.dtype}")
+        n = self._grid_checks(grad_in, index, grad, planes, in_size, out_size,
+                              "grid_scatter_add")
+        if grad_in.size:
+            self._fill(grad_in[:planes * math.prod(in_size)], 0)
+        if n:
+            self._launch("grid", name, f"grid_scatter_add_kernel<{L.CTYPES[name]}>",
+                         L.flat_grid(n), (grad, index, grad_in, I64(planes))
+                         + tuple(I64(s) for s in in_size) + tuple(I64(s) for s in out_size))
+
+    def _grid_checks(self, x, index, out, planes, in_size, out_size, op):
+        """Sizes of the (planes, *in_size) and (planes, *out_size) buffers and the index tables
+        (every entry in range, checked on the device); returns the output's element count."""
+        if min(tuple(in_size) + tuple(out_size) + (planes,)) < 0:
+            raise ValueError(f"{op}: negative size in {tuple(in_size)} / {tuple(out_size)}")
+        C.check_length(x, planes * math.prod(in_size), "x" if op == "grid_gather" else "grad_in")
+        n = planes * math.prod(out_size)
+        C.check_length(out, n, "out" if op == "grid_gather" else "grad")
+        start = 0
+        for count, bound in zip(out_size, in_size):
+            self._check_index(index[start:start + count], count, bound)
+            start += count
+        return n
+
     # ---- index kernels ------------------------------------------------------------------------
     def _check_index(self, index, n, dim):
         """index is an int64 buffer of at least n entries, all in [0, dim). One reduction on the

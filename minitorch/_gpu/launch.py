@@ -13,7 +13,7 @@ from ..opcodes import BinaryOp, UnaryOp, c_constants
 KERNEL_DIR = pathlib.Path(__file__).resolve().parent / "kernels"
 SHARED_DIR = KERNEL_DIR.parent.parent / "_kernels"    # C headers shared with the CPU kernels
 MODULES = ("strided", "elementwise", "fused", "reduce", "matmul", "index", "sort", "factor",
-           "spectral", "pool", "recurrent")
+           "spectral", "pool", "recurrent", "grid")
 # The files a module may `#include "..."`: the loader pastes them (NVRTC sees one text).
 INCLUDES = {"common.cuh": KERNEL_DIR / "common.cuh",
             "special_math.h": SHARED_DIR / "special_math.h"}
@@ -110,6 +110,9 @@ def name_expressions(module, key):
                                                 "qr_householder_kernel", "qr_form_q_kernel")]
     if module == "recurrent":
         return [f"recurrent_forward_kernel<{t}>", f"recurrent_backward_kernel<{t}>"]
+    if module == "grid":
+        names = [f"grid_gather_kernel<{t}>"]
+        return names + ([f"grid_scatter_add_kernel<{t}>"] if dtype in FLOAT_TYPES else [])
     raise ValueError(f"unknown kernel module {module!r}")
 
 

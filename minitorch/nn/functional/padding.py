@@ -1,7 +1,8 @@
 """torch.nn.functional.pad: constant padding (negative amounts crop) and reflect, replicate and
-circular padding (one index_select per padded axis).
+circular padding (one separable gather of the padded axes, functions/grid.py).
 """
 import minitorch as mt
+from ...functions.grid import grid_gather
 from ...ndarray import shape_str
 
 
@@ -56,7 +57,7 @@ def _pad_axis(x, dim, before, after, value):
 
 
 def _pad_by_index(x, pad, mode):
-    """reflect / replicate / circular padding: one index_select along each padded axis."""
+    """reflect / replicate / circular padding: one separable gather of the padded axes."""
     axes = len(pad) // 2
     # Only a batch axis may be empty (ATen's check_valid_input).
     non_batch = x.shape[1:] if x.ndim == axes + 2 else x.shape
@@ -64,12 +65,12 @@ def _pad_by_index(x, pad, mode):
         raise RuntimeError(f"Expected {axes + 1}D or {axes + 2}D (batch mode) tensor with "
                            "possibly 0 batch size and other non-zero dimensions for input, but "
                            f"got: {shape_str(x.shape)}")
+    tables = []
     for axis_from_end in range(axes):
         dim = x.ndim - 1 - axis_from_end
         before, after = pad[2 * axis_from_end], pad[2 * axis_from_end + 1]
-        index = _pad_index(mode, x.shape[dim], before, after, dim, x.shape)
-        x = x.index_select(dim, mt.tensor(index, device=x.device))
-    return x
+        tables.insert(0, _pad_index(mode, x.shape[dim], before, after, dim, x.shape))
+    return grid_gather(x, tables)
 
 
 def _pad_index(mode, size, before, after, dim, shape):

@@ -7,6 +7,7 @@ import struct
 import warnings
 
 import minitorch as mt
+from ...functions.grid import grid_gather
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
 
@@ -22,8 +23,8 @@ def _float32(value):
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """torch.nn.functional.interpolate for the modes nearest, nearest-exact, (bi/tri)linear and
-    area. Every mode but area is separable: one axis at a time, each a gather of source rows
-    (index_select, whose backward is index_add) and for the linear modes a weighted sum."""
+    area. The nearest modes are one separable gather (functions/grid.py); the linear ones run one
+    axis at a time, each a gather of source rows (index_select) and a weighted sum."""
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: "
@@ -49,14 +50,16 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode == "area":
         pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[spatial - 1]
         return pool(input, out_sizes[0] if spatial == 1 else tuple(out_sizes))
+    if mode in ("nearest", "nearest-exact"):
+        return grid_gather(input, [_nearest_index(in_size, out_size, scale,
+                                                  mode == "nearest-exact")
+                                   for in_size, out_size, scale in zip(in_sizes, out_sizes,
+                                                                       scales)])
     for axis, (in_size, out_size, scale) in enumerate(zip(in_sizes, out_sizes, scales)):
         if mode == "bicubic":
             input = _cubic_axis(input, axis + 2, in_size, out_size, scale, align_corners)
         elif mode in _LINEAR_MODES:
             input = _linear_axis(input, axis + 2, in_size, out_size, scale, align_corners)
-        else:
-            input = _nearest_axis(input, axis + 2, in_size, out_size, scale,
-                                  mode == "nearest-exact")
     return input
 
 
@@ -112,19 +115,18 @@ def _check_interpolate_mode(input, mode):
             f"nearest-exact (got {mode})")
 
 
-def _nearest_axis(x, dim, in_size, out_size, scale, exact):
-    """ATen's nearest_idx / nearest_neighbor_exact_compute_source_index, in float32."""
+def _nearest_index(in_size, out_size, scale, exact):
+    """Source positions of one axis: ATen's nearest_idx /
+    nearest_neighbor_exact_compute_source_index, in float32."""
     if out_size == in_size and not exact:
-        return x
+        return range(out_size)
     ratio = _float32(1.0 / scale if scale is not None and scale > 0 else in_size / out_size)
     if exact:
-        index = [min(math.floor(_float32((i + 0.5) * ratio)), in_size - 1)
-                 for i in range(out_size)]
-    elif out_size == 2 * in_size:
-        index = [i // 2 for i in range(out_size)]
-    else:
-        index = [min(math.floor(_float32(i * ratio)), in_size - 1) for i in range(out_size)]
-    return x.index_select(dim, mt.tensor(index, device=x.device))
+        return [min(math.floor(_float32((i + 0.5) * ratio)), in_size - 1)
+                for i in range(out_size)]
+    if out_size == 2 * in_size:
+        return [i // 2 for i in range(out_size)]
+    return [min(math.floor(_float32(i * ratio)), in_size - 1) for i in range(out_size)]
 
 
 def _source_ratio(in_size, out_size, scale, align_corners):
