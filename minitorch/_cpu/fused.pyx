@@ -150,31 +150,51 @@ cdef struct AdamScalars:
     double grad_scale, param_scale, grad_decay, w1, beta2, c2, eps, bc2_sqrt, neg_step
 
 
+cdef enum:
+    ADAM_BLOCK = 256        # elements per pass of adam_elements' loops (stack scratch)
+
+
 cdef void adam_elements(real* p, const real* g, real* m, real* v, real* vmax, Py_ssize_t i0,
                         Py_ssize_t i1, AdamScalars s) noexcept nogil:
     """torch's single-tensor Adam, operation for operation, on elements [i0, i1): each scalar
-    is rounded to the element type first, as the separate tensor ops would."""
+    is rounded to the element type first, as the separate tensor ops would. A block at a time,
+    as short loops over few pointers each: gcc vectorizes a loop only while it can check every
+    pair of its pointers for overlap at run time (one loop over all five ran scalar, 7 ns per
+    element)."""
     cdef real grad_scale = <real>s.grad_scale, param_scale = <real>s.param_scale
     cdef real grad_decay = <real>s.grad_decay, w1 = <real>s.w1, beta2 = <real>s.beta2
     cdef real c2 = <real>s.c2, eps = <real>s.eps, bc2_sqrt = <real>s.bc2_sqrt
-    cdef real neg_step = <real>s.neg_step, pi, gi, mi, vi, top
-    cdef Py_ssize_t i
-    for i in range(i0, i1):
-        pi = p[i] * param_scale                         # decoupled weight decay (AdamW)
-        gi = g[i] * grad_scale                          # maximize: the negated gradient
+    cdef real neg_step = <real>s.neg_step, one = 1, half = 0.5, gi, mi
+    cdef real grad[ADAM_BLOCK]
+    cdef Py_ssize_t b, i, n
+    cdef real* top
+    b = i0
+    while b < i1:
+        n = min(<Py_ssize_t>ADAM_BLOCK, i1 - b)
+        for i in range(n):
+            grad[i] = g[b + i] * grad_scale             # maximize: the negated gradient
         if grad_decay != 0:                             # L2 weight decay (an inf p stays out
-            gi = gi + grad_decay * p[i]                 # when there is none)
-        mi = m[i]
-        mi = mi + w1 * (gi - mi) if w1 < 0.5 else gi - (gi - mi) * (1 - w1)    # lerp
-        vi = v[i] * beta2 + c2 * gi * gi
-        m[i] = mi
-        v[i] = vi
+            for i in range(n):                          # when there is none)
+                grad[i] = grad[i] + grad_decay * p[b + i]
+        if w1 < half:                                   # lerp, in torch's two forms
+            for i in range(n):
+                m[b + i] = m[b + i] + w1 * (grad[i] - m[b + i])
+        else:
+            for i in range(n):
+                gi = grad[i]
+                m[b + i] = gi - (gi - m[b + i]) * (one - w1)
+        for i in range(n):
+            v[b + i] = v[b + i] * beta2 + c2 * grad[i] * grad[i]
+        top = v
         if vmax != NULL:                                # amsgrad: a NaN on either side wins
-            top = vmax[i]
-            if top > vi or top != top:
-                vi = top
-            vmax[i] = vi
-        p[i] = pi + neg_step * (mi / (sqrt(vi) / bc2_sqrt + eps))
+            for i in range(n):
+                mi = vmax[b + i]
+                vmax[b + i] = mi if (mi > v[b + i]) | (mi != mi) else v[b + i]
+            top = vmax
+        for i in range(n):
+            p[b + i] = p[b + i] * param_scale + neg_step * (
+                m[b + i] / (sqrt(top[b + i]) / bc2_sqrt + eps))
+        b += n
 
 
 cdef void adam_part(int dt, void* p, const void* g, void* m, void* v, void* vmax, Py_ssize_t i0,
