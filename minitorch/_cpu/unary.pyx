@@ -22,8 +22,8 @@ from minitorch._cpu.common cimport (buffer_dtype, chunk_start, DT_BOOL, DT_F32, 
                                       op_name, threads_for)
 from minitorch._cpu.opcodes cimport *
 from minitorch._cpu.special_math cimport *
-from minitorch._cpu.vector_math cimport (r_exp, r_sigmoid, real, vexp, vexpf, vlog, vlogf,
-                                         vtanh, vtanhf)
+from minitorch._cpu.vector_math cimport (r_exp, r_sigmoid, real, vexp, vexpf, vexpm1, vexpm1f,
+                                         vlog, vlog1p, vlog1pf, vlogf, vtanh, vtanhf)
 from minitorch.opcodes import UnaryOp
 
 cnp.import_array()
@@ -116,10 +116,10 @@ cdef void unary_real(int op, const real* a, real* o, Py_ssize_t n) noexcept nogi
             o[i] = vlogf(a[i]) if real is float else vlog(a[i])
     elif op == UNARY_LOG1P:
         for i in range(n):
-            o[i] = log1pf(a[i]) if real is float else log1p(a[i])
+            o[i] = vlog1pf(a[i]) if real is float else vlog1p(a[i])
     elif op == UNARY_EXPM1:
         for i in range(n):
-            o[i] = expm1f(a[i]) if real is float else expm1(a[i])
+            o[i] = vexpm1f(a[i]) if real is float else vexpm1(a[i])
     elif op == UNARY_SQRT:
         for i in range(n):
             o[i] = sqrtf(a[i]) if real is float else sqrt(a[i])
