@@ -5,6 +5,7 @@ from .fused import adam_step, softmax_backward_last, softmax_last
 from .index import (gather, index_add, index_select, put, scatter, scatter_add, scatter_reduce,
                     take)
 from .matmul import matmul
+from .norm import norm_rows, norm_rows_backward
 from .pool import max_pool_backward, max_pool_forward
 from .reduce import reduce_last, scan_index_last, scan_last
 from .sort import searchsorted, sort_last
