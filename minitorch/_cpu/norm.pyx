@@ -213,7 +213,8 @@ cdef void backward_part(int dt, const void* g, const void* x, const void* mean, 
                       <const double*>rstd, <const double*>w, <double*>dx, pw, pb, r0, r1, s)
 
 
-cdef void sum_partials(int dt, const double* parts, int nt, Py_ssize_t count, void* out) noexcept nogil:
+cdef void sum_partials(int dt, const double* parts, int nt, Py_ssize_t count,
+                       void* out) noexcept nogil:
     """out[p] = Σ over the nt threads' partials (rows of `count`), rounded to out's type."""
     cdef Py_ssize_t p
     cdef int t
