@@ -82,6 +82,48 @@ cdef double row_dot_dev(const real* g, const real* x, Py_ssize_t n, double mean)
     return lane_fold(acc)
 
 
+cdef void row_grad_sums(const real* g, const real* x, const real* w, Py_ssize_t n, double mean,
+                        double* s1, double* s2) noexcept nogil:
+    """s1 = Σ g·w, s2 = Σ g·w·(x - mean) in one pass (w NULL: 1), g·w rounded to real first
+    as a separate product would be."""
+    cdef double a1[LANES]
+    cdef double a2[LANES]
+    cdef real gw
+    cdef Py_ssize_t i, j, full = n - n % LANES
+    for j in range(LANES):
+        a1[j] = 0
+        a2[j] = 0
+    if w != NULL:
+        for i in range(0, full, 8):      # 8 = LANES (a literal step)
+            for j in range(LANES):
+                gw = g[i + j] * w[i + j]
+                a1[j] = a1[j] + gw
+                a2[j] = a2[j] + gw * (<double>x[i + j] - mean)
+        for i in range(full, n):
+            gw = g[i] * w[i]
+            a1[0] = a1[0] + gw
+            a2[0] = a2[0] + gw * (<double>x[i] - mean)
+    else:
+        for i in range(0, full, 8):
+            for j in range(LANES):
+                a1[j] = a1[j] + g[i + j]
+                a2[j] = a2[j] + g[i + j] * (<double>x[i + j] - mean)
+        for i in range(full, n):
+            a1[0] = a1[0] + g[i]
+            a2[0] = a2[0] + g[i] * (<double>x[i] - mean)
+    s1[0] = lane_fold(a1)
+    s2[0] = lane_fold(a2)
+
+
+cdef void add_param_grads(const real* g, const real* x, Py_ssize_t n, double mean, double rstd,
+                          double* pw, double* pb) noexcept nogil:
+    """pw += g·(x - mean)·rstd, pb += g, element by element (a parameter per element)."""
+    cdef Py_ssize_t j
+    for j in range(n):
+        pw[j] += <double>g[j] * (<double>x[j] - mean) * rstd
+        pb[j] += <double>g[j]
+
+
 # ---- forward --------------------------------------------------------------------------------
 cdef void forward_rows(const real* x, const real* w, const real* b, real* y, real* mean_out,
                        real* rstd_out, Py_ssize_t r0, Py_ssize_t r1, RowShape s) noexcept nogil:
@@ -105,7 +147,10 @@ cdef void forward_rows(const real* x, const real* w, const real* b, real* y, rea
         m, rs = <real>mean, <real>rstd
         wr = w + (r % s.groups) * s.channels if w != NULL else NULL
         br = b + (r % s.groups) * s.channels if b != NULL else NULL
-        if inner == 1:      # a parameter per element: separate short passes stay vectorized
+        if inner == 1 and wr != NULL and br != NULL:    # a parameter per element
+            for j in range(n):
+                yr[j] = (xr[j] - m) * rs * wr[j] + br[j]
+        elif inner == 1:    # separate short passes stay vectorized (and branch-free)
             for j in range(n):
                 yr[j] = (xr[j] - m) * rs
             if wr != NULL:
@@ -158,18 +203,9 @@ cdef void backward_rows(const real* g, const real* x, const real* mean_in, const
         s2 = 0      # Σ g·w·(x - mean)
         if inner == 1:
             if pw != NULL:
-                for j in range(n):
-                    pw[p0 + j] += <double>gr[j] * (<double>xr[j] - mean) * rstd
-                    pb[p0 + j] += <double>gr[j]
+                add_param_grads(gr, xr, n, mean, rstd, pw + p0, pb + p0)
             if dr != NULL:
-                if wr != NULL:
-                    for j in range(n):      # dr as scratch: g·w, rounded as torch's would be
-                        dr[j] = gr[j] * wr[j]
-                    s1 = row_sum(<const real*>dr, n)
-                    s2 = row_dot_dev(<const real*>dr, xr, n, mean)
-                else:
-                    s1 = row_sum(gr, n)
-                    s2 = row_dot_dev(gr, xr, n, mean)
+                row_grad_sums(gr, xr, wr, n, mean, &s1, &s2)
         else:
             for c in range(s.channels):
                 a = row_sum(gr + c * inner, inner)
@@ -191,7 +227,7 @@ cdef void backward_rows(const real* g, const real* x, const real* mean_in, const
         if inner == 1:
             if wr != NULL:
                 for j in range(n):
-                    dr[j] = rg * dr[j] + rc1 + rc2 * (xr[j] - rm)
+                    dr[j] = rg * (gr[j] * wr[j]) + rc1 + rc2 * (xr[j] - rm)
             else:
                 for j in range(n):
                     dr[j] = rg * gr[j] + rc1 + rc2 * (xr[j] - rm)
