@@ -384,7 +384,8 @@ def scenario_softmax(h):
 
 
 def scenario_norm(h):
-    layouts = [(6, 10, 1, 1), (3, 300, 1, 1), (6, 10, 5, 3), (8, 7, 7, 4), (4, 3, 1, 2)]
+    layouts = [(6, 10, 1, 1), (3, 300, 1, 1), (40, 33, 1, 2), (6, 10, 5, 3), (8, 7, 7, 4),
+               (4, 3, 1, 2)]
     for dtype in (np.float32, np.float64):
         tol = 1e-5 if dtype == np.float32 else 1e-12
         for rows, n, inner, groups in layouts:

@@ -103,13 +103,38 @@ cdef void row_grad_sums(const real* g, const real* x, const real* w, Py_ssize_t 
     s2[0] = lane_fold(a2)
 
 
-cdef void add_param_grads(const real* g, const real* x, Py_ssize_t n, double mean, double rstd,
-                          double* pw, double* pb) noexcept nogil:
-    """pw += g·(x - mean)·rstd, pb += g, element by element (a parameter per element)."""
-    cdef Py_ssize_t j
-    for j in range(n):
-        pw[j] += <double>g[j] * (<double>x[j] - mean) * rstd
-        pb[j] += <double>g[j]
+cdef void add_param_grads(const real* g, const real* x, const real* w, Py_ssize_t n,
+                          double mean, double rstd, double* pw, double* pb, double* s1,
+                          double* s2) noexcept nogil:
+    """pw += g·(x - mean)·rstd, pb += g element by element (a parameter per element), and in
+    the same pass row_grad_sums' s1, s2 (w NULL: 1)."""
+    cdef double a1[LANES]
+    cdef double a2[LANES]
+    cdef double gd, d
+    cdef real gw
+    cdef Py_ssize_t i, j, full = n - n % LANES
+    for j in range(LANES):
+        a1[j] = 0
+        a2[j] = 0
+    for i in range(0, full, 16):     # 16 = LANES (a literal step)
+        for j in range(LANES):
+            gd = g[i + j]
+            d = <double>x[i + j] - mean
+            pw[i + j] += gd * d * rstd
+            pb[i + j] += gd
+            gw = g[i + j] * w[i + j] if w != NULL else g[i + j]
+            a1[j] = a1[j] + gw
+            a2[j] = a2[j] + gw * d
+    for i in range(full, n):
+        gd = g[i]
+        d = <double>x[i] - mean
+        pw[i] += gd * d * rstd
+        pb[i] += gd
+        gw = g[i] * w[i] if w != NULL else g[i]
+        a1[0] = a1[0] + gw
+        a2[0] = a2[0] + gw * d
+    s1[0] = lane_fold(a1)
+    s2[0] = lane_fold(a2)
 
 
 # ---- forward --------------------------------------------------------------------------------
@@ -191,8 +216,8 @@ cdef void backward_rows(const real* g, const real* x, const real* mean_in, const
         s2 = 0      # Σ g·w·(x - mean)
         if inner == 1:
             if pw != NULL:
-                add_param_grads(gr, xr, n, mean, rstd, pw + p0, pb + p0)
-            if dr != NULL:
+                add_param_grads(gr, xr, wr, n, mean, rstd, pw + p0, pb + p0, &s1, &s2)
+            elif dr != NULL:
                 row_grad_sums(gr, xr, wr, n, mean, &s1, &s2)
         else:
             for c in range(s.channels):

@@ -578,7 +578,7 @@ class GpuBackend:
     def norm_rows_backward(self, g, x, mean, rstd, weight, grad_input, grad_weight, grad_bias,
                            n, inner=1, groups=1, rms=False):
         """The gradients of norm_rows (minitorch.backend): grad_input one block per row, the
-        weight and bias gradients as column sums (a thread or a block per parameter)."""
+        weight and bias gradients as column sums (a lane or a block per parameter)."""
         op = "norm_rows_backward"
         name, rows, count = self._norm_layout(x, n, inner, groups, op)
         if (grad_weight is None) != (grad_bias is None):
@@ -598,7 +598,8 @@ class GpuBackend:
         if grad_weight is None:
             return
         if inner == 1:
-            self._launch("norm", name, f"norm_params_cols_kernel<{t}>", L.flat_grid(count),
+            self._launch("norm", name, f"norm_params_cols_kernel<{t}>",
+                         min(-(-count // 32), L.MAX_GRID),
                          (g, x, mean, rstd, grad_weight, grad_bias, I64(rows), I64(n),
                           I64(groups)))
         else:

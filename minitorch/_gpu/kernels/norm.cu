@@ -4,7 +4,7 @@
 // One block per row (the rows are long: 128 to 8192 elements), block sums through warp
 // shuffles and one shared slot per warp, read back in the same order by every thread (so the
 // result does not depend on scheduling). The weight and bias gradients are column sums in
-// kernels of their own, one thread (inner == 1) or one block (inner > 1) per parameter: no
+// kernels of their own, a lane (inner == 1) or a block (inner > 1) per parameter: no
 // atomics, deterministic.
 #include "common.cuh"
 
@@ -100,22 +100,42 @@ norm_rows_backward_kernel(const T* __restrict__ g, const T* __restrict__ x,
     }
 }
 
-// inner == 1: one thread per parameter p = (block, j), down the rows of its block (coalesced)
+// inner == 1: a block per 32 consecutive parameters p = (block, j), a lane each; the 8 warps
+// take every 8th row of the parameter's block (coalesced along j) and their partial sums meet
+// in shared memory, added in warp order
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
 norm_params_cols_kernel(const T* __restrict__ g, const T* __restrict__ x,
                         const T* __restrict__ mean_in, const T* __restrict__ rstd_in,
                         T* __restrict__ dw, T* __restrict__ db, i64 rows, i64 n, i64 groups) {
-    FOR_EACH_ELEMENT(p, groups * n) {
-        const i64 j = p % n;
+    constexpr int SLICES = THREADS / 32;
+    __shared__ T parts_w[THREADS];
+    __shared__ T parts_b[THREADS];
+    const int lane = threadIdx.x & 31, slice = threadIdx.x >> 5;
+    const i64 count = groups * n;
+    for (i64 base = (i64)blockIdx.x * 32; base < count; base += (i64)gridDim.x * 32) {
+        const i64 p = base + lane;
         T sw = T(0), sb = T(0);
-        for (i64 row = p / n; row < rows; row += groups) {
-            const T gv = g[row * n + j];
-            sw += gv * (x[row * n + j] - mean_in[row]) * rstd_in[row];
-            sb += gv;
+        if (p < count) {
+            const i64 j = p % n;
+            for (i64 row = p / n + slice * groups; row < rows; row += groups * SLICES) {
+                const T gv = g[row * n + j];
+                sw += gv * (x[row * n + j] - mean_in[row]) * rstd_in[row];
+                sb += gv;
+            }
         }
-        dw[p] = sw;
-        db[p] = sb;
+        parts_w[threadIdx.x] = sw;
+        parts_b[threadIdx.x] = sb;
+        __syncthreads();
+        if (slice == 0 && p < count) {
+            for (int k = 1; k < SLICES; ++k) {
+                sw += parts_w[k * 32 + lane];
+                sb += parts_b[k * 32 + lane];
+            }
+            dw[p] = sw;
+            db[p] = sb;
+        }
+        __syncthreads();                // the parts are read before the next round writes
     }
 }
 
