@@ -33,8 +33,8 @@ class RowNorm(KernelFunction):
         x.backend.norm_rows(x.flat(), _flat(weight), _flat(bias), y.buffer, mean.buffer,
                             rstd.buffer, n, inner, groups, eps, rms)
         ctx.layout, ctx.eps, ctx.rms = layout, eps, rms
-        ctx.param_shape = (weight if weight is not None else bias)._data.shape \
-            if weight is not None or bias is not None else None
+        param = weight if weight is not None else bias
+        ctx.param_shape = None if param is None else param._data.shape
         ctx.save_for_backward(input, weight, wrap(mean), wrap(rstd))
         return wrap(y)
 
