@@ -67,6 +67,17 @@ class KernelBackend(Protocol):
         """out = the input gradient of softmax (log_softmax) rows of length n, from the
         output y and its gradient g: y * (g - sum(g * y)) (g - exp(y) * sum(g))."""
 
+    def norm_rows(self, x, weight, bias, y, mean, rstd, n, inner=1, groups=1, eps=1e-5,
+                  rms=False):
+        """y = (x - mean)·rstd·weight + bias over each length-n row of compact float x, mean
+        and rstd = 1/sqrt(var + eps) (biased) saved per row; row r, element j uses parameter
+        (r % groups)·(n // inner) + j // inner (weight, bias optional); rms: mean 0."""
+
+    def norm_rows_backward(self, g, x, mean, rstd, weight, grad_input, grad_weight, grad_bias,
+                           n, inner=1, groups=1, rms=False):
+        """The gradients of norm_rows: grad_input per row (None: skipped), grad_weight = Σ g·x̂
+        and grad_bias = Σ g per parameter (both None, or both given)."""
+
     def sort_last(self, a, values, indices, n, descending=False):
         """values = each length-n row of compact a sorted (ascending, or descending when
         `descending`), indices (int64) = where each value was in its row. Always stable: ties

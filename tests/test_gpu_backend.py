@@ -383,6 +383,36 @@ def scenario_softmax(h):
     h.raises("softmax_last", np.zeros(6, np.float32), np.zeros(6, np.float32), 4)
 
 
+def scenario_norm(h):
+    layouts = [(6, 10, 1, 1), (3, 300, 1, 1), (40, 33, 1, 2), (6, 10, 5, 3), (8, 7, 7, 4),
+               (4, 3, 1, 2)]
+    for dtype in (np.float32, np.float64):
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        for rows, n, inner, groups in layouts:
+            count = groups * (n // inner)
+            x, g = values(rows * n, dtype, seed=40), values(rows * n, dtype, seed=41)
+            w, b = values(count, dtype, seed=42), values(count, dtype, seed=43)
+            for weight, bias, rms in ((w, b, False), (None, None, False), (w, None, True)):
+                mean, rstd = np.zeros(rows, dtype), np.zeros(rows, dtype)
+                _cpu.norm_rows(x, weight, bias, np.zeros(rows * n, dtype), mean, rstd, n, inner,
+                               groups, 1e-5, rms)
+                h.run("norm_rows", x, weight, bias, np.zeros(rows * n, dtype),
+                      np.zeros(rows, dtype), np.zeros(rows, dtype), n, inner, groups, 1e-5, rms,
+                      check=[3, 4, 5], rtol=tol, atol=tol)
+                h.run("norm_rows_backward", g, x, mean, rstd, weight, np.zeros(rows * n, dtype),
+                      np.zeros(count, dtype), np.zeros(count, dtype), n, inner, groups, rms,
+                      check=[5, 6, 7], rtol=tol, atol=tol)
+        h.run("norm_rows", np.zeros(0, dtype), None, None, np.zeros(0, dtype), np.zeros(0, dtype),
+              np.zeros(0, dtype), 4, check=[3])
+    h.raises("norm_rows", np.zeros(6, np.int64), None, None, np.zeros(6, np.int64),
+             np.zeros(2, np.int64), np.zeros(2, np.int64), 3)
+    h.raises("norm_rows", np.zeros(6), None, None, np.zeros(6), np.zeros(2), np.zeros(2), 4)
+    h.raises("norm_rows", np.zeros(6), np.zeros(2), None, np.zeros(6), np.zeros(2), np.zeros(2),
+             3)
+    h.raises("norm_rows_backward", np.zeros(6), np.zeros(6), np.zeros(2), np.zeros(2), None,
+             np.zeros(6), np.zeros(3), None, 3)
+
+
 def scenario_adam(h):
     for dtype in (np.float32, np.float64):
         tol = 1e-6 if dtype == np.float32 else 1e-14
@@ -477,6 +507,7 @@ def scenario_grid(h):
     h.raises("grid_scatter_add", np.zeros(planes * 30, np.int64), index,
              np.zeros(planes * 24, np.int64), planes, in_size, out_size, same_message=False)
 
+
 def scenario_recurrent(h):
     """One forward and one backward time step of every mode, on rows [row0, row0 + rows) of a
     packed layout (total rows 7), with and without bias."""
@@ -515,10 +546,11 @@ def scenario_recurrent(h):
     h.raises("recurrent_backward", 2, small, small, None, np.zeros(8, np.float32), small,
              small, np.zeros(8, np.float32), None, 0, 1, 2, same_message=False)
 
+
 SCENARIOS = [scenario_buffers, scenario_compact, scenario_strided_set, scenario_strided_add,
              scenario_cast, scenario_unary, scenario_binary, scenario_where, scenario_reduce,
-             scenario_scan, scenario_softmax, scenario_adam, scenario_matmul, scenario_index,
-             scenario_recurrent, scenario_grid]
+             scenario_scan, scenario_softmax, scenario_norm, scenario_adam, scenario_matmul,
+             scenario_index, scenario_recurrent, scenario_grid]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__[9:])

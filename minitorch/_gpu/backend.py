@@ -562,6 +562,79 @@ class GpuBackend:
                          (g, y, out, I64(g.size // n), I64(n), I32(bool(log))))
 
     @_on_device
+    def norm_rows(self, x, weight, bias, y, mean, rstd, n, inner=1, groups=1, eps=1e-5,
+                  rms=False):
+        """y = (x - mean)·rstd·weight + bias over length-n rows, mean and rstd saved per row
+        (minitorch.backend): one block per row."""
+        name, rows, count = self._norm_layout(x, n, inner, groups, "norm_rows")
+        self._norm_buffers(name, "norm_rows", ((y, x.size, "y"), (mean, rows, "mean"),
+                                               (rstd, rows, "rstd"), (weight, count, "weight"),
+                                               (bias, count, "bias")))
+        if rows:
+            self._launch("norm", name, f"norm_rows_kernel<{L.CTYPES[name]}>", min(rows, L.MAX_GRID),
+                         (x, weight, bias, y, mean, rstd, I64(rows), I64(n), I64(inner),
+                          I64(groups), np.float64(eps), I32(bool(rms))))
+
+    @_on_device
+    def norm_rows_backward(self, g, x, mean, rstd, weight, grad_input, grad_weight, grad_bias,
+                           n, inner=1, groups=1, rms=False):
+        """The gradients of norm_rows (minitorch.backend): grad_input one block per row, the
+        weight and bias gradients as column sums (a lane or a block per parameter)."""
+        op = "norm_rows_backward"
+        name, rows, count = self._norm_layout(x, n, inner, groups, op)
+        if (grad_weight is None) != (grad_bias is None):
+            raise ValueError(f"{op}: grad_weight and grad_bias come together")
+        self._norm_buffers(name, op, ((g, x.size, "g"), (mean, rows, "mean"),
+                                      (rstd, rows, "rstd"), (weight, count, "weight"),
+                                      (grad_input, x.size, "grad_input"),
+                                      (grad_weight, count, "grad_weight"),
+                                      (grad_bias, count, "grad_bias")))
+        if not rows:
+            return
+        t = L.CTYPES[name]
+        if grad_input is not None:
+            self._launch("norm", name, f"norm_rows_backward_kernel<{t}>", min(rows, L.MAX_GRID),
+                         (g, x, mean, rstd, weight, grad_input, I64(rows), I64(n), I64(inner),
+                          I64(groups), I32(bool(rms))))
+        if grad_weight is None:
+            return
+        if inner == 1:
+            self._launch("norm", name, f"norm_params_cols_kernel<{t}>",
+                         min(-(-count // 32), L.MAX_GRID),
+                         (g, x, mean, rstd, grad_weight, grad_bias, I64(rows), I64(n),
+                          I64(groups)))
+        else:
+            self._launch("norm", name, f"norm_params_blocks_kernel<{t}>",
+                         min(count, L.MAX_GRID), (g, x, mean, rstd, grad_weight, grad_bias,
+                                                  I64(rows), I64(n), I64(inner), I64(groups)))
+
+    @staticmethod
+    def _norm_layout(x, n, inner, groups, op):
+        """(dtype name, rows, parameter count) of a norm_rows layout, checked."""
+        name = C.dtype_name(x, op)
+        if name not in L.FLOAT_TYPES:
+            raise TypeError(f"{op}: unsupported dtype {C.SHOWN[name]} (float32 or float64 only)")
+        if n <= 0 or x.size % n:
+            raise ValueError(f"{op}: {x.size} elements are not rows of length {n}")
+        if inner <= 0 or n % inner:
+            raise ValueError(f"{op}: inner {inner} does not divide the row length {n}")
+        if groups <= 0 or (x.size // n) % groups:
+            raise ValueError(f"{op}: {x.size // n} rows are not a multiple of groups = {groups}")
+        return name, x.size // n, groups * (n // inner)
+
+    @staticmethod
+    def _norm_buffers(name, op, buffers):
+        """Each (buffer or None, length, label): the input's dtype and that many elements."""
+        for buffer, length, label in buffers:
+            if buffer is None:
+                continue
+            if C.dtype_name(buffer, op) != name:
+                raise TypeError(f"{op}: {label} must have the dtype of the input "
+                                f"({C.SHOWN[name]})")
+            if buffer.size != length:
+                raise ValueError(f"{op}: {label} has {buffer.size} elements, expected {length}")
+
+    @_on_device
     def adam_step(self, param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, beta1, beta2, eps,
                   step_size, bias_correction2_sqrt, grad_decay=0.0, param_scale=1.0,
                   maximize=False):

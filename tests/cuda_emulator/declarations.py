@@ -9,7 +9,7 @@ from minitorch._gpu import launch
 C_TYPES = {"float": np.float32, "double": np.float64, "long long": np.int64, "i64": np.int64,
            "unsigned char": np.uint8, "u64": np.uint64, "int": np.int32}
 NULLABLE = {"in_idx", "out_v", "out_i", "err_flag", "claims", "max_v", "sorter", "bias", "cell",
-            "cell_prev", "carry", "dgh"}
+            "cell_prev", "carry", "dgh", "weight"}
 
 
 def kernel_signatures(module):

@@ -1,6 +1,9 @@
 """torch.nn.functional's normalizations: batch_norm (running statistics updated only after
 every check passed), layer_norm, group_norm, instance_norm, rms_norm, local_response_norm and
-normalize.
+normalize. layer_norm, group_norm, instance_norm (on input statistics) and rms_norm run as one
+fused node (functions/normalization.py) when the input is a non-empty float tensor and the
+parameters share its dtype and device; otherwise (and in the tests, as the reference) as the
+composition of Tensor ops kept here (`_composed_*`).
 """
 import math
 import numbers
@@ -8,6 +11,7 @@ import numbers
 import numpy as np
 
 import minitorch as mt
+from ...functions.normalization import RowNorm
 from ...ndarray import normalize_dim, shape_str
 from .padding import pad
 from .pooling import avg_pool2d
@@ -90,11 +94,27 @@ def _normalized_shape(input, normalized_shape, params, star):
     return normalized_shape
 
 
+def _fusable(input, *params):
+    """Whether the fused kernels take these arguments: a non-empty float input, parameters of
+    its dtype and device (anything else keeps the composition, and its errors)."""
+    if not input.dtype.is_floating_point or input.numel() == 0:
+        return False
+    return all(p is None or (p.dtype is input.dtype and p.device == input.device)
+               for p in params)
+
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Layer normalization over the trailing normalized_shape dims, with optional elementwise
     weight and bias (torch.nn.functional.layer_norm)."""
     normalized_shape = _normalized_shape(input, normalized_shape,
                                          (("weight", weight), ("bias", bias)), "*, ")
+    if _fusable(input, weight, bias):
+        return RowNorm.apply(input, weight, bias, (math.prod(normalized_shape), 1, 1), eps,
+                             False)
+    return _composed_layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def _composed_layer_norm(input, normalized_shape, weight, bias, eps):
     dims = tuple(range(input.ndim - len(normalized_shape), input.ndim))
     mean = input.mean(dims, keepdim=True)
     var = input.var(dims, keepdim=True, correction=0)
@@ -124,6 +144,15 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                                f"channels in input, but got {name} of shape "
                                f"{shape_str(t.shape)} and input of shape "
                                f"{shape_str(input.shape)}")
+    if _fusable(input, weight, bias):
+        inner = math.prod(input.shape[2:])
+        return RowNorm.apply(input, weight, bias, (c // num_groups * inner, inner, num_groups),
+                             eps, False)
+    return _composed_group_norm(input, num_groups, weight, bias, eps)
+
+
+def _composed_group_norm(input, num_groups, weight, bias, eps):
+    n, c = input.shape[:2]
     grouped = input.reshape(n, num_groups, math.prod(input.shape[1:]) // num_groups)
     mean = grouped.mean(-1, keepdim=True)
     var = grouped.var(-1, keepdim=True, correction=0)
@@ -158,6 +187,22 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
                     ("weight", weight), ("bias", bias)):
         if t is not None and t.numel() != c:
             raise RuntimeError(f"{name} should contain {n * c} elements not {t.numel() * n}")
+    if use_input_stats and _fusable(input, weight, bias):
+        if running_mean is not None or running_var is not None:
+            with mt.no_grad():
+                dims = tuple(range(2, input.ndim))
+                _update_running_stats(running_mean, running_var, input.mean(dims).mean(0),
+                                      input.var(dims, correction=0).mean(0), momentum,
+                                      math.prod(input.shape[2:]))
+        inner = math.prod(input.shape[2:])
+        return RowNorm.apply(input, weight, bias, (inner, inner, c), eps, False)
+    return _composed_instance_norm(input, running_mean, running_var, weight, bias,
+                                   use_input_stats, momentum, eps)
+
+
+def _composed_instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
+                            momentum, eps):
+    c = input.shape[1]
     dims = tuple(range(2, input.ndim))
     shape = (1, c) + (1,) * (input.ndim - 2)
     if use_input_stats:
@@ -188,6 +233,12 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     normalized_shape = _normalized_shape(input, normalized_shape, (("weight", weight),), "*")
     if eps is None:
         eps = float(np.finfo(input.dtype.numpy_dtype).eps)
+    if _fusable(input, weight):
+        return RowNorm.apply(input, weight, None, (math.prod(normalized_shape), 1, 1), eps, True)
+    return _composed_rms_norm(input, normalized_shape, weight, eps)
+
+
+def _composed_rms_norm(input, normalized_shape, weight, eps):
     dims = tuple(range(input.ndim - len(normalized_shape), input.ndim))
     out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
     return out * weight if weight is not None else out
