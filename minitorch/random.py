@@ -53,10 +53,13 @@ def manual_seed(seed):
 
 
 def seed():
+    """torch.seed: seed the global generator from OS entropy and return that seed."""
     return manual_seed(int(np.random.SeedSequence().entropy % (2 ** 63)))
 
 
 def initial_seed():
+    """torch.initial_seed: the seed the global generator was last seeded with (0 until manual_seed
+    or seed is called; torch's is random at start-up)."""
     return _state["seed"]
 
 
@@ -164,12 +167,18 @@ def _check_float(dtype, kernel):
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
+    """torch.rand: uniform draws in [0, 1) in the default float dtype (or dtype). Drawn by numpy's
+    PCG64 Generator, not torch's Mersenne Twister: the values differ from torch's for the same
+    seed; the same seed gives the same values on CPU and GPU."""
     size = _keyword_size(size, kwargs, "rand")
     _check_float(dtype, "check_uniform_bounds")
     return _draw_floats(size, dtype, device, requires_grad, generator, "random")
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
+    """torch.randn: standard normal draws in the default float dtype (or dtype). Drawn by numpy's
+    PCG64 Generator, not torch's Mersenne Twister: the values differ from torch's for the same
+    seed; the same seed gives the same values on CPU and GPU."""
     size = _keyword_size(size, kwargs, "randn")
     _check_float(dtype, "normal_kernel_cpu")
     return _draw_floats(size, dtype, device, requires_grad, generator, "standard_normal")
@@ -234,6 +243,7 @@ def _randint_bound(value, name, position):
 
 
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
+    """torch.randperm: a random permutation of 0 .. n - 1 (int64 unless dtype is given)."""
     return _draw(((n,),), dtype or dtypes.int64, device, requires_grad, generator,
                  lambda rng, shape: rng.permutation(n))
 
@@ -243,16 +253,23 @@ def _like(input, dtype, device):
 
 
 def rand_like(input, dtype=None, device=None, requires_grad=False):
+    """torch.rand_like: rand with input's size, and its dtype and device unless given (drawn from
+    the global generator; torch 2.13's generator= and memory_format= are not accepted)."""
     shape, dtype, device = _like(input, dtype, device)
     return rand(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def randn_like(input, dtype=None, device=None, requires_grad=False):
+    """torch.randn_like: randn with input's size, and its dtype and device unless given (drawn from
+    the global generator; torch 2.13's generator= and memory_format= are not accepted)."""
     shape, dtype, device = _like(input, dtype, device)
     return randn(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def randint_like(input, low=0, high=None, dtype=None, device=None, requires_grad=False):
+    """torch.randint_like: randint(low, high) with input's size, and its dtype and device unless
+    given; a single bound is high (low 0). torch 2.13's generator= and memory_format= are not
+    accepted."""
     shape, dtype, device = _like(input, dtype, device)
     if high is None:
         low, high = 0, low
@@ -267,6 +284,9 @@ def bernoulli(input, p=None, generator=None):
 
 
 def multinomial(input, num_samples, replacement=False, generator=None):
+    """torch.multinomial: num_samples category indices per row of input (1-D or 2-D non-negative
+    weights), with or without replacement, as int64; torch's checks and messages. Drawn by numpy's
+    Generator, so the indices differ from torch's for the same seed."""
     if input.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if not input.dtype.is_floating_point:
@@ -347,10 +367,14 @@ def binomial(count, prob, generator=None):
 
 
 def get_rng_state():
+    """torch.get_rng_state: the global generator's state as a tensor, for set_rng_state. It is an
+    int64 tensor encoding numpy's generator state (torch's is a uint8 tensor of its Mersenne
+    Twister state): only minitorch's set_rng_state reads it."""
     return default_generator.get_state()
 
 
 def set_rng_state(new_state):
+    """torch.set_rng_state: restore the global generator's state from get_rng_state's tensor."""
     default_generator.set_state(new_state)
 
 

@@ -30,6 +30,7 @@ class Size(tuple):
         return f"torch.Size({list(self)})"
 
     def numel(self):
+        """torch.Size.numel: the product of the sizes."""
         return shape_numel(tuple(self))
 
 
@@ -94,6 +95,8 @@ class Tensor(TensorBase, _OpMethods):
 
     @property
     def grad(self):
+        """torch.Tensor.grad: the gradient accumulated by backward (None until then); assigning
+        checks size, dtype and device as torch does."""
         return self._grad
 
     @grad.setter
@@ -124,27 +127,35 @@ class Tensor(TensorBase, _OpMethods):
 
     @property
     def shape(self):
+        """torch.Tensor.shape: the sizes, as a Size."""
         return Size(self._data.shape)
 
     def size(self, dim=None):
+        """torch.Tensor.size: the sizes as a Size, or one dim's size (negative dims count from the
+        end)."""
         if dim is None:
             return Size(self._data.shape)
         return self._data.shape[real_dim(dim, self.ndim)]
 
     @property
     def dtype(self):
+        """torch.Tensor.dtype: the element type (a minitorch dtype: float32, float64, int64, uint8
+        or bool)."""
         return self._data.dtype
 
     @property
     def device(self):
+        """torch.Tensor.device: where the data lives (cpu or cuda:N)."""
         return self._data.device
 
     @property
     def is_cuda(self):
+        """torch.Tensor.is_cuda: True on a CUDA device."""
         return self._data.device.type == "cuda"
 
     @property
     def is_cpu(self):
+        """torch.Tensor.is_cpu: True on the CPU."""
         return self._data.device.type == "cpu"
 
     # Devices, layouts and kinds of tensor minitorch doesn't have: always False (scripts read
@@ -156,9 +167,11 @@ class Tensor(TensorBase, _OpMethods):
 
     @property
     def ndim(self):
+        """torch.Tensor.ndim: the number of dims."""
         return len(self._data.shape)
 
     def dim(self):
+        """torch.Tensor.dim: the number of dims."""
         return len(self._data.shape)
 
     ndimension = dim
@@ -169,17 +182,22 @@ class Tensor(TensorBase, _OpMethods):
     nelement = numel
 
     def element_size(self):
+        """torch.Tensor.element_size: bytes per element."""
         return self._data.dtype.itemsize
 
     def stride(self, dim=None):
+        """torch.Tensor.stride: the strides in elements (a tuple), or one dim's stride."""
         if dim is None:
             return self._data.strides
         return self._data.strides[real_dim(dim, self.ndim)]
 
     def storage_offset(self):
+        """torch.Tensor.storage_offset: the first element's offset in its storage, in elements."""
         return self._data.offset
 
     def data_ptr(self):
+        """torch.Tensor.data_ptr: the address of the first element (a host address on the CPU, a
+        device address on CUDA)."""
         return self._data.backend.data_ptr(self._data.buffer) + \
             self._data.offset * self._data.dtype.itemsize
 
@@ -187,54 +205,74 @@ class Tensor(TensorBase, _OpMethods):
         return self._data.is_compact()
 
     def is_floating_point(self):
+        """torch.Tensor.is_floating_point: True for float32 and float64."""
         return self._data.dtype.is_floating_point
 
     def is_complex(self):
+        """torch.Tensor.is_complex: always False (minitorch has no complex dtypes)."""
         return False
 
     def is_signed(self):
+        """torch.Tensor.is_signed: False for uint8 and bool, True otherwise."""
         return self._data.dtype not in (dtypes.uint8, dtypes.bool_)
 
     def is_same_size(self, other):
+        """torch.Tensor.is_same_size: whether other has the same sizes."""
         return self._data.shape == other._data.shape
 
     # real tensors only: the complex-number queries have their trivial answers
     def is_conj(self):
+        """torch.Tensor.is_conj: always False (no complex dtypes, so no lazy conjugation)."""
         return False
 
     def is_neg(self):
+        """torch.Tensor.is_neg: always False (no lazy negation bit)."""
         return False
 
     def is_inference(self):
+        """torch.Tensor.is_inference: always False (inference_mode makes ordinary tensors here)."""
         return False
 
     def conj(self):
+        """torch.Tensor.conj: self (the conjugate of a real tensor; also resolve_conj, resolve_neg,
+        conj_physical)."""
         return self
 
     resolve_conj = resolve_neg = conj_physical = conj
 
     @property
     def real(self):
+        """torch.Tensor.real: self (every minitorch tensor is real)."""
         return self
 
     @property
     def imag(self):
+        """torch.Tensor.imag: raises torch's error (no complex dtypes)."""
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
 
     # memory placement: our host buffers are plain memory; pinning and sharing are no-ops
     def pin_memory(self, device=None):
+        """torch.Tensor.pin_memory: a no-op stand-in that returns self (torch copies into page-
+        locked memory; our host buffers are plain memory, so copies to the GPU are not
+        asynchronous)."""
         return self
 
     def is_pinned(self, device=None):
+        """torch.Tensor.is_pinned: always False (nothing is pinned here, see pin_memory)."""
         return False
 
     def share_memory_(self):
+        """torch.Tensor.share_memory_: a no-op stand-in that returns self (torch moves the storage
+        to shared memory for multiprocessing; minitorch does not)."""
         return self
 
     def is_shared(self):
+        """torch.Tensor.is_shared: always False (see share_memory_)."""
         return False
 
     def is_nonzero(self):
+        """torch.Tensor.is_nonzero: the truth of a one-element tensor, with torch's errors
+        otherwise."""
         return self.__bool__()
 
     def get_device(self):
@@ -243,40 +281,51 @@ class Tensor(TensorBase, _OpMethods):
         return -1 if index is None else index
 
     def type_as(self, other):
+        """torch.Tensor.type_as: self in other's dtype (a copy unless it already is)."""
         return self.to(other.dtype)
 
     @property
     def is_leaf(self):
+        """torch.Tensor.is_leaf: True when no recorded op made this tensor (grad_fn is None)."""
         return self.grad_fn is None
 
     @property
     def T(self):
+        """torch.Tensor.T: a view with the dims reversed."""
         return self.permute(*reversed(range(self.ndim)))
 
     @property
     def mT(self):
+        """torch.Tensor.mT: a view with the last two dims swapped (torch's warning for 0-d, error
+        for 1-d)."""
         return _matrix_transpose(self, "tensor.mT", "Tensor.mT is deprecated on 0-D tensors. This "
                                  "function is the identity in these cases.")
 
     @property
     def H(self):
+        """torch.Tensor.H: the conjugate transpose, which for real tensors is T."""
         return self.T
 
     @property
     def mH(self):
+        """torch.Tensor.mH: the conjugate transpose of the last two dims, which for real tensors is
+        mT."""
         return _matrix_transpose(self, "tensor.mH", "Tensor.mH is deprecated on 0-D tensors. "
                                  "Consider using x.conj().")
 
     @property
     def itemsize(self):
+        """torch.Tensor.itemsize: bytes per element."""
         return self._data.dtype.itemsize
 
     @property
     def nbytes(self):
+        """torch.Tensor.nbytes: numel() * itemsize."""
         return self._data.size * self._data.dtype.itemsize
 
     @property
     def output_nr(self):
+        """torch.Tensor.output_nr: which output of its grad_fn this tensor is."""
         return self._output_nr
 
     @property
@@ -307,6 +356,8 @@ class Tensor(TensorBase, _OpMethods):
 
     # ---- conversion ---------------------------------------------------------------------------
     def numpy(self, force=False):
+        """torch.Tensor.numpy: a numpy array sharing a CPU tensor's memory; torch's errors for a
+        tensor that requires grad or lives on CUDA unless force=True (which then copies)."""
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
@@ -331,9 +382,11 @@ class Tensor(TensorBase, _OpMethods):
         return from_numpy(array)
 
     def tolist(self):
+        """torch.Tensor.tolist: the values as (nested) Python numbers."""
         return self.detach().cpu()._data.numpy().tolist()
 
     def item(self):
+        """torch.Tensor.item: the value of a one-element tensor as a Python number."""
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
                                "Scalar")
@@ -392,45 +445,63 @@ class Tensor(TensorBase, _OpMethods):
 
     # ---- device / dtype moves -----------------------------------------------------------------
     def cuda(self, device=None, non_blocking=False):
+        """torch.Tensor.cuda: a copy on the CUDA device (self if already there); non_blocking is
+        accepted and the copy is synchronous."""
         return self.to(Device("cuda" if device is None else device))
 
     def cpu(self):
+        """torch.Tensor.cpu: a copy on the CPU (self if already there)."""
         return self.to(CPU)
 
     def float(self):
+        """torch.Tensor.float: self as float32."""
         return self.to(dtypes.float32)
 
     def double(self):
+        """torch.Tensor.double: self as float64."""
         return self.to(dtypes.float64)
 
     def long(self):
+        """torch.Tensor.long: self as int64."""
         return self.to(dtypes.int64)
 
     def int(self):
+        """torch.Tensor.int: self as int64, NOT int32 as in torch: minitorch has no int32 dtype, so
+        values beyond int32's range do not wrap as they would in torch."""
         return self.to(dtypes.int64)
 
     def bool(self):
+        """torch.Tensor.bool: self as bool."""
         return self.to(dtypes.bool_)
 
     def byte(self):
+        """torch.Tensor.byte: self as uint8."""
         return self.to(dtypes.uint8)
 
     def half(self):
+        """torch.Tensor.half: self as float32, NOT float16 as in torch: minitorch has no float16
+        dtype yet, so the result keeps float32's precision, range and memory use."""
         return self.to(dtypes.float32)
 
     # ---- autograd -----------------------------------------------------------------------------
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """torch.Tensor.backward: accumulate d(self)/d(leaf) into every leaf's .grad (gradient is
+        required for a non-scalar self)."""
         _autograd_backward(self, gradient, retain_graph, create_graph, inputs)
 
     def detach(self):
+        """torch.Tensor.detach: the same memory (and version counter) without autograd history."""
         return wrap(self._data, version=self._version)
 
     def detach_(self):
+        """torch.Tensor.detach_: drop self's autograd history in place."""
         self.grad_fn = None
         self.requires_grad = False
         return self
 
     def requires_grad_(self, requires_grad=True):
+        """torch.Tensor.requires_grad_: set requires_grad in place (leaf tensors, floating point
+        only) and return self."""
         if not self.is_leaf and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you "
                                "want to use a computed variable in a subgraph that doesn't require "
@@ -441,6 +512,7 @@ class Tensor(TensorBase, _OpMethods):
         return self
 
     def retain_grad(self):
+        """torch.Tensor.retain_grad: have backward fill .grad of this non-leaf tensor too."""
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.is_leaf or self._retains_grad:
@@ -457,6 +529,7 @@ class Tensor(TensorBase, _OpMethods):
 
     @property
     def retains_grad(self):
+        """torch.Tensor.retains_grad: whether retain_grad() was called on this non-leaf tensor."""
         return self._retains_grad
 
     def register_hook(self, hook):
@@ -472,6 +545,8 @@ class Tensor(TensorBase, _OpMethods):
         return self._add_node_hook(hook)
 
     def register_post_accumulate_grad_hook(self, hook):
+        """torch.Tensor.register_post_accumulate_grad_hook: hook(tensor) runs after backward has
+        accumulated this leaf's .grad; returns a removable handle."""
         if not self.is_leaf:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
                                "tensors")
@@ -514,10 +589,14 @@ class Tensor(TensorBase, _OpMethods):
 
     # ---- creation from a tensor (its dtype and device by default) -----------------------------
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        """torch.Tensor.new_tensor: a copy of data as a tensor in self's dtype and device (unless
+        given)."""
         return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
                       requires_grad=requires_grad)
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+        """torch.Tensor.new_zeros: zeros of the given size in self's dtype and device (unless
+        given)."""
         return zeros(*_keyword_size(size, kwargs, "new_zeros"), dtype=dtype or self.dtype,
                      device=device or self.device, requires_grad=requires_grad)
 
@@ -527,10 +606,14 @@ class Tensor(TensorBase, _OpMethods):
                      device=device or self.device, requires_grad=requires_grad)
 
     def new_ones(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+        """torch.Tensor.new_ones: ones of the given size, in self's dtype and device unless
+        given."""
         return ones(*_keyword_size(size, kwargs, "new_ones"), dtype=dtype or self.dtype,
                     device=device or self.device, requires_grad=requires_grad)
 
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        """torch.Tensor.new_full: size filled with fill_value, in self's dtype and device unless
+        given."""
         return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
                     requires_grad=requires_grad)
 
@@ -562,6 +645,7 @@ class Tensor(TensorBase, _OpMethods):
         return self
 
     def resize_as_(self, other, memory_format=None):
+        """torch.Tensor.resize_as_: resize_ to other's sizes (see resize_)."""
         return self.resize_(*other.shape)
 
     def apply_(self, callable):
@@ -587,9 +671,12 @@ class Tensor(TensorBase, _OpMethods):
         return self
 
     def ravel(self):
+        """torch.Tensor.ravel: a 1-D view when possible, else a copy (reshape(-1))."""
         return self.reshape(-1)
 
     def adjoint(self):
+        """torch.Tensor.adjoint: the last two dims swapped (real tensors: the adjoint is the
+        transpose)."""
         return _matrix_transpose(self, "tensor.adjoint()", "adjoint() is deprecated on 0-D "
                                  "tensors. Consider using x.conj().")
 
@@ -763,19 +850,25 @@ def _make(size, dtype, device, requires_grad, fill, function):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, **kwargs):
+    """torch.zeros: a tensor of zeros (default float dtype unless dtype is given)."""
     return _make(_keyword_size(size, kwargs, "zeros"), dtype, device, requires_grad, 0, "zeros")
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, **kwargs):
+    """torch.ones: a tensor of ones (default float dtype unless dtype is given)."""
     return _make(_keyword_size(size, kwargs, "ones"), dtype, device, requires_grad, 1, "ones")
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None,
           **kwargs):
+    """torch.empty: a new tensor of the given size, zeroed here (torch leaves the memory
+    uninitialised)."""
     return _make(_keyword_size(size, kwargs, "empty"), dtype, device, requires_grad, 0, "empty")
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    """torch.full: fill_value everywhere; without dtype, the dtype follows fill_value as in torch
+    (bool, int64, or the default float dtype)."""
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     if dtypes.check_dtype_arg("full", dtype) is None:
@@ -785,28 +878,37 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """torch.zeros_like: zeros with input's size, and its dtype and device unless given."""
     dtypes.check_dtype_arg("zeros_like", dtype)
     return zeros(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
                  requires_grad=requires_grad)
 
 
 def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """torch.ones_like: ones with input's size, and its dtype and device unless given."""
     dtypes.check_dtype_arg("ones_like", dtype)
     return ones(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad)
 
 
 def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """torch.empty_like: a new tensor with input's size, dtype and device (unless given), zeroed
+    here (torch leaves it uninitialised)."""
     return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
+    """torch.full_like: fill_value everywhere, with input's size, and its dtype and device unless
+    given."""
     dtypes.check_dtype_arg("full_like", dtype)
     return full(input.shape, fill_value, dtype=dtype or input.dtype,
                 device=device or input.device, requires_grad=requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    """torch.arange: start, start + step, ... up to end (excluded); int64 when every bound is an
+    integer, else the default float dtype. Float values are computed in float64 and rounded, so
+    float32 results may differ from torch's in the last bit."""
     dtypes.check_dtype_arg("arange", dtype)
     if end is None:
         start, end = 0, start
@@ -876,6 +978,8 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    """torch.linspace: steps evenly spaced values from start to end (both included). Computed in
+    float64 and rounded to the dtype, so float32 values may differ from torch's in the last bit."""
     if steps < 0:
         raise RuntimeError("linspace(): number of steps must be non-negative")
     array = np.linspace(float(start), float(end), steps)
@@ -884,30 +988,38 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
 
 
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    """torch.logspace: base ** linspace(start, end, steps). Computed in float64 and rounded to the
+    dtype, so float32 values may differ from torch's in the last bit."""
     array = np.logspace(float(start), float(end), steps, base=base)
     return tensor(array, dtype=dtype or dtypes.get_default_dtype(), device=device,
                   requires_grad=requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    """torch.eye: an n x m (m defaults to n) matrix with ones on the diagonal, in the default float
+    dtype unless dtype is given."""
     array = np.eye(n, n if m is None else m)
     return tensor(array, dtype=dtype or dtypes.get_default_dtype(), device=device,
                   requires_grad=requires_grad)
 
 
 def is_tensor(obj):
+    """torch.is_tensor: whether obj is a Tensor (subclasses such as Parameter included)."""
     return isinstance(obj, Tensor)
 
 
 def numel(input):
+    """torch.numel: the number of elements of input."""
     return input.numel()
 
 
 def is_floating_point(input):
+    """torch.is_floating_point: whether input's dtype is float32 or float64."""
     return input.is_floating_point()
 
 
 def is_complex(input):
+    """torch.is_complex: always False (minitorch has no complex dtypes)."""
     return False
 
 
@@ -921,10 +1033,12 @@ def is_nonzero(input):
 
 
 def is_same_size(input, other):
+    """torch.is_same_size: whether input and other have the same sizes."""
     return input.is_same_size(other)
 
 
 def is_signed(input):
+    """torch.is_signed: False for uint8 and bool, True otherwise."""
     return input.is_signed()
 
 
