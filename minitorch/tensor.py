@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import dtypes
-from .autograd import RemovableHandle, TensorBase, _grad_mode
+from .autograd import RemovableHandle, TensorBase, _grad_mode, no_grad
 from .autograd import backward as _autograd_backward
 from .backend import CPU, device as Device, get_backend
-from .ndarray import NDArray, real_dim, shape_numel
+from .ndarray import NDArray, contiguous_strides, real_dim, shape_numel
 from .printing import tensor_repr
 
 if TYPE_CHECKING:     # static tools see the op methods that install() puts on Tensor at import
@@ -32,6 +32,170 @@ class Size(tuple):
     def numel(self):
         """torch.Size.numel: the product of the sizes."""
         return shape_numel(tuple(self))
+
+
+class memory_format:
+    """torch.memory_format: how a new tensor's elements are laid out in memory. minitorch has
+    torch's four: preserve_format (the source's layout), contiguous_format (row-major),
+    channels_last (4-D NHWC order) and channels_last_3d (5-D NDHWC order)."""
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"minitorch.{self.name}"
+
+
+preserve_format = memory_format("preserve_format")
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+MEMORY_FORMATS = ("memory_format", "preserve_format", "contiguous_format", "channels_last",
+                  "channels_last_3d")
+# rank and axis order (outermost first) of the channels-last formats
+_CHANNELS_LAST = {"channels_last": (4, (0, 2, 3, 1)), "channels_last_3d": (5, (0, 2, 3, 4, 1))}
+
+
+def check_memory_format(fmt, function):
+    """fmt itself (None meaning the function's default), or torch's error for anything else."""
+    if fmt is not None and not isinstance(fmt, memory_format):
+        raise TypeError(f"{function}(): argument 'memory_format' must be torch.memory_format, "
+                        f"not {type(fmt).__name__}")
+    return fmt
+
+
+def is_contiguous_as(nd, fmt):
+    """torch's is_contiguous(memory_format): row-major for contiguous/preserve, else the
+    channels-last order (strides of size-1 axes don't matter; other ranks are never)."""
+    if fmt is None or fmt.name not in _CHANNELS_LAST:
+        return nd.is_compact()
+    rank, order = _CHANNELS_LAST[fmt.name]
+    if nd.ndim != rank:
+        return False
+    expected = 1
+    for d in reversed(order):
+        if nd.shape[d] != 1:
+            if nd.strides[d] != expected:
+                return False
+            expected *= nd.shape[d]
+    return True
+
+
+def layout_for(nd, fmt):
+    """(axis order from outermost to innermost, strides) of a new tensor shaped like `nd` in
+    memory format `fmt` (None: preserve_format), as torch lays it out: preserve keeps a
+    non-overlapping dense source's strides exactly and otherwise orders the axes as the source
+    (torch's infer_dense_strides); channels_last(_3d) need rank 4 (5)."""
+    shape, strides = nd.shape, nd.strides
+    if (fmt is None or fmt is preserve_format) and strides == contiguous_strides(shape):
+        return tuple(range(len(shape))), strides       # the common case, without sorting
+    if fmt is None or fmt is preserve_format:
+        dense = _dense_order(shape, strides)
+        if dense is not None:
+            return dense, strides
+        return _with_strides(shape, _inferred_order(shape, strides), floor=1)
+    if fmt is contiguous_format:
+        return tuple(range(len(shape))), contiguous_strides(shape)
+    rank, order = _CHANNELS_LAST[fmt.name]
+    if len(shape) != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
+    return _with_strides(shape, order, floor=0)     # torch's channels-last strides: raw sizes
+
+
+def _with_strides(shape, order, floor):
+    """(order, the strides of a compact array laid out in axis order `order`); a size below
+    `floor` counts as `floor` (torch: 1 for contiguous and inferred layouts, 0 for
+    channels-last)."""
+    strides, step = [0] * len(shape), 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= max(shape[d], floor)
+    return order, tuple(strides)
+
+
+def _dense_order(shape, strides):
+    """The axis order (outermost first) of a non-overlapping dense layout (torch's
+    is_non_overlapping_and_dense), or None when it is not one."""
+    inner_first = sorted(range(len(shape)), key=lambda d: (shape[d] < 2, strides[d]))
+    expected = 1
+    for d in inner_first:
+        if shape[d] < 2:
+            break
+        if strides[d] != expected:
+            return None
+        expected *= shape[d]
+    return tuple(reversed(inner_first))
+
+
+def _inferred_order(shape, strides):
+    """torch's infer_dense_strides axis order for an overlapping or gapped layout: a stable
+    insertion sort by stride (ties: the smaller size inner), leaving stride-0 axes in place."""
+    perm = list(reversed(range(len(shape))))       # innermost first
+    for i in range(1, len(perm)):
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            a, b = perm[dim0], perm[dim1]
+            if strides[a] == 0 or strides[b] == 0:
+                continue
+            if strides[a] > strides[b] or (strides[a] == strides[b] and shape[a] > shape[b]):
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif strides[a] < strides[b]:
+                break
+    return tuple(reversed(perm))
+
+
+def copy_in_layout(nd, order, strides):
+    """A copy of `nd` with `strides` (a compact layout in axis order `order`): one compaction of
+    the permuted view."""
+    if order == tuple(range(nd.ndim)) and strides == nd.strides and nd.is_compact():
+        return nd.copy()
+    buffer = nd.permute(order).copy().buffer
+    return NDArray(buffer, nd.shape, strides, 0, nd.dtype, nd.device, nd.backend)
+
+
+def full_in_layout(shape, order, strides, fill, dtype, device):
+    """A new array of `shape` with `strides` (compact in axis order `order`), filled."""
+    if strides == contiguous_strides(shape):
+        return NDArray.full(shape, fill, dtype, device)
+    stored = NDArray.full(tuple(shape[d] for d in order), fill, dtype, device)
+    return NDArray(stored.buffer, shape, strides, 0, dtype, device, stored.backend)
+
+
+_TORCH_TYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "uint8": "Byte",
+                     "bool": "Bool"}
+
+
+def write_out(out, result, function, warn_resize=True):
+    """torch's out= contract: `result` written into `out` (resized to result's shape, with
+    torch's deprecation warning when out had elements; cast to out's dtype when torch allows
+    that cast) and `out` returned. Refused, as torch refuses, while recording a graph through
+    it."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{function}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if _grad_mode.enabled and (out.requires_grad or result.requires_grad):
+        raise RuntimeError(f"{function}(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires grad.")
+    if not dtypes.can_cast(result.dtype, out.dtype):
+        raise RuntimeError(f"result type {_TORCH_TYPE_NAMES[result.dtype.name]} can't be cast "
+                           f"to the desired output type {_TORCH_TYPE_NAMES[out.dtype.name]}")
+    if out.device != result.device:
+        raise RuntimeError(f"Expected out tensor to have device {result.device}, but got "
+                           f"{out.device} instead")
+    if out.shape != result.shape:
+        if warn_resize and out.numel():
+            warnings.warn(f"An output with one or more elements was resized since it had shape "
+                          f"{list(out.shape)}, which does not match the required output shape "
+                          f"{list(result.shape)}. This behavior is deprecated, and in a future "
+                          "PyTorch release outputs will not be resized unless they have zero "
+                          "elements. You can explicitly reuse an out tensor t by resizing it, "
+                          "inplace, to zero elements with t.resize_(0).", UserWarning,
+                          stacklevel=3)
+        out.resize_(*result.shape)
+    with no_grad():
+        out.copy_(result)
+    return out
 
 
 _new_object = object.__new__
@@ -202,7 +366,9 @@ class Tensor(TensorBase, _OpMethods):
             self._data.offset * self._data.dtype.itemsize
 
     def is_contiguous(self, memory_format=None):
-        return self._data.is_compact()
+        """torch.Tensor.is_contiguous: whether the elements are laid out in row-major order, or
+        in memory_format's order (channels_last: NHWC, channels_last_3d: NDHWC)."""
+        return is_contiguous_as(self._data, check_memory_format(memory_format, "is_contiguous"))
 
     def is_floating_point(self):
         """torch.Tensor.is_floating_point: True for float32 and float64."""
@@ -850,20 +1016,60 @@ def _make(size, dtype, device, requires_grad, fill, function):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, **kwargs):
-    """torch.zeros: a tensor of zeros (default float dtype unless dtype is given)."""
-    return _make(_keyword_size(size, kwargs, "zeros"), dtype, device, requires_grad, 0, "zeros")
+    """torch.zeros: a tensor of zeros (default float dtype unless dtype is given); with out=,
+    out resized and zeroed in its own dtype, and returned."""
+    size = _keyword_size(size, kwargs, "zeros")
+    if out is not None:
+        return _fill_out(out, size, dtype, device, requires_grad, 0, "zeros")
+    return _make(size, dtype, device, requires_grad, 0, "zeros")
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, **kwargs):
-    """torch.ones: a tensor of ones (default float dtype unless dtype is given)."""
-    return _make(_keyword_size(size, kwargs, "ones"), dtype, device, requires_grad, 1, "ones")
+    """torch.ones: a tensor of ones (default float dtype unless dtype is given); with out=, out
+    resized and filled with ones in its own dtype, and returned."""
+    size = _keyword_size(size, kwargs, "ones")
+    if out is not None:
+        return _fill_out(out, size, dtype, device, requires_grad, 1, "ones")
+    return _make(size, dtype, device, requires_grad, 1, "ones")
+
+
+def _fill_out(out, size, dtype, device, requires_grad, fill, function):
+    """zeros/ones(..., out=out): out is resized (without torch's warning for ops: factories
+    resize silently) and filled; a dtype other than out's is refused as torch refuses it."""
+    dtype = dtypes.check_dtype_arg(function, dtype)
+    if isinstance(out, Tensor) and dtype is not None and dtype is not out.dtype:
+        raise RuntimeError(f"dtype {_TORCH_TYPE_NAMES[dtype.name]} does not match dtype of out "
+                           f"parameter ({_TORCH_TYPE_NAMES[out.dtype.name]})")
+    result = _make(size, getattr(out, "dtype", None), device or getattr(out, "device", None),
+                   False, fill, function)
+    write_out(out, result, f"aten::{function}", warn_resize=False)
+    return out.requires_grad_() if requires_grad else out
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None,
           **kwargs):
     """torch.empty: a new tensor of the given size, zeroed here (torch leaves the memory
-    uninitialised)."""
-    return _make(_keyword_size(size, kwargs, "empty"), dtype, device, requires_grad, 0, "empty")
+    uninitialised); memory_format contiguous_format (default) or channels_last(_3d)."""
+    size = _keyword_size(size, kwargs, "empty")
+    fmt = check_memory_format(memory_format, "empty")
+    if fmt is None or fmt is contiguous_format:
+        return _make(size, dtype, device, requires_grad, 0, "empty")
+    if fmt is preserve_format:
+        raise RuntimeError("unsupported memory format Preserve")
+    shape = _shape_args(size)
+    template = NDArray(None, shape, contiguous_strides(shape), 0, None, None, None)
+    return _make_in_layout(template, fmt, dtype or dtypes.get_default_dtype(), device,
+                           requires_grad, 0, "empty")
+
+
+def _make_in_layout(template, fmt, dtype, device, requires_grad, fill, function):
+    """A tensor shaped like the NDArray `template`, laid out as memory format `fmt` makes a new
+    tensor from it (None: preserve_format), filled with `fill`."""
+    dtype = dtypes.check_dtype_arg(function, dtype)
+    order, strides = layout_for(template, check_memory_format(fmt, function))
+    nd = full_in_layout(template.shape, order, strides, fill, dtype,
+                        Device(device) if device else CPU)
+    return wrap(nd, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -878,31 +1084,38 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
-    """torch.zeros_like: zeros with input's size, and its dtype and device unless given."""
-    dtypes.check_dtype_arg("zeros_like", dtype)
-    return zeros(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
-                 requires_grad=requires_grad)
+    """torch.zeros_like: zeros with input's size, and its dtype and device unless given, laid
+    out as memory_format says (default preserve_format: input's strides when it is dense)."""
+    return _make_in_layout(input._data, memory_format, dtype or input.dtype,
+                           device or input.device, requires_grad, 0, "zeros_like")
 
 
 def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
-    """torch.ones_like: ones with input's size, and its dtype and device unless given."""
-    dtypes.check_dtype_arg("ones_like", dtype)
-    return ones(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
-                requires_grad=requires_grad)
+    """torch.ones_like: ones with input's size, and its dtype and device unless given, laid
+    out as memory_format says (default preserve_format: input's strides when it is dense)."""
+    return _make_in_layout(input._data, memory_format, dtype or input.dtype,
+                           device or input.device, requires_grad, 1, "ones_like")
 
 
 def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
-    """torch.empty_like: a new tensor with input's size, dtype and device (unless given), zeroed
-    here (torch leaves it uninitialised)."""
-    return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad)
+    """torch.empty_like: a new tensor with input's size, dtype and device (unless given), laid
+    out as memory_format says (default preserve_format); zeroed here (torch leaves it
+    uninitialised)."""
+    return _make_in_layout(input._data, memory_format, dtype or input.dtype,
+                           device or input.device, requires_grad, 0, "empty_like")
 
 
-def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False,
+              memory_format=None):
     """torch.full_like: fill_value everywhere, with input's size, and its dtype and device unless
-    given."""
+    given, laid out as memory_format says (default preserve_format)."""
     dtypes.check_dtype_arg("full_like", dtype)
-    return full(input.shape, fill_value, dtype=dtype or input.dtype,
-                device=device or input.device, requires_grad=requires_grad)
+    dtype = dtype or input.dtype
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    dtypes.check_scalar_fits(fill_value, dtype)
+    return _make_in_layout(input._data, memory_format, dtype, device or input.device,
+                           requires_grad, fill_value, "full_like")
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
