@@ -794,10 +794,19 @@ class Tensor(TensorBase, _OpMethods):
     # ---- storage-level rewrites ---------------------------------------------------------------
     def resize_(self, *sizes, memory_format=None):
         """torch's resize_: the same elements in row-major order under the new shape, truncated,
-        or extended with zeros (torch leaves those uninitialised); a new buffer when it grows."""
+        or extended with zeros (torch leaves those uninitialised); a new buffer when it grows.
+        memory_format channels_last(_3d) lays the storage out in that order instead (torch's
+        restride: the values keep their places in memory)."""
         if self.requires_grad:
             raise RuntimeError("cannot resize variables that require grad")
         shape = tuple(_shape_args(sizes))
+        fmt = check_memory_format(memory_format, "resize_")
+        if fmt is preserve_format:
+            raise RuntimeError("Unsupported memory formatPreserve")
+        order = None
+        if fmt is not None and fmt is not contiguous_format:
+            template = NDArray(None, shape, contiguous_strides(shape), 0, None, None, None)
+            order, strides = layout_for(template, fmt)
         flat = self._data.compact().reshape((self.numel(),))
         n = shape_numel(shape)
         if n <= flat.size:
@@ -806,13 +815,18 @@ class Tensor(TensorBase, _OpMethods):
             data = NDArray.full((n,), 0, self.dtype, self.device)
             if flat.size:
                 data[:flat.size] = flat
-        self._data = data.reshape(shape)
+        if order is None:
+            self._data = data.reshape(shape)
+        else:
+            self._data = NDArray(data.buffer, shape, strides, data.offset, data.dtype,
+                                 data.device, data.backend)
         self._bump_version()
         return self
 
     def resize_as_(self, other, memory_format=None):
-        """torch.Tensor.resize_as_: resize_ to other's sizes (see resize_)."""
-        return self.resize_(*other.shape)
+        """torch.Tensor.resize_as_: resize_ to other's sizes in memory_format (default
+        contiguous, whatever other's layout, as torch)."""
+        return self.resize_(*other.shape, memory_format=memory_format)
 
     def apply_(self, callable):
         """Every element replaced by callable(element), a Python function (CPU only, as torch)."""

@@ -222,3 +222,39 @@ def test_zeros_and_ones_write_out():
             assert getattr(mt, function)(2, 3, out=ours, **kwargs) is ours
             assert ours.dtype.name == str(theirs.dtype)[6:]
             np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_resize_with_a_memory_format_restrides_as_torch():
+    torch = _torch()
+    for fmt in FORMATS:
+        for sizes in [(2, 3, 2, 2), (4, 6), (2, 3, 1, 2, 2), (3, 3, 3, 3)]:
+            theirs = torch.arange(24.0).reshape(2, 3, 4)
+            ours = mt.arange(24.0).reshape(2, 3, 4)
+            try:
+                theirs.resize_(*sizes, memory_format=getattr(torch, fmt))
+            except RuntimeError as error:
+                with pytest.raises(RuntimeError, match=str(error)):
+                    ours.resize_(*sizes, memory_format=getattr(mt, fmt))
+                continue
+            assert ours.resize_(*sizes, memory_format=getattr(mt, fmt)) is ours
+            assert ours.stride() == theirs.stride(), (fmt, sizes)
+            if ours.numel() <= 24:            # torch leaves grown memory uninitialised
+                np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    target = mt.empty(2, 3, 2, 2).contiguous(memory_format=mt.channels_last)
+    assert mt.zeros(5).resize_as_(target).stride() == (12, 4, 2, 1)
+    assert mt.zeros(5).resize_as_(target, memory_format=mt.channels_last).stride() == \
+        (12, 1, 6, 3)
+
+
+def test_repeat_interleave_checks_output_size():
+    x = mt.tensor([1, 2, 3])
+    assert mt.repeat_interleave(x, 2, output_size=6).tolist() == [1, 1, 2, 2, 3, 3]
+    assert mt.repeat_interleave(x, mt.tensor([1, 2, 0]), output_size=3).tolist() == [1, 2, 2]
+    assert mt.repeat_interleave(mt.tensor([2, 1]), output_size=3).tolist() == [0, 0, 1]
+    with pytest.raises(RuntimeError, match="repeat_interleave: Invalid output_size, expected 6 "
+                                           "but got 5"):
+        mt.repeat_interleave(x, 2, output_size=5)
+    for call in (lambda: mt.repeat_interleave(x, mt.tensor([1, 2, 0]), output_size=5),
+                 lambda: mt.repeat_interleave(mt.tensor([2, 1]), output_size=4)):
+        with pytest.raises(RuntimeError, match="allocated size does not match required size"):
+            call()

@@ -387,13 +387,15 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
-    """Each element (or slice along dim) repeated `repeats` times in place; with a tensor of
-    repeats, element i repeats[i] times. The single-argument form gives the index itself."""
+    """torch.repeat_interleave: each element (or slice along dim) repeated `repeats` times in
+    place; with a tensor of repeats, element i repeats[i] times. The single-argument form gives
+    the index itself. output_size, when given, must be the result's length (torch's errors)."""
     if repeats is None:
         repeats, input = input, None
     counts = repeats.tolist() if isinstance(repeats, Tensor) else repeats
     if input is None:
-        return repeat_interleave(arange(len(counts), device=repeats.device), repeats, 0)
+        return repeat_interleave(arange(len(counts), device=repeats.device), repeats, 0,
+                                 output_size=output_size)
     if dim is None:
         input, dim = input.reshape(-1), 0
     d = normalize_dim(dim, input.ndim)
@@ -407,6 +409,11 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
                            f"repeats.size(0) = {len(counts)} and input.size({d}) = {size}")
     if any(c < 0 for c in counts):
         raise RuntimeError("repeats can not be negative")
+    if output_size is not None and output_size != sum(counts):
+        if isinstance(repeats, numbers.Integral):
+            raise RuntimeError(f"repeat_interleave: Invalid output_size, expected "
+                               f"{sum(counts)} but got {output_size}")
+        raise RuntimeError("allocated size does not match required size")
     # the gather index (which source row each output row copies) is bookkeeping on the host;
     # the data moves in the index_select kernel
     index = [i for i, c in enumerate(counts) for _ in range(c)]
