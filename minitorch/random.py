@@ -39,9 +39,12 @@ def _seed_value(seed):
 
 
 class Generator:
-    """torch.Generator: an independent stream (DataLoader shuffling, random_split)."""
+    """torch.Generator: an independent stream (DataLoader shuffling, random_split). Its draws
+    are made on the host whatever its device (a CUDA generator gives the values a CPU one
+    does); `device` is recorded for the caller."""
 
     def __init__(self, device="cpu"):
+        self.device = Device(device)
         self.manual_seed(int(np.random.SeedSequence().entropy % (2 ** 63)))
 
     def manual_seed(self, seed):
@@ -166,7 +169,7 @@ class _DefaultGenerator(Generator):
     """mt.default_generator: a view onto the global state that manual_seed resets."""
 
     def __init__(self):
-        pass
+        self.device = CPU
 
     @property
     def rng(self):

@@ -916,7 +916,8 @@ def _python_leaves(data):
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
-    """torch.tensor: always copies `data` (nested lists, scalars, numpy arrays, Tensors)."""
+    """torch.tensor: always copies `data` (nested lists, scalars, numpy arrays, Tensors).
+    pin_memory is accepted and changes nothing (see Tensor.pin_memory)."""
     dtypes.check_dtype_arg("tensor", dtype)
     if isinstance(data, Tensor):
         data = data.detach().cpu()._data.numpy()
