@@ -12,19 +12,45 @@ from .ndarray import NDArray, check_shape, contiguous_strides
 from .functions.elementwise import TORCH_NAMES
 from .tensor import Size, Tensor, _keyword_size, _shape_args, wrap
 
-_state = {"seed": 0, "generator": np.random.default_rng(0)}
+# The global stream: numpy's PCG64 Generator for the draws (rand, randn, ...), and torch's
+# Mersenne Twister for randperm (made from the seed when randperm first needs it).
+_state = {"seed": 0, "generator": np.random.default_rng(0), "twister": None}
+
+
+def torch_twister(seed):
+    """torch's CPU generator for `seed`: an MT19937 seeded with the seed's low 32 bits by the
+    reference init_genrand, which is numpy's legacy RandomState for an int seed (a stream
+    numpy keeps frozen). Read its raw 32-bit outputs with twister_draws."""
+    return np.random.RandomState(int(seed) & 0xFFFFFFFF)
+
+
+def twister_draws(twister, count):
+    """The next `count` raw 32-bit outputs of the twister, as int64 (RandomState's randint over
+    the whole uint32 range returns the raw outputs: its rejection mask accepts every one)."""
+    return twister.randint(0, 2 ** 32, size=count, dtype=np.uint32).astype(np.int64)
+
+
+def _seed_value(seed):
+    """torch's seed rule: an int in [-2**63, 2**64), a negative one taken modulo 2**64."""
+    seed = int(seed)
+    if not -2 ** 63 <= seed < 2 ** 64:
+        raise ValueError("Overflow when unpacking long long")
+    return seed % 2 ** 64
 
 
 class Generator:
-    """torch.Generator: an independent stream (DataLoader shuffling, random_split)."""
+    """torch.Generator: an independent stream (DataLoader shuffling, random_split). Its draws
+    are made on the host whatever its device (a CUDA generator gives the values a CPU one
+    does); `device` is recorded for the caller."""
 
     def __init__(self, device="cpu"):
-        self._seed = int(np.random.SeedSequence().entropy % (2 ** 63))
-        self.rng = np.random.default_rng(self._seed)
+        self.device = Device(device)
+        self.manual_seed(int(np.random.SeedSequence().entropy % (2 ** 63)))
 
     def manual_seed(self, seed):
-        self._seed = int(seed)
+        self._seed = _seed_value(seed)
         self.rng = np.random.default_rng(self._seed)
+        self._twister = None
         return self
 
     def initial_seed(self):
@@ -33,30 +59,58 @@ class Generator:
     def seed(self):
         return self.manual_seed(int(np.random.SeedSequence().entropy % (2 ** 63))).initial_seed()
 
+    @property
+    def twister(self):
+        """The Mersenne Twister randperm draws from, seeded as torch's for this seed."""
+        if self._twister is None:
+            self._twister = torch_twister(self._seed)
+        return self._twister
+
     def get_state(self):
         from .tensor import tensor
-        state = self.rng.bit_generator.state
+        twister = None
+        if self._twister is not None:
+            name, key, position, has_gauss, gauss = self._twister.get_state()
+            twister = (name, key.tolist(), position, has_gauss, gauss)
+        state = {"numpy": self.rng.bit_generator.state, "twister": twister}
         return tensor(np.frombuffer(repr(state).encode(), dtype=np.uint8).astype(np.int64))
 
     def set_state(self, state):
         import ast
         text = bytes(np.asarray(state.tolist(), dtype=np.uint8)).decode()
-        self.rng.bit_generator.state = ast.literal_eval(text)
+        state = ast.literal_eval(text)
+        if "bit_generator" in state:        # a state saved before randperm had a twister
+            state = {"numpy": state, "twister": None}
+        self.rng.bit_generator.state = state["numpy"]
+        self._set_twister(state["twister"])
+
+    def _set_twister(self, twister):
+        if twister is None:
+            self._twister = None
+            return
+        name, key, position, has_gauss, gauss = twister
+        restored = np.random.RandomState()
+        restored.set_state((name, np.asarray(key, dtype=np.uint32), position, has_gauss, gauss))
+        self._twister = restored
 
 
 def manual_seed(seed):
-    """Seed the generator every random op draws from (for every device)."""
-    seed = int(seed)
+    """torch.manual_seed: seed the generator every random op draws from (for every device)."""
+    seed = _seed_value(seed)
     _state["seed"] = seed
     _state["generator"] = np.random.default_rng(seed)
+    _state["twister"] = None
     return default_generator
 
 
 def seed():
+    """torch.seed: seed the global generator from OS entropy and return that seed."""
     return manual_seed(int(np.random.SeedSequence().entropy % (2 ** 63)))
 
 
 def initial_seed():
+    """torch.initial_seed: the seed the global generator was last seeded with (0 until manual_seed
+    or seed is called; torch's is random at start-up)."""
     return _state["seed"]
 
 
@@ -115,7 +169,7 @@ class _DefaultGenerator(Generator):
     """mt.default_generator: a view onto the global state that manual_seed resets."""
 
     def __init__(self):
-        pass
+        self.device = CPU
 
     @property
     def rng(self):
@@ -126,6 +180,18 @@ class _DefaultGenerator(Generator):
         return self
 
     def initial_seed(self):
+        return _state["seed"]
+
+    @property
+    def _twister(self):
+        return _state["twister"]
+
+    @_twister.setter
+    def _twister(self, twister):
+        _state["twister"] = twister
+
+    @property
+    def _seed(self):
         return _state["seed"]
 
 
@@ -164,12 +230,18 @@ def _check_float(dtype, kernel):
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
+    """torch.rand: uniform draws in [0, 1) in the default float dtype (or dtype). Drawn by numpy's
+    PCG64 Generator, not torch's Mersenne Twister: the values differ from torch's for the same
+    seed; the same seed gives the same values on CPU and GPU."""
     size = _keyword_size(size, kwargs, "rand")
     _check_float(dtype, "check_uniform_bounds")
     return _draw_floats(size, dtype, device, requires_grad, generator, "random")
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
+    """torch.randn: standard normal draws in the default float dtype (or dtype). Drawn by numpy's
+    PCG64 Generator, not torch's Mersenne Twister: the values differ from torch's for the same
+    seed; the same seed gives the same values on CPU and GPU."""
     size = _keyword_size(size, kwargs, "randn")
     _check_float(dtype, "normal_kernel_cpu")
     return _draw_floats(size, dtype, device, requires_grad, generator, "standard_normal")
@@ -233,9 +305,59 @@ def _randint_bound(value, name, position):
     return int(value)
 
 
+# torch's CPU randperm shuffles with one 32-bit draw per swap below this n, and with another
+# algorithm (64-bit draws) from it on (aten/src/ATen/native/TensorFactories.cpp, randperm_cpu).
+_TORCH_RANDPERM_SWAP_LIMIT = (2 ** 32 - 1) // 20
+
+
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
-    return _draw(((n,),), dtype or dtypes.int64, device, requires_grad, generator,
-                 lambda rng, shape: rng.permutation(n))
+    """torch.randperm: a random permutation of 0 .. n - 1 (int64 unless dtype is given). For
+    n < 214748364 it is torch's CPU permutation for the same seed (mt.manual_seed(s) or
+    Generator().manual_seed(s)), and successive randperm calls go on through torch's stream as
+    torch's do; from that n on, torch switches algorithm and the permutations differ. On a
+    CUDA device the permutation is the CPU one (torch's CUDA randperm draws differently). The
+    stream is torch's Mersenne Twister, kept beside the numpy stream the other draws use, so
+    rand/randn/randint neither advance it nor follow it as torch's would."""
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    twister = (generator if generator is not None else default_generator).twister
+    draws = twister_draws(twister, max(n - 1, 0))
+    return _draw(((n,),), dtype or dtypes.int64, device, requires_grad, None,
+                 lambda rng, shape: _swapped_range(draws, n))
+
+
+def _swapped_range(draws, n):
+    """r = arange(n); for i in range(n - 1): swap r[i] and r[i + draws[i] % (n - i)], without a
+    Python loop over n.
+
+    After step i, r[i] is final (later steps touch only higher positions), and it is the value
+    its target t_i held just before step i: t_i itself unless an earlier step k also targeted
+    t_i, in which case it is what position k held just before step k (step k moved it there).
+    That `held(k)` in turn is k unless an earlier step targeted k, and so on: following the
+    links "the last earlier step with the same target" to their roots gives every value. The
+    links come from one sort of (target, step), the roots from pointer jumping (log depth)."""
+    steps = np.arange(n, dtype=np.int64)
+    if n < 2:
+        return steps
+    targets = steps.copy()                  # the last step is a no-op: n - 1 with itself
+    targets[:-1] += draws % (n - steps[:-1])
+    keys = np.sort(targets * n + steps)     # steps grouped by target, in step order
+    by_target, grouped = keys % n, keys // n
+    same = grouped[1:] == grouped[:-1]
+    earlier = np.full(n, -1, dtype=np.int64)     # the last earlier step with the same target
+    earlier[by_target[1:][same]] = by_target[:-1][same]
+    last = np.full(n, -1, dtype=np.int64)        # the last step targeting each position
+    group_end = np.append(~same, True)
+    last[grouped[group_end]] = by_target[group_end]
+    # the last step before k targeting position k (targets are >= their step: all are <= k)
+    before = np.where(last == steps, earlier, last)
+    root = np.where(before >= 0, before, steps)
+    while True:
+        jumped = root[root]
+        if np.array_equal(jumped, root):
+            break
+        root = jumped
+    return np.where(earlier >= 0, root[np.maximum(earlier, 0)], targets)
 
 
 def _like(input, dtype, device):
@@ -243,16 +365,23 @@ def _like(input, dtype, device):
 
 
 def rand_like(input, dtype=None, device=None, requires_grad=False):
+    """torch.rand_like: rand with input's size, and its dtype and device unless given (drawn from
+    the global generator; torch 2.13's generator= and memory_format= are not accepted)."""
     shape, dtype, device = _like(input, dtype, device)
     return rand(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def randn_like(input, dtype=None, device=None, requires_grad=False):
+    """torch.randn_like: randn with input's size, and its dtype and device unless given (drawn from
+    the global generator; torch 2.13's generator= and memory_format= are not accepted)."""
     shape, dtype, device = _like(input, dtype, device)
     return randn(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def randint_like(input, low=0, high=None, dtype=None, device=None, requires_grad=False):
+    """torch.randint_like: randint(low, high) with input's size, and its dtype and device unless
+    given; a single bound is high (low 0). torch 2.13's generator= and memory_format= are not
+    accepted."""
     shape, dtype, device = _like(input, dtype, device)
     if high is None:
         low, high = 0, low
@@ -267,6 +396,9 @@ def bernoulli(input, p=None, generator=None):
 
 
 def multinomial(input, num_samples, replacement=False, generator=None):
+    """torch.multinomial: num_samples category indices per row of input (1-D or 2-D non-negative
+    weights), with or without replacement, as int64; torch's checks and messages. Drawn by numpy's
+    Generator, so the indices differ from torch's for the same seed."""
     if input.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if not input.dtype.is_floating_point:
@@ -347,10 +479,14 @@ def binomial(count, prob, generator=None):
 
 
 def get_rng_state():
+    """torch.get_rng_state: the global generator's state as a tensor, for set_rng_state. It is an
+    int64 tensor encoding numpy's generator state (torch's is a uint8 tensor of its Mersenne
+    Twister state): only minitorch's set_rng_state reads it."""
     return default_generator.get_state()
 
 
 def set_rng_state(new_state):
+    """torch.set_rng_state: restore the global generator's state from get_rng_state's tensor."""
     default_generator.set_state(new_state)
 
 

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import dtypes
-from .autograd import RemovableHandle, TensorBase, _grad_mode
+from .autograd import RemovableHandle, TensorBase, _grad_mode, no_grad
 from .autograd import backward as _autograd_backward
 from .backend import CPU, device as Device, get_backend
-from .ndarray import NDArray, real_dim, shape_numel
+from .ndarray import NDArray, contiguous_strides, real_dim, shape_numel
 from .printing import tensor_repr
 
 if TYPE_CHECKING:     # static tools see the op methods that install() puts on Tensor at import
@@ -30,7 +30,172 @@ class Size(tuple):
         return f"torch.Size({list(self)})"
 
     def numel(self):
+        """torch.Size.numel: the product of the sizes."""
         return shape_numel(tuple(self))
+
+
+class memory_format:
+    """torch.memory_format: how a new tensor's elements are laid out in memory. minitorch has
+    torch's four: preserve_format (the source's layout), contiguous_format (row-major),
+    channels_last (4-D NHWC order) and channels_last_3d (5-D NDHWC order)."""
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"minitorch.{self.name}"
+
+
+preserve_format = memory_format("preserve_format")
+contiguous_format = memory_format("contiguous_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
+MEMORY_FORMATS = ("memory_format", "preserve_format", "contiguous_format", "channels_last",
+                  "channels_last_3d")
+# rank and axis order (outermost first) of the channels-last formats
+_CHANNELS_LAST = {"channels_last": (4, (0, 2, 3, 1)), "channels_last_3d": (5, (0, 2, 3, 4, 1))}
+
+
+def check_memory_format(fmt, function):
+    """fmt itself (None meaning the function's default), or torch's error for anything else."""
+    if fmt is not None and not isinstance(fmt, memory_format):
+        raise TypeError(f"{function}(): argument 'memory_format' must be torch.memory_format, "
+                        f"not {type(fmt).__name__}")
+    return fmt
+
+
+def is_contiguous_as(nd, fmt):
+    """torch's is_contiguous(memory_format): row-major for contiguous/preserve, else the
+    channels-last order (strides of size-1 axes don't matter; other ranks are never)."""
+    if fmt is None or fmt.name not in _CHANNELS_LAST:
+        return nd.is_compact()
+    rank, order = _CHANNELS_LAST[fmt.name]
+    if nd.ndim != rank:
+        return False
+    expected = 1
+    for d in reversed(order):
+        if nd.shape[d] != 1:
+            if nd.strides[d] != expected:
+                return False
+            expected *= nd.shape[d]
+    return True
+
+
+def layout_for(nd, fmt):
+    """(axis order from outermost to innermost, strides) of a new tensor shaped like `nd` in
+    memory format `fmt` (None: preserve_format), as torch lays it out: preserve keeps a
+    non-overlapping dense source's strides exactly and otherwise orders the axes as the source
+    (torch's infer_dense_strides); channels_last(_3d) need rank 4 (5)."""
+    shape, strides = nd.shape, nd.strides
+    if (fmt is None or fmt is preserve_format) and strides == contiguous_strides(shape):
+        return tuple(range(len(shape))), strides       # the common case, without sorting
+    if fmt is None or fmt is preserve_format:
+        dense = _dense_order(shape, strides)
+        if dense is not None:
+            return dense, strides
+        return _with_strides(shape, _inferred_order(shape, strides), floor=1)
+    if fmt is contiguous_format:
+        return tuple(range(len(shape))), contiguous_strides(shape)
+    rank, order = _CHANNELS_LAST[fmt.name]
+    if len(shape) != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
+    return _with_strides(shape, order, floor=0)     # torch's channels-last strides: raw sizes
+
+
+def _with_strides(shape, order, floor):
+    """(order, the strides of a compact array laid out in axis order `order`); a size below
+    `floor` counts as `floor` (torch: 1 for contiguous and inferred layouts, 0 for
+    channels-last)."""
+    strides, step = [0] * len(shape), 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= max(shape[d], floor)
+    return order, tuple(strides)
+
+
+def _dense_order(shape, strides):
+    """The axis order (outermost first) of a non-overlapping dense layout (torch's
+    is_non_overlapping_and_dense), or None when it is not one."""
+    inner_first = sorted(range(len(shape)), key=lambda d: (shape[d] < 2, strides[d]))
+    expected = 1
+    for d in inner_first:
+        if shape[d] < 2:
+            break
+        if strides[d] != expected:
+            return None
+        expected *= shape[d]
+    return tuple(reversed(inner_first))
+
+
+def _inferred_order(shape, strides):
+    """torch's infer_dense_strides axis order for an overlapping or gapped layout: a stable
+    insertion sort by stride (ties: the smaller size inner), leaving stride-0 axes in place."""
+    perm = list(reversed(range(len(shape))))       # innermost first
+    for i in range(1, len(perm)):
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            a, b = perm[dim0], perm[dim1]
+            if strides[a] == 0 or strides[b] == 0:
+                continue
+            if strides[a] > strides[b] or (strides[a] == strides[b] and shape[a] > shape[b]):
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif strides[a] < strides[b]:
+                break
+    return tuple(reversed(perm))
+
+
+def copy_in_layout(nd, order, strides):
+    """A copy of `nd` with `strides` (a compact layout in axis order `order`): one compaction of
+    the permuted view."""
+    if order == tuple(range(nd.ndim)) and strides == nd.strides and nd.is_compact():
+        return nd.copy()
+    buffer = nd.permute(order).copy().buffer
+    return NDArray(buffer, nd.shape, strides, 0, nd.dtype, nd.device, nd.backend)
+
+
+def full_in_layout(shape, order, strides, fill, dtype, device):
+    """A new array of `shape` with `strides` (compact in axis order `order`), filled."""
+    if strides == contiguous_strides(shape):
+        return NDArray.full(shape, fill, dtype, device)
+    stored = NDArray.full(tuple(shape[d] for d in order), fill, dtype, device)
+    return NDArray(stored.buffer, shape, strides, 0, dtype, device, stored.backend)
+
+
+_TORCH_TYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "uint8": "Byte",
+                     "bool": "Bool"}
+
+
+def write_out(out, result, function, warn_resize=True):
+    """torch's out= contract: `result` written into `out` (resized to result's shape, with
+    torch's deprecation warning when out had elements; cast to out's dtype when torch allows
+    that cast) and `out` returned. Refused, as torch refuses, while recording a graph through
+    it."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{function}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if _grad_mode.enabled and (out.requires_grad or result.requires_grad):
+        raise RuntimeError(f"{function}(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires grad.")
+    if not dtypes.can_cast(result.dtype, out.dtype):
+        raise RuntimeError(f"result type {_TORCH_TYPE_NAMES[result.dtype.name]} can't be cast "
+                           f"to the desired output type {_TORCH_TYPE_NAMES[out.dtype.name]}")
+    if out.device != result.device:
+        raise RuntimeError(f"Expected out tensor to have device {result.device}, but got "
+                           f"{out.device} instead")
+    if out.shape != result.shape:
+        if warn_resize and out.numel():
+            warnings.warn(f"An output with one or more elements was resized since it had shape "
+                          f"{list(out.shape)}, which does not match the required output shape "
+                          f"{list(result.shape)}. This behavior is deprecated, and in a future "
+                          "PyTorch release outputs will not be resized unless they have zero "
+                          "elements. You can explicitly reuse an out tensor t by resizing it, "
+                          "inplace, to zero elements with t.resize_(0).", UserWarning,
+                          stacklevel=3)
+        out.resize_(*result.shape)
+    with no_grad():
+        out.copy_(result)
+    return out
 
 
 _new_object = object.__new__
@@ -94,6 +259,8 @@ class Tensor(TensorBase, _OpMethods):
 
     @property
     def grad(self):
+        """torch.Tensor.grad: the gradient accumulated by backward (None until then); assigning
+        checks size, dtype and device as torch does."""
         return self._grad
 
     @grad.setter
@@ -124,27 +291,35 @@ class Tensor(TensorBase, _OpMethods):
 
     @property
     def shape(self):
+        """torch.Tensor.shape: the sizes, as a Size."""
         return Size(self._data.shape)
 
     def size(self, dim=None):
+        """torch.Tensor.size: the sizes as a Size, or one dim's size (negative dims count from the
+        end)."""
         if dim is None:
             return Size(self._data.shape)
         return self._data.shape[real_dim(dim, self.ndim)]
 
     @property
     def dtype(self):
+        """torch.Tensor.dtype: the element type (a minitorch dtype: float32, float64, int64, uint8
+        or bool)."""
         return self._data.dtype
 
     @property
     def device(self):
+        """torch.Tensor.device: where the data lives (cpu or cuda:N)."""
         return self._data.device
 
     @property
     def is_cuda(self):
+        """torch.Tensor.is_cuda: True on a CUDA device."""
         return self._data.device.type == "cuda"
 
     @property
     def is_cpu(self):
+        """torch.Tensor.is_cpu: True on the CPU."""
         return self._data.device.type == "cpu"
 
     # Devices, layouts and kinds of tensor minitorch doesn't have: always False (scripts read
@@ -156,9 +331,11 @@ class Tensor(TensorBase, _OpMethods):
 
     @property
     def ndim(self):
+        """torch.Tensor.ndim: the number of dims."""
         return len(self._data.shape)
 
     def dim(self):
+        """torch.Tensor.dim: the number of dims."""
         return len(self._data.shape)
 
     ndimension = dim
@@ -169,72 +346,99 @@ class Tensor(TensorBase, _OpMethods):
     nelement = numel
 
     def element_size(self):
+        """torch.Tensor.element_size: bytes per element."""
         return self._data.dtype.itemsize
 
     def stride(self, dim=None):
+        """torch.Tensor.stride: the strides in elements (a tuple), or one dim's stride."""
         if dim is None:
             return self._data.strides
         return self._data.strides[real_dim(dim, self.ndim)]
 
     def storage_offset(self):
+        """torch.Tensor.storage_offset: the first element's offset in its storage, in elements."""
         return self._data.offset
 
     def data_ptr(self):
+        """torch.Tensor.data_ptr: the address of the first element (a host address on the CPU, a
+        device address on CUDA)."""
         return self._data.backend.data_ptr(self._data.buffer) + \
             self._data.offset * self._data.dtype.itemsize
 
     def is_contiguous(self, memory_format=None):
-        return self._data.is_compact()
+        """torch.Tensor.is_contiguous: whether the elements are laid out in row-major order, or
+        in memory_format's order (channels_last: NHWC, channels_last_3d: NDHWC)."""
+        return is_contiguous_as(self._data, check_memory_format(memory_format, "is_contiguous"))
 
     def is_floating_point(self):
+        """torch.Tensor.is_floating_point: True for float32 and float64."""
         return self._data.dtype.is_floating_point
 
     def is_complex(self):
+        """torch.Tensor.is_complex: always False (minitorch has no complex dtypes)."""
         return False
 
     def is_signed(self):
+        """torch.Tensor.is_signed: False for uint8 and bool, True otherwise."""
         return self._data.dtype not in (dtypes.uint8, dtypes.bool_)
 
     def is_same_size(self, other):
+        """torch.Tensor.is_same_size: whether other has the same sizes."""
         return self._data.shape == other._data.shape
 
     # real tensors only: the complex-number queries have their trivial answers
     def is_conj(self):
+        """torch.Tensor.is_conj: always False (no complex dtypes, so no lazy conjugation)."""
         return False
 
     def is_neg(self):
+        """torch.Tensor.is_neg: always False (no lazy negation bit)."""
         return False
 
     def is_inference(self):
+        """torch.Tensor.is_inference: always False (inference_mode makes ordinary tensors here)."""
         return False
 
     def conj(self):
+        """torch.Tensor.conj: self (the conjugate of a real tensor; also resolve_conj, resolve_neg,
+        conj_physical)."""
         return self
 
     resolve_conj = resolve_neg = conj_physical = conj
 
     @property
     def real(self):
+        """torch.Tensor.real: self (every minitorch tensor is real)."""
         return self
 
     @property
     def imag(self):
+        """torch.Tensor.imag: raises torch's error (no complex dtypes)."""
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
 
     # memory placement: our host buffers are plain memory; pinning and sharing are no-ops
     def pin_memory(self, device=None):
+        """torch.Tensor.pin_memory: a no-op stand-in that returns self (torch copies into page-
+        locked memory; our host buffers are plain memory, so copies to the GPU are not
+        asynchronous)."""
         return self
 
     def is_pinned(self, device=None):
+        """torch.Tensor.is_pinned: always False (nothing is pinned here, see pin_memory)."""
         return False
 
     def share_memory_(self):
+        """torch.Tensor.share_memory_: a no-op stand-in that returns self (torch moves the storage
+        to shared memory for multiprocessing; minitorch does not)."""
         return self
 
     def is_shared(self):
+        """torch.Tensor.is_shared: always False (see share_memory_)."""
         return False
 
     def is_nonzero(self):
+        """torch.Tensor.is_nonzero: the truth of a one-element tensor, with torch's errors
+        otherwise."""
         return self.__bool__()
 
     def get_device(self):
@@ -243,40 +447,51 @@ class Tensor(TensorBase, _OpMethods):
         return -1 if index is None else index
 
     def type_as(self, other):
+        """torch.Tensor.type_as: self in other's dtype (a copy unless it already is)."""
         return self.to(other.dtype)
 
     @property
     def is_leaf(self):
+        """torch.Tensor.is_leaf: True when no recorded op made this tensor (grad_fn is None)."""
         return self.grad_fn is None
 
     @property
     def T(self):
+        """torch.Tensor.T: a view with the dims reversed."""
         return self.permute(*reversed(range(self.ndim)))
 
     @property
     def mT(self):
+        """torch.Tensor.mT: a view with the last two dims swapped (torch's warning for 0-d, error
+        for 1-d)."""
         return _matrix_transpose(self, "tensor.mT", "Tensor.mT is deprecated on 0-D tensors. This "
                                  "function is the identity in these cases.")
 
     @property
     def H(self):
+        """torch.Tensor.H: the conjugate transpose, which for real tensors is T."""
         return self.T
 
     @property
     def mH(self):
+        """torch.Tensor.mH: the conjugate transpose of the last two dims, which for real tensors is
+        mT."""
         return _matrix_transpose(self, "tensor.mH", "Tensor.mH is deprecated on 0-D tensors. "
                                  "Consider using x.conj().")
 
     @property
     def itemsize(self):
+        """torch.Tensor.itemsize: bytes per element."""
         return self._data.dtype.itemsize
 
     @property
     def nbytes(self):
+        """torch.Tensor.nbytes: numel() * itemsize."""
         return self._data.size * self._data.dtype.itemsize
 
     @property
     def output_nr(self):
+        """torch.Tensor.output_nr: which output of its grad_fn this tensor is."""
         return self._output_nr
 
     @property
@@ -307,6 +522,8 @@ class Tensor(TensorBase, _OpMethods):
 
     # ---- conversion ---------------------------------------------------------------------------
     def numpy(self, force=False):
+        """torch.Tensor.numpy: a numpy array sharing a CPU tensor's memory; torch's errors for a
+        tensor that requires grad or lives on CUDA unless force=True (which then copies)."""
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
@@ -331,9 +548,11 @@ class Tensor(TensorBase, _OpMethods):
         return from_numpy(array)
 
     def tolist(self):
+        """torch.Tensor.tolist: the values as (nested) Python numbers."""
         return self.detach().cpu()._data.numpy().tolist()
 
     def item(self):
+        """torch.Tensor.item: the value of a one-element tensor as a Python number."""
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
                                "Scalar")
@@ -392,45 +611,63 @@ class Tensor(TensorBase, _OpMethods):
 
     # ---- device / dtype moves -----------------------------------------------------------------
     def cuda(self, device=None, non_blocking=False):
+        """torch.Tensor.cuda: a copy on the CUDA device (self if already there); non_blocking is
+        accepted and the copy is synchronous."""
         return self.to(Device("cuda" if device is None else device))
 
     def cpu(self):
+        """torch.Tensor.cpu: a copy on the CPU (self if already there)."""
         return self.to(CPU)
 
     def float(self):
+        """torch.Tensor.float: self as float32."""
         return self.to(dtypes.float32)
 
     def double(self):
+        """torch.Tensor.double: self as float64."""
         return self.to(dtypes.float64)
 
     def long(self):
+        """torch.Tensor.long: self as int64."""
         return self.to(dtypes.int64)
 
     def int(self):
+        """torch.Tensor.int: self as int64, NOT int32 as in torch: minitorch has no int32 dtype, so
+        values beyond int32's range do not wrap as they would in torch."""
         return self.to(dtypes.int64)
 
     def bool(self):
+        """torch.Tensor.bool: self as bool."""
         return self.to(dtypes.bool_)
 
     def byte(self):
+        """torch.Tensor.byte: self as uint8."""
         return self.to(dtypes.uint8)
 
     def half(self):
+        """torch.Tensor.half: self as float32, NOT float16 as in torch: minitorch has no float16
+        dtype yet, so the result keeps float32's precision, range and memory use."""
         return self.to(dtypes.float32)
 
     # ---- autograd -----------------------------------------------------------------------------
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """torch.Tensor.backward: accumulate d(self)/d(leaf) into every leaf's .grad (gradient is
+        required for a non-scalar self)."""
         _autograd_backward(self, gradient, retain_graph, create_graph, inputs)
 
     def detach(self):
+        """torch.Tensor.detach: the same memory (and version counter) without autograd history."""
         return wrap(self._data, version=self._version)
 
     def detach_(self):
+        """torch.Tensor.detach_: drop self's autograd history in place."""
         self.grad_fn = None
         self.requires_grad = False
         return self
 
     def requires_grad_(self, requires_grad=True):
+        """torch.Tensor.requires_grad_: set requires_grad in place (leaf tensors, floating point
+        only) and return self."""
         if not self.is_leaf and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you "
                                "want to use a computed variable in a subgraph that doesn't require "
@@ -441,6 +678,7 @@ class Tensor(TensorBase, _OpMethods):
         return self
 
     def retain_grad(self):
+        """torch.Tensor.retain_grad: have backward fill .grad of this non-leaf tensor too."""
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.is_leaf or self._retains_grad:
@@ -457,6 +695,7 @@ class Tensor(TensorBase, _OpMethods):
 
     @property
     def retains_grad(self):
+        """torch.Tensor.retains_grad: whether retain_grad() was called on this non-leaf tensor."""
         return self._retains_grad
 
     def register_hook(self, hook):
@@ -472,6 +711,8 @@ class Tensor(TensorBase, _OpMethods):
         return self._add_node_hook(hook)
 
     def register_post_accumulate_grad_hook(self, hook):
+        """torch.Tensor.register_post_accumulate_grad_hook: hook(tensor) runs after backward has
+        accumulated this leaf's .grad; returns a removable handle."""
         if not self.is_leaf:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
                                "tensors")
@@ -514,10 +755,14 @@ class Tensor(TensorBase, _OpMethods):
 
     # ---- creation from a tensor (its dtype and device by default) -----------------------------
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        """torch.Tensor.new_tensor: a copy of data as a tensor in self's dtype and device (unless
+        given)."""
         return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
                       requires_grad=requires_grad)
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+        """torch.Tensor.new_zeros: zeros of the given size in self's dtype and device (unless
+        given)."""
         return zeros(*_keyword_size(size, kwargs, "new_zeros"), dtype=dtype or self.dtype,
                      device=device or self.device, requires_grad=requires_grad)
 
@@ -527,10 +772,14 @@ class Tensor(TensorBase, _OpMethods):
                      device=device or self.device, requires_grad=requires_grad)
 
     def new_ones(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
+        """torch.Tensor.new_ones: ones of the given size, in self's dtype and device unless
+        given."""
         return ones(*_keyword_size(size, kwargs, "new_ones"), dtype=dtype or self.dtype,
                     device=device or self.device, requires_grad=requires_grad)
 
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        """torch.Tensor.new_full: size filled with fill_value, in self's dtype and device unless
+        given."""
         return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
                     requires_grad=requires_grad)
 
@@ -545,10 +794,19 @@ class Tensor(TensorBase, _OpMethods):
     # ---- storage-level rewrites ---------------------------------------------------------------
     def resize_(self, *sizes, memory_format=None):
         """torch's resize_: the same elements in row-major order under the new shape, truncated,
-        or extended with zeros (torch leaves those uninitialised); a new buffer when it grows."""
+        or extended with zeros (torch leaves those uninitialised); a new buffer when it grows.
+        memory_format channels_last(_3d) lays the storage out in that order instead (torch's
+        restride: the values keep their places in memory)."""
         if self.requires_grad:
             raise RuntimeError("cannot resize variables that require grad")
         shape = tuple(_shape_args(sizes))
+        fmt = check_memory_format(memory_format, "resize_")
+        if fmt is preserve_format:
+            raise RuntimeError("Unsupported memory formatPreserve")
+        order = None
+        if fmt is not None and fmt is not contiguous_format:
+            template = NDArray(None, shape, contiguous_strides(shape), 0, None, None, None)
+            order, strides = layout_for(template, fmt)
         flat = self._data.compact().reshape((self.numel(),))
         n = shape_numel(shape)
         if n <= flat.size:
@@ -557,12 +815,18 @@ class Tensor(TensorBase, _OpMethods):
             data = NDArray.full((n,), 0, self.dtype, self.device)
             if flat.size:
                 data[:flat.size] = flat
-        self._data = data.reshape(shape)
+        if order is None:
+            self._data = data.reshape(shape)
+        else:
+            self._data = NDArray(data.buffer, shape, strides, data.offset, data.dtype,
+                                 data.device, data.backend)
         self._bump_version()
         return self
 
     def resize_as_(self, other, memory_format=None):
-        return self.resize_(*other.shape)
+        """torch.Tensor.resize_as_: resize_ to other's sizes in memory_format (default
+        contiguous, whatever other's layout, as torch)."""
+        return self.resize_(*other.shape, memory_format=memory_format)
 
     def apply_(self, callable):
         """Every element replaced by callable(element), a Python function (CPU only, as torch)."""
@@ -587,9 +851,12 @@ class Tensor(TensorBase, _OpMethods):
         return self
 
     def ravel(self):
+        """torch.Tensor.ravel: a 1-D view when possible, else a copy (reshape(-1))."""
         return self.reshape(-1)
 
     def adjoint(self):
+        """torch.Tensor.adjoint: the last two dims swapped (real tensors: the adjoint is the
+        transpose)."""
         return _matrix_transpose(self, "tensor.adjoint()", "adjoint() is deprecated on 0-D "
                                  "tensors. Consider using x.conj().")
 
@@ -649,7 +916,8 @@ def _python_leaves(data):
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
-    """torch.tensor: always copies `data` (nested lists, scalars, numpy arrays, Tensors)."""
+    """torch.tensor: always copies `data` (nested lists, scalars, numpy arrays, Tensors).
+    pin_memory is accepted and changes nothing (see Tensor.pin_memory)."""
     dtypes.check_dtype_arg("tensor", dtype)
     if isinstance(data, Tensor):
         data = data.detach().cpu()._data.numpy()
@@ -763,19 +1031,65 @@ def _make(size, dtype, device, requires_grad, fill, function):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, **kwargs):
-    return _make(_keyword_size(size, kwargs, "zeros"), dtype, device, requires_grad, 0, "zeros")
+    """torch.zeros: a tensor of zeros (default float dtype unless dtype is given); with out=,
+    out resized and zeroed in its own dtype, and returned."""
+    size = _keyword_size(size, kwargs, "zeros")
+    if out is not None:
+        return _fill_out(out, size, dtype, device, requires_grad, 0, "zeros")
+    return _make(size, dtype, device, requires_grad, 0, "zeros")
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, **kwargs):
-    return _make(_keyword_size(size, kwargs, "ones"), dtype, device, requires_grad, 1, "ones")
+    """torch.ones: a tensor of ones (default float dtype unless dtype is given); with out=, out
+    resized and filled with ones in its own dtype, and returned."""
+    size = _keyword_size(size, kwargs, "ones")
+    if out is not None:
+        return _fill_out(out, size, dtype, device, requires_grad, 1, "ones")
+    return _make(size, dtype, device, requires_grad, 1, "ones")
+
+
+def _fill_out(out, size, dtype, device, requires_grad, fill, function):
+    """zeros/ones(..., out=out): out is resized (without torch's warning for ops: factories
+    resize silently) and filled; a dtype other than out's is refused as torch refuses it."""
+    dtype = dtypes.check_dtype_arg(function, dtype)
+    if isinstance(out, Tensor) and dtype is not None and dtype is not out.dtype:
+        raise RuntimeError(f"dtype {_TORCH_TYPE_NAMES[dtype.name]} does not match dtype of out "
+                           f"parameter ({_TORCH_TYPE_NAMES[out.dtype.name]})")
+    result = _make(size, getattr(out, "dtype", None), device or getattr(out, "device", None),
+                   False, fill, function)
+    write_out(out, result, f"aten::{function}", warn_resize=False)
+    return out.requires_grad_() if requires_grad else out
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None,
           **kwargs):
-    return _make(_keyword_size(size, kwargs, "empty"), dtype, device, requires_grad, 0, "empty")
+    """torch.empty: a new tensor of the given size, zeroed here (torch leaves the memory
+    uninitialised); memory_format contiguous_format (default) or channels_last(_3d)."""
+    size = _keyword_size(size, kwargs, "empty")
+    fmt = check_memory_format(memory_format, "empty")
+    if fmt is None or fmt is contiguous_format:
+        return _make(size, dtype, device, requires_grad, 0, "empty")
+    if fmt is preserve_format:
+        raise RuntimeError("unsupported memory format Preserve")
+    shape = _shape_args(size)
+    template = NDArray(None, shape, contiguous_strides(shape), 0, None, None, None)
+    return _make_in_layout(template, fmt, dtype or dtypes.get_default_dtype(), device,
+                           requires_grad, 0, "empty")
+
+
+def _make_in_layout(template, fmt, dtype, device, requires_grad, fill, function):
+    """A tensor shaped like the NDArray `template`, laid out as memory format `fmt` makes a new
+    tensor from it (None: preserve_format), filled with `fill`."""
+    dtype = dtypes.check_dtype_arg(function, dtype)
+    order, strides = layout_for(template, check_memory_format(fmt, function))
+    nd = full_in_layout(template.shape, order, strides, fill, dtype,
+                        Device(device) if device else CPU)
+    return wrap(nd, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    """torch.full: fill_value everywhere; without dtype, the dtype follows fill_value as in torch
+    (bool, int64, or the default float dtype)."""
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
     if dtypes.check_dtype_arg("full", dtype) is None:
@@ -785,28 +1099,44 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
-    dtypes.check_dtype_arg("zeros_like", dtype)
-    return zeros(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
-                 requires_grad=requires_grad)
+    """torch.zeros_like: zeros with input's size, and its dtype and device unless given, laid
+    out as memory_format says (default preserve_format: input's strides when it is dense)."""
+    return _make_in_layout(input._data, memory_format, dtype or input.dtype,
+                           device or input.device, requires_grad, 0, "zeros_like")
 
 
 def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
-    dtypes.check_dtype_arg("ones_like", dtype)
-    return ones(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
-                requires_grad=requires_grad)
+    """torch.ones_like: ones with input's size, and its dtype and device unless given, laid
+    out as memory_format says (default preserve_format: input's strides when it is dense)."""
+    return _make_in_layout(input._data, memory_format, dtype or input.dtype,
+                           device or input.device, requires_grad, 1, "ones_like")
 
 
 def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return zeros_like(input, dtype=dtype, device=device, requires_grad=requires_grad)
+    """torch.empty_like: a new tensor with input's size, dtype and device (unless given), laid
+    out as memory_format says (default preserve_format); zeroed here (torch leaves it
+    uninitialised)."""
+    return _make_in_layout(input._data, memory_format, dtype or input.dtype,
+                           device or input.device, requires_grad, 0, "empty_like")
 
 
-def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False,
+              memory_format=None):
+    """torch.full_like: fill_value everywhere, with input's size, and its dtype and device unless
+    given, laid out as memory_format says (default preserve_format)."""
     dtypes.check_dtype_arg("full_like", dtype)
-    return full(input.shape, fill_value, dtype=dtype or input.dtype,
-                device=device or input.device, requires_grad=requires_grad)
+    dtype = dtype or input.dtype
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    dtypes.check_scalar_fits(fill_value, dtype)
+    return _make_in_layout(input._data, memory_format, dtype, device or input.device,
+                           requires_grad, fill_value, "full_like")
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    """torch.arange: start, start + step, ... up to end (excluded); int64 when every bound is an
+    integer, else the default float dtype. Float values are computed in float64 and rounded, so
+    float32 results may differ from torch's in the last bit."""
     dtypes.check_dtype_arg("arange", dtype)
     if end is None:
         start, end = 0, start
@@ -876,6 +1206,8 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    """torch.linspace: steps evenly spaced values from start to end (both included). Computed in
+    float64 and rounded to the dtype, so float32 values may differ from torch's in the last bit."""
     if steps < 0:
         raise RuntimeError("linspace(): number of steps must be non-negative")
     array = np.linspace(float(start), float(end), steps)
@@ -884,30 +1216,38 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
 
 
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    """torch.logspace: base ** linspace(start, end, steps). Computed in float64 and rounded to the
+    dtype, so float32 values may differ from torch's in the last bit."""
     array = np.logspace(float(start), float(end), steps, base=base)
     return tensor(array, dtype=dtype or dtypes.get_default_dtype(), device=device,
                   requires_grad=requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    """torch.eye: an n x m (m defaults to n) matrix with ones on the diagonal, in the default float
+    dtype unless dtype is given."""
     array = np.eye(n, n if m is None else m)
     return tensor(array, dtype=dtype or dtypes.get_default_dtype(), device=device,
                   requires_grad=requires_grad)
 
 
 def is_tensor(obj):
+    """torch.is_tensor: whether obj is a Tensor (subclasses such as Parameter included)."""
     return isinstance(obj, Tensor)
 
 
 def numel(input):
+    """torch.numel: the number of elements of input."""
     return input.numel()
 
 
 def is_floating_point(input):
+    """torch.is_floating_point: whether input's dtype is float32 or float64."""
     return input.is_floating_point()
 
 
 def is_complex(input):
+    """torch.is_complex: always False (minitorch has no complex dtypes)."""
     return False
 
 
@@ -921,10 +1261,12 @@ def is_nonzero(input):
 
 
 def is_same_size(input, other):
+    """torch.is_same_size: whether input and other have the same sizes."""
     return input.is_same_size(other)
 
 
 def is_signed(input):
+    """torch.is_signed: False for uint8 and bool, True otherwise."""
     return input.is_signed()
 
 

@@ -15,6 +15,8 @@ _state = {"mode": False, "warn_only": False}
 
 
 def use_deterministic_algorithms(mode, *, warn_only=False):
+    """torch.use_deterministic_algorithms: validate and store the switch (and warn_only) as torch
+    does; it changes no kernel here, see the module docstring for what is deterministic."""
     if not isinstance(mode, bool):
         raise TypeError("_set_deterministic_algorithms(): argument 'mode' (position 1) must be "
                         f"bool, not {type(mode).__name__}")
@@ -25,8 +27,12 @@ def use_deterministic_algorithms(mode, *, warn_only=False):
 
 
 def are_deterministic_algorithms_enabled():
+    """torch.are_deterministic_algorithms_enabled: the mode last given to
+    use_deterministic_algorithms (False at start)."""
     return _state["mode"]
 
 
 def is_deterministic_algorithms_warn_only_enabled():
+    """torch.is_deterministic_algorithms_warn_only_enabled: the warn_only last given to
+    use_deterministic_algorithms (False at start)."""
     return _state["warn_only"]

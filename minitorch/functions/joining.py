@@ -106,10 +106,12 @@ def cat(tensors, dim=0):
 
 
 def concat(tensors, dim=0):
+    """torch.concat: an alias of cat."""
     return cat(tensors, dim)
 
 
 def concatenate(tensors, axis=0):
+    """torch.concatenate: an alias of cat, with numpy's `axis` for dim."""
     return cat(tensors, axis)
 
 
@@ -167,14 +169,20 @@ def _atleast(args, ndim, place):
 
 
 def atleast_1d(*tensors):
+    """torch.atleast_1d: each tensor viewed as at least 1-D (a 0-d tensor becomes shape (1,)); one
+    tensor in gives one back, several or a sequence give a tuple."""
     return _atleast(tensors, 1, lambda shape: (1,))
 
 
 def atleast_2d(*tensors):
+    """torch.atleast_2d: each tensor viewed as at least 2-D, size-1 dims added in front; one tensor
+    in gives one back, several or a sequence give a tuple."""
     return _atleast(tensors, 2, lambda shape: (1,) + (shape or (1,)))
 
 
 def atleast_3d(*tensors):
+    """torch.atleast_3d: each tensor viewed as at least 3-D (a 1-D (n,) becomes (1, n, 1), a 2-D
+    (m, n) becomes (m, n, 1)); one tensor in gives one back, several or a sequence give a tuple."""
     def place(shape):
         return {0: (1, 1, 1), 1: (1,) + shape + (1,), 2: shape + (1,)}[len(shape)]
     return _atleast(tensors, 3, place)
@@ -188,19 +196,23 @@ def _stack_family(tensors, name):
 
 
 def hstack(tensors):
+    """torch.hstack: cat along dim 1 (dim 0 for 1-D tensors), after atleast_1d."""
     tensors = [atleast_1d(t) for t in _stack_family(tensors, "hstack")]
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
 def vstack(tensors):
+    """torch.vstack: cat along dim 0 after atleast_2d (1-D tensors become rows)."""
     return cat([atleast_2d(t) for t in _stack_family(tensors, "vstack")], 0)
 
 
 def dstack(tensors):
+    """torch.dstack: cat along dim 2 after atleast_3d."""
     return cat([atleast_3d(t) for t in _stack_family(tensors, "dstack")], 2)
 
 
 def column_stack(tensors):
+    """torch.column_stack: 0-d and 1-D tensors become columns (n, 1), then cat along dim 1."""
     tensors = _stack_family(tensors, "column_stack")
     return cat([reshape(t, t.numel(), 1) if t.ndim <= 1 else t for t in tensors], 1)
 
@@ -316,16 +328,22 @@ def _varargs_indices(first, rest):
 
 
 def hsplit(input, indices_or_sections, *indices):
+    """torch.hsplit: tensor_split along dim 1 (dim 0 for a 1-D tensor); an int must divide that
+    dim's size. Views of input."""
     indices_or_sections = _varargs_indices(indices_or_sections, indices)
     return _split_along(input, indices_or_sections, 1 if input.ndim > 1 else 0, "hsplit", 1)
 
 
 def vsplit(input, indices_or_sections, *indices):
+    """torch.vsplit: tensor_split along dim 0 of a tensor with at least 2 dims; an int must divide
+    that dim's size. Views of input."""
     indices_or_sections = _varargs_indices(indices_or_sections, indices)
     return _split_along(input, indices_or_sections, 0, "vsplit", 2)
 
 
 def dsplit(input, indices_or_sections, *indices):
+    """torch.dsplit: tensor_split along dim 2 of a tensor with at least 3 dims; an int must divide
+    that dim's size. Views of input."""
     indices_or_sections = _varargs_indices(indices_or_sections, indices)
     return _split_along(input, indices_or_sections, 2, "dsplit", 3)
 
@@ -369,13 +387,15 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
-    """Each element (or slice along dim) repeated `repeats` times in place; with a tensor of
-    repeats, element i repeats[i] times. The single-argument form gives the index itself."""
+    """torch.repeat_interleave: each element (or slice along dim) repeated `repeats` times in
+    place; with a tensor of repeats, element i repeats[i] times. The single-argument form gives
+    the index itself. output_size, when given, must be the result's length (torch's errors)."""
     if repeats is None:
         repeats, input = input, None
     counts = repeats.tolist() if isinstance(repeats, Tensor) else repeats
     if input is None:
-        return repeat_interleave(arange(len(counts), device=repeats.device), repeats, 0)
+        return repeat_interleave(arange(len(counts), device=repeats.device), repeats, 0,
+                                 output_size=output_size)
     if dim is None:
         input, dim = input.reshape(-1), 0
     d = normalize_dim(dim, input.ndim)
@@ -389,6 +409,11 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
                            f"repeats.size(0) = {len(counts)} and input.size({d}) = {size}")
     if any(c < 0 for c in counts):
         raise RuntimeError("repeats can not be negative")
+    if output_size is not None and output_size != sum(counts):
+        if isinstance(repeats, numbers.Integral):
+            raise RuntimeError(f"repeat_interleave: Invalid output_size, expected "
+                               f"{sum(counts)} but got {output_size}")
+        raise RuntimeError("allocated size does not match required size")
     # the gather index (which source row each output row copies) is bookkeeping on the host;
     # the data moves in the index_select kernel
     index = [i for i, c in enumerate(counts) for _ in range(c)]
@@ -479,6 +504,7 @@ def chunk(input, chunks, dim=0):
 
 
 def unbind(input, dim=0):
+    """torch.unbind: the slices of input along dim, each without that dim, as a tuple of views."""
     if input.ndim == 0:
         normalize_dim(dim, 0)       # torch's message for a dim out of range first
     return Unbind.apply(input, real_dim(dim, input.ndim))

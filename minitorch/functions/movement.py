@@ -17,13 +17,17 @@ from ..autograd import KernelFunction, _grad_mode
 from ..ndarray import (NDArray, _device_mismatch, check_shape, contiguous_strides, normalize_dim,
                        normalize_dims, real_dim, shape_numel, shape_str)
 from ..opcodes import BinaryOp
-from ..tensor import Tensor, wrap
+from ..tensor import (Tensor, channels_last, channels_last_3d, check_memory_format,
+                      contiguous_format, copy_in_layout, is_contiguous_as, layout_for,
+                      memory_format, preserve_format, wrap)
 
 
 __all__ = [
     'as_strided', 'broadcast_to', 'clone', 'flatten', 'flip', 'fliplr', 'flipud', 'moveaxis',
     'movedim', 'narrow', 'permute', 'reshape', 'roll', 'select', 'squeeze', 'swapaxes',
     'swapdims', 't', 'tile', 'transpose', 'unflatten', 'unsqueeze',
+    # torch's memory formats (defined with Tensor), exported here beside clone
+    'memory_format', 'preserve_format', 'contiguous_format', 'channels_last', 'channels_last_3d',
 ]
 
 
@@ -580,24 +584,37 @@ def narrow(input, dim, start, length):
 
 # ---- copies -----------------------------------------------------------------------------------
 class Clone(KernelFunction):
+    """A copy, compact unless given a layout (axis order, strides) from tensor.layout_for."""
+
     @staticmethod
-    def forward(ctx, a):
-        return wrap(a._data.copy())
+    def forward(ctx, a, layout=None):
+        nd = a._data
+        return wrap(nd.copy() if layout is None else copy_in_layout(nd, *layout))
 
     @staticmethod
     def backward(ctx, g):
-        return g
+        return g, None
 
 
 def clone(input, memory_format=None):
-    """A copy of input that records autograd history (torch.clone). memory_format is accepted
-    and ignored: the copy is always contiguous, where torch's default preserve_format keeps a
-    dense input's strides."""
-    return Clone.apply(input)
+    """torch.clone: a copy of input that records autograd history, laid out as torch lays it
+    out: memory_format preserve_format (the default: a dense input's strides exactly, else
+    input's axis order), contiguous_format, channels_last (4-D) or channels_last_3d (5-D)."""
+    fmt = check_memory_format(memory_format, "clone")
+    return Clone.apply(input, layout_for(input._data, fmt))
 
 
 def contiguous(input, memory_format=None):
-    return input if input._data.is_compact() else Clone.apply(input)
+    """torch.Tensor.contiguous: input itself when already laid out in memory_format's order
+    (default contiguous_format), else a copy laid out so."""
+    if memory_format is None or memory_format is contiguous_format:
+        return input if input._data.is_compact() else Clone.apply(input)
+    fmt = check_memory_format(memory_format, "contiguous")
+    if is_contiguous_as(input._data, fmt):
+        return input
+    if fmt is preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    return Clone.apply(input, layout_for(input._data, fmt))
 
 
 class Flip(KernelFunction):

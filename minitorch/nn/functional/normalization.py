@@ -18,11 +18,14 @@ from .pooling import avg_pool2d
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
-    """input divided by its p-norm along dim, the norm clamped below at eps
-    (torch.nn.functional.normalize). out is accepted but ignored: the result is always a new
-    tensor."""
+    """torch.nn.functional.normalize: input divided by its p-norm along dim, the norm clamped
+    below at eps. With out=, the quotient is written into out (torch.div's out= rules: resized,
+    cast, refused while recording a graph) and out is returned."""
     norm = input.norm(p, dim, keepdim=True).clamp(min=eps)
-    return input / norm
+    if out is None:
+        return input / norm
+    from ...tensor import write_out     # here, so this function's change stays in it
+    return write_out(out, input / norm, "div")
 
 
 def _verify_batch_size(size):

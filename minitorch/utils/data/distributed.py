@@ -11,8 +11,8 @@ __all__ = ["DistributedSampler"]
 class DistributedSampler(Sampler):
     """torch.utils.data.distributed.DistributedSampler. The shuffled order comes from
     mt.randperm with a Generator seeded seed + epoch (call set_epoch each epoch); every rank
-    draws the same permutation, so the shares never overlap. mt.randperm's permutation is not
-    torch's for the same seed: the partition logic is."""
+    draws the same permutation, so the shares never overlap. mt.randperm is torch's CPU
+    permutation for a seed (below 214748364 samples), so each rank's share is torch's."""
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
                  drop_last=False):
