@@ -76,17 +76,34 @@ def _fusable(tensors):
 def _foreach_buckets(params, tensors_of):
     """Multi-tensor (torch's foreach) batches: {(device, dtype): [tensors_of(param), ...]} for
     the params whose tuple (param, grad, state buffers...; None for an absent one) one kernel
-    can take (see _fusable), and the list of the rest (tensors_of gave None, or a tuple no
+    can take (see _batchable), and the list of the rest (tensors_of gave None, or a tuple no
     kernel takes), left to the per-parameter rule."""
     buckets, rest = {}, []
     for param in params:
         tensors = tensors_of(param)
-        if tensors is not None and _fusable([t for t in tensors if t is not None]):
+        if tensors is not None and _batchable(tensors):
             nd = param._data
             buckets.setdefault((nd.device, nd.dtype), []).append(tensors)
         else:
             rest.append(param)
     return buckets, rest
+
+
+def _batchable(tensors):
+    """Whether a kernel can take a parameter's tensors (None: absent): all compact, of one
+    floating dtype, device and shape (_fusable's test, on the fast path: devices and dtypes are
+    interned, so `is` compares them)."""
+    first = tensors[0]._data
+    shape, dtype, device = first.shape, first.dtype, first.device
+    if not dtype.is_floating_point:
+        return False
+    for t in tensors:
+        if t is not None:
+            nd = t._data
+            if nd.shape != shape or nd.dtype is not dtype or nd.device is not device or \
+                    not nd.is_compact():
+                return False
+    return True
 
 
 def _foreach_buffers(batch):
