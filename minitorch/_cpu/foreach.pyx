@@ -42,10 +42,10 @@ cdef inline real r_sqrt(real x) noexcept nogil:
     """sqrt in the element type (libm's sqrt would widen float math to double: other bits)."""
     return sqrtf(x) if real is float else sqrt(x)
 
+
 DTYPE_NAMES = ("float32", "float64", "int64", "bool")
 
 cdef enum:
-    MAX_SLOTS = 5               # param, grad and up to three state buffers
     RULE_SGD = 0
     RULE_ADAM = 1
     RULE_ADADELTA = 2
@@ -61,7 +61,7 @@ cdef struct Hyper:
     double momentum, keep   # SGD: keep = 1 - dampening, Adam: 1 - (1 - beta1); RMSprop: momentum
     double w1, beta2, c2, eps, param_scale   # Adam (w1 = 1 - beta1, c2 = 1 - beta2)
     double rho, c_rho       # Adadelta: rho, 1 - rho; RMSprop: alpha, 1 - alpha
-    bint nesterov, init, centered
+    bint nesterov, init     # SGD
 
 
 # The tensors of one call: n parameters, `slots` buffers each (slot-major pointers; a NULL slot

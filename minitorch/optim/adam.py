@@ -32,8 +32,9 @@ class Adam(Optimizer):
         return self._new_state(param, "exp_avg", "exp_avg_sq", *amsgrad)
 
     def _foreach_update(self, params, group):
-        """Every compact parameter of one dtype and device in one foreach_adam call (the
-        per-parameter rule, same bits, for the rest and with capturable=True)."""
+        """Every compact parameter of one dtype and device in one foreach_adam call, with the
+        op-by-op rule's bits; returns the rest (everything with capturable=True) for the
+        per-parameter path."""
         if group["capturable"]:
             return params
         amsgrad = group["amsgrad"]
