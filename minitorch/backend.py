@@ -158,6 +158,25 @@ class KernelBackend(Protocol):
         operation for operation); max_exp_avg_sq is None unless amsgrad. grad_decay is L2
         weight decay, param_scale the decoupled (AdamW) factor 1 - lr * weight_decay."""
 
+    def foreach_sgd(self, params, grads, momentum_buffers, lr, momentum=0.0, dampening=0.0,
+                    weight_decay=0.0, nesterov=False, maximize=False, init_buffers=False):
+        """torch's SGD rule over lists of compact buffers of one float dtype (one kernel call
+        for all; momentum_buffers None without momentum, init_buffers: set them to the grad)."""
+
+    def foreach_adam(self, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr,
+                     beta1, beta2, eps, weight_decay=0.0, decoupled=False, maximize=False):
+        """adam_step over lists of buffers in one call; steps are host one-element counters,
+        each += 1 and used for its parameter's bias corrections (max_exp_avg_sqs None or list)."""
+
+    def foreach_adadelta(self, params, grads, square_avgs, acc_deltas, steps, lr, rho, eps,
+                         weight_decay=0.0, maximize=False):
+        """torch's Adadelta rule over lists of buffers in one call (host steps += 1, or None)."""
+
+    def foreach_rmsprop(self, params, grads, square_avgs, momentum_buffers, grad_avgs, steps, lr,
+                        alpha, eps, weight_decay=0.0, momentum=0.0, maximize=False):
+        """torch's RMSprop rule over lists of buffers in one call (momentum_buffers / grad_avgs
+        None unless momentum / centered; host steps += 1, or None)."""
+
     def matmul(self, a, b, out, batch, m, n, k, a_strides=None, a_offset=0,
                b_strides=None, b_offset=0):
         """out (compact batch×m×n) = a (batch×m×k) @ b (batch×k×n). Strides are 3-tuples

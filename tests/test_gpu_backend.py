@@ -430,6 +430,84 @@ def scenario_adam(h):
              1e-8, 0.01, 0.3, same_message=False)
 
 
+def scenario_foreach(h):
+    """Multi-tensor optimizer steps: the CPU's bits exactly (both round every operation on its
+    own), over tensors of mixed sizes (one empty, one crossing blocks), uniform and per-tensor
+    Adam step counts; bad lists fail alike before anything changes."""
+    sizes = [1, 300, 0, 1100, 37]
+    for dtype in (np.float32, np.float64):
+        def bufs(seed, positive=False):
+            return [np.abs(values(n, dtype, seed=seed + i)) if positive else
+                    values(n, dtype, seed=seed + i) for i, n in enumerate(sizes)]
+
+        def counters(start):
+            return [np.array([float(start + i * (start > 1))], np.float32)
+                    for i in range(len(sizes))]
+        p, g, m = bufs(40), bufs(50), bufs(60)
+        v, top = bufs(70, positive=True), bufs(80, positive=True)
+        _foreach_both(h, "foreach_sgd", [p, g, m], [0], (0.05, 0.9, 0.3, 0.1, True, True, False))
+        _foreach_both(h, "foreach_sgd", [p, g, m], [0], (0.05, 0.9, 0.0, 0.0, False, False, True))
+        _foreach_both(h, "foreach_sgd", [p, g, None], [0], (0.05,))
+        for steps in (counters(0), counters(3)):        # uniform, then per-tensor counts
+            _foreach_both(h, "foreach_adam", [p, g, m, v, top, steps], [0, 2, 3, 4, 5],
+                          (0.01, 0.9, 0.999, 1e-8, 0.1, False, True))
+            _foreach_both(h, "foreach_adam", [p, g, m, v, None, steps], [0, 2, 3, 5],
+                          (0.01, 0.3, 0.99, 1e-6, 0.1, True, False))
+        _foreach_both(h, "foreach_adadelta", [p, g, v, top, counters(0)], [0, 2, 3, 4],
+                      (1.0, 0.9, 1e-6, 0.1, True))
+        _foreach_both(h, "foreach_rmsprop", [p, g, v, m, None, counters(0)], [0, 2, 3, 5],
+                      (0.01, 0.99, 1e-8, 0.1, 0.9, False))
+        _foreach_both(h, "foreach_rmsprop", [p, g, top, None, m, None], [0, 2, 4],
+                      (0.01, 0.3, 1e-8, 0.0, 0.0, True))
+        _foreach_both(h, "foreach_rmsprop", [p, g, top, v, m, None], [0, 2, 3, 4],
+                      (0.01, 0.9, 1e-8, 0.0, 0.5, False))
+    one = [np.zeros(3)]
+    for args in ([[np.zeros(3, np.int64)], [np.zeros(3, np.int64)], None, 0.1],
+                 [one, [np.zeros(4)], None, 0.1],
+                 [one, [np.zeros(3, np.float32)], None, 0.1],
+                 [one, [], None, 0.1],
+                 [one, [None], None, 0.1]):
+        _foreach_raises(h, "foreach_sgd", args)
+    _foreach_raises(h, "foreach_adam", [one, one, one, one, None, [], 0.1, 0.9, 0.99, 1e-8])
+    _foreach_raises(h, "foreach_adam", [one, one, one, one, None, [np.zeros(2, np.float32)],
+                                        0.1, 0.9, 0.99, 1e-8])
+
+
+def _foreach_both(h, kernel, slots, written, scalars):
+    """Run a foreach kernel on copies of the host lists on both backends (None stays None; step
+    counters, the float32 one-element slot after the buffers, stay on the host) and compare the
+    written slots bit for bit."""
+    def copies(device):
+        return [None if slot is None else
+                [h.gpu.from_host(a) if device and not _is_counter(kernel, i, slot) else a.copy()
+                 for a in slot] for i, slot in enumerate(slots)]
+    cpu, dev = copies(False), copies(True)
+    getattr(_cpu, kernel)(*cpu, *scalars)
+    getattr(h.gpu, kernel)(*dev, *scalars)
+    if not h.compare:
+        return
+    for i in written:
+        for k, (want, got) in enumerate(zip(cpu[i], dev[i])):
+            got = got if isinstance(got, np.ndarray) else h.gpu.to_host(got)
+            np.testing.assert_array_equal(got, want, err_msg=f"{kernel} slot {i} tensor {k}")
+
+
+def _is_counter(kernel, index, slot):
+    return kernel != "foreach_sgd" and index == {"foreach_adam": 5, "foreach_adadelta": 4,
+                                                 "foreach_rmsprop": 5}[kernel]
+
+
+def _foreach_raises(h, kernel, args):
+    """Both backends refuse the lists with the same exception and message."""
+    dev = [[h.gpu.from_host(a) if isinstance(a, np.ndarray) else a for a in arg]
+           if isinstance(arg, list) else arg for arg in args]
+    with pytest.raises(Exception) as cpu_error:
+        getattr(_cpu, kernel)(*args)
+    with pytest.raises(type(cpu_error.value)) as gpu_error:
+        getattr(h.gpu, kernel)(*dev)
+    assert str(gpu_error.value) == str(cpu_error.value)
+
+
 MATMUL_SHAPES = [(1, 1, 1, 1), (1, 7, 5, 3), (2, 64, 64, 64), (1, 127, 129, 65),
                  (1, 130, 257, 9), (3, 33, 1, 200), (3, 520, 1290, 33)]
 
@@ -549,8 +627,8 @@ def scenario_recurrent(h):
 
 SCENARIOS = [scenario_buffers, scenario_compact, scenario_strided_set, scenario_strided_add,
              scenario_cast, scenario_unary, scenario_binary, scenario_where, scenario_reduce,
-             scenario_scan, scenario_softmax, scenario_norm, scenario_adam, scenario_matmul,
-             scenario_index, scenario_recurrent, scenario_grid]
+             scenario_scan, scenario_softmax, scenario_norm, scenario_adam, scenario_foreach,
+             scenario_matmul, scenario_index, scenario_recurrent, scenario_grid]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__[9:])

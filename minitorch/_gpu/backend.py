@@ -658,6 +658,146 @@ class GpuBackend:
                      (param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, _i64(param.size))
                      + scalars)
 
+    # ---- multi-tensor optimizer steps (kernels/foreach.cu; the CPU's minitorch/_cpu/foreach.pyx)
+    @_on_device
+    def foreach_sgd(self, params, grads, momentum_buffers, lr, momentum=0.0, dampening=0.0,
+                    weight_decay=0.0, nesterov=False, maximize=False, init_buffers=False):
+        """torch's SGD rule over lists of compact buffers, one launch (minitorch.backend)."""
+        lists = [params, grads] + ([] if momentum_buffers is None else [momentum_buffers])
+        name, total = self._foreach_checks(lists, "foreach_sgd")
+        flags = self._foreach_flags(weight_decay != 0, momentum_buffers is not None, nesterov,
+                                    init_buffers)
+        self._foreach_launch("sgd", name, lists, total, flags, None,
+                             (-1.0 if maximize else 1.0, weight_decay, -lr, momentum,
+                              1.0 - dampening))
+
+    @_on_device
+    def foreach_adam(self, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr,
+                     beta1, beta2, eps, weight_decay=0.0, decoupled=False, maximize=False):
+        """adam_step over lists of buffers in one launch; host step counters += 1."""
+        lists = [params, grads, exp_avgs, exp_avg_sqs]
+        if max_exp_avg_sqs is not None:
+            lists.append(max_exp_avg_sqs)
+        name, total = self._foreach_checks(lists, "foreach_adam", steps)
+        corrections = [(-(lr / (1 - beta1 ** step)), (1 - beta2 ** step) ** 0.5)
+                       for step in self._foreach_count(steps)]
+        uniform = all(c == corrections[0] for c in corrections)
+        per_tensor = None if uniform else np.array(corrections, np.float64).view(np.uint64)
+        flags = self._foreach_flags(weight_decay != 0 and not decoupled,
+                                    max_exp_avg_sqs is not None, False, False,
+                                    -0.5 < 1.0 - beta1 < 0.5, not uniform)
+        neg_step, bc2_sqrt = corrections[0] if corrections else (0.0, 1.0)
+        self._foreach_launch("adam", name, lists, total, flags, per_tensor,
+                             (-1.0 if maximize else 1.0,
+                              1 - lr * weight_decay if decoupled else 1.0,
+                              0.0 if decoupled else weight_decay, 1.0 - beta1,
+                              1.0 - (1.0 - beta1), beta2, 1.0 - beta2, eps, neg_step, bc2_sqrt))
+
+    @_on_device
+    def foreach_adadelta(self, params, grads, square_avgs, acc_deltas, steps, lr, rho, eps,
+                         weight_decay=0.0, maximize=False):
+        """torch's Adadelta rule over lists of buffers, one launch; host steps += 1."""
+        lists = [params, grads, square_avgs, acc_deltas]
+        name, total = self._foreach_checks(lists, "foreach_adadelta", steps)
+        self._foreach_count(steps)
+        self._foreach_launch("adadelta", name, lists, total,
+                             self._foreach_flags(weight_decay != 0), None,
+                             (-1.0 if maximize else 1.0, weight_decay, -lr, rho, 1.0 - rho, eps))
+
+    @_on_device
+    def foreach_rmsprop(self, params, grads, square_avgs, momentum_buffers, grad_avgs, steps, lr,
+                        alpha, eps, weight_decay=0.0, momentum=0.0, maximize=False):
+        """torch's RMSprop rule over lists of buffers, one launch; host steps += 1."""
+        absent = [None] * len(params)
+        lists = [params, grads, square_avgs, momentum_buffers or absent, grad_avgs or absent]
+        name, total = self._foreach_checks(lists, "foreach_rmsprop", steps)
+        self._foreach_count(steps)
+        flags = self._foreach_flags(weight_decay != 0, momentum_buffers is not None,
+                                    grad_avgs is not None, False, -0.5 < 1.0 - alpha < 0.5)
+        self._foreach_launch("rmsprop", name, lists, total, flags, None,
+                             (-1.0 if maximize else 1.0, weight_decay, -lr, alpha, 1.0 - alpha,
+                              eps, momentum, 1.0 - (1.0 - alpha)))
+
+    @staticmethod
+    def _foreach_checks(lists, op, steps=None):
+        """(dtype name, total elements) of lists of buffers, one list per slot, checked as the
+        CPU's foreach.pyx checks them (the same messages), before anything changes."""
+        params, n = lists[0], len(lists[0])
+        for s, entries in enumerate(lists[1:], 1):
+            if len(entries) != n:
+                raise ValueError(f"{op}: {len(entries)} buffers in list {s} for {n} parameters")
+        name, total = "float32", 0
+        for k, param in enumerate(params):
+            if k == 0:
+                name = C.dtype_name(param, op)
+                if name not in L.FLOAT_TYPES:
+                    raise TypeError(f"{op}: unsupported dtype {C.SHOWN[name]} (float32 or "
+                                    "float64 only)")
+            for s, entries in enumerate(lists):
+                buffer = entries[k]
+                if buffer is None:
+                    if s < 2:
+                        raise TypeError(f"{op}: a parameter and its gradient are required")
+                    continue
+                if C.dtype_name(buffer, op) != name:
+                    raise TypeError(f"{op}: every buffer must have the parameters' dtype "
+                                    f"({name})")
+                if buffer.size != param.size:
+                    raise ValueError(f"{op}: a buffer has {buffer.size} elements, its parameter "
+                                     f"{param.size}")
+            total += param.size
+        if steps is not None:
+            if len(steps) != n:
+                raise ValueError(f"{op}: {len(steps)} step counters for {n} parameters")
+            for counter in steps:
+                if counter.size != 1 or counter.dtype not in (np.float32, np.float64) or \
+                        not counter.flags.writeable:
+                    raise ValueError(f"{op}: a step counter is one float32 or float64 element")
+        return name, total
+
+    @staticmethod
+    def _foreach_flags(decay, buffer=False, nesterov=False, init=False, near=False,
+                       per_tensor=False):
+        """foreach.cu's FLAG_* bits."""
+        return decay * 1 | buffer * 2 | nesterov * 4 | init * 8 | near * 16 | per_tensor * 32
+
+    @staticmethod
+    def _foreach_count(steps):
+        """Host step counters (one-element float arrays) += 1 in their dtype, as the CPU
+        kernels and state["step"].add_(1) do; returns the new counts as Python floats."""
+        counts = []
+        for counter in steps or ():
+            counter[0] += 1
+            counts.append(float(counter[0]))
+        return counts
+
+    def _foreach_launch(self, rule, name, lists, total, flags, per_tensor, scalars):
+        """One launch of foreach_<rule>_kernel over the batch: the pointer table (cached by
+        its contents: a parameter list whose buffers stay put is uploaded once) and the
+        rule's scalars rounded to the element type."""
+        n = len(lists[0])
+        if total == 0:
+            return
+        host = [0]
+        for param in lists[0]:
+            host.append(host[-1] + param.size)
+        for entries in lists:
+            host += [0 if b is None else b.data.ptr for b in entries]
+        table = np.array(host, np.uint64)
+        if per_tensor is not None:
+            table = np.concatenate([table, per_tensor.reshape(-1)])
+        key = table.tobytes()
+        tables = self.__dict__.setdefault("_foreach_tables", {})
+        device_table = tables.get(key)
+        if device_table is None:
+            if len(tables) >= 64:
+                tables.clear()
+            device_table = tables[key] = self.cupy.asarray(table)
+        scalar = np.float32 if name == "float32" else np.float64
+        self._launch("foreach", name, f"foreach_{rule}_kernel<{L.CTYPES[name]}>",
+                     L.flat_grid(total), (device_table, I64(n), I64(total))
+                     + tuple(scalar(x) for x in scalars) + (I32(flags),))
+
     @staticmethod
     def _softmax_rows(a, out, n, op):
         """The dtype name of float rows of length n in a, checked against out."""

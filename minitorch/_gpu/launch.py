@@ -13,7 +13,7 @@ from ..opcodes import BinaryOp, UnaryOp, c_constants
 KERNEL_DIR = pathlib.Path(__file__).resolve().parent / "kernels"
 SHARED_DIR = KERNEL_DIR.parent.parent / "_kernels"    # C headers shared with the CPU kernels
 MODULES = ("strided", "elementwise", "fused", "reduce", "matmul", "index", "sort", "factor",
-           "spectral", "pool", "recurrent", "grid", "norm")
+           "spectral", "pool", "recurrent", "grid", "norm", "foreach")
 # The files a module may `#include "..."`: the loader pastes them (NVRTC sees one text).
 INCLUDES = {"common.cuh": KERNEL_DIR / "common.cuh",
             "special_math.h": SHARED_DIR / "special_math.h"}
@@ -87,6 +87,8 @@ def name_expressions(module, key):
         return [f"{kernel}<{t}>" for kernel in ("norm_rows_kernel", "norm_rows_backward_kernel",
                                                 "norm_params_cols_kernel",
                                                 "norm_params_blocks_kernel")]
+    if module == "foreach":
+        return [f"foreach_{rule}_kernel<{t}>" for rule in ("sgd", "adam", "adadelta", "rmsprop")]
     if module == "reduce":
         return [f"reduce_rows_kernel<{t}>", f"reduce_cols_kernel<{t}>",
                 f"scan_rows_kernel<{t}>", f"scan_cols_kernel<{t}>",
@@ -126,7 +128,7 @@ def matmul_name(ctype, tiles):
 
 def module_keys(module):
     """Every key the backend may request for `module` (what the compile test instantiates)."""
-    if module in ("matmul", "factor", "spectral", "fused", "recurrent", "norm"):
+    if module in ("matmul", "factor", "spectral", "fused", "recurrent", "norm", "foreach"):
         return list(FLOAT_TYPES)
     keys = list(CTYPES)
     if module in ("strided", "elementwise"):

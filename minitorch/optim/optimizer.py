@@ -73,6 +73,86 @@ def _fusable(tensors):
     return True
 
 
+def _foreach_buckets(params, tensors_of):
+    """Multi-tensor (torch's foreach) batches: {(device, dtype): [tensors_of(param), ...]} for
+    the params whose tuple (param, grad, state buffers...; None for an absent one) one kernel
+    can take (see _batchable), and the list of the rest (tensors_of gave None, or a tuple no
+    kernel takes), left to the per-parameter rule."""
+    buckets, rest = {}, []
+    for param in params:
+        tensors = tensors_of(param)
+        if tensors is not None and _batchable(tensors):
+            nd = param._data
+            buckets.setdefault((nd.device, nd.dtype), []).append(tensors)
+        else:
+            rest.append(param)
+    return buckets, rest
+
+
+def _batchable(tensors):
+    """Whether a kernel can take a parameter's tensors (None: absent): all compact, of one
+    floating dtype, device and shape (_fusable's test, on the fast path: devices and dtypes are
+    interned, so `is` compares them)."""
+    first = tensors[0]._data
+    shape, dtype, device = first.shape, first.dtype, first.device
+    if not dtype.is_floating_point:
+        return False
+    for t in tensors:
+        if t is not None:
+            nd = t._data
+            if nd.shape != shape or nd.dtype is not dtype or nd.device is not device or \
+                    not nd.is_compact():
+                return False
+    return True
+
+
+def _foreach_buffers(batch):
+    """A batch's tensors as the kernels take them: one list of flat buffers per slot (None
+    where the slot is absent for every parameter)."""
+    slots = []
+    for column in zip(*batch):
+        if any(t is not None for t in column):
+            slots.append([None if t is None else t._data.flat() for t in column])
+        else:
+            slots.append(None)
+    return slots
+
+
+def _step_counters(states):
+    """The states' step counters as the kernels take them (one-element host buffers), or None
+    when one is not a float counter on the CPU (then the per-parameter path runs)."""
+    counters = []
+    for state in states:
+        step = state["step"]._data
+        if step.device.type != "cpu" or not step.dtype.is_floating_point or step.size != 1:
+            return None
+        counters.append(step.flat())
+    return counters
+
+
+def _foreach_step(batch, states, name, *scalars):
+    """One foreach_<name> kernel call over a batch of _foreach_buckets whose states carry step
+    counters (each += 1 by the kernel): backend.foreach_<name>(*slot buffers, counters,
+    *scalars). False, with nothing changed, when a counter is not one the kernel takes."""
+    steps = _step_counters(states)
+    if steps is None:
+        return False
+    kernel = getattr(batch[0][0]._data.backend, "foreach_" + name)
+    kernel(*_foreach_buffers(batch), steps, *scalars)
+    _bump_versions(batch)
+    for state in states:
+        state["step"]._bump_version()
+    return True
+
+
+def _bump_versions(batch, skip=1):
+    """Mark every tensor a kernel wrote in place (all but slot `skip`, the gradient)."""
+    for tensors in batch:
+        for i, t in enumerate(tensors):
+            if t is not None and i != skip:
+                t._bump_version()
+
+
 # ---- Optimizer -----------------------------------------------------------------------------------
 class Optimizer:
     """Base class of all optimizers (torch.optim.Optimizer)."""
@@ -199,10 +279,17 @@ class Optimizer:
         loss = self._evaluate(closure)
         with no_grad():
             for group in self.param_groups:
-                for param in group["params"]:
-                    if param.grad is not None:
-                        self._update(param, self._state_of(param, group), group)
+                params = [p for p in group["params"] if p.grad is not None]
+                if group.get("foreach") is not False:
+                    params = self._foreach_update(params, group)
+                for param in params:
+                    self._update(param, self._state_of(param, group), group)
         return loss
+
+    def _foreach_update(self, params, group):
+        """The multi-tensor step of the optimizers that have one (torch's foreach=None/True):
+        updates what one kernel per dtype and device can take, returns the rest."""
+        return params
 
     def _state_of(self, param, group):
         return self.state[param]

@@ -1,7 +1,8 @@
 """SGD with momentum, dampening, Nesterov, weight decay and maximize (torch's update rule)."""
 from ..autograd import no_grad
-from ._checks import check_lr, check_non_negative, check_not_differentiable
-from .optimizer import Optimizer, _gradient
+from ..tensor import empty_like
+from ._checks import check_lr, check_non_negative, check_not_differentiable, to_scalar
+from .optimizer import Optimizer, _bump_versions, _foreach_buckets, _foreach_buffers, _gradient
 
 __all__ = ["SGD"]
 
@@ -27,10 +28,40 @@ class SGD(Optimizer):
         loss = self._evaluate(closure)
         with no_grad():
             for group in self.param_groups:
-                for param in group["params"]:
-                    if param.grad is not None:
-                        self._update(param, group)
+                params = [p for p in group["params"] if p.grad is not None]
+                if group["foreach"] is not False:
+                    params = self._foreach_update(params, group)
+                for param in params:
+                    self._update(param, group)
         return loss
+
+    def _foreach_update(self, params, group):
+        """Every compact parameter of one dtype and device in one foreach_sgd call per bucket
+        (momentum buffers made on this step apart: they start as the gradient); returns the
+        rest for the per-parameter rule."""
+        momentum = group["momentum"]
+        if momentum == 0:       # no state at all, as in torch
+            buckets, rest = _foreach_buckets(params, lambda p: (p, p.grad))
+            batches = [(batch, False) for batch in buckets.values()]
+        else:
+            buckets, rest = _foreach_buckets(params, lambda p: (p, p.grad, self.state[p].get(
+                "momentum_buffer")))
+            batches = []
+            for batch in buckets.values():
+                old = [tensors for tensors in batch if tensors[2] is not None]
+                new = [self._new_buffer(p, grad) for p, grad, buf in batch if buf is None]
+                batches += [(part, init) for part, init in ((old, False), (new, True)) if part]
+        for batch, init in batches:
+            batch[0][0]._data.backend.foreach_sgd(
+                *_foreach_buffers(batch), *([None] if momentum == 0 else []),
+                to_scalar(group["lr"]), momentum, group["dampening"], group["weight_decay"],
+                group["nesterov"], group["maximize"], init)
+            _bump_versions(batch)
+        return rest
+
+    def _new_buffer(self, param, grad):
+        buf = self.state[param]["momentum_buffer"] = empty_like(param)
+        return param, grad, buf
 
     def _update(self, param, group):
         grad = _gradient(param, group)
