@@ -9,6 +9,7 @@ Each operand is described to the kernels as planes (one per batch·head) of rows
 offsets into its buffer plus a row stride, so permuted heads (nn.MultiheadAttention's views),
 grouped-query key/value heads and broadcast masks are read in place, without copies.
 """
+import functools
 import math
 
 import numpy as np
@@ -26,13 +27,21 @@ __all__ = []   # nn/functional/attention.py's scaled_dot_product_attention runs 
 def plane_offsets(nd, batch):
     """Element offsets (int64) of the trailing (rows, cols) planes of NDArray nd for every index
     of `batch`, nd's batch axes aligned right, size-1 and missing axes broadcast."""
-    total = np.full(batch, nd.offset, dtype=np.int64)
-    lead = len(batch) - (nd.ndim - 2)
-    for d in range(nd.ndim - 2):
-        if nd.shape[d] != 1:
-            steps = np.arange(nd.shape[d], dtype=np.int64) * nd.strides[d]
+    return _offsets(nd.shape[:-2], nd.strides[:-2], nd.offset, tuple(batch))
+
+
+@functools.lru_cache(maxsize=512)
+def _offsets(shape, strides, offset, batch):
+    """plane_offsets of a layout (a training step asks for the same few layouts every time)."""
+    total = np.full(batch, offset, dtype=np.int64)
+    lead = len(batch) - len(shape)
+    for d, (size, stride) in enumerate(zip(shape, strides)):
+        if size != 1:
+            steps = np.arange(size, dtype=np.int64) * stride
             total = total + steps.reshape((-1,) + (1,) * (len(batch) - 1 - lead - d))
-    return total.reshape(-1)
+    total = total.reshape(-1)
+    total.flags.writeable = False
+    return total
 
 
 def _unit_columns(nd):
