@@ -90,6 +90,26 @@ class KernelBackend(Protocol):
         the left end of equal values, the right end when `right` (torch's comparisons, NaN
         included). `sorter` (int64 positions in [0, n) per boundary) orders unsorted rows."""
 
+    # ---- fused attention: planes (batch·head) of rows with unit column stride, each plane at
+    # its own element offset; a view is (offsets, row stride[, column stride]) ----------------
+    def attention_forward(self, q, k, v, out, lse, sizes, q_view, k_view, v_view, scale,
+                          causal=False, mask=None, mask_view=None, keep=None, keep_scale=1.0):
+        """out (compact planes × L × Ev) = softmax(scale · q kᵀ + mask) v per plane and lse
+        (planes × L) = each row's logsumexp, sizes = (planes, L, S, E, Ev), q/k/v of one float
+        dtype read through their views, without forming the L × S weights (online softmax).
+        `mask`: bool (attend where True) or q's dtype (added), read through mask_view (any
+        column stride, 0 broadcasts); `causal`: key j > row i masked; a row with every key
+        masked gives 0 and lse -inf. `keep` (bool, compact planes × L × S): dropout's kept
+        weights, multiplied by keep_scale after normalising."""
+
+    def attention_backward(self, g, q, k, v, out, lse, dq, dk, dv, sizes, g_view, q_view,
+                           k_view, v_view, scale, causal=False, mask=None, mask_view=None,
+                           keep=None, keep_scale=1.0):
+        """dq (planes × L × E), dk (planes × S × E), dv (planes × S × Ev), compact, overwritten
+        = the gradients of attention_forward given the output gradient g (read through g_view)
+        and the forward's out and lse, weights recomputed from lse (one per q plane: the
+        caller sums planes that share a k / v plane)."""
+
     # ---- max pooling: compact (planes, *size) arrays, 1 to 3 spatial axes -------------------
     def max_pool_forward(self, x, values, indices, planes, size, out_size, kernel, stride,
                          padding, dilation):

@@ -530,6 +530,57 @@ def scenario_matmul(h):
              2, 2, 2)
 
 
+def scenario_attention(h):
+    rng = np.random.default_rng(32)
+    planes, heads = 4, 2                        # planes = batch 2 × heads 2
+    for dtype in (np.float32, np.float64):
+        tol = 2e-5 if dtype == np.float32 else 1e-12
+        for length, source, dim, dim_v, case in (
+                (5, 7, 3, 4, "plain"), (70, 37, 8, 5, "causal"), (9, 11, 4, 2, "bool"),
+                (9, 11, 4, 2, "float"), (6, 8, 3, 3, "keep"), (6, 8, 3, 3, "views")):
+            q = values(planes * length * dim, dtype, 33)
+            k = values(planes * source * dim, dtype, 34)
+            v = values(planes * source * dim_v, dtype, 35)
+            g = values(planes * length * dim_v, dtype, 36)
+            q_view = ([p * length * dim for p in range(planes)], dim)
+            k_view = ([p * source * dim for p in range(planes)], dim)
+            v_view = ([p * source * dim_v for p in range(planes)], dim_v)
+            g_view = ([p * length * dim_v for p in range(planes)], dim_v)
+            mask = mask_view = keep = None
+            if case == "bool":                  # one (L, S) mask for every plane, a dead row
+                mask = (rng.random(length * source) > 0.4).astype(np.uint8)
+                mask[source:2 * source] = 0
+                mask_view = ([0] * planes, source, 1)
+            if case == "float":                 # a per-batch column mask broadcast over rows
+                mask = values(2 * source, dtype, 37)
+                mask[3] = -np.inf
+                mask_view = ([(p // heads) * source for p in range(planes)], 0, 1)
+            if case == "keep":
+                keep = (rng.random(planes * length * source) > 0.3).astype(np.uint8)
+            options = (case == "causal", mask, mask_view, keep, 1 / 0.7)
+            if case == "views":                 # q read with a wider row stride, k/v heads shared
+                q = values(planes * length * 2 * dim, dtype, 38)
+                q_view = ([p * dim for p in range(planes)], planes * 2 * dim)
+                k_view = ([(p // heads) * source * dim for p in range(planes)], dim)
+                v_view = ([(p // heads) * source * dim_v for p in range(planes)], dim_v)
+            sizes = (planes, length, source, dim, dim_v)
+            out, lse = np.zeros(planes * length * dim_v, dtype), np.zeros(planes * length, dtype)
+            h.run("attention_forward", q, k, v, out, lse, sizes, q_view, k_view, v_view, 0.4,
+                  *options, check=[3, 4], rtol=tol, atol=tol)
+            _cpu.attention_forward(q, k, v, out, lse, sizes, q_view, k_view, v_view, 0.4,
+                                   *options)
+            grads = [np.zeros(planes * n, dtype) for n in (length * dim, source * dim,
+                                                            source * dim_v)]
+            h.run("attention_backward", g, q, k, v, out, lse, *grads, sizes, g_view, q_view,
+                  k_view, v_view, 0.4, *options, check=[6, 7, 8], rtol=tol, atol=tol)
+    views = (([0], 2), ([0], 2), ([0], 2))
+    h.raises("attention_forward", np.zeros(4, np.int64), np.zeros(4, np.int64),
+             np.zeros(4, np.int64), np.zeros(4, np.int64), np.zeros(2, np.int64),
+             (1, 2, 2, 2, 2), *views, 1.0)
+    h.raises("attention_forward", np.zeros(4), np.zeros(4), np.zeros(4), np.zeros(4),
+             np.zeros(2), (1, 2, 2, 2, 2), ([1], 2), ([0], 2), ([0], 2), 1.0)
+
+
 def scenario_index(h):
     rng = np.random.default_rng(19)
     outer, dim, index_dim, inner = 3, 5, 4, 2
@@ -628,7 +679,7 @@ def scenario_recurrent(h):
 SCENARIOS = [scenario_buffers, scenario_compact, scenario_strided_set, scenario_strided_add,
              scenario_cast, scenario_unary, scenario_binary, scenario_where, scenario_reduce,
              scenario_scan, scenario_softmax, scenario_norm, scenario_adam, scenario_foreach,
-             scenario_matmul, scenario_index, scenario_recurrent, scenario_grid]
+             scenario_matmul, scenario_attention, scenario_index, scenario_recurrent, scenario_grid]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__[9:])

@@ -889,6 +889,136 @@ class GpuBackend:
             raise IndexError(f"searchsorted: sorter position {bad} is out of bounds for rows "
                              f"of {n}") from None
 
+    # ---- fused attention (kernels/attention.cu; the CPU twin is _cpu/attention.pyx) ----------
+    ATTENTION_ROWS = 64      # rows (threads) per block: ATTN_ROWS in attention.cu
+
+    @_on_device
+    def attention_forward(self, q, k, v, out, lse, sizes, q_view, k_view, v_view, scale,
+                          causal=False, mask=None, mask_view=None, keep=None, keep_scale=1.0):
+        """out = softmax(scale · q kᵀ + mask) v per plane and each row's logsumexp
+        (minitorch.backend.KernelBackend.attention_forward): one thread per query row."""
+        name, (planes, length, source, dim, dim_v), views, extra = self._attention_args(
+            q, k, v, sizes, (q_view, k_view, v_view), scale, causal, mask, mask_view, keep,
+            keep_scale)
+        for buffer, n, what in ((out, planes * length * dim_v, "out"),
+                                (lse, planes * length, "lse")):
+            self._attention_buffer(buffer, name, n, what)
+        if planes * length == 0:
+            return
+        (q_off, q_row), (k_off, k_row), (v_off, v_row) = views
+        m_off, bool_mask, add_mask, keep_buffer, m_row, m_col, flags = extra
+        self._launch("attention", name, f"attention_forward_kernel<{L.CTYPES[name]}>",
+                     planes * self._attention_blocks(length),
+                     (q, k, v, out, lse, q_off, k_off, v_off, m_off, bool_mask, add_mask,
+                      keep_buffer, I64(length), I64(source), I64(dim), I64(dim_v), I64(q_row),
+                      I64(k_row), I64(v_row), I64(m_row), I64(m_col)) + flags,
+                     block=self.ATTENTION_ROWS)
+
+    @_on_device
+    def attention_backward(self, g, q, k, v, out, lse, dq, dk, dv, sizes, g_view, q_view,
+                           k_view, v_view, scale, causal=False, mask=None, mask_view=None,
+                           keep=None, keep_scale=1.0):
+        """dq, dk, dv of attention_forward (minitorch.backend.KernelBackend.attention_backward):
+        one kernel over query rows (dQ, and D = dO · O), one over key rows (dK, dV)."""
+        name, (planes, length, source, dim, dim_v), views, extra = self._attention_args(
+            q, k, v, sizes, (q_view, k_view, v_view), scale, causal, mask, mask_view, keep,
+            keep_scale)
+        if C.dtype_name(g, "attention") != name:
+            raise TypeError(f"attention: g must have the dtype of q ({C.SHOWN[name]})")
+        g_off, g_row = self._attention_view(g_view, planes, length, dim_v, g.size, "g")
+        for buffer, n, what in ((out, planes * length * dim_v, "out"),
+                                (lse, planes * length, "lse"), (dq, planes * length * dim, "dq"),
+                                (dk, planes * source * dim, "dk"),
+                                (dv, planes * source * dim_v, "dv")):
+            self._attention_buffer(buffer, name, n, what)
+        (q_off, q_row), (k_off, k_row), (v_off, v_row) = views
+        m_off, bool_mask, add_mask, keep_buffer, m_row, m_col, flags = extra
+        common = (g_off, q_off, k_off, v_off, m_off, bool_mask, add_mask, keep_buffer,
+                  I64(length), I64(source), I64(dim), I64(dim_v), I64(g_row), I64(q_row),
+                  I64(k_row), I64(v_row), I64(m_row), I64(m_col)) + flags
+        t = L.CTYPES[name]
+        dot = self.cupy.empty(max(planes * length, 1), q.dtype)     # D_i = dO_i · O_i
+        if planes * length:
+            self._launch("attention", name, f"attention_backward_dq_kernel<{t}>",
+                         planes * self._attention_blocks(length),
+                         (g, q, k, v, out, lse, dq, dot) + common, block=self.ATTENTION_ROWS)
+        if planes * source:
+            self._launch("attention", name, f"attention_backward_dkv_kernel<{t}>",
+                         planes * self._attention_blocks(source),
+                         (g, q, k, v, lse, dot, dk, dv) + common, block=self.ATTENTION_ROWS)
+
+    def _attention_blocks(self, rows):
+        return (rows + self.ATTENTION_ROWS - 1) // self.ATTENTION_ROWS
+
+    def _attention_args(self, q, k, v, sizes, views, scale, causal, mask, mask_view, keep,
+                        keep_scale):
+        """The CPU kernel's checks, then (dtype name, sizes, device plane offsets with row
+        strides, (mask offsets, bool mask, added mask, keep: dummies for what is absent, mask
+        strides, the scalar arguments))."""
+        name = C.dtype_name(q, "attention")
+        if name not in L.FLOAT_TYPES:
+            raise TypeError(f"attention: unsupported dtype {C.SHOWN[name]} (float32 or float64 "
+                            "only)")
+        planes, length, source, dim, dim_v = (int(n) for n in sizes)
+        if min(planes, length, source, dim, dim_v) < 0:
+            raise ValueError(f"attention: negative size in {tuple(sizes)}")
+        for buffer, what in ((k, "k"), (v, "v")):
+            if C.dtype_name(buffer, "attention") != name:
+                raise TypeError(f"attention: {what} must have the dtype of q ({C.SHOWN[name]})")
+        device_views = [self._attention_view(view, planes, rows, cols, buffer.size, what)
+                        for view, rows, cols, buffer, what in
+                        ((views[0], length, dim, q, "q"), (views[1], source, dim, k, "k"),
+                         (views[2], source, dim_v, v, "v"))]
+        kind, m_off, m_row, m_col = 0, self.cupy.zeros(1, np.int64), 0, 0
+        bool_mask, add_mask = self.cupy.zeros(1, np.uint8), self.cupy.zeros(1, q.dtype)
+        if mask is not None:
+            if causal:
+                raise ValueError("attention: a mask and causal=True exclude each other")
+            mask_name = C.dtype_name(mask, "attention")
+            if mask_name not in ("uint8", name):
+                raise TypeError(f"attention: mask must be bool or have the dtype of q "
+                                f"({C.SHOWN[name]})")
+            kind = 1 if mask_name == "uint8" else 2
+            m_off, m_row, m_col = self._attention_view(mask_view, planes, length, source,
+                                                       mask.size, "mask", columns=True)
+            bool_mask, add_mask = (mask, add_mask) if kind == 1 else (bool_mask, mask)
+        keep_buffer = self.cupy.zeros(1, np.uint8)
+        if keep is not None:
+            if C.dtype_name(keep, "attention") != "uint8":
+                raise TypeError("attention: keep must be a bool buffer")
+            if keep.size != planes * length * source:
+                raise ValueError(f"attention: keep has {keep.size} elements, expected "
+                                 f"{planes * length * source}")
+            keep_buffer = keep
+        real = np.float32 if name == "float32" else np.float64
+        flags = (I32(kind), I32(bool(causal)), I32(keep is not None), real(scale),
+                 real(keep_scale))
+        return name, (planes, length, source, dim, dim_v), device_views, \
+            (m_off, bool_mask, add_mask, keep_buffer, m_row, m_col, flags)
+
+    def _attention_view(self, view, planes, rows, cols, size, what, columns=False):
+        """(device offsets, row stride[, column stride]) of a view, checked on the host to stay
+        inside a buffer of `size` elements (the CPU kernel's check and message)."""
+        offsets = np.ascontiguousarray(view[0], dtype=np.int64).reshape(-1)
+        row, col = int(view[1]), int(view[2]) if len(view) > 2 else 1
+        if offsets.size != planes:
+            raise ValueError(f"attention: {what} has {offsets.size} plane offsets, expected "
+                             f"{planes}")
+        if planes and rows and cols:
+            lo = offsets + min(0, (rows - 1) * row) + min(0, (cols - 1) * col)
+            hi = offsets + max(0, (rows - 1) * row) + max(0, (cols - 1) * col)
+            if lo.min() < 0 or hi.max() >= size:
+                raise ValueError(f"attention: the view of {what} reaches outside its buffer")
+        device = self.cupy.asarray(offsets if offsets.size else np.zeros(1, np.int64))
+        return (device, row, col) if columns else (device, row)
+
+    @staticmethod
+    def _attention_buffer(buffer, name, n, what):
+        if C.dtype_name(buffer, "attention") != name:
+            raise TypeError(f"attention: {what} must have the dtype of q ({C.SHOWN[name]})")
+        if buffer.size != n:
+            raise ValueError(f"attention: {what} has {buffer.size} elements, expected {n}")
+
     # ---- matmul -------------------------------------------------------------------------------
     @_on_device
     def matmul(self, a, b, out, batch, m, n, k, a_strides=None, a_offset=0, b_strides=None,

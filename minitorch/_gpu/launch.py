@@ -13,7 +13,7 @@ from ..opcodes import BinaryOp, UnaryOp, c_constants
 KERNEL_DIR = pathlib.Path(__file__).resolve().parent / "kernels"
 SHARED_DIR = KERNEL_DIR.parent.parent / "_kernels"    # C headers shared with the CPU kernels
 MODULES = ("strided", "elementwise", "fused", "reduce", "matmul", "index", "sort", "factor",
-           "spectral", "pool", "recurrent", "grid", "norm", "foreach")
+           "spectral", "pool", "recurrent", "grid", "norm", "foreach", "attention")
 # The files a module may `#include "..."`: the loader pastes them (NVRTC sees one text).
 INCLUDES = {"common.cuh": KERNEL_DIR / "common.cuh",
             "special_math.h": SHARED_DIR / "special_math.h"}
@@ -119,6 +119,10 @@ def name_expressions(module, key):
     if module == "grid":
         names = [f"grid_gather_kernel<{t}>"]
         return names + ([f"grid_scatter_add_kernel<{t}>"] if dtype in FLOAT_TYPES else [])
+    if module == "attention":
+        return [f"{kernel}<{t}>" for kernel in ("attention_forward_kernel",
+                                                "attention_backward_dq_kernel",
+                                                "attention_backward_dkv_kernel")]
     raise ValueError(f"unknown kernel module {module!r}")
 
 
@@ -128,7 +132,7 @@ def matmul_name(ctype, tiles):
 
 def module_keys(module):
     """Every key the backend may request for `module` (what the compile test instantiates)."""
-    if module in ("matmul", "factor", "spectral", "fused", "recurrent", "norm", "foreach"):
+    if module in ("matmul", "factor", "spectral", "fused", "recurrent", "norm", "foreach", "attention"):
         return list(FLOAT_TYPES)
     keys = list(CTYPES)
     if module in ("strided", "elementwise"):

@@ -1,12 +1,13 @@
-"""torch.nn.functional.scaled_dot_product_attention, composed from matmul, softmax and
-dropout.
+"""torch.nn.functional.scaled_dot_product_attention: one fused node (functions/attention.py)
+where the shapes allow, else composed from matmul, softmax and dropout (the reference the fused
+kernels are tested against).
 """
 import math
 
 import minitorch as mt
 from ... import dtypes
-from ...functions.reduce import softmax as _softmax
-from ._scalars import _constant
+from ...functions.attention import (ScaledDotProductFlashAttentionForCpu, attention_weights,
+                                    repeat_heads)
 from .dropouts import dropout
 
 
@@ -14,45 +15,70 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(q kᵀ · scale + mask) v, as torch.nn.functional.scaled_dot_product_attention: a
     bool mask marks the positions that may be attended, a float mask is added, and a query
-    row with every position masked gets zero weights (torch's safe softmax), not NaN."""
+    row with every position masked gets zero weights (torch's safe softmax), not NaN.
+
+    Dropout (dropout_p > 0) draws its keep mask from minitorch's generator, one value per
+    weight as F.dropout would on the weights, so a seeded run gives the composed result
+    (torch's own random stream differs)."""
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
+    if _fusable(query, key, value, attn_mask, dropout_p, enable_gqa):
+        scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+        keep = None
+        if dropout_p > 0.0:
+            keep = mt.rand(*query.shape[:-1], key.shape[-2], dtype=query.dtype,
+                           device=query.device) >= dropout_p
+        return ScaledDotProductFlashAttentionForCpu.apply(
+            query, key, value, attn_mask, keep, scale, is_causal, 1.0 / (1.0 - dropout_p))
+    return composed_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,
+                              enable_gqa)
+
+
+def composed_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                       scale=None, enable_gqa=False):
+    """scaled_dot_product_attention from matmul, softmax and dropout, the weights formed."""
     if enable_gqa and key.ndim >= 3 and key.shape[-3] != query.shape[-3]:
-        key, value = (_repeat_heads(t, query.shape[-3]) for t in (key, value))
+        key, value = (repeat_heads(t, query.shape[-3]) for t in (key, value))
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = (query @ key.mT) * scale
-    length, source = query.shape[-2], key.shape[-2]
-    if is_causal:
-        # Position i attends to j <= i (torch's lower-triangular causal mask).
-        rows = mt.arange(length, device=query.device).unsqueeze(1)
-        attn_mask = mt.arange(source, device=query.device) <= rows
-    if attn_mask is None:
-        weights = _softmax(scores, -1)
-    else:
-        if attn_mask.dtype is dtypes.bool_:
-            scores = scores.masked_fill(attn_mask.logical_not(), -math.inf)
-        else:
-            scores = scores + attn_mask
-        weights = _safe_softmax(scores)
+    weights = attention_weights(query, key, attn_mask, scale, is_causal)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     return weights @ value
 
 
-def _safe_softmax(scores):
-    """softmax over the last axis, with rows that are entirely -inf giving zeros; such rows
-    are replaced by 0 before the softmax so no NaN reaches forward or backward."""
-    dead = (scores == -math.inf).all(-1, keepdim=True)
-    weights = _softmax(mt.where(dead, _constant(0.0, scores), scores), -1)
-    return mt.where(dead, _constant(0.0, weights), weights)
+def _fusable(query, key, value, mask, dropout_p, enable_gqa):
+    """The fused node computes this call: float q, k, v of one dtype and device with equal
+    batch dims (or grouped key/value heads), a bool or q-dtype mask that needs no gradient and
+    broadcasts to the weights, 0 <= dropout_p < 1. Anything else, including every error case,
+    takes the composed path."""
+    tensors = (query, key, value)
+    if not all(isinstance(t, mt.Tensor) for t in tensors):
+        return False
+    dtype, device, ndim = query.dtype, query.device, query.ndim
+    if dtype not in (dtypes.float32, dtypes.float64) or ndim < 2 or query.shape[-1] == 0:
+        return False
+    if any(t.dtype is not dtype or t.device != device or t.ndim != ndim for t in (key, value)):
+        return False
+    if key.shape[-1] != query.shape[-1] or value.shape[-2] != key.shape[-2]:
+        return False
+    if not 0.0 <= dropout_p < 1.0:
+        return False
+    if key.shape[:-2] != query.shape[:-2] or value.shape[:-2] != key.shape[:-2]:
+        grouped = (enable_gqa and ndim >= 3 and key.shape[:-2] == value.shape[:-2]
+                   and key.shape[:-3] == query.shape[:-3] and key.shape[-3] > 0
+                   and query.shape[-3] % key.shape[-3] == 0)
+        if not grouped:
+            return False
+    return mask is None or _fusable_mask(mask, query, key)
 
 
-def _repeat_heads(t, heads):
-    """(…, Hk, S, E) → (…, heads, S, E): each key/value head serves heads/Hk query heads."""
-    if heads % t.shape[-3]:
-        raise RuntimeError(f"number of heads in key/value must divide number of heads in query "
-                           f"({t.shape[-3]} does not divide {heads})")
-    groups = heads // t.shape[-3]
-    expanded = t.unsqueeze(-3).expand(*t.shape[:-2], groups, *t.shape[-2:])
-    return expanded.reshape(*t.shape[:-3], heads, *t.shape[-2:])
+def _fusable_mask(mask, query, key):
+    if not isinstance(mask, mt.Tensor) or mask.device != query.device or mask.requires_grad:
+        return False
+    if mask.dtype is not dtypes.bool_ and mask.dtype is not query.dtype:
+        return False
+    target = (*query.shape[:-1], key.shape[-2])
+    if mask.ndim > len(target):
+        return False
+    return all(m in (1, t) for m, t in zip(reversed(mask.shape), reversed(target)))
