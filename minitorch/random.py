@@ -6,6 +6,7 @@ import numbers
 import numpy as np
 
 from . import dtypes
+from ._cpu.shuffle import swap_shuffle
 from .backend import CPU, device as Device, get_backend
 from .autograd import is_grad_enabled, no_grad
 from .ndarray import NDArray, check_shape, contiguous_strides
@@ -25,9 +26,9 @@ def torch_twister(seed):
 
 
 def twister_draws(twister, count):
-    """The next `count` raw 32-bit outputs of the twister, as int64 (RandomState's randint over
+    """The next `count` raw 32-bit outputs of the twister, as uint32 (RandomState's randint over
     the whole uint32 range returns the raw outputs: its rejection mask accepts every one)."""
-    return twister.randint(0, 2 ** 32, size=count, dtype=np.uint32).astype(np.int64)
+    return twister.randint(0, 2 ** 32, size=count, dtype=np.uint32)
 
 
 def _seed_value(seed):
@@ -327,37 +328,10 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
 
 
 def _swapped_range(draws, n):
-    """r = arange(n); for i in range(n - 1): swap r[i] and r[i + draws[i] % (n - i)], without a
-    Python loop over n.
-
-    After step i, r[i] is final (later steps touch only higher positions), and it is the value
-    its target t_i held just before step i: t_i itself unless an earlier step k also targeted
-    t_i, in which case it is what position k held just before step k (step k moved it there).
-    That `held(k)` in turn is k unless an earlier step targeted k, and so on: following the
-    links "the last earlier step with the same target" to their roots gives every value. The
-    links come from one sort of (target, step), the roots from pointer jumping (log depth)."""
-    steps = np.arange(n, dtype=np.int64)
-    if n < 2:
-        return steps
-    targets = steps.copy()                  # the last step is a no-op: n - 1 with itself
-    targets[:-1] += draws % (n - steps[:-1])
-    keys = np.sort(targets * n + steps)     # steps grouped by target, in step order
-    by_target, grouped = keys % n, keys // n
-    same = grouped[1:] == grouped[:-1]
-    earlier = np.full(n, -1, dtype=np.int64)     # the last earlier step with the same target
-    earlier[by_target[1:][same]] = by_target[:-1][same]
-    last = np.full(n, -1, dtype=np.int64)        # the last step targeting each position
-    group_end = np.append(~same, True)
-    last[grouped[group_end]] = by_target[group_end]
-    # the last step before k targeting position k (targets are >= their step: all are <= k)
-    before = np.where(last == steps, earlier, last)
-    root = np.where(before >= 0, before, steps)
-    while True:
-        jumped = root[root]
-        if np.array_equal(jumped, root):
-            break
-        root = jumped
-    return np.where(earlier >= 0, root[np.maximum(earlier, 0)], targets)
+    """r = arange(n); for i in range(n - 1): swap r[i] and r[i + draws[i] % (n - i)]."""
+    out = np.empty(n, dtype=np.int64)
+    swap_shuffle(draws, out)
+    return out
 
 
 def _like(input, dtype, device):

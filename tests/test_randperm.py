@@ -1,5 +1,5 @@
 """mt.randperm gives torch's CPU permutation for a seed (issue 18): torch's Mersenne Twister,
-seeded as torch seeds it, and torch's swap shuffle (computed without a loop over n)."""
+seeded as torch seeds it, and torch's swap shuffle (the swap_shuffle kernel)."""
 import numpy as np
 import pytest
 
@@ -20,14 +20,20 @@ def _swap_loop(draws, n):
     return r
 
 
-def test_the_vectorised_shuffle_is_the_swap_loop():
+def test_the_shuffle_kernel_is_the_swap_loop():
     rng = np.random.default_rng(0)
     for n in list(range(0, 40)) + [1000, 10000]:
-        draws = rng.integers(0, 2 ** 32, max(n - 1, 0))
+        draws = rng.integers(0, 2 ** 32, max(n - 1, 0)).astype(np.uint32)
         assert _swapped_range(draws, n).tolist() == _swap_loop(draws, n), n
-    # small moduli make long chains of steps sharing a target
-    draws = np.zeros(5000, dtype=np.int64)
+    # the largest draws, and small moduli that make long chains of steps sharing a target
+    draws = np.full(5000, 2 ** 32 - 1, dtype=np.uint32)
     assert _swapped_range(draws, 5001).tolist() == _swap_loop(draws, 5001)
+    draws = np.zeros(5000, dtype=np.uint32)
+    assert _swapped_range(draws, 5001).tolist() == _swap_loop(draws, 5001)
+    with pytest.raises(TypeError, match="uint32"):
+        _swapped_range(np.zeros(3, np.int64), 4)
+    with pytest.raises(ValueError, match="draws"):
+        _swapped_range(np.zeros(2, np.uint32), 4)
 
 
 def test_the_twister_is_torchs_mersenne_twister():
