@@ -108,6 +108,15 @@ class GpuBackend:
     def __repr__(self):
         return f"<minitorch GPU backend for cuda:{self.index}>"
 
+    def refuse_all(self, message):
+        """Make every public method raise RuntimeError(message) (a forked child's backend:
+        minitorch._gpu), at no cost to the calls of a process that may use CUDA."""
+        def refuse(*args, **kwargs):
+            raise RuntimeError(message)
+        for name in dir(type(self)):
+            if not name.startswith("_") and callable(getattr(type(self), name)):
+                setattr(self, name, refuse)
+
     # ---- buffers ------------------------------------------------------------------------------
     @_on_device
     def empty(self, n, dtype):
