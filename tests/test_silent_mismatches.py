@@ -258,3 +258,39 @@ def test_repeat_interleave_checks_output_size():
                  lambda: mt.repeat_interleave(mt.tensor([2, 1]), output_size=4)):
         with pytest.raises(RuntimeError, match="allocated size does not match required size"):
             call()
+
+
+def test_index_and_linalg_functions_write_out(device):
+    """out= was accepted and ignored by these: now written (resized as torch) and returned."""
+    x = mt.arange(5.0, device=device)
+    cases = [
+        (lambda out: mt.gather(x, 0, mt.tensor([4, 0], device=device), out=out),
+         mt.empty(0, device=device), [4.0, 0.0]),
+        (lambda out: mt.index_select(x, 0, mt.tensor([1, 3], device=device), out=out),
+         mt.empty(2, device=device), [1.0, 3.0]),
+        (lambda out: mt.nonzero(mt.tensor([0, 1, 1], device=device), out=out),
+         mt.empty(0, dtype=mt.int64, device=device), [[1], [2]]),
+        (lambda out: mt.tensordot(mt.ones(2, 3, device=device), mt.ones(3, 2, device=device),
+                                  dims=1, out=out),
+         mt.empty(0, device=device), [[3.0, 3.0], [3.0, 3.0]]),
+    ]
+    for call, out, expected in cases:
+        assert call(out) is out
+        assert out.tolist() == expected
+
+
+def test_linalg_functions_write_out_tuples(device):
+    a = mt.tensor([[2.0, 1.0], [1.0, 3.0]], dtype=mt.float64, device=device)
+    values, vectors = mt.empty(0, dtype=mt.float64, device=device), \
+        mt.empty(0, dtype=mt.float64, device=device)
+    result = mt.linalg.eigh(a, out=(values, vectors))
+    assert result.eigenvalues is values and result.eigenvectors is vectors
+    np.testing.assert_allclose(values.cpu().numpy(), np.linalg.eigvalsh(a.cpu().numpy()))
+    singular = mt.empty(0, dtype=mt.float64, device=device)
+    assert mt.linalg.svdvals(a, out=singular) is singular
+    np.testing.assert_allclose(singular.cpu().numpy(),
+                               np.linalg.svd(a.cpu().numpy(), compute_uv=False))
+    with pytest.raises(TypeError, match="argument 'out' must be tuple of 2 Tensors"):
+        mt.linalg.eigh(a, out=values)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        mt.linalg.svdvals(a, out=mt.empty(0, dtype=mt.int64, device=device))

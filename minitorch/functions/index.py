@@ -16,7 +16,7 @@ from ..autograd import KernelFunction
 from ..ndarray import (NDArray, broadcast_shapes, contiguous_strides, normalize_dim, shape_numel,
                        shape_str)
 from ..opcodes import BinaryOp as B, ReduceOp
-from ..tensor import Tensor, arange, tensor as _make_tensor, wrap
+from ..tensor import Tensor, arange, tensor as _make_tensor, wrap, write_out
 from . import reduce as _reduce
 from .elementwise import cast, scalar_array, where
 from .reduce import sum_to
@@ -153,7 +153,8 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
                                f"{shape_str(i.shape)} to be no larger than self "
                                f"{shape_str(a.shape)} apart from dimension {dim}")
     result = Gather.apply(a, i, dim)
-    return result.reshape(index.shape) if result.shape != index.shape else result
+    result = result.reshape(index.shape) if result.shape != index.shape else result
+    return result if out is None else write_out(out, result, "gather")
 
 
 def _scatter_args(input, dim, index, src):
@@ -267,7 +268,8 @@ def index_select(input, dim, index, *, out=None):
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
                            f"{index.numel()} value(s)")
     result = IndexSelect.apply(input, index.to(input.device), dim)
-    return result.reshape(()) if input.ndim == 0 else result
+    result = result.reshape(()) if input.ndim == 0 else result
+    return result if out is None else write_out(out, result, "index_select")
 
 
 def index_add(input, dim, index, source, *, alpha=1):
@@ -358,7 +360,7 @@ def nonzero(input, *, out=None, as_tuple=False):
     positions = _unravel(flat, input._data.shape)
     if as_tuple:
         return tuple(wrap(positions[:, d]) for d in range(input.ndim))
-    return wrap(positions)
+    return wrap(positions) if out is None else write_out(out, wrap(positions), "nonzero")
 
 
 def argwhere(input):

@@ -14,7 +14,7 @@ from .. import dtypes
 from ..autograd import KernelFunction
 from ..ndarray import NDArray, normalize_dim
 from ..opcodes import BinaryOp as B
-from ..tensor import Tensor, arange, empty, wrap, zeros
+from ..tensor import Tensor, arange, empty, wrap, write_out, zeros
 from .elementwise import C_NAMES, TORCH_NAMES, promote, scalar_array, where
 from .reduce import sum_to
 from .movement import view_of
@@ -291,7 +291,8 @@ def tensordot(a, b, dims=2, out=None):
     k = math.prod(a.shape[d] for d in axes_a)
     left = _permute(a, free_a + axes_a).reshape(math.prod(shape_a), k)
     right = _permute(b, axes_b + free_b).reshape(k, math.prod(shape_b))
-    return _product(left, right).reshape(shape_a + shape_b)
+    result = _product(left, right).reshape(shape_a + shape_b)
+    return result if out is None else write_out(out, result, "tensordot")
 
 
 def _tensordot_dims(a, b, dims):

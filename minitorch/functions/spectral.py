@@ -8,6 +8,7 @@ they may differ from torch's by such a change of basis; eigenvalues, singular va
 backward formulas (FunctionsManual.cpp) written in Tensor ops, so they differentiate twice; the
 rest is composed of them.
 """
+import functools
 import math
 
 import numpy as np
@@ -16,7 +17,7 @@ from .. import dtypes
 from ..autograd import KernelFunction, is_grad_enabled
 from ..ndarray import NDArray
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
-from ..tensor import Tensor, eye, wrap
+from ..tensor import Tensor, eye, wrap, write_out
 from .elementwise import TORCH_NAMES, maximum, where
 from .factor import LinAlgError, solve_triangular
 from .linalg import diag_embed, triu
@@ -363,6 +364,28 @@ def _times_inverse_transpose(B, R):
 
 
 # ---- eigh, eigvalsh ---------------------------------------------------------------------------
+def _writes_out(name):
+    """torch's out= for a function computed without it: the result (a tensor, or a named tuple
+    of tensors written one by one into a tuple `out`) written into `out` with write_out's
+    rules, and out returned (as the same named tuple)."""
+    def decorate(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            out = kwargs.pop("out", None)
+            result = function(*args, **kwargs)
+            if out is None:
+                return result
+            if isinstance(result, tuple):
+                if not isinstance(out, (tuple, list)) or len(out) != len(result):
+                    raise TypeError(f"{name}(): argument 'out' must be tuple of "
+                                    f"{len(result)} Tensors, not {type(out).__name__}")
+                return type(result)(*(write_out(o, r, name) for o, r in zip(out, result)))
+            return write_out(out, result, name)
+        return wrapper
+    return decorate
+
+
+@_writes_out("linalg_eigh")
 def eigh(A, UPLO="L", *, out=None):
     """(eigenvalues ascending, eigenvectors in columns) of symmetric matrices, read from the
     lower triangle (UPLO='L') or the upper one ('U')."""
@@ -371,6 +394,7 @@ def eigh(A, UPLO="L", *, out=None):
     return _Linalg_eighResult(*LinalgEigh.apply(A, uplo))
 
 
+@_writes_out("linalg_eigvalsh")
 def eigvalsh(A, UPLO="L", *, out=None):
     """The eigenvalues (ascending) of symmetric matrices."""
     _check_eigh_input(A)
@@ -402,6 +426,7 @@ def _full_basis(factor, rows_first):
     return cat([factor, extra], -1) if rows_first else cat([factor, extra.mT], -2)
 
 
+@_writes_out("linalg_svd")
 def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
     """torch.linalg.svd: (U, S descending, Vh) with A = U diag(S) Vh; U and Vh square when
     full_matrices."""
@@ -413,6 +438,7 @@ def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
     return _Linalg_svdResult(U, S, Vh)
 
 
+@_writes_out("linalg_svdvals")
 def svdvals(A, *, driver=None, out=None):
     """The singular values of A, descending."""
     _check_svd_input(A)
@@ -422,6 +448,7 @@ def svdvals(A, *, driver=None, out=None):
     return wrap(_svd_arrays(A._data)[1])
 
 
+@_writes_out("svd")
 def svd(input, some=True, compute_uv=True, *, out=None):
     """torch.svd: (U, S, V) with input = U diag(S) V^T (V, not Vh); U and V square unless
     `some`; zero-filled square U and V when not compute_uv."""
@@ -439,6 +466,7 @@ def svd(input, some=True, compute_uv=True, *, out=None):
 
 
 # ---- qr ---------------------------------------------------------------------------------------
+@_writes_out("linalg_qr")
 def linalg_qr(A, mode="reduced", *, out=None):
     """torch.linalg.qr: (Q, R) with A = Q R, Householder's (R's diagonal may be negative, as in
     LAPACK); mode 'reduced', 'complete' or 'r' (Q then empty)."""
@@ -453,6 +481,7 @@ def linalg_qr(A, mode="reduced", *, out=None):
     return _Linalg_qrResult(*LinalgQr.apply(A, mode))
 
 
+@_writes_out("qr")
 def qr(input, some=True, *, out=None):
     """torch.qr: linalg.qr with mode 'reduced' (some) or 'complete'."""
     return _QrResult(*linalg_qr(input, "reduced" if some else "complete"))
@@ -501,6 +530,7 @@ def _check_pinv_input(A):
                            "types")
 
 
+@_writes_out("linalg_pinv")
 def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
     """The pseudo-inverse: V diag(1/S) U^T over the singular values above max(atol, rtol *
     S_max) (an eigendecomposition when hermitian). A positional rcond is rtol with atol 0."""
@@ -527,6 +557,7 @@ def pinverse(input, rcond=1e-15):
     return pinv(input, rtol=rcond, atol=0.0)
 
 
+@_writes_out("linalg_matrix_rank")
 def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
     """The number of singular values (absolute eigenvalues when hermitian) above max(atol,
     rtol * the largest), int64. A positional tol is atol with rtol 0."""
@@ -614,6 +645,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
 _COND_NORMS = (None, 2, -2, "fro", "nuc", math.inf, -math.inf, 1, -1)
 
 
+@_writes_out("linalg_cond")
 def cond(A, p=None, *, out=None):
     """The condition number |A|_p |A^-1|_p: S_max / S_min for p None or 2 (S_min / S_max for
     -2), from the singular values for 'fro' and 'nuc', through the SVD inverse for 1, -1, inf,
