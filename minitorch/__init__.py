@@ -72,5 +72,5 @@ autograd.gradgradcheck = _autograd_gradcheck.gradgradcheck
 autograd.GradcheckError = _autograd_gradcheck.GradcheckError
 __version__ = "0.1.0"
 
-if "einops" in _sys.modules:    # einops already loaded: give it our backend (see _einops.py)
-    from . import _einops  # noqa: F401
+from . import _einops_hook    # einops, whenever it is loaded, finds our backend (_einops.py)
+_einops_hook.install()

@@ -2,11 +2,8 @@
 
 einops 0.8 has no registration call for third-party frameworks: `einops._backends.get_backend`
 finds backends as the subclasses of `AbstractBackend` whose `framework_name` is a loaded
-module. Defining the subclass needs einops, which minitorch never imports on its own, so this
-module is imported by minitorch/__init__.py only when einops is already loaded; otherwise a
-program that uses einops after minitorch imports it once:
-
-    import minitorch._einops    # einops.rearrange/reduce/repeat/einsum, and layers, on mt tensors
+module. Defining the subclass needs einops, which minitorch never imports on its own: this
+module is imported when both are loaded, whichever comes first (minitorch/_einops_hook.py).
 
 The layers (`Rearrange`, `Reduce`) are einops' own mixins on our nn.Module, as
 einops.layers.torch does on torch's; they sit in an nn.Sequential like any module.

@@ -1,8 +1,8 @@
 """einops on minitorch tensors (the backend and layers of minitorch/_einops.py): results as
 numpy's einops gives them, gradients through every operation, layers inside nn.Sequential.
 
-minitorch never imports einops itself; `import minitorch._einops` registers our backend (done
-by minitorch on import when einops was loaded first).
+minitorch never imports einops itself; our backend is registered when both are loaded, in
+either order (minitorch/_einops_hook.py).
 """
 import pathlib
 import subprocess
@@ -76,10 +76,15 @@ def test_layers_in_sequential(rng):
     assert repr(model[0]) == "Rearrange('b c h w -> b (c h w)')"
 
 
-def test_backend_is_found_whichever_is_imported_first():
-    """einops loaded before minitorch: minitorch registers the backend on import."""
-    code = ("import einops, minitorch as mt; "
-            "assert einops.rearrange(mt.ones(2, 3), 'a b -> b a').shape == (3, 2)")
+@pytest.mark.parametrize("imports", ["import einops, minitorch as mt",
+                                     "import minitorch as mt, einops",
+                                     "import minitorch as mt; from einops import rearrange; "
+                                     "import einops"])
+def test_backend_is_found_whichever_is_imported_first(imports):
+    """einops loaded before minitorch, or after it (its first import loads our backend)."""
+    code = (f"{imports}; import sys; "
+            "assert einops.rearrange(mt.ones(2, 3), 'a b -> b a').shape == (3, 2); "
+            "assert 'minitorch._einops' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=REPO)
 
 
