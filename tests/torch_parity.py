@@ -52,8 +52,23 @@ def seq(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape)
 
 
+def torch_version():
+    """The installed torch's (major, minor), or None without torch. A GPU machine has an older
+    torch than this one: checks of behaviour that changed between versions ask this."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return tuple(int(part) for part in torch.__version__.split(".")[:2])
+
+
+PINNED_TORCH = (2, 13)     # the torch whose messages and reprs ours follow word for word
+
+
 def same_error(call):
-    """The exception type and message torch raises for call(torch) equal ours for call(mt)."""
+    """The exception type and message torch raises for call(torch) equal ours for call(mt).
+    Another torch version may word (or type) an error differently: there a difference skips,
+    saying so, instead of failing; the pinned version checks every word."""
     torch = pytest.importorskip("torch")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -61,6 +76,11 @@ def same_error(call):
             call(torch)
         with pytest.raises(Exception) as ours:
             call(mt)
+    same = type(ours.value) is type(theirs.value) and str(ours.value) == str(theirs.value)
+    if not same and torch_version() != PINNED_TORCH:
+        pytest.skip(f"torch {torch.__version__} raises {type(theirs.value).__name__}"
+                    f"({str(theirs.value)!r}); ours follows torch {PINNED_TORCH[0]}."
+                    f"{PINNED_TORCH[1]}: {type(ours.value).__name__}({str(ours.value)!r})")
     assert type(ours.value) is type(theirs.value)
     assert str(ours.value) == str(theirs.value)
 
