@@ -19,7 +19,7 @@ from . import autograd, cuda, datasets, dtypes as _dtypes, linalg, nn, optim, sp
 from . import autograd_functional as _autograd_functional, distributions, func, testing
 from . import autograd_gradcheck as _autograd_gradcheck
 from . import distributed  # mt.distributed: loads no engine until init_process_group
-from . import accelerator, backends, onnx, serialization
+from . import accelerator, backends, onnx, serialization, sparse
 from .backends._deterministic import (are_deterministic_algorithms_enabled,
                                       is_deterministic_algorithms_warn_only_enabled,
                                       use_deterministic_algorithms)
@@ -47,6 +47,7 @@ from .functions.signal import *  # noqa: F401,F403
 from .functions.spellings import *  # noqa: F401,F403
 from .functions.stats import *  # noqa: F401,F403
 from .functions.interop import from_dlpack
+from .functions.sparse_coo import sparse_coo_tensor, sparse_mm as spmm
 from .nn.toplevel import NAMES as _NN_NAMES
 from .printing import get_printoptions, set_printoptions
 from .serialization import load, save
@@ -63,6 +64,7 @@ uint8 = _dtypes.uint8
 bool = _dtypes.bool_
 dtype = _dtypes.dtype
 newaxis = None
+from .tensor import layout, sparse_coo, strided  # noqa: E402
 
 globals().update(_NN_NAMES)       # torch.conv2d, torch.dropout, … (nn/toplevel.py)
 # torch.autograd's namespace: the engine (autograd.py) sits below Tensor, these above it

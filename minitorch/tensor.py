@@ -47,6 +47,19 @@ class memory_format:
         return f"minitorch.{self.name}"
 
 
+class layout:
+    """torch.layout: `strided` (every dense tensor) or `sparse_coo` (functions/sparse_coo.py)."""
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
 preserve_format = memory_format("preserve_format")
 contiguous_format = memory_format("contiguous_format")
 channels_last = memory_format("channels_last")
@@ -328,6 +341,7 @@ class Tensor(TensorBase, _OpMethods):
         lambda self: False)
     is_sparse = is_sparse_csr = is_quantized = is_mkldnn = is_nested = property(
         lambda self: False)
+    layout = strided        # torch.Tensor.layout: dense (sparse tensors are SparseCooTensor)
 
     @property
     def ndim(self):

@@ -10,7 +10,7 @@ methods written in the class: install() puts the very same function objects on i
 import numpy as np
 
 from .functions import (compare, float_math, indexing, inplace, interop, operators,
-                        special_functions)
+                        sparse_coo, special_functions)
 from .functions import elementwise as E
 from .functions import factor as FA
 from .functions import index as I  # noqa: E741
@@ -68,6 +68,8 @@ class TensorMethods:
     __ge__ = operators.binary_operator(compare.ge)
     __dlpack__ = interop.dlpack          # DLPack exchange (functions/interop.py)
     __dlpack_device__ = interop.dlpack_device
+    to_sparse = sparse_coo.to_sparse     # a sparse COO tensor (functions/sparse_coo.py)
+    to_sparse_coo = sparse_coo.to_sparse
     __neg__ = E.neg
     __abs__ = E.abs
     __invert__ = operators.invert

@@ -137,7 +137,10 @@ def _product(a, b, function=Matmul):
 
 # ---- matmul and the fixed-rank products ---------------------------------------------------------
 def matmul(input, other):
-    """torch.matmul: 1-D operands are promoted to matrices and the added axis removed after."""
+    """torch.matmul: 1-D operands are promoted to matrices and the added axis removed after (a
+    sparse COO first operand: sparse @ dense, functions/sparse_coo.py)."""
+    if getattr(input, "is_sparse", False):
+        return input @ other
     _check_same_dtype(input, other)
     a, b = promote(input, other)
     if a.ndim == 0 or b.ndim == 0:
@@ -178,7 +181,10 @@ def _check_shapes_multiply(m1, m2):
 
 
 def mm(input, mat2):
-    """torch.mm: matrix @ matrix, no broadcasting, both of one dtype."""
+    """torch.mm: matrix @ matrix, no broadcasting, both of one dtype (a sparse COO first
+    operand: sparse @ dense)."""
+    if getattr(input, "is_sparse", False):
+        return input @ mat2
     if input.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if mat2.ndim != 2:
