@@ -151,6 +151,7 @@ def test_load_pre_hook_edits_this_modules_state_dict(device):
     np.testing.assert_array_equal(to_numpy(net.a.w), [3.0, 6.0])
 
 
+@pytest.mark.torch_exact
 def test_load_post_hook_decides_strict_errors_and_sees_loaded_tensors(device):
     net, seen = make_net(mt, device), []
     state = {k: v + 1 for k, v in net.state_dict().items() if k != "inner.0.w"}

@@ -257,6 +257,7 @@ def test_max_unpool_errors_match_torch(call):
 
 
 # ---- normalization, dropout, padding ----------------------------------------------------------
+@pytest.mark.torch_exact
 def test_batch_and_instance_norm_3d(device, rng):
     x, tx = _pair(rng, (3, 2, 2, 3, 2), device)
     for ours, theirs in ((mt.nn.BatchNorm3d(2), torch.nn.BatchNorm3d(2)),
@@ -430,6 +431,7 @@ LAZY = [   # (class name, constructor arguments, input shape, the class it becom
 ]
 
 
+@pytest.mark.torch_exact
 @pytest.mark.parametrize("name, args, shape, becomes", LAZY)
 def test_lazy_modules_materialize_like_torch(device, rng, name, args, shape, becomes):
     extra = dict(affine=True, track_running_stats=True) if "Instance" in name else {}
@@ -461,6 +463,7 @@ def test_lazy_errors_match_torch():
         mt.nn.LazyLinear(2).weight.shape
 
 
+@pytest.mark.torch_exact
 def test_lazy_instance_norms_default_to_affine_with_running_stats_like_torch():
     torch = pytest.importorskip("torch")
     ours, theirs = mt.nn.LazyInstanceNorm1d(), torch.nn.LazyInstanceNorm1d()

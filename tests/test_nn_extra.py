@@ -314,6 +314,7 @@ INTERPOLATE_ERRORS = [
 ]
 
 
+@pytest.mark.torch_exact
 @pytest.mark.parametrize("call", INTERPOLATE_ERRORS)
 def test_interpolate_errors(call):
     same_error(call)
@@ -350,6 +351,7 @@ def test_instance_norm_gradcheck(device):
 @pytest.mark.parametrize("name, shape", [("InstanceNorm1d", (2, 3, 5)),
                                          ("InstanceNorm1d", (3, 5)),
                                          ("InstanceNorm2d", (2, 3, 4, 2))])
+@pytest.mark.torch_exact
 def test_instance_norm_module_running_stats(name, shape, device):
     """Training updates the running statistics as torch does; evaluation then uses them."""
     torch = pytest.importorskip("torch")
@@ -372,6 +374,7 @@ def test_instance_norm_module_running_stats(name, shape, device):
     compare(lambda lib, t: ours(t) if lib is mt else theirs(t), [x], device)
 
 
+@pytest.mark.torch_exact
 def test_instance_norm_defaults_and_repr():
     torch = pytest.importorskip("torch")
     ours, theirs = nn.InstanceNorm2d(4), torch.nn.InstanceNorm2d(4)
@@ -698,6 +701,7 @@ LOSS_ERRORS = [
 ]
 
 
+@pytest.mark.torch_exact
 @pytest.mark.parametrize("call", LOSS_ERRORS)
 def test_loss_errors(call):
     same_error(call)

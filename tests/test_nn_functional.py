@@ -628,6 +628,7 @@ def test_pooling_errors(name):
     assert str(info.value) == message
 
 
+@pytest.mark.torch_exact
 @pytest.mark.parametrize("name", list(POOL_ERRORS))
 def test_pooling_errors_match_torch(name):
     same_error(POOL_ERRORS[name][0])
@@ -1524,6 +1525,7 @@ def test_loss_errors(name):
     assert str(info.value) == message
 
 
+@pytest.mark.torch_exact
 @pytest.mark.parametrize("name", list(LOSS_ERRORS))
 def test_loss_errors_match_torch(name):
     same_error(LOSS_ERRORS[name][0])

@@ -80,6 +80,7 @@ SPECS = [
 SPEC_IDS = [f"{name}{args}{kwargs or ''}" for name, args, kwargs in SPECS]
 
 
+@pytest.mark.torch_exact
 @pytest.mark.parametrize("name,args,kwargs", SPECS, ids=SPEC_IDS)
 def test_structure_and_repr_match_torch(name, args, kwargs):
     torch = pytest.importorskip("torch")

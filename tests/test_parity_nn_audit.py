@@ -81,6 +81,7 @@ def test_area_3d_matches_torch(device, size):
 
 @pytest.mark.parametrize("shape,mode", [((1, 2, 3), "bicubic"), ((1, 2, 3, 3, 3), "bicubic"),
                                         ((1, 2, 3), "bilinear"), ((1, 2, 3, 3, 3, 3), "area")])
+@pytest.mark.torch_exact
 def test_interpolate_rank_errors(shape, mode):
     torch = pytest.importorskip("torch")
     same_errors(lambda: F.interpolate(mt.zeros(*shape), size=2, mode=mode),

@@ -271,6 +271,7 @@ def test_clip_grad_norm_errors_match_torch():
 @pytest.mark.parametrize("name", ["uniform_", "normal_", "trunc_normal_", "xavier_uniform_",
                                   "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
                                   "orthogonal_"])
+@pytest.mark.torch_exact
 def test_init_rejects_integer_tensors_like_torch(name):
     _same_error(lambda lib: getattr(lib.nn.init, name)(lib.zeros(3, 3, dtype=lib.int64)))
     t = mt.zeros(3, 3, dtype=mt.int64)

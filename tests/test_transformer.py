@@ -136,6 +136,7 @@ def test_causal_mask_is_detected():
     lambda nn: nn.TransformerDecoderLayer(4, 2, 8, activation=nn.GELU()),
     lambda nn: nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, 8), 2),
 ], ids=["default", "norm_first_no_bias", "callable_activation", "encoder_without_norm"])
+@pytest.mark.torch_exact
 def test_structure_and_repr_match_torch(make):
     torch = pytest.importorskip("torch")
     ours, theirs = make(ours_nn), make(torch.nn)
