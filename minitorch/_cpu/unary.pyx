@@ -22,8 +22,8 @@ from minitorch._cpu.common cimport (buffer_dtype, chunk_start, DT_BOOL, DT_F32, 
                                       op_name, threads_for)
 from minitorch._cpu.opcodes cimport *
 from minitorch._cpu.special_math cimport *
-from minitorch._cpu.vector_math cimport (r_exp, r_sigmoid, real, vexp, vexpf, vexpm1, vexpm1f,
-                                         vlog, vlog1p, vlog1pf, vlogf, vtanh, vtanhf)
+from minitorch._cpu.vector_math cimport (r_exp, r_sigmoid, real, verff, vexp, vexpf, vexpm1,
+                                         vexpm1f, vlog, vlog1p, vlog1pf, vlogf, vtanh, vtanhf)
 from minitorch.opcodes import UnaryOp
 
 cnp.import_array()
@@ -162,7 +162,7 @@ cdef void unary_real(int op, const real* a, real* o, Py_ssize_t n) noexcept nogi
             o[i] = truncf(a[i]) if real is float else trunc(a[i])
     elif op == UNARY_ERF:
         for i in range(n):
-            o[i] = erff(a[i]) if real is float else erf(a[i])
+            o[i] = verff(a[i]) if real is float else erf(a[i])
     else:
         unary_real_math(op, a, o, n)
 

@@ -182,6 +182,27 @@ cdef inline double vexpm1(double x) noexcept nogil:
     return t if (x < 0.5) & (x > -0.5) else vexp(x) - 1.0
 
 
+cdef inline float verff(float x) noexcept nogil:
+    """erff within 3 ulp, vectorizable (libm's is a scalar call, ~14 ns). Below |x| = 1.25,
+    x P(x^2); up to 3.92, 1 - e^(-x^2) Q(1/|x|) with Q ~ erfc(x) e^(x^2); beyond, +-1 (where
+    erff rounds to +-1). P and Q are Chebyshev fits (numpy, in double) of erf(x)/x and of
+    erfc(x) e^(x^2) on those ranges, degree 6 and 7. NaN propagates, -0.0 stays."""
+    cdef float a = fabsf(x), y = x * x, t = <float>1.0 / fabsf(x)
+    cdef float small = x * (
+        ((((((<float>6.252744060475379e-05) * y + <float>-0.0007449965341947973) * y +
+        <float>0.00511425593867898) * y + <float>-0.02680843509733677) * y +
+        <float>0.11282326281070709) * y + <float>-0.3761249780654907) * y +
+        <float>1.1283791065216064)
+    cdef float big = <float>1.0 - vexpf(-y) * (
+        (((((((<float>-0.008336743339896202) * t + <float>0.08561123162508011) * t +
+        <float>-0.3002353608608246) * t + <float>0.5308732986450195) * t +
+        <float>-0.4841182231903076) * t + <float>0.04484075307846069) * t +
+        <float>0.558680534362793) * t + <float>0.00029023829847574234)
+    big = copysignf(big, x)
+    small = small if a < <float>1.25 else big
+    return copysignf(<float>1.0, x) if a >= <float>3.92 else small
+
+
 cdef inline float vtanhf(float x) noexcept nogil:
     """tanhf within ~2 ulp (Cephes): odd polynomial near 0, 1 - 2/(e^2|x| + 1) beyond."""
     cdef float a = fabsf(x), z = x * x, small, big
