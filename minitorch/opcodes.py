@@ -104,6 +104,7 @@ class UnaryOp(OpEnum):
     BESSEL_J0 = 52, FLOAT
     BESSEL_J1 = 53, FLOAT
     SPHERICAL_BESSEL_J0 = 54, FLOAT     # sin(x) / x
+    GELU = 55, FLOAT                    # x Φ(x) = x (1 + erf(x / √2)) / 2 (exact GELU)
 
 
 class BinaryOp(OpEnum):
@@ -154,6 +155,7 @@ class BinaryOp(OpEnum):
     IGAMMA = 37, FLOAT                  # regularized lower incomplete gamma P(a, b)
     IGAMMAC = 38, FLOAT                 # regularized upper incomplete gamma Q(a, b) = 1 - P
     XLOG1PY = 39, FLOAT                 # a * log1p(b), 0 where a == 0 (NaN where b is NaN)
+    GELU_BACKWARD = 40, FLOAT           # a * (Φ(b) + b φ(b))   (b = GELU's input)
 
 
 class ReduceOp(IntEnum):

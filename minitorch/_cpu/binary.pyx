@@ -23,7 +23,7 @@ from minitorch._cpu.common cimport (buffer_dtype, chunk_start, collapse_dims, DT
                                       shape_size, threads_for, unravel_offset)
 from minitorch._cpu.opcodes cimport *
 from minitorch._cpu.special_math cimport sp_igamma, sp_igammac, sp_zeta
-from minitorch._cpu.vector_math cimport r_exp, real, vlog, vlogf
+from minitorch._cpu.vector_math cimport r_exp, r_gelu_slope, real, vlog, vlogf
 from minitorch.opcodes import BinaryOp
 
 cnp.import_array()
@@ -187,6 +187,8 @@ cdef struct OpTanhBackward:
     char unused
 cdef struct OpSigmoidBackward:
     char unused
+cdef struct OpGeluBackward:
+    char unused
 cdef struct OpEq:
     char unused
 cdef struct OpNe:
@@ -256,6 +258,7 @@ ctypedef fused arith_op:
     OpReluBackward
     OpTanhBackward
     OpSigmoidBackward
+    OpGeluBackward
     OpBitAnd
     OpBitOr
     OpBitXor
@@ -384,6 +387,11 @@ cdef inline anyt arith(arith_op* tag, anyt x, anyt y, int* err) noexcept nogil:
             return 0
     elif arith_op is OpTanhBackward:
         return x * (one - y * y)
+    elif arith_op is OpGeluBackward:
+        if anyt is float or anyt is double:
+            return x * r_gelu_slope(y)
+        else:
+            return 0
     else:
         return x * y * (one - y)    # OpSigmoidBackward
 
@@ -540,6 +548,8 @@ cdef int arith_row(int op, anyt* o, const anyt* x, Py_ssize_t sx, const anyt* y,
         return arith_loop(<OpTanhBackward*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_SIGMOID_BACKWARD:
         return arith_loop(<OpSigmoidBackward*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_GELU_BACKWARD:
+        return arith_loop(<OpGeluBackward*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_BITWISE_AND:
         return arith_loop(<OpBitAnd*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_BITWISE_OR:

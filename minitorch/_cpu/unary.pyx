@@ -22,7 +22,7 @@ from minitorch._cpu.common cimport (buffer_dtype, chunk_start, DT_BOOL, DT_F32, 
                                       op_name, threads_for)
 from minitorch._cpu.opcodes cimport *
 from minitorch._cpu.special_math cimport *
-from minitorch._cpu.vector_math cimport (r_exp, r_sigmoid, real, verff, vexp, vexpf, vexpm1,
+from minitorch._cpu.vector_math cimport (r_exp, r_gelu, r_sigmoid, real, verff, vexp, vexpf, vexpm1,
                                          vexpm1f, vlog, vlog1p, vlog1pf, vlogf, vtanh, vtanhf)
 from minitorch.opcodes import UnaryOp
 
@@ -163,6 +163,9 @@ cdef void unary_real(int op, const real* a, real* o, Py_ssize_t n) noexcept nogi
     elif op == UNARY_ERF:
         for i in range(n):
             o[i] = verff(a[i]) if real is float else erf(a[i])
+    elif op == UNARY_GELU:
+        for i in range(n):
+            o[i] = r_gelu(a[i])
     else:
         unary_real_math(op, a, o, n)
 

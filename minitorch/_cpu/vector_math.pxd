@@ -4,7 +4,7 @@
 # SIMD loops; they are the hot ones (softmax, log-softmax, sigmoid, tanh). exp: Cody-Waite
 # reduction x = n*ln2 + r, a polynomial for e^r, and 2^n applied as two factors so that overflow
 # gives inf and underflow rounds gracefully through the subnormals; NaN propagates through r.
-from libc.math cimport INFINITY, NAN, copysign, copysignf, fabs, fabsf
+from libc.math cimport INFINITY, NAN, copysign, copysignf, erf, fabs, fabsf
 from libc.stdint cimport int32_t, int64_t
 
 ctypedef fused real:
@@ -244,3 +244,25 @@ cdef inline real r_tanh(real x) noexcept nogil:
         return vtanhf(x)
     else:
         return vtanh(x)
+
+
+cdef inline real r_gelu(real x) noexcept nogil:
+    """x Φ(x) = x (1 + erf(x / √2)) / 2, torch's exact GELU (float: the vectorizable verff)."""
+    cdef real half = 0.5, one = 1
+    if real is float:
+        return x * half * (one + verff(x * <float>0.70710678118654752440))
+    else:
+        return x * half * (one + erf(x * 0.70710678118654752440))
+
+
+cdef inline real r_gelu_slope(real x) noexcept nogil:
+    """GELU's derivative Φ(x) + x φ(x), as torch's GeluBackward computes it."""
+    cdef real half = 0.5, one = 1
+    cdef real cdf, pdf
+    if real is float:
+        cdf = half * (one + verff(x * <float>0.70710678118654752440))
+        pdf = vexpf(-half * x * x) * <float>0.39894228040143267794
+    else:
+        cdf = half * (one + erf(x * 0.70710678118654752440))
+        pdf = vexp(-half * x * x) * 0.39894228040143267794
+    return cdf + x * pdf

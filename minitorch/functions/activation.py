@@ -1,12 +1,15 @@
 """The activations that are nodes of their own, computed on NDArrays: Hardtanh (a clamp whose
-gradient is torch's, zero at the bounds) and LogSigmoid (overflow-free, exact gradient). The
-rest of torch.nn.functional's activations compose other ops (nn/functional/activation.py)."""
+gradient is torch's, zero at the bounds), LogSigmoid (overflow-free, exact gradient) and the
+exact GELU (one kernel each way instead of five). The rest of torch.nn.functional's
+activations compose other ops (nn/functional/activation.py)."""
+import math
+
 from ..autograd import KernelFunction
 from ..opcodes import BinaryOp, UnaryOp
 from ..tensor import wrap
 from .elementwise import scalar_array
 
-__all__ = []   # nn/functional's hardtanh, logsigmoid and BCE-with-logits run these
+__all__ = []   # nn/functional's hardtanh, logsigmoid, gelu and BCE-with-logits run these
 
 
 class Hardtanh(KernelFunction):
@@ -47,3 +50,35 @@ class LogSigmoid(KernelFunction):
     def backward(ctx, g):
         input, = ctx.saved_tensors
         return g * (-input).sigmoid()
+
+
+class Gelu(KernelFunction):
+    """torch's exact GELU, x Φ(x), as one kernel; its gradient g (Φ(x) + x φ(x)) is
+    GeluBackward, one kernel too."""
+
+    @staticmethod
+    def forward(ctx, input):
+        ctx.save_for_backward(input)
+        return wrap(input._data.unary(UnaryOp.GELU))
+
+    @staticmethod
+    def backward(ctx, g):
+        input, = ctx.saved_tensors
+        return GeluBackward.apply(g, input)
+
+
+class GeluBackward(KernelFunction):
+    """g (Φ(x) + x φ(x)) in one pass; differentiable again (d/dx of the slope is φ(x)(2 - x²))."""
+
+    @staticmethod
+    def forward(ctx, g, input):
+        ctx.save_for_backward(g, input)
+        return wrap(g._data.binary(BinaryOp.GELU_BACKWARD, input._data))
+
+    @staticmethod
+    def backward(ctx, gg):
+        g, x = ctx.saved_tensors
+        pdf = (x * x * -0.5).exp() * (1.0 / math.sqrt(2.0 * math.pi))
+        grad_g = GeluBackward.apply(gg, x) if ctx.needs_input_grad[0] else None
+        grad_x = gg * g * pdf * (2.0 - x * x) if ctx.needs_input_grad[1] else None
+        return grad_g, grad_x

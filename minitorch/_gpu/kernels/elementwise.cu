@@ -163,6 +163,8 @@ template <typename T, int OP> __device__ __forceinline__ T unary_value(T x) {
         else if constexpr (OP == UNARY_BESSEL_J0) return T(sp_bessel_j0(x));
         else if constexpr (OP == UNARY_BESSEL_J1) return T(sp_bessel_j1(x));
         else if constexpr (OP == UNARY_SPHERICAL_BESSEL_J0) return T(sp_spherical_bessel_j0(x));
+        else if constexpr (OP == UNARY_GELU)                // x Φ(x), torch's exact GELU
+            return x * T(0.5) * (T(1) + m_erf(x * T(0.70710678118654752440)));
         else return x;
     } else if constexpr (same_type<T, i64>::value) {
         // integer arithmetic wraps: done in uint64, where overflow is defined
@@ -323,6 +325,11 @@ template <typename T, int OP> __device__ __forceinline__ T arith(T x, T y, int& 
         else if constexpr (OP == BINARY_ATAN2) return m_atan2(x, y);
         else if constexpr (OP == BINARY_TANH_BACKWARD) return x * (T(1) - y * y);
         else if constexpr (OP == BINARY_SIGMOID_BACKWARD) return x * y * (T(1) - y);
+        else if constexpr (OP == BINARY_GELU_BACKWARD) {    // x (Φ(y) + y φ(y))
+            T cdf = T(0.5) * (T(1) + m_erf(y * T(0.70710678118654752440)));
+            T pdf = m_exp(T(-0.5) * y * y) * T(0.39894228040143267794);
+            return x * (cdf + y * pdf);
+        }
         else if constexpr (OP == BINARY_HYPOT) return m_hypot(x, y);
         else if constexpr (OP == BINARY_LOGADDEXP) return logaddexp_of(x, y, false);
         else if constexpr (OP == BINARY_LOGADDEXP2) return logaddexp_of(x, y, true);

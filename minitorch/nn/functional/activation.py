@@ -10,7 +10,7 @@ import numpy as np
 
 import minitorch as mt
 from ... import dtypes
-from ...functions.activation import Hardtanh, LogSigmoid
+from ...functions.activation import Gelu, Hardtanh, LogSigmoid
 from ...functions.elementwise import TORCH_NAMES
 from ...functions.reduce import log_softmax as _log_softmax, softmax as _softmax
 from ...ndarray import normalize_dim
@@ -76,7 +76,7 @@ def gelu(input, approximate="none"):
         return input * 0.5 * (inner.tanh() + 1.0)
     if approximate != "none":
         raise RuntimeError("approximate argument must be either none or tanh.")
-    return input * 0.5 * ((input * (1.0 / math.sqrt(2.0))).erf() + 1.0)
+    return Gelu.apply(input)
 
 
 def silu(input, inplace=False):
