@@ -8,7 +8,7 @@ import operator
 import warnings
 
 from .. import dtypes
-from ..autograd import KernelFunction
+from ..autograd import KernelFunction, _grad_mode
 from ..ndarray import broadcast_shapes as _broadcast_pair
 from ..ndarray import normalize_dim, real_dim, shape_str
 from ..tensor import Size, Tensor, arange, tensor as make_tensor, wrap
@@ -77,8 +77,116 @@ class Cat(KernelFunction):
         return tuple(grads)
 
 
+# ---- the fast paths: no graph to record, inputs alike (a DataLoader batch) ---------------------
+# Each scan of the inputs is a list comprehension (one Python frame, C-speed appends): the paths
+# below make as few as they can, and fall back to the checked path (torch's errors, promotion,
+# the autograd node) by returning None whenever an input is not the common case.
+
+def _uniform_strides(tensors):
+    """The inputs' strides when `tensors` is a non-empty list or tuple of plain Tensors, none
+    recording a graph, all of the first one's shape, dtype and device; else None."""
+    kind = type(tensors)
+    if (kind is not list and kind is not tuple) or not tensors or type(tensors[0]) is not Tensor:
+        return None
+    first = tensors[0]._data
+    shape, dtype, device = first.shape, first.dtype, first.device
+    grad = _grad_mode.enabled
+    strides = [d.strides for t in tensors
+               if type(t) is Tensor and not (grad and t.requires_grad) and
+               (d := t._data).shape == shape and d.dtype is dtype and d.device is device]
+    return strides if len(strides) == len(tensors) else None
+
+
+def _varied_shapes(tensors):
+    """The inputs' shapes when `tensors` is as _uniform_strides asks except that the shapes
+    may differ; else None."""
+    kind = type(tensors)
+    if (kind is not list and kind is not tuple) or not tensors or type(tensors[0]) is not Tensor:
+        return None
+    first = tensors[0]._data
+    dtype, device = first.dtype, first.device
+    grad = _grad_mode.enabled
+    shapes = [d.shape for t in tensors
+              if type(t) is Tensor and not (grad and t.requires_grad) and
+              (d := t._data).dtype is dtype and d.device is device]
+    return shapes if len(shapes) == len(tensors) else None
+
+
+def _join_fast(tensors, out, shapes, strides, dim, new_dim, sizes):
+    """Every input into its slot of `out` along dim with one kernel call; slots start every
+    `sizes` elements along dim (an int: all pieces alike) or at the running sum of `sizes`."""
+    out_strides = out.strides
+    step = out_strides[dim]
+    n = len(tensors)
+    if type(sizes) is int:
+        stride = sizes * step
+        # a list, not a range: the kernel indexes a list without making int objects
+        starts = list(range(0, n * stride, stride)) if stride else [0] * n
+    else:
+        starts = [start * step for start in itertools.accumulate(sizes, initial=0)]
+        starts.pop()
+    out.backend.join([t._data.buffer for t in tensors], out.buffer, shapes, strides,
+                     [t._data.offset for t in tensors],
+                     out_strides[:dim] + out_strides[dim + 1:] if new_dim else out_strides,
+                     starts)
+    return wrap(out)
+
+
+def _cat_fast(tensors, dim):
+    """cat on the fast path: the inputs agree outside dim, none is 0-d or of the legacy (0,)
+    shape (unless all are). None when the checked path must handle it."""
+    strides = _uniform_strides(tensors)
+    if strides is not None:
+        first = tensors[0]._data
+        ref = first.shape
+        ndim = len(ref)
+        if type(dim) is not int or not -ndim <= dim < ndim:
+            return None
+        if dim < 0:
+            dim += ndim
+        sizes = ref[dim]
+        out = first._new(ref[:dim] + (sizes * len(tensors),) + ref[dim + 1:])
+        return _join_fast(tensors, out, [ref] * len(tensors), strides, dim, False, sizes)
+    shapes = _varied_shapes(tensors)
+    if shapes is None or () in shapes or (0,) in shapes:
+        return None
+    ref = shapes[0]
+    ndim = len(ref)
+    if type(dim) is not int or not -ndim <= dim < ndim:
+        return None
+    if dim < 0:
+        dim += ndim
+    outside = ref[:dim] + ref[dim + 1:]
+    if [s[:dim] + s[dim + 1:] for s in shapes].count(outside) != len(shapes):
+        return None
+    sizes = [s[dim] for s in shapes]
+    out = tensors[0]._data._new(ref[:dim] + (sum(sizes),) + ref[dim + 1:])
+    return _join_fast(tensors, out, shapes, [t._data.strides for t in tensors], dim, False,
+                      sizes)
+
+
+def _stack_fast(tensors, dim):
+    """stack on the fast path; None when the checked path must handle it."""
+    strides = _uniform_strides(tensors)
+    if strides is None:
+        return None
+    first = tensors[0]._data
+    shape = first.shape
+    ndim = len(shape) + 1
+    if type(dim) is not int or not -ndim <= dim < ndim:
+        return None
+    if dim < 0:
+        dim += ndim
+    n = len(tensors)
+    out = first._new(shape[:dim] + (n,) + shape[dim:])
+    return _join_fast(tensors, out, [shape] * n, strides, dim, True, 1)
+
+
 def cat(tensors, dim=0):
     """Join tensors along an existing dim, promoting dtypes; (0,)-shaped tensors are skipped."""
+    fast = _cat_fast(tensors, dim)
+    if fast is not None:
+        return fast
     _check_tensor_list(tensors, "cat")
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
@@ -133,6 +241,9 @@ class Stack(KernelFunction):
 
 def stack(tensors, dim=0):
     """Join equally-shaped tensors along a new dim, promoting dtypes."""
+    fast = _stack_fast(tensors, dim)
+    if fast is not None:
+        return fast
     _check_tensor_list(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")

@@ -11,7 +11,9 @@ import re
 import numpy as np
 
 from ... import dtypes
-from ...tensor import Tensor, as_tensor, tensor
+from ...functions.joining import stack
+from ...ndarray import NDArray
+from ...tensor import Tensor, as_tensor, tensor, wrap
 
 # numpy dtypes that can't become tensors: strings ('S', 'a', 'U') and objects ('O').
 _np_str_obj_array_pattern = re.compile(r"[SaUO]")
@@ -22,8 +24,7 @@ default_collate_err_msg_format = (
 
 
 def _collate_tensor(batch):
-    from ... import stack
-    return stack(list(batch), 0)
+    return stack(batch, 0)      # a list or tuple of tensors: one stack, one kernel call
 
 
 def _collate_numpy_array(batch):
@@ -38,6 +39,15 @@ def _collate_numpy_scalar(batch):
 
 
 def _collate_int(batch):
+    """torch.tensor(batch): int64 for plain ints, built in one numpy call when every one is a
+    plain int (bools, floats, numpy scalars, or ints beyond int64 take tensor()'s rules)."""
+    if len([x for x in batch if type(x) is int]) == len(batch):
+        try:
+            values = np.array(batch, dtype=np.int64)
+        except OverflowError:   # tensor() raises torch's error for it
+            pass
+        else:
+            return wrap(NDArray.from_numpy(values, dtypes.int64))
     return tensor(list(batch))
 
 
@@ -74,6 +84,8 @@ def _collate_fn_for(elem):
 def default_collate(batch):
     """Merge a list of samples into a batch (torch.utils.data.default_collate)."""
     elem = batch[0]
+    if type(elem) is tuple:     # (input, label) samples: straight to the per-field collation
+        return _collate_sequence(elem, batch)
     fn = _collate_fn_for(elem)
     if fn is not None:
         return fn(batch)
@@ -99,9 +111,8 @@ def _collate_mapping(elem, batch):
 
 
 def _collate_sequence(elem, batch):
-    it = iter(batch)
-    elem_size = len(next(it))
-    if not all(len(e) == elem_size for e in it):
+    elem_size = len(elem)
+    if list(map(len, batch)).count(elem_size) != len(batch):
         raise RuntimeError("each element in list of batch should be of equal size")
     transposed = list(zip(*batch))
     if isinstance(elem, tuple):
