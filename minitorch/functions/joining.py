@@ -9,11 +9,11 @@ import warnings
 
 from .. import dtypes
 from ..autograd import KernelFunction, _grad_mode
-from ..ndarray import broadcast_shapes as _broadcast_pair
+from ..ndarray import NDArray, broadcast_shapes as _broadcast_pair
 from ..ndarray import normalize_dim, real_dim, shape_str
 from ..tensor import Size, Tensor, arange, tensor as make_tensor, wrap
 from .movement import (Slice, _axis_key, _check_tensor_list, _common, _view_of, clone, flip,
-                       narrow, reshape)
+                       narrow, reshape, view_of)
 
 __all__ = [
     'atleast_1d', 'atleast_2d', 'atleast_3d', 'broadcast_shapes', 'broadcast_tensors',
@@ -557,7 +557,13 @@ class Unbind(KernelFunction):
     def forward(ctx, a, dim):
         ctx.dim = dim
         nd = a._data
-        return tuple(_view_of(a, nd[_axis_key(dim, i)]) for i in range(nd.shape[dim]))
+        # each slice's geometry computed here rather than by indexing nd once per slice
+        shape = nd.shape[:dim] + nd.shape[dim + 1:]
+        strides = nd.strides[:dim] + nd.strides[dim + 1:]
+        step, offset = nd.strides[dim], nd.offset
+        buffer, dtype, device, backend = nd.buffer, nd.dtype, nd.device, nd.backend
+        return tuple([view_of(a, NDArray(buffer, shape, strides, offset + i * step, dtype, device,
+                                         backend)) for i in range(nd.shape[dim])])
 
     @staticmethod
     def backward(ctx, *grads):
