@@ -254,3 +254,23 @@ def test_unbind_and_iteration_match_torch():
     _same(mt.cat(rows), torch.cat([r[1:3] for r in t[1:]]))
     a = mt.randn(3, 2, dtype=mt.float64, requires_grad=True)
     assert mt.autograd.gradcheck(lambda x: mt.stack(x.unbind(1), 0), (a,))
+
+
+def test_fast_paths_on_device(device):
+    rng = np.random.default_rng(2)
+    arrays = [rng.standard_normal((3, 4)).astype(np.float32) for _ in range(5)]
+    ts = [mt.tensor(a, device=device) for a in arrays]
+    np.testing.assert_array_equal(mt.stack(ts, 1).cpu().numpy(), np.stack(arrays, 1))
+    np.testing.assert_array_equal(mt.cat(ts, 1).cpu().numpy(), np.concatenate(arrays, 1))
+    np.testing.assert_array_equal(mt.cat([t[1:] for t in ts]).cpu().numpy(),
+                                  np.concatenate([a[1:] for a in arrays]))
+    x, expected = mt.zeros(6, 4, device=device), np.zeros((6, 4), np.float32)
+    x[1:4], expected[1:4] = ts[0], arrays[0]
+    x[5], expected[5] = 2.5, 2.5
+    np.testing.assert_array_equal(x.cpu().numpy(), expected)
+    np.testing.assert_array_equal(x[2].cpu().numpy(), expected[2])
+    x[0] = mt.ones(4)                   # a value on another device is moved (checked path)
+    expected[0] = 1.0
+    np.testing.assert_array_equal(x.cpu().numpy(), expected)
+    batch = default_collate([(t, i) for i, t in enumerate(ts)])
+    assert batch[0].device.type == device and batch[1].tolist() == list(range(5))

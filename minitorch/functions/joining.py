@@ -91,6 +91,8 @@ def _uniform_strides(tensors):
     first = tensors[0]._data
     shape, dtype, device = first.shape, first.dtype, first.device
     grad = _grad_mode.enabled
+    if grad and tensors[0].requires_grad:   # the usual recorded call: no scan to find out
+        return None
     strides = [d.strides for t in tensors
                if type(t) is Tensor and not (grad and t.requires_grad) and
                (d := t._data).shape == shape and d.dtype is dtype and d.device is device]
@@ -106,10 +108,27 @@ def _varied_shapes(tensors):
     first = tensors[0]._data
     dtype, device = first.dtype, first.device
     grad = _grad_mode.enabled
+    if grad and tensors[0].requires_grad:
+        return None
     shapes = [d.shape for t in tensors
               if type(t) is Tensor and not (grad and t.requires_grad) and
               (d := t._data).dtype is dtype and d.device is device]
     return shapes if len(shapes) == len(tensors) else None
+
+
+_EVEN_STARTS = {}
+
+
+def _even_starts(n, stride):
+    """[0, stride, 2·stride, …] of length n, kept: a batch loop asks for the same list each
+    step. A list, not a range: the kernel indexes a list without making int objects; it only
+    reads it."""
+    starts = _EVEN_STARTS.get((n, stride))
+    if starts is None:
+        if len(_EVEN_STARTS) > 256:
+            _EVEN_STARTS.clear()
+        starts = _EVEN_STARTS[n, stride] = [i * stride for i in range(n)]
+    return starts
 
 
 def _join_fast(tensors, out, shapes, strides, dim, new_dim, sizes):
@@ -119,9 +138,7 @@ def _join_fast(tensors, out, shapes, strides, dim, new_dim, sizes):
     step = out_strides[dim]
     n = len(tensors)
     if type(sizes) is int:
-        stride = sizes * step
-        # a list, not a range: the kernel indexes a list without making int objects
-        starts = list(range(0, n * stride, stride)) if stride else [0] * n
+        starts = _even_starts(n, sizes * step)
     else:
         starts = [start * step for start in itertools.accumulate(sizes, initial=0)]
         starts.pop()
@@ -191,26 +208,34 @@ def cat(tensors, dim=0):
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     shapes = [t._data.shape for t in tensors]
-    for i, shape in enumerate(shapes):
-        if not shape:
-            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
-                               "concatenated")
-    kept = [(i, shape) for i, shape in enumerate(shapes) if shape != (0,)] or \
-        list(enumerate(shapes))
+    if () in shapes:
+        raise RuntimeError(f"zero-dimensional tensor (at position {shapes.index(())}) cannot be "
+                           "concatenated")
+    kept = [(i, shape) for i, shape in enumerate(shapes) if shape != (0,)] \
+        if (0,) in shapes else None
+    kept = kept or list(enumerate(shapes))
     ref = kept[0][1]
     ndim = len(ref)
     dim = normalize_dim(dim, ndim)
     outside = ref[:dim] + ref[dim + 1:]     # the sizes every kept tensor must share
+    # (equal sizes outside dim imply an equal number of dims: no shape here is 0-d)
+    if [shape[:dim] + shape[dim + 1:] for _, shape in kept].count(outside) != len(kept):
+        _cat_mismatch(kept, ref, dim)
+    return Cat.apply(*_alike(tensors), dim)
+
+
+def _cat_mismatch(kept, ref, dim):
+    """torch's error for the first kept tensor that doesn't agree with the first outside dim."""
+    ndim = len(ref)
     for i, shape in kept[1:]:
         if len(shape) != ndim:
             raise RuntimeError(f"Tensors must have same number of dimensions: got {ndim} and "
                                f"{len(shape)}")
-        if shape[:dim] + shape[dim + 1:] != outside:
+        if shape[:dim] + shape[dim + 1:] != ref[:dim] + ref[dim + 1:]:
             d = next(d for d in range(ndim) if d != dim and shape[d] != ref[d])
             raise RuntimeError(f"Sizes of tensors must match except in dimension {dim}. "
                                f"Expected size {ref[d]} but got size {shape[d]} for "
                                f"tensor number {i} in the list.")
-    return Cat.apply(*_alike(tensors), dim)
 
 
 def concat(tensors, dim=0):
@@ -248,13 +273,12 @@ def stack(tensors, dim=0):
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     shape = tensors[0]._data.shape
-    for i, t in enumerate(tensors):
-        if t._data.shape != shape:
-            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
-                               f"{shape_str(shape)} at entry 0 and {shape_str(t.shape)} at "
-                               f"entry {i}")
-    dim = normalize_dim(dim, len(shape) + 1)
-    return Stack.apply(*_alike(tensors), dim)
+    if [t._data.shape for t in tensors].count(shape) != len(tensors):
+        i = next(i for i, t in enumerate(tensors) if t._data.shape != shape)
+        raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                           f"{shape_str(shape)} at entry 0 and {shape_str(tensors[i].shape)} at "
+                           f"entry {i}")
+    return Stack.apply(*_alike(tensors), normalize_dim(dim, len(shape) + 1))
 
 
 def _alike(tensors):
