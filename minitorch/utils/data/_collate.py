@@ -11,6 +11,7 @@ import re
 import numpy as np
 
 from ... import dtypes
+from ...backend import CPU, get_backend
 from ...functions.joining import stack
 from ...ndarray import NDArray
 from ...tensor import Tensor, as_tensor, tensor, wrap
@@ -47,7 +48,10 @@ def _collate_int(batch):
         except OverflowError:   # tensor() raises torch's error for it
             pass
         else:
-            return wrap(NDArray.from_numpy(values, dtypes.int64))
+            # numpy's fresh int64 array is the CPU buffer itself (from_host keeps it)
+            backend = get_backend(CPU)
+            return wrap(NDArray(backend.from_host(values), values.shape, (1,), 0, dtypes.int64,
+                                CPU, backend))
     return tensor(list(batch))
 
 
