@@ -140,7 +140,8 @@ def test_collate_matches_torch():
     assert isinstance(ours, list) and len(ours) == 2
     for o, t in zip(ours, theirs):
         _same(o, t)
-    for labels in ([True, False, True], [1, 2.5, 3], [1, np.int64(4)], [3, -7, 2 ** 62]):
+    for labels in ([True, False, True], [1, 2.5, 3], [1, np.int64(4)], [3, -7, 2 ** 62],
+                   [0.5, -2.0, float("inf")], [1.5, 2], [0.25, np.float32(3)]):
         _same(default_collate(labels), torch_collate(labels))
     with pytest.raises(Exception) as expected:
         torch_collate([1, 2 ** 64])

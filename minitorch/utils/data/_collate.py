@@ -39,24 +39,28 @@ def _collate_numpy_scalar(batch):
     return as_tensor(np.asarray(batch))
 
 
+def _plain_numbers(batch, kind, dtype):
+    """The batch as a 1-D CPU tensor of `dtype` when every item is exactly of type `kind` (one
+    numpy call; its fresh array is the CPU buffer itself), else None (tensor()'s rules apply:
+    bools, mixed numbers, numpy scalars, and ints beyond int64 with torch's error)."""
+    if len([x for x in batch if type(x) is kind]) != len(batch):
+        return None
+    try:
+        values = np.array(batch, dtype=dtype.storage)
+    except OverflowError:
+        return None
+    backend = get_backend(CPU)
+    return wrap(NDArray(backend.from_host(values), values.shape, (1,), 0, dtype, CPU, backend))
+
+
 def _collate_int(batch):
-    """torch.tensor(batch): int64 for plain ints, built in one numpy call when every one is a
-    plain int (bools, floats, numpy scalars, or ints beyond int64 take tensor()'s rules)."""
-    if len([x for x in batch if type(x) is int]) == len(batch):
-        try:
-            values = np.array(batch, dtype=np.int64)
-        except OverflowError:   # tensor() raises torch's error for it
-            pass
-        else:
-            # numpy's fresh int64 array is the CPU buffer itself (from_host keeps it)
-            backend = get_backend(CPU)
-            return wrap(NDArray(backend.from_host(values), values.shape, (1,), 0, dtypes.int64,
-                                CPU, backend))
-    return tensor(list(batch))
+    plain = _plain_numbers(batch, int, dtypes.int64)
+    return tensor(list(batch)) if plain is None else plain
 
 
 def _collate_float(batch):
-    return tensor(list(batch), dtype=dtypes.float64)
+    plain = _plain_numbers(batch, float, dtypes.float64)
+    return tensor(list(batch), dtype=dtypes.float64) if plain is None else plain
 
 
 def _collate_str(batch):
