@@ -506,12 +506,70 @@ class IndexPutInPlace(IndexPut):
 
 def getitem(t, key):
     """t[key] (Tensor.__getitem__): basic keys give views, advanced keys copies."""
+    kind = type(key)
+    if (kind is int or kind is slice and key.step is None) and \
+            not (t.requires_grad and _grad_mode.enabled):
+        data = t._data
+        region = _first_dim_region(data, key) if data.shape else None
+        if region is not None:      # one int or slice, nothing to record: the view itself
+            return view_of(t, NDArray(data.buffer, *region, data.dtype, data.device,
+                                      data.backend))
     return _parse(t, key).read(t)
+
+
+def _first_dim_region(data, key):
+    """(shape, strides, offset) of data[key] for a key that is one int or one step-less slice
+    (the common setitem), computed without an NDArray; None for an int out of range (the
+    checked path raises torch's error)."""
+    shape, strides = data.shape, data.strides
+    size = shape[0]
+    if type(key) is int:
+        if not -size <= key < size:
+            return None
+        return shape[1:], strides[1:], data.offset + (key + size if key < 0 else key) * strides[0]
+    start, stop, _ = key.indices(size)
+    count = stop - start if stop > start else 0
+    return (count,) + shape[1:], strides, data.offset + (start * strides[0] if count else 0)
+
+
+def _setitem_fast(t, key, value):
+    """t[int or step-less slice] = a plain float / int, or a Tensor of t's dtype, device and of
+    the indexed shape, with nothing to record: one strided_set from the value's memory (a
+    scalar from the cached constant). False, having changed nothing, when the checked path
+    must run (it raises torch's errors and records the node)."""
+    kind = type(key)
+    if kind is not int and (kind is not slice or key.step is not None):
+        return False
+    data = t._data
+    grad = _grad_mode.enabled
+    if not data.shape or (grad and t.requires_grad):
+        return False
+    region = _first_dim_region(data, key)
+    if region is None:
+        return False
+    shape, strides, offset = region
+    kind = type(value)
+    if kind is float or kind is int:
+        dtypes.check_scalar_fits(value, data.dtype)     # torch: x[0] = 256 overflows uint8
+        source = scalar_array(value, data.dtype, data.device).buffer
+    elif kind is Tensor:
+        v = value._data
+        if (grad and value.requires_grad) or v.shape != shape or v.dtype is not data.dtype or \
+                v.device is not data.device or v.buffer is data.buffer or not v.is_compact():
+            return False    # casts, broadcasts, overlapping or strided sources: checked path
+        source = v.flat()
+    else:
+        return False
+    data.backend.strided_set(source, data.buffer, shape, strides, offset)
+    t._version[0] += 1
+    return True
 
 
 def setitem(t, key, value):
     """t[key] = value (Tensor.__setitem__). Inside a recorded graph t becomes the output of a
     CopySlices / IndexPut node, so gradients see the overwrite as torch's do."""
+    if _setitem_fast(t, key, value):
+        return
     indexer = _parse(t, key)
     shape = indexer.result_shape(t._data)
     if t.requires_grad and t.grad_fn is None and _grad_mode.enabled:

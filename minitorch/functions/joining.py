@@ -8,12 +8,12 @@ import operator
 import warnings
 
 from .. import dtypes
-from ..autograd import KernelFunction
-from ..ndarray import broadcast_shapes as _broadcast_pair
+from ..autograd import KernelFunction, _grad_mode
+from ..ndarray import NDArray, broadcast_shapes as _broadcast_pair
 from ..ndarray import normalize_dim, real_dim, shape_str
 from ..tensor import Size, Tensor, arange, tensor as make_tensor, wrap
 from .movement import (Slice, _axis_key, _check_tensor_list, _common, _view_of, clone, flip,
-                       narrow, reshape)
+                       narrow, reshape, view_of)
 
 __all__ = [
     'atleast_1d', 'atleast_2d', 'atleast_3d', 'broadcast_shapes', 'broadcast_tensors',
@@ -77,32 +77,165 @@ class Cat(KernelFunction):
         return tuple(grads)
 
 
+# ---- the fast paths: no graph to record, inputs alike (a DataLoader batch) ---------------------
+# Each scan of the inputs is a list comprehension (one Python frame, C-speed appends): the paths
+# below make as few as they can, and fall back to the checked path (torch's errors, promotion,
+# the autograd node) by returning None whenever an input is not the common case.
+
+def _uniform_strides(tensors):
+    """The inputs' strides when `tensors` is a non-empty list or tuple of plain Tensors, none
+    recording a graph, all of the first one's shape, dtype and device; else None."""
+    kind = type(tensors)
+    if (kind is not list and kind is not tuple) or not tensors or type(tensors[0]) is not Tensor:
+        return None
+    first = tensors[0]._data
+    shape, dtype, device = first.shape, first.dtype, first.device
+    grad = _grad_mode.enabled
+    if grad and tensors[0].requires_grad:   # the usual recorded call: no scan to find out
+        return None
+    strides = [d.strides for t in tensors
+               if type(t) is Tensor and not (grad and t.requires_grad) and
+               (d := t._data).shape == shape and d.dtype is dtype and d.device is device]
+    return strides if len(strides) == len(tensors) else None
+
+
+def _varied_shapes(tensors):
+    """The inputs' shapes when `tensors` is as _uniform_strides asks except that the shapes
+    may differ; else None."""
+    kind = type(tensors)
+    if (kind is not list and kind is not tuple) or not tensors or type(tensors[0]) is not Tensor:
+        return None
+    first = tensors[0]._data
+    dtype, device = first.dtype, first.device
+    grad = _grad_mode.enabled
+    if grad and tensors[0].requires_grad:
+        return None
+    shapes = [d.shape for t in tensors
+              if type(t) is Tensor and not (grad and t.requires_grad) and
+              (d := t._data).dtype is dtype and d.device is device]
+    return shapes if len(shapes) == len(tensors) else None
+
+
+_EVEN_STARTS = {}
+
+
+def _even_starts(n, stride):
+    """[0, stride, 2·stride, …] of length n, kept: a batch loop asks for the same list each
+    step. A list, not a range: the kernel indexes a list without making int objects; it only
+    reads it."""
+    starts = _EVEN_STARTS.get((n, stride))
+    if starts is None:
+        if len(_EVEN_STARTS) > 256:
+            _EVEN_STARTS.clear()
+        starts = _EVEN_STARTS[n, stride] = [i * stride for i in range(n)]
+    return starts
+
+
+def _join_fast(tensors, out, shapes, strides, dim, new_dim, sizes):
+    """Every input into its slot of `out` along dim with one kernel call; slots start every
+    `sizes` elements along dim (an int: all pieces alike) or at the running sum of `sizes`."""
+    out_strides = out.strides
+    step = out_strides[dim]
+    n = len(tensors)
+    if type(sizes) is int:
+        starts = _even_starts(n, sizes * step)
+    else:
+        starts = [start * step for start in itertools.accumulate(sizes, initial=0)]
+        starts.pop()
+    out.backend.join([t._data.buffer for t in tensors], out.buffer, shapes, strides,
+                     [t._data.offset for t in tensors],
+                     out_strides[:dim] + out_strides[dim + 1:] if new_dim else out_strides,
+                     starts)
+    return wrap(out)
+
+
+def _cat_fast(tensors, dim):
+    """cat on the fast path: the inputs agree outside dim, none is 0-d or of the legacy (0,)
+    shape (unless all are). None when the checked path must handle it."""
+    strides = _uniform_strides(tensors)
+    if strides is not None:
+        first = tensors[0]._data
+        ref = first.shape
+        ndim = len(ref)
+        if type(dim) is not int or not -ndim <= dim < ndim:
+            return None
+        if dim < 0:
+            dim += ndim
+        sizes = ref[dim]
+        out = first._new(ref[:dim] + (sizes * len(tensors),) + ref[dim + 1:])
+        return _join_fast(tensors, out, [ref] * len(tensors), strides, dim, False, sizes)
+    shapes = _varied_shapes(tensors)
+    if shapes is None or () in shapes or (0,) in shapes:
+        return None
+    ref = shapes[0]
+    ndim = len(ref)
+    if type(dim) is not int or not -ndim <= dim < ndim:
+        return None
+    if dim < 0:
+        dim += ndim
+    outside = ref[:dim] + ref[dim + 1:]
+    if [s[:dim] + s[dim + 1:] for s in shapes].count(outside) != len(shapes):
+        return None
+    sizes = [s[dim] for s in shapes]
+    out = tensors[0]._data._new(ref[:dim] + (sum(sizes),) + ref[dim + 1:])
+    return _join_fast(tensors, out, shapes, [t._data.strides for t in tensors], dim, False,
+                      sizes)
+
+
+def _stack_fast(tensors, dim):
+    """stack on the fast path; None when the checked path must handle it."""
+    strides = _uniform_strides(tensors)
+    if strides is None:
+        return None
+    first = tensors[0]._data
+    shape = first.shape
+    ndim = len(shape) + 1
+    if type(dim) is not int or not -ndim <= dim < ndim:
+        return None
+    if dim < 0:
+        dim += ndim
+    n = len(tensors)
+    out = first._new(shape[:dim] + (n,) + shape[dim:])
+    return _join_fast(tensors, out, [shape] * n, strides, dim, True, 1)
+
+
 def cat(tensors, dim=0):
     """Join tensors along an existing dim, promoting dtypes; (0,)-shaped tensors are skipped."""
+    fast = _cat_fast(tensors, dim)
+    if fast is not None:
+        return fast
     _check_tensor_list(tensors, "cat")
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     shapes = [t._data.shape for t in tensors]
-    for i, shape in enumerate(shapes):
-        if not shape:
-            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
-                               "concatenated")
-    kept = [(i, shape) for i, shape in enumerate(shapes) if shape != (0,)] or \
-        list(enumerate(shapes))
+    if () in shapes:
+        raise RuntimeError(f"zero-dimensional tensor (at position {shapes.index(())}) cannot be "
+                           "concatenated")
+    kept = [(i, shape) for i, shape in enumerate(shapes) if shape != (0,)] \
+        if (0,) in shapes else None
+    kept = kept or list(enumerate(shapes))
     ref = kept[0][1]
     ndim = len(ref)
     dim = normalize_dim(dim, ndim)
     outside = ref[:dim] + ref[dim + 1:]     # the sizes every kept tensor must share
+    # (equal sizes outside dim imply an equal number of dims: no shape here is 0-d)
+    if [shape[:dim] + shape[dim + 1:] for _, shape in kept].count(outside) != len(kept):
+        _cat_mismatch(kept, ref, dim)
+    return Cat.apply(*_alike(tensors), dim)
+
+
+def _cat_mismatch(kept, ref, dim):
+    """torch's error for the first kept tensor that doesn't agree with the first outside dim."""
+    ndim = len(ref)
     for i, shape in kept[1:]:
         if len(shape) != ndim:
             raise RuntimeError(f"Tensors must have same number of dimensions: got {ndim} and "
                                f"{len(shape)}")
-        if shape[:dim] + shape[dim + 1:] != outside:
+        if shape[:dim] + shape[dim + 1:] != ref[:dim] + ref[dim + 1:]:
             d = next(d for d in range(ndim) if d != dim and shape[d] != ref[d])
             raise RuntimeError(f"Sizes of tensors must match except in dimension {dim}. "
                                f"Expected size {ref[d]} but got size {shape[d]} for "
                                f"tensor number {i} in the list.")
-    return Cat.apply(*_alike(tensors), dim)
 
 
 def concat(tensors, dim=0):
@@ -133,17 +266,19 @@ class Stack(KernelFunction):
 
 def stack(tensors, dim=0):
     """Join equally-shaped tensors along a new dim, promoting dtypes."""
+    fast = _stack_fast(tensors, dim)
+    if fast is not None:
+        return fast
     _check_tensor_list(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     shape = tensors[0]._data.shape
-    for i, t in enumerate(tensors):
-        if t._data.shape != shape:
-            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
-                               f"{shape_str(shape)} at entry 0 and {shape_str(t.shape)} at "
-                               f"entry {i}")
-    dim = normalize_dim(dim, len(shape) + 1)
-    return Stack.apply(*_alike(tensors), dim)
+    if [t._data.shape for t in tensors].count(shape) != len(tensors):
+        i = next(i for i, t in enumerate(tensors) if t._data.shape != shape)
+        raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                           f"{shape_str(shape)} at entry 0 and {shape_str(tensors[i].shape)} at "
+                           f"entry {i}")
+    return Stack.apply(*_alike(tensors), normalize_dim(dim, len(shape) + 1))
 
 
 def _alike(tensors):
@@ -446,7 +581,13 @@ class Unbind(KernelFunction):
     def forward(ctx, a, dim):
         ctx.dim = dim
         nd = a._data
-        return tuple(_view_of(a, nd[_axis_key(dim, i)]) for i in range(nd.shape[dim]))
+        # each slice's geometry computed here rather than by indexing nd once per slice
+        shape = nd.shape[:dim] + nd.shape[dim + 1:]
+        strides = nd.strides[:dim] + nd.strides[dim + 1:]
+        step, offset = nd.strides[dim], nd.offset
+        buffer, dtype, device, backend = nd.buffer, nd.dtype, nd.device, nd.backend
+        return tuple([view_of(a, NDArray(buffer, shape, strides, offset + i * step, dtype, device,
+                                         backend)) for i in range(nd.shape[dim])])
 
     @staticmethod
     def backward(ctx, *grads):

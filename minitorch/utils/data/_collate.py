@@ -11,7 +11,10 @@ import re
 import numpy as np
 
 from ... import dtypes
-from ...tensor import Tensor, as_tensor, tensor
+from ...backend import CPU, get_backend
+from ...functions.joining import stack
+from ...ndarray import NDArray
+from ...tensor import Tensor, as_tensor, tensor, wrap
 
 # numpy dtypes that can't become tensors: strings ('S', 'a', 'U') and objects ('O').
 _np_str_obj_array_pattern = re.compile(r"[SaUO]")
@@ -22,8 +25,7 @@ default_collate_err_msg_format = (
 
 
 def _collate_tensor(batch):
-    from ... import stack
-    return stack(list(batch), 0)
+    return stack(batch, 0)      # a list or tuple of tensors: one stack, one kernel call
 
 
 def _collate_numpy_array(batch):
@@ -37,12 +39,28 @@ def _collate_numpy_scalar(batch):
     return as_tensor(np.asarray(batch))
 
 
+def _plain_numbers(batch, kind, dtype):
+    """The batch as a 1-D CPU tensor of `dtype` when every item is exactly of type `kind` (one
+    numpy call; its fresh array is the CPU buffer itself), else None (tensor()'s rules apply:
+    bools, mixed numbers, numpy scalars, and ints beyond int64 with torch's error)."""
+    if len([x for x in batch if type(x) is kind]) != len(batch):
+        return None
+    try:
+        values = np.array(batch, dtype=dtype.storage)
+    except OverflowError:
+        return None
+    backend = get_backend(CPU)
+    return wrap(NDArray(backend.from_host(values), values.shape, (1,), 0, dtype, CPU, backend))
+
+
 def _collate_int(batch):
-    return tensor(list(batch))
+    plain = _plain_numbers(batch, int, dtypes.int64)
+    return tensor(list(batch)) if plain is None else plain
 
 
 def _collate_float(batch):
-    return tensor(list(batch), dtype=dtypes.float64)
+    plain = _plain_numbers(batch, float, dtypes.float64)
+    return tensor(list(batch), dtype=dtypes.float64) if plain is None else plain
 
 
 def _collate_str(batch):
@@ -74,6 +92,8 @@ def _collate_fn_for(elem):
 def default_collate(batch):
     """Merge a list of samples into a batch (torch.utils.data.default_collate)."""
     elem = batch[0]
+    if type(elem) is tuple:     # (input, label) samples: straight to the per-field collation
+        return _collate_sequence(elem, batch)
     fn = _collate_fn_for(elem)
     if fn is not None:
         return fn(batch)
@@ -99,9 +119,8 @@ def _collate_mapping(elem, batch):
 
 
 def _collate_sequence(elem, batch):
-    it = iter(batch)
-    elem_size = len(next(it))
-    if not all(len(e) == elem_size for e in it):
+    elem_size = len(elem)
+    if list(map(len, batch)).count(elem_size) != len(batch):
         raise RuntimeError("each element in list of batch should be of equal size")
     transposed = list(zip(*batch))
     if isinstance(elem, tuple):
