@@ -235,21 +235,26 @@ class Function:
             if isinstance(arg, TensorBase) and arg.requires_grad:
                 if arg._base is not None and arg._view_version != arg._version[0]:
                     _refresh_view(arg)
+                node = arg.grad_fn
+                edges.append((node, arg._output_nr) if node is not None else (arg, -1))
                 needs.append(True)
-                edges.append((arg.grad_fn, arg._output_nr) if arg.grad_fn is not None
-                             else (arg, -1))
             else:
-                needs.append(False)
                 edges.append(None)
+                needs.append(False)
         self.next_edges = edges
         self.needs_input_grad = needs
-        self._check_dirty()
+        # The class defaults are empty tuples: only a forward that marked something pays.
+        if self._dirty:
+            self._check_dirty()
         if isinstance(result, TensorBase):
-            if result._data.dtype.is_floating_point and self._differentiable(result):
+            if result._data.dtype.is_floating_point and (
+                    not self._non_differentiable or self._differentiable(result)):
                 result.requires_grad = True
                 result.grad_fn = self
-            if self._saved:
-                self._detach_saved_outputs((result,))
+            for saved in self._saved:
+                if saved is result:
+                    self._detach_saved_outputs((result,))
+                    break
             return
         self.output_count = len(result)
         # Multi-output nodes may get no gradient for some outputs: keep what zeros need.
@@ -363,6 +368,21 @@ class KernelFunction(Function):
     with our kernels and records nothing, so `apply` calls it directly instead of switching
     grad mode off around it as it does for a user's Function."""
     _internal = True
+
+    @classmethod
+    def apply(cls, *args):
+        # Function.apply without the branches a KernelFunction never takes: the path of every
+        # built-in op, so it is kept to the checks that must run.
+        ctx = cls()
+        if _grad_mode.enabled:
+            for arg in args:
+                if isinstance(arg, TensorBase) and arg.requires_grad:
+                    result = cls.forward(ctx, *args)
+                    ctx._connect(args, result)
+                    if _anomaly["enabled"]:
+                        ctx._forward_stack = traceback.format_stack()[:-1]
+                    return result
+        return cls.forward(ctx, *args)
 
 
 class AccumulateGrad:
@@ -541,9 +561,20 @@ def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
                 # Only "no gradient" (None) reached this node: nothing to compute, but its
                 # inputs must still be released so gradient arriving by other paths flows.
                 input_grads = (None,) * len(node.next_edges)
+            elif (node.output_count == 1 and capture is None and not node._tensor_hooks
+                  and not node._hooks and not _anomaly["enabled"]):
+                # The common node: _backward_node and _call_backward without their branches.
+                input_grads = node.backward(node, grads[0])
+                if not retain_graph:
+                    node._saved = ()
+                    node._released = True
+                if type(input_grads) is not tuple:
+                    input_grads = (input_grads,)
+                if len(input_grads) != len(node.next_edges):
+                    _check_gradient_count(node, input_grads)
             else:
                 input_grads = _backward_node(node, grads, capture, results, retain_graph)
-                grads = None    # drop the incoming gradients so leaves can own what they get
+            grads = None    # drop the incoming gradients so leaves can own what they get
             for edge, g in zip(node.next_edges, input_grads):
                 if edge is None:
                     continue
@@ -553,7 +584,10 @@ def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
                         _deliver_to_leaf(target, g, capture, results, accumulate, create_graph)
                     continue
                 if g is not None:
-                    _add_grad(pending, target, nr, g)
+                    held = pending.get(target)      # _add_grad, inlined
+                    if held is None:
+                        held = pending[target] = [None] * target.output_count
+                    held[nr] = g if held[nr] is None else held[nr] + g
                 remaining = deps[target] - 1
                 deps[target] = remaining
                 if remaining == 0:
@@ -670,8 +704,8 @@ _ENGINE_REFS_TO_GRAD = 6
 
 
 def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
-    if g.device is not leaf.device:     # a CPU scalar used with GPU tensors gets a GPU gradient
-        g = g.to(leaf.device)
+    if g._data.device is not leaf._data.device:     # a CPU scalar used with GPU tensors
+        g = g.to(leaf.device)                       # gets a GPU gradient
     if leaf._hooks:
         for hook in list(leaf._hooks.values()):
             replaced = hook(g)
@@ -691,5 +725,7 @@ def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
             g.clone() if create_graph else g.detach().clone())
     else:
         leaf._grad = leaf._grad + (g if create_graph else g.detach())
-    for hook in getattr(leaf, "_post_accumulate_hooks", {}).values():
-        hook(leaf)
+    hooks = getattr(leaf, "_post_accumulate_hooks", None)
+    if hooks:
+        for hook in hooks.values():
+            hook(leaf)
