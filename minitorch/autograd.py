@@ -13,7 +13,7 @@ import threading
 import traceback
 import warnings
 
-from .ndarray import NDArray, scalar_array
+from .ndarray import NDArray, contiguous_strides, scalar_array
 
 
 class _GradMode(threading.local):
@@ -483,6 +483,10 @@ def _capture_key(tensor):
 
 def _roots(tensors, grads):
     """[(edge, grad)] for each output, checking torch's rules for implicit gradients."""
+    if grads is None and isinstance(tensors, TensorBase) and tensors.requires_grad \
+            and tensors._data.size == 1:
+        # loss.backward(): the commonest call, which none of the checks below can refuse
+        return [(_edge_of(tensors), _ones_like_scalar(tensors))]
     tensors = (tensors,) if isinstance(tensors, TensorBase) else tuple(tensors)
     if grads is None:
         grads = (None,) * len(tensors)
@@ -516,7 +520,11 @@ def _roots(tensors, grads):
 def _ones_like_scalar(t):
     """The implicit seed 1 for a one-element output: a cached constant viewed to its shape
     (leaves copy before storing a gradient, so nothing can write into it)."""
-    return t._from_data(scalar_array(1, t.dtype, t.device).reshape(t._data.shape))
+    data = t._data
+    shape = data.shape
+    one = scalar_array(1, data.dtype, data.device)
+    # one element: any strides describe it, so a view of it needs no reshape's checks
+    return t._from_data(one._view(shape, contiguous_strides(shape)))
 
 
 def _dependencies(roots):
@@ -723,8 +731,11 @@ def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
     if leaf._grad is None:
         leaf._grad = g if not create_graph and _owns_its_buffer(g) else (
             g.clone() if create_graph else g.detach().clone())
+    elif create_graph or not _grad_mode.enabled:
+        # with grad mode off (as inside _run) the sum records nothing: no detached alias needed
+        leaf._grad = leaf._grad + g
     else:
-        leaf._grad = leaf._grad + (g if create_graph else g.detach())
+        leaf._grad = leaf._grad + g.detach()
     hooks = getattr(leaf, "_post_accumulate_hooks", None)
     if hooks:
         for hook in hooks.values():
