@@ -384,6 +384,17 @@ class KernelFunction(Function):
                     return result
         return cls.forward(ctx, *args)
 
+    @classmethod
+    def apply_recording(cls, *args):
+        """apply for a caller that has already seen grad mode on and an input requiring grad
+        (the fast `a + b` operators): the same node, without testing that again."""
+        ctx = cls()
+        result = cls.forward(ctx, *args)
+        ctx._connect(args, result)
+        if _anomaly["enabled"]:
+            ctx._forward_stack = traceback.format_stack()[:-1]
+        return result
+
 
 class AccumulateGrad:
     """The node a leaf's gradient flows into (shown by next_functions, as in torch)."""
@@ -531,19 +542,25 @@ def _dependencies(roots):
     """How many edges point at each node reachable from the roots (iterative DFS).
     Nodes are dict keys themselves: Function objects hash by identity."""
     deps = {}
-    # A root may also be reachable from another root: visit every node once.
-    stack = list(dict.fromkeys(edge[0] for edge, _ in roots if edge[1] != -1))
-    seen = set(stack)
+    # A root may also be reachable from another root: visit every node once. A node other
+    # than a root is pushed when it is first counted (when it enters deps).
+    stack = [edge[0] for edge, _ in roots if edge[1] != -1]
+    root_nodes = set(stack)
+    if len(root_nodes) != len(stack):
+        stack = list(dict.fromkeys(stack))
     while stack:
         node = stack.pop()
         for edge in node.next_edges:
             if edge is None or edge[1] == -1:
                 continue
             child = edge[0]
-            deps[child] = deps.get(child, 0) + 1
-            if child not in seen:
-                seen.add(child)
-                stack.append(child)
+            count = deps.get(child)
+            if count is None:
+                deps[child] = 1
+                if child not in root_nodes:
+                    stack.append(child)
+            else:
+                deps[child] = count + 1
     return deps
 
 
