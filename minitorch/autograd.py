@@ -258,14 +258,19 @@ class Function:
             return
         self.output_count = len(result)
         # Multi-output nodes may get no gradient for some outputs: keep what zeros need.
-        self.output_meta = [(out.shape, out.dtype, out.device) if isinstance(out, TensorBase)
-                            else None for out in result]
+        meta = []
         for nr, out in enumerate(result):
-            if isinstance(out, TensorBase) and out.dtype.is_floating_point and \
-                    self._differentiable(out):
+            if not isinstance(out, TensorBase):
+                meta.append(None)
+                continue
+            data = out._data
+            meta.append((data.shape, data.dtype, data.device))
+            if data.dtype.is_floating_point and (
+                    not self._non_differentiable or self._differentiable(out)):
                 out.requires_grad = True
                 out.grad_fn = self
                 out._output_nr = nr
+        self.output_meta = meta
         if self._saved:
             self._detach_saved_outputs(result)
 
