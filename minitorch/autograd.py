@@ -751,10 +751,13 @@ def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
     # the engine's gradient already has the leaf's shape, dtype and device: stored without
     # the public setter's checks
     if leaf._grad is None:
-        leaf._grad = g if not create_graph and _owns_its_buffer(g) else (
-            g.clone() if create_graph else g.detach().clone())
+        if not create_graph and _owns_its_buffer(g):
+            leaf._grad = g
+        else:
+            # with grad mode off (as inside _run) a copy records nothing: no detached alias
+            leaf._grad = g.clone() if create_graph or not _grad_mode.enabled else \
+                g.detach().clone()
     elif create_graph or not _grad_mode.enabled:
-        # with grad mode off (as inside _run) the sum records nothing: no detached alias needed
         leaf._grad = leaf._grad + g
     else:
         leaf._grad = leaf._grad + g.detach()
