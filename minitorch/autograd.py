@@ -13,7 +13,7 @@ import threading
 import traceback
 import warnings
 
-from .ndarray import NDArray, scalar_array
+from .ndarray import NDArray, contiguous_strides, scalar_array
 
 
 class _GradMode(threading.local):
@@ -235,32 +235,42 @@ class Function:
             if isinstance(arg, TensorBase) and arg.requires_grad:
                 if arg._base is not None and arg._view_version != arg._version[0]:
                     _refresh_view(arg)
+                node = arg.grad_fn
+                edges.append((node, arg._output_nr) if node is not None else (arg, -1))
                 needs.append(True)
-                edges.append((arg.grad_fn, arg._output_nr) if arg.grad_fn is not None
-                             else (arg, -1))
             else:
-                needs.append(False)
                 edges.append(None)
+                needs.append(False)
         self.next_edges = edges
         self.needs_input_grad = needs
-        self._check_dirty()
+        # The class defaults are empty tuples: only a forward that marked something pays.
+        if self._dirty:
+            self._check_dirty()
         if isinstance(result, TensorBase):
-            if result._data.dtype.is_floating_point and self._differentiable(result):
+            if result._data.dtype.is_floating_point and (
+                    not self._non_differentiable or self._differentiable(result)):
                 result.requires_grad = True
                 result.grad_fn = self
-            if self._saved:
-                self._detach_saved_outputs((result,))
+            for saved in self._saved:
+                if saved is result:
+                    self._detach_saved_outputs((result,))
+                    break
             return
         self.output_count = len(result)
         # Multi-output nodes may get no gradient for some outputs: keep what zeros need.
-        self.output_meta = [(out.shape, out.dtype, out.device) if isinstance(out, TensorBase)
-                            else None for out in result]
+        meta = []
         for nr, out in enumerate(result):
-            if isinstance(out, TensorBase) and out.dtype.is_floating_point and \
-                    self._differentiable(out):
+            if not isinstance(out, TensorBase):
+                meta.append(None)
+                continue
+            data = out._data
+            meta.append((data.shape, data.dtype, data.device))
+            if data.dtype.is_floating_point and (
+                    not self._non_differentiable or self._differentiable(out)):
                 out.requires_grad = True
                 out.grad_fn = self
                 out._output_nr = nr
+        self.output_meta = meta
         if self._saved:
             self._detach_saved_outputs(result)
 
@@ -364,6 +374,32 @@ class KernelFunction(Function):
     grad mode off around it as it does for a user's Function."""
     _internal = True
 
+    @classmethod
+    def apply(cls, *args):
+        # Function.apply without the branches a KernelFunction never takes: the path of every
+        # built-in op, so it is kept to the checks that must run.
+        ctx = cls()
+        if _grad_mode.enabled:
+            for arg in args:
+                if isinstance(arg, TensorBase) and arg.requires_grad:
+                    result = cls.forward(ctx, *args)
+                    ctx._connect(args, result)
+                    if _anomaly["enabled"]:
+                        ctx._forward_stack = traceback.format_stack()[:-1]
+                    return result
+        return cls.forward(ctx, *args)
+
+    @classmethod
+    def apply_recording(cls, *args):
+        """apply for a caller that has already seen grad mode on and an input requiring grad
+        (the fast `a + b` operators): the same node, without testing that again."""
+        ctx = cls()
+        result = cls.forward(ctx, *args)
+        ctx._connect(args, result)
+        if _anomaly["enabled"]:
+            ctx._forward_stack = traceback.format_stack()[:-1]
+        return result
+
 
 class AccumulateGrad:
     """The node a leaf's gradient flows into (shown by next_functions, as in torch)."""
@@ -463,6 +499,10 @@ def _capture_key(tensor):
 
 def _roots(tensors, grads):
     """[(edge, grad)] for each output, checking torch's rules for implicit gradients."""
+    if grads is None and isinstance(tensors, TensorBase) and tensors.requires_grad \
+            and tensors._data.size == 1:
+        # loss.backward(): the commonest call, which none of the checks below can refuse
+        return [(_edge_of(tensors), _ones_like_scalar(tensors))]
     tensors = (tensors,) if isinstance(tensors, TensorBase) else tuple(tensors)
     if grads is None:
         grads = (None,) * len(tensors)
@@ -496,26 +536,36 @@ def _roots(tensors, grads):
 def _ones_like_scalar(t):
     """The implicit seed 1 for a one-element output: a cached constant viewed to its shape
     (leaves copy before storing a gradient, so nothing can write into it)."""
-    return t._from_data(scalar_array(1, t.dtype, t.device).reshape(t._data.shape))
+    data = t._data
+    shape = data.shape
+    one = scalar_array(1, data.dtype, data.device)
+    # one element: any strides describe it, so a view of it needs no reshape's checks
+    return t._from_data(one._view(shape, contiguous_strides(shape)))
 
 
 def _dependencies(roots):
     """How many edges point at each node reachable from the roots (iterative DFS).
     Nodes are dict keys themselves: Function objects hash by identity."""
     deps = {}
-    # A root may also be reachable from another root: visit every node once.
-    stack = list(dict.fromkeys(edge[0] for edge, _ in roots if edge[1] != -1))
-    seen = set(stack)
+    # A root may also be reachable from another root: visit every node once. A node other
+    # than a root is pushed when it is first counted (when it enters deps).
+    stack = [edge[0] for edge, _ in roots if edge[1] != -1]
+    root_nodes = set(stack)
+    if len(root_nodes) != len(stack):
+        stack = list(dict.fromkeys(stack))
     while stack:
         node = stack.pop()
         for edge in node.next_edges:
             if edge is None or edge[1] == -1:
                 continue
             child = edge[0]
-            deps[child] = deps.get(child, 0) + 1
-            if child not in seen:
-                seen.add(child)
-                stack.append(child)
+            count = deps.get(child)
+            if count is None:
+                deps[child] = 1
+                if child not in root_nodes:
+                    stack.append(child)
+            else:
+                deps[child] = count + 1
     return deps
 
 
@@ -541,9 +591,20 @@ def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
                 # Only "no gradient" (None) reached this node: nothing to compute, but its
                 # inputs must still be released so gradient arriving by other paths flows.
                 input_grads = (None,) * len(node.next_edges)
+            elif (node.output_count == 1 and capture is None and not node._tensor_hooks
+                  and not node._hooks and not _anomaly["enabled"]):
+                # The common node: _backward_node and _call_backward without their branches.
+                input_grads = node.backward(node, grads[0])
+                if not retain_graph:
+                    node._saved = ()
+                    node._released = True
+                if type(input_grads) is not tuple:
+                    input_grads = (input_grads,)
+                if len(input_grads) != len(node.next_edges):
+                    _check_gradient_count(node, input_grads)
             else:
                 input_grads = _backward_node(node, grads, capture, results, retain_graph)
-                grads = None    # drop the incoming gradients so leaves can own what they get
+            grads = None    # drop the incoming gradients so leaves can own what they get
             for edge, g in zip(node.next_edges, input_grads):
                 if edge is None:
                     continue
@@ -553,7 +614,10 @@ def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
                         _deliver_to_leaf(target, g, capture, results, accumulate, create_graph)
                     continue
                 if g is not None:
-                    _add_grad(pending, target, nr, g)
+                    held = pending.get(target)      # _add_grad, inlined
+                    if held is None:
+                        held = pending[target] = [None] * target.output_count
+                    held[nr] = g if held[nr] is None else held[nr] + g
                 remaining = deps[target] - 1
                 deps[target] = remaining
                 if remaining == 0:
@@ -670,8 +734,8 @@ _ENGINE_REFS_TO_GRAD = 6
 
 
 def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
-    if g.device is not leaf.device:     # a CPU scalar used with GPU tensors gets a GPU gradient
-        g = g.to(leaf.device)
+    if g._data.device is not leaf._data.device:     # a CPU scalar used with GPU tensors
+        g = g.to(leaf.device)                       # gets a GPU gradient
     if leaf._hooks:
         for hook in list(leaf._hooks.values()):
             replaced = hook(g)
@@ -687,9 +751,17 @@ def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
     # the engine's gradient already has the leaf's shape, dtype and device: stored without
     # the public setter's checks
     if leaf._grad is None:
-        leaf._grad = g if not create_graph and _owns_its_buffer(g) else (
-            g.clone() if create_graph else g.detach().clone())
+        if not create_graph and _owns_its_buffer(g):
+            leaf._grad = g
+        else:
+            # with grad mode off (as inside _run) a copy records nothing: no detached alias
+            leaf._grad = g.clone() if create_graph or not _grad_mode.enabled else \
+                g.detach().clone()
+    elif create_graph or not _grad_mode.enabled:
+        leaf._grad = leaf._grad + g
     else:
-        leaf._grad = leaf._grad + (g if create_graph else g.detach())
-    for hook in getattr(leaf, "_post_accumulate_hooks", {}).values():
-        hook(leaf)
+        leaf._grad = leaf._grad + g.detach()
+    hooks = getattr(leaf, "_post_accumulate_hooks", None)
+    if hooks:
+        for hook in hooks.values():
+            hook(leaf)

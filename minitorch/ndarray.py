@@ -512,11 +512,25 @@ class NDArray:
     def unary(self, op, out_dtype=None):
         if self.dtype is _UINT8 and op not in _BYTE_EXACT_UNARY:
             return self._in_int64(lambda wide: wide.unary(op))
-        src = self.compact()
-        out = self._new(self.shape, dtypes.bool_ if op in BOOL_RESULT_UNARY else out_dtype)
-        if out.buffer.size:
-            self.backend.unary(op, src.flat(), out.buffer)
-        return out
+        # compact(), flat() and _new() inlined for the common compact, unsliced input
+        shape, buffer = self.shape, self.buffer
+        numel = _NUMEL.get(shape)
+        if numel is None:
+            numel = shape_numel(shape)
+        strides = _STRIDES.get(shape)
+        if strides is None:
+            strides = contiguous_strides(shape)
+        if not (self.offset == 0 and len(buffer) == numel and self.strides == strides):
+            buffer = self.compact().flat()
+        if op in BOOL_RESULT_UNARY:
+            out_dtype = _BOOL
+        elif out_dtype is None:
+            out_dtype = self.dtype
+        backend = self.backend
+        out = backend.empty(numel, out_dtype.storage)
+        if numel:
+            backend.unary(op, buffer, out)
+        return NDArray(out, shape, strides, 0, out_dtype, self.device, backend)
 
     def binary(self, op, other):
         """op(self, other) with broadcasting; both operands must share dtype and device (a 0-d

@@ -587,6 +587,9 @@ class Add(_Binary):
     @staticmethod
     def backward(ctx, g):
         a_shape, b_shape = ctx.shapes
+        shape = g._data.shape
+        if a_shape == shape and b_shape == shape:
+            return g, g         # nothing was broadcast: sum_to would return g twice
         return sum_to(g, a_shape), sum_to(g, b_shape)
 
 
@@ -603,7 +606,9 @@ class Sub(_Binary):
     @staticmethod
     def backward(ctx, g):
         a_shape, b_shape = ctx.shapes
-        return sum_to(g, a_shape), sum_to(-g, b_shape)
+        shape = g._data.shape     # sum_to's own test inline: most operands are not broadcast
+        return (g if a_shape == shape else sum_to(g, a_shape),
+                -g if b_shape == shape else sum_to(-g, b_shape))
 
 
 class Mul(_Binary):
@@ -620,8 +625,16 @@ class Mul(_Binary):
     def backward(ctx, g):
         b, a = ctx.saved_tensors
         a_shape, b_shape = ctx.shapes
-        return (sum_to(g * b, a_shape) if b is not None else None,
-                sum_to(g * a, b_shape) if a is not None else None)
+        grad_a = grad_b = None
+        if b is not None:
+            grad_a = g * b
+            if grad_a._data.shape != a_shape:   # sum_to's own test, without the call
+                grad_a = sum_to(grad_a, a_shape)
+        if a is not None:
+            grad_b = g * a
+            if grad_b._data.shape != b_shape:
+                grad_b = sum_to(grad_b, b_shape)
+        return grad_a, grad_b
 
 
 class Div(_Binary):
@@ -638,8 +651,15 @@ class Div(_Binary):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         a_shape, b_shape = ctx.shapes
-        grad_a = sum_to(g / b, a_shape) if ctx.needs_input_grad[0] else None
-        grad_b = sum_to(-g * a / (b * b), b_shape) if a is not None else None
+        grad_a = grad_b = None
+        if ctx.needs_input_grad[0]:
+            grad_a = g / b
+            if grad_a._data.shape != a_shape:   # sum_to's own test, without the call
+                grad_a = sum_to(grad_a, a_shape)
+        if a is not None:
+            grad_b = -g * a / (b * b)
+            if grad_b._data.shape != b_shape:
+                grad_b = sum_to(grad_b, b_shape)
         return grad_a, grad_b
 
 

@@ -61,14 +61,16 @@ def fast_operator(function_class, slow_path, ufunc=None):
     general promoting path. bool tensors always take the Function, which raises torch's
     error for `-` on them."""
     op = function_class.op
+    record = function_class.apply_recording
     on_ndarray = _ndarray_rule(slow_path, ufunc, None)
 
     def method(self, other):
         if isinstance(other, Tensor):
             data, other_data = self._data, other._data
             if other_data.dtype is data.dtype:
-                if ((self.requires_grad or other.requires_grad) and _grad_mode.enabled
-                        or data.dtype is _BOOL):
+                if (self.requires_grad or other.requires_grad) and _grad_mode.enabled:
+                    return record(self, other)
+                if data.dtype is _BOOL:
                     return function_class.apply(self, other)
                 return wrap(data.binary(op, other_data))
         if isinstance(other, _OPERAND_TYPES):
