@@ -275,3 +275,22 @@ def test_fast_paths_on_device(device):
     np.testing.assert_array_equal(x.cpu().numpy(), expected)
     batch = default_collate([(t, i) for i, t in enumerate(ts)])
     assert batch[0].device.type == device and batch[1].tolist() == list(range(5))
+
+
+def test_setitem_into_a_no_grad_view_raises_torchs_error():
+    """A view made under no_grad of a tensor that requires grad may not be written with grad
+    mode on, by any key (int and slice keys name torch's Select / Slice view)."""
+    cases = [(0, "Output 0 of Select is a view of a view which was created in no_grad mode"),
+             (slice(0, 1), "Output 0 of Slice is a view of a view which was created in no_grad"),
+             (..., "A view was created in no_grad mode")]
+    for key, message in cases:
+        a = mt.ones(3, requires_grad=True)
+        with mt.no_grad():
+            view = a[0:2]
+        with pytest.raises(RuntimeError, match=message):
+            view[key] = 5.0
+        assert a.tolist() == [1.0, 1.0, 1.0]           # rejected before any write
+    with mt.no_grad():                                   # both inside no_grad: allowed
+        view = a[0:2]
+        view[0] = 3.0
+    assert a.tolist() == [3.0, 1.0, 1.0]

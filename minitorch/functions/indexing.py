@@ -568,6 +568,8 @@ def _setitem_fast(t, key, value):
 def setitem(t, key, value):
     """t[key] = value (Tensor.__setitem__). Inside a recorded graph t becomes the output of a
     CopySlices / IndexPut node, so gradients see the overwrite as torch's do."""
+    if _grad_mode.enabled and getattr(t, "_no_grad_view", False):
+        raise _no_grad_view_write(key)
     if _setitem_fast(t, key, value):
         return
     indexer = _parse(t, key)
@@ -591,6 +593,25 @@ def setitem(t, key, value):
     else:
         indexer.write(t._data, value._data, False)
         t._bump_version()
+
+
+def _no_grad_view_write(key):
+    """torch's error for writing, with grad mode on, into a view made under no_grad: an int or
+    slice key writes through a further Select / Slice view ("a view of a view"), any other key
+    into the view itself."""
+    items = key if isinstance(key, tuple) else (key,)
+    last = items[-1] if items else None
+    kind = "Select" if isinstance(last, (int, np.integer)) and not isinstance(
+        last, (bool, np.bool_)) else "Slice" if isinstance(last, slice) else None
+    rest = ("and is being modified inplace with grad mode enabled. Given that this use case is "
+            "ambiguous and error-prone, it is forbidden. You can clarify your code by moving "
+            "both the view and the inplace either both inside the no_grad block (if you don't "
+            "want the inplace to be tracked) or both outside (if you want the inplace to be "
+            "tracked).")
+    if kind is None:
+        return RuntimeError(f"A view was created in no_grad mode {rest}")
+    return RuntimeError(f"Output 0 of {kind} is a view of a view which was created in no_grad "
+                        f"mode {rest}")
 
 
 def _put_dtype_error(destination, source):
