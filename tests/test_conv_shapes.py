@@ -65,3 +65,17 @@ def test_shifted_rows_gradcheck_and_double_backward(w_shape, stride):
         return mt.nn.functional.conv2d(x, w, stride=stride, padding=1)
     assert gradcheck(fn, (x, w))
     assert gradgradcheck(fn, (x, w))
+
+
+@pytest.mark.parametrize("w_shape, stride, output_padding",
+                         [((5, 2, 3, 3), 1, 0), ((3, 4, 3, 2), 2, 1)])
+def test_conv_transpose2d_gradcheck_and_double_backward(w_shape, stride, output_padding):
+    """conv_transpose2d (groups = 1) is ConvProductBackward's input gradient with x as g."""
+    x = mt.randn(2, w_shape[0], 4, 5, dtype=mt.float64, requires_grad=True)
+    w = mt.randn(*w_shape, dtype=mt.float64, requires_grad=True)
+
+    def fn(x, w):
+        return mt.nn.functional.conv_transpose2d(x, w, stride=stride, padding=1,
+                                                 output_padding=output_padding)
+    assert gradcheck(fn, (x, w))
+    assert gradgradcheck(fn, (x, w))

@@ -325,7 +325,10 @@ def _shifted_input_grad_ok(geometry, out_channels, k):
     1.3 vs 42 ms; conv(1→64, 5x5): 62 vs 3 ms)."""
     return (len(geometry.kernel) == 2 and out_channels * math.prod(geometry.kernel) <= k
             and geometry.stride == (1, 1) and geometry.dilation == (1, 1)
-            and all(p < size for p, size in zip(geometry.padding, geometry.kernel)))
+            and all(p < size for p, size in zip(geometry.padding, geometry.kernel))
+            # at most 1.5 wide rows per position, as for the forward (_shifted_ok)
+            and 2 * (geometry.blocks[1] + 2 * (geometry.kernel[1] - 1 - geometry.padding[1]))
+            <= 3 * geometry.size[1])
 
 
 def _shifted_input_grad(gd, wd, geometry):
@@ -588,13 +591,20 @@ def _conv_transpose_nd(x, weight, stride, padding, output_padding, groups, dilat
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, size))}). "
                            "Calculated output size per channel: "
                            f"({' x '.join(map(str, out_size))}). Output size is too small")
+    # One window per input position: with output_padding >= stride (allowed when it is below
+    # the dilation) the output grid would hold more windows than the input has positions.
+    geometry = window_geometry(out_size, kernel, dilation, padding, stride)._replace(blocks=size)
+    if groups == 1:
+        # the input gradient of the convolution out_size -> size with this weight: its node,
+        # with x as the output gradient (its backward is then conv2d and the weight gradient)
+        w = weight.permute(0, *range(2, spatial + 2), 1).reshape(c, -1)
+        shape_of_out = zeros((), dtype=x.dtype, device=x.device).expand(
+            (n, weight.shape[1]) + out_size)
+        return ConvProductBackward.apply(x, shape_of_out, w, geometry, None, (True, False))[0]
     in_per_group, out_per_group = c // groups, weight.shape[1]
     cols_in = x.reshape(n, groups, in_per_group, math.prod(size))
     wt = weight.reshape(groups, in_per_group, -1).mT                # (G, OCg·prod(k), Cg)
     cols = (wt @ cols_in).reshape(n, groups * out_per_group * math.prod(kernel), -1)
-    # One window per input position: with output_padding >= stride (allowed when it is below
-    # the dilation) the output grid would hold more windows than the input has positions.
-    geometry = window_geometry(out_size, kernel, dilation, padding, stride)._replace(blocks=size)
     return fold_columns(cols, geometry)
 
 
