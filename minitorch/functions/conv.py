@@ -1,15 +1,19 @@
 """Convolution: torch.nn.functional.conv1d/2d/3d and conv_transpose1d/2d/3d, their argument
 checks (ATen's order and wording) and the nodes that compute them.
 
-conv with groups = 1 is one node, ConvProduct: the windows of a channels-last padded copy of
-the input are compacted into GEMM rows (N·OH·OW, kh·kw·C), a chunk of images at a time, and
-multiplied by the weight (permuted to the same (kh, kw, C) order). Its backward is
-ConvProductBackward, which rebuilds the rows chunk by chunk for the weight gradient and folds
-g·w into the input gradient with one strided_add per chunk; being linear in each operand, the
-pair gives every higher derivative. Grouped convolution takes the window view of
-functions/window.py (Im2Col) and one batched GEMM per group, its backward the fold (Col2Im)
-that autograd derives. A transposed convolution is a GEMM to columns folded onto the output
-grid (fold_columns). 1-D convolutions run as 2-D ones over a height-1 image.
+conv with groups = 1 is one node, ConvProduct. A 2-D convolution (1-D runs as 2-D) without
+horizontal dilation is one GEMM over "shifted rows": a copy of the image stacked kh deep, whose
+overlapping rows the GEMM reads in place as the windows (no im2col: see _shifted_rows). Other
+shapes (3-D, horizontal dilation, tiny windows) compact the windows of a channels-last padded
+copy into im2col rows (N·OH·OW, kh·kw·C), a chunk of images at a time, multiplied by the
+weight (permuted to the same (kh, kw, C) order). Its backward is ConvProductBackward: the weight
+gradient from the same rows, the input gradient either as a stride-1 convolution of g over
+shifted rows or as g·w folded (col2im, one strided_add per chunk), each route picked by shape;
+being linear in each operand, the pair gives every higher derivative. A transposed convolution
+(groups = 1) is ConvProductBackward's input gradient with x as g. Grouped convolution takes the
+window view of functions/window.py (Im2Col) and one batched GEMM per group, its backward the
+fold (Col2Im) that autograd derives; grouped transposed convolution is a GEMM to columns folded
+onto the output grid (fold_columns). 1-D convolutions run as 2-D ones over a height-1 image.
 """
 import math
 import numbers
@@ -191,7 +195,7 @@ def _matmul_into(a, b, out, offset, batch, m, n, k, a_strides, a_offset, b_strid
                        k, a_strides, a_offset, b_strides, b_offset)
 
 
-# ---- shifted rows: the GEMM reads overlapping rows of a kh-deep copy ------------------------------
+# ---- shifted rows: the GEMM reads overlapping rows of a kh-deep copy -----------------------------
 # A 2-D convolution without horizontal dilation needs no im2col: copy the padded image once per
 # kernel row i, stacked innermost, tmp[n, oh, x, i, c] = padded[n, c, oh·sh + i, x]. Then the
 # window of output (oh, ow), over (j, i, c), is the contiguous run of kw·kh·C values starting at
@@ -386,6 +390,12 @@ def _im2col_backward(gd, wd, x_shape, geometry, padded, needs):
     return grad_x, grad_w
 
 
+def _padded_channels_last(xd, geometry):
+    """x padded for im2col rows, channels-last (a one-channel image is already: no copy without
+    padding)."""
+    return _pad(xd, geometry.padding, 0, _channels_last(xd.ndim) if xd.shape[1] > 1 else None)
+
+
 def _weight_grad_source(xd, geometry, out_channels):
     """What ConvProductBackward builds the weight gradient from: shifted rows, or the
     channels-last padded input for im2col rows. Shifted rows pay for a copy of g into their
@@ -394,16 +404,17 @@ def _weight_grad_source(xd, geometry, out_channels):
     if _shifted_ok(geometry, xd.shape[1]) and xd.shape[1] * math.prod(geometry.kernel) > \
             out_channels:
         return _shifted_rows(xd, geometry)
-    return _pad(xd, geometry.padding, 0, _channels_last(xd.ndim))
+    return _padded_channels_last(xd, geometry)
 
 
 class ConvProduct(KernelFunction):
     """conv2d without bias for groups = 1: x (N, C, H, W) and w (OC, kh·kw·C) (the weight in
     (kh, kw, C) order) give (N, OC, OH, OW) (any number of spatial axes alike: conv3d's weight
-    in (kd, kh, kw, C) order), a chunk of images at a time: the windows of a
-    channels-last padded copy of x are compacted into GEMM rows (N·OH·OW, kh·kw·C), contiguous
-    runs of kw·C values, and multiplied by wᵀ. The result is the NCHW view of the NHWC
-    product (the bias add makes it contiguous), or NCHW itself for tiny windows."""
+    in (kd, kh, kw, C) order). Through shifted rows where _shifted_ok, else a chunk of images
+    at a time: the windows of a channels-last padded copy of x are compacted into GEMM rows
+    (N·OH·OW, kh·kw·C), contiguous runs of kw·C values, and multiplied by wᵀ. The result is
+    the NCHW view of an NHWC product (the bias add makes it contiguous), or NCHW itself for
+    narrow windows. ctx.padded keeps what the weight gradient is built from."""
 
     @staticmethod
     def forward(ctx, x, w, geometry):
@@ -414,10 +425,10 @@ class ConvProduct(KernelFunction):
             rows = _shifted_rows(xd, geometry)
             # what the weight gradient is built from (see _weight_grad_source)
             ctx.padded = (None if not w.requires_grad else rows if wd.shape[1] > wd.shape[0] else
-                          _pad(xd, geometry.padding, 0, _channels_last(xd.ndim)))
+                          _padded_channels_last(xd, geometry))
             return wrap(_shifted_product(rows, _to_shifted_order(wd, geometry.kernel),
                                          xd.shape[0], geometry.blocks))
-        padded = _pad(xd, geometry.padding, 0, _channels_last(xd.ndim))
+        padded = _padded_channels_last(xd, geometry)
         # the rows are rebuilt from it for the weight gradient only
         ctx.padded = padded if w.requires_grad else None
         n, out_channels, k = xd.shape[0], wd.shape[0], wd.shape[1]
@@ -446,13 +457,13 @@ class ConvProduct(KernelFunction):
 
 
 class ConvProductBackward(KernelFunction):
-    """ConvProduct's input and weight gradients from the output gradient g (N, OC, OH, OW),
-    chunk by chunk like the forward: the weight gradient sums rowsᵀ·g over chunks (per image,
-    reading g as it is, when the input needs no gradient: a first layer); the input gradient
-    is g·w, folded (col2im, strided_add) into a channels-last padded buffer in runs of kw·C
-    values. `padded` (x padded channels-last) is needed for the weight gradient only. Both are
-    linear in g, and the input gradient in w and the weight gradient in x: the backward of
-    this node is made of ConvProduct and this node again."""
+    """ConvProduct's input and weight gradients from the output gradient g (N, OC, OH, OW) (and
+    conv_transpose's result, as the input gradient). The weight gradient is built from
+    `padded` (needed for it only): shifted rows of x (_shifted_weight_grad) or x padded
+    channels-last (im2col rows, _im2col_backward). The input gradient is a stride-1
+    convolution of g over shifted rows where _shifted_input_grad_ok, else g·w folded by
+    col2im. Both are linear in g, and the input gradient in w and the weight gradient in x:
+    the backward of this node is made of ConvProduct and this node again."""
     materialize_grads = False
 
     @staticmethod
