@@ -293,6 +293,34 @@ def _shifted_product(rows, w_shifted, n, blocks):
     return (out if ow == rows.wide else out[:, :, :ow]).permute((0, 3, 1, 2))
 
 
+def _columns_first_ok(geometry, channels, out_channels):
+    """The forward as columns first (below) pays for few output channels against many input
+    ones (conv(32→3, 9x9): its columns are OC·kh·kw = 243 values per pixel where the windows
+    are 2,592 wide), stride 1, no dilation, 2-D."""
+    return (len(geometry.kernel) == 2 and geometry.stride == (1, 1)
+            and geometry.dilation == (1, 1) and 4 * out_channels <= channels)
+
+
+def _columns_first_product(xd, wd, geometry):
+    """(N, OC, OH, OW) for few output channels: the GEMM first, columns (N, OC·kh·kw, Hp·Wp) =
+    w (OC·kh·kw, C) @ x padded (C, Hp·Wp) per image, then each output sums its kh·kw shifted
+    columns: the window view of the columns compacted (runs of OW) and reduced over the
+    kernel axes. Nothing kh·kw·C wide is built or packed. w is (OC, K) in (kh, kw, C) order."""
+    n, c = xd.shape[:2]
+    out_channels = wd.shape[0]
+    (kh, kw), (oh, ow) = geometry.kernel, geometry.blocks
+    padded = _pad(xd.compact(), geometry.padding, 0)
+    hp, wp = padded.shape[2:]
+    plane = hp * wp
+    cols = NDArray.empty((n, out_channels * kh * kw, plane), xd.dtype, xd.device)
+    xd.backend.matmul(wd.buffer, padded.buffer, cols.buffer, n, out_channels * kh * kw, plane, c,
+                      (0, c, 1), wd.offset, (c * plane, plane, 1), padded.offset)
+    windows = cols._view((n, out_channels, kh, kw, oh, ow),
+                         (out_channels * kh * kw * plane, kh * kw * plane, kw * plane + wp,
+                          plane + 1, wp, 1), 0)
+    return windows.compact().reduce(ReduceOp.SUM, (2, 3))
+
+
 def _shifted_weight_grad(rows, gd, kernel):
     """Σ over images and positions of g ⊗ window: (OC, kh·kw·C) in (kh, kw, C) order. g is copied
     into zeros of the wide layout, so that the discarded rows contribute nothing; as
@@ -421,6 +449,10 @@ class ConvProduct(KernelFunction):
         xd, wd = x._data, w._data.compact()
         ctx.geometry = geometry
         ctx.save_for_backward(x, w)
+        if _columns_first_ok(geometry, xd.shape[1], wd.shape[0]):
+            ctx.padded = _weight_grad_source(xd, geometry, wd.shape[0]) if w.requires_grad \
+                else None
+            return wrap(_columns_first_product(xd, wd, geometry))
         if _shifted_ok(geometry, xd.shape[1]):
             rows = _shifted_rows(xd, geometry)
             # what the weight gradient is built from (see _weight_grad_source)
