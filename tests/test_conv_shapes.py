@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 # (input shape, weight shape, stride, padding, dilation, which inputs need a gradient)
 CASES = [
     ((2, 6, 12, 12), (2, 6, 5, 5), 1, 2, 1, "xw"),     # few output channels: shifted input grad
+    ((2, 8, 10, 9), (2, 8, 5, 5), 1, 2, 1, "xw"),      # 4·OC ≤ C: columns-first forward
     ((2, 1, 12, 11), (8, 1, 5, 5), 1, 0, 1, "w"),      # one channel, more outputs than K
     ((2, 4, 10, 10), (6, 4, 3, 3), 1, 1, 1, "xw"),     # shifted forward, im2col input grad
     ((2, 4, 11, 11), (5, 4, 3, 3), 2, 1, 1, "xw"),     # stride 2: width rounded up to even
@@ -56,7 +57,7 @@ def test_conv1d_through_shifted_rows_matches_torch():
 
 
 @pytest.mark.parametrize("w_shape, stride", [((2, 5, 3, 3), 1), ((6, 5, 3, 3), 1),
-                                              ((3, 5, 3, 2), 2)])
+                                              ((3, 5, 3, 2), 2), ((1, 5, 3, 3), 1)])
 def test_shifted_rows_gradcheck_and_double_backward(w_shape, stride):
     x = mt.randn(2, 5, 6, 7, dtype=mt.float64, requires_grad=True)
     w = mt.randn(*w_shape, dtype=mt.float64, requires_grad=True)
