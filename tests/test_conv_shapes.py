@@ -15,7 +15,8 @@ CASES = [
     ((2, 8, 10, 9), (2, 8, 5, 5), 1, 2, 1, "xw"),      # 4·OC ≤ C: columns-first forward
     ((2, 1, 12, 11), (8, 1, 5, 5), 1, 0, 1, "w"),      # one channel, more outputs than K
     ((2, 4, 10, 10), (6, 4, 3, 3), 1, 1, 1, "xw"),     # shifted forward, im2col input grad
-    ((2, 4, 11, 11), (5, 4, 3, 3), 2, 1, 1, "xw"),     # stride 2: width rounded up to even
+    ((2, 4, 11, 11), (5, 4, 3, 3), 2, 1, 1, "xw"),     # stride 2: im2col rows
+    ((2, 4, 11, 11), (5, 4, 3, 3), (2, 1), 1, 1, "xw"),  # vertical stride: shifted rows
     ((2, 3, 9, 13), (4, 3, 3, 4), (1, 3), (2, 0), 1, "xw"),
     ((2, 3, 12, 10), (4, 3, 3, 3), 1, 1, (2, 1), "xw"),  # vertical dilation: shifted rows
     ((2, 3, 12, 10), (4, 3, 3, 3), 1, 1, (1, 2), "xw"),  # horizontal dilation: im2col

@@ -209,11 +209,13 @@ _ShiftedRows = namedtuple("_ShiftedRows", "buffer per_image row_stride k image_s
 
 
 def _shifted_ok(geometry, channels):
-    """Does the shifted-rows product apply: 2-D (1-D runs as 2-D), no horizontal dilation,
+    """Does the shifted-rows product apply: 2-D (1-D runs as 2-D), no horizontal dilation or
+    stride (a strided conv's im2col rows are kh·kw/4 of the image or less: conv(16→32, 3x3,
+    stride 2) on 34x34 ran 1.3x slower through shifted rows, measured),
     windows wider than DIRECT_NCHW_MAX_K (tiny ones cost little either way: im2col's per-image
     product into NCHW, with fewer steps, wins there; measured), and at most 1.5 wide rows per
     output position (each costs a K-wide row packed; im2col's rows cost 2: built, then packed)?"""
-    if len(geometry.kernel) != 2 or geometry.dilation[1] != 1:
+    if len(geometry.kernel) != 2 or geometry.dilation[1] != 1 or geometry.stride[1] != 1:
         return False
     # the wide rows per output row, against the output width: 4 for a 4x4 kernel over 4x4
     wide = -(-(geometry.size[1] + 2 * geometry.padding[1]) // geometry.stride[1])
