@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 # (input shape, weight shape, stride, padding, dilation, which inputs need a gradient)
 CASES = [
     ((2, 6, 12, 12), (2, 6, 5, 5), 1, 2, 1, "xw"),     # few output channels: shifted input grad
-    ((2, 8, 10, 9), (2, 8, 5, 5), 1, 2, 1, "xw"),      # 4·OC ≤ C: columns-first forward
+    ((2, 8, 12, 11), (2, 8, 5, 5), 1, 2, 1, "xw"),     # 4·OC ≤ C: columns-first forward
     ((2, 1, 12, 11), (8, 1, 5, 5), 1, 0, 1, "w"),      # one channel, more outputs than K
     ((2, 4, 10, 10), (6, 4, 3, 3), 1, 1, 1, "xw"),     # shifted forward, im2col input grad
     ((2, 4, 11, 11), (5, 4, 3, 3), 2, 1, 1, "xw"),     # stride 2: im2col rows

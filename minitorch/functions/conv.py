@@ -298,9 +298,12 @@ def _shifted_product(rows, w_shifted, n, blocks):
 def _columns_first_ok(geometry, channels, out_channels):
     """The forward as columns first (below) pays for few output channels against many input
     ones (conv(32→3, 9x9): its columns are OC·kh·kw = 243 values per pixel where the windows
-    are 2,592 wide), stride 1, no dilation, 2-D."""
+    are 2,592 wide), stride 1, no dilation, 2-D, and columns over at most twice as many padded
+    pixels as there are outputs (a 4x4 kernel over 4x4 has 16 times)."""
+    padded = math.prod(s + 2 * p for s, p in zip(geometry.size, geometry.padding))
     return (len(geometry.kernel) == 2 and geometry.stride == (1, 1)
-            and geometry.dilation == (1, 1) and 4 * out_channels <= channels)
+            and geometry.dilation == (1, 1) and 4 * out_channels <= channels
+            and padded <= 2 * math.prod(geometry.blocks))
 
 
 def _columns_first_product(xd, wd, geometry):
