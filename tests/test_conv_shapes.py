@@ -27,19 +27,19 @@ CASES = [
 
 
 @pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation, needs", CASES)
-def test_conv2d_routes_match_torch(x_shape, w_shape, stride, padding, dilation, needs):
+def test_conv2d_routes_match_torch(device, x_shape, w_shape, stride, padding, dilation, needs):
     rng = np.random.default_rng(0)
     x, w, b = (rng.standard_normal(s) for s in (x_shape, w_shape, w_shape[:1]))
     results = []
-    for lib in (mt, torch):
-        xt = lib.tensor(x, requires_grad="x" in needs)
-        wt = lib.tensor(w, requires_grad="w" in needs)
-        y = lib.nn.functional.conv2d(xt, wt, lib.tensor(b), stride=stride, padding=padding,
-                                     dilation=dilation)
+    for lib, where in ((mt, device), (torch, "cpu")):
+        xt = lib.tensor(x, requires_grad="x" in needs, device=where)
+        wt = lib.tensor(w, requires_grad="w" in needs, device=where)
+        y = lib.nn.functional.conv2d(xt, wt, lib.tensor(b, device=where), stride=stride,
+                                     padding=padding, dilation=dilation)
         g = np.random.default_rng(1).standard_normal(tuple(y.shape))
         leaves = [t for t in (xt, wt) if t.requires_grad]
-        grads = lib.autograd.grad(y, leaves, lib.tensor(g))
-        results.append([y.detach().numpy()] + [t.numpy() for t in grads])
+        grads = lib.autograd.grad(y, leaves, lib.tensor(g, device=where))
+        results.append([t.detach().cpu().numpy() for t in (y, *grads)])
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-10)
 

@@ -2,9 +2,10 @@
 checks (ATen's order and wording) and the nodes that compute them.
 
 conv with groups = 1 is one node, ConvProduct. A 2-D convolution (1-D runs as 2-D) without
-horizontal dilation is one GEMM over "shifted rows": a copy of the image stacked kh deep, whose
-overlapping rows the GEMM reads in place as the windows (no im2col: see _shifted_rows). Other
-shapes (3-D, horizontal dilation, tiny windows) compact the windows of a channels-last padded
+horizontal dilation or stride is one GEMM over "shifted rows": a copy of the image stacked kh
+deep, whose overlapping rows the GEMM reads in place as the windows (no im2col: see
+_shifted_rows); with few output channels, the GEMM comes first (_columns_first_product). Other
+shapes (3-D, horizontal dilation or stride, tiny windows) compact the windows of a channels-last padded
 copy into im2col rows (N·OH·OW, kh·kw·C), a chunk of images at a time, multiplied by the
 weight (permuted to the same (kh, kw, C) order). Its backward is ConvProductBackward: the weight
 gradient from the same rows, the input gradient either as a stride-1 convolution of g over
@@ -250,7 +251,7 @@ def _shifted_rows(xd, geometry):
         xd.backend.compact(padded.buffer, tmp.buffer, shape,
                            (s_n, sh * s_h, s_w, dh * s_h, s_c), padded.offset)
     if slack:
-        tmp.buffer[total:] = 0
+        tmp._view((slack,), (1,), total).assign(0)
     q = wp // sw
     return _ShiftedRows(tmp, oh * q, sw * kh * c, kw * kh * c, oh * wp * kh * c, q)
 
