@@ -1,19 +1,25 @@
 """Convolution: torch.nn.functional.conv1d/2d/3d and conv_transpose1d/2d/3d, their argument
 checks (ATen's order and wording) and the nodes that compute them.
 
-conv with groups = 1 is one node, ConvProduct: the windows of a channels-last padded copy of
-the input are compacted into GEMM rows (N·OH·OW, kh·kw·C), a chunk of images at a time, and
-multiplied by the weight (permuted to the same (kh, kw, C) order). Its backward is
-ConvProductBackward, which rebuilds the rows chunk by chunk for the weight gradient and folds
-g·w into the input gradient with one strided_add per chunk; being linear in each operand, the
-pair gives every higher derivative. Grouped convolution takes the window view of
-functions/window.py (Im2Col) and one batched GEMM per group, its backward the fold (Col2Im)
-that autograd derives. A transposed convolution is a GEMM to columns folded onto the output
-grid (fold_columns). 1-D convolutions run as 2-D ones over a height-1 image.
+conv with groups = 1 is one node, ConvProduct. A 2-D convolution (1-D runs as 2-D) without
+horizontal dilation or stride is one GEMM over "shifted rows": a copy of the image stacked kh
+deep, whose overlapping rows the GEMM reads in place as the windows (no im2col: see
+_shifted_rows); with few output channels, the GEMM comes first (_columns_first_product). Other
+shapes (3-D, horizontal dilation or stride, tiny windows) compact the windows of a channels-last padded
+copy into im2col rows (N·OH·OW, kh·kw·C), a chunk of images at a time, multiplied by the
+weight (permuted to the same (kh, kw, C) order). Its backward is ConvProductBackward: the weight
+gradient from the same rows, the input gradient either as a stride-1 convolution of g over
+shifted rows or as g·w folded (col2im, one strided_add per chunk), each route picked by shape;
+being linear in each operand, the pair gives every higher derivative. A transposed convolution
+(groups = 1) is ConvProductBackward's input gradient with x as g. Grouped convolution takes the
+window view of functions/window.py (Im2Col) and one batched GEMM per group, its backward the
+fold (Col2Im) that autograd derives; grouped transposed convolution is a GEMM to columns folded
+onto the output grid (fold_columns). 1-D convolutions run as 2-D ones over a height-1 image.
 """
 import math
 import numbers
 import operator
+from collections import namedtuple
 
 from ..autograd import KernelFunction
 from ..ndarray import NDArray, shape_str
@@ -21,8 +27,9 @@ from ..opcodes import BinaryOp, ReduceOp
 from ..tensor import wrap, zeros
 from .elementwise import C_NAMES, TORCH_NAMES
 from .joining import cat
-from .window import (_channels_last, _new_in_order, _pad, _spatial_slice, _windows, fold_columns,
-                     window_geometry, window_view)
+from .movement import _copy_into
+from .window import (_channels_last, _memory_order, _new_in_order, _pad, _spatial_slice,
+                     _windows, fold_columns, window_geometry, window_view)
 
 __all__ = []   # torch has these in torch.nn.functional (conv1d/2d/3d at its top level too)
 
@@ -189,21 +196,279 @@ def _matmul_into(a, b, out, offset, batch, m, n, k, a_strides, a_offset, b_strid
                        k, a_strides, a_offset, b_strides, b_offset)
 
 
+# ---- shifted rows: the GEMM reads overlapping rows of a kh-deep copy -----------------------------
+# A 2-D convolution without horizontal dilation needs no im2col: copy the padded image once per
+# kernel row i, stacked innermost, tmp[n, oh, x, i, c] = padded[n, c, oh·sh + i, x]. Then the
+# window of output (oh, ow), over (j, i, c), is the contiguous run of kw·kh·C values starting at
+# row (n, oh, ow·sw) of tmp: GEMM rows that overlap, read in place through a row stride of
+# sw·kh·C (the GEMM reads any strides). The copy is kh/sh times the image where im2col's rows are
+# kh·kw/(sh·sw) times it (81 for a 9x9 kernel). Rows run over every x of a padded row, the width
+# rounded up to a multiple of sw, so a product row (n, oh, q) for q ≥ OW is a discarded "wide"
+# output (at most (kw - sw)/sw extra per output row); a slack of zeros after tmp keeps the last
+# rows' reads inside the buffer.
+_ShiftedRows = namedtuple("_ShiftedRows", "buffer per_image row_stride k image_stride wide")
+
+
+def _shifted_ok(geometry, channels):
+    """Does the shifted-rows product apply: 2-D (1-D runs as 2-D), no horizontal dilation or
+    stride (a strided conv's im2col rows are kh·kw/4 of the image or less: conv(16→32, 3x3,
+    stride 2) on 34x34 ran 1.3x slower through shifted rows, measured),
+    windows wider than DIRECT_NCHW_MAX_K (tiny ones cost little either way: im2col's per-image
+    product into NCHW, with fewer steps, wins there; measured), and at most 1.5 wide rows per
+    output position (each costs a K-wide row packed; im2col's rows cost 2: built, then packed)?"""
+    if len(geometry.kernel) != 2 or geometry.dilation[1] != 1 or geometry.stride[1] != 1:
+        return False
+    # the wide rows per output row, against the output width: 4 for a 4x4 kernel over 4x4
+    wide = -(-(geometry.size[1] + 2 * geometry.padding[1]) // geometry.stride[1])
+    return (channels * math.prod(geometry.kernel) > DIRECT_NCHW_MAX_K
+            and 2 * wide <= 3 * geometry.blocks[1])
+
+
+def _shifted_rows(xd, geometry):
+    """x (N, C, H, W) as shifted rows for `geometry` (see above): one copy of the padded image
+    per kernel row, or per output row's kh input rows; padding is written as zeros."""
+    n, c, h, w = xd.shape
+    (kh, kw), (sh, sw) = geometry.kernel, geometry.stride
+    (ph, pw), dh = geometry.padding, geometry.dilation[0]
+    oh = geometry.blocks[0]
+    wp = -(-(w + 2 * pw) // sw) * sw
+    # The padded image channels-last (one transposing copy), so that tmp's copy below moves
+    # runs of C values: 3 gathers across channel planes for a 3x3 kernel cost more (measured).
+    # One channel has no order to change.
+    order = _memory_order(xd) if c == 1 else _channels_last(4)
+    if ph or pw or wp != w or order != _memory_order(xd):
+        padded = _new_in_order((n, c, h + 2 * ph, wp), order, 0, xd.dtype, xd.device)
+        source = _memory_order(xd)
+        _copy_into(padded[:, :, ph:ph + h, pw:pw + w].permute(source), xd.permute(source))
+    else:
+        padded = xd
+    s_n, s_c, s_h, s_w = padded.strides
+    shape = (n, oh, wp, kh, c)
+    total = math.prod(shape)
+    slack = max(0, kw - sw) * kh * c
+    tmp = NDArray.empty((total + slack,), xd.dtype, xd.device)
+    if total:
+        xd.backend.compact(padded.buffer, tmp.buffer, shape,
+                           (s_n, sh * s_h, s_w, dh * s_h, s_c), padded.offset)
+    if slack:
+        tmp._view((slack,), (1,), total).assign(0)
+    q = wp // sw
+    return _ShiftedRows(tmp, oh * q, sw * kh * c, kw * kh * c, oh * wp * kh * c, q)
+
+
+def _to_shifted_order(wd, kernel):
+    """A (OC, kh·kw·C) weight in (kh, kw, C) order as (OC, kw·kh·C) in shifted rows' (kw, kh, C)
+    order, compact."""
+    out_channels, k = wd.shape
+    kh, kw = kernel
+    return wd.reshape((out_channels, kh, kw, k // (kh * kw))).permute((0, 2, 1, 3)).copy() \
+        .reshape((out_channels, k))
+
+
+def _from_shifted_order(wd, kernel):
+    """The inverse of _to_shifted_order."""
+    out_channels, k = wd.shape
+    kh, kw = kernel
+    return wd.reshape((out_channels, kw, kh, k // (kh * kw))).permute((0, 2, 1, 3)).copy() \
+        .reshape((out_channels, k))
+
+
+def _shifted_product(rows, w_shifted, n, blocks):
+    """(N, OC, OH, OW) = windows · wᵀ, w (OC, K) in (kw, kh, C) order, as a view dropping the
+    wide columns. Narrow windows (K ≤ OC: a first layer) are multiplied per image straight into
+    NCHW, w @ rows[n]ᵀ; wider ones as one tall GEMM over every wide row of the batch, rows as
+    the left operand (packed as they lie, in runs of K), giving NHWC (the bias add makes it
+    contiguous). Read as the right operand, wide rows would be gathered across rows into each
+    packed panel, and transposing NHWC costs more than the GEMM for narrow ones (measured)."""
+    out_channels = w_shifted.shape[0]
+    oh, ow = blocks
+    backend = w_shifted.backend
+    if rows.k <= out_channels:
+        out = NDArray.empty((n, out_channels, oh, rows.wide), w_shifted.dtype, w_shifted.device)
+        backend.matmul(w_shifted.buffer, rows.buffer.buffer, out.buffer, n, out_channels,
+                       rows.per_image, rows.k, (0, rows.k, 1), w_shifted.offset,
+                       (rows.image_stride, 1, rows.row_stride), 0)
+        return out if ow == rows.wide else out[:, :, :, :ow]
+    out = NDArray.empty((n, oh, rows.wide, out_channels), w_shifted.dtype, w_shifted.device)
+    backend.matmul(rows.buffer.buffer, w_shifted.buffer, out.buffer, 1, n * rows.per_image,
+                   out_channels, rows.k, (0, rows.row_stride, 1), 0, (0, 1, rows.k),
+                   w_shifted.offset)
+    return (out if ow == rows.wide else out[:, :, :ow]).permute((0, 3, 1, 2))
+
+
+def _columns_first_ok(geometry, channels, out_channels):
+    """The forward as columns first (below) pays for few output channels against many input
+    ones (conv(32→3, 9x9): its columns are OC·kh·kw = 243 values per pixel where the windows
+    are 2,592 wide), stride 1, no dilation, 2-D, and columns over at most twice as many padded
+    pixels as there are outputs (a 4x4 kernel over 4x4 has 16 times)."""
+    padded = math.prod(s + 2 * p for s, p in zip(geometry.size, geometry.padding))
+    return (len(geometry.kernel) == 2 and geometry.stride == (1, 1)
+            and geometry.dilation == (1, 1) and 4 * out_channels <= channels
+            and padded <= 2 * math.prod(geometry.blocks))
+
+
+def _columns_first_product(xd, wd, geometry):
+    """(N, OC, OH, OW) for few output channels: the GEMM first, columns (N, OC·kh·kw, Hp·Wp) =
+    w (OC·kh·kw, C) @ x padded (C, Hp·Wp) per image, then each output sums its kh·kw shifted
+    columns: the window view of the columns compacted (runs of OW) and reduced over the
+    kernel axes. Nothing kh·kw·C wide is built or packed. w is (OC, K) in (kh, kw, C) order."""
+    n, c = xd.shape[:2]
+    out_channels = wd.shape[0]
+    (kh, kw), (oh, ow) = geometry.kernel, geometry.blocks
+    padded = _pad(xd.compact(), geometry.padding, 0)
+    hp, wp = padded.shape[2:]
+    plane = hp * wp
+    cols = NDArray.empty((n, out_channels * kh * kw, plane), xd.dtype, xd.device)
+    xd.backend.matmul(wd.buffer, padded.buffer, cols.buffer, n, out_channels * kh * kw, plane, c,
+                      (0, c, 1), wd.offset, (c * plane, plane, 1), padded.offset)
+    windows = cols._view((n, out_channels, kh, kw, oh, ow),
+                         (out_channels * kh * kw * plane, kh * kw * plane, kw * plane + wp,
+                          plane + 1, wp, 1), 0)
+    return windows.compact().reduce(ReduceOp.SUM, (2, 3))
+
+
+def _shifted_weight_grad(rows, gd, kernel):
+    """Σ over images and positions of g ⊗ window: (OC, kh·kw·C) in (kh, kw, C) order. g is copied
+    into zeros of the wide layout, so that the discarded rows contribute nothing; as
+    (OC, N, OH, wide) for one GEMM over all rows when g is the smaller of g and the per-image
+    products, else in g's own order (no transposing copy) for one product per image, summed."""
+    n, out_channels, oh, ow = gd.shape
+    k, per_image = rows.k, rows.per_image
+    one_product = oh * rows.wide < k
+    if one_product or ow != rows.wide:
+        order = (1, 0, 2, 3) if one_product else (0, 1, 2, 3)
+        g_wide = _new_in_order((n, out_channels, oh, rows.wide), order, 0, gd.dtype, gd.device)
+        g_wide[:, :, :, :ow].assign(gd)
+    else:
+        g_wide = gd
+    backend = gd.backend
+    if one_product:
+        count = n * per_image
+        grad = NDArray.empty((out_channels, k), gd.dtype, gd.device)
+        backend.matmul(g_wide.buffer, rows.buffer.buffer, grad.buffer, 1, out_channels, k, count,
+                       (0, count, 1), g_wide.offset, (0, rows.row_stride, 1), 0)
+    else:
+        parts = NDArray.empty((n, out_channels, k), gd.dtype, gd.device)
+        backend.matmul(g_wide.buffer, rows.buffer.buffer, parts.buffer, n, out_channels, k,
+                       per_image, (out_channels * per_image, per_image, 1), g_wide.offset,
+                       (rows.image_stride, rows.row_stride, 1), 0)
+        grad = parts.reduce(ReduceOp.SUM, (0,))
+    return _from_shifted_order(grad, kernel)
+
+
+def _shifted_input_grad_ok(geometry, out_channels, k):
+    """The input gradient as a stride-1 convolution of g (below) needs stride 1, no dilation and
+    padding below the kernel; it packs rows kh·kw·OC wide where im2col's col2im writes and adds
+    kh·kw·C-wide ones, so it pays with no more output than input channels (conv(32→3, 9x9):
+    1.3 vs 42 ms; conv(1→64, 5x5): 62 vs 3 ms)."""
+    return (len(geometry.kernel) == 2 and out_channels * math.prod(geometry.kernel) <= k
+            and geometry.stride == (1, 1) and geometry.dilation == (1, 1)
+            and all(p < size for p, size in zip(geometry.padding, geometry.kernel))
+            # at most 1.5 wide rows per position, as for the forward (_shifted_ok)
+            and 2 * (geometry.blocks[1] + 2 * (geometry.kernel[1] - 1 - geometry.padding[1]))
+            <= 3 * geometry.size[1])
+
+
+def _shifted_input_grad(gd, wd, geometry):
+    """The input gradient of a stride-1 convolution: g padded by k - 1 - p, convolved with the
+    weight flipped in space and with its channel axes swapped (a "full" correlation), through
+    shifted rows: (N, C, H, W), compact."""
+    (kh, kw), c = geometry.kernel, wd.shape[1] // math.prod(geometry.kernel)
+    out_channels = wd.shape[0]
+    flip = window_geometry(geometry.blocks, geometry.kernel, (1, 1),
+                           tuple(k - 1 - p for k, p in zip(geometry.kernel, geometry.padding)),
+                           (1, 1))
+    # w2[c, j', i', oc] = w[oc, kh-1-i', kw-1-j', c]: shifted order (kw, kh, OC) for C outputs
+    w2 = wd._view((c, kw, kh, out_channels), (1, -c, -kw * c, kh * kw * c),
+                  wd.offset + (kh - 1) * kw * c + (kw - 1) * c).copy() \
+        .reshape((c, kw * kh * out_channels))
+    rows = _shifted_rows(gd, flip)
+    return _shifted_product(rows, w2, gd.shape[0], flip.blocks).compact()
+
+
+def _im2col_backward(gd, wd, x_shape, geometry, padded, needs):
+    """ConvProductBackward's gradients through im2col rows, chunk by chunk like the forward: the
+    weight gradient sums rowsᵀ·g over chunks (per image, reading g as it is, when the input
+    needs no gradient: a first layer), from `padded` (x padded channels-last); the input
+    gradient is g·w, folded (col2im, strided_add) into a channels-last padded buffer in runs
+    of kw·C values. NDArrays (None where not needed)."""
+    out_channels, k = wd.shape
+    positions = math.prod(geometry.blocks)
+    windows = _row_windows(padded, geometry) if needs[1] else None
+    grad_padded = grad_windows = None
+    if needs[0]:
+        padded_size = tuple(s + 2 * p for s, p in zip(geometry.size, geometry.padding))
+        grad_padded = _new_in_order(x_shape[:2] + padded_size, _channels_last(len(x_shape)), 0,
+                                    gd.dtype, gd.device)
+        grad_windows = _row_windows(grad_padded, geometry)
+    grad_w = None
+    for i0, i1 in _chunks(gd, positions, k):
+        count = i1 - i0
+        g_chunk = _images(gd, i0, i1).reshape((count, out_channels, positions))
+        g_rows = (g_chunk.transpose(1, 2).reshape((count * positions, out_channels))
+                  if needs[0] else None)
+        if needs[1]:
+            rows = _images(windows, i0, i1).reshape((count * positions, k))
+            part = (rows.transpose(0, 1).matmul(g_rows).transpose(0, 1) if needs[0] else
+                    g_chunk.matmul(rows.reshape((count, positions, k)))
+                    .reduce(ReduceOp.SUM, (0,)))
+            grad_w = part if grad_w is None else grad_w.binary(BinaryOp.ADD, part)
+        if needs[0]:
+            target = _images(grad_windows, i0, i1)
+            cols = g_rows.matmul(wd)
+            gd.backend.strided_add(cols.flat(), grad_padded.buffer, target.shape,
+                                   target.strides, target.offset)
+    grad_x = None
+    if needs[0]:
+        grad_x = grad_padded[_spatial_slice(geometry.padding, geometry.size)].compact()
+    return grad_x, grad_w
+
+
+def _padded_channels_last(xd, geometry):
+    """x padded for im2col rows, channels-last (a one-channel image is already: no copy without
+    padding)."""
+    return _pad(xd, geometry.padding, 0, _channels_last(xd.ndim) if xd.shape[1] > 1 else None)
+
+
+def _weight_grad_source(xd, geometry, out_channels):
+    """What ConvProductBackward builds the weight gradient from: shifted rows, or the
+    channels-last padded input for im2col rows. Shifted rows pay for a copy of g into their
+    wide layout and for packing K-wide rows, im2col for building them: with more output
+    channels than K (a first layer: conv(1→64, 5x5) on 28x28, 2.6 vs 1.7 ms) im2col is cheaper."""
+    if _shifted_ok(geometry, xd.shape[1]) and xd.shape[1] * math.prod(geometry.kernel) > \
+            out_channels:
+        return _shifted_rows(xd, geometry)
+    return _padded_channels_last(xd, geometry)
+
+
 class ConvProduct(KernelFunction):
     """conv2d without bias for groups = 1: x (N, C, H, W) and w (OC, kh·kw·C) (the weight in
     (kh, kw, C) order) give (N, OC, OH, OW) (any number of spatial axes alike: conv3d's weight
-    in (kd, kh, kw, C) order), a chunk of images at a time: the windows of a
-    channels-last padded copy of x are compacted into GEMM rows (N·OH·OW, kh·kw·C), contiguous
-    runs of kw·C values, and multiplied by wᵀ. The result is the NCHW view of the NHWC
-    product (the bias add makes it contiguous), or NCHW itself for tiny windows."""
+    in (kd, kh, kw, C) order). Through shifted rows where _shifted_ok, else a chunk of images
+    at a time: the windows of a channels-last padded copy of x are compacted into GEMM rows
+    (N·OH·OW, kh·kw·C), contiguous runs of kw·C values, and multiplied by wᵀ. The result is
+    the NCHW view of an NHWC product (the bias add makes it contiguous), or NCHW itself for
+    narrow windows. ctx.padded keeps what the weight gradient is built from."""
 
     @staticmethod
     def forward(ctx, x, w, geometry):
         xd, wd = x._data, w._data.compact()
-        padded = _pad(xd, geometry.padding, 0, _channels_last(xd.ndim))
-        # the rows are rebuilt from it for the weight gradient only
-        ctx.geometry, ctx.padded = geometry, padded if w.requires_grad else None
+        ctx.geometry = geometry
         ctx.save_for_backward(x, w)
+        if _columns_first_ok(geometry, xd.shape[1], wd.shape[0]):
+            ctx.padded = _weight_grad_source(xd, geometry, wd.shape[0]) if w.requires_grad \
+                else None
+            return wrap(_columns_first_product(xd, wd, geometry))
+        if _shifted_ok(geometry, xd.shape[1]):
+            rows = _shifted_rows(xd, geometry)
+            # what the weight gradient is built from (see _weight_grad_source)
+            ctx.padded = (None if not w.requires_grad else rows if wd.shape[1] > wd.shape[0] else
+                          _padded_channels_last(xd, geometry))
+            return wrap(_shifted_product(rows, _to_shifted_order(wd, geometry.kernel),
+                                         xd.shape[0], geometry.blocks))
+        padded = _padded_channels_last(xd, geometry)
+        # the rows are rebuilt from it for the weight gradient only
+        ctx.padded = padded if w.requires_grad else None
         n, out_channels, k = xd.shape[0], wd.shape[0], wd.shape[1]
         windows = _row_windows(padded, geometry)
         positions = math.prod(geometry.blocks)
@@ -230,13 +495,13 @@ class ConvProduct(KernelFunction):
 
 
 class ConvProductBackward(KernelFunction):
-    """ConvProduct's input and weight gradients from the output gradient g (N, OC, OH, OW),
-    chunk by chunk like the forward: the weight gradient sums rowsᵀ·g over chunks (per image,
-    reading g as it is, when the input needs no gradient: a first layer); the input gradient
-    is g·w, folded (col2im, strided_add) into a channels-last padded buffer in runs of kw·C
-    values. `padded` (x padded channels-last) is needed for the weight gradient only. Both are
-    linear in g, and the input gradient in w and the weight gradient in x: the backward of
-    this node is made of ConvProduct and this node again."""
+    """ConvProduct's input and weight gradients from the output gradient g (N, OC, OH, OW) (and
+    conv_transpose's result, as the input gradient). The weight gradient is built from
+    `padded` (needed for it only): shifted rows of x (_shifted_weight_grad) or x padded
+    channels-last (im2col rows, _im2col_backward). The input gradient is a stride-1
+    convolution of g over shifted rows where _shifted_input_grad_ok, else g·w folded by
+    col2im. Both are linear in g, and the input gradient in w and the weight gradient in x:
+    the backward of this node is made of ConvProduct and this node again."""
     materialize_grads = False
 
     @staticmethod
@@ -244,37 +509,21 @@ class ConvProductBackward(KernelFunction):
         ctx.save_for_backward(g, x, w)
         ctx.geometry = geometry
         gd, wd = g._data.compact(), w._data.compact()
-        out_channels, k = wd.shape
-        positions = math.prod(geometry.blocks)
-        windows = _row_windows(padded, geometry) if needs[1] else None
-        grad_padded = grad_windows = None
-        if needs[0]:
-            padded_size = tuple(s + 2 * p for s, p in zip(geometry.size, geometry.padding))
-            grad_padded = _new_in_order(x._data.shape[:2] + padded_size,
-                                        _channels_last(x._data.ndim), 0, gd.dtype, gd.device)
-            grad_windows = _row_windows(grad_padded, geometry)
-        grad_w = None
-        for i0, i1 in _chunks(gd, positions, k):
-            count = i1 - i0
-            g_chunk = _images(gd, i0, i1).reshape((count, out_channels, positions))
-            g_rows = (g_chunk.transpose(1, 2).reshape((count * positions, out_channels))
-                      if needs[0] else None)
-            if needs[1]:
-                rows = _images(windows, i0, i1).reshape((count * positions, k))
-                part = (rows.transpose(0, 1).matmul(g_rows).transpose(0, 1) if needs[0] else
-                        g_chunk.matmul(rows.reshape((count, positions, k)))
-                        .reduce(ReduceOp.SUM, (0,)))
-                grad_w = part if grad_w is None else grad_w.binary(BinaryOp.ADD, part)
-            if needs[0]:
-                target = _images(grad_windows, i0, i1)
-                cols = g_rows.matmul(wd)
-                gd.backend.strided_add(cols.flat(), grad_padded.buffer, target.shape,
-                                       target.strides, target.offset)
-        grad_x = None
-        if needs[0]:
-            crop = _spatial_slice(geometry.padding, geometry.size)
-            grad_x = wrap(grad_padded[crop].compact())
-        return grad_x, wrap(grad_w.compact()) if grad_w is not None else None
+        grad_x = grad_w = None
+        # the weight gradient from the rows the forward kept (shifted rows or a padded copy)
+        shifted_w = needs[1] and isinstance(padded, _ShiftedRows)
+        if shifted_w:
+            grad_w = _shifted_weight_grad(padded, gd, geometry.kernel)
+        shifted_x = needs[0] and _shifted_input_grad_ok(geometry, *wd.shape)
+        if shifted_x:
+            grad_x = _shifted_input_grad(gd, wd, geometry)
+        rest = (needs[0] and not shifted_x, needs[1] and not shifted_w)
+        if any(rest):
+            im2col_x, im2col_w = _im2col_backward(gd, wd, x._data.shape, geometry, padded, rest)
+            grad_x = im2col_x if rest[0] else grad_x
+            grad_w = im2col_w if rest[1] else grad_w
+        return (wrap(grad_x) if grad_x is not None else None,
+                wrap(grad_w.compact()) if grad_w is not None else None)
 
     @staticmethod
     def backward(ctx, gg_x, gg_w):
@@ -294,8 +543,7 @@ class ConvProductBackward(KernelFunction):
         if any(needs):
             gx = gg_x if gg_x is not None else x
             gw = gg_w if gg_w is not None else w
-            padded = (_pad(gx._data, geometry.padding, 0, _channels_last(gx.ndim)) if needs[1]
-                      else None)
+            padded = _weight_grad_source(gx._data, geometry, gw.shape[0]) if needs[1] else None
             grad_x, grad_w = ConvProductBackward.apply(g, gx, gw, geometry, padded, needs)
         return grad_g, grad_x, grad_w, None, None, None
 
@@ -392,13 +640,20 @@ def _conv_transpose_nd(x, weight, stride, padding, output_padding, groups, dilat
         raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, size))}). "
                            "Calculated output size per channel: "
                            f"({' x '.join(map(str, out_size))}). Output size is too small")
+    # One window per input position: with output_padding >= stride (allowed when it is below
+    # the dilation) the output grid would hold more windows than the input has positions.
+    geometry = window_geometry(out_size, kernel, dilation, padding, stride)._replace(blocks=size)
+    if groups == 1:
+        # the input gradient of the convolution out_size -> size with this weight: its node,
+        # with x as the output gradient (its backward is then conv2d and the weight gradient)
+        w = weight.permute(0, *range(2, spatial + 2), 1).reshape(c, -1)
+        shape_of_out = zeros((), dtype=x.dtype, device=x.device).expand(
+            (n, weight.shape[1]) + out_size)
+        return ConvProductBackward.apply(x, shape_of_out, w, geometry, None, (True, False))[0]
     in_per_group, out_per_group = c // groups, weight.shape[1]
     cols_in = x.reshape(n, groups, in_per_group, math.prod(size))
     wt = weight.reshape(groups, in_per_group, -1).mT                # (G, OCg·prod(k), Cg)
     cols = (wt @ cols_in).reshape(n, groups * out_per_group * math.prod(kernel), -1)
-    # One window per input position: with output_padding >= stride (allowed when it is below
-    # the dilation) the output grid would hold more windows than the input has positions.
-    geometry = window_geometry(out_size, kernel, dilation, padding, stride)._replace(blocks=size)
     return fold_columns(cols, geometry)
 
 
