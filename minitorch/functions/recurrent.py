@@ -155,10 +155,9 @@ class RecurrentLayer(KernelFunction):
         bias = _buffer(None if b_hh is None else b_hh._data)
         buffers = (nd.flat(), gh.buffer, bias, h.buffer, None if c is None else c.buffer,
                    act.buffer, hprev.buffer, None if cprev is None else cprev.buffer, out.buffer)
-        h_buffer = h.buffer
         for row0, rows in _steps(total, batch, batch_sizes, reverse):
             if hidden:
-                _hidden_gemm(backend, h_buffer, 0, w, gh.buffer, rows, GATES[mode] * hidden,
+                _hidden_gemm(backend, h.buffer, 0, w, gh.buffer, rows, GATES[mode] * hidden,
                              hidden)
             backend.recurrent_forward(code, *buffers, row0, rows, hidden)
         if gi.requires_grad or h0.requires_grad or w_hh.requires_grad or (
@@ -172,7 +171,6 @@ class RecurrentLayer(KernelFunction):
     @staticmethod
     def backward(ctx, dout, dh_n, dc_n=None):
         gi, h0, c0, w_hh, b_hh = ctx.saved_tensors
-        mode, batch_sizes, reverse = ctx.layout
         grads = RecurrentBackward.apply(dout, dh_n, dc_n, gi, h0, c0, w_hh, b_hh, ctx.kept,
                                         ctx.layout, tuple(ctx.needs_input_grad[1:6]))
         return (None,) + grads + (None, None)
