@@ -56,6 +56,16 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if training:
         _verify_batch_size(input.shape)
     _check_batch_norm(input, running_mean, running_var, weight, bias, training)
+    if training and _fusable(input, weight, bias):
+        return _fused_batch_norm(input, running_mean, running_var, weight, bias, momentum, eps)
+    return _composed_batch_norm(input, running_mean, running_var, weight, bias, training,
+                                momentum, eps)
+
+
+def _composed_batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
+                         eps):
+    """batch_norm as reductions and elementwise ops: evaluation, and the fused path's
+    reference."""
     dims = (0,) + tuple(range(2, input.ndim))
     shape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
     if training:
@@ -67,6 +77,21 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     else:
         mean, var = running_mean, running_var
     return _affine(input, mean.reshape(shape), var.reshape(shape), eps, weight, bias, shape)
+
+
+def _fused_batch_norm(input, running_mean, running_var, weight, bias, momentum, eps):
+    """Training-mode batch norm as the fused row kernel: each channel's values gathered into a
+    row (one copy; RowNorm then normalises and applies the channel's weight and bias) and
+    the result laid back out as NCHW (one copy), instead of eight composed nodes each way."""
+    c = input.shape[1]
+    rows = input.transpose(0, 1).reshape(c, -1)
+    if running_mean is not None or running_var is not None:
+        with mt.no_grad():
+            var, mean = mt.var_mean(rows, 1, correction=0)
+        _update_running_stats(running_mean, running_var, mean, var, momentum, rows.shape[1])
+    out = RowNorm.apply(rows, weight, bias, (rows.shape[1], rows.shape[1], c), eps, False)
+    return out.reshape((c, input.shape[0]) + tuple(input.shape[2:])).transpose(0, 1) \
+        .contiguous()
 
 
 def _update_running_stats(running_mean, running_var, mean, var, momentum, count):
