@@ -1,6 +1,6 @@
 """torch.sparse's namespace for the COO basics minitorch has (functions/sparse_coo.py): mm, and
 the sparse tensor type's checks."""
-from .functions.sparse_coo import SparseCooTensor, sparse_mm
+from .functions.sparse_coo import sparse_mm
 
 __all__ = ["mm", "check_sparse_tensor_invariants"]
 
@@ -31,6 +31,3 @@ class check_sparse_tensor_invariants:
     def is_enabled():
         """Always True: sparse_coo_tensor checks its indices."""
         return True
-
-
-Tensor = SparseCooTensor     # the type torch.sparse tensors have here
