@@ -10,11 +10,10 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport (INFINITY, M_PI, NAN, acos, acosf, acosh, acoshf, asin, asinf, asinh,
                         asinhf, atan, atan2, atan2f, atanf, atanh, atanhf, ceil, ceilf, copysign,
-                        copysignf, cos, cosf, cosh, coshf, erf, erfc, erfcf, erff, exp, exp2,
-                        exp2f, expm1, expm1f, fabs, fabsf, floor, floorf, fmod, fmodf, hypot,
-                        hypotf, lgamma, lgammaf, log, log10, log10f, log1p, log1pf, log2, log2f,
-                        nextafter, nextafterf, pow, powf, rint, rintf, sin, sinf, sinh, sinhf,
-                        sqrt, sqrtf, tan, tanf, trunc, truncf)
+                        copysignf, cos, cosf, cosh, coshf, erfc, erfcf, exp, exp2, exp2f, fabs,
+                        fabsf, floor, floorf, fmod, fmodf, hypot, hypotf, lgamma, lgammaf, log,
+                        log10, log10f, log2, log2f, nextafter, nextafterf, pow, powf, rint, rintf,
+                        sin, sinf, sinh, sinhf, sqrt, sqrtf, tan, tanf, trunc, truncf)
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memmove
 
@@ -22,8 +21,9 @@ from minitorch._cpu.common cimport (buffer_dtype, chunk_start, DT_BOOL, DT_F32, 
                                       op_name, threads_for)
 from minitorch._cpu.opcodes cimport *
 from minitorch._cpu.special_math cimport *
-from minitorch._cpu.vector_math cimport (r_exp, r_gelu, r_sigmoid, real, verff, vexp, vexpf, vexpm1,
-                                         vexpm1f, vlog, vlog1p, vlog1pf, vlogf, vtanh, vtanhf)
+from minitorch._cpu.vector_math cimport (r_erf, r_exp, r_gelu, r_sigmoid, real, vexp, vexpf,
+                                         vexpm1, vexpm1f, vlog, vlog1p, vlog1pf, vlogf, vtanh,
+                                         vtanhf)
 from minitorch.opcodes import UnaryOp
 
 cnp.import_array()
@@ -162,7 +162,7 @@ cdef void unary_real(int op, const real* a, real* o, Py_ssize_t n) noexcept nogi
             o[i] = truncf(a[i]) if real is float else trunc(a[i])
     elif op == UNARY_ERF:
         for i in range(n):
-            o[i] = verff(a[i]) if real is float else erf(a[i])
+            o[i] = r_erf(a[i])
     elif op == UNARY_GELU:
         for i in range(n):
             o[i] = r_gelu(a[i])

@@ -246,23 +246,23 @@ cdef inline real r_tanh(real x) noexcept nogil:
         return vtanh(x)
 
 
-cdef inline real r_gelu(real x) noexcept nogil:
-    """x Φ(x) = x (1 + erf(x / √2)) / 2, torch's exact GELU (float: the vectorizable verff)."""
-    cdef real half = 0.5, one = 1
+cdef inline real r_erf(real x) noexcept nogil:
+    """erf: the vectorizable verff for float, libm's erf for double."""
     if real is float:
-        return x * half * (one + verff(x * <float>0.70710678118654752440))
+        return verff(x)
     else:
-        return x * half * (one + erf(x * 0.70710678118654752440))
+        return erf(x)
+
+
+cdef inline real r_gelu(real x) noexcept nogil:
+    """x Φ(x) = x (1 + erf(x / √2)) / 2, torch's exact GELU."""
+    cdef real half = 0.5, one = 1
+    return x * half * (one + r_erf(x * <real>0.70710678118654752440))
 
 
 cdef inline real r_gelu_slope(real x) noexcept nogil:
     """GELU's derivative Φ(x) + x φ(x), as torch's GeluBackward computes it."""
     cdef real half = 0.5, one = 1
-    cdef real cdf, pdf
-    if real is float:
-        cdf = half * (one + verff(x * <float>0.70710678118654752440))
-        pdf = vexpf(-half * x * x) * <float>0.39894228040143267794
-    else:
-        cdf = half * (one + erf(x * 0.70710678118654752440))
-        pdf = vexp(-half * x * x) * 0.39894228040143267794
+    cdef real cdf = half * (one + r_erf(x * <real>0.70710678118654752440))
+    cdef real pdf = r_exp(-half * x * x) * <real>0.39894228040143267794
     return cdf + x * pdf
