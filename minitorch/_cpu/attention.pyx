@@ -465,6 +465,15 @@ def _offsets(view, Py_ssize_t planes, Py_ssize_t rows, Py_ssize_t cols, Py_ssize
     return offsets, row, col
 
 
+cdef int float_dtype(cnp.ndarray q) except -1:
+    """q's dtype code, which must be float32 or float64 (every other operand must match it)."""
+    cdef int dt = buffer_dtype(q, "attention")
+    if dt != DT_F32 and dt != DT_F64:
+        raise TypeError(f"attention: unsupported dtype {DTYPE_NAMES[dt]} (float32 or float64 "
+                        "only)")
+    return dt
+
+
 cdef object setup(Problem* P, int dt, cnp.ndarray q, cnp.ndarray k, cnp.ndarray v, sizes,
                   q_view, k_view, v_view, double scale, bint causal, mask, mask_view, keep,
                   double keep_scale):
@@ -512,11 +521,8 @@ def attention_forward(cnp.ndarray q, cnp.ndarray k, cnp.ndarray v, cnp.ndarray o
     """out (planes, L, Ev) = softmax(scale · q kᵀ + mask) v per plane, lse (planes, L) = each
     row's logsumexp (-inf for a row with every key masked, whose output is 0); see
     minitorch.backend.KernelBackend.attention_forward."""
-    cdef int dt = buffer_dtype(q, "attention")
+    cdef int dt = float_dtype(q)
     cdef Problem P
-    if dt != DT_F32 and dt != DT_F64:
-        raise TypeError(f"attention: unsupported dtype {DTYPE_NAMES[dt]} (float32 or float64 "
-                        "only)")
     keep_alive = setup(&P, dt, q, k, v, sizes, q_view, k_view, v_view, scale, causal, mask,
                        mask_view, keep, keep_scale)
     check_float(out, dt, "out", True)
@@ -547,11 +553,8 @@ def attention_backward(cnp.ndarray g, cnp.ndarray q, cnp.ndarray k, cnp.ndarray 
     """dq (planes, L, E), dk (planes, S, E), dv (planes, S, Ev) = the gradients of
     attention_forward from the output gradient g, its out and lse; see
     minitorch.backend.KernelBackend.attention_backward."""
-    cdef int dt = buffer_dtype(q, "attention")
+    cdef int dt = float_dtype(q)
     cdef Problem P
-    if dt != DT_F32 and dt != DT_F64:
-        raise TypeError(f"attention: unsupported dtype {DTYPE_NAMES[dt]} (float32 or float64 "
-                        "only)")
     keep_alive = setup(&P, dt, q, k, v, sizes, q_view, k_view, v_view, scale, causal, mask,
                        mask_view, keep, keep_scale)
     check_float(g, dt, "g")
