@@ -1,6 +1,6 @@
 """Adadelta, torch's single-tensor rule operation for operation."""
 from ._checks import check_lr, check_non_negative, check_not_differentiable, to_scalar
-from .optimizer import Optimizer, _foreach_buckets, _foreach_step, _gradient
+from .optimizer import Optimizer, _gradient
 
 __all__ = ["Adadelta"]
 
@@ -24,22 +24,16 @@ class Adadelta(Optimizer):
     def _state_of(self, param, group):
         return self._new_state(param, "square_avg", "acc_delta")
 
-    def _foreach_update(self, params, group):
-        """Every compact parameter of one dtype and device in one foreach_adadelta call; returns
-        the rest (and everything with capturable=True) for the per-parameter rule."""
-        if group["capturable"]:
-            return params
+    _foreach_rule = "adadelta"
 
-        def tensors_of(param):
-            state = self._state_of(param, group)
-            return param, param.grad, state["square_avg"], state["acc_delta"]
-        buckets, rest = _foreach_buckets(params, tensors_of)
-        for batch in buckets.values():
-            if not _foreach_step(batch, [self.state[t[0]] for t in batch], "adadelta",
-                                 to_scalar(group["lr"]), group["rho"], group["eps"],
-                                 group["weight_decay"], group["maximize"]):
-                rest.extend(t[0] for t in batch)
-        return rest
+    def _foreach_tensors(self, param, group):
+        state = self._state_of(param, group)
+        return param, param.grad, state["square_avg"], state["acc_delta"]
+
+    @staticmethod
+    def _foreach_scalars(group):
+        return (to_scalar(group["lr"]), group["rho"], group["eps"], group["weight_decay"],
+                group["maximize"])
 
     @staticmethod
     def _update(param, state, group):

@@ -3,7 +3,7 @@ operation for operation."""
 from ..functions.elementwise import maximum
 from ._checks import (check_betas, check_lr, check_non_negative, check_not_differentiable,
                       to_scalar)
-from .optimizer import Optimizer, _foreach_buckets, _foreach_step, _fusable, _gradient
+from .optimizer import Optimizer, _fusable, _gradient
 
 __all__ = ["Adam", "AdamW"]
 
@@ -31,27 +31,18 @@ class Adam(Optimizer):
         amsgrad = ("max_exp_avg_sq",) if group["amsgrad"] else ()
         return self._new_state(param, "exp_avg", "exp_avg_sq", *amsgrad)
 
-    def _foreach_update(self, params, group):
-        """Every compact parameter of one dtype and device in one foreach_adam call, with the
-        op-by-op rule's bits; returns the rest (everything with capturable=True) for the
-        per-parameter path."""
-        if group["capturable"]:
-            return params
-        amsgrad = group["amsgrad"]
+    _foreach_rule = "adam"
 
-        def tensors_of(param):
-            state = self._state_of(param, group)
-            return (param, param.grad, state["exp_avg"], state["exp_avg_sq"],
-                    state["max_exp_avg_sq"] if amsgrad else None)
-        buckets, rest = _foreach_buckets(params, tensors_of)
+    def _foreach_tensors(self, param, group):
+        state = self._state_of(param, group)
+        return (param, param.grad, state["exp_avg"], state["exp_avg_sq"],
+                state["max_exp_avg_sq"] if group["amsgrad"] else None)
+
+    @staticmethod
+    def _foreach_scalars(group):
         beta1, beta2 = group["betas"]
-        for batch in buckets.values():
-            if not _foreach_step(batch, [self.state[t[0]] for t in batch], "adam",
-                                 to_scalar(group["lr"]), beta1, beta2, group["eps"],
-                                 group["weight_decay"], group["decoupled_weight_decay"],
-                                 group["maximize"]):
-                rest.extend(t[0] for t in batch)
-        return rest
+        return (to_scalar(group["lr"]), beta1, beta2, group["eps"], group["weight_decay"],
+                group["decoupled_weight_decay"], group["maximize"])
 
     @staticmethod
     def _update(param, state, group):

@@ -286,10 +286,31 @@ class Optimizer:
                     self._update(param, self._state_of(param, group), group)
         return loss
 
+    # The multi-tensor step (torch's foreach=None/True) of an optimizer with a counted kernel:
+    # the kernel's name, and which tensors and scalars it takes (see Adam, Adadelta, RMSprop).
+    _foreach_rule = None
+
+    def _foreach_tensors(self, param, group):
+        """(param, grad, state buffers...; None for an absent one) as foreach_<rule> takes them."""
+        raise NotImplementedError
+
+    def _foreach_scalars(self, group):
+        """The hyper-parameters foreach_<rule> takes after the step counters."""
+        raise NotImplementedError
+
     def _foreach_update(self, params, group):
-        """The multi-tensor step of the optimizers that have one (torch's foreach=None/True):
-        updates what one kernel per dtype and device can take, returns the rest."""
-        return params
+        """Every compact parameter of one dtype and device in one foreach_<rule> call, with the
+        op-by-op rule's bits; returns the rest (everything with capturable=True, or all of them
+        for an optimizer without a rule) for the per-parameter path."""
+        if self._foreach_rule is None or group.get("capturable"):
+            return params
+        buckets, rest = _foreach_buckets(params, lambda p: self._foreach_tensors(p, group))
+        scalars = self._foreach_scalars(group)
+        for batch in buckets.values():
+            if not _foreach_step(batch, [self.state[t[0]] for t in batch], self._foreach_rule,
+                                 *scalars):
+                rest.extend(t[0] for t in batch)
+        return rest
 
     def _state_of(self, param, group):
         return self.state[param]

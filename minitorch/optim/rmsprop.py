@@ -1,7 +1,7 @@
 """RMSprop with momentum, centering, weight decay and maximize (torch's update rule)."""
 from ..tensor import zeros_like
 from ._checks import check_lr, check_non_negative, check_not_differentiable, to_scalar
-from .optimizer import Optimizer, _foreach_buckets, _foreach_step, _gradient, _step_counter
+from .optimizer import Optimizer, _gradient, _step_counter
 
 __all__ = ["RMSprop"]
 
@@ -35,23 +35,17 @@ class RMSprop(Optimizer):
                 state["grad_avg"] = zeros_like(param)
         return state
 
-    def _foreach_update(self, params, group):
-        """Every compact parameter of one dtype and device in one foreach_rmsprop call; returns
-        the rest (and everything with capturable=True) for the per-parameter rule."""
-        if group["capturable"]:
-            return params
+    _foreach_rule = "rmsprop"
 
-        def tensors_of(param):
-            state = self._state_of(param, group)
-            return (param, param.grad, state["square_avg"], state.get("momentum_buffer"),
-                    state.get("grad_avg"))
-        buckets, rest = _foreach_buckets(params, tensors_of)
-        for batch in buckets.values():
-            if not _foreach_step(batch, [self.state[t[0]] for t in batch], "rmsprop",
-                                 to_scalar(group["lr"]), group["alpha"], group["eps"],
-                                 group["weight_decay"], group["momentum"], group["maximize"]):
-                rest.extend(t[0] for t in batch)
-        return rest
+    def _foreach_tensors(self, param, group):
+        state = self._state_of(param, group)
+        return (param, param.grad, state["square_avg"], state.get("momentum_buffer"),
+                state.get("grad_avg"))
+
+    @staticmethod
+    def _foreach_scalars(group):
+        return (to_scalar(group["lr"]), group["alpha"], group["eps"], group["weight_decay"],
+                group["momentum"], group["maximize"])
 
     @staticmethod
     def _update(param, state, group):
