@@ -20,6 +20,10 @@ from . import autograd_functional as _autograd_functional, distributions, func, 
 from . import autograd_gradcheck as _autograd_gradcheck
 from . import distributed  # mt.distributed: loads no engine until init_process_group
 from . import accelerator, backends, onnx, serialization, sparse
+from . import amp
+from .amp.autocast_mode import (autocast, clear_autocast_cache, get_autocast_dtype,
+                                is_autocast_available, is_autocast_enabled,
+                                set_autocast_dtype, set_autocast_enabled)
 from .backends._deterministic import (are_deterministic_algorithms_enabled,
                                       is_deterministic_algorithms_warn_only_enabled,
                                       use_deterministic_algorithms)
@@ -59,7 +63,12 @@ from .random import (Generator, bernoulli, binomial, default_generator, get_rng_
 
 float32 = float = _dtypes.float32
 float64 = double = _dtypes.float64
+float16 = half = _dtypes.float16
+bfloat16 = _dtypes.bfloat16
 int64 = long = _dtypes.int64
+int32 = int = _dtypes.int32
+int16 = short = _dtypes.int16
+int8 = _dtypes.int8
 uint8 = _dtypes.uint8
 bool = _dtypes.bool_
 dtype = _dtypes.dtype

@@ -1,8 +1,16 @@
-"""The five dtypes and torch's type-promotion rules.
+"""The ten dtypes and torch's type-promotion rules.
+
+Each dtype has a *storage* (the numpy dtype of its buffers, what the kernels see) and a
+*compute* dtype. The arithmetic kernels exist for float32, float64, int64 and bool; the narrow
+dtypes are storage formats whose arithmetic runs in their compute dtype and is rounded back
+(see NDArray._widened), which is what torch does on the CPU: float16 and bfloat16 compute in
+float32 and round each result once; int8/int16/int32 (and uint8) compute in int64 and wrap
+modulo 2**bits, as C's integer conversion does.
 
 bool is stored as uint8 so that kernels see a plain byte buffer; `numpy()` views it back as bool.
 uint8 shares that storage, so a kernel cannot tell the two apart: the cast kernel takes a
-`to_bool` flag, and uint8 arithmetic runs in int64 and wraps back (see NDArray).
+`to_bool` flag. bfloat16 has no numpy dtype: its buffers are uint16 words (the top half of a
+float32), converted by our own cast kernel.
 """
 import math
 
@@ -10,16 +18,24 @@ import numpy as np
 
 
 class dtype:
-    """A minitorch dtype: `mt.float32`, `mt.float64`, `mt.int64`, `mt.uint8`, `mt.bool`."""
-    __slots__ = ("name", "storage", "numpy_dtype", "itemsize", "is_floating_point", "rank")
+    """A minitorch dtype: `mt.float32`, `mt.float64`, `mt.float16`, `mt.bfloat16`, `mt.int64`,
+    `mt.int32`, `mt.int16`, `mt.int8`, `mt.uint8`, `mt.bool`."""
+    __slots__ = ("name", "storage", "numpy_dtype", "itemsize", "is_floating_point", "rank",
+                 "compute", "is_signed", "bits", "c_name", "torch_name")
 
-    def __init__(self, name, storage, numpy_dtype, is_floating_point, rank):
+    def __init__(self, name, storage, numpy_dtype, is_floating_point, rank, c_name, torch_name):
         self.name = name
         self.storage = np.dtype(storage)          # what the kernels see
-        self.numpy_dtype = np.dtype(numpy_dtype)  # what users see from .numpy()
+        # what users see from .numpy(); None for bfloat16, which numpy lacks
+        self.numpy_dtype = None if numpy_dtype is None else np.dtype(numpy_dtype)
         self.itemsize = self.storage.itemsize
+        self.bits = 8 * self.itemsize
         self.is_floating_point = is_floating_point
-        self.rank = rank                          # bool < uint8 < int64 < float32 < float64
+        self.is_signed = is_floating_point or name.startswith("int")
+        self.rank = rank                          # width order inside a category
+        self.compute = self                       # set below for the narrow dtypes
+        self.c_name = c_name                      # torch's overflow messages name the C type
+        self.torch_name = torch_name              # torch's "not implemented for 'Half'"
 
     def __repr__(self):
         return f"minitorch.{self.name}"
@@ -28,20 +44,25 @@ class dtype:
         return (from_name, (self.name,))
 
 
-bool_ = dtype("bool", np.uint8, np.bool_, False, 0)
-uint8 = dtype("uint8", np.uint8, np.uint8, False, 1)
-int64 = dtype("int64", np.int64, np.int64, False, 2)
-float32 = dtype("float32", np.float32, np.float32, True, 3)
-float64 = dtype("float64", np.float64, np.float64, True, 4)
+bool_ = dtype("bool", np.uint8, np.bool_, False, 0, "bool", "Bool")
+uint8 = dtype("uint8", np.uint8, np.uint8, False, 1, "uint8_t", "Byte")
+int8 = dtype("int8", np.int8, np.int8, False, 1, "int8_t", "Char")
+int16 = dtype("int16", np.int16, np.int16, False, 2, "int16_t", "Short")
+int32 = dtype("int32", np.int32, np.int32, False, 3, "int", "Int")
+int64 = dtype("int64", np.int64, np.int64, False, 4, "int64_t", "Long")
+float16 = dtype("float16", np.float16, np.float16, True, 1, "at::Half", "Half")
+bfloat16 = dtype("bfloat16", np.uint16, None, True, 1, "c10::BFloat16", "BFloat16")
+float32 = dtype("float32", np.float32, np.float32, True, 2, "float", "Float")
+float64 = dtype("float64", np.float64, np.float64, True, 3, "double", "Double")
+for _narrow in (uint8, int8, int16, int32):
+    _narrow.compute = int64
+float16.compute = bfloat16.compute = float32
 
-ALL = (bool_, uint8, int64, float32, float64)
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+NARROW = frozenset(d for d in ALL if d.compute is not d)     # stored narrower than computed
 _BY_NAME = {d.name: d for d in ALL}
 ALL_NAMES = frozenset(_BY_NAME)
-_BY_NUMPY = {np.dtype(np.bool_): bool_, np.dtype(np.uint8): uint8, np.dtype(np.int8): int64,
-             np.dtype(np.int16): int64, np.dtype(np.int32): int64, np.dtype(np.int64): int64,
-             np.dtype(np.uint16): int64, np.dtype(np.uint32): int64,
-             np.dtype(np.float16): float32, np.dtype(np.float32): float32,
-             np.dtype(np.float64): float64}
+_BY_NUMPY = {d.numpy_dtype: d for d in ALL if d.numpy_dtype is not None}
 _default_float = float32
 
 
@@ -50,8 +71,7 @@ def from_name(name):
 
 
 def from_numpy(np_dtype):
-    """The minitorch dtype a numpy array of `np_dtype` becomes (torch.from_numpy's mapping,
-    narrowed to our five dtypes: other integer widths become int64, float16 float32)."""
+    """The minitorch dtype a numpy array of `np_dtype` becomes (torch.from_numpy's mapping)."""
     try:
         return _BY_NUMPY[np.dtype(np_dtype)]
     except KeyError:
@@ -74,10 +94,10 @@ def get_default_dtype():
 
 
 def set_default_dtype(d):
-    """Sets the default floating dtype (torch.set_default_dtype). Only float32 and float64 are
-    accepted (minitorch has no float16/bfloat16)."""
+    """Sets the default floating dtype (torch.set_default_dtype): float32, float64, float16 or
+    bfloat16, as torch accepts."""
     global _default_float
-    if d not in (float32, float64):
+    if not isinstance(d, dtype) or not d.is_floating_point:
         raise TypeError(f"only floating-point types are supported as the default type, got {d}")
     _default_float = d
 
@@ -94,33 +114,48 @@ def scalar_dtype(value):
 
 
 def storage_scalar(value, d):
-    """A Python scalar as the kernels store it in dtype `d`. bool is its truth value; uint8
-    takes C's conversion through int64, modulo 256 (so `x + 300` and `x == -6` see the byte
-    torch sees); NaN, infinities and floats beyond int64 give 0, as the cast kernel does."""
+    """A Python scalar as the kernels store it in dtype `d`. bool is its truth value; the
+    narrow integers take C's conversion through int64, modulo 2**bits (so `x + 300` and
+    `x == -6` see the byte torch sees); NaN, infinities and floats beyond int64 give 0, as the
+    cast kernel does. bfloat16 is the rounded word (`bfloat16_bits`)."""
     if d is bool_:
         return bool(value)      # 0.5 is True (a plain byte store would truncate it to 0)
-    if d is not uint8:
+    if d is bfloat16:
+        return bfloat16_bits(float(value))
+    if d.compute is not int64 or d is int64:
         return value
     if isinstance(value, (float, np.floating)):
         value = int(value) if math.isfinite(value) and abs(value) < 2.0 ** 63 else 0
-    return int(value) % 256
+    value = int(value) % (1 << d.bits)
+    return value - (1 << d.bits) if d.is_signed and value >= 1 << (d.bits - 1) else value
+
+
+def bfloat16_bits(value):
+    """The bfloat16 word nearest to float `value` (through float32, ties to even; NaN is
+    0x7fc0): the conversion the cast kernels do, for scalars."""
+    if math.isnan(value):
+        return 0x7FC0
+    with np.errstate(over="ignore"):
+        word = int(np.array(value, np.float32).view(np.uint32))
+    return ((word + 0x7FFF + ((word >> 16) & 1)) >> 16) & 0xFFFF
 
 
 def check_scalar_fits(value, d, type_name=None):
     """torch's checked conversion (fill, full, where, clamp and tensor() of Python data): uint8
     takes ints in [-255, 255] (negatives wrap, so `a - b` can be read as `a + 255 * b`) and
-    floats in [0, 255]; int64 takes what fits in 64 bits (no NaN or inf); anything else is an
-    overflow. Float and bool dtypes are not range-checked."""
-    if d not in (uint8, int64) or isinstance(value, (bool, np.bool_)):
+    floats in [0, 255]; a signed integer dtype takes what fits in it (no NaN or inf); anything
+    else is an overflow. Float and bool dtypes are not range-checked."""
+    if d.is_floating_point or d is bool_ or isinstance(value, (bool, np.bool_)):
         return
-    if d is int64:
-        fits = -2.0 ** 63 <= value < 2.0 ** 63      # False for NaN
-    elif isinstance(value, (float, np.floating)):
-        fits = 0 <= value <= 255            # False for NaN
+    if d is uint8:
+        if isinstance(value, (float, np.floating)):
+            fits = 0 <= value <= 255            # False for NaN
+        else:
+            fits = -255 <= value <= 255
     else:
-        fits = -255 <= value <= 255
+        fits = -2.0 ** (d.bits - 1) <= value < 2.0 ** (d.bits - 1)      # False for NaN
     if not fits:
-        raise RuntimeError(f"value cannot be converted to type {type_name or d.name + '_t'} "
+        raise RuntimeError(f"value cannot be converted to type {type_name or d.c_name} "
                            "without overflow")
 
 
@@ -132,8 +167,19 @@ def _category(d):
 
 
 def promote_types(a, b):
-    """torch.promote_types for our dtypes: the higher of the two."""
-    return a if a.rank >= b.rank else b
+    """torch.promote_types: bool yields to anything; integers widen (uint8 with int8 meets in
+    int16); any float beats any integer; float16 with bfloat16 meets in float32."""
+    if a is b:
+        return a
+    ca, cb = _category(a), _category(b)
+    if ca != cb:
+        return a if ca > cb else b
+    if ca == 1 and uint8 in (a, b):
+        other = b if a is uint8 else a
+        return int16 if other is int8 else other
+    if a.rank == b.rank:            # float16 and bfloat16
+        return float32
+    return a if a.rank > b.rank else b
 
 
 def result_type(a_dtype, b_dtype, a_priority=2, b_priority=2):
@@ -154,12 +200,16 @@ class finfo:
         if not type.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use "
                             "torch.iinfo to handle 'torch.finfo'")
+        self.dtype, self.bits = type.name, type.bits
+        if type is bfloat16:        # numpy has no bfloat16: float32's range, 8 mantissa bits
+            self.eps, self.max = 2.0 ** -7, float(np.float32(3.3895313892515355e38))
+            self.tiny = self.smallest_normal = 2.0 ** -126
+            self.min, self.resolution = -self.max, 0.01
+            return
         info = np.finfo(type.numpy_dtype)
-        self.dtype = type.name
-        self.bits = info.bits
         self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
         self.tiny = self.smallest_normal = float(info.smallest_normal)
-        self.resolution = float(info.resolution)
+        self.resolution = 10.0 ** -info.precision   # numpy gives float16's as a float16
 
     def __repr__(self):
         return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "

@@ -146,9 +146,11 @@ def _storage_numel(shape, dtype):
 
 _BOOL = dtypes.bool_
 _UINT8, _INT64 = dtypes.uint8, dtypes.int64
-# uint8 shares bool's byte kernels. Those compare unsigned bytes exactly (comparisons, logical
-# ops, maximum/minimum, max/min reductions, predicates), but their arithmetic is logical (add is
-# or): every other uint8 op runs in int64 and is cast back, which wraps modulo 256 like torch.
+# The narrow dtypes (float16, bfloat16, int8/16/32, uint8) are storage formats: their arithmetic
+# runs in the compute dtype (float32, int64) and is rounded or wrapped back (`_widened`), as
+# torch's CPU kernels compute. uint8 shares bool's byte kernels, which compare unsigned bytes
+# exactly (comparisons, logical ops, maximum/minimum, max/min reductions, predicates), so those
+# ops run on uint8 directly; its other arithmetic is logical in the byte kernels (add is or).
 _BYTE_EXACT_UNARY = BOOL_RESULT_UNARY | {UnaryOp.IDENTITY}
 _BYTE_EXACT_BINARY = BOOL_RESULT_BINARY | {BinaryOp.MAXIMUM, BinaryOp.MINIMUM}
 _BYTE_EXACT_REDUCE = frozenset({ReduceOp.MAX, ReduceOp.MIN})
@@ -188,15 +190,26 @@ class NDArray:
     def from_numpy(array, dtype=None, device=CPU):
         """Copy a numpy array (any layout) into a new compact NDArray on `device`."""
         array = np.asarray(array)
-        if dtype is _UINT8 and array.dtype != np.uint8:
-            # numpy's float -> uint8 is platform-defined out of range: our cast kernel wraps
-            return NDArray.from_numpy(array, None, device).astype(_UINT8)
+        if dtype is not None and dtype.compute is not dtype and array.dtype != dtype.storage:
+            # numpy's float -> int8 is platform-defined out of range (our cast kernel wraps) and
+            # numpy has no bfloat16: the narrow dtypes come through our cast kernel
+            return NDArray.from_numpy(array, None, device).astype(dtype)
         dtype = dtype or dtypes.from_numpy(array.dtype)
         if dtype is _BOOL and array.dtype != np.bool_:
             array = array != 0      # truth values: a byte store would make 0.5 False
         flat = np.array(array, dtype=dtype.storage, order="C", copy=True).reshape(-1)
         backend = get_backend(device)
         shape = tuple(array.shape)
+        return NDArray(backend.from_host(flat), shape, contiguous_strides(shape), 0, dtype, device,
+                       backend)
+
+    @staticmethod
+    def from_storage(array, dtype, device=CPU):
+        """A new compact NDArray of `dtype` from a numpy array already holding its storage
+        values (bfloat16's uint16 words: unpickling, checkpoints)."""
+        flat = np.array(array, dtype=dtype.storage, order="C", copy=True).reshape(-1)
+        backend = get_backend(device)
+        shape = tuple(np.shape(array))
         return NDArray(backend.from_host(flat), shape, contiguous_strides(shape), 0, dtype, device,
                        backend)
 
@@ -210,6 +223,11 @@ class NDArray:
                           offset=self.offset * itemsize,
                           strides=tuple(s * itemsize for s in self.strides))
         return view.view(np.bool_) if self.dtype is dtypes.bool_ else view
+
+    def values(self):
+        """numpy() for every dtype: bfloat16, which numpy lacks, as float32 values (exact)."""
+        return self.astype(dtypes.float32).numpy() if self.dtype is dtypes.bfloat16 else \
+            self.numpy()
 
     # ---- metadata -----------------------------------------------------------------------------
     @property
@@ -502,16 +520,19 @@ class NDArray:
             self.backend.cast(src.flat(), out.buffer, dtype is _BOOL)
         return out
 
-    def _in_int64(self, compute, keep_int64=False):
-        """uint8 arithmetic: compute(self as int64), cast back to uint8 (wrapping modulo 256)
-        unless the result stays int64 (arg-reduction indices)."""
-        out = compute(self.astype(_INT64))
-        return out if keep_int64 else out.astype(_UINT8)
+    def _widened(self, compute, keep_wide=False):
+        """A narrow dtype's arithmetic: compute(self in its compute dtype), rounded (wrapped)
+        back to this dtype when the result has the compute dtype, unless it stays wide
+        (arg-reduction indices). Bool results (comparisons) come back as they are."""
+        wide = self.dtype.compute
+        out = compute(self.astype(wide))
+        return out if keep_wide or out.dtype is not wide else out.astype(self.dtype)
 
     # ---- elementwise --------------------------------------------------------------------------
     def unary(self, op, out_dtype=None):
-        if self.dtype is _UINT8 and op not in _BYTE_EXACT_UNARY:
-            return self._in_int64(lambda wide: wide.unary(op))
+        dtype = self.dtype
+        if dtype.compute is not dtype and (dtype is not _UINT8 or op not in _BYTE_EXACT_UNARY):
+            return self._widened(lambda wide: wide.unary(op, out_dtype and out_dtype.compute))
         # compact(), flat() and _new() inlined for the common compact, unsliced input
         shape, buffer = self.shape, self.buffer
         numel = _NUMEL.get(shape)
@@ -537,8 +558,11 @@ class NDArray:
         CPU operand joins the other's device, as torch lets a CPU scalar tensor do)."""
         if other.device is not self.device:
             self, other = _on_one_device(self, other)
-        if self.dtype is _UINT8 and op not in _BYTE_EXACT_BINARY:
-            return self._in_int64(lambda wide: wide.binary(op, other.astype(_INT64)))
+        dtype = self.dtype
+        if dtype.compute is not dtype and (dtype is not _UINT8 or op not in _BYTE_EXACT_BINARY):
+            return self._widened(lambda wide: wide.binary(op, other.astype(wide.dtype)))
+        if other.dtype is not dtype:    # a scalar in its compute dtype ⊕ a 16-bit float array
+            return other._widened(lambda wide: self.binary(op, wide))
         a, b, shape = self, other, self.shape
         if other.shape != shape:
             if not other.shape:     # a 0-d operand (a scalar): broadcast by stride 0 directly
@@ -565,6 +589,11 @@ class NDArray:
         """a where self (bool) else b, all three broadcast together (on one device)."""
         if a.device is not self.device or b.device is not self.device:
             self, a, b = _on_one_device(self, a, b)
+        narrow = next((x.dtype for x in (a, b) if x.dtype.compute is not x.dtype and
+                       x.dtype is not _UINT8), None)
+        if narrow is not None:      # no 8/16/32-bit select kernel (a scalar may be held wide)
+            wide = narrow.compute
+            return self.where(a.astype(wide), b.astype(wide)).astype(narrow)
         shape = broadcast_shapes(broadcast_shapes(self.shape, a.shape), b.shape)
         c, a, b = (x._broadcast_view(shape) for x in (self, a, b))
         out = a._new(shape)
@@ -577,9 +606,10 @@ class NDArray:
     def reduce(self, op, dims=None, keepdim=False):
         """Reduce over `dims` (None = all). A contiguous group of reduced axes is reduced in
         place as the middle axis of (outer, n, inner); other layouts are permuted last first."""
-        if self.dtype is _UINT8 and op not in _BYTE_EXACT_REDUCE:
-            return self._in_int64(lambda wide: wide.reduce(op, dims, keepdim),
-                                  keep_int64=op in INDEX_RESULT_REDUCE)
+        dtype = self.dtype
+        if dtype.compute is not dtype and (dtype is not _UINT8 or op not in _BYTE_EXACT_REDUCE):
+            return self._widened(lambda wide: wide.reduce(op, dims, keepdim),
+                                 keep_wide=op in INDEX_RESULT_REDUCE)
         dims = normalize_dims(dims, self.ndim)
         out_dtype = dtypes.int64 if op in INDEX_RESULT_REDUCE else self.dtype
         kept_shape = tuple(1 if i in dims else s for i, s in enumerate(self.shape))
@@ -618,6 +648,8 @@ class NDArray:
 
     def softmax_last(self, log):
         """softmax (log_softmax when `log`) over the last axis: one fused kernel over rows."""
+        if self.dtype.compute is not self.dtype:
+            return self._widened(lambda wide: wide.softmax_last(log))
         src, out = self.compact(), self._new(self.shape)
         if out.size:
             self.backend.softmax_last(src.flat(), out.buffer, self.shape[-1], log)
@@ -625,6 +657,9 @@ class NDArray:
 
     def softmax_backward_last(self, y, log):
         """The input gradient of softmax_last from this output gradient and the output y."""
+        if self.dtype.compute is not self.dtype:
+            return self._widened(lambda wide: wide.softmax_backward_last(y.astype(wide.dtype),
+                                                                          log))
         g, y, out = self.compact(), y.compact(), self._new(self.shape)
         if out.size:
             self.backend.softmax_backward_last(g.flat(), y.flat(), out.buffer, self.shape[-1],
@@ -633,8 +668,8 @@ class NDArray:
 
     def scan(self, op, dim):
         """Inclusive cumulative SUM or PROD along `dim`."""
-        if self.dtype is _UINT8:
-            return self._in_int64(lambda wide: wide.scan(op, dim))
+        if self.dtype.compute is not self.dtype:
+            return self._widened(lambda wide: wide.scan(op, dim))
         dim = normalize_dim(dim, self.ndim)
         src = self.compact()
         out = self._new(self.shape)
@@ -651,6 +686,8 @@ class NDArray:
         (m, k), (k2, n) = self.shape[-2:], other.shape[-2:]
         if k != k2:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n})")
+        if self.dtype.compute is not self.dtype:
+            return self._widened(lambda wide: wide.matmul(other.astype(wide.dtype)))
         if self.ndim == 2 and other.ndim == 2:     # the common case, without batch bookkeeping
             out = self._new((m, n))
             if out.size:
@@ -768,10 +805,10 @@ class NDArray:
 
 def _accumulation_target(region, accumulate):
     """The compact array an index kernel writes for `region` (itself when compact), assigned
-    back afterwards. uint8 accumulates in int64: the byte kernels add bools (logical or), and
-    the assignment back wraps modulo 256."""
-    if accumulate and region.dtype is _UINT8:
-        return region.astype(_INT64)
+    back afterwards. A narrow dtype accumulates in its compute dtype (the byte kernels add
+    bools, logical or; there are no 16/32-bit adds), and the assignment back rounds or wraps."""
+    if accumulate and region.dtype.compute is not region.dtype:
+        return region.astype(region.dtype.compute)
     return region if region.is_compact() else region.copy()
 
 

@@ -3,6 +3,8 @@ import math
 
 import numpy as np
 
+from . import dtypes
+
 _options = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80,
             "sci_mode": None}
 
@@ -103,7 +105,7 @@ def _summary_values(values, edge):
 
 
 def tensor_repr(t):
-    values = t.detach().cpu()._data.numpy()
+    values = t.detach().cpu()._data.values()
     summarize = values.size > _options["threshold"]
     shown = _summary_values(values, _options["edgeitems"]) if summarize else values
     formatter = _Formatter(shown.astype(np.float64) if t.dtype.is_floating_point else shown,
@@ -120,7 +122,6 @@ def tensor_repr(t):
         suffixes.append(f"size={tuple(values.shape)}")
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
-    from . import dtypes
     default_for_kind = {True: dtypes.get_default_dtype(), False: dtypes.int64}
     if t.dtype is not dtypes.bool_ and t.dtype is not default_for_kind[
             t.dtype.is_floating_point]:

@@ -216,12 +216,13 @@ def _draw_floats(size, dtype, device, requires_grad, generator, method):
     shape = check_shape(_shape_args(size))
     dtype = dtype or dtypes.get_default_dtype()
     device = Device(device) if device is not None else CPU
-    host = np.empty(math.prod(shape), dtype.storage)
-    getattr(host_rng(generator), method)(dtype=dtype.storage, out=host)
+    wide = dtype.compute        # float16 / bfloat16 draw in float32 and are rounded by our cast
+    host = np.empty(math.prod(shape), wide.storage)
+    getattr(host_rng(generator), method)(dtype=wide.storage, out=host)
     backend = get_backend(device)
     buffer = host if device.type == "cpu" else backend.from_host(host)
-    return wrap(NDArray(buffer, shape, contiguous_strides(shape), 0, dtype, device, backend),
-                requires_grad)
+    drawn = NDArray(buffer, shape, contiguous_strides(shape), 0, wide, device, backend)
+    return wrap(drawn.astype(dtype), requires_grad)
 
 
 def _check_float(dtype, kernel):

@@ -176,8 +176,7 @@ def full_in_layout(shape, order, strides, fill, dtype, device):
     return NDArray(stored.buffer, shape, strides, 0, dtype, device, stored.backend)
 
 
-_TORCH_TYPE_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "uint8": "Byte",
-                     "bool": "Bool"}
+_TORCH_TYPE_NAMES = {d.name: d.torch_name for d in dtypes.ALL}
 
 
 def write_out(out, result, function, warn_resize=True):
@@ -234,8 +233,7 @@ def _check_assigned_grad(t, grad):
                            "are on the same device")
 
 
-_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
-               "uint8": "ByteTensor", "bool": "BoolTensor"}
+_TYPE_NAMES = {d.name: d.torch_name + "Tensor" for d in dtypes.ALL}
 
 
 def _matrix_transpose(t, name, scalar_warning):
@@ -519,8 +517,6 @@ class Tensor(TensorBase, _OpMethods):
             prefix = "torch.cuda." if self.is_cuda else "torch."
             return prefix + _TYPE_NAMES[self.dtype.name]
         if isinstance(dtype, _LegacyTensorType):      # t.type(mt.DoubleTensor)
-            if dtype.dtype is None:
-                dtype()                               # raises, naming the missing dtype
             return self.to(device="cpu", dtype=dtype.dtype)
         if not isinstance(dtype, str):
             return self.to(dtype)
@@ -544,7 +540,9 @@ class Tensor(TensorBase, _OpMethods):
         if self.is_cuda and not force:
             raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() "
                             "to copy the tensor to host memory first.")
-        return self._data.numpy()
+        if self.dtype is dtypes.bfloat16:
+            raise TypeError("Got unsupported ScalarType BFloat16")
+        return self._data.to_device(CPU).numpy() if force else self._data.numpy()
 
     def __array__(self, dtype=None, copy=None):
         """np.asarray(t): a view of a CPU tensor's memory, with torch's refusals (a tensor that
@@ -563,14 +561,14 @@ class Tensor(TensorBase, _OpMethods):
 
     def tolist(self):
         """torch.Tensor.tolist: the values as (nested) Python numbers."""
-        return self.detach().cpu()._data.numpy().tolist()
+        return self.detach().cpu()._data.values().tolist()
 
     def item(self):
         """torch.Tensor.item: the value of a one-element tensor as a Python number."""
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
                                "Scalar")
-        return self.detach().cpu()._data.numpy().reshape(()).item()
+        return self.detach().cpu()._data.values().reshape(()).item()
 
     def __bool__(self):
         if self.numel() != 1:
@@ -620,8 +618,8 @@ class Tensor(TensorBase, _OpMethods):
         return id(self)
 
     def __reduce_ex__(self, protocol):
-        return (_rebuild, (self.detach().cpu().numpy(), self.dtype.name, str(self.device),
-                           self.requires_grad))
+        return (_rebuild, (self.detach().cpu()._data.compact().numpy(), self.dtype.name,
+                           str(self.device), self.requires_grad))
 
     # ---- device / dtype moves -----------------------------------------------------------------
     def cuda(self, device=None, non_blocking=False):
@@ -646,9 +644,16 @@ class Tensor(TensorBase, _OpMethods):
         return self.to(dtypes.int64)
 
     def int(self):
-        """torch.Tensor.int: self as int64, NOT int32 as in torch: minitorch has no int32 dtype, so
-        values beyond int32's range do not wrap as they would in torch."""
-        return self.to(dtypes.int64)
+        """torch.Tensor.int: self as int32."""
+        return self.to(dtypes.int32)
+
+    def short(self):
+        """torch.Tensor.short: self as int16."""
+        return self.to(dtypes.int16)
+
+    def char(self):
+        """torch.Tensor.char: self as int8."""
+        return self.to(dtypes.int8)
 
     def bool(self):
         """torch.Tensor.bool: self as bool."""
@@ -659,9 +664,12 @@ class Tensor(TensorBase, _OpMethods):
         return self.to(dtypes.uint8)
 
     def half(self):
-        """torch.Tensor.half: self as float32, NOT float16 as in torch: minitorch has no float16
-        dtype yet, so the result keeps float32's precision, range and memory use."""
-        return self.to(dtypes.float32)
+        """torch.Tensor.half: self as float16."""
+        return self.to(dtypes.float16)
+
+    def bfloat16(self):
+        """torch.Tensor.bfloat16: self as bfloat16."""
+        return self.to(dtypes.bfloat16)
 
     # ---- autograd -----------------------------------------------------------------------------
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -856,7 +864,7 @@ class Tensor(TensorBase, _OpMethods):
         return self._write_python_values([callable(a, b) for a, b in pairs])
 
     def _python_values(self):
-        return self._data.numpy().reshape(-1).tolist()
+        return self._data.values().reshape(-1).tolist()
 
     def _write_python_values(self, values):
         """apply_ / map_'s results (a flat list in row-major order) written into self."""
@@ -886,8 +894,12 @@ def wrap_into(target, data, requires_grad=False):
 
 
 def _rebuild(array, dtype_name, device_name, requires_grad):
-    return tensor(array, dtype=dtypes.from_name(dtype_name), device=device_name,
-                  requires_grad=requires_grad)
+    """Unpickling: `array` holds the values in the dtype's storage (bfloat16's words)."""
+    dtype = dtypes.from_name(dtype_name)
+    if dtype is dtypes.bfloat16:
+        data = NDArray.from_storage(array, dtype, Device(device_name))
+        return wrap(data).requires_grad_(requires_grad)
+    return tensor(array, dtype=dtype, device=device_name, requires_grad=requires_grad)
 
 
 # ---- creation ---------------------------------------------------------------------------------
@@ -934,9 +946,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     pin_memory is accepted and changes nothing (see Tensor.pin_memory)."""
     dtypes.check_dtype_arg("tensor", dtype)
     if isinstance(data, Tensor):
-        data = data.detach().cpu()._data.numpy()
+        dtype = dtype or data.dtype     # (bfloat16's values come as float32)
+        data = data.detach().cpu()._data.values()
     elif isinstance(data, (list, tuple)) and data and _contains_tensor(data):
-        data = [np.asarray(x.detach().cpu()._data.numpy()) if isinstance(x, Tensor) else x
+        data = [np.asarray(x.detach().cpu()._data.values()) if isinstance(x, Tensor) else x
                 for x in data]
     if dtype is None:
         dtype = _infer_dtype(data)
@@ -1291,10 +1304,6 @@ class _LegacyTensorType(type):
     tensor. They are not subclasses of Tensor and `type(mt.FloatTensor(2))` is Tensor."""
 
     def __call__(cls, *args, device=None):
-        if cls.dtype is None:
-            raise TypeError(f"mt.{cls.__name__} is not available: minitorch has no "
-                            f"{cls.missing} dtype (its dtypes: float32, float64, int64, uint8, "
-                            f"bool). Use one of those, e.g. mt.tensor(data, dtype=mt.int64).")
         if device is not None and Device(device) != CPU:
             raise RuntimeError(f"legacy constructor expects device type: cpu but device type: "
                                f"{Device(device).type} was passed")
@@ -1338,10 +1347,10 @@ def _legacy_new(dtype, args):
     return zeros(*args, dtype=dtype)
 
 
-def _legacy_type(name, dtype, missing=None):
-    return _LegacyTensorType(name, (), {"dtype": dtype, "missing": missing,
+def _legacy_type(name, dtype):
+    return _LegacyTensorType(name, (), {"dtype": dtype,
                                         "__module__": "minitorch", "__doc__":
-                                        f"torch.{name}: the legacy {missing or dtype.name} "
+                                        f"torch.{name}: the legacy {dtype.name} "
                                         "constructor (see _legacy_new)."})
 
 
@@ -1350,11 +1359,10 @@ DoubleTensor = _legacy_type("DoubleTensor", dtypes.float64)
 LongTensor = _legacy_type("LongTensor", dtypes.int64)
 ByteTensor = _legacy_type("ByteTensor", dtypes.uint8)
 BoolTensor = _legacy_type("BoolTensor", dtypes.bool_)
-# torch's other typed constructors name dtypes minitorch lacks: they raise, naming the dtype.
-IntTensor = _legacy_type("IntTensor", None, "int32")
-ShortTensor = _legacy_type("ShortTensor", None, "int16")
-CharTensor = _legacy_type("CharTensor", None, "int8")
-HalfTensor = _legacy_type("HalfTensor", None, "float16")
-BFloat16Tensor = _legacy_type("BFloat16Tensor", None, "bfloat16")
+IntTensor = _legacy_type("IntTensor", dtypes.int32)
+ShortTensor = _legacy_type("ShortTensor", dtypes.int16)
+CharTensor = _legacy_type("CharTensor", dtypes.int8)
+HalfTensor = _legacy_type("HalfTensor", dtypes.float16)
+BFloat16Tensor = _legacy_type("BFloat16Tensor", dtypes.bfloat16)
 LEGACY_TYPES = ("FloatTensor", "DoubleTensor", "LongTensor", "ByteTensor", "BoolTensor",
                 "IntTensor", "ShortTensor", "CharTensor", "HalfTensor", "BFloat16Tensor")

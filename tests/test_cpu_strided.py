@@ -408,5 +408,5 @@ def test_cast_special_values():
 def test_cast_validation():
     with pytest.raises(ValueError):
         cast(np.ones(3, np.float32), np.empty(4, np.float64))
-    with pytest.raises(TypeError, match="int32"):
-        cast(np.ones(3, np.int32), np.empty(3, np.float64))
+    with pytest.raises(TypeError, match="uint32"):
+        cast(np.ones(3, np.uint32), np.empty(3, np.float64))

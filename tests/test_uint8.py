@@ -53,7 +53,7 @@ def test_dtype_object():
     assert mt.uint8.itemsize == 1 and not mt.uint8.is_floating_point
     assert mt.uint8 is not mt.bool and mt.dtypes.from_name("uint8") is mt.uint8
     assert mt.dtypes.from_numpy(np.uint8) is mt.uint8
-    assert mt.dtypes.from_numpy(np.int8) is mt.int64      # other widths still become int64
+    assert mt.dtypes.from_numpy(np.int8) is mt.int8
 
 
 DTYPE_NAMES = ["bool", "uint8", "int64", "float32", "float64"]

@@ -22,6 +22,14 @@ from .unary import unary
 from .allocator import empty, full
 
 
+# Kernels that functions call directly and that loop over the compute dtypes only: their narrow
+# (float16, bfloat16, int8/16/32) buffers are widened around the call (widen.py). Pure data
+# movement (compact, join, gather, take, …) moves narrow elements as they are; NDArray widens
+# the elementwise, reduction, scan and softmax kernels itself (they sit on every op's path).
+from .widen import NARROW_VIA_WIDE, wrap_kernels
+wrap_kernels(globals(), NARROW_VIA_WIDE, empty, cast)
+
+
 def from_host(array):
     """A host array becomes a CPU buffer as it is (callers pass a fresh copy)."""
     return array

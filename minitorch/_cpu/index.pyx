@@ -6,10 +6,11 @@ Arrays are viewed as (outer, dim, inner), compact. Every index is checked before
 written, so a bad index raises IndexError and leaves `out` untouched. Writes that may collide
 (duplicate indices) run in index order; only slices that can never collide go in parallel.
 """
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from cython.parallel cimport prange
 cimport numpy as cnp
+import numpy as np
 
 from minitorch._cpu.common cimport (omp_get_max_threads, PARALLEL_MIN_ELEMENTS)
 from minitorch._cpu.opcodes cimport *
@@ -18,6 +19,7 @@ cnp.import_array()
 
 ctypedef fused move_t:      # copies only care about the element width
     uint8_t
+    uint16_t
     uint32_t
     uint64_t
 
@@ -65,6 +67,24 @@ cdef int check_values(cnp.ndarray a, cnp.ndarray b, str a_name, str b_name) exce
         raise TypeError(f"{a_name} has dtype {(<object>a).dtype} but {b_name} has dtype "
                         f"{(<object>b).dtype}")
     return ca
+
+
+MOVABLE = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int64, np.uint8, np.bool_,
+                                         np.int32, np.int16, np.int8, np.float16, np.uint16))
+
+
+cdef Py_ssize_t check_movable(cnp.ndarray a, cnp.ndarray b, str a_name, str b_name) except -1:
+    """Both buffers share one dtype of any storage (copies only care about the element width:
+    the narrow dtypes move too); returns the width in bytes."""
+    cdef int ta = cnp.PyArray_TYPE(a), tb = cnp.PyArray_TYPE(b)
+    cdef Py_ssize_t width = cnp.PyArray_ITEMSIZE(a)
+    if (<object>a).dtype not in MOVABLE:
+        raise TypeError(f"unsupported dtype {(<object>a).dtype}: expected one of minitorch's "
+                        "storage dtypes")
+    if ta != tb and not cnp.PyArray_EquivTypenums(ta, tb):
+        raise TypeError(f"{a_name} has dtype {(<object>a).dtype} but {b_name} has dtype "
+                        f"{(<object>b).dtype}")
+    return width
 
 
 cdef int check_sizes(Py_ssize_t a, Py_ssize_t b, Py_ssize_t c, Py_ssize_t d) except -1:
@@ -299,21 +319,23 @@ def gather(cnp.ndarray a, cnp.ndarray index, cnp.ndarray out, Py_ssize_t outer,
            Py_ssize_t a_dim, Py_ssize_t index_dim, Py_ssize_t inner):
     """out[o, j, i] = a[o, index[o, j, i], i]; a is (outer, a_dim, inner)."""
     cdef Py_ssize_t n = outer * index_dim * inner
-    cdef int code
+    cdef Py_ssize_t width
     cdef void* pa
     cdef void* po
     cdef const int64_t* pi
     check_sizes(outer, a_dim, index_dim, inner)
-    code = check_values(a, out, "a", "out")
+    width = check_movable(a, out, "a", "out")
     check_buffer(a, "a", outer * a_dim * inner, False)
     check_buffer(out, "out", n, True)
     check_index(index, n, a_dim)
     pa, po = cnp.PyArray_DATA(a), cnp.PyArray_DATA(out)
     pi = <const int64_t*>cnp.PyArray_DATA(index)
     with nogil:
-        if code == 3:
+        if width == 1:
             gather_slices(<uint8_t*>pa, pi, <uint8_t*>po, outer, a_dim, index_dim, inner)
-        elif code == 0:
+        elif width == 2:
+            gather_slices(<uint16_t*>pa, pi, <uint16_t*>po, outer, a_dim, index_dim, inner)
+        elif width == 4:
             gather_slices(<uint32_t*>pa, pi, <uint32_t*>po, outer, a_dim, index_dim, inner)
         else:
             gather_slices(<uint64_t*>pa, pi, <uint64_t*>po, outer, a_dim, index_dim, inner)
@@ -378,7 +400,7 @@ def index_select(cnp.ndarray a, cnp.ndarray index, cnp.ndarray out, Py_ssize_t o
     cdef char* po
     cdef const int64_t* pi
     check_sizes(outer, a_dim, n_index, inner)
-    check_values(a, out, "a", "out")
+    check_movable(a, out, "a", "out")
     check_buffer(a, "a", outer * a_dim * inner, False)
     check_buffer(out, "out", outer * n_index * inner, True)
     check_index(index, n_index, a_dim)
@@ -416,12 +438,11 @@ def index_add(cnp.ndarray src, cnp.ndarray index, cnp.ndarray out, Py_ssize_t ou
 
 def take(cnp.ndarray a, cnp.ndarray offsets, cnp.ndarray out):
     """out[i] = a[offsets[i]] (flat element offsets into the buffer a)."""
-    cdef Py_ssize_t n
-    cdef int code
+    cdef Py_ssize_t n, width
     cdef void* pa
     cdef void* po
     cdef const int64_t* pi
-    code = check_values(a, out, "a", "out")
+    width = check_movable(a, out, "a", "out")
     check_buffer(a, "a", 0, False)
     check_buffer(offsets, "offsets", 0, False)
     n = cnp.PyArray_DIM(offsets, 0)
@@ -430,9 +451,11 @@ def take(cnp.ndarray a, cnp.ndarray offsets, cnp.ndarray out):
     pa, po = cnp.PyArray_DATA(a), cnp.PyArray_DATA(out)
     pi = <const int64_t*>cnp.PyArray_DATA(offsets)
     with nogil:
-        if code == 3:
+        if width == 1:
             take_elems(<uint8_t*>pa, pi, <uint8_t*>po, n)
-        elif code == 0:
+        elif width == 2:
+            take_elems(<uint16_t*>pa, pi, <uint16_t*>po, n)
+        elif width == 4:
             take_elems(<uint32_t*>pa, pi, <uint32_t*>po, n)
         else:
             take_elems(<uint64_t*>pa, pi, <uint64_t*>po, n)

@@ -8,7 +8,7 @@ badly row by row get one of two layouts: transposes go through square tiles, sho
 (im2col's kernel rows) through a table of offsets for a block of inner axes. Threads split the
 walk only where their writes provably cannot meet (see `plan`).
 """
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cython.parallel cimport prange
@@ -21,6 +21,7 @@ cnp.import_array()
 
 ctypedef fused move_t:      # pure data movement only cares about the element width
     uint8_t
+    uint16_t
     uint32_t
     uint64_t
 
@@ -575,7 +576,7 @@ cdef inline void add_part(value_t* dst, const Py_ssize_t* sd, const value_t* src
 cdef int move_dispatch(cnp.ndarray dst, Py_ssize_t dst_start, Py_ssize_t* sd, cnp.ndarray src,
                        Py_ssize_t src_start, Py_ssize_t* ss, int nd, Py_ssize_t* shape,
                        Py_ssize_t size, bint dst_injective, bint view_is_dst) except -1:
-    """Call copy_driver with the element width of the buffers (1, 4 or 8 bytes)."""
+    """Call copy_driver with the element width of the buffers (1, 2, 4 or 8 bytes)."""
     cdef Py_ssize_t width = cnp.PyArray_ITEMSIZE(dst)
     cdef char* d = <char*>cnp.PyArray_DATA(dst) + dst_start * width
     cdef char* s = <char*>cnp.PyArray_DATA(src) + src_start * width
@@ -587,12 +588,17 @@ cdef int move_dispatch(cnp.ndarray dst, Py_ssize_t dst_start, Py_ssize_t* sd, cn
         with nogil:
             copy_driver(<uint64_t*>d, sd, <uint64_t*>s, ss, nd, shape, size, dst_injective,
                         view_is_dst)
+    elif width == 2:
+        with nogil:
+            copy_driver(<uint16_t*>d, sd, <uint16_t*>s, ss, nd, shape, size, dst_injective,
+                        view_is_dst)
     elif width == 1:
         with nogil:
             copy_driver(<uint8_t*>d, sd, <uint8_t*>s, ss, nd, shape, size, dst_injective,
                         view_is_dst)
     else:
-        raise TypeError(f"unsupported dtype {(<object>dst).dtype}: elements of 1, 4 or 8 bytes")
+        raise TypeError(f"unsupported dtype {(<object>dst).dtype}: elements of 1, 2, 4 or 8 "
+                        "bytes")
     return 0
 
 
@@ -694,25 +700,60 @@ def strided_add(cnp.ndarray src, cnp.ndarray out, shape, strides, Py_ssize_t off
 # ---------------------------------------------------------------------------------------------
 # cast
 
+cdef extern from "half.h" nogil:
+    float mt_half_to_float(uint16_t h)
+    uint16_t mt_float_to_half(float f)
+    float mt_bfloat16_to_float(uint16_t h)
+    uint16_t mt_float_to_bfloat16(float f)
+
 ctypedef fused src_t:
     float
     double
     int64_t
+    int32_t
+    int16_t
+    int8_t
     uint8_t
 
 ctypedef fused dst_t:
     float
     double
     int64_t
+    int32_t
+    int16_t
+    int8_t
     uint8_t
+
+cdef enum:
+    # cast's codes: the arithmetic storages, the narrow integers, then the 16-bit floats (which
+    # are converted through float32 by half.h's functions)
+    CODE_F32, CODE_F64, CODE_I64, CODE_U8, CODE_I32, CODE_I16, CODE_I8, CODE_F16, CODE_BF16
+    HALF_BLOCK = 512            # 16-bit float elements converted per step through a float block
+
+
+cdef int cast_code(cnp.ndarray a) except -1:
+    """Every storage dtype: value_code's four, int32/16/8, float16 and uint16 (bfloat16 words)."""
+    cdef int t = cnp.PyArray_TYPE(a)
+    cdef Py_ssize_t size = cnp.PyArray_ITEMSIZE(a)
+    if t == cnp.NPY_FLOAT16:
+        return CODE_F16
+    if t == cnp.NPY_UINT16:
+        return CODE_BF16
+    if t == cnp.NPY_INT8:
+        return CODE_I8
+    if t == cnp.NPY_INT16:
+        return CODE_I16
+    if t == cnp.NPY_INT32 and size == 4:
+        return CODE_I32
+    return value_code(a)
 
 
 cdef inline void cast_range(const src_t* a, dst_t* out, Py_ssize_t n,
                             bint to_bool) noexcept nogil:
     """C conversion (float to int truncates toward zero), one loop per kind so each vectorizes.
-    A uint8 buffer holds bool or uint8: to bool it is a != 0 (NaN is 1); to uint8 the value
-    goes through int64 and keeps its low byte (torch's modulo-256 wrap; C leaves a float out of
-    uint8_t's range undefined, but not one in int64's)."""
+    A uint8 buffer holds bool or uint8: to bool it is a != 0 (NaN is 1). Narrow integers take
+    the value through int64 and keep its low bits (torch's wrap; C leaves a float out of a
+    narrow type's range undefined, but not one in int64's)."""
     cdef Py_ssize_t i
     if dst_t is uint8_t:
         if to_bool:
@@ -721,6 +762,9 @@ cdef inline void cast_range(const src_t* a, dst_t* out, Py_ssize_t n,
         else:
             for i in range(n):
                 out[i] = <uint8_t><int64_t>a[i]
+    elif dst_t is int32_t or dst_t is int16_t or dst_t is int8_t:
+        for i in range(n):
+            out[i] = <dst_t><int64_t>a[i]
     else:
         for i in range(n):
             out[i] = <dst_t>a[i]
@@ -740,27 +784,92 @@ cdef void cast_loop(const src_t* a, dst_t* out, Py_ssize_t n, bint to_bool) noex
 
 cdef void cast_to(const src_t* a, void* out, int out_code, Py_ssize_t n,
                   bint to_bool) noexcept nogil:
-    if out_code == 0:
+    if out_code == CODE_F32:
         cast_loop(a, <float*>out, n, to_bool)
-    elif out_code == 1:
+    elif out_code == CODE_F64:
         cast_loop(a, <double*>out, n, to_bool)
-    elif out_code == 2:
+    elif out_code == CODE_I64:
         cast_loop(a, <int64_t*>out, n, to_bool)
+    elif out_code == CODE_I32:
+        cast_loop(a, <int32_t*>out, n, to_bool)
+    elif out_code == CODE_I16:
+        cast_loop(a, <int16_t*>out, n, to_bool)
+    elif out_code == CODE_I8:
+        cast_loop(a, <int8_t*>out, n, to_bool)
     else:
         cast_loop(a, <uint8_t*>out, n, to_bool)
 
 
+cdef void cast_from(const void* a, int code, void* out, int out_code, Py_ssize_t n,
+                    bint to_bool) noexcept nogil:
+    """cast_to for a source of any non-16-bit code."""
+    if code == CODE_F32:
+        cast_to(<const float*>a, out, out_code, n, to_bool)
+    elif code == CODE_F64:
+        cast_to(<const double*>a, out, out_code, n, to_bool)
+    elif code == CODE_I64:
+        cast_to(<const int64_t*>a, out, out_code, n, to_bool)
+    elif code == CODE_I32:
+        cast_to(<const int32_t*>a, out, out_code, n, to_bool)
+    elif code == CODE_I16:
+        cast_to(<const int16_t*>a, out, out_code, n, to_bool)
+    elif code == CODE_I8:
+        cast_to(<const int8_t*>a, out, out_code, n, to_bool)
+    else:
+        cast_to(<const uint8_t*>a, out, out_code, n, to_bool)
+
+
+cdef void cast_16bit(const char* a, int code, char* out, int out_code, Py_ssize_t n,
+                     bint to_bool) noexcept nogil:
+    """A cast with a float16 or bfloat16 side, through float32 (as torch converts them: a double
+    rounds to float first), HALF_BLOCK elements at a time in a stack buffer."""
+    cdef float block[HALF_BLOCK]
+    cdef Py_ssize_t start = 0, m, i
+    cdef const uint16_t* h
+    cdef uint16_t* o
+    cdef Py_ssize_t in_size = 2 if code >= CODE_F16 else elem_size(code)
+    cdef Py_ssize_t out_size = 2 if out_code >= CODE_F16 else elem_size(out_code)
+    while start < n:
+        m = min(<Py_ssize_t>HALF_BLOCK, n - start)
+        if code == CODE_F16 or code == CODE_BF16:
+            h = <const uint16_t*>(a + start * 2)
+            for i in range(m):
+                block[i] = mt_half_to_float(h[i]) if code == CODE_F16 else \
+                    mt_bfloat16_to_float(h[i])
+        else:
+            cast_from(a + start * in_size, code, block, CODE_F32, m, to_bool)
+        if out_code == CODE_F16 or out_code == CODE_BF16:
+            o = <uint16_t*>(out + start * 2)
+            for i in range(m):
+                o[i] = mt_float_to_half(block[i]) if out_code == CODE_F16 else \
+                    mt_float_to_bfloat16(block[i])
+        else:
+            cast_to(<const float*>block, out + start * out_size, out_code, m, to_bool)
+        start += m
+
+
+cdef inline Py_ssize_t elem_size(int code) noexcept nogil:
+    if code == CODE_F64 or code == CODE_I64:
+        return 8
+    if code == CODE_F32 or code == CODE_I32:
+        return 4
+    if code == CODE_I16 or code >= CODE_F16:
+        return 2
+    return 1
+
+
 def cast(cnp.ndarray a, cnp.ndarray out, bint to_bool=True):
     """out[i] = a[i] converted to out's dtype. A uint8 `out` is bool (a[i] != 0) when
-    `to_bool`, else uint8 (the value modulo 256, through int64): the buffer can't say which."""
+    `to_bool`, else uint8 (the value modulo 256, through int64): the buffer can't say which.
+    float16 buffers are numpy float16, bfloat16 buffers uint16 words."""
     cdef int ac, oc
     cdef Py_ssize_t n
     cdef void* src
     cdef void* dst
     check_buffer(a, "a", False)
     check_buffer(out, "out", True)
-    ac = value_code(a)
-    oc = value_code(out)
+    ac = cast_code(a)
+    oc = cast_code(out)
     n = cnp.PyArray_DIM(a, 0)
     if cnp.PyArray_DIM(out, 0) != n:
         raise ValueError(f"cast needs buffers of one length, got {n} and "
@@ -768,14 +877,10 @@ def cast(cnp.ndarray a, cnp.ndarray out, bint to_bool=True):
     src = cnp.PyArray_DATA(a)
     dst = cnp.PyArray_DATA(out)
     with nogil:
-        if ac == 0:
-            cast_to(<const float*>src, dst, oc, n, to_bool)
-        elif ac == 1:
-            cast_to(<const double*>src, dst, oc, n, to_bool)
-        elif ac == 2:
-            cast_to(<const int64_t*>src, dst, oc, n, to_bool)
+        if ac >= CODE_F16 or oc >= CODE_F16:
+            cast_16bit(<const char*>src, ac, <char*>dst, oc, n, to_bool)
         else:
-            cast_to(<const uint8_t*>src, dst, oc, n, to_bool)
+            cast_from(src, ac, dst, oc, n, to_bool)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -815,6 +920,9 @@ cdef void copy_pieces(Piece* pieces, Py_ssize_t n, Py_ssize_t width) noexcept no
         elif width == 8:
             copy_driver(<uint64_t*>p.dst, p.sd, <uint64_t*>p.src, p.sv, p.nd, p.shape, p.size,
                         p.injective, True)
+        elif width == 2:
+            copy_driver(<uint16_t*>p.dst, p.sd, <uint16_t*>p.src, p.sv, p.nd, p.shape, p.size,
+                        p.injective, True)
         else:
             copy_driver(<uint8_t*>p.dst, p.sd, <uint8_t*>p.src, p.sv, p.nd, p.shape, p.size,
                         p.injective, True)
@@ -835,8 +943,9 @@ def join(sources, cnp.ndarray out, shapes, strides, offsets, out_strides, out_of
         raise ValueError(f"join: {n} sources but {len(shapes)} shapes, {len(strides)} strides, "
                          f"{len(offsets)} offsets and {len(out_offsets)} out_offsets")
     width = cnp.PyArray_ITEMSIZE(out)
-    if width != 1 and width != 4 and width != 8:
-        raise TypeError(f"unsupported dtype {(<object>out).dtype}: elements of 1, 4 or 8 bytes")
+    if width != 1 and width != 2 and width != 4 and width != 8:
+        raise TypeError(f"unsupported dtype {(<object>out).dtype}: elements of 1, 2, 4 or 8 "
+                        "bytes")
     pieces = <Piece*>PyMem_Malloc(max(n, 1) * sizeof(Piece))
     if pieces == NULL:
         raise MemoryError()

@@ -64,7 +64,10 @@ def backend_for(index):
             raise RuntimeError(f"CUDA error: invalid device ordinal (cuda:{index} requested, "
                                f"{count} device{'s' if count != 1 else ''} available)")
         from .backend import GpuBackend
+        from .._cpu.widen import NARROW_VIA_WIDE, wrap_kernels
         if not _BACKENDS and hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_after_fork_in_child)
-        backend = _BACKENDS[index] = GpuBackend(cupy, index)
+        backend = GpuBackend(cupy, index)
+        wrap_kernels(backend, NARROW_VIA_WIDE, backend.empty, backend.cast)
+        _BACKENDS[index] = backend
     return backend

@@ -280,9 +280,10 @@ class GpuBackend:
         src, dst = C.dtype_name(a, "a"), C.dtype_name(out, "out")
         if a.size != out.size:
             raise ValueError(f"cast needs buffers of one length, got {a.size} and {out.size}")
-        if a.size:
-            self._launch("strided", src, f"cast_kernel<{L.CTYPES[src]}, {L.CTYPES[dst]}>",
-                         L.flat_grid(a.size), (a, out, I64(a.size), I32(bool(to_bool))))
+        if not a.size:
+            return
+        self._launch("strided", src, L.cast_name(src, dst), L.flat_grid(a.size),
+                     (a, out, I64(a.size), I32(bool(to_bool))))
 
     # ---- elementwise --------------------------------------------------------------------------
     @_on_device
@@ -450,6 +451,8 @@ class GpuBackend:
             scalar = key = None
         if scalar is None:
             scalar = np.full(1, value, dtype)[0]
+            if dtype == np.float16:     # fill_kernel<unsigned short> takes the word
+                scalar = scalar.view(np.uint16)
             if key is not None and len(self._fill_values) < 256:
                 self._fill_values[key] = scalar
         size = buffer.size

@@ -8,8 +8,12 @@ from . import launch as L
 
 DTYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
                np.dtype(np.int64): "int64", np.dtype(np.uint8): "uint8",
-               np.dtype(np.bool_): "uint8"}
-SHOWN = {"float32": "float32", "float64": "float64", "int64": "int64", "uint8": "bool"}
+               np.dtype(np.bool_): "uint8", np.dtype(np.int32): "int32",
+               np.dtype(np.int16): "int16", np.dtype(np.int8): "int8",
+               np.dtype(np.float16): "float16", np.dtype(np.uint16): "bfloat16"}
+SHOWN = {"float32": "float32", "float64": "float64", "int64": "int64", "uint8": "bool",
+         "int32": "int32", "int16": "int16", "int8": "int8", "float16": "float16",
+         "bfloat16": "bfloat16"}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ MODULES = ("strided", "elementwise", "fused", "reduce", "matmul", "index", "sort
            "spectral", "pool", "recurrent", "grid", "norm", "foreach", "attention")
 # The files a module may `#include "..."`: the loader pastes them (NVRTC sees one text).
 INCLUDES = {"common.cuh": KERNEL_DIR / "common.cuh",
-            "special_math.h": SHARED_DIR / "special_math.h"}
+            "special_math.h": SHARED_DIR / "special_math.h", "half.h": SHARED_DIR / "half.h"}
 
 THREADS = 256           # block size of the flat kernels (common.cuh)
 BLOCK = (THREADS,)      # the same as a launch's block argument
@@ -27,7 +27,21 @@ MAX_GRID = 2 ** 31 - 1
 SORT_TILE = 2048        # longest row sorted in shared memory (sort.cu)
 
 # storage dtype name → C++ type
-CTYPES = {"float32": "float", "float64": "double", "int64": "long long", "uint8": "unsigned char"}
+CTYPES = {"float32": "float", "float64": "double", "int64": "long long", "uint8": "unsigned char",
+          "int32": "int", "int16": "short", "int8": "signed char",
+          # the 16-bit floats are words to every kernel but cast's (half.h converts them)
+          "float16": "unsigned short", "bfloat16": "unsigned short"}
+HALF_FORMATS = {"float16": 1, "bfloat16": 2}      # cast16_kernel's SRC16 / DST16 codes
+# Storage formats whose arithmetic runs widened (minitorch/_cpu/widen.py): they only move here.
+NARROW = ("int32", "int16", "int8", "float16", "bfloat16")
+
+
+def cast_name(src, dst):
+    """The cast kernel instance from storage dtype `src` to `dst` (names as in CTYPES)."""
+    s16, d16 = HALF_FORMATS.get(src, 0), HALF_FORMATS.get(dst, 0)
+    if s16 or d16:
+        return f"cast16_kernel<{CTYPES[src]}, {CTYPES[dst]}, {s16}, {d16}>"
+    return f"cast_kernel<{CTYPES[src]}, {CTYPES[dst]}>"
 FLOAT_TYPES = ("float32", "float64")
 
 # matmul tile shapes: (BM, BN, BK, TM, TN); the big one for large products, the small one when the
@@ -70,10 +84,11 @@ def name_expressions(module, key):
     t = CTYPES[dtype]
     dims = WIDE_DIMS if variant == "wide" else NARROW_DIMS
     if module == "strided":
-        names = [f"compact_kernel<{t}, {dims}>", f"strided_set_kernel<{t}, {dims}>",
-                 f"strided_add_kernel<{t}, {dims}>"]
+        names = [f"compact_kernel<{t}, {dims}>", f"strided_set_kernel<{t}, {dims}>"]
+        if dtype not in NARROW:     # narrow dtypes only move (no 8/16-bit atomic adds)
+            names.append(f"strided_add_kernel<{t}, {dims}>")
         if variant != "wide":
-            names += [f"fill_kernel<{t}>"] + [f"cast_kernel<{t}, {u}>" for u in CTYPES.values()]
+            names += [f"fill_kernel<{t}>"] + [cast_name(dtype, d) for d in CTYPES]
         return names
     if module == "elementwise":
         names = [f"binary_kernel<{t}, {dims}>", f"where_kernel<{t}, {dims}>"]
@@ -96,10 +111,11 @@ def name_expressions(module, key):
     if module == "matmul":
         return [matmul_name(t, tiles) for tiles in MATMUL_TILES.values()]
     if module == "index":
-        return [f"{kernel}<{t}>" for kernel in ("gather_kernel", "scatter_kernel",
-                                                "scatter_add_kernel", "scatter_reduce_kernel",
-                                                "index_select_kernel", "index_add_kernel",
-                                                "take_kernel", "put_kernel")]
+        kernels = ("gather_kernel", "index_select_kernel", "take_kernel")
+        if dtype not in NARROW:
+            kernels += ("scatter_kernel", "scatter_add_kernel", "scatter_reduce_kernel",
+                        "index_add_kernel", "put_kernel")
+        return [f"{kernel}<{t}>" for kernel in kernels]
     if module == "sort":
         return [f"{kernel}<{t}>" for kernel in ("sort_rows_kernel", "sort_pad_kernel",
                                                 "sort_stage_kernel", "sort_unpad_kernel",
@@ -134,9 +150,11 @@ def module_keys(module):
     """Every key the backend may request for `module` (what the compile test instantiates)."""
     if module in ("matmul", "factor", "spectral", "fused", "recurrent", "norm", "foreach", "attention"):
         return list(FLOAT_TYPES)
-    keys = list(CTYPES)
+    # the narrow dtypes only move (NDArray and widen.py run their arithmetic widened)
+    keys = list(CTYPES) if module in ("strided", "index") else \
+        [d for d in CTYPES if d not in NARROW]
     if module in ("strided", "elementwise"):
-        keys += [f"{d}:wide" for d in CTYPES]
+        keys += [f"{d}:wide" for d in keys]
     if module == "index":
         keys.append("check")
     return keys

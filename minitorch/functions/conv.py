@@ -25,6 +25,7 @@ from ..autograd import KernelFunction
 from ..ndarray import NDArray, shape_str
 from ..opcodes import BinaryOp, ReduceOp
 from ..tensor import wrap, zeros
+from .autocast_policy import LOWER, autocast_op
 from .elementwise import C_NAMES, TORCH_NAMES
 from .joining import cat
 from .movement import _copy_into
@@ -602,16 +603,19 @@ def _conv(name, spatial, input, weight, bias, stride, padding, dilation, groups)
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_op(LOWER)
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """(N, C, L) * (OC, C/groups, k) → (N, OC, OL); (C, L) input is unbatched."""
     return _conv("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
+@autocast_op(LOWER)
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """(N, C, H, W) * (OC, C/groups, kh, kw) → (N, OC, OH, OW); (C, H, W) input is unbatched."""
     return _conv("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
+@autocast_op(LOWER)
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """(N, C, D, H, W) * (OC, C/groups, kd, kh, kw) → (N, OC, OD, OH, OW); (C, D, H, W) input
     is unbatched."""
@@ -676,6 +680,7 @@ def _conv_transpose(name, spatial, input, weight, bias, stride, padding, output_
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_op(LOWER)
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """(N, C, L) → (N, OC, OL), the adjoint of conv1d."""
@@ -683,6 +688,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            output_padding, groups, dilation)
 
 
+@autocast_op(LOWER)
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """(N, C, H, W) → (N, OC, OH, OW), the adjoint of conv2d."""
@@ -690,6 +696,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            output_padding, groups, dilation)
 
 
+@autocast_op(LOWER)
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """(N, C, D, H, W) → (N, OC, OD, OH, OW), the adjoint of conv3d."""

@@ -30,10 +30,10 @@ __all__ = [
 ]
 _FAST_SCALARS = (int, float)
 # torch's names for dtypes in error messages: ScalarType names, and C type names (c10 typename).
-TORCH_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "uint8": "Byte",
-               "bool": "Bool"}
-C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "uint8": "unsigned char",
-           "bool": "bool"}
+TORCH_NAMES = {d.name: d.torch_name for d in dtypes.ALL}
+C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
+           "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+           "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
 
 
 def _priority(x):
@@ -91,7 +91,14 @@ def _check_tensor(x, name, position=1, arg="input"):
 def _as_operand(x, dtype, device):
     if isinstance(x, Tensor):
         return x if x._data.dtype is dtype else cast(x, dtype)
-    return wrap(scalar_array(x, dtype, device))
+    return wrap(scalar_array(x, _scalar_dtype(dtype), device))
+
+
+def _scalar_dtype(dtype):
+    """How a Python scalar joins an op of `dtype`: a 16-bit float op holds it in float32 (its
+    compute dtype, as torch's kernels hold it in their float math type, so `h * 3.3` multiplies
+    by 3.3, not by 3.3 rounded to half); other dtypes hold it in their own."""
+    return dtype.compute if dtype.is_floating_point else dtype
 
 
 def _float_input(a):
@@ -800,9 +807,9 @@ def _binary(fn, a, b, floating=False):
             if b._data.dtype is dtype and (not floating or dtype.is_floating_point):
                 return fn.apply(a, b)
         elif type(b) in _FAST_SCALARS and dtype.is_floating_point:
-            return fn.apply(a, wrap(scalar_array(b, dtype, a._data.device)))
+            return fn.apply(a, wrap(scalar_array(b, dtype.compute, a._data.device)))
     elif type(a) in _FAST_SCALARS and isinstance(b, Tensor) and b._data.dtype.is_floating_point:
-        return fn.apply(wrap(scalar_array(a, b._data.dtype, b._data.device)), b)
+        return fn.apply(wrap(scalar_array(a, b._data.dtype.compute, b._data.device)), b)
     a, b = promote(a, b, floating)
     return fn.apply(a, b)
 

@@ -25,7 +25,7 @@ from .reduce import sum_to
 
 __all__ = ['index_put', 'index_put_', 'put']
 
-_TORCH_NAMES = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}
+_TORCH_NAMES = {d.name: d.torch_name for d in dtypes.ALL}
 # the kinds of item a key is made of
 _INT, _SLICE, _NONE, _ELLIPSIS, _BOOL, _INDEX, _MASK = range(7)
 

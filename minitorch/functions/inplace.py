@@ -126,7 +126,7 @@ def _direct_inplace(self, other, opcode):
                                getattr(self, "_no_grad_view", False)):
         return False
     nd = self._data
-    if not nd.dtype.is_floating_point or not nd.is_compact():
+    if not nd.dtype.is_floating_point or nd.dtype.compute is not nd.dtype or not nd.is_compact():
         return False
     if isinstance(other, Tensor):
         operand = other._data

@@ -16,6 +16,7 @@ from ..ndarray import NDArray, normalize_dim
 from ..opcodes import BinaryOp as B
 from ..tensor import Tensor, arange, empty, wrap, write_out, zeros
 from .elementwise import C_NAMES, TORCH_NAMES, promote, scalar_array, where
+from .autocast_policy import LOWER, autocast_op
 from .reduce import sum_to
 from .movement import view_of
 from .joining import broadcast_shapes, cat
@@ -136,6 +137,7 @@ def _product(a, b, function=Matmul):
 
 
 # ---- matmul and the fixed-rank products ---------------------------------------------------------
+@autocast_op(LOWER)
 def matmul(input, other):
     """torch.matmul: 1-D operands are promoted to matrices and the added axis removed after (a
     sparse COO first operand: sparse @ dense, functions/sparse_coo.py)."""
@@ -180,6 +182,7 @@ def _check_shapes_multiply(m1, m2):
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
 
 
+@autocast_op(LOWER)
 def mm(input, mat2):
     """torch.mm: matrix @ matrix, no broadcasting, both of one dtype (a sparse COO first
     operand: sparse @ dense)."""
@@ -208,6 +211,7 @@ def _check_batches(batch1, batch2):
                            f"{expected} but got: {got}.")
 
 
+@autocast_op(LOWER)
 def bmm(input, mat2):
     """torch.bmm: a batch of matrix products, (b, n, k) @ (b, k, m) -> (b, n, m)."""
     _check_batches(input, mat2)
@@ -324,6 +328,7 @@ def _permute(t, order):
     return t if list(order) == list(range(t.ndim)) else t.permute(*order)
 
 
+@autocast_op(LOWER)
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """torch.addmm: beta * input + alpha * (mat1 @ mat2); input broadcasts to (n, m)."""
     if mat1.ndim != 2:
@@ -340,6 +345,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     return _add_product(Addmm, input, mat1, mat2, beta, alpha)
 
 
+@autocast_op(LOWER)
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """torch.baddbmm: beta * input + alpha * bmm(batch1, batch2); input broadcasts to (b, n, m)."""
     _check_batches(batch1, batch2)
@@ -389,6 +395,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
 
 
+@autocast_op(LOWER)
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """torch.addbmm: beta·self + alpha·Σ_b batch1[b] @ batch2[b]."""
     for name, t in (("batch1", batch1), ("batch2", batch2)):

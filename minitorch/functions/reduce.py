@@ -28,8 +28,7 @@ __all__ = [
     'softmax', 'std', 'std_mean', 'sum', 'var', 'var_mean',
 ]
 
-_TORCH_DTYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int64": "Long", "float32": "Float",
-                      "float64": "Double"}
+_TORCH_DTYPE_NAMES = {d.name: d.torch_name for d in dtypes.ALL}
 
 
 # ---- helpers ----------------------------------------------------------------------------------

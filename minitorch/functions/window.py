@@ -31,7 +31,7 @@ __all__ = []   # torch has these only in torch.nn.functional, which imports them
 _Geometry = namedtuple("_Geometry", "kernel dilation padding stride size blocks")
 # max pooling's windows: per spatial axis, torch's output size (ceil_mode applied by the caller)
 PoolGeometry = namedtuple("PoolGeometry", "out kernel stride padding dilation")
-_TORCH_TYPE_NAMES = {"int64": "Long", "bool": "Bool", "float32": "Float", "float64": "Double"}
+_TORCH_TYPE_NAMES = {d.name: d.torch_name for d in dtypes.ALL}
 
 
 # ---- argument checks (torch's order and wording) ----------------------------------------------

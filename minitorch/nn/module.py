@@ -443,6 +443,14 @@ class Module:
     def double(self):
         return self._apply(lambda t: t.double() if t.is_floating_point() else t)
 
+    def half(self):
+        """Cast floating-point parameters and buffers to float16 (torch.nn.Module.half)."""
+        return self._apply(lambda t: t.half() if t.is_floating_point() else t)
+
+    def bfloat16(self):
+        """Cast floating-point parameters and buffers to bfloat16."""
+        return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
+
     def type(self, dst_type):
         """Cast every parameter and buffer, integer ones included, to `dst_type`."""
         return self._apply(lambda t: t.type(dst_type))

@@ -15,19 +15,19 @@ MAX_HEADER_BYTES = 100_000_000              # safetensors' own limit
 MAX_DEPTH = 100                             # nesting of containers in a checkpoint
 MAX_NDIM = 64
 CODE = {dtypes.float32: "F32", dtypes.float64: "F64", dtypes.int64: "I64", dtypes.uint8: "U8",
-        dtypes.bool_: "BOOL"}
+        dtypes.bool_: "BOOL", dtypes.float16: "F16", dtypes.bfloat16: "BF16",
+        dtypes.int32: "I32", dtypes.int16: "I16", dtypes.int8: "I8"}
 DTYPE = {code: d for d, code in CODE.items()}
-# How each code's bytes lie in the file (little-endian, as safetensors prescribes).
+# How each code's bytes lie in the file (little-endian, as safetensors prescribes); bfloat16's
+# are its storage words.
 LITTLE = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8"), "I64": np.dtype("<i8"),
-          "U8": np.dtype("u1"), "BOOL": np.dtype("u1")}
+          "U8": np.dtype("u1"), "BOOL": np.dtype("u1"), "F16": np.dtype("<f2"),
+          "BF16": np.dtype("<u2"), "I32": np.dtype("<i4"), "I16": np.dtype("<i2"),
+          "I8": np.dtype("i1")}
 # Dtypes other producers write that minitorch lacks, read into the nearest dtype it has that
 # holds every value exactly (as mt.tensor does with such numpy arrays).
-FOREIGN_LITTLE = {"F16": np.dtype("<f2"), "BF16": np.dtype("<u2"), "I8": np.dtype("i1"),
-                  "I16": np.dtype("<i2"), "I32": np.dtype("<i4"), "U16": np.dtype("<u2"),
-                  "U32": np.dtype("<u4")}
-FOREIGN_DTYPE = {"F16": dtypes.float32, "BF16": dtypes.float32, "I8": dtypes.int64,
-                 "I16": dtypes.int64, "I32": dtypes.int64, "U16": dtypes.int64,
-                 "U32": dtypes.int64}
+FOREIGN_LITTLE = {"U16": np.dtype("<u2"), "U32": np.dtype("<u4")}
+FOREIGN_DTYPE = {"U16": dtypes.int64, "U32": dtypes.int64}
 # numpy arrays stored in a checkpoint keep their own dtype: each numpy dtype with a safetensors
 # code is stored under it (complex as its float pairs in a trailing dimension of 2), and the
 # structure records the numpy dtype so mt.load gives back the same array.

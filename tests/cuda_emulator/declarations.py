@@ -7,7 +7,8 @@ import numpy as np
 from minitorch._gpu import launch
 
 C_TYPES = {"float": np.float32, "double": np.float64, "long long": np.int64, "i64": np.int64,
-           "unsigned char": np.uint8, "u64": np.uint64, "int": np.int32}
+           "unsigned char": np.uint8, "u64": np.uint64, "int": np.int32, "short": np.int16,
+           "signed char": np.int8, "unsigned short": np.uint16}
 NULLABLE = {"in_idx", "out_v", "out_i", "err_flag", "claims", "max_v", "sorter", "bias", "cell",
             "cell_prev", "carry", "dgh", "weight"}
 
@@ -104,7 +105,9 @@ def _check_argument(kernel, kind, name, arg, is_buffer):
         base = kind[:-1].strip()
         if base != "void":
             want = np.dtype(C_TYPES[base])
-            ok = arg.dtype == want or (want == np.uint8 and arg.dtype == np.bool_)
+            # bool travels as bytes, float16 as 16-bit words (bfloat16's storage is uint16)
+            ok = arg.dtype == want or (want == np.uint8 and arg.dtype == np.bool_) or (
+                want == np.uint16 and arg.dtype == np.float16)
             assert ok, f"{where} got a {arg.dtype} buffer"
     elif kind.startswith("Geometry<"):
         nargs, dims = (int(v) for v in kind[9:-1].split(","))

@@ -373,6 +373,16 @@ inline float __int_as_float(int x) {
     std::memcpy(&f, &x, sizeof f);
     return f;
 }
+inline float __uint_as_float(unsigned int x) {
+    float f;
+    std::memcpy(&f, &x, sizeof f);
+    return f;
+}
+inline unsigned int __float_as_uint(float f) {
+    unsigned int x;
+    std::memcpy(&x, &f, sizeof x);
+    return x;
+}
 inline double __longlong_as_double(long long x) {
     double d;
     std::memcpy(&d, &x, sizeof d);

@@ -2,6 +2,8 @@
 // and strided_add (scatter a contiguous block through a view), fill, and dtype cast.
 // One thread per view element; the geometry's operand 0 is the view.
 #include "common.cuh"
+#define HALF_DEVICE __device__
+#include "half.h"
 
 // out[i] = a[a_off + view(i)]
 template <typename T, int MAXD>
@@ -57,14 +59,39 @@ fill_kernel(T* __restrict__ out, i64 n, T value) {
 // to bool (to_bool != 0) it is a != 0, so NaN becomes true; to uint8 the value goes through i64
 // and keeps its low byte (torch's modulo-256 wrap; float to unsigned char is undefined in C
 // outside 0..255, float to i64 only outside i64's range).
+// The narrow integers (int, short, signed char) go through i64 too, wrapping like the CPU.
+template <typename S, typename D>
+__device__ __forceinline__ D convert(S v, int to_bool) {
+    if constexpr (same_type<D, unsigned char>::value) {
+        return to_bool ? (D)(v != (S)0) : (D)(i64)v;
+    } else if constexpr (same_type<D, int>::value || same_type<D, short>::value ||
+                         same_type<D, signed char>::value) {
+        return (D)(i64)v;
+    } else {
+        return (D)v;
+    }
+}
+
 template <typename S, typename D>
 __global__ void __launch_bounds__(THREADS)
 cast_kernel(const S* __restrict__ a, D* __restrict__ out, i64 n, int to_bool) {
     FOR_EACH_ELEMENT(i, n) {
-        if constexpr (same_type<D, unsigned char>::value) {
-            out[i] = to_bool ? (D)(a[i] != (S)0) : (D)(i64)a[i];
-        } else {
-            out[i] = (D)a[i];
-        }
+        out[i] = convert<S, D>(a[i], to_bool);
+    }
+}
+
+// A cast with a 16-bit float side (SRC16 / DST16: 1 float16, 2 bfloat16, 0 neither; such a
+// side's type is unsigned short): through float32 with half.h's conversions, as the CPU does.
+template <typename S, typename D, int SRC16, int DST16>
+__global__ void __launch_bounds__(THREADS)
+cast16_kernel(const S* __restrict__ a, D* __restrict__ out, i64 n, int to_bool) {
+    FOR_EACH_ELEMENT(i, n) {
+        float v;
+        if constexpr (SRC16 == 1) v = mt_half_to_float(a[i]);
+        else if constexpr (SRC16 == 2) v = mt_bfloat16_to_float(a[i]);
+        else v = (float)a[i];
+        if constexpr (DST16 == 1) out[i] = mt_float_to_half(v);
+        else if constexpr (DST16 == 2) out[i] = mt_float_to_bfloat16(v);
+        else out[i] = convert<float, D>(v, to_bool);
     }
 }

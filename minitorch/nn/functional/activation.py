@@ -10,6 +10,7 @@ import numpy as np
 
 import minitorch as mt
 from ... import dtypes
+from ...functions.autocast_policy import FP32, LOWER, autocast_op
 from ...functions.activation import Gelu, Hardtanh, LogSigmoid
 from ...functions.elementwise import TORCH_NAMES
 from ...functions.reduce import log_softmax as _log_softmax, softmax as _softmax
@@ -120,6 +121,7 @@ def _softmax_dim(name, ndim, stacklevel):
     return 0 if ndim in (0, 1, 3) else 1
 
 
+@autocast_op(FP32, ("cuda",))
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """torch.nn.functional.softmax; dim=None picks torch's legacy dim, with its warning."""
     if dim is None:
@@ -127,6 +129,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     return _softmax(input, dim, dtype)
 
 
+@autocast_op(FP32, ("cuda",))
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """torch.nn.functional.log_softmax; dim=None picks torch's legacy dim, with its warning."""
     if dim is None:
@@ -265,6 +268,7 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     return y_hard - y_soft.detach() + y_soft
 
 
+@autocast_op(LOWER)
 def prelu(input, weight):
     """max(0, x) + weight·min(0, x), one weight per channel (axis 1) or one for all."""
     if weight.ndim > 1:

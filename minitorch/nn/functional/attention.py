@@ -6,11 +6,13 @@ import math
 
 import minitorch as mt
 from ... import dtypes
+from ...functions.autocast_policy import LOWER, autocast_op
 from ...functions.attention import (ScaledDotProductFlashAttentionForCpu, attention_weights,
                                     repeat_heads)
 from .dropouts import dropout
 
 
+@autocast_op(LOWER)
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(q kᵀ · scale + mask) v, as torch.nn.functional.scaled_dot_product_attention: a

@@ -4,8 +4,10 @@ bilinear.
 import math
 
 from ...functions.linear import Linear
+from ...functions.autocast_policy import LOWER, autocast_op
 
 
+@autocast_op(LOWER)
 def linear(input, weight, bias=None):
     """torch.nn.functional.linear: input @ weight.T + bias."""
     if input.shape[-1] != weight.shape[-1]:

@@ -10,6 +10,7 @@ import warnings
 
 import minitorch as mt
 from ... import dtypes
+from ...functions.autocast_policy import FP32, autocast_op
 from ...functions.activation import LogSigmoid
 from ...functions.elementwise import TORCH_NAMES
 from ...functions.loss import BinaryCrossEntropy, ctc_nll, nll_rows
@@ -68,6 +69,7 @@ def _weighted(loss, weight, input, reduction, mean_by_weight):
                      "'sum'.")
 
 
+@autocast_op(FP32)
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error (input - target)**2, optionally weighted, reduced by reduction
     (torch.nn.functional.mse_loss)."""
@@ -79,6 +81,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _reduce(diff * diff, reduction)
 
 
+@autocast_op(FP32)
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean absolute error |input - target|, optionally weighted, reduced by reduction
     (torch.nn.functional.l1_loss)."""
@@ -89,6 +92,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _reduce((input - target).abs(), reduction)
 
 
+@autocast_op(FP32)
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """Smooth L1 loss: 0.5 d**2 / beta where |d| < beta, else |d| - 0.5 beta
     (torch.nn.functional.smooth_l1_loss)."""
@@ -101,6 +105,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(loss, reduction)
 
 
+@autocast_op(FP32)
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """Huber loss: 0.5 d**2 where |d| < delta, else delta (|d| - 0.5 delta)
     (torch.nn.functional.huber_loss)."""
@@ -112,6 +117,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _reduce(loss, reduction)
 
 
+@autocast_op(FP32, ("cpu",), banned=("cuda",))
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """Binary cross entropy -w (t log p + (1 - t) log(1 - p)) between probabilities and
@@ -131,6 +137,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss, reduction)
 
 
+@autocast_op(FP32)
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """Binary cross entropy on logits, computed stably through log-sigmoid, with optional
@@ -153,6 +160,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return _reduce(loss, reduction)
 
 
+@autocast_op(FP32)
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise target·(log target - input). A zero target contributes 0 and gets gradient 0
     (torch's xlogy form gives that gradient as NaN); a negative or NaN target gives NaN, as in
@@ -184,6 +192,7 @@ def _class_dim_last(t):
     return t.movedim(1, -1).reshape(-1, t.shape[1])
 
 
+@autocast_op(FP32)
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """-input[i, target[i]] (weighted), skipping ignore_index; 'mean' divides by the total
@@ -279,6 +288,7 @@ def _check_nll_flat(input, target, weight, classes):
                            f"no classes but got weight tensor of shape: {shape_str(weight.shape)}")
 
 
+@autocast_op(FP32)
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """log_softmax over the class axis (1) followed by nll_loss. A target of the input's shape
@@ -447,6 +457,7 @@ def _ctc_extended_labels(targets, blank, dtype):
     return labels, skip
 
 
+@autocast_op(FP32)
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                         reduction="mean"):
     """max(0, -target·(input1 - input2) + margin)."""
@@ -458,6 +469,7 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
     return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
 
 
+@autocast_op(FP32)
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     """input where target is 1, max(0, margin - input) where it is -1 (ATen's formulation: a
@@ -469,12 +481,14 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _reduce(margin_term + self_term, reduction)
 
 
+@autocast_op(FP32)
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target·input)), as torch computes it."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     return _reduce((-input * target).exp().log1p(), reduction)
 
 
+@autocast_op(FP32)
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                           reduction="mean"):
     """1 - cos(x1, x2) where target is 1, max(0, cos - margin) where it is -1; ATen's cosine
@@ -498,6 +512,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     return _reduce(loss, reduction)
 
 
+@autocast_op(FP32)
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """max(0, margin + d(a, p) - d(a, n)) with pairwise_distance; swap uses the smaller of
@@ -541,6 +556,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce(_triplet_hinge(anchor, positive, negative, distance, margin, swap), reduction)
 
 
+@autocast_op(FP32)
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     """exp(input) - target·input (log_input) or input - target·log(input + eps); full adds
@@ -585,6 +601,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
+@autocast_op(FP32)
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Per sample, Σ max(0, 1 - (x[j] - x[i])) / C over its target classes j (the entries
     before its first -1) and its non-target classes i: torch's multi-label hinge loss."""
@@ -626,6 +643,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, reduction)
 
 
+@autocast_op(FP32)
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """Σ_{j≠y} max(0, margin - x[y] + x[j])^p / C per sample (times weight[y])."""

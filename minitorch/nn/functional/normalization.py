@@ -11,6 +11,7 @@ import numbers
 import numpy as np
 
 import minitorch as mt
+from ...functions.autocast_policy import FP32, autocast_op
 from ...functions.normalization import RowNorm
 from ...ndarray import normalize_dim, shape_str
 from .padding import pad
@@ -131,6 +132,7 @@ def _fusable(input, *params):
                for p in params)
 
 
+@autocast_op(FP32, ("cuda",))
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Layer normalization over the trailing normalized_shape dims, with optional elementwise
     weight and bias (torch.nn.functional.layer_norm)."""
@@ -154,6 +156,7 @@ def _composed_layer_norm(input, normalized_shape, weight, bias, eps):
     return out
 
 
+@autocast_op(FP32, ("cuda",))
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Group normalization of (N, C, *) input over num_groups channel groups, with optional
     per-channel weight and bias (torch.nn.functional.group_norm)."""
