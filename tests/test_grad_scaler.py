@@ -360,3 +360,20 @@ def test_amp_aware_optimizer_protocol():
     assert not hasattr(opt, "grad_scale") and not hasattr(opt, "found_inf")
     scaler.update()
     assert scaler.get_scale() == 8.0
+
+
+def test_float16_gradients_are_refused_before_any_unscaling():
+    if not hasattr(mt, "float16"):
+        pytest.skip("minitorch has no float16 storage yet")
+    p32 = nn.Parameter(mt.ones(2))
+    p16 = nn.Parameter(mt.ones(2, dtype=mt.float16))
+    opt = mt.optim.SGD([p32, p16], lr=1.0)
+    p32.grad, p16.grad = mt.full((2,), 4.0), mt.ones(2, dtype=mt.float16)
+    scaler = mt.amp.GradScaler("cpu", init_scale=4.0)
+    scaler.scale(mt.ones(()))
+    with pytest.raises(ValueError, match="^Attempting to unscale FP16 gradients.$"):
+        scaler.step(opt)
+    assert p32.grad.tolist() == [4.0, 4.0]
+    p16.grad = None
+    scaler.step(opt)                                 # the failed call left no stage behind
+    assert p32.tolist() == [0.0, 0.0]

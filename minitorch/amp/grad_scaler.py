@@ -22,8 +22,9 @@ from ..tensor import Tensor, full
 
 __all__ = ["OptState", "GradScaler"]
 
-# torch keeps its growth tracker in int32; int64 until that storage dtype exists here
-_TRACKER_DTYPE = getattr(dtypes, "int32", dtypes.int64)
+# torch keeps its growth tracker in int32; any integer dtype counts the same (it is private and
+# read back as a Python int), and int64 runs every op on every backend
+_TRACKER_DTYPE = dtypes.int64
 
 
 class OptState(Enum):
@@ -193,8 +194,9 @@ class GradScaler:
                         raise ValueError("Attempting to unscale FP16 gradients.")
                     to_unscale = param.grad
                     if getattr(param.grad, "is_sparse", False):
-                        # duplicate indices of scaled float16 values may overflow once summed:
-                        # torch checks the coalesced values
+                        # (torch's branch; a minitorch .grad is dense today.) Duplicate indices
+                        # of scaled float16 values may overflow once summed: torch checks the
+                        # coalesced values
                         if _is_float16(param.grad.dtype):
                             param.grad = param.grad.coalesce()
                         to_unscale = param.grad._values()
