@@ -269,9 +269,14 @@ def test_errors_match_torch():
             with pytest.raises(AssertionError, match=rf"^Attempted {name} but _scale is None\. "
                                r" This may indicate your script did not use scaler\.scale"):
                 call(opt)
-        scaler.scale(p.sum()).backward()
+        scaler.scale(p.sum())
         with pytest.raises(AssertionError, match="^No inf checks were recorded prior to update"):
             scaler.update()
+        with pytest.raises(AssertionError, match="^No inf checks were recorded for this "
+                                                 "optimizer.$"):
+            scaler.step(opt)                         # no parameter has a gradient
+        scaler.update(2.0 ** 16)                     # a new scale needs no inf check
+        scaler.scale(p.sum()).backward()
         with pytest.raises(RuntimeError, match="^Closure use is not currently supported if "
                                                "GradScaler is enabled.$"):
             scaler.step(opt, closure=lambda: None)
