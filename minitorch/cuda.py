@@ -85,3 +85,6 @@ def manual_seed(seed):
 
 
 manual_seed_all = manual_seed
+
+
+from . import cuda_amp as amp  # noqa: E402  (mt.cuda.amp; last: it imports minitorch.amp)
