@@ -736,6 +736,8 @@ _ENGINE_REFS_TO_GRAD = 6
 def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
     if g._data.device is not leaf._data.device:     # a CPU scalar used with GPU tensors
         g = g.to(leaf.device)                       # gets a GPU gradient
+    if g._data.dtype is not leaf._data.dtype:       # a backward that computed wider (a custom
+        g = g.to(leaf.dtype)                        # Function under autocast): torch casts
     if leaf._hooks:
         for hook in list(leaf._hooks.values()):
             replaced = hook(g)

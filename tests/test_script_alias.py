@@ -68,11 +68,19 @@ def test_tutorial_script_trains_under_the_alias(tmp_path):
     assert (tmp_path / "blobs_model.pt").exists()
 
 
-def test_tutorial_script_is_real_pytorch(tmp_path, capsys, monkeypatch):
+def test_tutorial_script_trains_with_autocast_and_grad_scaler(tmp_path):
+    result = _run([SCRIPTS / "tutorial_train.py", "--save-dir", tmp_path, "--epochs", "2",
+                   "--amp"], tmp_path, [_alias_dir(tmp_path), ROOT])
+    accuracy, reloaded, counts = _final_line(result)
+    assert accuracy >= 0.9 and reloaded == accuracy and sum(counts) == 512
+
+
+@pytest.mark.parametrize("extra", [[], ["--amp"]], ids=["fp32", "amp"])
+def test_tutorial_script_is_real_pytorch(tmp_path, capsys, monkeypatch, extra):
     """Run in this process (torch is imported once for the whole suite, not per subprocess)."""
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(sys, "argv", ["tutorial_train.py", "--save-dir", str(tmp_path),
-                                      "--epochs", "1", "--no-accel"])
+                                      "--epochs", "1", "--no-accel", *extra])
     monkeypatch.setattr(torch.backends.cudnn, "benchmark", torch.backends.cudnn.benchmark)
     threads = torch.get_num_threads()
     try:

@@ -1,7 +1,8 @@
 """A tutorial-style PyTorch training script, written for torch and run unchanged on minitorch
 by tests/test_script_alias.py (through a `torch` -> minitorch alias): argparse, device
 selection through torch.accelerator, cudnn.benchmark, a DataLoader, a few epochs of SGD with a
-step schedule, a state_dict checkpoint, reloading it into a fresh model, evaluation."""
+step schedule (with --amp: under autocast with a GradScaler), a state_dict checkpoint, reloading
+it into a fresh model, evaluation."""
 import argparse
 import os
 
@@ -38,14 +39,25 @@ def blobs(n, features, classes, seed):
     return torch.FloatTensor(points), torch.LongTensor(labels)
 
 
-def train(model, device, loader, optimizer, epoch, log_interval):
+def train(model, device, loader, optimizer, epoch, log_interval, scaler=None):
     model.train()
+    low = torch.bfloat16 if device.type == "cpu" else torch.float16
     for batch_idx, (data, target) in enumerate(loader):
         data, target = data.to(device), target.to(device)
         optimizer.zero_grad()
-        loss = F.nll_loss(model(data), target)
-        loss.backward()
-        optimizer.step()
+        with torch.autocast(device_type=device.type, dtype=low, enabled=scaler is not None):
+            output = model(data)
+            loss = F.nll_loss(output, target)
+        if scaler is None:
+            loss.backward()
+            optimizer.step()
+        else:
+            assert output.dtype == low and loss.dtype == torch.float32
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            scaler.step(optimizer)
+            scaler.update()
         if batch_idx % log_interval == 0:
             print(f"Train Epoch: {epoch} [{batch_idx * len(data)}/{len(loader.dataset)}]"
                   f"\tLoss: {loss.item():.6f}")
@@ -74,6 +86,7 @@ def main():
     parser.add_argument("--no-accel", action="store_true")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--log-interval", type=int, default=5)
+    parser.add_argument("--amp", action="store_true", help="autocast + GradScaler")
     parser.add_argument("--save-dir", required=True)
     args = parser.parse_args()
 
@@ -91,8 +104,9 @@ def main():
     model = Net(8, 4).to(device)
     optimizer = optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)
+    scaler = torch.amp.GradScaler(device.type, init_scale=2.0 ** 10) if args.amp else None
     for epoch in range(1, args.epochs + 1):
-        train(model, device, train_loader, optimizer, epoch, args.log_interval)
+        train(model, device, train_loader, optimizer, epoch, args.log_interval, scaler)
         loss, accuracy = evaluate(model, device, test_loader)
         print(f"Test set: Average loss: {loss:.4f}, Accuracy: {accuracy:.3f}")
         scheduler.step()
