@@ -314,8 +314,8 @@ class Tensor(TensorBase, _OpMethods):
 
     @property
     def dtype(self):
-        """torch.Tensor.dtype: the element type (a minitorch dtype: float32, float64, int64, uint8
-        or bool)."""
+        """torch.Tensor.dtype: the element type (a minitorch dtype: float32, float64, float16,
+        bfloat16, int64, int32, int16, int8, uint8 or bool)."""
         return self._data.dtype
 
     @property

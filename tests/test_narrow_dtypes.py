@@ -284,3 +284,25 @@ def test_set_default_dtype_accepts_the_16_bit_floats():
         mt.set_default_dtype(mt.float32)
     with pytest.raises(TypeError):
         mt.set_default_dtype(mt.int32)
+
+
+FACTORIZATIONS = {"inv": (RuntimeError, "linalg.inv: Low precision dtypes not supported. Got "),
+                  "det": (NotImplementedError, '"lu_cpu" not implemented for '),
+                  "svd": (NotImplementedError, '"linalg_svd_cpu" not implemented for '),
+                  "qr": (NotImplementedError, '"geqrf_cpu" not implemented for '),
+                  "eigh": (NotImplementedError, '"linalg_eigh_cpu" not implemented for '),
+                  "cholesky": (NotImplementedError, '"cholesky_cpu" not implemented for ')}
+
+
+@pytest.mark.parametrize("dtype,shown", [(mt.float16, "Half"), (mt.bfloat16, "BFloat16")])
+@pytest.mark.parametrize("name", list(FACTORIZATIONS))
+def test_factorizations_refuse_16_bit_floats_as_torch(name, dtype, shown):
+    error, message = FACTORIZATIONS[name]
+    a = (mt.eye(3) * 2).to(dtype)
+    with pytest.raises(error) as ours:
+        getattr(mt.linalg, name)(a)
+    assert str(ours.value) == message + (shown if name == "inv" else f"'{shown}'")
+    if torch is not None:
+        with pytest.raises(error) as theirs:
+            getattr(torch.linalg, name)((torch.eye(3) * 2).to(getattr(torch, dtype.name)))
+        assert str(ours.value) == str(theirs.value)

@@ -24,7 +24,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd import KernelFunction, is_grad_enabled
 from ..tensor import arange, eye, wrap, zeros_like
-from .elementwise import TORCH_NAMES, where
+from .elementwise import TORCH_NAMES, _no_kernel, where
 from .linalg import diag_embed, matmul, tril, triu
 from .joining import broadcast_shapes, cat
 from .reduce import _return_type, sum_to
@@ -167,8 +167,19 @@ def _not_positive_definite(order):
 
 
 # ---- the kernels on NDArrays --------------------------------------------------------------------
+LOW_PRECISION = (dtypes.float16, dtypes.bfloat16)
+
+
+def refuse_low_precision(nd, kernel):
+    """The factorizations have no 16-bit float kernel, in torch as here: its dispatch error
+    ("lu_cpu" not implemented for 'Half'), not a silent float32 computation."""
+    if nd.dtype in LOW_PRECISION:
+        raise _no_kernel(kernel, nd.dtype, nd.device)
+
+
 def _lu_data(nd):
     """(LU, pivots, info) NDArrays: getrf of every m x n matrix of a float NDArray."""
+    refuse_low_precision(nd, "lu")
     *batch, m, n = nd.shape
     lu = nd.copy()                      # a fresh compact copy: the kernel works in place
     pivots = lu._new(tuple(batch) + (min(m, n),), dtypes.int64)
@@ -189,6 +200,7 @@ def _permutation(pivots, m):
 
 def _cholesky_data(nd):
     """(L, info) NDArrays: Cholesky of the lower triangle of every n x n matrix."""
+    refuse_low_precision(nd, "cholesky")
     factor = nd.copy()
     info = factor._new(nd.shape[:-2], dtypes.int64)
     if info.size:
@@ -199,6 +211,7 @@ def _cholesky_data(nd):
 def _triangular(A, B, upper, unit=False):
     """A^-1 B (Tensors with one batch shape; A triangular), by the kernel on a copy of B."""
     n, k = B.shape[-2:]
+    refuse_low_precision(A._data, "triangular_solve")
     x = B._data.copy()
     if x.size:
         a = A._data.compact()
@@ -340,6 +353,9 @@ def inv_ex(A, *, check_errors=False):
     """(inverse, info): info is the order of U's first zero diagonal (the inverse is then inf /
     NaN), 0 for an invertible matrix."""
     _check_square_floating(A, "linalg.inv")
+    if A.dtype in LOW_PRECISION:
+        raise RuntimeError(f"linalg.inv: Low precision dtypes not supported. Got "
+                           f"{TORCH_NAMES[A.dtype.name]}")
     result, info = LinalgInvEx.apply(A)
     if check_errors:
         _raise_for_info(info, "linalg.inv_ex", _singular_inverse)

@@ -19,7 +19,7 @@ from ..ndarray import NDArray
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import Tensor, eye, wrap, write_out
 from .elementwise import TORCH_NAMES, maximum, where
-from .factor import LinAlgError, solve_triangular
+from .factor import LinAlgError, refuse_low_precision, solve_triangular
 from .linalg import diag_embed, triu
 from .joining import cat
 from .reduce import _return_type
@@ -130,6 +130,7 @@ def _scaled(nd):
 def _eigh_arrays(nd):
     """(eigenvalues ascending, eigenvectors in columns) of the symmetric matrices whose lower
     triangles nd holds."""
+    refuse_low_precision(nd, "linalg_eigh")
     batch_shape, batch = _batch(nd)
     n = nd.shape[-1]
     work, scale, _ = _scaled(nd)
@@ -146,6 +147,7 @@ def _eigh_arrays(nd):
 def _svd_arrays(nd):
     """(U (..., m, k), S (..., k) descending, Vh (..., k, n)), k = min(m, n). The kernel wants
     m >= n: a wide matrix is decomposed transposed, A^T = U' S V'^T, so U = V', Vh = U'^T."""
+    refuse_low_precision(nd, "linalg_svd")
     m, n = nd.shape[-2:]
     if m < n:
         u, s, vh = _svd_arrays(nd.transpose(-2, -1))
@@ -170,6 +172,7 @@ def _householder(nd):
     """(a with R / s on and above the diagonal and the reflectors below, tau, s) of nd's
     matrices, decomposed scaled by their largest magnitudes s (see _scaled): the reflectors
     and Q do not depend on the scale."""
+    refuse_low_precision(nd, "geqrf")
     batch_shape, batch = _batch(nd)
     m, n = nd.shape[-2:]
     work, scale, _ = _scaled(nd)
