@@ -306,3 +306,13 @@ def test_factorizations_refuse_16_bit_floats_as_torch(name, dtype, shown):
         with pytest.raises(error) as theirs:
             getattr(torch.linalg, name)((torch.eye(3) * 2).to(getattr(torch, dtype.name)))
         assert str(ours.value) == str(theirs.value)
+
+
+def test_dlpack_shares_the_narrow_dtypes_and_refuses_bfloat16():
+    for dtype in (mt.float16, mt.int32, mt.int16, mt.int8):
+        t = mt.tensor([1, 2, 3]).to(dtype)
+        array = np.from_dlpack(t)
+        assert array.dtype == dtype.numpy_dtype and array.tolist() == [1, 2, 3]
+        assert mt.from_dlpack(array).dtype is dtype
+    with pytest.raises(BufferError, match="bfloat16"):
+        np.from_dlpack(mt.ones(2).bfloat16())

@@ -42,9 +42,14 @@ def compare_with_ndarray(op, tensor, array):
 # ---- DLPack -----------------------------------------------------------------------------------
 def dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
     """Tensor.__dlpack__: the capsule numpy (CPU) or CuPy (GPU) makes for a view of our memory,
-    so the consumer shares it."""
+    so the consumer shares it. bfloat16 is refused: numpy and CuPy, which make the capsules,
+    have no bfloat16, and exporting its uint16 words would hand the consumer wrong numbers."""
     if self.requires_grad:
         raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+    if self.dtype is dtypes.bfloat16:
+        raise BufferError("minitorch cannot export bfloat16 tensors through DLPack (numpy and "
+                          "CuPy, which make its capsules, have no bfloat16); convert first, "
+                          "e.g. t.float()")
     options = {name: value for name, value in (("stream", stream), ("max_version", max_version),
                ("dl_device", dl_device), ("copy", copy)) if value is not None}
     return _exchange_view(self._data).__dlpack__(**options)
