@@ -23,7 +23,6 @@ into a cupy.cuda.graph.Graph instead of run. For the recording to stay valid,
 Tensors made before the capture and read by it (static inputs, parameters) must be kept alive
 by the caller while the graph is replayed, as in torch. One capture at a time per process.
 """
-import sys
 
 from . import buffers
 
