@@ -58,6 +58,11 @@ class CUDAGraph:
         self._index_checks = {}
         self._tables = self._scalars = ()
 
+    def __del__(self):
+        capture = getattr(self, "_capture", None)
+        if capture is not None:         # a capture never ended: the backend goes back to eager
+            capture.abandon()
+
     def capture_begin(self, pool=None, capture_error_mode="global"):
         """Begin capturing the CUDA work queued on the current stream (which must not be the
         default stream). pool: a graph_pool_handle() or another graph's pool() to share."""

@@ -399,6 +399,9 @@ def test_misuse_errors(cuda):
             with pytest.raises(RuntimeError, match="operation cannot be performed"):
                 mt.cuda.CUDAGraph().capture_begin()     # one capture at a time
         x + 1
+    with mt.cuda.stream(mt.cuda.Stream()):
+        mt.cuda.CUDAGraph().capture_begin()             # dropped mid-capture: abandoned
+    _assert_clean(x)
     with pytest.raises(RuntimeError, match="Capture must end on the same stream"):
         with mt.cuda.stream(mt.cuda.Stream()):
             g2 = mt.cuda.CUDAGraph()
