@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check in one call, for a machine with an NVIDIA GPU, CuPy and nvcc (see
 # docs/gpu_check.md): build in place, the CUDA tests, the kernel benchmark, the host-path
-# benchmark (stand-in and real), and MNIST on cuda; then a summary. Each stage has its own time
+# benchmark (stand-in and real), and MNIST on cuda (eager, and the MLP's training step replayed
+# as a CUDA graph: "+graph" lines); then a summary. Each stage has its own time
 # limit so that the whole stays within 8 minutes; logs go to $OUT when it is set (the device
 # tool brings that folder back), else ./gpu_logs.
 # Run from the repository root: bash bench/gpu_suite.sh
@@ -39,7 +40,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 "$PY" -c "import sys, cupy; print('python', sys.version.split()[0], '| cupy', cupy.__version__)" \
     2>&1 | tee -a "$SUMMARY"
 
-if ! stage build 120 "$PY" setup.py build_ext --inplace -j "$JOBS"; then
+if ! stage build 100 "$PY" setup.py build_ext --inplace -j "$JOBS"; then
     tail -n 30 "$LOGS/build.log" | tee -a "$SUMMARY"
     note "build failed: nothing else runs"
     exit 1
@@ -62,8 +63,8 @@ stage gpu_host 80 bash -c "'$PY' bench/gpu_host.py --timer wall --seconds 0.2 \
 grep -vE "^(Traceback|  )" "$LOGS/gpu_host.log" | tail -n 16 | tee -a "$SUMMARY"
 
 if [ -f "$MINITORCH_DATA/mnist.pkl.gz" ]; then
-    stage mnist 90 "$PY" bench/mnist.py --device cuda --repeats 1
-    grep -E "^(MNIST|mlp|cnn)" "$LOGS/mnist.log" | tee -a "$SUMMARY"
+    stage mnist 110 "$PY" bench/mnist.py --device cuda --repeats 1 --cuda-graph
+    grep -E "^(MNIST|mlp|cnn|--cuda-graph)" "$LOGS/mnist.log" | tee -a "$SUMMARY"
     grep -E "Error|error" "$LOGS/mnist.log" | tail -n 5 | tee -a "$SUMMARY"
 else
     note "--- mnist: skipped, no $MINITORCH_DATA/mnist.pkl.gz (carry .mnist/, docs/gpu_check.md)"

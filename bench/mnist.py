@@ -10,7 +10,13 @@ Each (framework, model) runs in its own child process so peak RSS is its own. Th
 repeated (--repeats, default 3), the frameworks alternating, and the fastest run of each is
 compared: on a shared machine a run can only be slowed down by other work, never sped up, so the
 minimum is the most faithful figure (every run's time is printed too).
+With --cuda-graph on a GPU the MLP also runs as "minitorch+graph" / "torch+graph": each full
+batch is copied into static tensors and one captured training step (forward, loss, backward,
+SGD step, zero_grad(set_to_none=False)) replayed; three eager warm-up steps on a side stream
+come first and the last, partial batch runs eagerly (the same code for both frameworks). On a
+machine without a GPU the graphed runs are skipped with a note.
 Run: python bench/mnist.py [--models mlp cnn] [--data-dir DIR] [--device cpu|cuda] [--repeats N]
+     [--cuda-graph]
 """
 import argparse
 import importlib
@@ -41,7 +47,43 @@ def batches(n, seed=0):
     return [order[i:i + BATCH] for i in range(0, n, BATCH)]
 
 
-def run(lib, model_kind, data, device):
+def graphed_epoch(lib, model, opt, F, x_train, y_train, device):
+    """One epoch of training steps replayed from one CUDA graph (see the module docstring)."""
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad(set_to_none=False)
+        loss.backward()
+        opt.step()
+        return loss
+    static, graph, warmup, loss = None, None, 3, None
+    side = lib.cuda.Stream()
+    for index in batches(len(y_train)):
+        idx = lib.from_numpy(index.astype(np.int64)).to(device)
+        x, y = x_train.index_select(0, idx), y_train.index_select(0, idx)
+        if len(index) != BATCH:
+            loss = step(x, y)
+            continue
+        if static is None:
+            static = (x.clone(), y.clone())
+        static[0].copy_(x)
+        static[1].copy_(y)
+        if graph is None and warmup:
+            warmup -= 1
+            side.wait_stream(lib.cuda.current_stream())
+            with lib.cuda.stream(side):
+                loss = step(*static)
+            lib.cuda.current_stream().wait_stream(side)
+            continue
+        if graph is None:
+            graph = lib.cuda.CUDAGraph()
+            with lib.cuda.graph(graph):
+                static_loss = step(*static)
+        graph.replay()
+        loss = static_loss
+    return loss
+
+
+def run(lib, model_kind, data, device, graphed=False):
     """One epoch with `lib` = minitorch or torch: the very same code drives both, since
     minitorch speaks torch's API. Returns (seconds, test accuracy)."""
     nn, F = lib.nn, lib.nn.functional
@@ -56,7 +98,9 @@ def run(lib, model_kind, data, device):
            else lib.optim.Adam(model.parameters(), lr=1e-3))
     x_train, y_train, x_test, y_test = (lib.from_numpy(a).to(device) for a in data)
     start = time.perf_counter()
-    for index in batches(len(y_train)):
+    if graphed:
+        loss = graphed_epoch(lib, model, opt, F, x_train, y_train, device)
+    for index in ([] if graphed else batches(len(y_train))):
         idx = lib.from_numpy(index.astype(np.int64)).to(device)
         loss = F.cross_entropy(model(x_train.index_select(0, idx)), y_train.index_select(0, idx))
         opt.zero_grad()
@@ -74,8 +118,9 @@ def run(lib, model_kind, data, device):
 def child(framework, model_kind, data_dir, device):
     """Runs in a subprocess: one epoch, prints a JSON line with time, accuracy and peak RSS."""
     data = load_arrays(data_dir)
-    lib = importlib.import_module(framework)
-    seconds, accuracy = run(lib, model_kind, data, device)
+    name, _, variant = framework.partition("+")
+    lib = importlib.import_module(name)
+    seconds, accuracy = run(lib, model_kind, data, device, graphed=variant == "graph")
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps({"seconds": seconds, "accuracy": accuracy, "peak_rss_mb": peak_mb}))
 
@@ -98,12 +143,22 @@ def torch_available():
         return False
 
 
+def cuda_available():
+    try:
+        import minitorch
+        return minitorch.cuda.is_available()
+    except ImportError:
+        return False
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", nargs="+", default=["mlp", "cnn"], choices=["mlp", "cnn"])
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cuda-graph", action="store_true",
+                        help="also time the MLP with its training step replayed as a CUDA graph")
     parser.add_argument("--child", nargs=2, metavar=("FRAMEWORK", "MODEL"))
     args = parser.parse_args()
     if args.child:
@@ -113,20 +168,31 @@ def main():
     print(f"MNIST on {args.device}, 1 epoch of 50 000 images, batch {BATCH}, "
           f"{os.cpu_count()} CPU cores"
           + ("" if len(frameworks) > 1 else " (PyTorch not installed)"))
+    graph_frameworks = []
+    if args.cuda_graph:
+        if args.device.startswith("cuda") and cuda_available():
+            graph_frameworks = [fw + "+graph" for fw in frameworks]
+        else:
+            print("--cuda-graph: skipped (needs --device cuda and a GPU)")
     for model_kind in args.models:
-        runs = {fw: [] for fw in frameworks}
+        kinds = frameworks + (graph_frameworks if model_kind == "mlp" else [])
+        runs = {fw: [] for fw in kinds}
         for repeat in range(args.repeats):
-            for fw in (frameworks if repeat % 2 == 0 else frameworks[::-1]):
+            for fw in (kinds if repeat % 2 == 0 else kinds[::-1]):
                 runs[fw].append(measure(fw, model_kind, args.data_dir, args.device))
         results = {fw: min(rs, key=lambda r: r["seconds"]) for fw, rs in runs.items()}
         for fw, r in results.items():
             times = " ".join(f"{run['seconds']:.2f}" for run in runs[fw])
-            line = (f"{model_kind:4s} {fw:10s} {r['seconds']:7.2f} s/epoch  test acc "
+            line = (f"{model_kind:4s} {fw:15s} {r['seconds']:7.2f} s/epoch  test acc "
                     f"{r['accuracy']:.4f}  peak RSS {r['peak_rss_mb']:7.1f} MB  (runs: {times})")
-            if fw != "torch" and "torch" in results:
-                t = results["torch"]
+            twin = fw.replace("minitorch", "torch")
+            if fw.startswith("minitorch") and twin in results:
+                t = results[twin]
                 line += (f"   time ratio {r['seconds'] / t['seconds']:.2f}x  RSS ratio "
                          f"{r['peak_rss_mb'] / t['peak_rss_mb']:.2f}x")
+            base = fw.partition("+")[0]
+            if fw.endswith("+graph") and base in results:
+                line += f"   graph vs eager {results[base]['seconds'] / r['seconds']:.2f}x faster"
             print(line, flush=True)
 
 

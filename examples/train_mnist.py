@@ -2,10 +2,16 @@
 
     python examples/train_mnist.py                      # CNN, 3 epochs, GPU if available
     python examples/train_mnist.py --model mlp --device cpu --epochs 1
+    python examples/train_mnist.py --model mlp --cuda-graph   # each step one CUDA graph replay
 
 MNIST is read from --data-dir, else $MINITORCH_DATA, else ~/.cache/minitorch (downloaded there
 when missing). A checkpoint (safetensors layout) and a PNG of the loss/accuracy curves are
 written to --out-dir.
+
+--cuda-graph (MLP on a GPU): after three eager warm-up steps the whole training step (forward,
+loss, backward, SGD step, zero_grad) is captured once into a CUDA graph on static batch tensors;
+every later batch is copied into them and the graph replayed. The last, partial batch of an
+epoch has another shape: it runs eagerly (on the same parameters and optimizer state).
 """
 import argparse
 import os
@@ -51,17 +57,55 @@ class ProgressBar:
         sys.stderr.flush()
 
 
-def train_epoch(model, loader, optimizer, scheduler, device, label):
+def training_step(model, optimizer, images, labels):
+    """Forward, loss, backward and update; gradients zeroed in place (set_to_none=False), so a
+    captured step keeps writing the same gradient tensors. Returns (logits, loss)."""
+    logits = model(images)
+    loss = F.cross_entropy(logits, labels)
+    optimizer.zero_grad(set_to_none=False)
+    loss.backward()
+    optimizer.step()
+    return logits, loss
+
+
+class GraphedStep:
+    """training_step as one CUDA graph on static batch tensors: `warmup` eager steps (kernels
+    compiled, gradients and optimizer state made), then one capture; afterwards each batch is
+    copied into the static tensors and the graph replayed. A batch of another shape (the last,
+    partial one) runs eagerly."""
+
+    def __init__(self, model, optimizer, warmup=3):
+        self.model, self.optimizer, self.warmup = model, optimizer, warmup
+        self.images = self.labels = self.graph = None
+        self.outputs = None
+
+    def __call__(self, images, labels):
+        if self.images is None:
+            self.images, self.labels = images.clone(), labels.clone()
+        if images.shape != self.images.shape:
+            return training_step(self.model, self.optimizer, images, labels)
+        self.images.copy_(images)
+        self.labels.copy_(labels)
+        if self.graph is None:
+            if self.warmup > 0:
+                self.warmup -= 1
+                return training_step(self.model, self.optimizer, self.images, self.labels)
+            self.graph = mt.cuda.CUDAGraph()
+            with mt.cuda.graph(self.graph):     # records the step; nothing runs yet
+                self.outputs = training_step(self.model, self.optimizer, self.images,
+                                             self.labels)
+        self.graph.replay()
+        return self.outputs
+
+
+def train_epoch(model, loader, optimizer, scheduler, device, label, step_fn=None):
     model.train()
     bar = ProgressBar(len(loader), label)
     total_loss, correct, seen = 0.0, 0, 0
+    step_fn = step_fn or (lambda x, y: training_step(model, optimizer, x, y))
     for step, (images, labels) in enumerate(loader, 1):
         images, labels = images.to(device), labels.to(device)
-        logits = model(images)
-        loss = F.cross_entropy(logits, labels)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+        logits, loss = step_fn(images, labels)
         if scheduler is not None:
             scheduler.step()
         total_loss += loss.item() * labels.shape[0]
@@ -124,7 +168,14 @@ def parse_args(argv=None):
     parser.add_argument("--out-dir", default="runs")
     parser.add_argument("--limit", type=int, default=None,
                         help="train on the first N images only (quick runs)")
-    return parser.parse_args(argv)
+    parser.add_argument("--cuda-graph", action="store_true",
+                        help="replay each training step as one CUDA graph (MLP on a GPU)")
+    args = parser.parse_args(argv)
+    if args.cuda_graph and (args.model != "mlp" or mt.device(args.device).type != "cuda"):
+        parser.error("--cuda-graph needs --model mlp on a cuda device: the CNN's dropout draws "
+                     "its random numbers on the host and OneCycleLR changes the learning rate "
+                     "every step, which a captured graph would freeze")
+    return args
 
 
 def main(argv=None):
@@ -151,10 +202,11 @@ def main(argv=None):
           f"{sum(p.numel() for p in model.parameters()):,} parameters, "
           f"{len(train_set):,} training / {len(test_set):,} test images")
     history = {key: [] for key in ("train_loss", "train_acc", "test_loss", "test_acc")}
+    step_fn = GraphedStep(model, optimizer) if args.cuda_graph else None
     for epoch in range(1, args.epochs + 1):
         start = time.perf_counter()
         train_loss, train_acc = train_epoch(model, train_loader, optimizer, scheduler, device,
-                                            f"epoch {epoch}/{args.epochs}")
+                                            f"epoch {epoch}/{args.epochs}", step_fn)
         test_loss, test_acc = evaluate(model, test_loader, device)
         for key, value in zip(history, (train_loss, train_acc, test_loss, test_acc)):
             history[key].append(value)

@@ -759,6 +759,10 @@ def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
             # with grad mode off (as inside _run) a copy records nothing: no detached alias
             leaf._grad = g.clone() if create_graph or not _grad_mode.enabled else \
                 g.detach().clone()
+    elif not create_graph and not _grad_mode.enabled and not leaf._grad.requires_grad:
+        # torch's AccumulateGrad: in place when no graph is built, so .grad keeps its memory
+        # (a captured CUDA graph's optimizer kernels hold its address)
+        leaf._grad.add_(g)
     elif create_graph or not _grad_mode.enabled:
         leaf._grad = leaf._grad + g
     else:

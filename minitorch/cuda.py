@@ -1,5 +1,7 @@
 """mt.cuda: what the GPU backend offers (torch.cuda's names), answerable without CuPy installed:
-is_available() is False then, and the calls that need a GPU raise the backend's clear error."""
+is_available() is False then, and the calls that need a GPU raise the backend's clear error.
+Devices, streams (what graph capture needs of them) and, from minitorch/_cuda_graphs.py, CUDA
+graphs (CUDAGraph, graph, graph_pool_handle, make_graphed_callables)."""
 
 
 def _cupy():
@@ -65,8 +67,10 @@ def get_device_name(device=None):
 
 
 def synchronize(device=None):
-    """Wait for every kernel queued on the device (a no-op without a GPU)."""
+    """Wait for every kernel queued on the device (a no-op without a GPU; refused inside a graph
+    capture, as in torch)."""
     if is_available():
+        _refuse_during_capture()
         _cupy().cuda.Device(_index(device)).synchronize()
 
 
@@ -85,6 +89,100 @@ def manual_seed(seed):
 
 
 manual_seed_all = manual_seed
+
+
+# ---- streams (what graph capture needs of torch.cuda's streams) --------------------------------
+class Stream:
+    """torch.cuda.Stream over a CuPy stream (non-blocking, as torch's streams are). `priority`
+    is accepted and ignored (CuPy streams here all have the default priority)."""
+
+    def __init__(self, device=None, priority=0, **kwargs):
+        cupy = _require_cupy()
+        self.device = _device_of(device)
+        self.priority = priority
+        self._stream = kwargs.get("_cupy_stream") or cupy.cuda.Stream(non_blocking=True)
+
+    @property
+    def cuda_stream(self):
+        return self._stream.ptr
+
+    def __eq__(self, other):
+        return isinstance(other, Stream) and self._stream.ptr == other._stream.ptr
+
+    def __hash__(self):
+        return hash(self._stream.ptr)
+
+    def __repr__(self):
+        return f"<minitorch.cuda.Stream device={self.device} cuda_stream={hex(self.cuda_stream)}>"
+
+    def synchronize(self):
+        """Wait for the stream's work (refused inside a graph capture, as in torch)."""
+        _refuse_during_capture()
+        self._stream.synchronize()
+
+    def wait_stream(self, stream):
+        """Later work on this stream waits for the work queued on `stream` so far."""
+        self._stream.wait_event(stream._stream.record())
+
+    def query(self):
+        """True: the emulator and the callers here only ask once the work is known done."""
+        return True
+
+    def is_capturing(self):
+        from ._gpu import graphs
+        return graphs.capturing_on(self._stream.ptr)
+
+
+def _device_of(device):
+    from .backend import device as Device
+    return Device(f"cuda:{_index(device)}")
+
+
+def _refuse_during_capture():
+    from ._gpu import graphs
+    capture = graphs.active()
+    if capture is not None:
+        capture.refuse()
+
+
+def current_stream(device=None):
+    """The stream CUDA work is queued on now (torch.cuda.current_stream)."""
+    cupy = _require_cupy()
+    return Stream(device, _cupy_stream=cupy.cuda.get_current_stream())
+
+
+def default_stream(device=None):
+    """The legacy default stream (torch.cuda.default_stream)."""
+    cupy = _require_cupy()
+    return Stream(device, _cupy_stream=cupy.cuda.Stream.null)
+
+
+class stream:
+    """`with mt.cuda.stream(s):` queues CUDA work on s (None: no change), torch.cuda.stream."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __enter__(self):
+        if self.stream is not None:
+            self.stream._stream.__enter__()
+        return self.stream
+
+    def __exit__(self, *exc):
+        if self.stream is not None:
+            self.stream._stream.__exit__(*exc)
+        return False
+
+
+def set_stream(stream):
+    """Make `stream` the current stream (torch.cuda.set_stream)."""
+    if stream is not None:
+        stream._stream.use()
+
+
+# ---- CUDA graphs ----------------------------------------------------------------------------
+from ._cuda_graphs import (CUDAGraph, graph, graph_pool_handle,  # noqa: E402,F401
+                          is_current_stream_capturing, make_graphed_callables)
 
 
 from . import cuda_amp as amp  # noqa: E402  (mt.cuda.amp; last: it imports minitorch.amp)

@@ -888,6 +888,8 @@ def _device_mismatch(a, b):
             f"{first} and {second}!")
 
 
+from ._gpu import graphs as _graphs  # noqa: E402  (a CUDA graph capture: scalar_array)
+
 _scalar_cache = {}
 
 
@@ -899,8 +901,10 @@ def scalar_array(value, dtype, device):
         key = ("-0.0", dtype, device)       # -0.0 == 0.0: keep the sign apart in the cache
     nd = _scalar_cache.get(key)
     if nd is None:
+        nd = NDArray.full((), value, dtype, device)
+        if _graphs.active() is not None:    # its fill only runs when the graph replays
+            return nd
         if len(_scalar_cache) > 4096:
             _scalar_cache.clear()
-        nd = NDArray.full((), value, dtype, device)
         _scalar_cache[key] = nd
     return nd

@@ -13,7 +13,7 @@ import struct
 import numpy as np
 
 from ..opcodes import FLOAT, BinaryOp, ReduceOp, UnaryOp
-from . import buffers, checks as C, join_fallback, launch as L
+from . import buffers, checks as C, graphs, join_fallback, launch as L
 from .checks import DTYPE_NAMES  # noqa: F401  (tests read the storage dtype names here)
 
 I64, I32 = np.int64, np.int32
@@ -99,6 +99,7 @@ class GpuBackend:
         self._adam_scalars = (None, None)     # the last Adam hyper-parameters, packed
         self.buffer_cache = buffers.BufferCache(cupy.empty) if buffers.enabled() else None
         self._empty = cupy.empty if self.buffer_cache is None else self.buffer_cache.empty
+        self._capture = None    # the CUDA graph capture under way (graphs.py swaps cupy, _empty)
         if device_count is None:
             device_count = cupy.cuda.runtime.getDeviceCount()
         if device_count == 1:   # the only GPU is every thread's current one: no switching
@@ -143,12 +144,14 @@ class GpuBackend:
         return self.cupy.asarray(np.ascontiguousarray(array).reshape(-1))
 
     def to_host(self, buffer):
+        graphs.sync_point(self)
         return buffer.get()
 
     def data_ptr(self, buffer):
         return buffer.data.ptr
 
     def synchronize(self):
+        graphs.sync_point(self)
         self._device.synchronize()
 
     # ---- compilation and launch ---------------------------------------------------------------
@@ -322,6 +325,7 @@ class GpuBackend:
         fn(grid, L.BLOCK, (op_arg, a, _i64(a_offset), b, _i64(b_offset), out, size_arg,
                            geometry, err))
         if err is not None:
+            graphs.sync_point(self)
             flags = int(err.get()[0])
             if flags & ERR_NEG_POW:
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -1201,6 +1205,9 @@ class GpuBackend:
             raise TypeError(f"index must have dtype int64, got {index.dtype}")
         C.check_length(index, n, "index")
         if n == 0:
+            return
+        if self._capture is not None:   # no readback inside a capture: checked at each replay
+            self._capture.defer_index_check(index, n, dim)
             return
         largest = self.cupy.zeros(1, np.uint64)
         self._launch("index", "check", "index_umax_kernel",

@@ -29,7 +29,11 @@ class Adam(Optimizer):
 
     def _state_of(self, param, group):
         amsgrad = ("max_exp_avg_sq",) if group["amsgrad"] else ()
-        return self._new_state(param, "exp_avg", "exp_avg_sq", *amsgrad)
+        state = self._new_state(param, "exp_avg", "exp_avg_sq", *amsgrad)
+        if group["capturable"] and param.device.type == "cuda" and \
+                state["step"].device != param.device:
+            state["step"] = state["step"].to(param.device)     # torch's capturable step
+        return state
 
     _foreach_rule = "adam"
 
@@ -46,6 +50,9 @@ class Adam(Optimizer):
 
     @staticmethod
     def _update(param, state, group):
+        if state["step"].device.type == "cuda":
+            Adam._capturable_update(param, state, group)
+            return
         lr, eps = group["lr"], group["eps"]
         beta1, beta2 = group["betas"]
         step = state["step"].add_(1).item()
@@ -67,6 +74,28 @@ class Adam(Optimizer):
             second_moment.copy_(maximum(second_moment, exp_avg_sq))
         denom = (second_moment.sqrt() / bias_correction2_sqrt).add_(eps)
         param.addcdiv_(exp_avg, denom, value=-step_size)
+
+    @staticmethod
+    def _capturable_update(param, state, group):
+        """torch's capturable rule: the step counter stays on the device and the bias
+        corrections are device tensors, so nothing is read back (a CUDA graph can capture it
+        and each replay counts its own step)."""
+        lr, eps = group["lr"], group["eps"]
+        beta1, beta2 = group["betas"]
+        step = state["step"].add_(1)
+        exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+        grad = _gradient(param, group, lr)
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        step_size_neg = (lr / (1 - beta1 ** step)).neg()
+        bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
+        second_moment = exp_avg_sq
+        if group["amsgrad"]:
+            second_moment = state["max_exp_avg_sq"]
+            second_moment.copy_(maximum(second_moment, exp_avg_sq))
+        denom = (second_moment.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(
+            eps / step_size_neg)
+        param.addcdiv_(exp_avg, denom)
 
     @staticmethod
     def _fused_update(param, moments, group, step_size, bias_correction2_sqrt):

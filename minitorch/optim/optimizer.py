@@ -5,6 +5,7 @@ The update rules live in one module per algorithm; each follows torch's single-t
 implementation operation by operation, with our in-place Tensor ops under no_grad.
 """
 import functools
+import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from copy import deepcopy
@@ -399,6 +400,28 @@ def _cast_state(param, value, key=None):
     return value
 
 
+def _graph_capture_health_check(optimizer):
+    """torch's check: a step captured into a CUDA graph needs capturable=True (host-side step
+    counts would be frozen into the graph); capturable=True outside a capture warns once."""
+    from .._cuda_graphs import is_current_stream_capturing
+    capturing = is_current_stream_capturing()
+    capturable = all(group["capturable"] for group in optimizer.param_groups)
+    if capturing and not capturable:
+        raise RuntimeError("Attempting CUDA graph capture of step() for an instance of "
+                           f"{type(optimizer).__name__} but param_groups' capturable is False.")
+    if capturable and not capturing and \
+            not getattr(optimizer, "_warned_capturable_if_run_uncaptured", False):
+        from .. import cuda
+        if cuda.is_available():
+            warnings.warn(
+                "This instance was constructed with capturable=True or some of all the "
+                "param_groups came with capturable=True, but step() is running without CUDA "
+                "graph capture. If you never intend to graph-capture this instance, "
+                "capturable=True can impair performance, and you should set capturable=False.",
+                stacklevel=3)
+            optimizer._warned_capturable_if_run_uncaptured = True
+
+
 def _hook_step(step):
     """step with the optimizer's pre/post hooks around it."""
     @functools.wraps(step)
@@ -410,6 +433,8 @@ def _hook_step(step):
                     raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
                                        f"new_kwargs), but got {result}.")
                 args, kwargs = result
+        if "capturable" in self.defaults:
+            _graph_capture_health_check(self)
         out = step(self, *args, **kwargs)
         for post_hook in list(self._optimizer_step_post_hooks.values()):
             post_hook(self, args, kwargs)

@@ -6,6 +6,13 @@ reads or writes past a buffer's end faults and the launch reports it. RawModule 
 exact text NVRTC would get with g++ and emulator.h (a fiber-per-thread CUDA runtime, see there);
 every launch first checks its arguments against the kernel's CUDA declaration.
 
+Streams and CUDA graphs (cupy.cuda.Stream / cupy.cuda.graph.Graph, see "streams and stream
+capture" below): work issued while the current stream captures (kernel launches, memsets) is
+recorded with its raw addresses instead of run, and Graph.launch() runs the recording again; a
+host synchronisation during a capture (a device-to-host copy, a host-to-device upload, a stream
+or device synchronize) raises cudaErrorStreamCaptureUnsupported and invalidates the capture,
+as the CUDA runtime does.
+
 With execute=False nothing is compiled (for machines without g++): launches are only checked.
 The test suite uses this through tests/conftest.py (MINITORCH_TEST_CUDA=emulator runs every
 `device` test on "cuda" too) and tests/test_gpu_backend.py (kernel-by-kernel against the CPU).
@@ -59,11 +66,18 @@ def guarded_empty(n, dtype):
     return raw[start:start + nbytes].view(dtype)
 
 
+class Memory:
+    """The allocation behind a buffer and all its views (CuPy's `data.mem`): what a reference
+    count must see to know that nothing uses the memory any more."""
+    __slots__ = ("__weakref__",)
+
+
 class Array:
     """A CuPy-like 1-D device buffer: host memory (views share it, like CuPy slices)."""
 
-    def __init__(self, host):
+    def __init__(self, host, mem=None):
         self.host = host
+        self.mem = Memory() if mem is None else mem
 
     size = property(lambda self: self.host.size)
     dtype = property(lambda self: self.host.dtype)
@@ -75,21 +89,21 @@ class Array:
 
     @property
     def data(self):
-        host = self.host
-        return types.SimpleNamespace(
-            ptr=host.ctypes.data,
-            memset_async=lambda value, n: host.view(np.uint8)[:n].fill(value))
+        ptr = self.host.ctypes.data
+        return types.SimpleNamespace(ptr=ptr, mem=self.mem,
+                                     memset_async=lambda value, n: _memset(ptr, value, n))
 
     def __len__(self):
         return len(self.host)
 
     def __getitem__(self, key):
-        return Array(self.host[key])
+        return Array(self.host[key], self.mem)
 
     def view(self, dtype):
-        return Array(self.host.view(dtype))
+        return Array(self.host.view(dtype), self.mem)
 
     def get(self):
+        _host_sync("a device-to-host copy")
         return self.host.copy()
 
 
@@ -98,12 +112,13 @@ def _empty(n, dtype):
 
 
 def _zeros(n, dtype):
-    array = guarded_empty(n, dtype)
-    array.fill(0)
-    return Array(array)
+    array = Array(guarded_empty(n, dtype))
+    _memset(array.data.ptr, 0, array.nbytes)
+    return array
 
 
 def _asarray(host):
+    _host_sync("a host-to-device copy from pageable memory")
     host = np.asarray(host)
     array = guarded_empty(host.size, host.dtype).reshape(host.shape)
     array[...] = host
@@ -181,19 +196,29 @@ class Function:
         self.run(grid, block, args)
 
     def run(self, grid, block, args):
-        """Launch without the declaration check (tests of the emulator itself use this)."""
+        """Launch without the declaration check (tests of the emulator itself use this); on a
+        capturing stream, record it instead."""
+        _issue(self._packed(grid, block, args))
+
+    def _packed(self, grid, block, args):
+        """The launch as a call that needs none of the Python arguments: buffers reduced to
+        their addresses and scalars to copies, as cuLaunchKernel (and a graph node) holds
+        them. A kernel replayed after its buffers were freed faults on their addresses."""
         if self.entry is None:
-            self._emulate_validator(args)
-            return
+            return lambda: self._emulate_validator(args)
         keep = []
         pointers = (ctypes.c_void_p * max(1, len(args)))(
             *[_argument_pointer(a, keep) for a in args])
         dims = [(ctypes.c_uint * 3)(*(tuple(d) + (1, 1))[:3]) for d in (grid, block)]
-        error = ctypes.create_string_buffer(512)
-        with _launch_lock:
-            status = self.entry(dims[0], dims[1], pointers, error, len(error))
-        if status != 0:
-            raise KernelError(f"{self.name}: {error.value.decode()}")
+
+        def launch():
+            error = ctypes.create_string_buffer(512)
+            with _launch_lock:
+                status = self.entry(dims[0], dims[1], pointers, error, len(error))
+            if status != 0:
+                raise KernelError(f"{self.name}: {error.value.decode()}")
+        launch.keep = keep
+        return launch
 
     def _emulate_validator(self, args):
         """Without a compiler, the index validator still answers (its result steers the host)."""
@@ -224,6 +249,184 @@ class Module:
 
 
 # ---------------------------------------------------------------------------------------------
+# streams and stream capture
+
+# cudaStreamCaptureMode values
+CAPTURE_GLOBAL, CAPTURE_THREAD_LOCAL, CAPTURE_RELAXED = 0, 1, 2
+# the cudaError_t values a capture can end in, with the runtime's own strings
+ILLEGAL_STATE, CAPTURE_UNSUPPORTED, CAPTURE_INVALIDATED, CAPTURE_IMPLICIT = 401, 900, 901, 906
+_ERRORS = {
+    ILLEGAL_STATE: ("cudaErrorIllegalState",
+                    "the operation cannot be performed in the present state"),
+    CAPTURE_UNSUPPORTED: ("cudaErrorStreamCaptureUnsupported",
+                          "operation not permitted when stream is capturing"),
+    CAPTURE_INVALIDATED: ("cudaErrorStreamCaptureInvalidated",
+                          "operation failed due to a previous error during capture"),
+    CAPTURE_IMPLICIT: ("cudaErrorStreamCaptureImplicit",
+                       "operation would make the legacy stream depend on a capturing blocking "
+                       "stream"),
+}
+
+
+class CUDARuntimeError(RuntimeError):
+    """CuPy's cupy.cuda.runtime.CUDARuntimeError: `status` and "name: description"."""
+
+    def __init__(self, status):
+        self.status = status
+        name, text = _ERRORS[status]
+        super().__init__(f"{name}: {text}")
+
+
+_current = threading.local()        # the thread's current stream (CuPy's is per thread too)
+_capturing = set()                   # streams with a capture under way, in any thread
+_stream_ids = iter(range(1, 1 << 62))
+
+
+class Stream:
+    """cupy.cuda.Stream: `with stream:` makes it current; begin_capture() / end_capture()."""
+    null = None     # the legacy default stream, set below
+
+    def __init__(self, null=False, non_blocking=False, ptr=None):
+        self.ptr = 0 if null else next(_stream_ids)
+        self.non_blocking = non_blocking
+        self._recording = None      # the captured work while a capture is under way
+        self._mode = self._thread = None
+        self._invalid = False
+        self._outer = []
+
+    def __repr__(self):
+        return f"<emulated cupy.cuda.Stream {self.ptr}>"
+
+    def __enter__(self):
+        self._outer.append(get_current_stream())
+        _current.stream = self
+        return self
+
+    def __exit__(self, *exc):
+        _current.stream = self._outer.pop()
+        return False
+
+    def use(self):
+        _current.stream = self
+        return self
+
+    def synchronize(self):
+        _host_sync("cudaStreamSynchronize", self)
+
+    def record(self, event=None):
+        """An event after the work queued so far (the emulator runs work as it is queued, so
+        waiting on one is immediate; recording into a capture is allowed, as on a GPU)."""
+        return Event() if event is None else event
+
+    def wait_event(self, event):
+        pass
+
+    def begin_capture(self, mode=None):
+        if self.ptr == 0:
+            raise CUDARuntimeError(CAPTURE_UNSUPPORTED)     # the legacy stream cannot capture
+        if self._recording is not None:
+            raise CUDARuntimeError(ILLEGAL_STATE)
+        self._recording, self._invalid = [], False
+        self._mode = CAPTURE_GLOBAL if mode is None else mode
+        self._thread = threading.get_ident()
+        _capturing.add(self)
+
+    def end_capture(self):
+        """The captured Graph; cudaErrorStreamCaptureInvalidated when an error broke it."""
+        if self._recording is None:
+            raise CUDARuntimeError(ILLEGAL_STATE)
+        recording, invalid = self._recording, self._invalid
+        self._recording, self._invalid = None, False
+        _capturing.discard(self)
+        if invalid:
+            raise CUDARuntimeError(CAPTURE_INVALIDATED)
+        return Graph(recording)
+
+    def is_capturing(self):
+        if self._recording is None:
+            return False
+        if self._invalid:
+            raise RuntimeError("the stream was capturing, but an error has invalidated the "
+                               "capture sequence")
+        return True
+
+    def _invalidate(self):
+        self._invalid = True
+        self._recording.clear()
+
+
+Stream.null = Stream(null=True)
+
+
+class Event:
+    """cupy.cuda.Event: work is done when queued here, so it is always complete."""
+
+    def synchronize(self):
+        _host_sync("cudaEventSynchronize")
+
+    def query(self):
+        return True
+
+
+def get_current_stream():
+    return getattr(_current, "stream", None) or Stream.null
+
+
+class Graph:
+    """cupy.cuda.graph.Graph: the work recorded by a capture, run again by launch()."""
+
+    def __init__(self, recording):
+        self._recording = list(recording)
+        self.node_count = len(self._recording)      # the emulator's own, for tests
+
+    def launch(self, stream=None):
+        stream = get_current_stream() if stream is None else stream
+        for work in self._recording:
+            _issue(work, stream)
+
+    def upload(self, stream=None):
+        pass
+
+
+def _issue(work, stream=None):
+    """Run `work` (a kernel launch or memset reduced to raw addresses) on the stream, or record
+    it while that stream captures."""
+    stream = get_current_stream() if stream is None else stream
+    if stream._recording is not None:
+        if stream._invalid:
+            raise CUDARuntimeError(CAPTURE_INVALIDATED)
+        stream._recording.append(work)
+        return
+    if stream.ptr == 0:
+        blocking = [s for s in _capturing if not s.non_blocking]
+        if blocking:    # the legacy stream would wait on work that is only being recorded
+            for other in blocking:
+                other._invalidate()
+            raise CUDARuntimeError(CAPTURE_IMPLICIT)
+    work()
+
+
+def _host_sync(what, stream=None):
+    """A call that waits for the device (or copies from pageable host memory): not permitted
+    on a capturing stream, nor in any thread while a capture in global mode is under way (in
+    the capturing thread for thread_local mode); the capture it breaks is invalidated."""
+    stream = get_current_stream() if stream is None else stream
+    me = threading.get_ident()
+    broken = [s for s in _capturing
+              if s is stream or s._mode == CAPTURE_GLOBAL or
+              (s._mode == CAPTURE_THREAD_LOCAL and s._thread == me)]
+    if broken:
+        for other in broken:
+            other._invalidate()
+        raise CUDARuntimeError(CAPTURE_UNSUPPORTED)
+
+
+def _memset(ptr, value, n):
+    """memset_async on the current stream (recorded while it captures)."""
+    _issue(lambda: ctypes.memset(ptr, value, n))
+
+
+# ---------------------------------------------------------------------------------------------
 # devices
 
 class Device:
@@ -237,7 +440,7 @@ class Device:
         return False
 
     def synchronize(self):
-        pass
+        _host_sync("cudaDeviceSynchronize")
 
 
 def cupy_module(device_count=1, execute=None, launches=None):
@@ -257,9 +460,14 @@ def cupy_module(device_count=1, execute=None, launches=None):
 
     runtime = types.SimpleNamespace(
         getDeviceCount=count, getDevice=lambda: current[0], setDevice=set_device,
-        getDeviceProperties=lambda i: {"name": b"minitorch CUDA emulator"})
+        getDeviceProperties=lambda i: {"name": b"minitorch CUDA emulator"},
+        CUDARuntimeError=CUDARuntimeError, streamCaptureModeGlobal=CAPTURE_GLOBAL,
+        streamCaptureModeThreadLocal=CAPTURE_THREAD_LOCAL,
+        streamCaptureModeRelaxed=CAPTURE_RELAXED)
     return types.SimpleNamespace(
-        cuda=types.SimpleNamespace(Device=Device, runtime=runtime),
+        cuda=types.SimpleNamespace(Device=Device, runtime=runtime, Stream=Stream, Event=Event,
+                                   get_current_stream=get_current_stream,
+                                   graph=types.SimpleNamespace(Graph=Graph)),
         empty=_empty, zeros=_zeros, asarray=_asarray,
         RawModule=lambda code, options, name_expressions: Module(
             code, options, name_expressions, launches, execute),
