@@ -398,9 +398,9 @@ def test_plain_safetensors_files_load_as_a_dict_of_tensors():
     loaded = load(io.BytesIO(data))
     assert list(loaded) == ["f32", "f16", "bf16", "i32", "flags", "bytes", "empty"]
     assert loaded["f32"].tolist() == [[0.0, 1.0], [2.0, 3.0]] and loaded["f32"].dtype is mt.float32
-    assert loaded["f16"].tolist() == [1.5, -2.0, 65504.0] and loaded["f16"].dtype is mt.float32
-    assert loaded["bf16"].tolist() == [1.5, -3.0]
-    assert loaded["i32"].tolist() == [-5, 7] and loaded["i32"].dtype is mt.int64
+    assert loaded["f16"].tolist() == [1.5, -2.0, 65504.0] and loaded["f16"].dtype is mt.float16
+    assert loaded["bf16"].tolist() == [1.5, -3.0] and loaded["bf16"].dtype is mt.bfloat16
+    assert loaded["i32"].tolist() == [-5, 7] and loaded["i32"].dtype is mt.int32
     assert loaded["flags"].tolist() == [True, False] and loaded["bytes"].tolist() == [255]
     assert loaded["empty"].shape == (0, 3) and loaded["empty"].dtype is mt.float64
 
