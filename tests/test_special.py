@@ -145,7 +145,10 @@ def test_unary_matches_torch(name, dtype, device):
     kind, _ = UNARY[name]
     x = values(kind, dtype)
     if name == "erfinv":        # erfinv is ill-conditioned next to ±1: compare where it is not
-        x = x[~(np.abs(x) > 1 - 1e-6) | (np.abs(x) >= 1)]
+        # (on cuda further away: its log differs from glibc's by an ulp, which erfinv's
+        # condition number, ~4e4 at 1 - 1e-6 but ~600 at 1 - 1e-4, turns into 1e-12)
+        edge = 1e-4 if device == "cuda" else 1e-6
+        x = x[~(np.abs(x) > 1 - edge) | (np.abs(x) >= 1)]
     got = getattr(special, name)(mt.tensor(x, device=device))
     want = torch_special(name)(as_reference(x))
     assert got.dtype is getattr(mt, np.dtype(dtype).name)

@@ -13,7 +13,7 @@ import struct
 import numpy as np
 
 from ..opcodes import FLOAT, BinaryOp, ReduceOp, UnaryOp
-from . import buffers, checks as C, graphs, join_fallback, launch as L
+from . import buffers, checks as C, compile, graphs, join_fallback, launch as L
 from .checks import DTYPE_NAMES  # noqa: F401  (tests read the storage dtype names here)
 
 I64, I32 = np.int64, np.int32
@@ -161,9 +161,9 @@ class GpuBackend:
         if fn is None:
             compiled = self._modules.get((module, key))
             if compiled is None:
-                compiled = self.cupy.RawModule(code=L.module_source(module),
-                                               options=("-std=c++17",),
-                                               name_expressions=L.name_expressions(module, key))
+                compiled = compile.load_module(self.cupy, L.module_source(module),
+                                               L.name_expressions(module, key),
+                                               self._device)
                 self._modules[module, key] = compiled
             fn = self._functions[name] = compiled.get_function(name)
         return fn
