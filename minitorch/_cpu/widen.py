@@ -25,9 +25,18 @@ NARROW_VIA_WIDE = ("attention_backward", "attention_forward", "adam_step", "fore
 
 
 def widening(kernel, empty, cast):
-    """`kernel` taking narrow buffers (also inside list arguments) in their compute dtype."""
+    """`kernel` taking narrow buffers (also inside list arguments) in their compute dtype. The
+    first buffer argument decides (every one of these kernels takes its value buffers in one
+    dtype): the common case costs a short loop, not a scan of every argument."""
     def call(*args, **kwargs):
-        if not any(_has_narrow(a) for a in args):
+        dtype = None
+        for arg in args:
+            if type(arg) is list:
+                arg = arg[0] if arg else None
+            dtype = getattr(arg, "dtype", None)
+            if dtype is not None:
+                break
+        if dtype not in COMPUTE:
             return kernel(*args, **kwargs)
         copies = []
         wide_args = [_widen(a, empty, cast, copies) for a in args]
@@ -40,12 +49,6 @@ def widening(kernel, empty, cast):
     call.__doc__ = kernel.__doc__
     call.__wrapped__ = kernel
     return call
-
-
-def _has_narrow(arg):
-    if isinstance(arg, (list, tuple)):
-        return any(getattr(a, "dtype", None) in COMPUTE for a in arg)
-    return getattr(arg, "dtype", None) in COMPUTE
 
 
 def _widen(arg, empty, cast, copies):
