@@ -1034,7 +1034,7 @@ class GpuBackend:
                b_offset=0):
         """out (compact batch x m x n, overwritten) = a (batch x m x k) @ b (batch x k x n), each
         operand read through its (batch, row, col) element strides (None = compact)."""
-        fn, grid, block, sizes, a_args, b_args, a_ext, b_ext = self._plan(
+        fn, grid, block, sizes, a_args, b_args, a_ext, b_ext, fast = self._plan(
             ("matmul", a.dtype, b.dtype, out.dtype, batch, m, n, k, a_strides, b_strides),
             self._matmul_plan, a, b, out, batch, m, n, k, a_strides, b_strides)
         if out.size < batch * m * n:
@@ -1049,6 +1049,9 @@ class GpuBackend:
         if k == 0:         # an empty sum: zeros
             self._fill(out[:batch * m * n], 0)
             return
+        if (fast is not None and not (a_offset | b_offset) & 3
+                and not (a.data.ptr | b.data.ptr) & 15):     # float4 reads: aligned operands
+            fn, grid, block, a_args, b_args = fast
         fn(grid, block, (a, _i64(a_offset)) + a_args + (b, _i64(b_offset)) + b_args
            + (out,) + sizes)
 
@@ -1070,7 +1073,7 @@ class GpuBackend:
             extents.append((dims, strides) + ((None, None) if 0 in dims else
                                               L.view_extent(dims, strides, 0)))
         if batch == 0 or m == 0 or n == 0:
-            return (None,) * 6 + tuple(extents)
+            return (None,) * 6 + tuple(extents) + (None,)
         tiles = L.MATMUL_TILES[L.matmul_tiles(batch, m, n, self.sm_count)]
         bm, bn = tiles[:2]
         blocks = min(batch * -(-m // bm) * -(-n // bn), L.MAX_GRID)
@@ -1078,7 +1081,20 @@ class GpuBackend:
         fn = self._function("matmul", name, L.matmul_name(L.CTYPES[name], tiles))
         return (fn, (blocks,), (threads,), (I64(batch), I64(m), I64(n), I64(k)),
                 tuple(I64(s) for s in a_strides), tuple(I64(s) for s in b_strides)) + \
-            tuple(extents)
+            tuple(extents) + (self._sgemm_plan(name, batch, m, n, k, a_strides, b_strides),)
+
+    def _sgemm_plan(self, name, batch, m, n, k, a_strides, b_strides):
+        """(kernel, grid, block, packed strides of a and b) of the float32 fast path
+        (sgemm_kernel), or None when the operands' layout rules it out."""
+        layout = L.sgemm_layout(batch, m, n, k, a_strides, b_strides) \
+            if name == "float32" and k else None
+        if layout is None:
+            return None
+        a_k, b_k, a_norm, b_norm = layout
+        tiles = L.SGEMM_TILES[L.sgemm_tiles(batch, m, n, self.sm_count)]
+        fn = self._function("matmul", name, L.sgemm_name(tiles, a_k, b_k))
+        return (fn, L.sgemm_grid(batch, m, n, tiles), (256,),
+                tuple(I64(s) for s in a_norm), tuple(I64(s) for s in b_norm))
 
     # ---- recurrent steps (layout: minitorch/_cpu/recurrent.pyx) ---------------------------------
     @_on_device

@@ -33,6 +33,9 @@ FLOAT_TYPES = ("float32", "float64")
 # matmul tile shapes: (BM, BN, BK, TM, TN); the big one for large products, the small one when the
 # big tiles would leave most multiprocessors idle
 MATMUL_TILES = {"large": (128, 128, 8, 8, 8), "small": (64, 64, 8, 4, 4)}
+# the float32 fast path (sgemm_kernel): (BM, BN, BK, WM, WN, TM, TN), 256 threads each
+SGEMM_TILES = {"large": (128, 128, 8, 32, 64, 8, 8), "small": (64, 64, 16, 16, 32, 4, 4)}
+MAX_GRID_YZ = 65535
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,7 +97,11 @@ def name_expressions(module, key):
                 f"scan_rows_kernel<{t}>", f"scan_cols_kernel<{t}>",
                 f"scan_index_rows_kernel<{t}>", f"scan_index_cols_kernel<{t}>"]
     if module == "matmul":
-        return [matmul_name(t, tiles) for tiles in MATMUL_TILES.values()]
+        names = [matmul_name(t, tiles) for tiles in MATMUL_TILES.values()]
+        if dtype == "float32":
+            names += [sgemm_name(tiles, a_k, b_k) for tiles in SGEMM_TILES.values()
+                      for a_k in (True, False) for b_k in (True, False)]
+        return names
     if module == "index":
         return [f"{kernel}<{t}>" for kernel in ("gather_kernel", "scatter_kernel",
                                                 "scatter_add_kernel", "scatter_reduce_kernel",
@@ -128,6 +135,11 @@ def name_expressions(module, key):
 
 def matmul_name(ctype, tiles):
     return "matmul_kernel<{}, {}, {}, {}, {}, {}>".format(ctype, *tiles)
+
+
+def sgemm_name(tiles, a_k, b_k):
+    flags = ("true" if a_k else "false", "true" if b_k else "false")
+    return "sgemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}>".format(*tiles, *flags)
 
 
 def module_keys(module):
@@ -300,3 +312,45 @@ def matmul_tiles(batch, m, n, sm_count):
     if batch * math.ceil(m / bm) * math.ceil(n / bn) >= sm_count:
         return "large"
     return "small"
+
+
+def sgemm_layout(batch, m, n, k, a_strides, b_strides):
+    """(a_k, b_k, a_strides, b_strides) when sgemm_kernel can read both operands as aligned
+    float4 (given 16-byte aligned pointers and offsets that are multiples of 4, which the caller
+    checks per call), else None. a_k: A's k axis is the contiguous one (else its m axis); b_k:
+    B's k axis (else its n axis). Strides of size-1 axes are zeroed (never stepped along), so
+    torch's arbitrary strides there do not defeat the check; the grid's y and z limits apply."""
+    if -(-m // SGEMM_TILES["small"][0]) > MAX_GRID_YZ or batch > MAX_GRID_YZ:
+        return None
+    a = tuple(0 if size == 1 else s for size, s in zip((batch, m, k), a_strides))
+    b = tuple(0 if size == 1 else s for size, s in zip((batch, k, n), b_strides))
+
+    def pick(batch_stride, x_stride, k_stride, x):
+        """True (k contiguous), False (x contiguous) or None (no float4 reads)."""
+        if batch_stride % 4:
+            return None
+        if k_stride in (0, 1) and k % 4 == 0 and x_stride % 4 == 0:
+            return True
+        if x_stride in (0, 1) and x % 4 == 0 and k_stride % 4 == 0:
+            return False
+        return None
+
+    a_k, b_k = pick(a[0], a[1], a[2], m), pick(b[0], b[2], b[1], n)
+    if a_k is None or b_k is None:
+        return None
+    return a_k, b_k, a, b
+
+
+def sgemm_tiles(batch, m, n, sm_count):
+    """sgemm_kernel's tile shape: large tiles unless they would leave multiprocessors idle."""
+    bm, bn = SGEMM_TILES["large"][:2]
+    if batch * math.ceil(m / bm) * math.ceil(n / bn) >= sm_count:
+        return "large"
+    return "small"
+
+
+def sgemm_grid(batch, m, n, tiles):
+    """(n tiles, m tiles, batch): n fastest, so consecutive blocks share A's row panel."""
+    bm, bn = tiles[:2]
+    return (-(-n // bn), -(-m // bm), batch)
+

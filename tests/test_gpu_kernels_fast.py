@@ -1,0 +1,109 @@
+"""The GPU fast paths of issue 14 (float4 SGEMM, vectorised reductions, vectorised and 2-D
+broadcast elementwise kernels) against numpy, run in the CUDA emulator (tests/cuda_emulator).
+
+Shapes are small (the emulator runs every CUDA thread as a fiber) but cross tile boundaries:
+m / n of 1, 127, 129, k not a multiple of the 16-deep slice, batches, transposed operands,
+misaligned offsets that must fall back to the general kernels. Each test also checks which
+kernel ran, so a fast path that silently stopped being taken fails here.
+"""
+import numpy as np
+import pytest
+
+import cuda_emulator
+from minitorch._gpu import launch
+from minitorch.opcodes import BinaryOp, ReduceOp
+
+pytestmark = pytest.mark.skipif(not cuda_emulator.can_execute(),
+                                reason="g++ is needed to run kernels in the emulator")
+
+
+@pytest.fixture(scope="module")
+def gpu():
+    from minitorch._gpu.backend import GpuBackend
+    return GpuBackend(cuda_emulator.cupy_module(), 0)
+
+
+def launched(gpu):
+    """The instance names launched so far (the emulator records them)."""
+    return gpu.cupy.launches
+
+
+def last_kernels(gpu, count):
+    return [name.partition("<")[0] for name in launched(gpu)[-count:]]
+
+
+# ---------------------------------------------------------------------------------------------
+# SGEMM
+
+def _matmul(gpu, a, b, batch, m, n, k, a_strides, a_offset, b_strides, b_offset, dtype):
+    out = gpu.empty(batch * m * n, np.dtype(dtype))
+    gpu.matmul(gpu.from_host(a), gpu.from_host(b), out, batch, m, n, k, a_strides, a_offset,
+               b_strides, b_offset)
+    return gpu.to_host(out).reshape(batch, m, n)
+
+
+def _view(buffer, dims, strides, offset):
+    return np.lib.stride_tricks.as_strided(buffer[offset:], dims,
+                                           [s * buffer.itemsize for s in strides])
+
+
+def _check_matmul(gpu, batch, m, n, k, a_t=False, b_t=False, a_offset=0, b_offset=0,
+                  b_broadcast=False, dtype=np.float32):
+    rng = np.random.default_rng(batch * 1000 + m + n + k)
+    a = rng.standard_normal(a_offset + batch * m * k).astype(dtype)
+    b = rng.standard_normal(b_offset + (1 if b_broadcast else batch) * k * n).astype(dtype)
+    a_strides = (m * k, 1, m) if a_t else (m * k, k, 1)
+    b_strides = (k * n, 1, k) if b_t else (k * n, n, 1)
+    if b_broadcast:
+        b_strides = (0,) + b_strides[1:]
+    got = _matmul(gpu, a, b, batch, m, n, k, a_strides, a_offset, b_strides, b_offset, dtype)
+    want = np.matmul(_view(a, (batch, m, k), a_strides, a_offset).astype(np.float64),
+                     _view(b, (batch, k, n), b_strides, b_offset).astype(np.float64))
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(max(k, 1)))
+    return last_kernels(gpu, 1)[0]
+
+
+@pytest.mark.parametrize("m,n,k", [(129, 127, 20), (1, 129, 36), (127, 1, 16), (4, 4, 4),
+                                   (130, 260, 8)])
+def test_sgemm_edges(gpu, m, n, k):
+    # a row-major B needs n % 4 == 0 for float4 rows; a transposed one (x @ W.T) only k % 4
+    assert _check_matmul(gpu, 1, m, n, k, b_t=n % 4 != 0) == "sgemm_kernel"
+
+
+@pytest.mark.parametrize("a_t,b_t", [(True, False), (False, True), (True, True)])
+def test_sgemm_transposed_operands(gpu, a_t, b_t):
+    assert _check_matmul(gpu, 2, 68, 132, 24, a_t=a_t, b_t=b_t) == "sgemm_kernel"
+
+
+def test_sgemm_batch_broadcast_and_large_tiles(gpu):
+    # 2 x 9 x 9 tiles of 128 >= the emulator's 132 multiprocessors: the large tile shape
+    assert launch.sgemm_tiles(2, 1090, 1090, 132) == "large"
+    assert _check_matmul(gpu, 3, 36, 40, 12, b_broadcast=True, b_offset=4) == "sgemm_kernel"
+
+
+def test_sgemm_large_tile_edges(gpu):
+    gpu_small_sm = gpu.sm_count
+    gpu.sm_count = 1            # force the 128 x 128 tiles on a small product
+    try:
+        gpu._plans.clear()
+        assert _check_matmul(gpu, 2, 129, 130, 20, b_t=True) == "sgemm_kernel"
+        assert launched(gpu)[-1].startswith("sgemm_kernel<128, 128")
+    finally:
+        gpu.sm_count = gpu_small_sm
+        gpu._plans.clear()
+
+
+def test_sgemm_falls_back_when_float4_reads_are_impossible(gpu):
+    assert _check_matmul(gpu, 1, 33, 35, 13) == "matmul_kernel"          # k % 4
+    assert _check_matmul(gpu, 1, 32, 32, 16, a_offset=1) == "matmul_kernel"  # misaligned
+    assert _check_matmul(gpu, 1, 33, 34, 16, dtype=np.float64) == "matmul_kernel"
+    assert _check_matmul(gpu, 2, 33, 34, 16, a_t=True) == "matmul_kernel"  # m % 4, A m-major
+
+
+def test_sgemm_empty_and_zero_k(gpu):
+    f32 = np.dtype(np.float32)
+    out = gpu.from_host(np.ones(6, np.float32))
+    gpu.matmul(gpu.empty(0, f32), gpu.empty(0, f32), out, 2, 1, 3, 0)
+    assert (gpu.to_host(out) == 0).all()
+    gpu.matmul(gpu.empty(0, f32), gpu.empty(0, f32), gpu.empty(0, f32), 0, 4, 4, 4)
