@@ -107,3 +107,89 @@ def test_sgemm_empty_and_zero_k(gpu):
     gpu.matmul(gpu.empty(0, f32), gpu.empty(0, f32), out, 2, 1, 3, 0)
     assert (gpu.to_host(out) == 0).all()
     gpu.matmul(gpu.empty(0, f32), gpu.empty(0, f32), gpu.empty(0, f32), 0, 4, 4, 4)
+
+
+# ---------------------------------------------------------------------------------------------
+# reductions
+
+_NP_REDUCE = {ReduceOp.SUM: np.sum, ReduceOp.PROD: np.prod, ReduceOp.MAX: np.max,
+              ReduceOp.MIN: np.min}
+
+
+def _reduce_input(size, dtype, op, seed):
+    rng = np.random.default_rng(seed)
+    if dtype == np.uint8:
+        return (rng.random(size) < 0.5).astype(np.uint8)
+    if dtype == np.int64:
+        return rng.integers(-50, 50, size)
+    if op == ReduceOp.PROD:         # keep products finite and away from 0
+        return rng.uniform(0.9, 1.1, size).astype(dtype)
+    return rng.standard_normal(size).astype(dtype)
+
+
+def _check_reduce(gpu, op, dtype, m, n, inner, host=None, shift=0):
+    """reduce_last of (m, n, inner) against numpy; `shift` drops leading elements of a bigger
+    device buffer so that the input starts misaligned. Returns the kernels launched."""
+    host = _reduce_input(m * n * inner, dtype, op, m + n + inner) if host is None else host
+    before = len(launched(gpu))
+    device = gpu.from_host(np.concatenate([host[:shift], host]) if shift else host)
+    out = gpu.empty(m * inner, np.dtype(dtype))
+    gpu.reduce_last(int(op), device[shift:] if shift else device, out, n, inner)
+    got = gpu.to_host(out).reshape(m, inner)
+    want = _NP_REDUCE[op](host.reshape(m, n, inner).astype(
+        np.float64 if dtype == np.float32 else dtype), axis=1)
+    if dtype in (np.float32, np.float64):
+        np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                   atol=1e-4 if dtype == np.float32 else 1e-10, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, want.astype(dtype))
+    return [name.partition("<")[0] for name in launched(gpu)[before:]]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("op", [ReduceOp.SUM, ReduceOp.PROD, ReduceOp.MAX, ReduceOp.MIN])
+def test_reduce_rows_short_long_and_full(gpu, dtype, op):
+    for m, n in [(37, 1), (33, 3), (65, 32), (9, 37), (5, 1024)]:
+        assert _check_reduce(gpu, op, dtype, m, n, 1) == ["reduce_rows_group_kernel"]
+    assert _check_reduce(gpu, op, dtype, 3, 1030, 1) == ["reduce_rows_vec_kernel"]
+    # one long row: partials over parts of it, then a second (small) launch
+    assert _check_reduce(gpu, op, dtype, 1, 20000, 1) == ["reduce_rows_vec_kernel",
+                                                         "reduce_rows_group_kernel"]
+    assert _check_reduce(gpu, op, dtype, 1, 20001, 1, shift=1)[0] == "reduce_rows_vec_kernel"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("op", [ReduceOp.SUM, ReduceOp.MAX])
+def test_reduce_columns(gpu, dtype, op):
+    for m, n, inner in [(2, 300, 8), (1, 5, 64), (3, 7, 33), (1, 2000, 4), (2, 9, 130)]:
+        assert _check_reduce(gpu, op, dtype, m, n, inner)[0] == "reduce_cols_vec_kernel"
+    assert _check_reduce(gpu, op, dtype, 2, 9, 8, shift=1)[0] == "reduce_cols_vec_kernel"
+
+
+def test_reduce_bool_max_min(gpu):
+    for op in (ReduceOp.MAX, ReduceOp.MIN):
+        for m, n, inner in [(5, 40, 1), (1, 9000, 1), (3, 20, 32), (4, 33, 1)]:
+            _check_reduce(gpu, op, np.uint8, m, n, inner)
+
+
+@pytest.mark.parametrize("op", [ReduceOp.MAX, ReduceOp.MIN, ReduceOp.SUM])
+def test_reduce_propagates_nan(gpu, op):
+    for m, n, inner in [(4, 40, 1), (1, 9000, 1), (3, 20, 8), (2, 1500, 1)]:
+        host = _reduce_input(m * n * inner, np.float32, op, 7)
+        host[::5] = np.nan if op != ReduceOp.MAX else host[::5]
+        host[n * inner - 1] = np.nan        # the last element of the first slab
+        host[1] = -np.inf
+        _check_reduce(gpu, op, np.float32, m, n, inner, host=host)
+
+
+def test_reduce_arg_ops_keep_their_kernels(gpu):
+    host = np.array([3, 1, 3, 0], np.float32)
+    out = gpu.empty(1, np.dtype(np.int64))
+    gpu.reduce_last(int(ReduceOp.ARGMAX), gpu.from_host(host), out, 4)
+    assert gpu.to_host(out)[0] == 0 and last_kernels(gpu, 1) == ["reduce_rows_kernel"]
+
+
+def test_reduce_empty(gpu):
+    out = gpu.from_host(np.full(3, 7, np.float32))
+    gpu.reduce_last(int(ReduceOp.SUM), gpu.empty(0, np.dtype(np.float32)), out, 0, 3)
+    assert (gpu.to_host(out) == 0).all()

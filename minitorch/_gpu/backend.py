@@ -462,6 +462,9 @@ class GpuBackend:
     def _reduce(self, op, name, a, in_idx, final, m, n, inner):
         """One or two passes: partials over chunks of n when there are too few outputs to keep
         the GPU busy, then their reduction into `final` (values, indices)."""
+        if op not in _ARG_OPS:
+            self._reduce_values(op, name, a, final[0], m, n, inner)
+            return
         fn, grid, block, args, parts = self._plan(("reduce", op, name, m, n, inner),
                                                   self._reduce_plan, op, name, m, n, inner)
         if parts == 1:
@@ -490,6 +493,45 @@ class GpuBackend:
         sizes = (I64(m), I64(n)) + ((I64(inner),) if inner > 1 else ()) + (I64(parts), I64(chunk))
         return (self._function("reduce", name, kernel), (min(tasks, L.MAX_GRID),), block,
                 (I32(op),) + sizes, parts)
+
+    def _reduce_values(self, op, name, a, out, m, n, inner):
+        """SUM / PROD / MAX / MIN through the value-only kernels: one pass, or partials over
+        parts of n and a second pass over them (deterministic: no atomics). Vector loads when
+        the plan's sizes allow them and a is 16-byte aligned."""
+        fn, grid, block, args, parts, aligned = self._plan(
+            ("reduce_values", op, name, m, n, inner), self._reduce_values_plan, op, name, m, n,
+            inner)
+        target = out if parts == 1 else self._empty(m * parts * inner, a.dtype)
+        vec = I32(1) if aligned and not a.data.ptr % L.VECTOR_BYTES else I32(0)
+        fn(grid, block, (args[0], a, target) + args[1:] + (vec,))
+        if parts > 1:
+            self._reduce_values(op, name, target, out, m, parts, inner)
+
+    def _reduce_values_plan(self, op, name, m, n, inner):
+        """(kernel, grid, block, packed op and sizes, parts, whether rows / columns allow vector
+        loads) of one value-only reduction pass."""
+        t, width = L.CTYPES[name], L.vector_width(name)
+        if inner == 1 and n <= L.GROUP_ROW_MAX:
+            group = L.row_group(n, width)
+            kernel, grid, block = f"reduce_rows_group_kernel<{t}>", L.row_group_grid(m, group), \
+                (L.THREADS,)
+            sizes, parts, aligned = (I64(m), I64(n), I32(group)), 1, n % width == 0
+        elif inner == 1:
+            parts, chunk = L.reduce_plan(m, n, 1, self.sm_count, align=width)
+            kernel, grid, block = f"reduce_rows_vec_kernel<{t}>", min(m * parts, L.MAX_GRID), \
+                (L.THREADS,)
+            sizes, aligned = (I64(m), I64(n), I64(parts), I64(chunk)), n % width == 0
+        else:
+            aligned = inner % width == 0
+            columns = inner // width if aligned else inner
+            bx, by = L.column_block(columns)
+            col_blocks = -(-columns // bx)
+            parts, chunk = L.reduce_plan(m, n, col_blocks, self.sm_count)
+            kernel, grid, block = f"reduce_cols_vec_kernel<{t}>", \
+                min(m * parts * col_blocks, L.MAX_GRID), (bx, by)
+            sizes = (I64(m), I64(n), I64(inner), I64(parts), I64(chunk))
+        return (self._function("reduce", name, kernel), (grid,), block, (I32(op),) + sizes,
+                parts, aligned)
 
     @staticmethod
     def _scan_checks(kernel, op, a, out, n, inner):

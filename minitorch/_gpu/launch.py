@@ -94,7 +94,8 @@ def name_expressions(module, key):
         return [f"foreach_{rule}_kernel<{t}>" for rule in ("sgd", "adam", "adadelta", "rmsprop")]
     if module == "reduce":
         return [f"reduce_rows_kernel<{t}>", f"reduce_cols_kernel<{t}>",
-                f"scan_rows_kernel<{t}>", f"scan_cols_kernel<{t}>",
+                f"reduce_rows_vec_kernel<{t}>", f"reduce_rows_group_kernel<{t}>",
+                f"reduce_cols_vec_kernel<{t}>", f"scan_rows_kernel<{t}>", f"scan_cols_kernel<{t}>",
                 f"scan_index_rows_kernel<{t}>", f"scan_index_cols_kernel<{t}>"]
     if module == "matmul":
         names = [matmul_name(t, tiles) for tiles in MATMUL_TILES.values()]
@@ -264,10 +265,11 @@ def flat_grid(n):
     return max(1, min(MAX_GRID, -(-n // (THREADS * ITEMS))))
 
 
-def reduce_plan(rows, n, columns, sm_count):
+def reduce_plan(rows, n, columns, sm_count, align=1):
     """(parts, chunk) splitting each reduced axis of length n into `parts` chunks, so that about
     four blocks per multiprocessor have work even when there are few output rows. `columns` is
-    the number of column blocks per row (1 for a row reduction)."""
+    the number of column blocks per row (1 for a row reduction); chunks are a multiple of
+    `align` elements (so every chunk of an aligned row starts aligned)."""
     tasks = rows * columns
     want = 4 * sm_count
     min_chunk = 4096 if columns == 1 else 256
@@ -275,7 +277,29 @@ def reduce_plan(rows, n, columns, sm_count):
         return 1, n
     parts = min(-(-want // tasks), -(-n // min_chunk), 1024)
     chunk = -(-n // parts)
+    chunk = -(-chunk // align) * align
     return -(-n // chunk), chunk
+
+
+VECTOR_BYTES = 16       # the value-only reductions and elementwise fast paths load 16 bytes
+GROUP_ROW_MAX = 1024    # rows up to this long are reduced by lane groups, longer ones by blocks
+
+
+def vector_width(name):
+    """Elements of dtype `name` in one 16-byte vector load."""
+    return VECTOR_BYTES // np.dtype(name).itemsize
+
+
+def row_group(n, width):
+    """Lanes per row for reduce_rows_group_kernel: enough for one vector (or element) each, a
+    power of two from 1 to 32."""
+    units = n // width if n % width == 0 else n
+    return min(32, 1 << max(0, (units - 1).bit_length()))
+
+
+def row_group_grid(rows, group):
+    """Blocks of THREADS threads, THREADS // group rows each."""
+    return max(1, min(MAX_GRID, -(-rows // (THREADS // group))))
 
 
 def row_threads(n):
