@@ -193,3 +193,92 @@ def test_reduce_empty(gpu):
     out = gpu.from_host(np.full(3, 7, np.float32))
     gpu.reduce_last(int(ReduceOp.SUM), gpu.empty(0, np.dtype(np.float32)), out, 0, 3)
     assert (gpu.to_host(out) == 0).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# elementwise (binary)
+
+def _binary_operands(dtype, n, seed):
+    rng = np.random.default_rng(seed)
+    if dtype == np.uint8:
+        return rng.integers(0, 2, n).astype(np.uint8)
+    if dtype == np.int64:
+        x = rng.integers(-20, 20, n)
+        return np.where(x == 0, 3, x)           # integer division by zero raises
+    x = rng.standard_normal(n) * 3
+    x[::7] = np.nan
+    x[3::11] = np.inf
+    x[5::13] = 0.0
+    return x.astype(dtype)
+
+
+def _check_binary(gpu, op, dtype, shape, a_strides, b_strides, a_size, b_size, a_offset=0,
+                  b_offset=0):
+    """binary on both backends (the CPU one is the reference); returns the kernel launched."""
+    from minitorch import _cpu
+    from minitorch._gpu.backend import binary_supported
+    name = np.dtype(dtype).name
+    if not binary_supported(op, name):
+        return None
+    a = _binary_operands(dtype, a_offset + a_size, 1)
+    b = _binary_operands(dtype, b_offset + b_size, 2)
+    if dtype == np.int64 and op == BinaryOp.POW:
+        b = np.abs(b) % 5
+    size = int(np.prod(shape))
+    out_dtype = np.uint8 if BinaryOp(op).writes_bool else dtype
+    want = np.zeros(size, out_dtype)
+    _cpu.binary(int(op), a, b, want, shape, a_strides, a_offset, b_strides, b_offset)
+    out = gpu.empty(size, np.dtype(out_dtype))
+    gpu.binary(int(op), gpu.from_host(a), gpu.from_host(b), out, shape, a_strides, a_offset,
+               b_strides, b_offset)
+    got = gpu.to_host(out)
+    if out_dtype in (np.float32, np.float64):
+        tol = 2e-6 if out_dtype == np.float32 else 1e-13
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True,
+                                   err_msg=BinaryOp(op).name)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=BinaryOp(op).name)
+    return last_kernels(gpu, 1)[0]
+
+
+# (shape, a strides, b strides, a size, b size): contiguous, row vector, column, scalar
+_ROW_LAYOUTS = [((40,), (1,), (1,), 40, 40), ((37,), (1,), (1,), 37, 37),
+                ((6, 12), (12, 1), (0, 1), 72, 12), ((5, 7), (7, 1), (0, 1), 35, 7),
+                ((9, 8), (8, 1), (1, 0), 72, 9), ((13,), (1,), (0,), 13, 1),
+                ((3, 520), (520, 1), (0, 1), 1560, 520)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8])
+def test_binary_rows_every_op(gpu, dtype):
+    for op in BinaryOp:
+        for layout in _ROW_LAYOUTS[:3] + _ROW_LAYOUTS[4:6]:
+            kernel = _check_binary(gpu, op, dtype, *layout)
+            assert kernel in (None, "binary_rows_kernel"), (op, layout)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8])
+def test_binary_rows_shapes_and_offsets(gpu, dtype):
+    for op in (BinaryOp.ADD, BinaryOp.MUL, BinaryOp.MAXIMUM, BinaryOp.LT):
+        for layout in _ROW_LAYOUTS:
+            for offsets in ((0, 0), (1, 0), (0, 3)):     # misaligned: scalar loads and stores
+                assert _check_binary(gpu, op, dtype, *layout, *offsets) in (
+                    None, "binary_rows_kernel")
+    # a permuted operand or three axes: the general strided kernel
+    assert _check_binary(gpu, BinaryOp.ADD, dtype, (4, 5), (1, 4), (5, 1), 20, 20) == \
+        "binary_kernel"
+    assert _check_binary(gpu, BinaryOp.MUL, dtype, (2, 3, 4), (12, 4, 1), (0, 1, 0), 24, 3) == \
+        "binary_kernel"
+
+
+def test_binary_rows_integer_errors(gpu):
+    from minitorch import _cpu
+    for op, divisor, message in ((BinaryOp.FLOOR_DIVIDE, 0, "ZeroDivisionError"),
+                                 (BinaryOp.POW, -1, "negative integer powers")):
+        a, b = np.arange(-4, 4, dtype=np.int64), np.full(8, divisor, np.int64)
+        b[0] = 1
+        with pytest.raises(RuntimeError, match=message):
+            gpu.binary(int(op), gpu.from_host(a), gpu.from_host(b), gpu.empty(8, a.dtype), (8,),
+                       (1,), 0, (1,), 0)
+        assert last_kernels(gpu, 1) == ["binary_rows_kernel"]
+        with pytest.raises(RuntimeError, match=message):
+            _cpu.binary(int(op), a, b, np.empty(8, np.int64), (8,), (1,), 0, (1,), 0)

@@ -308,7 +308,7 @@ class GpuBackend:
     @_on_device
     def binary(self, op, a, b, out, shape, a_strides, a_offset, b_strides, b_offset):
         """out (compact, `shape`) = op(a, b), a and b read through their strides (0 broadcasts)."""
-        fn, grid, op_arg, size, size_arg, geometry, a_ext, b_ext, err = self._plan(
+        fn, grid, op_arg, size, size_arg, geometry, a_ext, b_ext, err, rows = self._plan(
             ("binary", op, a.dtype, b.dtype, out.dtype, shape, a_strides, b_strides),
             self._binary_plan, op, a, b, out, shape, a_strides, b_strides)
         if out.size < size:
@@ -318,8 +318,16 @@ class GpuBackend:
         self._check_extent(a_ext, a_offset, a, "binary: a")
         self._check_extent(b_ext, b_offset, b, "binary: b")
         err = self.cupy.zeros(1, np.int32) if err else None
-        fn(grid, L.BLOCK, (op_arg, a, _i64(a_offset), b, _i64(b_offset), out, size_arg,
-                           geometry, err))
+        if rows is not None:
+            fn, grid, block, a_args, b_args, sizes, vec_ok, a_unit, b_unit, width = rows
+            vec = vec_ok and not out.data.ptr % L.VECTOR_BYTES and \
+                (not a_unit or not (a_offset % width or a.data.ptr % L.VECTOR_BYTES)) and \
+                (not b_unit or not (b_offset % width or b.data.ptr % L.VECTOR_BYTES))
+            fn(grid, block, (op_arg, a, _i64(a_offset)) + a_args + (b, _i64(b_offset)) + b_args
+               + (out,) + sizes + (I32(1) if vec else I32(0), err))
+        else:
+            fn(grid, L.BLOCK, (op_arg, a, _i64(a_offset), b, _i64(b_offset), out, size_arg,
+                               geometry, err))
         if err is not None:
             flags = int(err.get()[0])
             if flags & ERR_NEG_POW:
@@ -345,13 +353,28 @@ class GpuBackend:
         b_strides = C.strides(b_strides, len(shape))
         size = C.numel(shape)
         if size == 0:
-            return (None, None, None, 0, None, None, None, None, False)
+            return (None, None, None, 0, None, None, None, None, False, None)
         cshape, (_, sa, sb) = L.collapse(shape, [L.contiguous(shape), a_strides, b_strides])
         geometry, dims, wide = self._geometry(cshape, [sa, sb])
         fn = self._function("elementwise", name + wide, f"binary_kernel<{L.CTYPES[name]}, {dims}>")
         return (fn, (L.flat_grid(size),), I32(op), size, I64(size), geometry,
                 self._extent(shape, a_strides), self._extent(shape, b_strides),
-                name == "int64" and op in _BINARY_CAN_FAIL)
+                name == "int64" and op in _BINARY_CAN_FAIL,
+                self._binary_rows_plan(name, cshape, sa, sb))
+
+    def _binary_rows_plan(self, name, cshape, sa, sb):
+        """binary_rows_kernel's launch (kernel, grid, block, packed strides of a and b, packed
+        sizes, whether sizes and strides allow vectors, whether a / b step by one element per
+        column, vector width) for a collapsed view it can read, else None."""
+        width = L.vector_width(name)
+        layout = L.binary_rows_layout(cshape, [sa, sb], width)
+        if layout is None:
+            return None
+        (rows, cols), (a_rc, b_rc), aligned = layout
+        grid, block = L.binary_rows_launch(rows, cols, width)
+        fn = self._function("elementwise", name, f"binary_rows_kernel<{L.CTYPES[name]}>")
+        return (fn, grid, block, tuple(I64(s) for s in a_rc), tuple(I64(s) for s in b_rc),
+                (I64(rows), I64(cols)), aligned, a_rc[1] == 1, b_rc[1] == 1, width)
 
     @staticmethod
     def _extent(shape, strides):

@@ -82,7 +82,7 @@ def name_expressions(module, key):
         names = [f"binary_kernel<{t}, {dims}>", f"where_kernel<{t}, {dims}>"]
         if variant == "wide":
             return names
-        return [f"unary_kernel<{t}>"] + names
+        return [f"unary_kernel<{t}>", f"binary_rows_kernel<{t}>"] + names
     if module == "fused":
         return [f"softmax_rows_kernel<{t}>", f"softmax_backward_rows_kernel<{t}>",
                 f"adam_kernel<{t}>"]
@@ -377,4 +377,34 @@ def sgemm_grid(batch, m, n, tiles):
     """(n tiles, m tiles, batch): n fastest, so consecutive blocks share A's row panel."""
     bm, bn = tiles[:2]
     return (-(-n // bn), -(-m // bm), batch)
+
+
+BINARY_RUNS = 2         # runs of 16 bytes per thread in binary_rows_kernel (RUN_UNROLL)
+
+
+def binary_rows_layout(shape, strides_list, width):
+    """((rows, cols), [(row stride, column stride)] per operand, vector-friendly) when a
+    collapsed view has one or two axes and every operand's column stride is 0 or 1 (what
+    binary_rows_kernel reads), else None. Vector-friendly: cols and the row strides of the
+    unit-stride operands are multiples of `width` (offsets and pointers are checked per call)."""
+    if len(shape) > 2 or any(s[-1] not in (0, 1) for s in strides_list):
+        return None
+    if len(shape) == 1:
+        rows, cols, strides = 1, shape[0], [(0, s[0]) for s in strides_list]
+    else:
+        (rows, cols), strides = shape, [tuple(s) for s in strides_list]
+    aligned = cols % width == 0 and all(s[0] % width == 0 for s in strides if s[1] == 1)
+    return (rows, cols), strides, aligned
+
+
+def binary_rows_launch(rows, cols, width):
+    """(grid, block) of binary_rows_kernel: bx threads along a row's runs (a power of two up to
+    THREADS, enough for one run each), THREADS // bx rows per block; grid y is capped (the
+    kernel strides over the remaining rows)."""
+    runs = -(-cols // width)
+    bx = min(THREADS, 1 << max(0, (runs - 1).bit_length()))
+    by = THREADS // bx
+    grid = (max(1, min(MAX_GRID, -(-runs // (bx * BINARY_RUNS)))),
+            max(1, min(MAX_GRID_YZ, -(-rows // by))))
+    return grid, (bx, by)
 
