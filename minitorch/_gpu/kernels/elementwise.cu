@@ -466,43 +466,25 @@ __device__ __forceinline__ void load_run(const T* __restrict__ p, i64 unit, i64 
     }
 }
 
-// out[at + e] = op(x[e], y[e]) for e < count (count == V when vec: one 16-byte store).
-template <typename T, int OP>
-__device__ __forceinline__ int binary_run(const T (&x)[16 / sizeof(T)],
-                                          const T (&y)[16 / sizeof(T)], void* out, i64 at,
+// out[at + e] = r[e] for e < count (count == V when vec: one 16-byte store).
+template <typename T>
+__device__ __forceinline__ void store_run(const T (&r)[16 / sizeof(T)], T* out, i64 at,
                                           int count, int vec) {
     constexpr int V = 16 / sizeof(T);
-    int err = 0;
-    if constexpr (is_predicate<T, OP>::value) {
-        unsigned char* o = static_cast<unsigned char*>(out) + at;
+    if (vec) {
+        Vec16<T> w;
+#pragma unroll
+        for (int e = 0; e < V; ++e) w.v[e] = r[e];
+        *reinterpret_cast<Vec16<T>*>(out + at) = w;
+    } else {
 #pragma unroll
         for (int e = 0; e < V; ++e)
-            if (e < count) o[e] = predicate<T, OP>(x[e], y[e]);
-    } else {
-        T r[V];     // padding past `count` is not computed (an integer 0 divisor would flag)
-        if constexpr (is_cheap_binary<OP>::value) {
-#pragma unroll
-            for (int e = 0; e < V; ++e) r[e] = e < count ? arith<T, OP>(x[e], y[e], err) : T(0);
-        } else {
-#pragma unroll 1
-            for (int e = 0; e < V; ++e) r[e] = e < count ? arith<T, OP>(x[e], y[e], err) : T(0);
-        }
-        T* o = static_cast<T*>(out) + at;
-        if (vec) {
-            Vec16<T> w;
-#pragma unroll
-            for (int e = 0; e < V; ++e) w.v[e] = r[e];
-            *reinterpret_cast<Vec16<T>*>(o) = w;
-        } else {
-#pragma unroll
-            for (int e = 0; e < V; ++e)
-                if (e < count) o[e] = r[e];
-        }
+            if (e < count) out[at + e] = r[e];
     }
-    return err;
 }
 
-// The thread's runs k, k + bx, ... (RUN_UNROLL of them) of row r, already loaded.
+// The thread's runs k, k + bx, ... (RUN_UNROLL of them) of row r, already loaded: out = op(x, y)
+// element by element, padding past `cols` not computed (an integer 0 divisor would flag).
 template <typename T, int OP>
 __device__ __forceinline__ int binary_runs(const T (&x)[RUN_UNROLL][16 / sizeof(T)],
                                            const T (&y)[RUN_UNROLL][16 / sizeof(T)], void* out,
@@ -510,13 +492,40 @@ __device__ __forceinline__ int binary_runs(const T (&x)[RUN_UNROLL][16 / sizeof(
                                            int vec) {
     constexpr int V = 16 / sizeof(T);
     int err = 0;
+    if constexpr (is_predicate<T, OP>::value) {
 #pragma unroll
-    for (int u = 0; u < RUN_UNROLL; ++u) {
-        const i64 run = k + (i64)u * bx;
-        if (run < runs) {
-            const i64 c = run * V;
-            err |= binary_run<T, OP>(x[u], y[u], out, row_at + c, (int)min(cols - c, (i64)V),
-                                     vec);
+        for (int u = 0; u < RUN_UNROLL; ++u) {
+            const i64 c = (k + (i64)u * bx) * V;
+            unsigned char* o = static_cast<unsigned char*>(out) + row_at + c;
+            const bool run_in = k + (i64)u * bx < runs;
+#pragma unroll
+            for (int e = 0; e < V; ++e)
+                if (run_in && c + e < cols) o[e] = predicate<T, OP>(x[u][e], y[u][e]);
+        }
+    } else {
+        T r[RUN_UNROLL][V];
+        if constexpr (is_cheap_binary<OP>::value) {
+#pragma unroll
+            for (int u = 0; u < RUN_UNROLL; ++u)
+#pragma unroll
+                for (int e = 0; e < V; ++e) {
+                    const bool in = k + (i64)u * bx < runs && (k + (i64)u * bx) * V + e < cols;
+                    r[u][e] = in ? arith<T, OP>(x[u][e], y[u][e], err) : T(0);
+                }
+        } else {    // one call site: the special functions are long
+#pragma unroll 1
+            for (int q = 0; q < RUN_UNROLL * V; ++q) {
+                const int u = q / V, e = q % V;
+                const bool in = k + (i64)u * bx < runs && (k + (i64)u * bx) * V + e < cols;
+                r[u][e] = in ? arith<T, OP>(x[u][e], y[u][e], err) : T(0);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < RUN_UNROLL; ++u) {
+            const i64 run = k + (i64)u * bx;
+            if (run < runs)
+                store_run(r[u], static_cast<T*>(out), row_at + run * V,
+                          (int)min(cols - run * V, (i64)V), vec);
         }
     }
     return err;
