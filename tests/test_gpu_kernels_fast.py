@@ -33,6 +33,34 @@ def last_kernels(gpu, count):
 
 
 # ---------------------------------------------------------------------------------------------
+# host planning (plain Python)
+
+def test_fast_path_planning():
+    # A row-major, B row-major / transposed; size-1 axes' strides do not matter
+    assert launch.sgemm_layout(1, 8, 8, 8, (64, 8, 1), (64, 8, 1))[:2] == (True, False)
+    assert launch.sgemm_layout(2, 8, 8, 8, (64, 1, 8), (0, 1, 8))[:2] == (False, True)
+    assert launch.sgemm_layout(1, 1, 8, 8, (8, 7, 1), (64, 8, 1)) is not None
+    assert launch.sgemm_layout(1, 8, 8, 6, (48, 6, 1), (48, 8, 1)) is None      # k % 4
+    assert launch.sgemm_layout(3, 8, 8, 8, (66, 8, 1), (64, 8, 1)) is None      # batch stride
+    assert launch.sgemm_layout(1, 8, 8, 8, (64, 16, 2), (64, 8, 1)) is None     # no unit axis
+    assert launch.sgemm_grid(2, 130, 300, launch.SGEMM_TILES["small"]) == (5, 3, 2)
+    assert launch.row_group(32, 4) == 8 and launch.row_group(33, 4) == 32
+    assert launch.row_group(1, 4) == 1 and launch.row_group(1024, 4) == 32
+    parts, chunk = launch.reduce_plan(1, 10 ** 6, 1, 132, align=4)
+    assert chunk % 4 == 0 and parts * chunk >= 10 ** 6 > (parts - 1) * chunk
+    assert launch.binary_rows_layout((6, 12), [(12, 1), (0, 1)], 4) == \
+        ((6, 6, 12), [(0, 12, 1), (0, 0, 1)], True)
+    assert launch.binary_rows_layout((10,), [(1,), (0,)], 4) == \
+        ((1, 1, 10), [(0, 0, 1), (0, 0, 0)], False)
+    assert launch.binary_rows_layout((2, 3, 8), [(24, 8, 1), (0, 1, 0)], 4) == \
+        ((6, 3, 8), [(24, 8, 1), (0, 1, 0)], True)
+    assert launch.binary_rows_layout((6, 12), [(1, 6), (0, 1)], 4) is None
+    assert launch.binary_rows_layout((2, 2, 2, 4), [(16, 8, 4, 1), (0, 0, 1, 0)], 4) is None
+    assert launch.binary_rows_launch(65536, 32, 4) == ((1, 2048), (8, 32))
+    assert launch.binary_rows_launch(1, 2 ** 26, 4) == ((2 ** 15, 1), (256, 1))
+
+
+# ---------------------------------------------------------------------------------------------
 # SGEMM
 
 def _matmul(gpu, a, b, batch, m, n, k, a_strides, a_offset, b_strides, b_offset, dtype):
@@ -253,7 +281,11 @@ def test_binary_rows_every_op(gpu, dtype):
     for op in BinaryOp:
         for layout in _ROW_LAYOUTS[:3] + _ROW_LAYOUTS[4:6]:
             kernel = _check_binary(gpu, op, dtype, *layout)
-            assert kernel in (None, "binary_rows_kernel"), (op, layout)
+            called = op in (BinaryOp.ZETA, BinaryOp.IGAMMA, BinaryOp.IGAMMAC) or (
+                dtype == np.int64 and op in (BinaryOp.FLOOR_DIVIDE, BinaryOp.REMAINDER,
+                                             BinaryOp.GCD, BinaryOp.LCM))
+            assert kernel in (None, "binary_kernel" if called else "binary_rows_kernel"), \
+                (op, layout)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8])
@@ -263,17 +295,22 @@ def test_binary_rows_shapes_and_offsets(gpu, dtype):
             for offsets in ((0, 0), (1, 0), (0, 3)):     # misaligned: scalar loads and stores
                 assert _check_binary(gpu, op, dtype, *layout, *offsets) in (
                     None, "binary_rows_kernel")
-    # a permuted operand or three axes: the general strided kernel
+    # a per-channel bias on (N, C, H*W): rows split into (outer, inner)
+    for layout in (((2, 3, 8), (24, 8, 1), (0, 1, 0), 48, 3),
+                   ((3, 5, 7), (35, 7, 1), (0, 1, 0), 105, 5),
+                   ((2, 3, 8), (24, 8, 1), (8, 0, 1), 48, 16)):
+        assert _check_binary(gpu, BinaryOp.MUL, dtype, *layout) == "binary_rows_kernel"
+        assert _check_binary(gpu, BinaryOp.MUL, dtype, *layout, 1, 1) == "binary_rows_kernel"
+    # a permuted operand, or four axes: the general strided kernel
     assert _check_binary(gpu, BinaryOp.ADD, dtype, (4, 5), (1, 4), (5, 1), 20, 20) == \
         "binary_kernel"
-    assert _check_binary(gpu, BinaryOp.MUL, dtype, (2, 3, 4), (12, 4, 1), (0, 1, 0), 24, 3) == \
-        "binary_kernel"
+    assert _check_binary(gpu, BinaryOp.MUL, dtype, (2, 2, 3, 4), (24, 12, 4, 1), (0, 1, 0, 1),
+                         48, 5) == "binary_kernel"
 
 
 def test_binary_rows_integer_errors(gpu):
     from minitorch import _cpu
-    for op, divisor, message in ((BinaryOp.FLOOR_DIVIDE, 0, "ZeroDivisionError"),
-                                 (BinaryOp.POW, -1, "negative integer powers")):
+    for op, divisor, message in ((BinaryOp.POW, -1, "negative integer powers"),):
         a, b = np.arange(-4, 4, dtype=np.int64), np.full(8, divisor, np.int64)
         b[0] = 1
         with pytest.raises(RuntimeError, match=message):

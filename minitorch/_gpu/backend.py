@@ -22,6 +22,10 @@ _UNARY_OPS = frozenset(int(op) for op in UnaryOp)
 _BINARY_OPS = frozenset(int(op) for op in BinaryOp)
 _BINARY_CAN_FAIL = {BinaryOp.POW, BinaryOp.FLOOR_DIVIDE, BinaryOp.REMAINDER}
 _ARG_OPS = {ReduceOp.ARGMAX, ReduceOp.ARGMIN}
+# binary ops binary_rows_kernel leaves to binary_kernel (out-of-line calls: special functions,
+# and for int64 the divisions)
+_BINARY_CALLED = {BinaryOp.ZETA, BinaryOp.IGAMMA, BinaryOp.IGAMMAC}
+_BINARY_CALLED_INT = {BinaryOp.FLOOR_DIVIDE, BinaryOp.REMAINDER, BinaryOp.GCD, BinaryOp.LCM}
 _SCATTER_REDUCE_OPS = {ReduceOp.PROD, ReduceOp.MAX, ReduceOp.MIN}
 ERR_ZERO_DIV, ERR_NEG_POW = 1, 2
 MODE_PLAIN, MODE_CLAIM, MODE_WRITE = 0, 1, 2
@@ -360,21 +364,24 @@ class GpuBackend:
         return (fn, (L.flat_grid(size),), I32(op), size, I64(size), geometry,
                 self._extent(shape, a_strides), self._extent(shape, b_strides),
                 name == "int64" and op in _BINARY_CAN_FAIL,
-                self._binary_rows_plan(name, cshape, sa, sb))
+                self._binary_rows_plan(op, name, cshape, sa, sb))
 
-    def _binary_rows_plan(self, name, cshape, sa, sb):
+    def _binary_rows_plan(self, op, name, cshape, sa, sb):
         """binary_rows_kernel's launch (kernel, grid, block, packed strides of a and b, packed
         sizes, whether sizes and strides allow vectors, whether a / b step by one element per
         column, vector width) for a collapsed view it can read, else None."""
         width = L.vector_width(name)
         layout = L.binary_rows_layout(cshape, [sa, sb], width)
-        if layout is None:
+        if layout is None or op in _BINARY_CALLED or \
+                (name == "int64" and op in _BINARY_CALLED_INT):
             return None
-        (rows, cols), (a_rc, b_rc), aligned = layout
+        (rows, inner_rows, cols), (a_rc, b_rc), aligned = layout
         grid, block = L.binary_rows_launch(rows, cols, width)
         fn = self._function("elementwise", name, f"binary_rows_kernel<{L.CTYPES[name]}>")
+        magic, shift = L.magic_divider(inner_rows)
+        sizes = (I64(rows), I64(inner_rows), np.uint64(magic), np.uint64(shift), I64(cols))
         return (fn, grid, block, tuple(I64(s) for s in a_rc), tuple(I64(s) for s in b_rc),
-                (I64(rows), I64(cols)), aligned, a_rc[1] == 1, b_rc[1] == 1, width)
+                sizes, aligned, a_rc[2] == 1, b_rc[2] == 1, width)
 
     @staticmethod
     def _extent(shape, strides):

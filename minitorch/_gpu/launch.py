@@ -383,18 +383,20 @@ BINARY_RUNS = 2         # runs of 16 bytes per thread in binary_rows_kernel (RUN
 
 
 def binary_rows_layout(shape, strides_list, width):
-    """((rows, cols), [(row stride, column stride)] per operand, vector-friendly) when a
-    collapsed view has one or two axes and every operand's column stride is 0 or 1 (what
-    binary_rows_kernel reads), else None. Vector-friendly: cols and the row strides of the
-    unit-stride operands are multiples of `width` (offsets and pointers are checked per call)."""
-    if len(shape) > 2 or any(s[-1] not in (0, 1) for s in strides_list):
+    """((rows, inner_rows, cols), [(outer stride, row stride, column stride)] per operand,
+    vector-friendly) when a collapsed view has one to three axes and every operand's column
+    stride is 0 or 1 (what binary_rows_kernel reads: row r is (r // inner_rows, r % inner_rows)),
+    else None. Vector-friendly: cols and the other strides of the unit-stride operands are
+    multiples of `width` (offsets and pointers are checked per call)."""
+    if len(shape) > 3 or any(s[-1] not in (0, 1) for s in strides_list):
         return None
-    if len(shape) == 1:
-        rows, cols, strides = 1, shape[0], [(0, s[0]) for s in strides_list]
-    else:
-        (rows, cols), strides = shape, [tuple(s) for s in strides_list]
-    aligned = cols % width == 0 and all(s[0] % width == 0 for s in strides if s[1] == 1)
-    return (rows, cols), strides, aligned
+    pad = 3 - len(shape)
+    shape = (1,) * pad + tuple(shape)
+    strides = [(0,) * pad + tuple(s) for s in strides_list]
+    outer, inner_rows, cols = shape
+    aligned = cols % width == 0 and all(s[0] % width == 0 and s[1] % width == 0
+                                        for s in strides if s[2] == 1)
+    return (outer * inner_rows, inner_rows, cols), strides, aligned
 
 
 def binary_rows_launch(rows, cols, width):

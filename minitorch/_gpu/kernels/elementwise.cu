@@ -421,9 +421,9 @@ binary_kernel(int op, const T* __restrict__ a, i64 a_off, const T* __restrict__ 
 }
 
 // ---------------------------------------------------------------------------------------------
-// binary_rows_kernel: the fast path for views that collapse to (rows, cols) with every operand's
-// column stride 0 or 1 - same-shape contiguous operands (rows = 1), a row vector or a column
-// broadcast against a matrix, a scalar. No per-element index arithmetic: a 2-D launch (x along
+// binary_rows_kernel: the fast path for views that collapse to (rows, cols) or (outer, rows,
+// cols) with every operand's column stride 0 or 1 - same-shape contiguous operands (rows = 1),
+// a row vector or a column broadcast against a matrix, a scalar, a per-channel bias. No per-element index arithmetic: a 2-D launch (x along
 // a row's runs of V = 16 / sizeof(T) elements, y over rows, a block of bx x by threads so that
 // short rows still fill it) gives each thread a row pointer per operand, and with `vec` (the
 // host checked sizes, strides, offsets and pointers) every run is one 16-byte load per operand
@@ -531,23 +531,40 @@ __device__ __forceinline__ int binary_runs(const T (&x)[RUN_UNROLL][16 / sizeof(
     return err;
 }
 
-#define BINARY_ROWS_CASE(OP)                                                                \
-    case OP: err |= binary_runs<T, OP>(x, y, out, r * cols, k, bx, runs, cols, vec); break;
+// zeta and the incomplete gammas (special_math.h), and int64 division (floor_divide, remainder,
+// gcd, lcm), are out-of-line calls: across them the row loop's state would spill, so the host
+// sends them to binary_kernel (they never run here).
+template <typename T, int OP> struct is_called_binary {
+    static constexpr bool value = OP == BINARY_ZETA || OP == BINARY_IGAMMA ||
+        OP == BINARY_IGAMMAC || (same_type<T, i64>::value &&
+        (OP == BINARY_FLOOR_DIVIDE || OP == BINARY_REMAINDER || OP == BINARY_GCD ||
+         OP == BINARY_LCM));
+};
 
-// out (compact rows x cols) = op(a, b); operand p's element (r, c) is at
-// p_off + r * ps0 + c * ps1 with ps1 0 or 1. err_flag as for binary_kernel.
+#define BINARY_ROWS_CASE(OP)                                                                \
+    case OP:                                                                                \
+        if constexpr (!is_called_binary<T, OP>::value)                                      \
+            err |= binary_runs<T, OP>(x, y, out, r * cols, k, bx, runs, cols, vec);         \
+        break;
+
+// out (compact rows x cols) = op(a, b). Rows are (outer, inner) pairs, r = outer * inner_rows +
+// inner (split with the magic divider of inner_rows, once per row); operand p's element (r, c)
+// is at p_off + outer * pso + inner * ps0 + c * ps1 with ps1 0 or 1, so a (N, C, H*W) tensor
+// plus a (C, 1) bias is one launch too. err_flag as for binary_kernel.
 template <typename T>
 __global__ void __launch_bounds__(256)
-binary_rows_kernel(int op, const T* __restrict__ a, i64 a_off, i64 as0, i64 as1,
-                   const T* __restrict__ b, i64 b_off, i64 bs0, i64 bs1, void* out, i64 rows,
-                   i64 cols, int vec, int* err_flag) {
+binary_rows_kernel(int op, const T* __restrict__ a, i64 a_off, i64 aso, i64 as0, i64 as1,
+                   const T* __restrict__ b, i64 b_off, i64 bso, i64 bs0, i64 bs1, void* out,
+                   i64 rows, i64 inner_rows, u64 magic, u64 shift, i64 cols, int vec,
+                   int* err_flag) {
     constexpr int V = 16 / sizeof(T);
     const int bx = blockDim.x, by = blockDim.y;
     const i64 runs = (cols + V - 1) / V;
     int err = 0;
     for (i64 r = (i64)blockIdx.y * by + threadIdx.y; r < rows; r += (i64)gridDim.y * by) {
-        const T* pa = a + a_off + r * as0;
-        const T* pb = b + b_off + r * bs0;
+        const i64 outer = (i64)magic_div((u64)r, magic, shift), inner = r - outer * inner_rows;
+        const T* pa = a + a_off + outer * aso + inner * as0;
+        const T* pb = b + b_off + outer * bso + inner * bs0;
         for (i64 k = (i64)blockIdx.x * bx * RUN_UNROLL + threadIdx.x; k < runs;
              k += (i64)gridDim.x * bx * RUN_UNROLL) {
             T x[RUN_UNROLL][V], y[RUN_UNROLL][V];
