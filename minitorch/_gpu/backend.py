@@ -22,6 +22,10 @@ _UNARY_OPS = frozenset(int(op) for op in UnaryOp)
 _BINARY_OPS = frozenset(int(op) for op in BinaryOp)
 _BINARY_CAN_FAIL = {BinaryOp.POW, BinaryOp.FLOOR_DIVIDE, BinaryOp.REMAINDER}
 _ARG_OPS = {ReduceOp.ARGMAX, ReduceOp.ARGMIN}
+# binary ops binary_rows_kernel leaves to binary_kernel (out-of-line calls: special functions,
+# and for int64 the divisions)
+_BINARY_CALLED = {BinaryOp.ZETA, BinaryOp.IGAMMA, BinaryOp.IGAMMAC}
+_BINARY_CALLED_INT = {BinaryOp.FLOOR_DIVIDE, BinaryOp.REMAINDER, BinaryOp.GCD, BinaryOp.LCM}
 _SCATTER_REDUCE_OPS = {ReduceOp.PROD, ReduceOp.MAX, ReduceOp.MIN}
 ERR_ZERO_DIV, ERR_NEG_POW = 1, 2
 MODE_PLAIN, MODE_CLAIM, MODE_WRITE = 0, 1, 2
@@ -312,7 +316,7 @@ class GpuBackend:
     @_on_device
     def binary(self, op, a, b, out, shape, a_strides, a_offset, b_strides, b_offset):
         """out (compact, `shape`) = op(a, b), a and b read through their strides (0 broadcasts)."""
-        fn, grid, op_arg, size, size_arg, geometry, a_ext, b_ext, err = self._plan(
+        fn, grid, op_arg, size, size_arg, geometry, a_ext, b_ext, err, rows = self._plan(
             ("binary", op, a.dtype, b.dtype, out.dtype, shape, a_strides, b_strides),
             self._binary_plan, op, a, b, out, shape, a_strides, b_strides)
         if out.size < size:
@@ -322,8 +326,16 @@ class GpuBackend:
         self._check_extent(a_ext, a_offset, a, "binary: a")
         self._check_extent(b_ext, b_offset, b, "binary: b")
         err = self.cupy.zeros(1, np.int32) if err else None
-        fn(grid, L.BLOCK, (op_arg, a, _i64(a_offset), b, _i64(b_offset), out, size_arg,
-                           geometry, err))
+        if rows is not None:
+            fn, grid, block, a_args, b_args, sizes, vec_ok, a_unit, b_unit, width = rows
+            vec = vec_ok and not out.data.ptr % L.VECTOR_BYTES and \
+                (not a_unit or not (a_offset % width or a.data.ptr % L.VECTOR_BYTES)) and \
+                (not b_unit or not (b_offset % width or b.data.ptr % L.VECTOR_BYTES))
+            fn(grid, block, (op_arg, a, _i64(a_offset)) + a_args + (b, _i64(b_offset)) + b_args
+               + (out,) + sizes + (I32(1) if vec else I32(0), err))
+        else:
+            fn(grid, L.BLOCK, (op_arg, a, _i64(a_offset), b, _i64(b_offset), out, size_arg,
+                               geometry, err))
         if err is not None:
             graphs.sync_point(self)
             flags = int(err.get()[0])
@@ -350,13 +362,31 @@ class GpuBackend:
         b_strides = C.strides(b_strides, len(shape))
         size = C.numel(shape)
         if size == 0:
-            return (None, None, None, 0, None, None, None, None, False)
+            return (None, None, None, 0, None, None, None, None, False, None)
         cshape, (_, sa, sb) = L.collapse(shape, [L.contiguous(shape), a_strides, b_strides])
         geometry, dims, wide = self._geometry(cshape, [sa, sb])
         fn = self._function("elementwise", name + wide, f"binary_kernel<{L.CTYPES[name]}, {dims}>")
         return (fn, (L.flat_grid(size),), I32(op), size, I64(size), geometry,
                 self._extent(shape, a_strides), self._extent(shape, b_strides),
-                name == "int64" and op in _BINARY_CAN_FAIL)
+                name == "int64" and op in _BINARY_CAN_FAIL,
+                self._binary_rows_plan(op, name, cshape, sa, sb))
+
+    def _binary_rows_plan(self, op, name, cshape, sa, sb):
+        """binary_rows_kernel's launch (kernel, grid, block, packed strides of a and b, packed
+        sizes, whether sizes and strides allow vectors, whether a / b step by one element per
+        column, vector width) for a collapsed view it can read, else None."""
+        width = L.vector_width(name)
+        layout = L.binary_rows_layout(cshape, [sa, sb], width)
+        if layout is None or op in _BINARY_CALLED or \
+                (name == "int64" and op in _BINARY_CALLED_INT):
+            return None
+        (rows, inner_rows, cols), (a_rc, b_rc), aligned = layout
+        grid, block = L.binary_rows_launch(rows, cols, width)
+        fn = self._function("elementwise", name, f"binary_rows_kernel<{L.CTYPES[name]}>")
+        magic, shift = L.magic_divider(inner_rows)
+        sizes = (I64(rows), I64(inner_rows), np.uint64(magic), np.uint64(shift), I64(cols))
+        return (fn, grid, block, tuple(I64(s) for s in a_rc), tuple(I64(s) for s in b_rc),
+                sizes, aligned, a_rc[2] == 1, b_rc[2] == 1, width)
 
     @staticmethod
     def _extent(shape, strides):
@@ -469,6 +499,9 @@ class GpuBackend:
     def _reduce(self, op, name, a, in_idx, final, m, n, inner):
         """One or two passes: partials over chunks of n when there are too few outputs to keep
         the GPU busy, then their reduction into `final` (values, indices)."""
+        if op not in _ARG_OPS:
+            self._reduce_values(op, name, a, final[0], m, n, inner)
+            return
         fn, grid, block, args, parts = self._plan(("reduce", op, name, m, n, inner),
                                                   self._reduce_plan, op, name, m, n, inner)
         if parts == 1:
@@ -497,6 +530,45 @@ class GpuBackend:
         sizes = (I64(m), I64(n)) + ((I64(inner),) if inner > 1 else ()) + (I64(parts), I64(chunk))
         return (self._function("reduce", name, kernel), (min(tasks, L.MAX_GRID),), block,
                 (I32(op),) + sizes, parts)
+
+    def _reduce_values(self, op, name, a, out, m, n, inner):
+        """SUM / PROD / MAX / MIN through the value-only kernels: one pass, or partials over
+        parts of n and a second pass over them (deterministic: no atomics). Vector loads when
+        the plan's sizes allow them and a is 16-byte aligned."""
+        fn, grid, block, args, parts, aligned = self._plan(
+            ("reduce_values", op, name, m, n, inner), self._reduce_values_plan, op, name, m, n,
+            inner)
+        target = out if parts == 1 else self._empty(m * parts * inner, a.dtype)
+        vec = I32(1) if aligned and not a.data.ptr % L.VECTOR_BYTES else I32(0)
+        fn(grid, block, (args[0], a, target) + args[1:] + (vec,))
+        if parts > 1:
+            self._reduce_values(op, name, target, out, m, parts, inner)
+
+    def _reduce_values_plan(self, op, name, m, n, inner):
+        """(kernel, grid, block, packed op and sizes, parts, whether rows / columns allow vector
+        loads) of one value-only reduction pass."""
+        t, width = L.CTYPES[name], L.vector_width(name)
+        if inner == 1 and n <= L.GROUP_ROW_MAX:
+            group = L.row_group(n, width)
+            kernel, grid, block = f"reduce_rows_group_kernel<{t}>", L.row_group_grid(m, group), \
+                (L.THREADS,)
+            sizes, parts, aligned = (I64(m), I64(n), I32(group)), 1, n % width == 0
+        elif inner == 1:
+            parts, chunk = L.reduce_plan(m, n, 1, self.sm_count, align=width)
+            kernel, grid, block = f"reduce_rows_vec_kernel<{t}>", min(m * parts, L.MAX_GRID), \
+                (L.THREADS,)
+            sizes, aligned = (I64(m), I64(n), I64(parts), I64(chunk)), n % width == 0
+        else:
+            aligned = inner % width == 0
+            columns = inner // width if aligned else inner
+            bx, by = L.column_block(columns)
+            col_blocks = -(-columns // bx)
+            parts, chunk = L.reduce_plan(m, n, col_blocks, self.sm_count)
+            kernel, grid, block = f"reduce_cols_vec_kernel<{t}>", \
+                min(m * parts * col_blocks, L.MAX_GRID), (bx, by)
+            sizes = (I64(m), I64(n), I64(inner), I64(parts), I64(chunk))
+        return (self._function("reduce", name, kernel), (grid,), block, (I32(op),) + sizes,
+                parts, aligned)
 
     @staticmethod
     def _scan_checks(kernel, op, a, out, n, inner):
@@ -1041,7 +1113,7 @@ class GpuBackend:
                b_offset=0):
         """out (compact batch x m x n, overwritten) = a (batch x m x k) @ b (batch x k x n), each
         operand read through its (batch, row, col) element strides (None = compact)."""
-        fn, grid, block, sizes, a_args, b_args, a_ext, b_ext = self._plan(
+        fn, grid, block, sizes, a_args, b_args, a_ext, b_ext, fast = self._plan(
             ("matmul", a.dtype, b.dtype, out.dtype, batch, m, n, k, a_strides, b_strides),
             self._matmul_plan, a, b, out, batch, m, n, k, a_strides, b_strides)
         if out.size < batch * m * n:
@@ -1056,6 +1128,9 @@ class GpuBackend:
         if k == 0:         # an empty sum: zeros
             self._fill(out[:batch * m * n], 0)
             return
+        if (fast is not None and not (a_offset | b_offset) & 3
+                and not (a.data.ptr | b.data.ptr) & 15):     # float4 reads: aligned operands
+            fn, grid, block, a_args, b_args = fast
         fn(grid, block, (a, _i64(a_offset)) + a_args + (b, _i64(b_offset)) + b_args
            + (out,) + sizes)
 
@@ -1077,7 +1152,7 @@ class GpuBackend:
             extents.append((dims, strides) + ((None, None) if 0 in dims else
                                               L.view_extent(dims, strides, 0)))
         if batch == 0 or m == 0 or n == 0:
-            return (None,) * 6 + tuple(extents)
+            return (None,) * 6 + tuple(extents) + (None,)
         tiles = L.MATMUL_TILES[L.matmul_tiles(batch, m, n, self.sm_count)]
         bm, bn = tiles[:2]
         blocks = min(batch * -(-m // bm) * -(-n // bn), L.MAX_GRID)
@@ -1085,7 +1160,20 @@ class GpuBackend:
         fn = self._function("matmul", name, L.matmul_name(L.CTYPES[name], tiles))
         return (fn, (blocks,), (threads,), (I64(batch), I64(m), I64(n), I64(k)),
                 tuple(I64(s) for s in a_strides), tuple(I64(s) for s in b_strides)) + \
-            tuple(extents)
+            tuple(extents) + (self._sgemm_plan(name, batch, m, n, k, a_strides, b_strides),)
+
+    def _sgemm_plan(self, name, batch, m, n, k, a_strides, b_strides):
+        """(kernel, grid, block, packed strides of a and b) of the float32 fast path
+        (sgemm_kernel), or None when the operands' layout rules it out."""
+        layout = L.sgemm_layout(batch, m, n, k, a_strides, b_strides) \
+            if name == "float32" and k else None
+        if layout is None:
+            return None
+        a_k, b_k, a_norm, b_norm = layout
+        tiles = L.SGEMM_TILES[L.sgemm_tiles(batch, m, n, self.sm_count)]
+        fn = self._function("matmul", name, L.sgemm_name(tiles, a_k, b_k))
+        return (fn, L.sgemm_grid(batch, m, n, tiles), (256,),
+                tuple(I64(s) for s in a_norm), tuple(I64(s) for s in b_norm))
 
     # ---- recurrent steps (layout: minitorch/_cpu/recurrent.pyx) ---------------------------------
     @_on_device

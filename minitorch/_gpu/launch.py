@@ -47,6 +47,9 @@ FLOAT_TYPES = ("float32", "float64")
 # matmul tile shapes: (BM, BN, BK, TM, TN); the big one for large products, the small one when the
 # big tiles would leave most multiprocessors idle
 MATMUL_TILES = {"large": (128, 128, 8, 8, 8), "small": (64, 64, 8, 4, 4)}
+# the float32 fast path (sgemm_kernel): (BM, BN, BK, WM, WN, TM, TN), 256 threads each
+SGEMM_TILES = {"large": (128, 128, 8, 32, 64, 8, 8), "small": (64, 64, 16, 16, 32, 4, 4)}
+MAX_GRID_YZ = 65535
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,7 +97,7 @@ def name_expressions(module, key):
         names = [f"binary_kernel<{t}, {dims}>", f"where_kernel<{t}, {dims}>"]
         if variant == "wide":
             return names
-        return [f"unary_kernel<{t}>"] + names
+        return [f"unary_kernel<{t}>", f"binary_rows_kernel<{t}>"] + names
     if module == "fused":
         return [f"softmax_rows_kernel<{t}>", f"softmax_backward_rows_kernel<{t}>",
                 f"adam_kernel<{t}>"]
@@ -106,10 +109,15 @@ def name_expressions(module, key):
         return [f"foreach_{rule}_kernel<{t}>" for rule in ("sgd", "adam", "adadelta", "rmsprop")]
     if module == "reduce":
         return [f"reduce_rows_kernel<{t}>", f"reduce_cols_kernel<{t}>",
-                f"scan_rows_kernel<{t}>", f"scan_cols_kernel<{t}>",
+                f"reduce_rows_vec_kernel<{t}>", f"reduce_rows_group_kernel<{t}>",
+                f"reduce_cols_vec_kernel<{t}>", f"scan_rows_kernel<{t}>", f"scan_cols_kernel<{t}>",
                 f"scan_index_rows_kernel<{t}>", f"scan_index_cols_kernel<{t}>"]
     if module == "matmul":
-        return [matmul_name(t, tiles) for tiles in MATMUL_TILES.values()]
+        names = [matmul_name(t, tiles) for tiles in MATMUL_TILES.values()]
+        if dtype == "float32":
+            names += [sgemm_name(tiles, a_k, b_k) for tiles in SGEMM_TILES.values()
+                      for a_k in (True, False) for b_k in (True, False)]
+        return names
     if module == "index":
         kernels = ("gather_kernel", "index_select_kernel", "take_kernel")
         if dtype not in NARROW:
@@ -144,6 +152,11 @@ def name_expressions(module, key):
 
 def matmul_name(ctype, tiles):
     return "matmul_kernel<{}, {}, {}, {}, {}, {}>".format(ctype, *tiles)
+
+
+def sgemm_name(tiles, a_k, b_k):
+    flags = ("true" if a_k else "false", "true" if b_k else "false")
+    return "sgemm_kernel<{}, {}, {}, {}, {}, {}, {}, {}, {}>".format(*tiles, *flags)
 
 
 def module_keys(module):
@@ -270,10 +283,11 @@ def flat_grid(n):
     return max(1, min(MAX_GRID, -(-n // (THREADS * ITEMS))))
 
 
-def reduce_plan(rows, n, columns, sm_count):
+def reduce_plan(rows, n, columns, sm_count, align=1):
     """(parts, chunk) splitting each reduced axis of length n into `parts` chunks, so that about
     four blocks per multiprocessor have work even when there are few output rows. `columns` is
-    the number of column blocks per row (1 for a row reduction)."""
+    the number of column blocks per row (1 for a row reduction); chunks are a multiple of
+    `align` elements (so every chunk of an aligned row starts aligned)."""
     tasks = rows * columns
     want = 4 * sm_count
     min_chunk = 4096 if columns == 1 else 256
@@ -281,7 +295,29 @@ def reduce_plan(rows, n, columns, sm_count):
         return 1, n
     parts = min(-(-want // tasks), -(-n // min_chunk), 1024)
     chunk = -(-n // parts)
+    chunk = -(-chunk // align) * align
     return -(-n // chunk), chunk
+
+
+VECTOR_BYTES = 16       # the value-only reductions and elementwise fast paths load 16 bytes
+GROUP_ROW_MAX = 1024    # rows up to this long are reduced by lane groups, longer ones by blocks
+
+
+def vector_width(name):
+    """Elements of dtype `name` in one 16-byte vector load."""
+    return VECTOR_BYTES // np.dtype(name).itemsize
+
+
+def row_group(n, width):
+    """Lanes per row for reduce_rows_group_kernel: enough for one vector (or element) each, a
+    power of two from 1 to 32."""
+    units = n // width if n % width == 0 else n
+    return min(32, 1 << max(0, (units - 1).bit_length()))
+
+
+def row_group_grid(rows, group):
+    """Blocks of THREADS threads, THREADS // group rows each."""
+    return max(1, min(MAX_GRID, -(-rows // (THREADS // group))))
 
 
 def row_threads(n):
@@ -318,3 +354,77 @@ def matmul_tiles(batch, m, n, sm_count):
     if batch * math.ceil(m / bm) * math.ceil(n / bn) >= sm_count:
         return "large"
     return "small"
+
+
+def sgemm_layout(batch, m, n, k, a_strides, b_strides):
+    """(a_k, b_k, a_strides, b_strides) when sgemm_kernel can read both operands as aligned
+    float4 (given 16-byte aligned pointers and offsets that are multiples of 4, which the caller
+    checks per call), else None. a_k: A's k axis is the contiguous one (else its m axis); b_k:
+    B's k axis (else its n axis). Strides of size-1 axes are zeroed (never stepped along), so
+    torch's arbitrary strides there do not defeat the check; the grid's y and z limits apply."""
+    if -(-m // SGEMM_TILES["small"][0]) > MAX_GRID_YZ or batch > MAX_GRID_YZ:
+        return None
+    a = tuple(0 if size == 1 else s for size, s in zip((batch, m, k), a_strides))
+    b = tuple(0 if size == 1 else s for size, s in zip((batch, k, n), b_strides))
+
+    def pick(batch_stride, x_stride, k_stride, x):
+        """True (k contiguous), False (x contiguous) or None (no float4 reads)."""
+        if batch_stride % 4:
+            return None
+        if k_stride in (0, 1) and k % 4 == 0 and x_stride % 4 == 0:
+            return True
+        if x_stride in (0, 1) and x % 4 == 0 and k_stride % 4 == 0:
+            return False
+        return None
+
+    a_k, b_k = pick(a[0], a[1], a[2], m), pick(b[0], b[2], b[1], n)
+    if a_k is None or b_k is None:
+        return None
+    return a_k, b_k, a, b
+
+
+def sgemm_tiles(batch, m, n, sm_count):
+    """sgemm_kernel's tile shape: large tiles unless they would leave multiprocessors idle."""
+    bm, bn = SGEMM_TILES["large"][:2]
+    if batch * math.ceil(m / bm) * math.ceil(n / bn) >= sm_count:
+        return "large"
+    return "small"
+
+
+def sgemm_grid(batch, m, n, tiles):
+    """(n tiles, m tiles, batch): n fastest, so consecutive blocks share A's row panel."""
+    bm, bn = tiles[:2]
+    return (-(-n // bn), -(-m // bm), batch)
+
+
+BINARY_RUNS = 2         # runs of 16 bytes per thread in binary_rows_kernel (RUN_UNROLL)
+
+
+def binary_rows_layout(shape, strides_list, width):
+    """((rows, inner_rows, cols), [(outer stride, row stride, column stride)] per operand,
+    vector-friendly) when a collapsed view has one to three axes and every operand's column
+    stride is 0 or 1 (what binary_rows_kernel reads: row r is (r // inner_rows, r % inner_rows)),
+    else None. Vector-friendly: cols and the other strides of the unit-stride operands are
+    multiples of `width` (offsets and pointers are checked per call)."""
+    if len(shape) > 3 or any(s[-1] not in (0, 1) for s in strides_list):
+        return None
+    pad = 3 - len(shape)
+    shape = (1,) * pad + tuple(shape)
+    strides = [(0,) * pad + tuple(s) for s in strides_list]
+    outer, inner_rows, cols = shape
+    aligned = cols % width == 0 and all(s[0] % width == 0 and s[1] % width == 0
+                                        for s in strides if s[2] == 1)
+    return (outer * inner_rows, inner_rows, cols), strides, aligned
+
+
+def binary_rows_launch(rows, cols, width):
+    """(grid, block) of binary_rows_kernel: bx threads along a row's runs (a power of two up to
+    THREADS, enough for one run each), THREADS // bx rows per block; grid y is capped (the
+    kernel strides over the remaining rows)."""
+    runs = -(-cols // width)
+    bx = min(THREADS, 1 << max(0, (runs - 1).bit_length()))
+    by = THREADS // bx
+    grid = (max(1, min(MAX_GRID, -(-runs // (bx * BINARY_RUNS)))),
+            max(1, min(MAX_GRID_YZ, -(-rows // by))))
+    return grid, (bx, by)
+

@@ -421,6 +421,171 @@ binary_kernel(int op, const T* __restrict__ a, i64 a_off, const T* __restrict__ 
 }
 
 // ---------------------------------------------------------------------------------------------
+// binary_rows_kernel: the fast path for views that collapse to (rows, cols) or (outer, rows,
+// cols) with every operand's column stride 0 or 1 - same-shape contiguous operands (rows = 1),
+// a row vector or a column broadcast against a matrix, a scalar, a per-channel bias. No per-element index arithmetic: a 2-D launch (x along
+// a row's runs of V = 16 / sizeof(T) elements, y over rows, a block of bx x by threads so that
+// short rows still fill it) gives each thread a row pointer per operand, and with `vec` (the
+// host checked sizes, strides, offsets and pointers) every run is one 16-byte load per operand
+// and one 16-byte store. A column-stride-0 operand is one scalar load per run. RUN_UNROLL runs
+// per thread are loaded before the op is applied, so several loads are in flight.
+
+#define RUN_UNROLL 2
+
+template <typename T> struct __align__(16) Vec16 {
+    T v[16 / sizeof(T)];
+};
+
+// The ops whose element loops are unrolled (a few instructions each); the others keep one copy
+// of their code per kernel (compile time and instruction cache).
+template <int OP> struct is_cheap_binary {
+    static constexpr bool value = OP == BINARY_ADD || OP == BINARY_SUB || OP == BINARY_MUL ||
+        OP == BINARY_DIV || OP == BINARY_MAXIMUM || OP == BINARY_MINIMUM ||
+        (OP >= BINARY_EQ && OP <= BINARY_LOGICAL_XOR) || OP == BINARY_RELU_BACKWARD ||
+        OP == BINARY_TANH_BACKWARD || OP == BINARY_SIGMOID_BACKWARD ||
+        OP == BINARY_BITWISE_AND || OP == BINARY_BITWISE_OR || OP == BINARY_BITWISE_XOR ||
+        OP == BINARY_COPYSIGN || OP == BINARY_HEAVISIDE;
+};
+
+// One operand's run of V elements starting at column c of row p (column stride `unit`, 0 or 1).
+template <typename T>
+__device__ __forceinline__ void load_run(const T* __restrict__ p, i64 unit, i64 c, i64 cols,
+                                         int vec, T (&x)[16 / sizeof(T)]) {
+    constexpr int V = 16 / sizeof(T);
+    if (!unit) {
+        const T s = p[0];
+#pragma unroll
+        for (int e = 0; e < V; ++e) x[e] = s;
+    } else if (vec) {
+        const Vec16<T> w = *reinterpret_cast<const Vec16<T>*>(p + c);
+#pragma unroll
+        for (int e = 0; e < V; ++e) x[e] = w.v[e];
+    } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e) x[e] = c + e < cols ? p[c + e] : T(0);
+    }
+}
+
+// out[at + e] = r[e] for e < count (count == V when vec: one 16-byte store).
+template <typename T>
+__device__ __forceinline__ void store_run(const T (&r)[16 / sizeof(T)], T* out, i64 at,
+                                          int count, int vec) {
+    constexpr int V = 16 / sizeof(T);
+    if (vec) {
+        Vec16<T> w;
+#pragma unroll
+        for (int e = 0; e < V; ++e) w.v[e] = r[e];
+        *reinterpret_cast<Vec16<T>*>(out + at) = w;
+    } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+            if (e < count) out[at + e] = r[e];
+    }
+}
+
+// The thread's runs k, k + bx, ... (RUN_UNROLL of them) of row r, already loaded: out = op(x, y)
+// element by element, padding past `cols` not computed (an integer 0 divisor would flag).
+template <typename T, int OP>
+__device__ __forceinline__ int binary_runs(const T (&x)[RUN_UNROLL][16 / sizeof(T)],
+                                           const T (&y)[RUN_UNROLL][16 / sizeof(T)], void* out,
+                                           i64 row_at, i64 k, int bx, i64 runs, i64 cols,
+                                           int vec) {
+    constexpr int V = 16 / sizeof(T);
+    int err = 0;
+    if constexpr (is_predicate<T, OP>::value) {
+#pragma unroll
+        for (int u = 0; u < RUN_UNROLL; ++u) {
+            const i64 c = (k + (i64)u * bx) * V;
+            unsigned char* o = static_cast<unsigned char*>(out) + row_at + c;
+            const bool run_in = k + (i64)u * bx < runs;
+#pragma unroll
+            for (int e = 0; e < V; ++e)
+                if (run_in && c + e < cols) o[e] = predicate<T, OP>(x[u][e], y[u][e]);
+        }
+    } else {
+        T r[RUN_UNROLL][V];
+        if constexpr (is_cheap_binary<OP>::value) {
+#pragma unroll
+            for (int u = 0; u < RUN_UNROLL; ++u)
+#pragma unroll
+                for (int e = 0; e < V; ++e) {
+                    const bool in = k + (i64)u * bx < runs && (k + (i64)u * bx) * V + e < cols;
+                    r[u][e] = in ? arith<T, OP>(x[u][e], y[u][e], err) : T(0);
+                }
+        } else {    // one call site: the special functions are long
+#pragma unroll 1
+            for (int q = 0; q < RUN_UNROLL * V; ++q) {
+                const int u = q / V, e = q % V;
+                const bool in = k + (i64)u * bx < runs && (k + (i64)u * bx) * V + e < cols;
+                r[u][e] = in ? arith<T, OP>(x[u][e], y[u][e], err) : T(0);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < RUN_UNROLL; ++u) {
+            const i64 run = k + (i64)u * bx;
+            if (run < runs)
+                store_run(r[u], static_cast<T*>(out), row_at + run * V,
+                          (int)min(cols - run * V, (i64)V), vec);
+        }
+    }
+    return err;
+}
+
+// zeta and the incomplete gammas (special_math.h), and int64 division (floor_divide, remainder,
+// gcd, lcm), are out-of-line calls: across them the row loop's state would spill, so the host
+// sends them to binary_kernel (they never run here).
+template <typename T, int OP> struct is_called_binary {
+    static constexpr bool value = OP == BINARY_ZETA || OP == BINARY_IGAMMA ||
+        OP == BINARY_IGAMMAC || (same_type<T, i64>::value &&
+        (OP == BINARY_FLOOR_DIVIDE || OP == BINARY_REMAINDER || OP == BINARY_GCD ||
+         OP == BINARY_LCM));
+};
+
+#define BINARY_ROWS_CASE(OP)                                                                \
+    case OP:                                                                                \
+        if constexpr (!is_called_binary<T, OP>::value)                                      \
+            err |= binary_runs<T, OP>(x, y, out, r * cols, k, bx, runs, cols, vec);         \
+        break;
+
+// out (compact rows x cols) = op(a, b). Rows are (outer, inner) pairs, r = outer * inner_rows +
+// inner (split with the magic divider of inner_rows, once per row); operand p's element (r, c)
+// is at p_off + outer * pso + inner * ps0 + c * ps1 with ps1 0 or 1, so a (N, C, H*W) tensor
+// plus a (C, 1) bias is one launch too. err_flag as for binary_kernel.
+template <typename T>
+__global__ void __launch_bounds__(256)
+binary_rows_kernel(int op, const T* __restrict__ a, i64 a_off, i64 aso, i64 as0, i64 as1,
+                   const T* __restrict__ b, i64 b_off, i64 bso, i64 bs0, i64 bs1, void* out,
+                   i64 rows, i64 inner_rows, u64 magic, u64 shift, i64 cols, int vec,
+                   int* err_flag) {
+    constexpr int V = 16 / sizeof(T);
+    const int bx = blockDim.x, by = blockDim.y;
+    const i64 runs = (cols + V - 1) / V;
+    int err = 0;
+    for (i64 r = (i64)blockIdx.y * by + threadIdx.y; r < rows; r += (i64)gridDim.y * by) {
+        const i64 outer = (i64)magic_div((u64)r, magic, shift), inner = r - outer * inner_rows;
+        const T* pa = a + a_off + outer * aso + inner * as0;
+        const T* pb = b + b_off + outer * bso + inner * bs0;
+        for (i64 k = (i64)blockIdx.x * bx * RUN_UNROLL + threadIdx.x; k < runs;
+             k += (i64)gridDim.x * bx * RUN_UNROLL) {
+            T x[RUN_UNROLL][V], y[RUN_UNROLL][V];
+#pragma unroll
+            for (int u = 0; u < RUN_UNROLL; ++u) {
+                const i64 run = k + (i64)u * bx;
+                if (run < runs) {
+                    load_run(pa, as1, run * V, cols, vec, x[u]);
+                    load_run(pb, bs1, run * V, cols, vec, y[u]);
+                }
+            }
+            switch (op) {
+                BINARY_OPS(BINARY_ROWS_CASE)  // every BinaryOp (the loader's prelude lists them)
+                default: break;
+            }
+        }
+    }
+    if (err && err_flag) atomicOr(err_flag, err);
+}
+
+// ---------------------------------------------------------------------------------------------
 // where: out = a if cond else b (a pure select; operands 0, 1, 2 of g are cond, a, b)
 
 template <typename T, int MAXD>

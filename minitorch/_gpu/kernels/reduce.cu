@@ -6,6 +6,7 @@
 // then a tree across y. Either can cut n into `parts` chunks: pass 1 writes (rows, parts[, inner])
 // partial values (and indices for ARGMAX/ARGMIN), pass 2 reduces those with `in_idx` set.
 // Every combine is commutative and ties break on the index, so results do not depend on timing.
+// SUM / PROD / MAX / MIN take the value-only vectorised kernels further down instead.
 #include "common.cuh"
 
 #define MAX_BLOCK 256
@@ -204,6 +205,242 @@ reduce_cols_kernel(int op, const T* __restrict__ a, const i64* __restrict__ in_i
                    i64* out_i, i64 rows, i64 n, i64 inner, i64 parts, i64 chunk) {
 #define ARGS rows, n, inner, parts, chunk
     REDUCE_SWITCH(reduce_cols)
+#undef ARGS
+}
+
+// ---------------------------------------------------------------------------------------------
+// Value-only fast paths for SUM, PROD, MAX and MIN (ARGMAX / ARGMIN keep the kernels above): no
+// index travels with the values, loads are 16-byte vectors (Pack) wherever the host found the
+// rows aligned (`vec`), and every thread keeps UNROLL loads in flight, which is what a
+// bandwidth-bound reduction needs to saturate HBM. Combining orders are fixed, so the results
+// are deterministic (the same bits on every run).
+// - reduce_rows_vec_kernel (inner == 1, long rows): a block per (row, part) task. A full
+//   reduction is rows = 1 cut into about four parts per multiprocessor, each block reducing its
+//   part with a grid-stride-free contiguous loop, then a warp-shuffle and a cross-warp tree;
+//   the host reduces the parts' partials with a second, small launch (two launches, no atomics).
+// - reduce_rows_group_kernel (inner == 1, n <= 1024): `group` lanes (a power of two <= 32) per
+//   row and blockDim / group rows per block, so short rows do not leave most of a block idle.
+// - reduce_cols_vec_kernel (inner > 1): x walks columns (a vector of them per thread, so a
+//   warp reads 512 contiguous bytes of a row), y splits the reduced axis, then a tree across y.
+
+#define UNROLL 4
+
+template <typename T> struct __align__(16) Pack {
+    T v[16 / sizeof(T)];
+};
+
+template <typename T, int OP> __device__ __forceinline__ T value_identity() {
+    return reduce_identity<T, OP>().v;
+}
+
+template <typename T, int OP> __device__ __forceinline__ T value_combine(T a, T b) {
+    Partial<T> x, y;
+    x.v = a;
+    x.i = 0;
+    y.v = b;
+    y.i = 0;
+    return combine<T, OP>(x, y).v;
+}
+
+// Lane 0 of each aligned group of `width` lanes gets its group's combination.
+template <typename T, int OP> __device__ __forceinline__ T warp_reduce_values(T v, int width) {
+    for (int delta = width >> 1; delta > 0; delta >>= 1)
+        v = value_combine<T, OP>(v, shfl_down(v, delta));
+    return v;
+}
+
+// The block's combination, valid in thread 0 (blockDim.x a multiple of 32, <= MAX_BLOCK).
+template <typename T, int OP> __device__ __forceinline__ T block_reduce_values(T v) {
+    __shared__ T warp_values[MAX_BLOCK / 32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    v = warp_reduce_values<T, OP>(v, 32);
+    if (warps == 1) return v;
+    if (lane == 0) warp_values[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < warps ? warp_values[lane] : value_identity<T, OP>();
+        v = warp_reduce_values<T, OP>(v, 32);
+    }
+    __syncthreads();    // the shared slots are reused by the block's next task
+    return v;
+}
+
+// Thread t of `threads` combines its share of p[0, len): vectors t, t + threads, ... (when
+// `vec`: p is 16-byte aligned), UNROLL of them loaded before any is combined, into UNROLL
+// independent accumulators; the scalar loop takes the rest (or everything without `vec`).
+template <typename T, int OP>
+__device__ __forceinline__ T thread_partial(const T* __restrict__ p, i64 len, int t, int threads,
+                                            int vec) {
+    constexpr int V = 16 / sizeof(T);
+    T acc[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) acc[u] = value_identity<T, OP>();
+    i64 done = 0;
+    if (vec) {
+        const Pack<T>* q = reinterpret_cast<const Pack<T>*>(p);
+        const i64 nv = len / V;
+        for (i64 i = t; i < nv; i += (i64)threads * UNROLL) {
+            Pack<T> x[UNROLL];
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                if (i + (i64)u * threads < nv) {
+                    x[u] = q[i + (i64)u * threads];
+                } else {
+#pragma unroll
+                    for (int e = 0; e < V; ++e) x[u].v[e] = value_identity<T, OP>();
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+                for (int e = 0; e < V; ++e) acc[u] = value_combine<T, OP>(acc[u], x[u].v[e]);
+        }
+        done = nv * V;
+    }
+    for (i64 j = done + t; j < len; j += (i64)threads * UNROLL) {
+        T x[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const i64 at = j + (i64)u * threads;
+            x[u] = at < len ? p[at] : value_identity<T, OP>();
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) acc[u] = value_combine<T, OP>(acc[u], x[u]);
+    }
+#pragma unroll
+    for (int u = 1; u < UNROLL; ++u) acc[0] = value_combine<T, OP>(acc[0], acc[u]);
+    return acc[0];
+}
+
+template <typename T, int OP>
+__device__ void reduce_rows_vec(const T* __restrict__ a, T* __restrict__ out, i64 rows, i64 n,
+                                i64 parts, i64 chunk, int vec) {
+    for (i64 task = blockIdx.x; task < rows * parts; task += gridDim.x) {
+        const i64 r = task / parts, start = (task - r * parts) * chunk;
+        const i64 end = min(n, start + chunk);
+        T v = thread_partial<T, OP>(a + r * n + start, end - start, threadIdx.x, blockDim.x,
+                                    vec);
+        v = block_reduce_values<T, OP>(v);
+        if (threadIdx.x == 0) out[task] = v;
+    }
+}
+
+template <typename T, int OP>
+__device__ void reduce_rows_group(const T* __restrict__ a, T* __restrict__ out, i64 rows, i64 n,
+                                  int group, int vec) {
+    const int per_block = blockDim.x / group, lane = threadIdx.x % group;
+    for (i64 base = (i64)blockIdx.x * per_block; base < rows;
+         base += (i64)gridDim.x * per_block) {       // the same trip count in every thread
+        const i64 r = base + threadIdx.x / group;
+        T v = value_identity<T, OP>();
+        if (r < rows) v = thread_partial<T, OP>(a + r * n, n, lane, group, vec);
+        v = warp_reduce_values<T, OP>(v, group);
+        if (lane == 0 && r < rows) out[r] = v;
+    }
+}
+
+template <typename T, int OP>
+__device__ void reduce_cols_vec(const T* __restrict__ a, T* __restrict__ out, i64 rows, i64 n,
+                                i64 inner, i64 parts, i64 chunk, int vec) {
+    constexpr int V = 16 / sizeof(T);
+    __shared__ __align__(16) T tile[MAX_BLOCK * V];
+    const int tx = threadIdx.x, ty = threadIdx.y, bx = blockDim.x, by = blockDim.y;
+    const int width = vec ? V : 1, slot = (ty * bx + tx) * V;
+    const i64 span = (i64)bx * width, col_blocks = (inner + span - 1) / span;
+    for (i64 task = blockIdx.x; task < rows * parts * col_blocks; task += gridDim.x) {
+        const i64 rp = task / col_blocks, col = (task - rp * col_blocks) * span + tx * width;
+        const i64 r = rp / parts, start = (rp - r * parts) * chunk;
+        const i64 end = min(n, start + chunk);
+        T acc[V];
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[e] = value_identity<T, OP>();
+        if (col < inner) {
+            const T* p = a + r * n * inner + col;
+            for (i64 j = start + ty; j < end; j += (i64)by * UNROLL) {
+                if (vec) {
+                    Pack<T> x[UNROLL];
+#pragma unroll
+                    for (int u = 0; u < UNROLL; ++u) {
+                        const i64 at = j + (i64)u * by;
+                        if (at < end) {
+                            x[u] = *reinterpret_cast<const Pack<T>*>(p + at * inner);
+                        } else {
+#pragma unroll
+                            for (int e = 0; e < V; ++e) x[u].v[e] = value_identity<T, OP>();
+                        }
+                    }
+#pragma unroll
+                    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+                        for (int e = 0; e < V; ++e)
+                            acc[e] = value_combine<T, OP>(acc[e], x[u].v[e]);
+                } else {
+                    T x[UNROLL];
+#pragma unroll
+                    for (int u = 0; u < UNROLL; ++u) {
+                        const i64 at = j + (i64)u * by;
+                        x[u] = at < end ? p[at * inner] : value_identity<T, OP>();
+                    }
+#pragma unroll
+                    for (int u = 0; u < UNROLL; ++u) acc[0] = value_combine<T, OP>(acc[0], x[u]);
+                }
+            }
+        }
+#pragma unroll
+        for (int e = 0; e < V; ++e) tile[slot + e] = acc[e];
+        __syncthreads();
+        for (int half = by >> 1; half > 0; half >>= 1) {    // tree across y, fixed order
+            if (ty < half) {
+                for (int e = 0; e < width; ++e)
+                    tile[slot + e] = value_combine<T, OP>(tile[slot + e],
+                                                          tile[slot + half * bx * V + e]);
+            }
+            __syncthreads();
+        }
+        if (ty == 0 && col < inner) {
+            for (int e = 0; e < width; ++e) out[rp * inner + col + e] = tile[tx * V + e];
+        }
+        __syncthreads();
+    }
+}
+
+#define VALUE_CASE(OP, CALL) case OP: CALL<T, OP>(a, out, ARGS); break;
+#define VALUE_SWITCH(CALL)                                                                  \
+    switch (op) {                                                                           \
+        VALUE_CASE(REDUCE_SUM, CALL) VALUE_CASE(REDUCE_PROD, CALL)                          \
+        VALUE_CASE(REDUCE_MAX, CALL) VALUE_CASE(REDUCE_MIN, CALL)                           \
+        default: break;                                                                     \
+    }
+
+// out[row * parts + part]; blockDim.x a multiple of 32
+template <typename T>
+__global__ void __launch_bounds__(MAX_BLOCK)
+reduce_rows_vec_kernel(int op, const T* __restrict__ a, T* __restrict__ out, i64 rows, i64 n,
+                       i64 parts, i64 chunk, int vec) {
+#define ARGS rows, n, parts, chunk, vec
+    VALUE_SWITCH(reduce_rows_vec)
+#undef ARGS
+}
+
+// out[row]; blockDim.x a multiple of 32, group a power of two <= 32
+template <typename T>
+__global__ void __launch_bounds__(MAX_BLOCK)
+reduce_rows_group_kernel(int op, const T* __restrict__ a, T* __restrict__ out, i64 rows, i64 n,
+                         int group, int vec) {
+#define ARGS rows, n, group, vec
+    VALUE_SWITCH(reduce_rows_group)
+#undef ARGS
+}
+
+// out[(row * parts + part) * inner + col]; blockDim = (x, y), x * y <= MAX_BLOCK, y a power of
+// two; with `vec` (inner a multiple of the vector width, a aligned) a thread owns a vector of
+// columns
+template <typename T>
+__global__ void __launch_bounds__(MAX_BLOCK)
+reduce_cols_vec_kernel(int op, const T* __restrict__ a, T* __restrict__ out, i64 rows, i64 n,
+                       i64 inner, i64 parts, i64 chunk, int vec) {
+#define ARGS rows, n, inner, parts, chunk, vec
+    VALUE_SWITCH(reduce_cols_vec)
 #undef ARGS
 }
 
