@@ -164,6 +164,15 @@ DIRECT_NCHW_MAX_K = 16
 # are read back from cache rather than memory (conv(16→32) forward + backward on a 128-image
 # batch: 6.2 ms in chunks of 16 images vs 7.0 ms whole; measured).
 CHUNK_BYTES = 2 << 20
+# Output positions per image from which a first layer's weight gradient is one product per image,
+# g (OC, OH·OW) read as it is, summed over images, rather than one GEMM over the chunk with g
+# transposed into rows: per-image products as shallow as dcgan's (1 or 16 positions) ran at
+# 5-30 GFLOP/s (measured).
+PER_IMAGE_MIN_POSITIONS = 64
+
+
+# ctx.padded of a forward that leaves the weight gradient's source to the backward
+_LATER = object()
 
 
 def _row_windows(padded, geometry):
@@ -194,6 +203,69 @@ def _matmul_into(a, b, out, offset, batch, m, n, k, a_strides, a_offset, b_strid
     result), which NDArray.matmul, returning a fresh array, cannot."""
     out.backend.matmul(a.buffer, b.buffer, out.buffer[offset:offset + batch * m * n], batch, m, n,
                        k, a_strides, a_offset, b_strides, b_offset)
+
+
+# ---- direct: the GEMM reads the image itself (conv_matmul) -----------------------------------
+DIRECT_MIN_COLUMNS = 32     # the kernel's tile width
+# A 2-D convolution with stride 1 is out[n, oc, (oh, ow)] = Σ over the window (i, j, c) of
+# w[oc, (i, j, c)] · x_padded[n, c, oh + i·dh, ow + j·dw]: a GEMM whose right operand's row for
+# window element (i, j, c) is the NCHW padded image itself read from offset i·dh·Wp + j·dw +
+# c·Hp·Wp, column oh·Wp + ow. The CPU kernel conv_matmul reads those rows in place (no im2col
+# rows, no shifted copy, no packing of the image) and writes NCHW, dropping the wide columns
+# ow ≥ OW. The stride-1 input gradient is the same product over g padded by d·(k - 1) - p with
+# the weight flipped in space and its channel axes swapped.
+
+def _direct_ok(xd, geometry):
+    """Does the direct product apply: the CPU backend (its conv_matmul), 2-D, stride 1,
+    windows wider than DIRECT_NCHW_MAX_K (narrower ones cost little either way), at least one
+    32-column tile of positions per image, and at most 1.5 wide columns per output column
+    (dcgan's conv(64→1, 4x4) on 4x4, one position per image, ran 25x slower: measured)."""
+    if xd.device.type != "cpu" or len(geometry.kernel) != 2 or geometry.stride != (1, 1):
+        return False
+    (oh, ow), wide = geometry.blocks, geometry.size[1] + 2 * geometry.padding[1]
+    return (xd.shape[1] * math.prod(geometry.kernel) > DIRECT_NCHW_MAX_K
+            and (oh - 1) * wide + ow >= DIRECT_MIN_COLUMNS and 2 * wide <= 3 * ow)
+
+
+def _direct_product(xd, wd, geometry):
+    """(N, OC, OH, OW), compact, = the stride-1 convolution of x (N, C, H, W) padded by
+    geometry.padding with zeros and w (OC, K) in (kh, kw, C) order, compact."""
+    n, c = xd.shape[:2]
+    out_channels = wd.shape[0]
+    (kh, kw), (dh, dw) = geometry.kernel, geometry.dilation
+    (oh, ow) = geometry.blocks
+    padded = _pad(xd, geometry.padding, 0, (0, 1, 2, 3))
+    if padded.strides[3] != 1 or padded.strides[1] < padded.shape[2] * padded.strides[2]:
+        padded = padded.copy()
+    s_n, s_c, s_h, _ = padded.strides
+    out = NDArray.empty((n, out_channels, oh, ow), xd.dtype, xd.device)
+    xd.backend.conv_matmul(wd.buffer, padded.buffer, out.buffer, n, out_channels, wd.shape[1],
+                           (0, wd.shape[1], 1), wd.offset, s_n, padded.offset, (kh, kw, c),
+                           (dh * s_h, dw, s_c), oh, s_h, ow)
+    return out
+
+
+def _direct_input_grad_ok(gd, geometry):
+    """The input gradient as a direct product (above): stride 1 and padding at most the
+    dilated kernel's reach (the gradient's padding d·(k - 1) - p is not negative)."""
+    return (_direct_ok(gd, geometry) and
+            all(p <= d * (k - 1) for p, d, k in
+                zip(geometry.padding, geometry.dilation, geometry.kernel)))
+
+
+def _direct_input_grad(gd, wd, geometry):
+    """(N, C, H, W), compact: g (N, OC, OH, OW) padded by d·(k - 1) - p, convolved with
+    w2[c, (i', j', oc)] = w[oc, (kh-1-i', kw-1-j', c)] (a "full" correlation)."""
+    (kh, kw), c = geometry.kernel, wd.shape[1] // math.prod(geometry.kernel)
+    out_channels = wd.shape[0]
+    w2 = wd._view((c, kh, kw, out_channels), (1, -kw * c, -c, kh * kw * c),
+                  wd.offset + (kh - 1) * kw * c + (kw - 1) * c).copy() \
+        .reshape((c, kh * kw * out_channels))
+    full = window_geometry(geometry.blocks, geometry.kernel, geometry.dilation,
+                           tuple(d * (k - 1) - p for d, k, p in
+                                 zip(geometry.dilation, geometry.kernel, geometry.padding)),
+                           (1, 1))
+    return _direct_product(gd, w2, full)
 
 
 # ---- shifted rows: the GEMM reads overlapping rows of a kh-deep copy -----------------------------
@@ -402,15 +474,18 @@ def _im2col_backward(gd, wd, x_shape, geometry, padded, needs):
                                     gd.dtype, gd.device)
         grad_windows = _row_windows(grad_padded, geometry)
     grad_w = None
+    # per image, reading g as it is, only where each product's depth (its positions) is worth
+    # a GEMM of its own
+    per_image = positions >= PER_IMAGE_MIN_POSITIONS
     for i0, i1 in _chunks(gd, positions, k):
         count = i1 - i0
         g_chunk = _images(gd, i0, i1).reshape((count, out_channels, positions))
         g_rows = (g_chunk.transpose(1, 2).reshape((count * positions, out_channels))
-                  if needs[0] else None)
+                  if needs[0] or not per_image else None)
         if needs[1]:
             rows = _images(windows, i0, i1).reshape((count * positions, k))
-            part = (rows.transpose(0, 1).matmul(g_rows).transpose(0, 1) if needs[0] else
-                    g_chunk.matmul(rows.reshape((count, positions, k)))
+            part = (rows.transpose(0, 1).matmul(g_rows).transpose(0, 1) if g_rows is not None
+                    else g_chunk.matmul(rows.reshape((count, positions, k)))
                     .reduce(ReduceOp.SUM, (0,)))
             grad_w = part if grad_w is None else grad_w.binary(BinaryOp.ADD, part)
         if needs[0]:
@@ -459,6 +534,10 @@ class ConvProduct(KernelFunction):
             ctx.padded = _weight_grad_source(xd, geometry, wd.shape[0]) if w.requires_grad \
                 else None
             return wrap(_columns_first_product(xd, wd, geometry))
+        if _direct_ok(xd, geometry):
+            # the weight gradient's source is built by the backward, where it is needed
+            ctx.padded = _LATER if w.requires_grad else None
+            return wrap(_direct_product(xd, wd, geometry))
         if _shifted_ok(geometry, xd.shape[1]):
             rows = _shifted_rows(xd, geometry)
             # what the weight gradient is built from (see _weight_grad_source)
@@ -490,7 +569,11 @@ class ConvProduct(KernelFunction):
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
-        return (*ConvProductBackward.apply(g, x, w, ctx.geometry, ctx.padded,
+        padded = ctx.padded
+        if padded is _LATER:
+            padded = (_weight_grad_source(x._data, ctx.geometry, w.shape[0])
+                      if ctx.needs_input_grad[1] else None)
+        return (*ConvProductBackward.apply(g, x, w, ctx.geometry, padded,
                                            tuple(ctx.needs_input_grad[:2])), None)
 
 
@@ -514,9 +597,11 @@ class ConvProductBackward(KernelFunction):
         shifted_w = needs[1] and isinstance(padded, _ShiftedRows)
         if shifted_w:
             grad_w = _shifted_weight_grad(padded, gd, geometry.kernel)
-        shifted_x = needs[0] and _shifted_input_grad_ok(geometry, *wd.shape)
+        shifted_x = needs[0] and (_direct_input_grad_ok(gd, geometry) or
+                                  _shifted_input_grad_ok(geometry, *wd.shape))
         if shifted_x:
-            grad_x = _shifted_input_grad(gd, wd, geometry)
+            grad_x = (_direct_input_grad(gd, wd, geometry) if _direct_input_grad_ok(gd, geometry)
+                      else _shifted_input_grad(gd, wd, geometry))
         rest = (needs[0] and not shifted_x, needs[1] and not shifted_w)
         if any(rest):
             im2col_x, im2col_w = _im2col_backward(gd, wd, x._data.shape, geometry, padded, rest)
