@@ -140,3 +140,17 @@ def test_conv_matmul_checks_its_views():
     with pytest.raises(TypeError, match="dtypes differ"):
         _cpu.conv_matmul(a, b.astype(np.float32), out, 1, 2, 6, (0, 6, 1), 0, 0, 0, (1, 2, 3),
                          (0, 5, 1), 3, 5, 3)
+
+
+def test_conv_weight_matmul_checks_its_views():
+    from minitorch import _cpu
+    x, g = np.ones(5 * 5), np.ones(2 * 9)
+    out = np.zeros(2 * 6)
+    _cpu.conv_weight_matmul(x, g, out, 1, 2, 6, 0, 0, (1, 2, 3), (0, 5, 1), 9, 0, 3, 5, 3)
+    np.testing.assert_array_equal(out, 9.0)
+    with pytest.raises(ValueError, match="outside"):
+        _cpu.conv_weight_matmul(x, g, out, 1, 2, 6, 0, 6, (1, 2, 3), (0, 5, 1), 9, 0, 3, 5, 3)
+    with pytest.raises(ValueError, match="outside"):
+        _cpu.conv_weight_matmul(x, g, out, 1, 2, 6, 0, 0, (1, 2, 3), (0, 5, 1), 9, 1, 3, 5, 3)
+    with pytest.raises(ValueError, match="bad sizes"):
+        _cpu.conv_weight_matmul(x, g, out, 1, 2, 6, 0, 0, (1, 2, 3), (0, 5, 1), 9, 0, 3, 2, 3)

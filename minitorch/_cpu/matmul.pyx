@@ -826,3 +826,179 @@ def conv_matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out 
     free(koff)
     if status < 0:
         raise MemoryError("conv_matmul: cannot allocate packing buffers")
+
+
+# ---- conv_weight_matmul: the convolution's weight gradient from the image in place -------------
+# grad_w[oc, p] = Σ_n Σ_positions g[n, oc, position] · x[n's image + koff(p) + position]: computed
+# as grad_wᵀ (K x OC) = X (K x positions) @ gᵀ, whose left operand's row p is the padded image
+# read from koff(p) (the rows conv_matmul reads, now as the broadcast operand: MR row pointers,
+# no copy) and whose right operand is g, packed per image and k block with zeros at the wide
+# columns. Threads own runs of MR rows of grad_wᵀ, summing over every image: no reduction.
+cdef inline void wgrad_tile(Py_ssize_t kc, const floating* const* rows, const floating* b,
+                            floating* acc, const Py_ssize_t nr) noexcept nogil:
+    """acc (MR x nr) = rows[i][0:kc] @ b (packed kc x nr panel)."""
+    cdef floating ai
+    cdef Py_ssize_t p, i, j
+    for i in range(MR):
+        ai = rows[i][0]
+        for j in range(nr):
+            acc[i * nr + j] = ai * b[j]
+    for p in range(1, kc):
+        for i in range(MR):
+            ai = rows[i][p]
+            for j in range(nr):
+                acc[i * nr + j] += ai * b[p * nr + j]
+
+
+cdef inline void wgrad_store(const floating* acc, floating* c, Py_ssize_t ldc, Py_ssize_t mr,
+                             Py_ssize_t ncols, const Py_ssize_t nr) noexcept nogil:
+    """c[col * ldc + i] += acc[i, col]: grad_w (OC x K) receives the transposed tile."""
+    cdef Py_ssize_t i, j
+    for j in range(ncols):
+        for i in range(mr):
+            c[j * ldc + i] += acc[i * nr + j]
+
+
+cdef void wgrad_wide(Py_ssize_t kc, const floating* const* rows, const floating* b, floating* c,
+                     Py_ssize_t ldc, Py_ssize_t mr, Py_ssize_t ncols) noexcept nogil:
+    cdef floating acc[MR * NR_WIDE]
+    wgrad_tile(kc, rows, b, acc, NR_WIDE)
+    wgrad_store(acc, c, ldc, mr, ncols, NR_WIDE)
+
+
+cdef void wgrad_narrow(Py_ssize_t kc, const floating* const* rows, const floating* b,
+                       floating* c, Py_ssize_t ldc, Py_ssize_t mr, Py_ssize_t ncols) noexcept nogil:
+    cdef floating acc[MR * NR_NARROW]
+    wgrad_tile(kc, rows, b, acc, NR_NARROW)
+    wgrad_store(acc, c, ldc, mr, ncols, NR_NARROW)
+
+
+cdef void wgrad_task(Py_ssize_t t0, Py_ssize_t t1, const floating* x, Py_ssize_t xs0,
+                     const Py_ssize_t* koff, const floating* g, Py_ssize_t gs0, floating* c,
+                     Py_ssize_t batch, Py_ssize_t oc, Py_ssize_t k, Py_ssize_t n,
+                     Py_ssize_t wide, Py_ssize_t valid, Py_ssize_t g_plane,
+                     floating* bpack, Py_ssize_t* colmap) noexcept nogil:
+    """Rows tiles [t0, t1) of grad_wᵀ (rows p of MR each), summed over every image; colmap
+    (CONV_KC entries) is scratch."""
+    cdef Py_ssize_t nr = panel_width(oc), npanels = cdiv(oc, nr), bi, pb, pc, kc, r, col
+    cdef Py_ssize_t jp, j, ti, i, row, ncols, mr
+    cdef const floating* rows[MR]
+    cdef const floating* ximg
+    cdef const floating* gimg
+    cdef const floating* src
+    cdef floating* panel
+    for bi in range(batch):
+        ximg = x + bi * xs0
+        gimg = g + bi * gs0
+        for pb in range(cdiv(n, CONV_KC)):
+            pc = pb * CONV_KC
+            kc = min(CONV_KC, n - pc)
+            # g's block as panels of nr channels: bpack[jp][r][j] = g[oc, position of r] or 0
+            for r in range(kc):
+                col = pc + r
+                colmap[r] = (col // wide) * valid + col % wide if col % wide < valid else -1
+            memset(bpack, 0, npanels * kc * nr * sizeof(floating))
+            for jp in range(npanels):
+                for j in range(min(nr, oc - jp * nr)):
+                    src = gimg + (jp * nr + j) * g_plane
+                    panel = bpack + jp * kc * nr + j
+                    for r in range(kc):
+                        if colmap[r] >= 0:
+                            panel[r * nr] = src[colmap[r]]
+            for ti in range(t0, t1):
+                mr = min(MR, k - ti * MR)
+                for i in range(MR):     # rows past k repeat the last one; their sums are dropped
+                    row = min(ti * MR + i, k - 1)
+                    rows[i] = ximg + koff[row] + pc
+                for jp in range(npanels):
+                    panel = bpack + jp * kc * nr
+                    ncols = min(nr, oc - jp * nr)
+                    if nr == NR_WIDE:
+                        wgrad_wide(kc, rows, panel, c + jp * nr * k + ti * MR, k, mr, ncols)
+                    else:
+                        wgrad_narrow(kc, rows, panel, c + jp * nr * k + ti * MR, k, mr, ncols)
+
+
+def conv_weight_matmul(cnp.ndarray x not None, cnp.ndarray g not None,
+                       cnp.ndarray out not None, Py_ssize_t batch, Py_ssize_t out_channels,
+                       Py_ssize_t k, Py_ssize_t x_image_stride, Py_ssize_t x_offset, k_sizes,
+                       k_strides, Py_ssize_t g_image_stride, Py_ssize_t g_offset,
+                       Py_ssize_t rows, Py_ssize_t wide, Py_ssize_t valid):
+    """out (compact out_channels x k, overwritten) = the weight gradient of conv_matmul's
+    product: out[oc, p] = Σ_bi Σ_{r < rows, q < valid} g[g_offset + bi·g_image_stride +
+    oc·rows·valid + r·valid + q] · x[x_offset + bi·x_image_stride + koff(p) + r·wide + q], koff
+    as in conv_matmul (g compact per image: (out_channels, rows·valid))."""
+    cdef int dtype = cnp.PyArray_TYPE(x)
+    cdef Py_ssize_t k0, k1, k2, s0, s1, s2, n, p, lo, hi, tiles, t, nthreads, nr, b_size
+    cdef Py_ssize_t* koff
+    cdef void* scratch
+    if dtype != cnp.NPY_FLOAT32 and dtype != cnp.NPY_FLOAT64:
+        raise TypeError(f"conv_weight_matmul: unsupported dtype {x.dtype} (expected float32 "
+                        "or float64)")
+    if cnp.PyArray_TYPE(g) != dtype or cnp.PyArray_TYPE(out) != dtype:
+        raise TypeError(f"conv_weight_matmul: dtypes differ: x {x.dtype}, g {g.dtype}, "
+                        f"out {out.dtype}")
+    for buf, name in ((x, "x"), (g, "g"), (out, "out")):
+        if not cnp.PyArray_IS_C_CONTIGUOUS(buf):
+            raise ValueError(f"conv_weight_matmul: {name} must be a C-contiguous buffer")
+    if not cnp.PyArray_ISWRITEABLE(out):
+        raise ValueError("conv_weight_matmul: out is read-only")
+    k0, k1, k2 = k_sizes
+    s0, s1, s2 = k_strides
+    if min(batch, out_channels, k, k0, k1, k2, rows, valid) < 0 or valid > wide or \
+            k0 * k1 * k2 != k:
+        raise ValueError(f"conv_weight_matmul: bad sizes (batch={batch}, "
+                         f"out_channels={out_channels}, k={k}, k_sizes={tuple(k_sizes)}, "
+                         f"rows={rows}, wide={wide}, valid={valid})")
+    if cnp.PyArray_SIZE(out) < out_channels * k:
+        raise ValueError(f"conv_weight_matmul: out has {cnp.PyArray_SIZE(out)} elements, "
+                         f"needs {out_channels * k}")
+    if out_channels == 0 or k == 0:
+        return
+    memset(cnp.PyArray_DATA(out), 0, out_channels * k * cnp.PyArray_ITEMSIZE(out))
+    if batch == 0 or rows == 0 or valid == 0:
+        return
+    n = (rows - 1) * wide + valid
+    check_view(g, "g", g_offset, batch, g_image_stride, out_channels, rows * valid,
+               rows * valid, 1)
+    lo = x_offset + min(0, (batch - 1) * x_image_stride) + min(0, (k0 - 1) * s0) + \
+        min(0, (k1 - 1) * s1) + min(0, (k2 - 1) * s2)
+    hi = x_offset + max(0, (batch - 1) * x_image_stride) + max(0, (k0 - 1) * s0) + \
+        max(0, (k1 - 1) * s1) + max(0, (k2 - 1) * s2) + n - 1
+    if lo < 0 or hi >= cnp.PyArray_SIZE(x):
+        raise ValueError(f"conv_weight_matmul: x's windows reach outside its buffer of "
+                         f"{cnp.PyArray_SIZE(x)} elements")
+    nr = panel_width(out_channels)
+    tiles = cdiv(k, MR)
+    nthreads = omp_get_max_threads()
+    if batch * out_channels * k * n < PARALLEL_MIN_WORK:
+        nthreads = 1
+    nthreads = max(1, min(nthreads, tiles))
+    b_size = cdiv(out_channels, nr) * nr * CONV_KC + 16
+    koff = <Py_ssize_t*>malloc((k + nthreads * CONV_KC) * sizeof(Py_ssize_t))
+    scratch = malloc(nthreads * b_size * cnp.PyArray_ITEMSIZE(out))
+    if koff == NULL or scratch == NULL:
+        free(koff)
+        free(scratch)
+        raise MemoryError("conv_weight_matmul: cannot allocate its buffers")
+    for p in range(k):
+        koff[p] = (p // (k1 * k2)) * s0 + (p // k2 % k1) * s1 + (p % k2) * s2
+    with nogil:
+        if dtype == cnp.NPY_FLOAT32:
+            for t in prange(nthreads, schedule='static', num_threads=nthreads):
+                wgrad_task(t * tiles // nthreads, (t + 1) * tiles // nthreads,
+                           (<const float*>cnp.PyArray_DATA(x)) + x_offset, x_image_stride,
+                           koff, (<const float*>cnp.PyArray_DATA(g)) + g_offset,
+                           g_image_stride, <float*>cnp.PyArray_DATA(out), batch, out_channels,
+                           k, n, wide, valid, rows * valid,
+                           aligned(<float*>scratch + t * b_size), koff + k + t * CONV_KC)
+        else:
+            for t in prange(nthreads, schedule='static', num_threads=nthreads):
+                wgrad_task(t * tiles // nthreads, (t + 1) * tiles // nthreads,
+                           (<const double*>cnp.PyArray_DATA(x)) + x_offset, x_image_stride,
+                           koff, (<const double*>cnp.PyArray_DATA(g)) + g_offset,
+                           g_image_stride, <double*>cnp.PyArray_DATA(out), batch, out_channels,
+                           k, n, wide, valid, rows * valid,
+                           aligned(<double*>scratch + t * b_size), koff + k + t * CONV_KC)
+    free(koff)
+    free(scratch)

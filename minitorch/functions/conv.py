@@ -171,8 +171,8 @@ CHUNK_BYTES = 2 << 20
 PER_IMAGE_MIN_POSITIONS = 64
 
 
-# ctx.padded of a forward that leaves the weight gradient's source to the backward
-_LATER = object()
+# what a direct forward keeps for the weight gradient: x padded, NCHW (see _direct_padded)
+_Direct = namedtuple("_Direct", "padded")
 
 
 def _row_windows(padded, geometry):
@@ -227,22 +227,46 @@ def _direct_ok(xd, geometry):
             and (oh - 1) * wide + ow >= DIRECT_MIN_COLUMNS and 2 * wide <= 3 * ow)
 
 
-def _direct_product(xd, wd, geometry):
+def _direct_padded(xd, geometry):
+    """x padded with zeros as the direct kernels read it: NCHW, unit column stride, each
+    channel's rows one after another (a compact x with no padding is used as it is)."""
+    padded = _pad(xd, geometry.padding, 0, (0, 1, 2, 3))
+    if padded.strides[3] != 1 or padded.strides[1] < padded.shape[2] * padded.strides[2]:
+        padded = padded.copy()
+    return padded
+
+
+def _direct_product(xd, wd, geometry, padded=None):
     """(N, OC, OH, OW), compact, = the stride-1 convolution of x (N, C, H, W) padded by
-    geometry.padding with zeros and w (OC, K) in (kh, kw, C) order, compact."""
+    geometry.padding with zeros (`padded`, when given) and w (OC, K) in (kh, kw, C) order,
+    compact."""
     n, c = xd.shape[:2]
     out_channels = wd.shape[0]
     (kh, kw), (dh, dw) = geometry.kernel, geometry.dilation
     (oh, ow) = geometry.blocks
-    padded = _pad(xd, geometry.padding, 0, (0, 1, 2, 3))
-    if padded.strides[3] != 1 or padded.strides[1] < padded.shape[2] * padded.strides[2]:
-        padded = padded.copy()
+    padded = _direct_padded(xd, geometry) if padded is None else padded
     s_n, s_c, s_h, _ = padded.strides
     out = NDArray.empty((n, out_channels, oh, ow), xd.dtype, xd.device)
     xd.backend.conv_matmul(wd.buffer, padded.buffer, out.buffer, n, out_channels, wd.shape[1],
                            (0, wd.shape[1], 1), wd.offset, s_n, padded.offset, (kh, kw, c),
                            (dh * s_h, dw, s_c), oh, s_h, ow)
     return out
+
+
+def _direct_weight_grad(padded, gd, geometry):
+    """(OC, K) in (kh, kw, C) order: Σ over images and positions of g ⊗ window, the windows
+    read from the NCHW padded image `padded` in place (conv_weight_matmul)."""
+    n, out_channels, oh, ow = gd.shape
+    (kh, kw), (dh, dw) = geometry.kernel, geometry.dilation
+    c = padded.shape[1]
+    s_n, s_c, s_h, _ = padded.strides
+    gd = gd.compact()
+    grad = NDArray.empty((out_channels, kh * kw * c), gd.dtype, gd.device)
+    gd.backend.conv_weight_matmul(padded.buffer, gd.buffer, grad.buffer, n, out_channels,
+                                  kh * kw * c, s_n, padded.offset, (kh, kw, c),
+                                  (dh * s_h, dw, s_c), out_channels * oh * ow, gd.offset, oh,
+                                  s_h, ow)
+    return grad
 
 
 def _direct_input_grad_ok(gd, geometry):
@@ -535,9 +559,10 @@ class ConvProduct(KernelFunction):
                 else None
             return wrap(_columns_first_product(xd, wd, geometry))
         if _direct_ok(xd, geometry):
-            # the weight gradient's source is built by the backward, where it is needed
-            ctx.padded = _LATER if w.requires_grad else None
-            return wrap(_direct_product(xd, wd, geometry))
+            padded = _direct_padded(xd, geometry)
+            # the weight gradient reads the same padded image
+            ctx.padded = _Direct(padded) if w.requires_grad else None
+            return wrap(_direct_product(xd, wd, geometry, padded))
         if _shifted_ok(geometry, xd.shape[1]):
             rows = _shifted_rows(xd, geometry)
             # what the weight gradient is built from (see _weight_grad_source)
@@ -569,11 +594,7 @@ class ConvProduct(KernelFunction):
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
-        padded = ctx.padded
-        if padded is _LATER:
-            padded = (_weight_grad_source(x._data, ctx.geometry, w.shape[0])
-                      if ctx.needs_input_grad[1] else None)
-        return (*ConvProductBackward.apply(g, x, w, ctx.geometry, padded,
+        return (*ConvProductBackward.apply(g, x, w, ctx.geometry, ctx.padded,
                                            tuple(ctx.needs_input_grad[:2])), None)
 
 
@@ -594,9 +615,11 @@ class ConvProductBackward(KernelFunction):
         gd, wd = g._data.compact(), w._data.compact()
         grad_x = grad_w = None
         # the weight gradient from the rows the forward kept (shifted rows or a padded copy)
-        shifted_w = needs[1] and isinstance(padded, _ShiftedRows)
+        shifted_w = needs[1] and isinstance(padded, (_ShiftedRows, _Direct))
         if shifted_w:
-            grad_w = _shifted_weight_grad(padded, gd, geometry.kernel)
+            grad_w = (_direct_weight_grad(padded.padded, gd, geometry)
+                      if isinstance(padded, _Direct) else
+                      _shifted_weight_grad(padded, gd, geometry.kernel))
         shifted_x = needs[0] and (_direct_input_grad_ok(gd, geometry) or
                                   _shifted_input_grad_ok(geometry, *wd.shape))
         if shifted_x:
