@@ -173,6 +173,8 @@ PER_IMAGE_MIN_POSITIONS = 64
 
 # what a direct forward keeps for the weight gradient: x padded, NCHW (see _direct_padded)
 _Direct = namedtuple("_Direct", "padded")
+# what an im2col forward of one chunk keeps: its compact rows (N, OH, OW, kh, kw, C)
+_Im2colRows = namedtuple("_Im2colRows", "rows")
 
 
 def _row_windows(padded, geometry):
@@ -490,7 +492,8 @@ def _im2col_backward(gd, wd, x_shape, geometry, padded, needs):
     of kw·C values. NDArrays (None where not needed)."""
     out_channels, k = wd.shape
     positions = math.prod(geometry.blocks)
-    windows = _row_windows(padded, geometry) if needs[1] else None
+    windows = (None if not needs[1] else padded.rows if isinstance(padded, _Im2colRows) else
+               _row_windows(padded, geometry))
     grad_padded = grad_windows = None
     if needs[0]:
         padded_size = tuple(s + 2 * p for s, p in zip(geometry.size, geometry.padding))
@@ -581,8 +584,12 @@ class ConvProduct(KernelFunction):
         direct = k <= DIRECT_NCHW_MAX_K
         out = NDArray.empty((n, out_channels) + geometry.blocks if direct else
                             (n,) + geometry.blocks + (out_channels,), xd.dtype, xd.device)
-        for i0, i1 in _chunks(xd, positions, k):
+        chunks = _chunks(xd, positions, k)
+        for i0, i1 in chunks:
             rows = _images(windows, i0, i1).copy()        # (B, OH, OW, kh, kw, C), compact
+            if len(chunks) == 1 and w.requires_grad:
+                # the whole batch's rows fit one chunk: the weight gradient reuses them
+                ctx.padded = _Im2colRows(rows)
             offset = i0 * positions * out_channels
             if direct:      # per image: (OC, K) @ (K, OH·OW)
                 _matmul_into(wd, rows, out, offset, i1 - i0, out_channels, positions, k,
