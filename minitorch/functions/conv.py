@@ -1,7 +1,10 @@
 """Convolution: torch.nn.functional.conv1d/2d/3d and conv_transpose1d/2d/3d, their argument
 checks (ATen's order and wording) and the nodes that compute them.
 
-conv with groups = 1 is one node, ConvProduct. A 2-D convolution (1-D runs as 2-D) without
+conv with groups = 1 is one node, ConvProduct. On the CPU a 2-D convolution (1-D runs as 2-D)
+with stride 1 whose images give a 32-column tile is the "direct" product: a GEMM that reads the
+padded NCHW image in place as its operand rows (the conv_matmul / conv_weight_matmul kernels;
+forward, input and weight gradients; see _direct_ok). Otherwise one without
 horizontal dilation or stride is one GEMM over "shifted rows": a copy of the image stacked kh
 deep, whose overlapping rows the GEMM reads in place as the windows (no im2col: see
 _shifted_rows); with few output channels, the GEMM comes first (_columns_first_product). Other
