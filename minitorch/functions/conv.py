@@ -4,11 +4,11 @@ checks (ATen's order and wording) and the nodes that compute them.
 conv with groups = 1 is one node, ConvProduct. On the CPU a 2-D convolution (1-D runs as 2-D)
 with stride 1 whose images give a 32-column tile is the "direct" product: a GEMM that reads the
 padded NCHW image in place as its operand rows (the conv_matmul / conv_weight_matmul kernels;
-forward, input and weight gradients; see _direct_ok). Otherwise one without
-horizontal dilation or stride is one GEMM over "shifted rows": a copy of the image stacked kh
-deep, whose overlapping rows the GEMM reads in place as the windows (no im2col: see
-_shifted_rows); with few output channels, the GEMM comes first (_columns_first_product). Other
-shapes (3-D, horizontal dilation or stride, tiny windows) compact the windows of a channels-last padded
+forward, input and weight gradients; see _direct_ok). Otherwise one without horizontal
+dilation or stride is one GEMM over "shifted rows": a copy of the image stacked kh deep, whose
+overlapping rows the GEMM reads in place as the windows (no im2col: see _shifted_rows); with
+few output channels, the GEMM comes first (_columns_first_product). Other shapes (3-D,
+horizontal dilation or stride, tiny windows) compact the windows of a channels-last padded
 copy into im2col rows (N·OH·OW, kh·kw·C), a chunk of images at a time, multiplied by the
 weight (permuted to the same (kh, kw, C) order). Its backward is ConvProductBackward: the weight
 gradient from the same rows, the input gradient either as a stride-1 convolution of g over
@@ -221,11 +221,13 @@ DIRECT_MIN_COLUMNS = 32     # the kernel's tile width
 # the weight flipped in space and its channel axes swapped.
 
 def _direct_ok(xd, geometry):
-    """Does the direct product apply: the CPU backend (its conv_matmul), 2-D, stride 1,
-    windows wider than DIRECT_NCHW_MAX_K (narrower ones cost little either way), at least one
-    32-column tile of positions per image, and at most 1.5 wide columns per output column
-    (dcgan's conv(64→1, 4x4) on 4x4, one position per image, ran 25x slower: measured)."""
-    if xd.device.type != "cpu" or len(geometry.kernel) != 2 or geometry.stride != (1, 1):
+    """Does the direct product apply: the CPU backend (its conv_matmul), float32 or float64,
+    2-D, stride 1, windows wider than DIRECT_NCHW_MAX_K (narrower ones cost little either
+    way), at least one 32-column tile of positions per image, and at most 1.5 wide columns
+    per output column (dcgan's conv(64→1, 4x4) on 4x4, one position per image, ran 25x slower
+    through it: measured)."""
+    if xd.device.type != "cpu" or len(geometry.kernel) != 2 or geometry.stride != (1, 1) or \
+            xd.dtype.name not in ("float32", "float64"):      # the kernels' two dtypes
         return False
     (oh, ow), wide = geometry.blocks, geometry.size[1] + 2 * geometry.padding[1]
     return (xd.shape[1] * math.prod(geometry.kernel) > DIRECT_NCHW_MAX_K
