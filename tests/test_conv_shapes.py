@@ -81,3 +81,76 @@ def test_conv_transpose2d_gradcheck_and_double_backward(w_shape, stride, output_
                                                  output_padding=output_padding)
     assert gradcheck(fn, (x, w))
     assert gradgradcheck(fn, (x, w))
+
+
+# ---- the direct route (conv_matmul: the GEMM reads the padded image in place) ------------------
+# Shapes with at least 32 output columns per image and ≤ 1.5 wide columns per output column take
+# it on the CPU; these cover dilation, zero padding, a window deeper than one k block (288 and
+# 300 > 256), output channels not a multiple of the 8-row tile, an edge panel, a gradient
+# padding that would be negative (falls back), and two threads over one image.
+DIRECT_CASES = [
+    ((2, 4, 10, 10), (6, 4, 3, 3), 1, 1, 1, "xw"),
+    ((2, 3, 12, 12), (5, 3, 3, 3), 1, 2, 2, "xw"),          # dilation 2, padding 2
+    ((1, 32, 9, 9), (3, 32, 3, 3), 1, 1, 1, "xw"),          # k = 288: two k blocks
+    ((2, 12, 7, 14), (9, 12, 5, 5), 1, (2, 1), 1, "xw"),    # k = 300, 9 rows: a partial tile
+    ((2, 2, 11, 11), (4, 2, 3, 3), 1, 3, 1, "xw"),          # padding 3 > 2: im2col input grad
+    ((1, 5, 15, 15), (7, 5, 3, 3), 1, "same", (2, 1), "xw"),
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, dilation, needs", DIRECT_CASES)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_conv2d_direct_route_matches_torch(monkeypatch, threads, x_shape, w_shape, stride,
+                                           padding, dilation, needs):
+    from minitorch import _cpu
+    calls = []
+    real = _cpu.conv_matmul
+    monkeypatch.setattr(_cpu, "conv_matmul", lambda *args: calls.append(args) or real(*args))
+    before = mt.get_num_threads()
+    mt.set_num_threads(threads)
+    try:
+        test_conv2d_routes_match_torch("cpu", x_shape, w_shape, stride, padding, dilation, needs)
+    finally:
+        mt.set_num_threads(before)
+    assert calls, "the direct route was not taken"
+
+
+@pytest.mark.parametrize("w_shape, padding, dilation", [((4, 3, 3, 3), 1, 1),
+                                                        ((2, 3, 3, 2), (0, 2), (2, 1))])
+def test_direct_route_gradcheck_and_double_backward(w_shape, padding, dilation):
+    x = mt.randn(2, 3, 11, 10, dtype=mt.float64, requires_grad=True)
+    w = mt.randn(*w_shape, dtype=mt.float64, requires_grad=True)
+
+    def fn(x, w):
+        return mt.nn.functional.conv2d(x, w, padding=padding, dilation=dilation)
+    assert gradcheck(fn, (x, w))
+    assert gradgradcheck(fn, (x, w))
+
+
+def test_conv_matmul_checks_its_views():
+    from minitorch import _cpu
+    a, b = np.ones(12), np.ones(5 * 5)
+    out = np.zeros(2 * 9)
+    _cpu.conv_matmul(a, b, out, 1, 2, 6, (0, 6, 1), 0, 0, 0, (1, 2, 3), (0, 5, 1), 3, 5, 3)
+    np.testing.assert_array_equal(out, 6.0)
+    with pytest.raises(ValueError, match="outside"):
+        _cpu.conv_matmul(a, b, out, 1, 2, 6, (0, 6, 1), 0, 0, 6, (1, 2, 3), (0, 5, 1), 3, 5, 3)
+    with pytest.raises(ValueError, match="bad sizes"):
+        _cpu.conv_matmul(a, b, out, 1, 2, 6, (0, 6, 1), 0, 0, 0, (1, 2, 2), (0, 5, 1), 3, 5, 3)
+    with pytest.raises(TypeError, match="dtypes differ"):
+        _cpu.conv_matmul(a, b.astype(np.float32), out, 1, 2, 6, (0, 6, 1), 0, 0, 0, (1, 2, 3),
+                         (0, 5, 1), 3, 5, 3)
+
+
+def test_conv_weight_matmul_checks_its_views():
+    from minitorch import _cpu
+    x, g = np.ones(5 * 5), np.ones(2 * 9)
+    out = np.zeros(2 * 6)
+    _cpu.conv_weight_matmul(x, g, out, 1, 2, 6, 0, 0, (1, 2, 3), (0, 5, 1), 9, 0, 3, 5, 3)
+    np.testing.assert_array_equal(out, 9.0)
+    with pytest.raises(ValueError, match="outside"):
+        _cpu.conv_weight_matmul(x, g, out, 1, 2, 6, 0, 6, (1, 2, 3), (0, 5, 1), 9, 0, 3, 5, 3)
+    with pytest.raises(ValueError, match="outside"):
+        _cpu.conv_weight_matmul(x, g, out, 1, 2, 6, 0, 0, (1, 2, 3), (0, 5, 1), 9, 1, 3, 5, 3)
+    with pytest.raises(ValueError, match="bad sizes"):
+        _cpu.conv_weight_matmul(x, g, out, 1, 2, 6, 0, 0, (1, 2, 3), (0, 5, 1), 9, 0, 3, 2, 3)

@@ -8,6 +8,7 @@ from .grid import grid_gather, grid_scatter_add
 from .index import (gather, index_add, index_select, put, scatter, scatter_add, scatter_reduce,
                     take)
 from .matmul import matmul
+from .matmul import conv_matmul, conv_weight_matmul   # convolution GEMMs reading the image in place
 from .norm import norm_rows, norm_rows_backward
 from .pool import max_pool_backward, max_pool_forward
 from .recurrent import recurrent_backward, recurrent_forward

@@ -614,3 +614,391 @@ def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not N
                          <double*>cnp.PyArray_DATA(out), batch, m, n, k)
     if status < 0:
         raise MemoryError("matmul: cannot allocate packing buffers")
+
+
+# ---- conv_matmul: the convolution as a GEMM whose right operand is the image itself ------------
+# out[bi, i, position j] = Σ_p a[bi, i, p] · b[bi's image + koff(p) + j]: row p of the right
+# operand is the padded image (C, Hp, Wp) read from offset koff(p) = c·s0 + y·s1 + x·s2 for
+# p = (c, y, x) over a window, so column j = oh·Wp + ow is output position (oh, ow) of a stride-1
+# convolution ("wide" columns ow ≥ OW straddle two image rows and are dropped when storing).
+# Nothing is copied or packed on that side: the micro-kernel loads 32 consecutive floats of
+# the image per window element (the GEMM kernel's packed panel, read in place), so no im2col
+# rows or shifted copies are built. The left operand (weights) is packed per task.
+cdef enum:
+    CONV_KC = 256       # window elements per k block: a 32-column tile of them is 32 KiB (float)
+    CONV_TASK_PANELS = 4
+
+
+cdef inline void conv_tile(Py_ssize_t kc, const floating* a, const Py_ssize_t* koff,
+                           const floating* b, floating* acc) noexcept nogil:
+    """acc (MR x NR_WIDE) = a (packed MR-row panel, kc deep) @ rows koff[p] of b."""
+    cdef floating ai
+    cdef const floating* brow = b + koff[0]
+    cdef Py_ssize_t p, i, j
+    for i in range(MR):
+        ai = a[i]
+        for j in range(NR_WIDE):
+            acc[i * NR_WIDE + j] = ai * brow[j]
+    for p in range(1, kc):
+        brow = b + koff[p]
+        for i in range(MR):
+            ai = a[p * MR + i]
+            for j in range(NR_WIDE):
+                acc[i * NR_WIDE + j] += ai * brow[j]
+
+
+cdef void conv_kernel(Py_ssize_t kc, const floating* a, const Py_ssize_t* koff,
+                      const floating* b, floating* c, Py_ssize_t ldc, const Py_ssize_t* dest,
+                      Py_ssize_t mr, bint accumulate) noexcept nogil:
+    """c[i, dest[j]] (=|+=) the tile, rows i < mr, columns whose dest[j] >= 0. Out of line for
+    the reason wide_kernel is."""
+    cdef floating acc[MR * NR_WIDE]
+    cdef Py_ssize_t i, j, d
+    conv_tile(kc, a, koff, b, acc)
+    for i in range(mr):
+        for j in range(NR_WIDE):
+            d = dest[j]
+            if d >= 0:
+                if accumulate:
+                    c[i * ldc + d] += acc[i * NR_WIDE + j]
+                else:
+                    c[i * ldc + d] = acc[i * NR_WIDE + j]
+
+
+cdef void conv_task(Py_ssize_t t, Py_ssize_t per_item, Py_ssize_t panels,
+                    const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
+                    const floating* b, Py_ssize_t bs0, const Py_ssize_t* koff,
+                    floating* c, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, Py_ssize_t wide,
+                    Py_ssize_t valid, Py_ssize_t n_out, floating* apack, floating* edge,
+                    Py_ssize_t* ptab, Py_ssize_t* packed) noexcept nogil:
+    """Task t: batch item t // per_item, its panels [p0, p1) of 32 columns, every row;
+    *packed is the batch item whose left operand apack holds (-1: none yet)."""
+    cdef Py_ssize_t bi = t // per_item, r = t % per_item
+    cdef Py_ssize_t jp0 = r * panels // per_item, jp1 = (r + 1) * panels // per_item
+    cdef Py_ssize_t mp = cdiv(m, MR), ib, i, p, j, col, pb, pc, kc, jp, j0
+    cdef Py_ssize_t dest[NR_WIDE]
+    cdef const floating* ai = a + bi * as0
+    cdef const floating* bimg = b + bi * bs0
+    cdef const floating* base
+    cdef const Py_ssize_t* tab
+    cdef floating* cimg = c + bi * m * n_out
+    # the whole left operand in MR-row panels, k-major, zero rows past m (once per thread
+    # when every batch item shares it)
+    if packed[0] != (0 if as0 == 0 else bi):
+        packed[0] = 0 if as0 == 0 else bi
+        for ib in range(mp):
+            for p in range(k):
+                for i in range(MR):
+                    apack[ib * MR * k + p * MR + i] = (ai[(ib * MR + i) * as1 + p * as2]
+                                                       if ib * MR + i < m else 0)
+    for jp in range(jp0, jp1):
+        j0 = jp * NR_WIDE
+        for j in range(NR_WIDE):
+            col = j0 + j
+            dest[j] = ((col // wide) * valid + col % wide
+                       if col < n and col % wide < valid else -1)
+        for pb in range(cdiv(k, CONV_KC)):
+            pc = pb * CONV_KC
+            kc = min(CONV_KC, k - pc)
+            if j0 + NR_WIDE <= n:
+                base = bimg + j0
+                tab = koff + pc
+            else:       # the last panel: a zero-padded copy, so no read passes the image
+                memset(edge, 0, kc * NR_WIDE * sizeof(floating))
+                for p in range(kc):
+                    for j in range(n - j0):
+                        edge[p * NR_WIDE + j] = bimg[koff[pc + p] + j0 + j]
+                base = edge
+                tab = ptab
+            for ib in range(mp):
+                conv_kernel(kc, apack + ib * MR * k + pc * MR, tab, base,
+                            cimg + ib * MR * n_out, n_out, dest, min(MR, m - ib * MR), pc > 0)
+
+
+cdef int conv_run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
+                  const floating* b, Py_ssize_t bs0, const Py_ssize_t* koff, floating* c,
+                  Py_ssize_t batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, Py_ssize_t wide,
+                  Py_ssize_t valid, Py_ssize_t n_out) noexcept nogil:
+    """Tasks: per batch item, runs of CONV_TASK_PANELS column panels; -1 when out of memory."""
+    cdef int nthreads = omp_get_max_threads()
+    cdef Py_ssize_t panels = cdiv(n, NR_WIDE), per_item, t, ntasks, p, tid
+    cdef Py_ssize_t a_size = round_up(m, MR) * k + 16, e_size = CONV_KC * NR_WIDE + 16
+    cdef floating* apack
+    cdef floating* edge
+    cdef Py_ssize_t* ptab
+    cdef Py_ssize_t* packed         # per thread, 8 apart (no false sharing): see conv_task
+    if batch * m * n * k < PARALLEL_MIN_WORK:
+        nthreads = 1
+    per_item = max(1, min(panels, cdiv(panels, CONV_TASK_PANELS)))
+    if nthreads > 1 and batch * per_item < 2 * nthreads:
+        per_item = min(panels, cdiv(2 * nthreads, batch))
+    ntasks = batch * per_item
+    apack = <floating*>malloc(nthreads * (a_size + e_size) * sizeof(floating))
+    ptab = <Py_ssize_t*>malloc((CONV_KC + 8 * nthreads) * sizeof(Py_ssize_t))
+    if apack == NULL or ptab == NULL:
+        free(apack)
+        free(ptab)
+        return -1
+    edge = apack + nthreads * a_size
+    packed = ptab + CONV_KC
+    for p in range(8 * nthreads):
+        packed[p] = -1
+    for p in range(CONV_KC):
+        ptab[p] = p * NR_WIDE
+    if nthreads == 1:
+        for t in range(ntasks):
+            conv_task(t, per_item, panels, a, as0, as1, as2, b, bs0, koff, c, m, n, k, wide,
+                      valid, n_out, aligned(apack), aligned(edge), ptab, packed)
+    else:
+        for t in prange(ntasks, schedule='dynamic', num_threads=nthreads):
+            tid = threadid()
+            conv_task(t, per_item, panels, a, as0, as1, as2, b, bs0, koff, c, m, n, k, wide,
+                      valid, n_out, aligned(apack + tid * a_size),
+                      aligned(edge + tid * e_size), ptab, packed + 8 * tid)
+    free(apack)
+    free(ptab)
+    return 0
+
+
+def conv_matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not None,
+                Py_ssize_t batch, Py_ssize_t m, Py_ssize_t k, a_strides, Py_ssize_t a_offset,
+                Py_ssize_t b_image_stride, Py_ssize_t b_offset, k_sizes, k_strides,
+                Py_ssize_t rows, Py_ssize_t wide, Py_ssize_t valid):
+    """out (compact batch x m x rows·valid, overwritten) = a (batch x m x k, element strides
+    a_strides) @ the image rows of b: out[bi, i, r·valid + q] = Σ_p a[bi, i, p] ·
+    b[b_offset + bi·b_image_stride + koff(p) + r·wide + q] for q < valid, where p runs over
+    k_sizes (3 sizes, product k) and koff(p) = p0·k_strides[0] + p1·k_strides[1] +
+    p2·k_strides[2]. A stride-1 convolution of a padded image (C, Hp, Wp): k_sizes (C, kh, kw),
+    k_strides (Hp·Wp, dh·Wp, dw), rows OH, wide Wp, valid OW."""
+    cdef int dtype = cnp.PyArray_TYPE(a)
+    cdef Py_ssize_t as0, as1, as2, k0, k1, k2, s0, s1, s2, n, p, lo = 0, hi = 0, status = 0
+    cdef Py_ssize_t* koff
+    if dtype != cnp.NPY_FLOAT32 and dtype != cnp.NPY_FLOAT64:
+        raise TypeError(f"conv_matmul: unsupported dtype {a.dtype} (expected float32 or "
+                        "float64)")
+    if cnp.PyArray_TYPE(b) != dtype or cnp.PyArray_TYPE(out) != dtype:
+        raise TypeError(f"conv_matmul: dtypes differ: a {a.dtype}, b {b.dtype}, out {out.dtype}")
+    for buf, name in ((a, "a"), (b, "b"), (out, "out")):
+        if not cnp.PyArray_IS_C_CONTIGUOUS(buf):
+            raise ValueError(f"conv_matmul: {name} must be a C-contiguous buffer")
+    if not cnp.PyArray_ISWRITEABLE(out):
+        raise ValueError("conv_matmul: out is read-only")
+    as0, as1, as2 = a_strides
+    k0, k1, k2 = k_sizes
+    s0, s1, s2 = k_strides
+    if min(batch, m, k, k0, k1, k2, rows, valid) < 0 or valid > wide or k0 * k1 * k2 != k:
+        raise ValueError(f"conv_matmul: bad sizes (batch={batch}, m={m}, k={k}, "
+                         f"k_sizes={tuple(k_sizes)}, rows={rows}, wide={wide}, valid={valid})")
+    if cnp.PyArray_SIZE(out) < batch * m * rows * valid:
+        raise ValueError(f"conv_matmul: out has {cnp.PyArray_SIZE(out)} elements, needs "
+                         f"{batch * m * rows * valid}")
+    if batch == 0 or m == 0 or rows == 0 or valid == 0:
+        return
+    if k == 0:
+        memset(cnp.PyArray_DATA(out), 0, batch * m * rows * valid * cnp.PyArray_ITEMSIZE(out))
+        return
+    n = (rows - 1) * wide + valid
+    check_view(a, "a", a_offset, batch, as0, m, as1, k, as2)
+    # the image rows: every koff(p) + j, j < n, of every batch item
+    lo = b_offset + min(0, (batch - 1) * b_image_stride) + min(0, (k0 - 1) * s0) + \
+        min(0, (k1 - 1) * s1) + min(0, (k2 - 1) * s2)
+    hi = b_offset + max(0, (batch - 1) * b_image_stride) + max(0, (k0 - 1) * s0) + \
+        max(0, (k1 - 1) * s1) + max(0, (k2 - 1) * s2) + n - 1
+    if lo < 0 or hi >= cnp.PyArray_SIZE(b):
+        raise ValueError(f"conv_matmul: b's windows reach outside its buffer of "
+                         f"{cnp.PyArray_SIZE(b)} elements")
+    koff = <Py_ssize_t*>malloc(k * sizeof(Py_ssize_t))
+    if koff == NULL:
+        raise MemoryError("conv_matmul: cannot allocate its offset table")
+    for p in range(k):
+        koff[p] = (p // (k1 * k2)) * s0 + (p // k2 % k1) * s1 + (p % k2) * s2
+    with nogil:
+        if dtype == cnp.NPY_FLOAT32:
+            status = conv_run((<const float*>cnp.PyArray_DATA(a)) + a_offset, as0, as1, as2,
+                              (<const float*>cnp.PyArray_DATA(b)) + b_offset, b_image_stride,
+                              koff, <float*>cnp.PyArray_DATA(out), batch, m, n, k, wide, valid,
+                              rows * valid)
+        else:
+            status = conv_run((<const double*>cnp.PyArray_DATA(a)) + a_offset, as0, as1, as2,
+                              (<const double*>cnp.PyArray_DATA(b)) + b_offset, b_image_stride,
+                              koff, <double*>cnp.PyArray_DATA(out), batch, m, n, k, wide, valid,
+                              rows * valid)
+    free(koff)
+    if status < 0:
+        raise MemoryError("conv_matmul: cannot allocate packing buffers")
+
+
+# ---- conv_weight_matmul: the convolution's weight gradient from the image in place -------------
+# grad_w[oc, p] = Σ_n Σ_positions g[n, oc, position] · x[n's image + koff(p) + position]: computed
+# as grad_wᵀ (K x OC) = X (K x positions) @ gᵀ, whose left operand's row p is the padded image
+# read from koff(p) (the rows conv_matmul reads, now as the broadcast operand: MR row pointers,
+# no copy) and whose right operand is g, packed per image and k block with zeros at the wide
+# columns. Threads own runs of MR rows of grad_wᵀ, summing over every image: no reduction.
+cdef inline void wgrad_tile(Py_ssize_t kc, const floating* const* rows, const floating* b,
+                            floating* acc, const Py_ssize_t nr) noexcept nogil:
+    """acc (MR x nr) = rows[i][0:kc] @ b (packed kc x nr panel)."""
+    cdef floating ai
+    cdef Py_ssize_t p, i, j
+    for i in range(MR):
+        ai = rows[i][0]
+        for j in range(nr):
+            acc[i * nr + j] = ai * b[j]
+    for p in range(1, kc):
+        for i in range(MR):
+            ai = rows[i][p]
+            for j in range(nr):
+                acc[i * nr + j] += ai * b[p * nr + j]
+
+
+cdef inline void wgrad_store(const floating* acc, floating* c, Py_ssize_t ldc, Py_ssize_t mr,
+                             Py_ssize_t ncols, const Py_ssize_t nr) noexcept nogil:
+    """c[col * ldc + i] += acc[i, col]: grad_w (OC x K) receives the transposed tile."""
+    cdef Py_ssize_t i, j
+    for j in range(ncols):
+        for i in range(mr):
+            c[j * ldc + i] += acc[i * nr + j]
+
+
+cdef void wgrad_wide(Py_ssize_t kc, const floating* const* rows, const floating* b, floating* c,
+                     Py_ssize_t ldc, Py_ssize_t mr, Py_ssize_t ncols) noexcept nogil:
+    cdef floating acc[MR * NR_WIDE]
+    wgrad_tile(kc, rows, b, acc, NR_WIDE)
+    wgrad_store(acc, c, ldc, mr, ncols, NR_WIDE)
+
+
+cdef void wgrad_narrow(Py_ssize_t kc, const floating* const* rows, const floating* b,
+                       floating* c, Py_ssize_t ldc, Py_ssize_t mr, Py_ssize_t ncols) noexcept nogil:
+    cdef floating acc[MR * NR_NARROW]
+    wgrad_tile(kc, rows, b, acc, NR_NARROW)
+    wgrad_store(acc, c, ldc, mr, ncols, NR_NARROW)
+
+
+cdef void wgrad_task(Py_ssize_t t0, Py_ssize_t t1, const floating* x, Py_ssize_t xs0,
+                     const Py_ssize_t* koff, const floating* g, Py_ssize_t gs0, floating* c,
+                     Py_ssize_t batch, Py_ssize_t oc, Py_ssize_t k, Py_ssize_t n,
+                     Py_ssize_t wide, Py_ssize_t valid, Py_ssize_t g_plane,
+                     floating* bpack, Py_ssize_t* colmap) noexcept nogil:
+    """Rows tiles [t0, t1) of grad_wᵀ (rows p of MR each), summed over every image; colmap
+    (CONV_KC entries) is scratch."""
+    cdef Py_ssize_t nr = panel_width(oc), npanels = cdiv(oc, nr), bi, pb, pc, kc, r, col
+    cdef Py_ssize_t jp, j, ti, i, row, ncols, mr
+    cdef const floating* rows[MR]
+    cdef const floating* ximg
+    cdef const floating* gimg
+    cdef const floating* src
+    cdef floating* panel
+    for bi in range(batch):
+        ximg = x + bi * xs0
+        gimg = g + bi * gs0
+        for pb in range(cdiv(n, CONV_KC)):
+            pc = pb * CONV_KC
+            kc = min(CONV_KC, n - pc)
+            # g's block as panels of nr channels: bpack[jp][r][j] = g[oc, position of r] or 0
+            for r in range(kc):
+                col = pc + r
+                colmap[r] = (col // wide) * valid + col % wide if col % wide < valid else -1
+            memset(bpack, 0, npanels * kc * nr * sizeof(floating))
+            for jp in range(npanels):
+                for j in range(min(nr, oc - jp * nr)):
+                    src = gimg + (jp * nr + j) * g_plane
+                    panel = bpack + jp * kc * nr + j
+                    for r in range(kc):
+                        if colmap[r] >= 0:
+                            panel[r * nr] = src[colmap[r]]
+            for ti in range(t0, t1):
+                mr = min(MR, k - ti * MR)
+                for i in range(MR):     # rows past k repeat the last one; their sums are dropped
+                    row = min(ti * MR + i, k - 1)
+                    rows[i] = ximg + koff[row] + pc
+                for jp in range(npanels):
+                    panel = bpack + jp * kc * nr
+                    ncols = min(nr, oc - jp * nr)
+                    if nr == NR_WIDE:
+                        wgrad_wide(kc, rows, panel, c + jp * nr * k + ti * MR, k, mr, ncols)
+                    else:
+                        wgrad_narrow(kc, rows, panel, c + jp * nr * k + ti * MR, k, mr, ncols)
+
+
+def conv_weight_matmul(cnp.ndarray x not None, cnp.ndarray g not None,
+                       cnp.ndarray out not None, Py_ssize_t batch, Py_ssize_t out_channels,
+                       Py_ssize_t k, Py_ssize_t x_image_stride, Py_ssize_t x_offset, k_sizes,
+                       k_strides, Py_ssize_t g_image_stride, Py_ssize_t g_offset,
+                       Py_ssize_t rows, Py_ssize_t wide, Py_ssize_t valid):
+    """out (compact out_channels x k, overwritten) = the weight gradient of conv_matmul's
+    product: out[oc, p] = Σ_bi Σ_{r < rows, q < valid} g[g_offset + bi·g_image_stride +
+    oc·rows·valid + r·valid + q] · x[x_offset + bi·x_image_stride + koff(p) + r·wide + q], koff
+    as in conv_matmul (g compact per image: (out_channels, rows·valid))."""
+    cdef int dtype = cnp.PyArray_TYPE(x)
+    cdef Py_ssize_t k0, k1, k2, s0, s1, s2, n, p, lo, hi, tiles, t, nthreads, nr, b_size
+    cdef Py_ssize_t* koff
+    cdef void* scratch
+    if dtype != cnp.NPY_FLOAT32 and dtype != cnp.NPY_FLOAT64:
+        raise TypeError(f"conv_weight_matmul: unsupported dtype {x.dtype} (expected float32 "
+                        "or float64)")
+    if cnp.PyArray_TYPE(g) != dtype or cnp.PyArray_TYPE(out) != dtype:
+        raise TypeError(f"conv_weight_matmul: dtypes differ: x {x.dtype}, g {g.dtype}, "
+                        f"out {out.dtype}")
+    for buf, name in ((x, "x"), (g, "g"), (out, "out")):
+        if not cnp.PyArray_IS_C_CONTIGUOUS(buf):
+            raise ValueError(f"conv_weight_matmul: {name} must be a C-contiguous buffer")
+    if not cnp.PyArray_ISWRITEABLE(out):
+        raise ValueError("conv_weight_matmul: out is read-only")
+    k0, k1, k2 = k_sizes
+    s0, s1, s2 = k_strides
+    if min(batch, out_channels, k, k0, k1, k2, rows, valid) < 0 or valid > wide or \
+            k0 * k1 * k2 != k:
+        raise ValueError(f"conv_weight_matmul: bad sizes (batch={batch}, "
+                         f"out_channels={out_channels}, k={k}, k_sizes={tuple(k_sizes)}, "
+                         f"rows={rows}, wide={wide}, valid={valid})")
+    if cnp.PyArray_SIZE(out) < out_channels * k:
+        raise ValueError(f"conv_weight_matmul: out has {cnp.PyArray_SIZE(out)} elements, "
+                         f"needs {out_channels * k}")
+    if out_channels == 0 or k == 0:
+        return
+    memset(cnp.PyArray_DATA(out), 0, out_channels * k * cnp.PyArray_ITEMSIZE(out))
+    if batch == 0 or rows == 0 or valid == 0:
+        return
+    n = (rows - 1) * wide + valid
+    check_view(g, "g", g_offset, batch, g_image_stride, out_channels, rows * valid,
+               rows * valid, 1)
+    lo = x_offset + min(0, (batch - 1) * x_image_stride) + min(0, (k0 - 1) * s0) + \
+        min(0, (k1 - 1) * s1) + min(0, (k2 - 1) * s2)
+    hi = x_offset + max(0, (batch - 1) * x_image_stride) + max(0, (k0 - 1) * s0) + \
+        max(0, (k1 - 1) * s1) + max(0, (k2 - 1) * s2) + n - 1
+    if lo < 0 or hi >= cnp.PyArray_SIZE(x):
+        raise ValueError(f"conv_weight_matmul: x's windows reach outside its buffer of "
+                         f"{cnp.PyArray_SIZE(x)} elements")
+    nr = panel_width(out_channels)
+    tiles = cdiv(k, MR)
+    nthreads = omp_get_max_threads()
+    if batch * out_channels * k * n < PARALLEL_MIN_WORK:
+        nthreads = 1
+    nthreads = max(1, min(nthreads, tiles))
+    b_size = cdiv(out_channels, nr) * nr * CONV_KC + 16
+    koff = <Py_ssize_t*>malloc((k + nthreads * CONV_KC) * sizeof(Py_ssize_t))
+    scratch = malloc(nthreads * b_size * cnp.PyArray_ITEMSIZE(out))
+    if koff == NULL or scratch == NULL:
+        free(koff)
+        free(scratch)
+        raise MemoryError("conv_weight_matmul: cannot allocate its buffers")
+    for p in range(k):
+        koff[p] = (p // (k1 * k2)) * s0 + (p // k2 % k1) * s1 + (p % k2) * s2
+    with nogil:
+        if dtype == cnp.NPY_FLOAT32:
+            for t in prange(nthreads, schedule='static', num_threads=nthreads):
+                wgrad_task(t * tiles // nthreads, (t + 1) * tiles // nthreads,
+                           (<const float*>cnp.PyArray_DATA(x)) + x_offset, x_image_stride,
+                           koff, (<const float*>cnp.PyArray_DATA(g)) + g_offset,
+                           g_image_stride, <float*>cnp.PyArray_DATA(out), batch, out_channels,
+                           k, n, wide, valid, rows * valid,
+                           aligned(<float*>scratch + t * b_size), koff + k + t * CONV_KC)
+        else:
+            for t in prange(nthreads, schedule='static', num_threads=nthreads):
+                wgrad_task(t * tiles // nthreads, (t + 1) * tiles // nthreads,
+                           (<const double*>cnp.PyArray_DATA(x)) + x_offset, x_image_stride,
+                           koff, (<const double*>cnp.PyArray_DATA(g)) + g_offset,
+                           g_image_stride, <double*>cnp.PyArray_DATA(out), batch, out_channels,
+                           k, n, wide, valid, rows * valid,
+                           aligned(<double*>scratch + t * b_size), koff + k + t * CONV_KC)
+    free(koff)
+    free(scratch)

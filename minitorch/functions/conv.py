@@ -1,11 +1,14 @@
 """Convolution: torch.nn.functional.conv1d/2d/3d and conv_transpose1d/2d/3d, their argument
 checks (ATen's order and wording) and the nodes that compute them.
 
-conv with groups = 1 is one node, ConvProduct. A 2-D convolution (1-D runs as 2-D) without
-horizontal dilation or stride is one GEMM over "shifted rows": a copy of the image stacked kh
-deep, whose overlapping rows the GEMM reads in place as the windows (no im2col: see
-_shifted_rows); with few output channels, the GEMM comes first (_columns_first_product). Other
-shapes (3-D, horizontal dilation or stride, tiny windows) compact the windows of a channels-last padded
+conv with groups = 1 is one node, ConvProduct. On the CPU a 2-D convolution (1-D runs as 2-D)
+with stride 1 whose images give a 32-column tile is the "direct" product: a GEMM that reads the
+padded NCHW image in place as its operand rows (the conv_matmul / conv_weight_matmul kernels;
+forward, input and weight gradients; see _direct_ok). Otherwise one without horizontal
+dilation or stride is one GEMM over "shifted rows": a copy of the image stacked kh deep, whose
+overlapping rows the GEMM reads in place as the windows (no im2col: see _shifted_rows); with
+few output channels, the GEMM comes first (_columns_first_product). Other shapes (3-D,
+horizontal dilation or stride, tiny windows) compact the windows of a channels-last padded
 copy into im2col rows (N·OH·OW, kh·kw·C), a chunk of images at a time, multiplied by the
 weight (permuted to the same (kh, kw, C) order). Its backward is ConvProductBackward: the weight
 gradient from the same rows, the input gradient either as a stride-1 convolution of g over
@@ -165,6 +168,17 @@ DIRECT_NCHW_MAX_K = 16
 # are read back from cache rather than memory (conv(16→32) forward + backward on a 128-image
 # batch: 6.2 ms in chunks of 16 images vs 7.0 ms whole; measured).
 CHUNK_BYTES = 2 << 20
+# Output positions per image from which a first layer's weight gradient is one product per image,
+# g (OC, OH·OW) read as it is, summed over images, rather than one GEMM over the chunk with g
+# transposed into rows: per-image products as shallow as dcgan's (1 or 16 positions) ran at
+# 5-30 GFLOP/s (measured).
+PER_IMAGE_MIN_POSITIONS = 64
+
+
+# what a direct forward keeps for the weight gradient: x padded, NCHW (see _direct_padded)
+_Direct = namedtuple("_Direct", "padded")
+# what an im2col forward of one chunk keeps: its compact rows (N, OH, OW, kh, kw, C)
+_Im2colRows = namedtuple("_Im2colRows", "rows")
 
 
 def _row_windows(padded, geometry):
@@ -195,6 +209,95 @@ def _matmul_into(a, b, out, offset, batch, m, n, k, a_strides, a_offset, b_strid
     result), which NDArray.matmul, returning a fresh array, cannot."""
     out.backend.matmul(a.buffer, b.buffer, out.buffer[offset:offset + batch * m * n], batch, m, n,
                        k, a_strides, a_offset, b_strides, b_offset)
+
+
+# ---- direct: the GEMM reads the image itself (conv_matmul) -----------------------------------
+DIRECT_MIN_COLUMNS = 32     # the kernel's tile width
+# A 2-D convolution with stride 1 is out[n, oc, (oh, ow)] = Σ over the window (i, j, c) of
+# w[oc, (i, j, c)] · x_padded[n, c, oh + i·dh, ow + j·dw]: a GEMM whose right operand's row for
+# window element (i, j, c) is the NCHW padded image itself read from offset i·dh·Wp + j·dw +
+# c·Hp·Wp, column oh·Wp + ow. The CPU kernel conv_matmul reads those rows in place (no im2col
+# rows, no shifted copy, no packing of the image) and writes NCHW, dropping the wide columns
+# ow ≥ OW. The stride-1 input gradient is the same product over g padded by d·(k - 1) - p with
+# the weight flipped in space and its channel axes swapped.
+
+def _direct_ok(xd, geometry):
+    """Does the direct product apply: the CPU backend (its conv_matmul), float32 or float64,
+    2-D, stride 1, windows wider than DIRECT_NCHW_MAX_K (narrower ones cost little either
+    way), at least one 32-column tile of positions per image, and at most 1.5 wide columns
+    per output column (dcgan's conv(64→1, 4x4) on 4x4, one position per image, ran 25x slower
+    through it: measured)."""
+    if xd.device.type != "cpu" or len(geometry.kernel) != 2 or geometry.stride != (1, 1) or \
+            xd.dtype.name not in ("float32", "float64"):      # the kernels' two dtypes
+        return False
+    (oh, ow), wide = geometry.blocks, geometry.size[1] + 2 * geometry.padding[1]
+    return (xd.shape[1] * math.prod(geometry.kernel) > DIRECT_NCHW_MAX_K
+            and (oh - 1) * wide + ow >= DIRECT_MIN_COLUMNS and 2 * wide <= 3 * ow)
+
+
+def _direct_padded(xd, geometry):
+    """x padded with zeros as the direct kernels read it: NCHW, unit column stride, each
+    channel's rows one after another (a compact x with no padding is used as it is)."""
+    padded = _pad(xd, geometry.padding, 0, (0, 1, 2, 3))
+    if padded.strides[3] != 1 or padded.strides[1] < padded.shape[2] * padded.strides[2]:
+        padded = padded.copy()
+    return padded
+
+
+def _direct_product(xd, wd, geometry, padded=None):
+    """(N, OC, OH, OW), compact, = the stride-1 convolution of x (N, C, H, W) padded by
+    geometry.padding with zeros (`padded`, when given) and w (OC, K) in (kh, kw, C) order,
+    compact."""
+    n, c = xd.shape[:2]
+    out_channels = wd.shape[0]
+    (kh, kw), (dh, dw) = geometry.kernel, geometry.dilation
+    (oh, ow) = geometry.blocks
+    padded = _direct_padded(xd, geometry) if padded is None else padded
+    s_n, s_c, s_h, _ = padded.strides
+    out = NDArray.empty((n, out_channels, oh, ow), xd.dtype, xd.device)
+    xd.backend.conv_matmul(wd.buffer, padded.buffer, out.buffer, n, out_channels, wd.shape[1],
+                           (0, wd.shape[1], 1), wd.offset, s_n, padded.offset, (kh, kw, c),
+                           (dh * s_h, dw, s_c), oh, s_h, ow)
+    return out
+
+
+def _direct_weight_grad(padded, gd, geometry):
+    """(OC, K) in (kh, kw, C) order: Σ over images and positions of g ⊗ window, the windows
+    read from the NCHW padded image `padded` in place (conv_weight_matmul)."""
+    n, out_channels, oh, ow = gd.shape
+    (kh, kw), (dh, dw) = geometry.kernel, geometry.dilation
+    c = padded.shape[1]
+    s_n, s_c, s_h, _ = padded.strides
+    gd = gd.compact()
+    grad = NDArray.empty((out_channels, kh * kw * c), gd.dtype, gd.device)
+    gd.backend.conv_weight_matmul(padded.buffer, gd.buffer, grad.buffer, n, out_channels,
+                                  kh * kw * c, s_n, padded.offset, (kh, kw, c),
+                                  (dh * s_h, dw, s_c), out_channels * oh * ow, gd.offset, oh,
+                                  s_h, ow)
+    return grad
+
+
+def _direct_input_grad_ok(gd, geometry):
+    """The input gradient as a direct product (above): stride 1 and padding at most the
+    dilated kernel's reach (the gradient's padding d·(k - 1) - p is not negative)."""
+    return (_direct_ok(gd, geometry) and
+            all(p <= d * (k - 1) for p, d, k in
+                zip(geometry.padding, geometry.dilation, geometry.kernel)))
+
+
+def _direct_input_grad(gd, wd, geometry):
+    """(N, C, H, W), compact: g (N, OC, OH, OW) padded by d·(k - 1) - p, convolved with
+    w2[c, (i', j', oc)] = w[oc, (kh-1-i', kw-1-j', c)] (a "full" correlation)."""
+    (kh, kw), c = geometry.kernel, wd.shape[1] // math.prod(geometry.kernel)
+    out_channels = wd.shape[0]
+    w2 = wd._view((c, kh, kw, out_channels), (1, -kw * c, -c, kh * kw * c),
+                  wd.offset + (kh - 1) * kw * c + (kw - 1) * c).copy() \
+        .reshape((c, kh * kw * out_channels))
+    full = window_geometry(geometry.blocks, geometry.kernel, geometry.dilation,
+                           tuple(d * (k - 1) - p for d, k, p in
+                                 zip(geometry.dilation, geometry.kernel, geometry.padding)),
+                           (1, 1))
+    return _direct_product(gd, w2, full)
 
 
 # ---- shifted rows: the GEMM reads overlapping rows of a kh-deep copy -----------------------------
@@ -395,7 +498,8 @@ def _im2col_backward(gd, wd, x_shape, geometry, padded, needs):
     of kw·C values. NDArrays (None where not needed)."""
     out_channels, k = wd.shape
     positions = math.prod(geometry.blocks)
-    windows = _row_windows(padded, geometry) if needs[1] else None
+    windows = (None if not needs[1] else padded.rows if isinstance(padded, _Im2colRows) else
+               _row_windows(padded, geometry))
     grad_padded = grad_windows = None
     if needs[0]:
         padded_size = tuple(s + 2 * p for s, p in zip(geometry.size, geometry.padding))
@@ -403,15 +507,20 @@ def _im2col_backward(gd, wd, x_shape, geometry, padded, needs):
                                     gd.dtype, gd.device)
         grad_windows = _row_windows(grad_padded, geometry)
     grad_w = None
+    # per image, reading g as it is, only where each product's depth (its positions) is worth
+    # a GEMM of its own
+    per_image = positions >= PER_IMAGE_MIN_POSITIONS
     for i0, i1 in _chunks(gd, positions, k):
         count = i1 - i0
         g_chunk = _images(gd, i0, i1).reshape((count, out_channels, positions))
         g_rows = (g_chunk.transpose(1, 2).reshape((count * positions, out_channels))
-                  if needs[0] else None)
+                  if needs[0] or not per_image else None)
         if needs[1]:
             rows = _images(windows, i0, i1).reshape((count * positions, k))
-            part = (rows.transpose(0, 1).matmul(g_rows).transpose(0, 1) if needs[0] else
-                    g_chunk.matmul(rows.reshape((count, positions, k)))
+            # gᵀ·rows, (OC, K) as it is wanted (rowsᵀ·g read the rows' columns 2 KiB apart
+            # in place and was 5-10% slower, then needed a transposing copy: measured)
+            part = (g_rows.transpose(0, 1).matmul(rows) if g_rows is not None
+                    else g_chunk.matmul(rows.reshape((count, positions, k)))
                     .reduce(ReduceOp.SUM, (0,)))
             grad_w = part if grad_w is None else grad_w.binary(BinaryOp.ADD, part)
         if needs[0]:
@@ -460,6 +569,11 @@ class ConvProduct(KernelFunction):
             ctx.padded = _weight_grad_source(xd, geometry, wd.shape[0]) if w.requires_grad \
                 else None
             return wrap(_columns_first_product(xd, wd, geometry))
+        if _direct_ok(xd, geometry):
+            padded = _direct_padded(xd, geometry)
+            # the weight gradient reads the same padded image
+            ctx.padded = _Direct(padded) if w.requires_grad else None
+            return wrap(_direct_product(xd, wd, geometry, padded))
         if _shifted_ok(geometry, xd.shape[1]):
             rows = _shifted_rows(xd, geometry)
             # what the weight gradient is built from (see _weight_grad_source)
@@ -476,8 +590,12 @@ class ConvProduct(KernelFunction):
         direct = k <= DIRECT_NCHW_MAX_K
         out = NDArray.empty((n, out_channels) + geometry.blocks if direct else
                             (n,) + geometry.blocks + (out_channels,), xd.dtype, xd.device)
-        for i0, i1 in _chunks(xd, positions, k):
+        chunks = _chunks(xd, positions, k)
+        for i0, i1 in chunks:
             rows = _images(windows, i0, i1).copy()        # (B, OH, OW, kh, kw, C), compact
+            if len(chunks) == 1 and w.requires_grad:
+                # the whole batch's rows fit one chunk: the weight gradient reuses them
+                ctx.padded = _Im2colRows(rows)
             offset = i0 * positions * out_channels
             if direct:      # per image: (OC, K) @ (K, OH·OW)
                 _matmul_into(wd, rows, out, offset, i1 - i0, out_channels, positions, k,
@@ -512,12 +630,16 @@ class ConvProductBackward(KernelFunction):
         gd, wd = g._data.compact(), w._data.compact()
         grad_x = grad_w = None
         # the weight gradient from the rows the forward kept (shifted rows or a padded copy)
-        shifted_w = needs[1] and isinstance(padded, _ShiftedRows)
+        shifted_w = needs[1] and isinstance(padded, (_ShiftedRows, _Direct))
         if shifted_w:
-            grad_w = _shifted_weight_grad(padded, gd, geometry.kernel)
-        shifted_x = needs[0] and _shifted_input_grad_ok(geometry, *wd.shape)
+            grad_w = (_direct_weight_grad(padded.padded, gd, geometry)
+                      if isinstance(padded, _Direct) else
+                      _shifted_weight_grad(padded, gd, geometry.kernel))
+        shifted_x = needs[0] and (_direct_input_grad_ok(gd, geometry) or
+                                  _shifted_input_grad_ok(geometry, *wd.shape))
         if shifted_x:
-            grad_x = _shifted_input_grad(gd, wd, geometry)
+            grad_x = (_direct_input_grad(gd, wd, geometry) if _direct_input_grad_ok(gd, geometry)
+                      else _shifted_input_grad(gd, wd, geometry))
         rest = (needs[0] and not shifted_x, needs[1] and not shifted_w)
         if any(rest):
             im2col_x, im2col_w = _im2col_backward(gd, wd, x._data.shape, geometry, padded, rest)
