@@ -19,6 +19,10 @@ import time
 
 import numpy as np
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+if not os.environ.get("PYTHONPATH"):
+    sys.path.insert(0, os.path.dirname(HERE))   # this checkout, unless PYTHONPATH names one
+
 SIZES = [1 << k for k in range(10, 27, 2)]          # 1 KB, 4 KB, ..., 64 MB
 
 
