@@ -33,6 +33,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--parts", nargs="+", default=["allreduce", "ddp"],
                         choices=["allreduce", "ddp"])
+    parser.add_argument("--models", nargs="+", default=["mlp", "cnn"], choices=["mlp", "cnn"])
     args = parser.parse_args()
     if "OMPI_COMM_WORLD_SIZE" not in os.environ and "PMIX_RANK" not in os.environ:
         from minitorch.distributed.run import find_mpiexec
@@ -77,7 +78,7 @@ def bench_allreduce(args, mt, dist, comm, MPI, world, say):
 
 def bench_ddp(args, mt, comm, say):
     say(f"\n{'model (per-rank batch 128)':<28} {'no DDP ms':>10} {'DDP ms':>8} {'DDP/no DDP':>11}")
-    for kind in ("mlp", "cnn"):
+    for kind in args.models:
         steps = {name: training_step(mt, kind, ddp=name == "DDP") for name in ("no DDP", "DDP")}
         best = alternate(comm, steps, args.steps if kind == "mlp" else max(3, args.steps // 4),
                          args.rounds)
