@@ -30,7 +30,7 @@ class DistributedDataParallel(Module):
     the hook waits for them all and writes the averages back into .grad, so after backward()
     every rank holds the same gradients. A large parameter (buckets.SOLO_BYTES) is a bucket of
     its own whose .grad is scaled and all-reduced in place, without copies: a post-accumulate
-    hook registered after DDP's sees that gradient already scaled (as with torch's
+    hook registered after DDP's may see that .grad scaled or mid-reduction (as with torch's
     gradient_as_bucket_view=True)."""
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
