@@ -19,6 +19,10 @@ import time
 
 import numpy as np
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+if not os.environ.get("PYTHONPATH"):
+    sys.path.insert(0, os.path.dirname(HERE))   # this checkout, unless PYTHONPATH names one
+
 SIZES = [1 << k for k in range(10, 27, 2)]          # 1 KB, 4 KB, ..., 64 MB
 
 
@@ -29,6 +33,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--parts", nargs="+", default=["allreduce", "ddp"],
                         choices=["allreduce", "ddp"])
+    parser.add_argument("--models", nargs="+", default=["mlp", "cnn"], choices=["mlp", "cnn"])
     args = parser.parse_args()
     if "OMPI_COMM_WORLD_SIZE" not in os.environ and "PMIX_RANK" not in os.environ:
         from minitorch.distributed.run import find_mpiexec
@@ -73,7 +78,7 @@ def bench_allreduce(args, mt, dist, comm, MPI, world, say):
 
 def bench_ddp(args, mt, comm, say):
     say(f"\n{'model (per-rank batch 128)':<28} {'no DDP ms':>10} {'DDP ms':>8} {'DDP/no DDP':>11}")
-    for kind in ("mlp", "cnn"):
+    for kind in args.models:
         steps = {name: training_step(mt, kind, ddp=name == "DDP") for name in ("no DDP", "DDP")}
         best = alternate(comm, steps, args.steps if kind == "mlp" else max(3, args.steps // 4),
                          args.rounds)

@@ -68,12 +68,14 @@ class Generator:
         return self._twister
 
     def get_state(self):
+        """Both streams (numpy's and randperm's twister) and the seed, as a tensor: torch's
+        state holds its seed too, so set_state also restores initial_seed()."""
         from .tensor import tensor
-        twister = None
-        if self._twister is not None:
-            name, key, position, has_gauss, gauss = self._twister.get_state()
+        numpy_state, twister, seed = self.capture()
+        if twister is not None:
+            name, key, position, has_gauss, gauss = twister
             twister = (name, key.tolist(), position, has_gauss, gauss)
-        state = {"numpy": self.rng.bit_generator.state, "twister": twister}
+        state = {"numpy": numpy_state, "twister": twister, "seed": seed}
         return tensor(np.frombuffer(repr(state).encode(), dtype=np.uint8).astype(np.int64))
 
     def set_state(self, state):
@@ -82,10 +84,20 @@ class Generator:
         state = ast.literal_eval(text)
         if "bit_generator" in state:        # a state saved before randperm had a twister
             state = {"numpy": state, "twister": None}
-        self.rng.bit_generator.state = state["numpy"]
-        self._set_twister(state["twister"])
+        self.restore((state["numpy"], state["twister"], state.get("seed", self._seed)))
 
-    def _set_twister(self, twister):
+    def capture(self):
+        """The whole state as Python objects, for restore(): numpy's stream, the twister's
+        (None while randperm has not made it) and the seed (which a missing twister is made
+        from). Cheaper than get_state: checkpoint and vmap save it around every call."""
+        twister = self._twister
+        return (self.rng.bit_generator.state, None if twister is None else twister.get_state(),
+                self._seed)
+
+    def restore(self, state):
+        numpy_state, twister, seed = state
+        self.rng.bit_generator.state = numpy_state
+        self._set_seed(seed)
         if twister is None:
             self._twister = None
             return
@@ -93,6 +105,9 @@ class Generator:
         restored = np.random.RandomState()
         restored.set_state((name, np.asarray(key, dtype=np.uint32), position, has_gauss, gauss))
         self._twister = restored
+
+    def _set_seed(self, seed):
+        self._seed = seed
 
 
 def manual_seed(seed):
@@ -194,6 +209,9 @@ class _DefaultGenerator(Generator):
     @property
     def _seed(self):
         return _state["seed"]
+
+    def _set_seed(self, seed):
+        _state["seed"] = seed
 
 
 default_generator = _DefaultGenerator()
@@ -463,6 +481,29 @@ def get_rng_state():
 def set_rng_state(new_state):
     """torch.set_rng_state: restore the global generator's state from get_rng_state's tensor."""
     default_generator.set_state(new_state)
+
+
+def capture_state():
+    """The global generator's whole state as Python objects (both streams and the seed), for
+    restore_state: what checkpoint replays and vmap compares."""
+    return default_generator.capture()
+
+
+def restore_state(state):
+    default_generator.restore(state)
+
+
+def same_state(a, b):
+    """Whether two captured states are equal (the twister's key is an array)."""
+    if a[0] != b[0] or a[2] != b[2] or (a[1] is None) != (b[1] is None):
+        return False
+    return a[1] is None or _same_twister(a[1], b[1])
+
+
+def _same_twister(a, b):
+    name, key, position, has_gauss, gauss = a
+    return (name, position, has_gauss, gauss) == (b[0], b[2], b[3], b[4]) and \
+        np.array_equal(key, b[1])
 
 
 # ---- in-place samplers (Tensor methods) -------------------------------------------------------

@@ -122,14 +122,15 @@ def _run(func, args, kwargs, dims, size, randomness):
     """func's outputs for every index of the mapped dimension."""
     leaves = _leaves(tuple(args))
     results = []
-    start_state = _random.host_rng().bit_generator.state
+    start_state = _random.capture_state()      # both streams: randperm draws from the twister
     for index in range(size):
         if randomness == "same":
-            _random.host_rng().bit_generator.state = start_state
+            _random.restore_state(start_state)
         sliced = [leaf if dim is None else leaf.select(dim, index)
                   for leaf, dim in zip(leaves, dims)]
         results.append(_call(func, args, sliced, kwargs))
-        if randomness == "error" and _random.host_rng().bit_generator.state != start_state:
+        if randomness == "error" and not _random.same_state(_random.capture_state(),
+                                                            start_state):
             raise RuntimeError("vmap: called random operation while in randomness error mode. "
                                "Please either use the 'same' or 'different' randomness flags on "
                                "vmap or perform the randomness operation out of vmap")
@@ -143,11 +144,11 @@ def _call(func, args, leaves, kwargs):
 def _empty_outputs(func, args, kwargs, dims, out_dims, fname):
     """A mapped dimension of size 0: func runs once on zeros shaped like one slice, only to
     learn the outputs' shapes; each output is then empty along its out_dim."""
-    state = _random.host_rng().bit_generator.state
+    state = _random.capture_state()
     probes = [leaf if dim is None else leaf.new_zeros(leaf.shape[:dim] + leaf.shape[dim + 1:])
               for leaf, dim in zip(_leaves(tuple(args)), dims)]
     probe = _call(func, args, probes, kwargs)
-    _random.host_rng().bit_generator.state = state
+    _random.restore_state(state)
     pairs = _out_pairs(out_dims, probe, fname)
     empties = []
     for leaf, dim in pairs:

@@ -122,3 +122,61 @@ def test_checkpoint_sequential_matches_the_sequential(rng):
     model(x).sum().backward()
     for a, p in zip(got, model.parameters()):
         np.testing.assert_allclose(a.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+# ---- the random state replayed: both of the generator's streams --------------------------------
+def _shuffled_dropout(w, x):
+    """randperm draws from the Mersenne Twister, dropout from numpy's stream."""
+    h = (x @ w).tanh()
+    return nn.functional.dropout(h[:, mt.randperm(h.shape[1])], 0.5, training=True) * h
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_a_recomputed_randperm_and_dropout_draw_as_the_first_run(rng, use_reentrant):
+    w0 = rng.standard_normal((4, 6))
+    x = mt.tensor(rng.standard_normal((3, 4)))
+    grads = []
+    for run in (_shuffled_dropout,
+                lambda w, t: checkpoint(_shuffled_dropout, w, t, use_reentrant=use_reentrant)):
+        w = mt.tensor(w0, requires_grad=True)
+        mt.manual_seed(3)
+        mt.randperm(5)                  # the twister exists before the checkpointed region
+        out = run(w, x)
+        mt.randperm(7)                  # draws after it, before backward recomputes
+        mt.rand(2)
+        out.sum().backward()
+        grads.append((out.detach().numpy(), w.grad.numpy(), mt.randperm(10).tolist()))
+    (plain_out, plain_grad, plain_next), (out, grad, following) = grads
+    np.testing.assert_array_equal(out, plain_out)
+    np.testing.assert_allclose(grad, plain_grad, rtol=1e-12)
+    assert following == plain_next      # the recomputation leaves the streams where they were
+
+
+def test_get_and_set_rng_state_cover_both_streams_and_the_seed():
+    mt.manual_seed(5)
+    state = mt.get_rng_state()          # taken before randperm has made its twister
+    first = (mt.randperm(8).tolist(), mt.rand(3).tolist())
+    mt.manual_seed(9)
+    mt.set_rng_state(state)
+    assert mt.initial_seed() == 5       # as torch: the state holds the seed
+    assert (mt.randperm(8).tolist(), mt.rand(3).tolist()) == first
+    state = mt.get_rng_state()          # now with a twister part way through its stream
+    second = (mt.randperm(8).tolist(), mt.rand(3).tolist())
+    mt.randperm(4)
+    mt.set_rng_state(state)
+    assert (mt.randperm(8).tolist(), mt.rand(3).tolist()) == second
+    generator = mt.Generator().manual_seed(2)
+    saved = generator.get_state()
+    drawn = mt.randperm(6, generator=generator).tolist()
+    generator.manual_seed(4)
+    generator.set_state(saved)
+    assert generator.initial_seed() == 2
+    assert mt.randperm(6, generator=generator).tolist() == drawn
+
+
+def test_vmap_randomness_sees_the_twister():
+    x = mt.zeros(3, 4)
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        mt.vmap(lambda row: row + mt.randperm(4))(x)
+    same = mt.vmap(lambda row: row + mt.randperm(4), randomness="same")(x)
+    assert all(same[i].tolist() == same[0].tolist() for i in range(3))

@@ -1,5 +1,6 @@
 """The MPI engine (mpi4py) behind backend="mpi": collectives on flat numpy buffers, in place,
 blocking ones under the watchdog, non-blocking ones as MPI requests."""
+import os
 import time
 
 from .reduce_op import ReduceOp
@@ -7,6 +8,12 @@ from .reduce_op import ReduceOp
 
 def load_mpi():
     """mpi4py's MPI module (initializing MPI), or torch's RuntimeError when it is missing."""
+    # Ranks here often share their cores with other work (a laptop, CI, a shared machine): a
+    # rank waiting in a collective yields its core rather than spinning on it, as torch's Gloo
+    # waits do (a peer that lost its core otherwise makes every step wait a scheduling slice).
+    # An explicit choice (mpiexec --mca mpi_yield_when_idle 0, or the environment) wins; it
+    # only takes effect if MPI is not initialized yet.
+    os.environ.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
     try:
         from mpi4py import MPI
     except ImportError as error:

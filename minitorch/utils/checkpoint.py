@@ -37,7 +37,7 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
                          "Unexpected keyword arguments: " + ",".join(kwargs))
     if not is_grad_enabled():
         return function(*args, **kwargs)
-    rng_state = _random.host_rng().bit_generator.state if preserve_rng_state else None
+    rng_state = _random.capture_state() if preserve_rng_state else None
     run = _Run(function, args, kwargs, rng_state)
     if use_reentrant:
         if not any(isinstance(a, Tensor) and a.requires_grad for a in args):
@@ -95,14 +95,15 @@ class _Run:
         standing for the tensor arguments)."""
         fresh = iter(tensors)
         args = [next(fresh) if isinstance(a, Tensor) else a for a in self.args]
-        state = _random.host_rng().bit_generator.state
+        # the whole generator (numpy's stream and randperm's twister): both replay
+        state = _random.capture_state()
         if self.rng_state is not None:
-            _random.host_rng().bit_generator.state = self.rng_state
+            _random.restore_state(self.rng_state)
         try:
             with enable_grad(), self.recompute_context or contextlib.nullcontext():
                 return self.function(*args, **self.kwargs)
         finally:
-            _random.host_rng().bit_generator.state = state
+            _random.restore_state(state)
 
 
 def _tensors_of(outputs):

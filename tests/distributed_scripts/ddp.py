@@ -10,6 +10,7 @@ import minitorch.distributed as dist
 import minitorch.nn as nn
 import minitorch.nn.functional as F
 from common import assert_close
+from minitorch.nn.parallel.buckets import SoloBucket
 
 dist.init_process_group("mpi")
 rank, world = dist.get_rank(), dist.get_world_size()
@@ -87,9 +88,10 @@ checks += 1
 class TwoHeads(nn.Module):
     """Rank 0 never uses `second`; `unused` is used by nobody."""
 
-    def __init__(self):
+    def __init__(self, width=2):
         super().__init__()
-        self.first, self.second, self.unused = nn.Linear(3, 2), nn.Linear(3, 2), nn.Linear(3, 2)
+        self.first, self.second, self.unused = (nn.Linear(3, width), nn.Linear(3, width),
+                                                nn.Linear(3, width))
 
     def forward(self, x):
         out = self.first(x)
@@ -105,6 +107,39 @@ expected_second = sum(np.full((2, 3), 2.0 * (1.0 + r)) for r in range(1, world))
 assert_close(heads.second.weight.grad, expected_second.astype(np.float32), "unused on rank 0")
 assert heads.unused.weight.grad is None, "a parameter unused everywhere keeps grad None"
 checks += 1
+
+# the same with buckets of one parameter (all-reduced in its .grad; a stand-in for `second`)
+mt.manual_seed(0)
+heads = TwoHeads(width=64)
+ddp = nn.parallel.DistributedDataParallel(heads, find_unused_parameters=True,
+                                          bucket_cap_mb=0.0005)
+solo = [b.params[0] for b in ddp._buckets if isinstance(b, SoloBucket)]
+assert [id(p) for p in solo] == [id(heads.unused.weight), id(heads.second.weight),
+                                 id(heads.first.weight)], "solo buckets"
+ddp(x).sum().backward()
+expected_second = sum(np.full((64, 3), 2.0 * (1.0 + r)) for r in range(1, world)) / world
+assert_close(heads.second.weight.grad, expected_second.astype(np.float32), "solo, unused on 0")
+assert heads.unused.weight.grad is None, "a solo parameter unused everywhere keeps grad None"
+checks += 1
+
+
+class Transposed(nn.Module):
+    """A weight used transposed: its gradient arrives as a non-contiguous view."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(mt.randn(5, 36))
+
+    def forward(self, x):
+        return x.flatten(1) @ self.weight.t()
+
+
+for cap in (None, 0.0005):
+    reference = train(Transposed, False)
+    for got, want in zip(train(Transposed, True, cap), reference):
+        assert_close(got, want, f"DDP transposed weight bucket_cap_mb={cap}", rtol=1e-4,
+                     atol=1e-5)
+    checks += 1
 
 # buffers follow rank 0 at each forward (broadcast_buffers)
 norm = nn.BatchNorm1d(3)

@@ -5,11 +5,10 @@ import contextlib
 from ... import distributed as dist
 from ..._pytree import leaves
 from ...autograd import is_grad_enabled, no_grad
-from ...distributed.buffers import FlatBuffer
 from ...distributed.group import resolve
 from ...tensor import Tensor
 from ..module import Module
-from .buckets import assign_buckets
+from .buckets import FIRST_BUCKET_BYTES, assign_buckets
 
 UNFINISHED_REDUCTION = (
     "Expected to have finished reduction in the prior iteration before starting a new one. "
@@ -25,10 +24,14 @@ class DistributedDataParallel(Module):
 
     At construction rank 0's parameters and buffers are broadcast to every rank. Each forward
     (with gradients enabled, outside no_sync) prepares a reduction: as backward accumulates a
-    parameter's gradient, a post-accumulate hook copies it into its bucket, and a full bucket
-    starts an async all-reduce (buckets start in order on every rank, as MPI requires). When the
-    last bucket has started, the hook waits for them all and writes the averages back into
-    .grad, so after backward() every rank holds the same gradients."""
+    parameter's gradient, a post-accumulate hook copies it into its bucket, and a full bucket is
+    multiplied by 1 / world size (as torch does, before the sum) and starts an async all-reduce
+    (buckets start in order on every rank, as MPI requires). When the last bucket has started,
+    the hook waits for them all and writes the averages back into .grad, so after backward()
+    every rank holds the same gradients. A large parameter (buckets.SOLO_BYTES) is a bucket of
+    its own whose .grad is scaled and all-reduced in place, without copies: a post-accumulate
+    hook registered after DDP's may see that .grad scaled or mid-reduction (as with torch's
+    gradient_as_bucket_view=True)."""
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
                  init_sync=True, process_group=None, bucket_cap_mb=None,
@@ -50,12 +53,16 @@ class DistributedDataParallel(Module):
             raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have "
                                "any parameter that requires a gradient.")
         self._world = self.process_group.size()
+        self._scale = 1.0 / self._world
         self._verify_same_model()
         if init_sync:
             self._sync_module_states()
         cap_mb = 25 if bucket_cap_mb is None else bucket_cap_mb
         self.bucket_bytes_cap = int(cap_mb * 1024 * 1024)
-        self._buckets = assign_buckets(self._params, self.bucket_bytes_cap)
+        # torch's first bucket is 1 MB only under the default cap (then communication starts
+        # early); an explicit bucket_cap_mb caps every bucket
+        first_cap = FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
+        self._buckets = assign_buckets(self._params, self.bucket_bytes_cap, first_cap)
         self._locate = {}       # id(param) -> (bucket index, index in bucket)
         for b, bucket in enumerate(self._buckets):
             for i, p in enumerate(bucket.params):
@@ -137,7 +144,7 @@ class DistributedDataParallel(Module):
             unused = [p for p in self._params if not self._used[id(p)]]
             for p in unused:
                 b, i = self._locate[id(p)]
-                self._buckets[b].slot(i)[...] = 0
+                self._buckets[b].take_zeros(i)
             for p in unused:
                 self._slot_filled(p)
         # else an unused parameter leaves the reduction unfinished, and (as in torch) the next
@@ -159,7 +166,7 @@ class DistributedDataParallel(Module):
         if left:
             return
         b, i = self._locate[key]
-        _read_grad(param.grad, self._buckets[b].slots[i])
+        self._buckets[b].take(i, param.grad)
         self._slot_filled(param)
 
     def _slot_filled(self, param):
@@ -176,6 +183,8 @@ class DistributedDataParallel(Module):
         count = len(self._buckets)
         while self._next_bucket < count and self._ready[self._next_bucket]:
             bucket = self._buckets[self._next_bucket]
+            if self._world > 1:
+                bucket.scale(self._scale)
             # the last bucket is waited for at once: a blocking all-reduce (MPI's tuned
             # algorithms) beats a non-blocking one there; the others overlap backward
             last = self._next_bucket == count - 1
@@ -199,12 +208,12 @@ class DistributedDataParallel(Module):
             if bucket.work is not None:
                 bucket.work.wait()
                 bucket.work = None
-            with no_grad():
-                bucket.tensor.div_(self._world)
-            for i, p in enumerate(bucket.params):
+            for i, averaged in bucket.results():
+                p = bucket.params[i]
                 if used_anywhere is not None and not used_anywhere[id(p)]:
                     continue                # unused on every rank: .grad stays as it was
-                _write_grad(p, bucket.slot(i))
+                _write_grad(p, averaged)
+            bucket.release()
         self._expected = None
 
     def _globally_used(self):
@@ -253,11 +262,6 @@ def _write_grad(param, averaged):
         data.flat()[...] = averaged         # bytes moved (numpy or cupy), no arithmetic
     else:
         data.backend.strided_set(averaged, data.buffer, data.shape, data.strides, data.offset)
-
-
-def _read_grad(grad, slot):
-    data = grad._data
-    slot[...] = data.flat() if data.is_compact() else FlatBuffer(grad).array
 
 
 def _leaf_uses(output, wanted):
