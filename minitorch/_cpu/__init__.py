@@ -2,7 +2,8 @@
 from .attention import attention_backward, attention_forward
 from .binary import binary, where
 from .factor import cholesky_factor, lu_factor, lu_permutation, triangular_solve
-from .fused import adam_step, softmax_backward_last, softmax_last
+from .fused import (adam_step, cross_entropy_rows, cross_entropy_rows_backward,
+                    softmax_backward_last, softmax_last)
 from .foreach import foreach_adadelta, foreach_adam, foreach_rmsprop, foreach_sgd
 from .grid import grid_gather, grid_scatter_add
 from .index import (gather, index_add, index_select, put, scatter, scatter_add, scatter_reduce,

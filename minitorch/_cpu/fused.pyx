@@ -1,8 +1,10 @@
 # cython: cdivision=True
 # (C division semantics, also in MINITORCH_DEBUG builds, as the rest of the elementwise kernels)
 """Fused CPU kernels that replace a chain of elementwise passes: softmax / log_softmax rows
-(forward and backward) and the Adam update (the CUDA twins are minitorch/_gpu/kernels/fused.cu).
+(forward and backward), cross-entropy rows (forward and backward) and the Adam update (the CUDA
+twins are minitorch/_gpu/kernels/fused.cu).
 """
+from libc.stdint cimport int64_t
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.math cimport sqrt
@@ -105,6 +107,129 @@ cdef void softmax_backward_part(int dt, const void* g, const void* y, void* o, P
         softmax_backward_rows(<const float*>g, <const float*>y, <float*>o, r0, r1, n, log)
     else:
         softmax_backward_rows(<const double*>g, <const double*>y, <double*>o, r0, r1, n, log)
+
+
+# ---------------------------------------------------------------------------------------------
+# cross-entropy rows: each row's log_softmax read at its target class (forward) and the input
+# gradient c·onehot − c·softmax (backward), without the (rows, n) log_softmax matrix that
+# log_softmax followed by nll_loss would write and read back. The arithmetic is softmax_rows'
+# and log_softmax's backward operation for operation, so the results are the composed path's
+# bits.
+# ---------------------------------------------------------------------------------------------
+
+cdef inline void row_peak_log_total(const real* xr, Py_ssize_t n, real* peak,
+                                    real* log_total) noexcept nogil:
+    cdef Py_ssize_t j
+    cdef real p = xr[0], v, total = 0
+    for j in range(1, n):
+        v = xr[j]
+        p = v if (v > p) | (v != v) else p
+    for j in range(n):
+        total = total + r_exp(xr[j] - p)
+    peak[0] = p
+    log_total[0] = vlogf(total) if real is float else vlog(total)
+
+
+cdef void cross_entropy_rows_part(const real* x, const int64_t* target, real* picked,
+                                  Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t n) noexcept nogil:
+    """picked[r] = log_softmax(x[r])[target[r]] for rows [r0, r1)."""
+    cdef Py_ssize_t r
+    cdef real peak, log_total
+    for r in range(r0, r1):
+        row_peak_log_total(x + r * n, n, &peak, &log_total)
+        picked[r] = (x[r * n + target[r]] - peak) - log_total
+
+
+cdef void cross_entropy_backward_part(const real* coef, const real* x, const int64_t* target,
+                                      real* o, Py_ssize_t r0, Py_ssize_t r1,
+                                      Py_ssize_t n) noexcept nogil:
+    """o[r, j] = c·[j = target[r]] − exp(log_softmax(x[r])[j])·c, c = coef[r] (log_softmax's
+    backward of a gradient that is c at the target and 0 elsewhere)."""
+    cdef Py_ssize_t r, j, t
+    cdef real peak, log_total, c
+    cdef const real* xr
+    cdef real* orow
+    for r in range(r0, r1):
+        xr = x + r * n
+        orow = o + r * n
+        c = coef[r]
+        row_peak_log_total(xr, n, &peak, &log_total)
+        for j in range(n):
+            orow[j] = 0 - r_exp((xr[j] - peak) - log_total) * c
+        t = target[r]
+        orow[t] = c - r_exp((xr[t] - peak) - log_total) * c
+
+
+cdef int check_targets(cnp.ndarray target, Py_ssize_t m, Py_ssize_t n, str op) except -1:
+    """target: m int64 classes, each in [0, n) (checked before anything is written, with the
+    index kernels' message, which nll_loss's callers turn into torch's)."""
+    cdef const int64_t* p
+    cdef Py_ssize_t k
+    if cnp.PyArray_TYPE(target) not in (cnp.NPY_LONG, cnp.NPY_LONGLONG) or \
+            cnp.PyArray_ITEMSIZE(target) != 8:
+        raise TypeError(f"{op}: target must have dtype int64, got {(<object>target).dtype}")
+    if cnp.PyArray_SIZE(target) != m or not cnp.PyArray_IS_C_CONTIGUOUS(target):
+        raise ValueError(f"{op}: target must hold {m} contiguous classes, got "
+                         f"{cnp.PyArray_SIZE(target)}")
+    p = <const int64_t*>cnp.PyArray_DATA(target)
+    for k in range(m):
+        if p[k] < 0 or p[k] >= n:
+            raise IndexError(f"index {p[k]} is out of bounds for dimension with size {n}")
+    return 0
+
+
+def cross_entropy_rows(cnp.ndarray a, cnp.ndarray target, cnp.ndarray picked, Py_ssize_t n):
+    """picked[r] = log_softmax(row r of compact a)[target[r]] for length-n rows; targets are
+    checked first (IndexError, nothing written)."""
+    cdef int dt = buffer_dtype(a, "cross_entropy_rows")
+    cdef Py_ssize_t m, t
+    if dt != DT_F32 and dt != DT_F64:
+        raise TypeError(f"cross_entropy_rows: unsupported dtype {DTYPE_NAMES[dt]} (float32 or "
+                        "float64 only)")
+    if n <= 0 or cnp.PyArray_SIZE(a) % n:
+        raise ValueError(f"cross_entropy_rows: {cnp.PyArray_SIZE(a)} elements are not rows of "
+                         f"length {n}")
+    m = cnp.PyArray_SIZE(a) // n
+    if buffer_dtype(picked, "cross_entropy_rows", True) != dt or cnp.PyArray_SIZE(picked) != m:
+        raise ValueError(f"cross_entropy_rows: picked must hold {m} values of the input's dtype")
+    check_targets(target, m, n, "cross_entropy_rows")
+    cdef int nt = threads_for(m * n) if m > 1 else 1
+    cdef const void* pa = cnp.PyArray_DATA(a)
+    cdef const int64_t* pt = <const int64_t*>cnp.PyArray_DATA(target)
+    cdef void* pp = cnp.PyArray_DATA(picked)
+    with nogil:
+        for t in prange(nt, num_threads=nt, schedule="static"):
+            if dt == DT_F32:
+                cross_entropy_rows_part(<const float*>pa, pt, <float*>pp, m * t // nt,
+                                        m * (t + 1) // nt, n)
+            else:
+                cross_entropy_rows_part(<const double*>pa, pt, <double*>pp, m * t // nt,
+                                        m * (t + 1) // nt, n)
+
+
+def cross_entropy_rows_backward(cnp.ndarray coef, cnp.ndarray a, cnp.ndarray target,
+                                cnp.ndarray out, Py_ssize_t n):
+    """out[r, j] = coef[r]·[j = target[r]] − softmax(row r of a)[j]·coef[r]: the gradient at the
+    scores of cross_entropy_rows for a gradient coef[r] at each picked value."""
+    cdef int dt = check_rows(a, out, n, "cross_entropy_rows_backward")
+    cdef Py_ssize_t m = cnp.PyArray_SIZE(a) // n, t
+    if buffer_dtype(coef, "cross_entropy_rows_backward") != dt or cnp.PyArray_SIZE(coef) != m:
+        raise ValueError(f"cross_entropy_rows_backward: coef must hold {m} values of the "
+                         "input's dtype")
+    check_targets(target, m, n, "cross_entropy_rows_backward")
+    cdef int nt = threads_for(m * n) if m > 1 else 1
+    cdef const void* pc = cnp.PyArray_DATA(coef)
+    cdef const void* pa = cnp.PyArray_DATA(a)
+    cdef const int64_t* pt = <const int64_t*>cnp.PyArray_DATA(target)
+    cdef void* po = cnp.PyArray_DATA(out)
+    with nogil:
+        for t in prange(nt, num_threads=nt, schedule="static"):
+            if dt == DT_F32:
+                cross_entropy_backward_part(<const float*>pc, <const float*>pa, pt, <float*>po,
+                                            m * t // nt, m * (t + 1) // nt, n)
+            else:
+                cross_entropy_backward_part(<const double*>pc, <const double*>pa, pt,
+                                            <double*>po, m * t // nt, m * (t + 1) // nt, n)
 
 
 def softmax_last(cnp.ndarray a, cnp.ndarray out, Py_ssize_t n, bint log=False):

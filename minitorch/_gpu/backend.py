@@ -650,6 +650,45 @@ class GpuBackend:
                          (g, y, out, I64(g.size // n), I64(n), I32(bool(log))))
 
     @_on_device
+    def cross_entropy_rows(self, a, target, picked, n):
+        """picked[r] = log_softmax(row r of compact float a)[target[r]] (targets checked on
+        the host first): one warp per row."""
+        name, rows = self._cross_entropy_operands(a, target, n, "cross_entropy_rows")
+        if C.dtype_name(picked, "cross_entropy_rows") != name or picked.size != rows:
+            raise ValueError(f"cross_entropy_rows: picked must hold {rows} values of the "
+                             "input's dtype")
+        if rows:
+            self._launch("fused", name, f"cross_entropy_rows_kernel<{L.CTYPES[name]}>",
+                         L.row_warp_grid(rows), (a, target, picked, I64(rows), I64(n)))
+
+    @_on_device
+    def cross_entropy_rows_backward(self, coef, a, target, out, n):
+        """out[r, j] = coef[r]·[j = target[r]] − softmax(row r of a)[j]·coef[r]."""
+        self._softmax_rows(a, out, n, "cross_entropy_rows_backward")    # out against a
+        name, rows = self._cross_entropy_operands(a, target, n, "cross_entropy_rows_backward")
+        if C.dtype_name(coef, "cross_entropy_rows_backward") != name or coef.size != rows:
+            raise ValueError(f"cross_entropy_rows_backward: coef must hold {rows} values of "
+                             "the input's dtype")
+        if rows:
+            self._launch("fused", name,
+                         f"cross_entropy_rows_backward_kernel<{L.CTYPES[name]}>",
+                         L.row_warp_grid(rows), (coef, a, target, out, I64(rows), I64(n)))
+
+    def _cross_entropy_operands(self, a, target, n, op):
+        """(dtype name, rows) of float rows of length n in a, after the targets' host check."""
+        name = C.dtype_name(a, op)
+        if name not in L.FLOAT_TYPES:
+            raise TypeError(f"{op}: unsupported dtype {C.SHOWN[name]} (float32 or float64 only)")
+        if n <= 0 or a.size % n:
+            raise ValueError(f"{op}: {a.size} elements are not rows of length {n}")
+        rows = a.size // n
+        if target.size != rows:
+            raise ValueError(f"{op}: target must hold {rows} contiguous classes, got "
+                             f"{target.size}")
+        self._check_index(target, rows, n)
+        return name, rows
+
+    @_on_device
     def norm_rows(self, x, weight, bias, y, mean, rstd, n, inner=1, groups=1, eps=1e-5,
                   rms=False):
         """y = (x - mean)·rstd·weight + bias over length-n rows, mean and rstd saved per row

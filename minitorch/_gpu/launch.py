@@ -100,6 +100,7 @@ def name_expressions(module, key):
         return [f"unary_kernel<{t}>", f"binary_rows_kernel<{t}>"] + names
     if module == "fused":
         return [f"softmax_rows_kernel<{t}>", f"softmax_backward_rows_kernel<{t}>",
+                f"cross_entropy_rows_kernel<{t}>", f"cross_entropy_rows_backward_kernel<{t}>",
                 f"adam_kernel<{t}>"]
     if module == "norm":
         return [f"{kernel}<{t}>" for kernel in ("norm_rows_kernel", "norm_rows_backward_kernel",

@@ -16,14 +16,15 @@ gradient).
 """
 import math
 
-from ..autograd import KernelFunction
+from ..autograd import KernelFunction, _grad_mode, enable_grad, grad as autograd_grad
 from ..ndarray import NDArray
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import arange, wrap
 from .elementwise import scalar_array, where
 from .joining import cat, stack
+from .reduce import log_softmax
 
-__all__ = ["ctc_nll", "nll_rows"]
+__all__ = ["ctc_nll", "cross_entropy_rows", "nll_rows"]
 
 
 def nll_rows(scores, target, w, reduction):
@@ -31,6 +32,26 @@ def nll_rows(scores, target, w, reduction):
     weighted mean). scores: (M, C) Tensor; target: (M,) int64 NDArray of in-range classes;
     w: (M,) NDArray of scores' dtype, or None for all ones."""
     return NllLoss.apply(scores, target, w, reduction)
+
+
+def cross_entropy_rows(scores, target, w, reduction):
+    """nll_rows(log_softmax(scores, 1), target, w, reduction) as one node over (M, C) float
+    scores: the kernel reads each row's log_softmax at its target without writing the (M, C)
+    log_softmax, and the backward is one kernel too. Same values as the composed path, bit for
+    bit. target: (M,) int64 NDArray (out-of-range classes raise IndexError before any write)."""
+    return CrossEntropyRows.apply(scores, target, w, reduction)
+
+
+def _reduced_loss(picked, w, reduction, denominator_like):
+    """NllLoss's tail: -picked · w, summed or averaged by Σw (torch's weighted mean)."""
+    if w is not None:
+        picked = picked.binary(B.MUL, w)
+    if reduction == "none":
+        return picked.unary(U.NEG)
+    total = picked.reduce(ReduceOp.SUM).unary(U.NEG)
+    if reduction == "mean":
+        total = total.binary(B.DIV, _denominator(w, picked.shape[0], denominator_like))
+    return total
 
 
 def _row_coefficients(g, target, w, reduction):
@@ -62,19 +83,51 @@ class NllLoss(KernelFunction):
         nd = scores._data
         ctx.target, ctx.w, ctx.reduction, ctx.classes = target, w, reduction, nd.shape[1]
         picked = nd.gather(1, target.reshape((-1, 1))).reshape((-1,))
-        if w is not None:
-            picked = picked.binary(B.MUL, w)
-        if reduction == "none":
-            return wrap(picked.unary(U.NEG))
-        total = picked.reduce(ReduceOp.SUM).unary(U.NEG)
-        if reduction == "mean":
-            total = total.binary(B.DIV, _denominator(w, target.shape[0], nd))
-        return wrap(total)
+        return wrap(_reduced_loss(picked, w, reduction, nd))
 
     @staticmethod
     def backward(ctx, g):
         return NllLossBackward.apply(g, ctx.target, ctx.w, ctx.reduction, ctx.classes), \
             None, None, None
+
+
+class CrossEntropyRows(KernelFunction):
+    """log_softmax over the classes and nll_loss as one node (torch records two). With
+    create_graph, the backward recomputes the composed path and differentiates it, so double
+    backward works."""
+
+    @staticmethod
+    def forward(ctx, scores, target, w, reduction):
+        nd = scores._data.compact()
+        picked = nd._new((nd.shape[0],))
+        if picked.size:
+            nd.backend.cross_entropy_rows(nd.flat(), target.compact().flat(), picked.buffer,
+                                          nd.shape[1])
+        ctx.save_for_backward(scores)
+        ctx.target, ctx.w, ctx.reduction = target, w, reduction
+        return wrap(_reduced_loss(picked, w, reduction, nd))
+
+    @staticmethod
+    def backward(ctx, g):
+        (scores,) = ctx.saved_tensors
+        if _grad_mode.enabled:          # create_graph: the composed path, differentiable
+            return _composed_cross_entropy_grad(scores, ctx, g), None, None, None
+        nd = scores._data.compact()
+        coef = _row_coefficients(g._data, ctx.target, ctx.w, ctx.reduction)
+        grad = nd._new(nd.shape)
+        if grad.size:
+            nd.backend.cross_entropy_rows_backward(coef.compact().flat(), nd.flat(),
+                                                   ctx.target.compact().flat(), grad.buffer,
+                                                   nd.shape[1])
+        return wrap(grad), None, None, None
+
+
+def _composed_cross_entropy_grad(scores, ctx, g):
+    """The scores' gradient through log_softmax + NllLoss, recorded (for double backward)."""
+    with enable_grad():
+        loss = NllLoss.apply(log_softmax(scores, 1), ctx.target, ctx.w, ctx.reduction)
+        (grad,) = autograd_grad(loss, scores, g, create_graph=True)
+    return grad
 
 
 class NllLossBackward(KernelFunction):

@@ -72,6 +72,58 @@ softmax_backward_rows_kernel(const T* __restrict__ g, const T* __restrict__ y, T
 }
 
 // ---------------------------------------------------------------------------------------------
+// cross-entropy rows (see minitorch/_cpu/fused.pyx): a row's log_softmax read at its target
+// class, and the input gradient c·onehot − c·softmax, one warp per row as softmax_rows_kernel
+// (same arithmetic, so the composed path's values). Targets are checked on the host first.
+
+template <typename T>
+__device__ __forceinline__ void row_peak_log_total(const T* x, i64 n, int lane, T& peak,
+                                                   T& log_total) {
+    peak = -pos_inf<T>();
+    for (i64 j = lane; j < n; j += 32) {
+        T v = x[j];
+        peak = (v > peak || v != v) ? v : peak;
+    }
+    peak = warp_max(peak);
+    T total = T(0);
+    for (i64 j = lane; j < n; j += 32) total += m_exp(x[j] - peak);
+    log_total = m_log(warp_sum(total));
+}
+
+template <typename T>
+__global__ void __launch_bounds__(THREADS)
+cross_entropy_rows_kernel(const T* __restrict__ a, const i64* __restrict__ target,
+                          T* __restrict__ picked, i64 rows, i64 n) {
+    const int lane = threadIdx.x & 31;
+    for (i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32; row < rows;
+         row += (i64)gridDim.x * (blockDim.x / 32)) {
+    const T* x = a + row * n;
+    T peak, log_total;
+    row_peak_log_total(x, n, lane, peak, log_total);
+    if (lane == 0) picked[row] = (x[target[row]] - peak) - log_total;
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(THREADS)
+cross_entropy_rows_backward_kernel(const T* __restrict__ coef, const T* __restrict__ a,
+                                   const i64* __restrict__ target, T* __restrict__ out,
+                                   i64 rows, i64 n) {
+    const int lane = threadIdx.x & 31;
+    for (i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32; row < rows;
+         row += (i64)gridDim.x * (blockDim.x / 32)) {
+    const T* x = a + row * n;
+    T* o = out + row * n;
+    const T c = coef[row];
+    const i64 t = target[row];
+    T peak, log_total;
+    row_peak_log_total(x, n, lane, peak, log_total);
+    for (i64 j = lane; j < n; j += 32)
+        o[j] = (j == t ? c : T(0)) - m_exp((x[j] - peak) - log_total) * c;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // fused Adam update (see adam_step in minitorch/_cpu/fused.pyx): torch's single-tensor
 // Adam operation for operation, every scalar rounded to T first as separate tensor ops would.
 // max_v is null unless amsgrad.

@@ -13,7 +13,7 @@ from ... import dtypes
 from ...functions.autocast_policy import FP32, autocast_op
 from ...functions.activation import LogSigmoid
 from ...functions.elementwise import TORCH_NAMES
-from ...functions.loss import BinaryCrossEntropy, ctc_nll, nll_rows
+from ...functions.loss import BinaryCrossEntropy, cross_entropy_rows, ctc_nll, nll_rows
 from ...functions.reduce import log_softmax as _log_softmax
 from ...ndarray import _device_mismatch, shape_str
 from ...opcodes import BinaryOp, ReduceOp
@@ -219,6 +219,22 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return loss
 
 
+def _cross_entropy_rows(input, target, weight, ignore_index, reduction):
+    """(N, C) scores with class targets: log_softmax and nll_loss as one fused node
+    (functions/loss.py's CrossEntropyRows), the same values as the composed path. The common
+    case (no weight, ignore_index outside [0, C)) lets the kernel's own target check decide, as
+    nll_loss's gather does."""
+    _check_nll(input, target, weight)
+    rows, classes = target._data.reshape((-1,)), input.shape[1]
+    if weight is None and not 0 <= ignore_index < classes:
+        try:
+            return cross_entropy_rows(input, rows, None, reduction)
+        except IndexError:
+            pass
+    target_rows, w = _nll_rows_and_weights(rows, weight, ignore_index, classes, input.dtype)
+    return cross_entropy_rows(input, target_rows, w, reduction)
+
+
 def _nll_rows_and_weights(target, weight, ignore_index, classes, dtype):
     """(class of each row, weight of each row or None for all ones) as NDArrays; ignore_index
     rows get class 0 and weight 0. Targets are checked on the host before any kernel reads
@@ -309,6 +325,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if input.shape == target.shape:
         return _soft_target_cross_entropy(_log_softmax(input, class_dim), target, weight,
                                           reduction, smoothing, class_dim)
+    if smoothing == 0.0 and input.ndim == 2 and input.dtype.is_floating_point:
+        return _cross_entropy_rows(input, target, weight, ignore_index, reduction)
     log_probs = _log_softmax(input, class_dim)
     loss = nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
     if smoothing == 0.0:
