@@ -25,6 +25,20 @@ template <typename T> __device__ __forceinline__ T warp_max(T v) {
     return v;
 }
 
+// a row's max (NaN wins) and Σ exp(x - max), reduced over the warp
+template <typename T>
+__device__ __forceinline__ void row_peak_total(const T* x, i64 n, int lane, T& peak, T& total) {
+    peak = -pos_inf<T>();
+    for (i64 j = lane; j < n; j += 32) {
+        T v = x[j];
+        peak = (v > peak || v != v) ? v : peak;
+    }
+    peak = warp_max(peak);
+    total = T(0);
+    for (i64 j = lane; j < n; j += 32) total += m_exp(x[j] - peak);
+    total = warp_sum(total);
+}
+
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
 softmax_rows_kernel(const T* __restrict__ a, T* __restrict__ out, i64 rows, i64 n, int log) {
@@ -34,15 +48,8 @@ softmax_rows_kernel(const T* __restrict__ a, T* __restrict__ out, i64 rows, i64 
          row += (i64)gridDim.x * (blockDim.x / 32)) {
     const T* x = a + row * n;
     T* y = out + row * n;
-    T peak = -pos_inf<T>();
-    for (i64 j = lane; j < n; j += 32) {
-        T v = x[j];
-        peak = (v > peak || v != v) ? v : peak;
-    }
-    peak = warp_max(peak);
-    T total = T(0);
-    for (i64 j = lane; j < n; j += 32) total += m_exp(x[j] - peak);
-    total = warp_sum(total);
+    T peak, total;
+    row_peak_total(x, n, lane, peak, total);
     if (log) {
         const T log_total = m_log(total);
         for (i64 j = lane; j < n; j += 32) y[j] = (x[j] - peak) - log_total;
@@ -77,20 +84,6 @@ softmax_backward_rows_kernel(const T* __restrict__ g, const T* __restrict__ y, T
 // (same arithmetic, so the composed path's values). Targets are checked on the host first.
 
 template <typename T>
-__device__ __forceinline__ void row_peak_log_total(const T* x, i64 n, int lane, T& peak,
-                                                   T& log_total) {
-    peak = -pos_inf<T>();
-    for (i64 j = lane; j < n; j += 32) {
-        T v = x[j];
-        peak = (v > peak || v != v) ? v : peak;
-    }
-    peak = warp_max(peak);
-    T total = T(0);
-    for (i64 j = lane; j < n; j += 32) total += m_exp(x[j] - peak);
-    log_total = m_log(warp_sum(total));
-}
-
-template <typename T>
 __global__ void __launch_bounds__(THREADS)
 cross_entropy_rows_kernel(const T* __restrict__ a, const i64* __restrict__ target,
                           T* __restrict__ picked, i64 rows, i64 n) {
@@ -98,9 +91,9 @@ cross_entropy_rows_kernel(const T* __restrict__ a, const i64* __restrict__ targe
     for (i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32; row < rows;
          row += (i64)gridDim.x * (blockDim.x / 32)) {
     const T* x = a + row * n;
-    T peak, log_total;
-    row_peak_log_total(x, n, lane, peak, log_total);
-    if (lane == 0) picked[row] = (x[target[row]] - peak) - log_total;
+    T peak, total;
+    row_peak_total(x, n, lane, peak, total);
+    if (lane == 0) picked[row] = (x[target[row]] - peak) - m_log(total);
     }
 }
 
@@ -116,8 +109,9 @@ cross_entropy_rows_backward_kernel(const T* __restrict__ coef, const T* __restri
     T* o = out + row * n;
     const T c = coef[row];
     const i64 t = target[row];
-    T peak, log_total;
-    row_peak_log_total(x, n, lane, peak, log_total);
+    T peak, total;
+    row_peak_total(x, n, lane, peak, total);
+    const T log_total = m_log(total);
     for (i64 j = lane; j < n; j += 32)
         o[j] = (j == t ? c : T(0)) - m_exp((x[j] - peak) - log_total) * c;
     }
