@@ -58,12 +58,14 @@ def test_gradcheck_and_gradgradcheck(device):
         assert mt.autograd.gradgradcheck(lambda s: F.cross_entropy(s, target, **kwargs), (x,))
 
 
-def test_bad_targets_raise_before_anything_is_written(device):
-    x = mt.randn(3, 4, device=device)
-    with pytest.raises(IndexError, match="Target 4 is out of bounds."):
-        F.cross_entropy(x, mt.tensor([0, 4, 1], device=device))
-    with pytest.raises(IndexError, match="Target -3 is out of bounds."):
-        F.cross_entropy(x, mt.tensor([0, -3, 1], device=device))
+@pytest.mark.parametrize("targets,first_bad", [([0, 4, 1], 4), ([0, -3, 1], -3),
+                                               ([0, 5, 9], 5), ([9, -3, 0], 9)])
+def test_bad_targets_raise_torchs_error_naming_the_first(device, targets, first_bad):
+    x = mt.randn(3, 4, device=device, requires_grad=True)
+    for kwargs in ({}, {"ignore_index": 1}, {"weight": mt.ones(4, device=device)}):
+        with pytest.raises(IndexError, match=f"^Target {first_bad} is out of bounds.$"):
+            F.cross_entropy(x, mt.tensor(targets, device=device), **kwargs)
+    assert x.grad is None
 
 
 def test_the_kernels_check_their_operands():

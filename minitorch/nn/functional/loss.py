@@ -247,7 +247,10 @@ def _nll_rows_and_weights(target, weight, ignore_index, classes, dtype):
         low, high = _value_range(target)
         mask = valid.astype(dtype)
     if low < 0 or high >= classes:
-        raise IndexError(f"Target {high if high >= classes else low} is out of bounds.")
+        # torch names the first bad target in row order (read on the host: an error path)
+        values = target.to_device(mt.device("cpu")).numpy()
+        bad = values[(values < 0) | (values >= classes)][0]
+        raise IndexError(f"Target {bad} is out of bounds.")
     w = None if weight is None else weight._data.index_select(0, target)
     if mask is not None:
         w = mask if w is None else w.binary(BinaryOp.MUL, mask)
