@@ -561,8 +561,8 @@ class NDArray:
         dtype = self.dtype
         if dtype.compute is not dtype and (dtype is not _UINT8 or op not in _BYTE_EXACT_BINARY):
             return self._widened(lambda wide: wide.binary(op, other.astype(wide.dtype)))
-        if other.dtype is not dtype and other.dtype.compute is dtype:
-            # a scalar held in its compute dtype ⊕ a 16-bit float array
+        if other.dtype is not dtype and other.dtype.compute is dtype and dtype.is_floating_point:
+            # a scalar held in float32 ⊕ a 16-bit float array (see elementwise._scalar_dtype)
             return other._widened(lambda wide: self.binary(op, wide))
         a, b, shape = self, other, self.shape
         if other.shape != shape:
