@@ -316,3 +316,17 @@ def test_dlpack_shares_the_narrow_dtypes_and_refuses_bfloat16():
         assert mt.from_dlpack(array).dtype is dtype
     with pytest.raises(BufferError, match="bfloat16"):
         np.from_dlpack(mt.ones(2).bfloat16())
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_python_scalars_join_as_torch_holds_them(name):
+    """mul/div/add keep a Python scalar in float32 (torch's opmath); sub, rsub, pow, fmod and
+    comparisons round it to the tensor's dtype first, as torch's kernels do."""
+    ours = mt.tensor([1.0, 2.0, 0.7, 5.5]).to(getattr(mt, name))
+    theirs = torch.tensor([1.0, 2.0, 0.7, 5.5]).to(getattr(torch, name))
+    for op in (lambda h: h + 3.3, lambda h: h - 3.3, lambda h: 3.3 - h, lambda h: h * 3.3,
+               lambda h: 3.3 * h, lambda h: h / 3.3, lambda h: h ** 1.7, lambda h: 1.7 ** h,
+               lambda h: h % 0.3, lambda h: h > 0.7001, lambda h: h == 1.001,
+               lambda h: h.clone().sub_(3.3), lambda h: h.clamp(min=1.3)):
+        assert op(ours).float().tolist() == op(theirs).float().tolist()

@@ -91,14 +91,7 @@ def _check_tensor(x, name, position=1, arg="input"):
 def _as_operand(x, dtype, device):
     if isinstance(x, Tensor):
         return x if x._data.dtype is dtype else cast(x, dtype)
-    return wrap(scalar_array(x, _scalar_dtype(dtype), device))
-
-
-def _scalar_dtype(dtype):
-    """How a Python scalar joins an op of `dtype`: a 16-bit float op holds it in float32 (its
-    compute dtype, as torch's kernels hold it in their float math type, so `h * 3.3` multiplies
-    by 3.3, not by 3.3 rounded to half); other dtypes hold it in their own."""
-    return dtype.compute if dtype.is_floating_point else dtype
+    return wrap(scalar_array(x, dtype, device))
 
 
 def _float_input(a):
@@ -670,6 +663,14 @@ class Div(_Binary):
         return grad_a, grad_b
 
 
+# The ops whose torch CPU kernels read a Python scalar second operand in their float math type
+# before it is rounded to a 16-bit tensor's dtype (`h * 3.3` multiplies by 3.3, not by half(3.3));
+# every other op (sub, rsub, rdiv, pow, fmod, comparisons) rounds the scalar to the tensor's
+# dtype first, as torch does (_binary). Only the narrow floats tell the two apart. Reflected:
+# `3.3 * h` is mul(h, 3.3) in torch, `3.3 / h` a division by h of half(3.3).
+_OPMATH_SCALAR, _OPMATH_SCALAR_REFLECTED = (Add, Mul, Div), (Add, Mul)
+
+
 class FloorDivide(_Binary):
     """floor(a / b) computed exactly by the kernel; piecewise constant, so zero gradients."""
     op = B.FLOOR_DIVIDE
@@ -807,9 +808,12 @@ def _binary(fn, a, b, floating=False):
             if b._data.dtype is dtype and (not floating or dtype.is_floating_point):
                 return fn.apply(a, b)
         elif type(b) in _FAST_SCALARS and dtype.is_floating_point:
-            return fn.apply(a, wrap(scalar_array(b, dtype.compute, a._data.device)))
+            held = dtype.compute if fn in _OPMATH_SCALAR else dtype
+            return fn.apply(a, wrap(scalar_array(b, held, a._data.device)))
     elif type(a) in _FAST_SCALARS and isinstance(b, Tensor) and b._data.dtype.is_floating_point:
-        return fn.apply(wrap(scalar_array(a, b._data.dtype.compute, b._data.device)), b)
+        dtype = b._data.dtype
+        held = dtype.compute if fn in _OPMATH_SCALAR_REFLECTED else dtype
+        return fn.apply(wrap(scalar_array(a, held, b._data.device)), b)
     a, b = promote(a, b, floating)
     return fn.apply(a, b)
 
