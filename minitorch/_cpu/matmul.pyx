@@ -760,6 +760,41 @@ cdef int conv_run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t 
     return 0
 
 
+cdef int check_conv_buffers(str op, str a_name, cnp.ndarray a, str b_name, cnp.ndarray b,
+                            cnp.ndarray out) except -1:
+    """The conv GEMMs' two operands and out: one float dtype (returned), C-contiguous, out
+    writable."""
+    cdef int dtype = cnp.PyArray_TYPE(a)
+    if dtype != cnp.NPY_FLOAT32 and dtype != cnp.NPY_FLOAT64:
+        raise TypeError(f"{op}: unsupported dtype {a.dtype} (expected float32 or float64)")
+    if cnp.PyArray_TYPE(b) != dtype or cnp.PyArray_TYPE(out) != dtype:
+        raise TypeError(f"{op}: dtypes differ: {a_name} {a.dtype}, {b_name} {b.dtype}, "
+                        f"out {out.dtype}")
+    for buf, name in ((a, a_name), (b, b_name), (out, "out")):
+        if not cnp.PyArray_IS_C_CONTIGUOUS(buf):
+            raise ValueError(f"{op}: {name} must be a C-contiguous buffer")
+    if not cnp.PyArray_ISWRITEABLE(out):
+        raise ValueError(f"{op}: out is read-only")
+    return dtype
+
+
+cdef int check_image_windows(str op, str name, cnp.ndarray image, Py_ssize_t offset,
+                             Py_ssize_t batch, Py_ssize_t image_stride, Py_ssize_t k0,
+                             Py_ssize_t k1, Py_ssize_t k2, Py_ssize_t s0, Py_ssize_t s1,
+                             Py_ssize_t s2, Py_ssize_t n) except -1:
+    """Every image row the conv GEMMs read, koff(p) + j (j < n) of every batch item, lies in
+    the image buffer."""
+    cdef Py_ssize_t lo = offset + min(0, (batch - 1) * image_stride) + min(0, (k0 - 1) * s0) + \
+        min(0, (k1 - 1) * s1) + min(0, (k2 - 1) * s2)
+    cdef Py_ssize_t hi = offset + max(0, (batch - 1) * image_stride) + \
+        max(0, (k0 - 1) * s0) + max(0, (k1 - 1) * s1) + max(0, (k2 - 1) * s2) + n - 1
+    if lo < 0 or hi >= cnp.PyArray_SIZE(image):
+        raise ValueError(f"{op}: {name}'s windows reach outside its buffer of "
+                         f"{cnp.PyArray_SIZE(image)} elements")
+    return 0
+
+
+
 def conv_matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not None,
                 Py_ssize_t batch, Py_ssize_t m, Py_ssize_t k, a_strides, Py_ssize_t a_offset,
                 Py_ssize_t b_image_stride, Py_ssize_t b_offset, k_sizes, k_strides,
@@ -770,19 +805,10 @@ def conv_matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out 
     k_sizes (3 sizes, product k) and koff(p) = p0·k_strides[0] + p1·k_strides[1] +
     p2·k_strides[2]. A stride-1 convolution of a padded image (C, Hp, Wp): k_sizes (C, kh, kw),
     k_strides (Hp·Wp, dh·Wp, dw), rows OH, wide Wp, valid OW."""
-    cdef int dtype = cnp.PyArray_TYPE(a)
-    cdef Py_ssize_t as0, as1, as2, k0, k1, k2, s0, s1, s2, n, p, lo = 0, hi = 0, status = 0
+    cdef int dtype
+    cdef Py_ssize_t as0, as1, as2, k0, k1, k2, s0, s1, s2, n, p, status = 0
     cdef Py_ssize_t* koff
-    if dtype != cnp.NPY_FLOAT32 and dtype != cnp.NPY_FLOAT64:
-        raise TypeError(f"conv_matmul: unsupported dtype {a.dtype} (expected float32 or "
-                        "float64)")
-    if cnp.PyArray_TYPE(b) != dtype or cnp.PyArray_TYPE(out) != dtype:
-        raise TypeError(f"conv_matmul: dtypes differ: a {a.dtype}, b {b.dtype}, out {out.dtype}")
-    for buf, name in ((a, "a"), (b, "b"), (out, "out")):
-        if not cnp.PyArray_IS_C_CONTIGUOUS(buf):
-            raise ValueError(f"conv_matmul: {name} must be a C-contiguous buffer")
-    if not cnp.PyArray_ISWRITEABLE(out):
-        raise ValueError("conv_matmul: out is read-only")
+    dtype = check_conv_buffers("conv_matmul", "a", a, "b", b, out)
     as0, as1, as2 = a_strides
     k0, k1, k2 = k_sizes
     s0, s1, s2 = k_strides
@@ -799,14 +825,8 @@ def conv_matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out 
         return
     n = (rows - 1) * wide + valid
     check_view(a, "a", a_offset, batch, as0, m, as1, k, as2)
-    # the image rows: every koff(p) + j, j < n, of every batch item
-    lo = b_offset + min(0, (batch - 1) * b_image_stride) + min(0, (k0 - 1) * s0) + \
-        min(0, (k1 - 1) * s1) + min(0, (k2 - 1) * s2)
-    hi = b_offset + max(0, (batch - 1) * b_image_stride) + max(0, (k0 - 1) * s0) + \
-        max(0, (k1 - 1) * s1) + max(0, (k2 - 1) * s2) + n - 1
-    if lo < 0 or hi >= cnp.PyArray_SIZE(b):
-        raise ValueError(f"conv_matmul: b's windows reach outside its buffer of "
-                         f"{cnp.PyArray_SIZE(b)} elements")
+    check_image_windows("conv_matmul", "b", b, b_offset, batch, b_image_stride, k0, k1, k2, s0,
+                        s1, s2, n)
     koff = <Py_ssize_t*>malloc(k * sizeof(Py_ssize_t))
     if koff == NULL:
         raise MemoryError("conv_matmul: cannot allocate its offset table")
@@ -928,21 +948,11 @@ def conv_weight_matmul(cnp.ndarray x not None, cnp.ndarray g not None,
     product: out[oc, p] = Σ_bi Σ_{r < rows, q < valid} g[g_offset + bi·g_image_stride +
     oc·rows·valid + r·valid + q] · x[x_offset + bi·x_image_stride + koff(p) + r·wide + q], koff
     as in conv_matmul (g compact per image: (out_channels, rows·valid))."""
-    cdef int dtype = cnp.PyArray_TYPE(x)
-    cdef Py_ssize_t k0, k1, k2, s0, s1, s2, n, p, lo, hi, tiles, t, nthreads, nr, b_size
+    cdef int dtype
+    cdef Py_ssize_t k0, k1, k2, s0, s1, s2, n, p, tiles, t, nthreads, nr, b_size
     cdef Py_ssize_t* koff
     cdef void* scratch
-    if dtype != cnp.NPY_FLOAT32 and dtype != cnp.NPY_FLOAT64:
-        raise TypeError(f"conv_weight_matmul: unsupported dtype {x.dtype} (expected float32 "
-                        "or float64)")
-    if cnp.PyArray_TYPE(g) != dtype or cnp.PyArray_TYPE(out) != dtype:
-        raise TypeError(f"conv_weight_matmul: dtypes differ: x {x.dtype}, g {g.dtype}, "
-                        f"out {out.dtype}")
-    for buf, name in ((x, "x"), (g, "g"), (out, "out")):
-        if not cnp.PyArray_IS_C_CONTIGUOUS(buf):
-            raise ValueError(f"conv_weight_matmul: {name} must be a C-contiguous buffer")
-    if not cnp.PyArray_ISWRITEABLE(out):
-        raise ValueError("conv_weight_matmul: out is read-only")
+    dtype = check_conv_buffers("conv_weight_matmul", "x", x, "g", g, out)
     k0, k1, k2 = k_sizes
     s0, s1, s2 = k_strides
     if min(batch, out_channels, k, k0, k1, k2, rows, valid) < 0 or valid > wide or \
@@ -961,13 +971,8 @@ def conv_weight_matmul(cnp.ndarray x not None, cnp.ndarray g not None,
     n = (rows - 1) * wide + valid
     check_view(g, "g", g_offset, batch, g_image_stride, out_channels, rows * valid,
                rows * valid, 1)
-    lo = x_offset + min(0, (batch - 1) * x_image_stride) + min(0, (k0 - 1) * s0) + \
-        min(0, (k1 - 1) * s1) + min(0, (k2 - 1) * s2)
-    hi = x_offset + max(0, (batch - 1) * x_image_stride) + max(0, (k0 - 1) * s0) + \
-        max(0, (k1 - 1) * s1) + max(0, (k2 - 1) * s2) + n - 1
-    if lo < 0 or hi >= cnp.PyArray_SIZE(x):
-        raise ValueError(f"conv_weight_matmul: x's windows reach outside its buffer of "
-                         f"{cnp.PyArray_SIZE(x)} elements")
+    check_image_windows("conv_weight_matmul", "x", x, x_offset, batch, x_image_stride, k0, k1,
+                        k2, s0, s1, s2, n)
     nr = panel_width(out_channels)
     tiles = cdiv(k, MR)
     nthreads = omp_get_max_threads()
