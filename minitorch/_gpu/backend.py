@@ -653,7 +653,8 @@ class GpuBackend:
     def cross_entropy_rows(self, a, target, picked, n):
         """picked[r] = log_softmax(row r of compact float a)[target[r]] (targets checked on
         the host first): one warp per row."""
-        name, rows = self._cross_entropy_operands(a, target, n, "cross_entropy_rows")
+        name, rows = self._float_rows(a, n, "cross_entropy_rows")
+        self._check_targets(target, rows, n, "cross_entropy_rows")
         if C.dtype_name(picked, "cross_entropy_rows") != name or picked.size != rows:
             raise ValueError(f"cross_entropy_rows: picked must hold {rows} values of the "
                              "input's dtype")
@@ -664,8 +665,9 @@ class GpuBackend:
     @_on_device
     def cross_entropy_rows_backward(self, coef, a, target, out, n):
         """out[r, j] = coef[r]·[j = target[r]] − softmax(row r of a)[j]·coef[r]."""
-        self._softmax_rows(a, out, n, "cross_entropy_rows_backward")    # out against a
-        name, rows = self._cross_entropy_operands(a, target, n, "cross_entropy_rows_backward")
+        name = self._softmax_rows(a, out, n, "cross_entropy_rows_backward")    # out against a
+        rows = a.size // n
+        self._check_targets(target, rows, n, "cross_entropy_rows_backward")
         if C.dtype_name(coef, "cross_entropy_rows_backward") != name or coef.size != rows:
             raise ValueError(f"cross_entropy_rows_backward: coef must hold {rows} values of "
                              "the input's dtype")
@@ -674,19 +676,12 @@ class GpuBackend:
                          f"cross_entropy_rows_backward_kernel<{L.CTYPES[name]}>",
                          L.row_warp_grid(rows), (coef, a, target, out, I64(rows), I64(n)))
 
-    def _cross_entropy_operands(self, a, target, n, op):
-        """(dtype name, rows) of float rows of length n in a, after the targets' host check."""
-        name = C.dtype_name(a, op)
-        if name not in L.FLOAT_TYPES:
-            raise TypeError(f"{op}: unsupported dtype {C.SHOWN[name]} (float32 or float64 only)")
-        if n <= 0 or a.size % n:
-            raise ValueError(f"{op}: {a.size} elements are not rows of length {n}")
-        rows = a.size // n
+    def _check_targets(self, target, rows, n, op):
+        """One class per row, each in [0, n), checked on the host before a kernel reads them."""
         if target.size != rows:
             raise ValueError(f"{op}: target must hold {rows} contiguous classes, got "
                              f"{target.size}")
         self._check_index(target, rows, n)
-        return name, rows
 
     @_on_device
     def norm_rows(self, x, weight, bias, y, mean, rstd, n, inner=1, groups=1, eps=1e-5,
@@ -738,11 +733,7 @@ class GpuBackend:
     @staticmethod
     def _norm_layout(x, n, inner, groups, op):
         """(dtype name, rows, parameter count) of a norm_rows layout, checked."""
-        name = C.dtype_name(x, op)
-        if name not in L.FLOAT_TYPES:
-            raise TypeError(f"{op}: unsupported dtype {C.SHOWN[name]} (float32 or float64 only)")
-        if n <= 0 or x.size % n:
-            raise ValueError(f"{op}: {x.size} elements are not rows of length {n}")
+        name, _ = GpuBackend._float_rows(x, n, op)
         if inner <= 0 or n % inner:
             raise ValueError(f"{op}: inner {inner} does not divide the row length {n}")
         if groups <= 0 or (x.size // n) % groups:
@@ -924,6 +915,16 @@ class GpuBackend:
         self._launch("foreach", name, f"foreach_{rule}_kernel<{L.CTYPES[name]}>",
                      L.flat_grid(total), (device_table, I64(n), I64(total))
                      + tuple(scalar(x) for x in scalars) + (I32(flags),))
+
+    @staticmethod
+    def _float_rows(a, n, op):
+        """(dtype name, rows) of float32 / float64 rows of length n in a, checked."""
+        name = C.dtype_name(a, op)
+        if name not in L.FLOAT_TYPES:
+            raise TypeError(f"{op}: unsupported dtype {C.SHOWN[name]} (float32 or float64 only)")
+        if n <= 0 or a.size % n:
+            raise ValueError(f"{op}: {a.size} elements are not rows of length {n}")
+        return name, a.size // n
 
     @staticmethod
     def _softmax_rows(a, out, n, op):
