@@ -176,9 +176,6 @@ def full_in_layout(shape, order, strides, fill, dtype, device):
     return NDArray(stored.buffer, shape, strides, 0, dtype, device, stored.backend)
 
 
-_TORCH_TYPE_NAMES = {d.name: d.torch_name for d in dtypes.ALL}
-
-
 def write_out(out, result, function, warn_resize=True):
     """torch's out= contract: `result` written into `out` (resized to result's shape, with
     torch's deprecation warning when out had elements; cast to out's dtype when torch allows
@@ -190,8 +187,8 @@ def write_out(out, result, function, warn_resize=True):
         raise RuntimeError(f"{function}(): functions with out=... arguments don't support "
                            "automatic differentiation, but one of the arguments requires grad.")
     if not dtypes.can_cast(result.dtype, out.dtype):
-        raise RuntimeError(f"result type {_TORCH_TYPE_NAMES[result.dtype.name]} can't be cast "
-                           f"to the desired output type {_TORCH_TYPE_NAMES[out.dtype.name]}")
+        raise RuntimeError(f"result type {result.dtype.torch_name} can't be cast "
+                           f"to the desired output type {out.dtype.torch_name}")
     if out.device != result.device:
         raise RuntimeError(f"Expected out tensor to have device {result.device}, but got "
                            f"{out.device} instead")
@@ -1080,8 +1077,8 @@ def _fill_out(out, size, dtype, device, requires_grad, fill, function):
     resize silently) and filled; a dtype other than out's is refused as torch refuses it."""
     dtype = dtypes.check_dtype_arg(function, dtype)
     if isinstance(out, Tensor) and dtype is not None and dtype is not out.dtype:
-        raise RuntimeError(f"dtype {_TORCH_TYPE_NAMES[dtype.name]} does not match dtype of out "
-                           f"parameter ({_TORCH_TYPE_NAMES[out.dtype.name]})")
+        raise RuntimeError(f"dtype {dtype.torch_name} does not match dtype of out "
+                           f"parameter ({out.dtype.torch_name})")
     result = _make(size, getattr(out, "dtype", None), device or getattr(out, "device", None),
                    False, fill, function)
     write_out(out, result, f"aten::{function}", warn_resize=False)

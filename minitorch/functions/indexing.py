@@ -25,7 +25,6 @@ from .reduce import sum_to
 
 __all__ = ['index_put', 'index_put_', 'put']
 
-_TORCH_NAMES = {d.name: d.torch_name for d in dtypes.ALL}
 # the kinds of item a key is made of
 _INT, _SLICE, _NONE, _ELLIPSIS, _BOOL, _INDEX, _MASK = range(7)
 
@@ -115,7 +114,7 @@ def _zero(like):
 
 
 def _torch_name(dtype):
-    return _TORCH_NAMES[dtype.name]
+    return dtype.torch_name
 
 
 _BAD_KEY = ("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "

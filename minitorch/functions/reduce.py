@@ -28,8 +28,6 @@ __all__ = [
     'softmax', 'std', 'std_mean', 'sum', 'var', 'var_mean',
 ]
 
-_TORCH_DTYPE_NAMES = {d.name: d.torch_name for d in dtypes.ALL}
-
 
 # ---- helpers ----------------------------------------------------------------------------------
 def _scalar(value, nd):
@@ -93,7 +91,7 @@ def _integral_to_long(input, dtype):
 
 
 def _torch_dtype_name(dtype):
-    return _TORCH_DTYPE_NAMES[dtype.name]
+    return dtype.torch_name
 
 
 # ---- sum / mean -------------------------------------------------------------------------------

@@ -31,7 +31,6 @@ __all__ = []   # torch has these only in torch.nn.functional, which imports them
 _Geometry = namedtuple("_Geometry", "kernel dilation padding stride size blocks")
 # max pooling's windows: per spatial axis, torch's output size (ceil_mode applied by the caller)
 PoolGeometry = namedtuple("PoolGeometry", "out kernel stride padding dilation")
-_TORCH_TYPE_NAMES = {d.name: d.torch_name for d in dtypes.ALL}
 
 
 # ---- argument checks (torch's order and wording) ----------------------------------------------
@@ -149,7 +148,7 @@ def _check_floating(input, op):
     if not dtype.is_floating_point:
         device = "cuda" if input.is_cuda else "cpu"
         raise NotImplementedError(f'"{op}_out_{device}" not implemented for '
-                                  f"'{_TORCH_TYPE_NAMES[dtype.name]}'")
+                                  f"'{dtype.torch_name}'")
 
 
 # ---- NDArray-level im2col / col2im ------------------------------------------------------------
