@@ -206,9 +206,12 @@ class KernelBackend(Protocol):
         None unless momentum / centered; host steps += 1, or None)."""
 
     def matmul(self, a, b, out, batch, m, n, k, a_strides=None, a_offset=0,
-               b_strides=None, b_offset=0):
+               b_strides=None, b_offset=0, bias=None, bias_offset=0, bias_strides=(0, 1),
+               relu=False):
         """out (compact batch×m×n) = a (batch×m×k) @ b (batch×k×n). Strides are 3-tuples
-        (batch, row, col); None means compact. Stride-0 batch broadcasts; transposes are free."""
+        (batch, row, col); None means compact. Stride-0 batch broadcasts; transposes are free.
+        Epilogue, as each block of out is stored: out[·, i, j] += bias[bias_offset +
+        i·bias_strides[0] + j·bias_strides[1]] when bias is given, then relu when asked."""
 
     def grid_gather(self, x, index, out, planes, in_size, out_size):
         """out[p, a, b, c] = x[p, index_d[a], index_h[b], index_w[c]] for a compact (planes,

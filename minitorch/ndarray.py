@@ -680,21 +680,34 @@ class NDArray:
         return out
 
     # ---- matmul -------------------------------------------------------------------------------
-    def matmul(self, other):
-        """(…, m, k) @ (…, k, n) with broadcast batch axes; both at least 2-D."""
-        if other.device is not self.device:
-            raise RuntimeError(_device_mismatch(self.device, other.device))
+    def matmul(self, other, bias=None, relu=False):
+        """(…, m, k) @ (…, k, n) with broadcast batch axes; both at least 2-D. The GEMM's
+        epilogue adds `bias` (an array broadcastable to (m, n): a Linear layer's (n,) bias) and
+        applies relu to the product as it is stored, with the bits of the separate ops."""
+        for operand in (other, bias):
+            if operand is not None and operand.device is not self.device:
+                raise RuntimeError(_device_mismatch(self.device, operand.device))
         (m, k), (k2, n) = self.shape[-2:], other.shape[-2:]
         if k != k2:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n})")
         if self.dtype.compute is not self.dtype:
-            return self._widened(lambda wide: wide.matmul(other.astype(wide.dtype)))
+            # the separate ops, each rounded to the narrow dtype as torch rounds them
+            out = self._widened(lambda wide: wide.matmul(other.astype(wide.dtype)))
+            out = out if bias is None else out.binary(BinaryOp.ADD, bias)
+            return out.unary(UnaryOp.RELU) if relu else out
+        epilogue = {}
+        if bias is not None:
+            view = bias.expand((m, n))
+            epilogue = {"bias": view.buffer, "bias_offset": view.offset,
+                        "bias_strides": view.strides}
+        if relu:
+            epilogue["relu"] = True
         if self.ndim == 2 and other.ndim == 2:     # the common case, without batch bookkeeping
             out = self._new((m, n))
             if out.size:
                 self.backend.matmul(self.buffer, other.buffer, out.buffer, 1, m, n, k,
                                     (0,) + self.strides, self.offset, (0,) + other.strides,
-                                    other.offset)
+                                    other.offset, **epilogue)
             return out
         batch_shape = broadcast_shapes(self.shape[:-2], other.shape[:-2])
         a, b = self._batched(batch_shape), other._batched(batch_shape)
@@ -702,7 +715,7 @@ class NDArray:
         out = self._new((batch, m, n))
         if out.size:
             self.backend.matmul(a.buffer, b.buffer, out.buffer, batch, m, n, k,
-                                a.strides, a.offset, b.strides, b.offset)
+                                a.strides, a.offset, b.strides, b.offset, **epilogue)
         return out._view(batch_shape + (m, n), contiguous_strides(batch_shape + (m, n)), 0)
 
     def _batched(self, batch_shape):

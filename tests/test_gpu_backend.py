@@ -526,6 +526,16 @@ def scenario_matmul(h):
                   check=[2], rtol=tol, atol=tol * np.sqrt(k))
         h.run("matmul", np.zeros(0, dtype), np.zeros(0, dtype), np.ones(6, dtype), 2, 1, 3, 0,
               check=[2])
+        # the epilogue: a column bias (Linear) with relu, a row bias (conv) alone, relu alone,
+        # through both kernels (float4 sgemm for the aligned float32 shapes) and k = 0
+        for batch, m, n, k in MATMUL_SHAPES[1:5] + [(2, 3, 5, 0)]:
+            a, b = values(batch * m * k, dtype, seed=19), values(batch * k * n, dtype, seed=20)
+            out = np.zeros(batch * m * n, dtype)
+            bias = values(max(m, n) + 2, dtype, seed=21)
+            for epilogue in ((bias, 1, (0, 1), True), (bias, 2, (1, 0), False),
+                             (None, 0, (0, 1), True)):
+                h.run("matmul", a, b, out, batch, m, n, k, None, 0, None, 0, *epilogue,
+                      check=[2], rtol=tol, atol=tol * np.sqrt(k))
     h.raises("matmul", np.zeros(4, np.int64), np.zeros(4, np.int64), np.zeros(4, np.int64), 1,
              2, 2, 2)
 

@@ -131,6 +131,46 @@ cdef void scratch_free(Scratch* s) noexcept nogil:
     s.a = s.b = NULL
 
 
+cdef struct Epilogue:
+    # Applied to each finished block of out, while it is still in cache: out[i, j] += bias[i·rs +
+    # j·cs] (bias NULL: none), then relu. A Linear layer's bias (rs = 0, cs = 1) and a following
+    # ReLU cost no pass of their own. `bias` is a float* or double* like out.
+    const void* bias
+    Py_ssize_t rs, cs
+    bint relu
+
+
+cdef void epilogue(floating* c, Py_ssize_t rsc, Py_ssize_t csc, Py_ssize_t rows,
+                   Py_ssize_t cols, Epilogue ep, Py_ssize_t i0, Py_ssize_t j0) noexcept nogil:
+    """The epilogue on the rows x cols block at c (strides rsc, csc), whose first element is
+    out[i0, j0]: the same float operations as the separate bias add and relu, so the same bits."""
+    cdef Py_ssize_t i, j, brs = ep.rs, bcs = ep.cs, t
+    cdef const floating* bias = <const floating*>ep.bias
+    cdef floating* crow
+    cdef const floating* brow
+    cdef floating b0
+    if bias != NULL:
+        bias = bias + i0 * brs + j0 * bcs
+    if csc != 1:       # walk the unit-stride axis innermost (a swapped product has rsc = 1)
+        t = rsc; rsc = csc; csc = t
+        t = rows; rows = cols; cols = t
+        t = brs; brs = bcs; bcs = t
+    for i in range(rows):
+        crow = c + i * rsc
+        if bias != NULL:
+            brow = bias + i * brs
+            if bcs == 0:
+                b0 = brow[0]
+                for j in range(cols):
+                    crow[j] = crow[j] + b0
+            else:
+                for j in range(cols):
+                    crow[j] = crow[j] + brow[j * bcs]
+        if ep.relu:     # torch's relu: x < 0 ? 0 : x, so NaN passes and -0.0 stays
+            for j in range(cols):
+                crow[j] = 0 if crow[j] < 0 else crow[j]
+
+
 cdef inline void tile_product(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
                               const floating* b, floating* acc, const Py_ssize_t nr) noexcept nogil:
     """acc (MR x nr) = a (MR x kc, strides rs, cs) @ b (kc x nr panel, packed k-major).
@@ -440,8 +480,9 @@ cdef void run_task(Py_ssize_t t, Split split, Plan plan,
                    const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
                    const floating* b, Py_ssize_t bs0, Py_ssize_t bs1, Py_ssize_t bs2,
                    floating* c, Py_ssize_t rsc, Py_ssize_t csc, Py_ssize_t m, Py_ssize_t n,
-                   Py_ssize_t k, floating* abuf, floating* bbuf) noexcept nogil:
-    """Task t: batch item t // (tm*tn), and rectangle t % (tm*tn) of its out."""
+                   Py_ssize_t k, floating* abuf, floating* bbuf, Epilogue ep) noexcept nogil:
+    """Task t: batch item t // (tm*tn), and rectangle t % (tm*tn) of its out, epilogue
+    included."""
     cdef Py_ssize_t per_item = split.tm * split.tn, bi = t // per_item, r = t % per_item
     cdef Py_ssize_t nr = plan.nr, mp = cdiv(m, MR), np_ = cdiv(n, nr)
     cdef Py_ssize_t ti = r // split.tn, tj = r % split.tn
@@ -451,12 +492,15 @@ cdef void run_task(Py_ssize_t t, Split split, Plan plan,
         gemm_block(a + bi * as0 + i0 * as1, as1, as2, b + bi * bs0 + j0 * bs2, bs1, bs2,
                    c + bi * m * n + i0 * rsc + j0 * csc, rsc, csc, i1 - i0, j1 - j0, k, plan,
                    abuf, bbuf)
+        if ep.bias != NULL or ep.relu:
+            epilogue(c + bi * m * n + i0 * rsc + j0 * csc, rsc, csc, i1 - i0, j1 - j0, ep, i0,
+                     j0)
 
 
 cdef int run_k_slices(const floating* a, Py_ssize_t as1, Py_ssize_t as2, const floating* b,
                       Py_ssize_t bs1, Py_ssize_t bs2, floating* c, Py_ssize_t rsc,
                       Py_ssize_t csc, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, Py_ssize_t nr,
-                      int nthreads) noexcept nogil:
+                      int nthreads, Epilogue ep) noexcept nogil:
     """out = the sum over threads t of a[:, K_t] @ b[K_t, :], K_t the t-th slice of k. For
     products whose out is a tile or two but whose k is long (a conv layer's weight gradient:
     9 x 16 from k = 100352), where cutting out would leave threads idle or re-reading all of
@@ -481,6 +525,8 @@ cdef int run_k_slices(const floating* a, Py_ssize_t as1, Py_ssize_t as2, const f
             for t in range(nthreads):
                 total = total + partial[t * m * n + i * n + j]
             c[i * rsc + j * csc] = total
+    if ep.bias != NULL or ep.relu:
+        epilogue(c, rsc, csc, m, n, ep, 0, 0)
     scratch_free(&scratch)
     free(partial)
     return 0
@@ -488,7 +534,8 @@ cdef int run_k_slices(const floating* a, Py_ssize_t as1, Py_ssize_t as2, const f
 
 cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
              const floating* b, Py_ssize_t bs0, Py_ssize_t bs1, Py_ssize_t bs2, floating* c,
-             Py_ssize_t batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k) noexcept nogil:
+             Py_ssize_t batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
+             Epilogue ep) noexcept nogil:
     """Pick the orientation and the tasks (whole batch items, or rectangles of each product),
     then run them on one thread or hand them out to all; returns -1 when out of memory."""
     cdef Py_ssize_t work = m * n * k, bi, t, ntasks, rsc = n, csc = 1, nr
@@ -499,15 +546,19 @@ cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
     cdef Scratch scratch
     if batch * work < PARALLEL_MIN_WORK:
         nthreads = 1
-    if work < SMALL_WORK:      # tiny products, maybe many of them: not worth packing
+    if work < SMALL_WORK:      # tiny products, maybe many of them, or k = 0: not worth packing
         if nthreads == 1:
             for bi in range(batch):
                 gemm_naive(a + bi * as0, as1, as2, b + bi * bs0, bs1, bs2, c + bi * m * n,
                            m, n, k)
+                if ep.bias != NULL or ep.relu:
+                    epilogue(c + bi * m * n, n, 1, m, n, ep, 0, 0)
         else:
             for bi in prange(batch, schedule='static', num_threads=nthreads):
                 gemm_naive(a + bi * as0, as1, as2, b + bi * bs0, bs1, bs2, c + bi * m * n,
                            m, n, k)
+                if ep.bias != NULL or ep.relu:
+                    epilogue(c + bi * m * n, n, 1, m, n, ep, 0, 0)
         return 0
     # The register tile pads m up to MR and n up to its width. When n is the narrow side,
     # computing out.T = b.T @ a.T (out written with strides (1, n)) pads far less: for n = 1,
@@ -518,10 +569,12 @@ cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
             round_up(m, MR) * round_up(n, panel_width(n)):
         a, as0, as1, as2, b, bs0, bs1, bs2 = b, bs0, bs2, bs1, a, as0, as2, as1
         m, n, rsc, csc = n, m, 1, n
+        ep.rs, ep.cs = ep.cs, ep.rs
     nr = panel_width(n)
     if batch == 1 and nthreads > 1 and cdiv(m, MR) * cdiv(n, nr) < 2 * nthreads and \
             k >= nthreads * K_SLICE_MIN:
-        return run_k_slices(a, as1, as2, b, bs1, bs2, c, rsc, csc, m, n, k, nr, nthreads)
+        return run_k_slices(a, as1, as2, b, bs1, bs2, c, rsc, csc, m, n, k, nr, nthreads,
+                            ep)
     # Whole batch items are tasks when there are enough to share evenly; otherwise each
     # product is cut into rectangles.
     by_batch = batch >= nthreads and (
@@ -535,12 +588,12 @@ cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
     if nthreads == 1:
         for t in range(ntasks):
             run_task(t, split, plan, a, as0, as1, as2, b, bs0, bs1, bs2, c, rsc, csc, m, n, k,
-                     aligned(<floating*>scratch.a), aligned(<floating*>scratch.b))
+                     aligned(<floating*>scratch.a), aligned(<floating*>scratch.b), ep)
     else:
         for t in prange(ntasks, schedule='dynamic', num_threads=nthreads):
             run_task(t, split, plan, a, as0, as1, as2, b, bs0, bs1, bs2, c, rsc, csc, m, n, k,
                      aligned(<floating*>scratch.a + threadid() * scratch.a_size),
-                     aligned(<floating*>scratch.b + threadid() * scratch.b_size))
+                     aligned(<floating*>scratch.b + threadid() * scratch.b_size), ep)
     scratch_free(&scratch)
     return 0
 
@@ -569,19 +622,27 @@ cdef int check_buffer(cnp.ndarray buf, str name) except -1:
 
 def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not None,
            Py_ssize_t batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
-           a_strides=None, Py_ssize_t a_offset=0, b_strides=None, Py_ssize_t b_offset=0):
-    """out (compact batch x m x n, overwritten) = a (batch x m x k) @ b (batch x k x n).
+           a_strides=None, Py_ssize_t a_offset=0, b_strides=None, Py_ssize_t b_offset=0,
+           cnp.ndarray bias=None, Py_ssize_t bias_offset=0, bias_strides=(0, 1),
+           bint relu=False):
+    """out (compact batch x m x n, overwritten) = a (batch x m x k) @ b (batch x k x n), then
+    the epilogue: out[bi, i, j] += bias[bias_offset + i*bias_strides[0] + j*bias_strides[1]]
+    (when bias is given: (0, 1) is a Linear layer's bias, (1, 0) a conv's per-channel one),
+    then relu(out) when relu.
 
     a is read as a[a_offset + bi*a_strides[0] + i*a_strides[1] + p*a_strides[2]] (element
-    strides, None = compact); b likewise. Stride 0 broadcasts, transposes are free. All three
+    strides, None = compact); b likewise. Stride 0 broadcasts, transposes are free. All the
     buffers are 1-D C-contiguous float32 or float64 of one dtype."""
     cdef int dtype = cnp.PyArray_TYPE(a)
     cdef Py_ssize_t as0 = m * k, as1 = k, as2 = 1, bs0 = k * n, bs1 = n, bs2 = 1
     cdef int status
+    cdef Epilogue ep
     if dtype != cnp.NPY_FLOAT32 and dtype != cnp.NPY_FLOAT64:
         raise TypeError(f"matmul: unsupported dtype {a.dtype} (expected float32 or float64)")
-    if cnp.PyArray_TYPE(b) != dtype or cnp.PyArray_TYPE(out) != dtype:
-        raise TypeError(f"matmul: dtypes differ: a {a.dtype}, b {b.dtype}, out {out.dtype}")
+    if cnp.PyArray_TYPE(b) != dtype or cnp.PyArray_TYPE(out) != dtype or (
+            bias is not None and cnp.PyArray_TYPE(bias) != dtype):
+        raise TypeError(f"matmul: dtypes differ: a {a.dtype}, b {b.dtype}, out {out.dtype}"
+                        + ("" if bias is None else f", bias {bias.dtype}"))
     if batch < 0 or m < 0 or n < 0 or k < 0:
         raise ValueError(f"matmul: negative size (batch={batch}, m={m}, n={n}, k={k})")
     check_buffer(a, "a")
@@ -598,20 +659,24 @@ def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not N
         bs0, bs1, bs2 = b_strides
     check_view(a, "a", a_offset, batch, as0, m, as1, k, as2)
     check_view(b, "b", b_offset, batch, bs0, k, bs1, n, bs2)
+    ep.bias = NULL
+    ep.rs, ep.cs = bias_strides
+    ep.relu = relu
+    if bias is not None:
+        check_buffer(bias, "bias")
+        check_view(bias, "bias", bias_offset, 1, 0, m, ep.rs, n, ep.cs)
+        ep.bias = (<char*>cnp.PyArray_DATA(bias)) + bias_offset * cnp.PyArray_ITEMSIZE(bias)
     if batch == 0 or m == 0 or n == 0:
-        return
-    if k == 0:         # empty sum: zeros, and the packed path never sees k == 0
-        memset(cnp.PyArray_DATA(out), 0, batch * m * n * cnp.PyArray_ITEMSIZE(out))
         return
     with nogil:
         if dtype == cnp.NPY_FLOAT32:
             status = run((<const float*>cnp.PyArray_DATA(a)) + a_offset, as0, as1, as2,
                          (<const float*>cnp.PyArray_DATA(b)) + b_offset, bs0, bs1, bs2,
-                         <float*>cnp.PyArray_DATA(out), batch, m, n, k)
+                         <float*>cnp.PyArray_DATA(out), batch, m, n, k, ep)
         else:
             status = run((<const double*>cnp.PyArray_DATA(a)) + a_offset, as0, as1, as2,
                          (<const double*>cnp.PyArray_DATA(b)) + b_offset, bs0, bs1, bs2,
-                         <double*>cnp.PyArray_DATA(out), batch, m, n, k)
+                         <double*>cnp.PyArray_DATA(out), batch, m, n, k, ep)
     if status < 0:
         raise MemoryError("matmul: cannot allocate packing buffers")
 

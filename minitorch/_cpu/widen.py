@@ -41,7 +41,8 @@ def widening(kernel, empty, cast):
             return kernel(*args, **kwargs)
         copies = []
         wide_args = [_widen(a, empty, cast, copies) for a in args]
-        result = kernel(*wide_args, **kwargs)
+        wide_kwargs = {name: _widen(a, empty, cast, copies) for name, a in kwargs.items()}
+        result = kernel(*wide_args, **wide_kwargs)
         for narrow, wide in copies:
             cast(wide, narrow, False)
         return result

@@ -85,6 +85,7 @@ def _i64(value):
 
 
 _SMALL_I64 = {v: I64(v) for v in range(-1, 257)}
+_I32_BOOL = (I32(0), I32(1))
 
 
 class GpuBackend:
@@ -1150,9 +1151,10 @@ class GpuBackend:
     # ---- matmul -------------------------------------------------------------------------------
     @_on_device
     def matmul(self, a, b, out, batch, m, n, k, a_strides=None, a_offset=0, b_strides=None,
-               b_offset=0):
+               b_offset=0, bias=None, bias_offset=0, bias_strides=(0, 1), relu=False):
         """out (compact batch x m x n, overwritten) = a (batch x m x k) @ b (batch x k x n), each
-        operand read through its (batch, row, col) element strides (None = compact)."""
+        operand read through its (batch, row, col) element strides (None = compact), then the
+        epilogue: + bias[bias_offset + i·bias_strides[0] + j·bias_strides[1]], relu."""
         fn, grid, block, sizes, a_args, b_args, a_ext, b_ext, fast = self._plan(
             ("matmul", a.dtype, b.dtype, out.dtype, batch, m, n, k, a_strides, b_strides),
             self._matmul_plan, a, b, out, batch, m, n, k, a_strides, b_strides)
@@ -1163,16 +1165,22 @@ class GpuBackend:
                                                             (b, "b", b_offset, b_ext)):
             if lo is not None and (offset + lo < 0 or offset + hi >= buf.size):
                 C.check_matmul_view(buf, label, offset, dims, strides)
+        if bias is not None:
+            if bias.dtype != out.dtype:
+                raise TypeError(f"matmul: dtypes differ: a {a.dtype}, b {b.dtype}, out "
+                                f"{out.dtype}, bias {bias.dtype}")
+            C.check_matmul_view(bias, "bias", bias_offset, (1, m, n), (0,) + tuple(bias_strides))
         if fn is None:
             return
-        if k == 0:         # an empty sum: zeros
+        if k == 0 and bias is None and not relu:      # an empty sum: zeros
             self._fill(out[:batch * m * n], 0)
             return
         if (fast is not None and not (a_offset | b_offset) & 3
                 and not (a.data.ptr | b.data.ptr) & 15):     # float4 reads: aligned operands
             fn, grid, block, a_args, b_args = fast
         fn(grid, block, (a, _i64(a_offset)) + a_args + (b, _i64(b_offset)) + b_args
-           + (out,) + sizes)
+           + (out,) + sizes + (bias, _i64(bias_offset), _i64(bias_strides[0]),
+                               _i64(bias_strides[1]), _I32_BOOL[bool(relu)]))
 
     def _matmul_plan(self, a, b, out, batch, m, n, k, a_strides, b_strides):
         """matmul's dtype and size checks, its operands' extents and its launch: (kernel or

@@ -1,10 +1,12 @@
-"""torch.nn.functional.linear as one node, Linear (input @ weightᵀ + bias), and its gradients as
-one node, LinearBackward, both computed on NDArrays."""
+"""torch.nn.functional.linear as one node, Linear (input @ weightᵀ + bias, optionally followed by
+relu: nn.Sequential's Linear → ReLU), and its gradients as one node, LinearBackward, both
+computed on NDArrays."""
 import math
 
 from ..autograd import KernelFunction
-from ..opcodes import BinaryOp, ReduceOp
+from ..opcodes import ReduceOp
 from ..tensor import wrap
+from .elementwise import ReluBackward
 
 __all__ = []   # nn/functional/linear_maps.py's linear runs these
 
@@ -16,26 +18,30 @@ def _row_shape(shape):
 
 
 class Linear(KernelFunction):
-    """input @ weight.T + bias as one node. Forward reads the transposed weight as a strided
-    view (the GEMM packs it for free); backward computes the weight's gradient directly in the
-    weight's own layout (gᵀ · input) rather than as the transpose of x.T @ g."""
+    """relu?(input @ weight.T + bias) as one node and one GEMM: the bias and the relu are the
+    GEMM's epilogue (no pass of their own; the same bits as the separate ops). Forward reads
+    the transposed weight as a strided view (the GEMM packs it for free); backward masks g by
+    the saved output when relu (ReluBackward) and computes the weight's gradient directly in
+    the weight's own layout (gᵀ · input) rather than as the transpose of x.T @ g."""
 
     @staticmethod
-    def forward(ctx, input, weight, bias):
+    def forward(ctx, input, weight, bias, relu=False):
         rows = input._data.reshape(_row_shape(input.shape))
-        out = rows.matmul(weight._data.transpose(0, 1))
-        if bias is not None:
-            out = out.binary(BinaryOp.ADD, bias._data)
+        out = wrap(rows.matmul(weight._data.transpose(0, 1),
+                               bias=None if bias is None else bias._data, relu=relu)
+                   .reshape(input._data.shape[:-1] + (weight._data.shape[0],)))
         ctx.save_for_backward(input if weight.requires_grad else None,
-                              weight if input.requires_grad else None)
+                              weight if input.requires_grad else None, out if relu else None)
         ctx.input_shape = input._data.shape
-        return wrap(out.reshape(input._data.shape[:-1] + (weight._data.shape[0],)))
+        return out
 
     @staticmethod
     def backward(ctx, g):
-        input, weight = ctx.saved_tensors
-        return LinearBackward.apply(g, input, weight, tuple(ctx.needs_input_grad),
-                                    ctx.input_shape)
+        input, weight, out = ctx.saved_tensors
+        if out is not None:
+            g = ReluBackward.apply(g, out)
+        return LinearBackward.apply(g, input, weight, tuple(ctx.needs_input_grad[:3]),
+                                    ctx.input_shape) + (None,)
 
 
 class LinearBackward(KernelFunction):

@@ -60,9 +60,9 @@ def composed_layer(mode, gi, state, w_hh, b_hh, batch_sizes=None, reverse=False,
     step = STEPS[mode]
 
     def cell(gi_t, state):
-        state = step(gi_t, Linear.apply(state[0], w_hh, b_hh), state)
+        state = step(gi_t, Linear.apply(state[0], w_hh, b_hh, False), state)
         if w_hr is not None:
-            state = (Linear.apply(state[0], w_hr, None),) + state[1:]
+            state = (Linear.apply(state[0], w_hr, None, False),) + state[1:]
         return state
 
     if batch_sizes is not None:

@@ -738,9 +738,20 @@ class Module:
     def _get_backward_pre_hooks(self):
         return [*_hooks._global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
 
+    def _has_call_hooks(self):
+        """Whether calling this module runs anything besides its forward (its own hooks or
+        global ones)."""
+        return bool(self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                    or self._backward_pre_hooks or _hooks._has_global_call_hook())
+
+    def _calls_plain_forward(self, cls):
+        """Whether calling this module is exactly cls.forward: a cls itself (no subclass), no
+        forward replaced on the instance, no hooks. Layers that fuse a call into the next one's
+        (Linear then ReLU) ask this first."""
+        return type(self) is cls and "forward" not in self.__dict__ and not self._has_call_hooks()
+
     def _call_impl(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
-                or self._backward_pre_hooks or _hooks._has_global_call_hook()):
+        if not self._has_call_hooks():
             return self.forward(*args, **kwargs)
         result, called = None, set()
         try:

@@ -14,6 +14,7 @@ from . import functional as F
 from .activation import GELU, MultiheadAttention, ReLU, _canonical_mask
 from .containers import ModuleList
 from .dropout import Dropout
+from .functional.linear_maps import linear_relu
 from .init import xavier_uniform_
 from .linear import Linear
 from .module import Module
@@ -189,8 +190,13 @@ class _TransformerLayer(Module):
         return self.dropout1(x)
 
     def _ff_block(self, x, last_dropout):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return last_dropout(x)
+        if self.linear1._calls_plain_forward(Linear) and (
+                self.activation is F.relu or isinstance(self.activation, Module)
+                and self.activation._calls_plain_forward(ReLU)):
+            x = linear_relu(x, self.linear1.weight, self.linear1.bias)   # one GEMM, no relu pass
+        else:
+            x = self.activation(self.linear1(x))
+        return last_dropout(self.linear2(self.dropout(x)))
 
 
 class TransformerEncoderLayer(_TransformerLayer):

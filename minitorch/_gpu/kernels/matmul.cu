@@ -71,11 +71,23 @@ struct TileLoader {
     }
 };
 
+// The epilogue both kernels apply to each finished element of C: + bias[row·bias_rs +
+// col·bias_cs] when bias is given (a Linear layer's bias: rs 0, cs 1; a conv's: rs 1, cs 0),
+// then relu when asked: the float operations of the separate bias add and relu kernels (relu:
+// x < 0 ? 0 : x, NaN passes), so the same bits without their two launches.
+template <typename T>
+__device__ __forceinline__ T epilogue(T v, const T* bias, i64 row, i64 col, i64 bias_rs,
+                                      i64 bias_cs, int relu) {
+    if (bias) v = v + bias[row * bias_rs + col * bias_cs];
+    return relu && v < T(0) ? T(0) : v;
+}
+
 template <typename T, int BM, int BN, int BK, int TM, int TN>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), sizeof(T) == 4 ? 2 : 1)
 matmul_kernel(const T* __restrict__ A, i64 a_off, i64 as0, i64 as1, i64 as2,
               const T* __restrict__ B, i64 b_off, i64 bs0, i64 bs1, i64 bs2,
-              T* __restrict__ C, i64 batch, i64 M, i64 N, i64 K) {
+              T* __restrict__ C, i64 batch, i64 M, i64 N, i64 K,
+              const T* __restrict__ bias, i64 bias_off, i64 bias_rs, i64 bias_cs, int relu) {
     constexpr int TX = BN / TN, TY = BM / TM, NT = TX * TY;
     constexpr int A_LOADS = BM * BK / NT, B_LOADS = BN * BK / NT;
     constexpr int GM = TM / 4, GN = TN / 4;             // 4 x 4 groups per microtile
@@ -141,6 +153,7 @@ matmul_kernel(const T* __restrict__ A, i64 a_off, i64 as0, i64 as1, i64 as2,
         }
 
         T* c = C + b * M * N;
+        const T* bb = bias ? bias + bias_off : nullptr;
 #pragma unroll
         for (int i = 0; i < TM; ++i) {
             const i64 row = m0 + (i / 4) * (BM / GM) + ty * 4 + (i % 4);
@@ -148,7 +161,8 @@ matmul_kernel(const T* __restrict__ A, i64 a_off, i64 as0, i64 as1, i64 as2,
 #pragma unroll
             for (int j = 0; j < TN; ++j) {
                 const i64 col = n0 + (j / 4) * (BN / GN) + tx * 4 + (j % 4);
-                if (col < N) c[row * N + col] = acc[i][j];
+                if (col < N)
+                    c[row * N + col] = epilogue(acc[i][j], bb, row, col, bias_rs, bias_cs, relu);
             }
         }
     }
@@ -250,7 +264,8 @@ template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, bool A_K, bool
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 2)
 sgemm_kernel(const float* __restrict__ A, i64 a_off, i64 as0, i64 as1, i64 as2,
              const float* __restrict__ B, i64 b_off, i64 bs0, i64 bs1, i64 bs2,
-             float* __restrict__ C, i64 batch, i64 M, i64 N, i64 K) {
+             float* __restrict__ C, i64 batch, i64 M, i64 N, i64 K,
+             const float* __restrict__ bias, i64 bias_off, i64 bias_rs, i64 bias_cs, int relu) {
     constexpr int WARPS_N = BN / WN, NT = (BM / WM) * WARPS_N * 32;
     constexpr int LANES_N = WN / TN, LANES_M = WM / TM;      // a warp's threads along n and m
     constexpr int GM = TM / 4, GN = TN / 4;                   // 4 x 4 groups per thread tile
@@ -324,6 +339,7 @@ sgemm_kernel(const float* __restrict__ A, i64 a_off, i64 as0, i64 as1, i64 as2,
 
     // epilogue: float4 stores where C's rows are 16-byte aligned, scalar ones otherwise
     float* c = C + b * M * N;
+    const float* bb = bias ? bias + bias_off : nullptr;
     const bool vec = (N & 3) == 0 && (reinterpret_cast<u64>(C) & 15) == 0;
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
@@ -333,13 +349,17 @@ sgemm_kernel(const float* __restrict__ A, i64 a_off, i64 as0, i64 as1, i64 as2,
         for (int g = 0; g < GN; ++g) {
             const i64 col = n0 + wn0 + g * SPAN_N;
             float* dst = c + row * N + col;
+            float v[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j)     // bias is read only inside C
+                v[j] = col + j < N ? epilogue(acc[i][4 * g + j], bb, row, col + j, bias_rs,
+                                              bias_cs, relu) : 0.f;
             if (vec && col < N) {
-                *reinterpret_cast<float4*>(dst) = float4{acc[i][4 * g], acc[i][4 * g + 1],
-                                                         acc[i][4 * g + 2], acc[i][4 * g + 3]};
+                *reinterpret_cast<float4*>(dst) = float4{v[0], v[1], v[2], v[3]};
             } else {
 #pragma unroll
                 for (int j = 0; j < 4; ++j)
-                    if (col + j < N) dst[j] = acc[i][4 * g + j];
+                    if (col + j < N) dst[j] = v[j];
             }
         }
     }

@@ -10,6 +10,18 @@ from ...functions.autocast_policy import LOWER, autocast_op
 @autocast_op(LOWER)
 def linear(input, weight, bias=None):
     """torch.nn.functional.linear: input @ weight.T + bias."""
+    return _linear(input, weight, bias, False)
+
+
+@autocast_op(LOWER)
+def linear_relu(input, weight, bias=None):
+    """relu(linear(input, weight, bias)) as one node whose bias add and relu run in the GEMM's
+    epilogue (same values as the two calls). Not a torch function: nn.Sequential runs a Linear
+    followed by a ReLU through it (see Sequential.forward)."""
+    return _linear(input, weight, bias, True)
+
+
+def _linear(input, weight, bias, relu):
     if input.shape[-1] != weight.shape[-1]:
         rows = math.prod(input.shape[:-1]) if input.ndim > 1 else 1
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} "
@@ -17,8 +29,9 @@ def linear(input, weight, bias=None):
     if input.ndim == 0 or weight.ndim != 2 or input.dtype is not weight.dtype or (
             bias is not None and bias.dtype is not weight.dtype):
         out = input @ weight.mT        # the general path raises torch's errors for odd cases
-        return out + bias if bias is not None else out
-    return Linear.apply(input, weight, bias)
+        out = out + bias if bias is not None else out
+        return out.relu() if relu else out
+    return Linear.apply(input, weight, bias, relu)
 
 
 def bilinear(input1, input2, weight, bias=None):

@@ -1,0 +1,146 @@
+"""The GEMM epilogue (bias add and relu as the product is stored) and the Linear → ReLU fusion of
+nn.Sequential: the same values as the separate ops, bit for bit, and the same gradients."""
+import numpy as np
+import pytest
+
+import minitorch as mt
+import minitorch.nn as nn
+import minitorch.nn.functional as F
+from minitorch.nn.functional.linear_maps import linear_relu
+
+
+def _unfused(modules, x):
+    """The modules called one by one, as Sequential did before the fusion."""
+    for module in modules:
+        x = module(x)
+    return x
+
+
+def _mlp(device, dtype=mt.float32):
+    mt.manual_seed(0)
+    return nn.Sequential(nn.Flatten(), nn.Linear(20, 16), nn.ReLU(), nn.Linear(16, 16),
+                         nn.ReLU(inplace=True), nn.Linear(16, 3)).to(device, dtype)
+
+
+def _grads(model):
+    return [p.grad.clone() for p in model.parameters()]
+
+
+def test_sequential_linear_relu_is_one_node_with_the_unfused_bits(device):
+    model = _mlp(device)
+    x = mt.randn(9, 4, 5, device=device)
+    fused = model(x)
+    assert fused.grad_fn.name() == "LinearBackward0"
+    assert model[:3](x).grad_fn.name() == "LinearBackward0"   # relu inside the node
+    fused.square().sum().backward()
+    fused_grads = _grads(model)
+    model.zero_grad()
+    reference = _unfused(model, x)
+    assert model[2](model[1](model[0](x))).grad_fn.name() == "ReluBackward0"
+    reference.square().sum().backward()
+    assert mt.equal(fused, reference)
+    for got, want in zip(fused_grads, _grads(model)):
+        assert mt.equal(got, want)
+
+
+def test_epilogue_matches_numpy_over_views_broadcasts_and_empty(device, rng):
+    x = rng.standard_normal((6, 7))
+    w = rng.standard_normal((5, 7))
+    b = rng.standard_normal(5)
+    for xv, wv, bv in ((x, w, b), (x[::2], w, b),            # strided rows
+                       (x.T.copy().T, w[:, ::-1].copy()[:, ::-1], b),    # transposed layouts
+                       (x[:0], w, b), (x[:, :0], w[:, :0], b)):          # empty batch, k = 0
+        out = linear_relu(mt.tensor(xv, device=device), mt.tensor(wv, device=device),
+                          mt.tensor(bv, device=device))
+        np.testing.assert_allclose(out.cpu().numpy(), np.maximum(xv @ wv.T + bv, 0),
+                                   rtol=1e-12, atol=1e-12)
+    # no bias; a 3-D input keeps its batch axes
+    x3 = rng.standard_normal((2, 3, 7))
+    out = linear_relu(mt.tensor(x3, device=device), mt.tensor(w, device=device))
+    np.testing.assert_allclose(out.cpu().numpy(), np.maximum(x3 @ w.T, 0), rtol=1e-12)
+
+
+def test_epilogue_relu_passes_nan_and_keeps_negative_zero(device):
+    x = mt.tensor([[1.0], [float("nan")], [-2.0], [0.0]], device=device)
+    w = mt.tensor([[1.0]], device=device)
+    fused = linear_relu(x, w, mt.tensor([-0.0], device=device))
+    unfused = F.relu(F.linear(x, w, mt.tensor([-0.0], device=device)))
+    assert mt.isnan(fused[1, 0])
+    np.testing.assert_array_equal(np.signbit(fused.cpu().numpy()),
+                                  np.signbit(unfused.cpu().numpy()))
+    np.testing.assert_array_equal(fused.cpu().numpy(), unfused.cpu().numpy())
+
+
+def test_linear_relu_gradcheck_and_gradgradcheck(device, rng):
+    # inputs away from relu's kink so that finite differences see a smooth function
+    x = mt.tensor(rng.uniform(0.5, 1.0, (4, 3)), dtype=mt.float64, device=device,
+                  requires_grad=True)
+    w = mt.tensor(rng.uniform(-1.0, 1.0, (5, 3)), dtype=mt.float64, device=device,
+                  requires_grad=True)
+    b = mt.tensor([0.3, -5.0, 0.2, 4.0, -0.1], dtype=mt.float64, device=device,
+                  requires_grad=True)
+    assert mt.autograd.gradcheck(linear_relu, (x, w, b))
+    assert mt.autograd.gradgradcheck(linear_relu, (x, w, b))
+
+
+@pytest.mark.parametrize("dtype", [mt.float16, mt.bfloat16, mt.float64])
+def test_fusion_keeps_each_dtype_bits(device, dtype):
+    model = _mlp(device, dtype)
+    x = mt.randn(5, 20, device=device).to(dtype)
+    assert mt.equal(model(x), _unfused(model, x))
+
+
+def test_fusion_under_autocast_matches_unfused(device):
+    model = _mlp(device)
+    x = mt.randn(5, 20, device=device)
+    with mt.autocast(device_type=device, dtype=mt.bfloat16):
+        fused, reference = model(x), _unfused(model, x)
+    assert fused.dtype is mt.bfloat16
+    assert mt.equal(fused, reference)
+
+
+def test_hooks_subclasses_and_replaced_forwards_are_not_fused(device):
+    model = _mlp(device)
+    x = mt.randn(3, 20, device=device)
+    seen = []
+    handle = model[2].register_forward_hook(lambda module, args, out: seen.append(out.shape))
+    out = model(x)
+    assert seen == [(3, 16)] and mt.equal(out, _unfused(model, x))
+    handle.remove()
+
+    class Shifted(nn.ReLU):
+        def forward(self, input):
+            return super().forward(input) + 1
+
+    shifted = nn.Sequential(model[1], Shifted())
+    assert mt.equal(shifted(x), F.relu(model[1](x)) + 1)
+    model[1].forward = lambda input: F.linear(input, model[1].weight) * 0
+    assert mt.equal(model[1:3](x), mt.zeros(3, 16, device=device))
+
+
+def test_linear_without_bias_and_relu_only_epilogue(device):
+    mt.manual_seed(1)
+    layer = nn.Linear(6, 4, bias=False).to(device)
+    x = mt.randn(3, 6, device=device, requires_grad=True)
+    fused = nn.Sequential(layer, nn.ReLU())(x)
+    assert mt.equal(fused, F.relu(layer(x)))
+    fused.sum().backward()
+    grad = x.grad.clone()
+    x.grad = None
+    F.relu(layer(x)).sum().backward()
+    assert mt.equal(grad, x.grad)
+
+
+def test_transformer_feed_forward_fuses_its_relu(device):
+    mt.manual_seed(0)
+    fused = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True).to(device)
+    plain = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True,
+                                       activation=lambda t: F.relu(t)).to(device)
+    plain.load_state_dict(fused.state_dict())
+    x = mt.randn(2, 5, 16, device=device)
+    out, reference = fused(x), plain(x)
+    assert mt.equal(out, reference)
+    out.sum().backward()
+    reference.sum().backward()
+    for got, want in zip(fused.parameters(), plain.parameters()):
+        assert mt.equal(got.grad, want.grad)
