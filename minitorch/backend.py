@@ -222,6 +222,16 @@ class KernelBackend(Protocol):
         """grad_in = 0, then grad_in[p, index_d[a], index_h[b], index_w[c]] += grad[p, a, b, c]
         (grid_gather's adjoint, float)."""
 
+    def lerp_resample(self, x, index, weights, out, planes, in_size, out_size, taps):
+        """out[p] = separable linear interpolation of a compact (planes, *in_size) float x:
+        per axis and output position two source indices (`index`, int64) and two weights
+        (`weights`, x's dtype), the three axes' tables one after another; an axis with taps 1
+        passes its first source through. Linear, bilinear and trilinear interpolate."""
+
+    def lerp_resample_backward(self, grad, index, weights, grad_in, planes, in_size, out_size,
+                               taps):
+        """grad_in = 0, then lerp_resample's adjoint applied to grad."""
+
     def recurrent_forward(self, mode, gi, gh, bias, h, c, act, hprev, cprev, out, row0, rows,
                           hidden):
         """One time step of an RNN (mode 0 tanh, 1 relu), LSTM (2) or GRU (3) on rows [row0,

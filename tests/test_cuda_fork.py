@@ -16,7 +16,7 @@ import cuda_emulator
 def fresh_cuda(monkeypatch):
     """CUDA through the emulated CuPy, with no backend created yet in this process."""
     monkeypatch.setitem(sys.modules, "cupy", cuda_emulator.cupy_module())
-    monkeypatch.setattr(_gpu, "_BACKENDS", {})
+    cuda_emulator.forget_backends(monkeypatch)
     monkeypatch.setattr(_gpu, "_forked", False)
 
 

@@ -11,8 +11,7 @@ import pytest
 
 import minitorch as mt
 import minitorch.nn.functional as F
-from minitorch import _cuda_graphs, _gpu, ndarray
-from minitorch import backend as backend_module
+from minitorch import _cuda_graphs, _gpu
 from minitorch._gpu import graphs
 
 import cuda_emulator
@@ -40,11 +39,8 @@ def cuda(request, monkeypatch):
     else:
         if not cuda_emulator.can_execute():
             pytest.skip("g++ is needed to run kernels in the emulator")
-        monkeypatch.setattr(_gpu, "_BACKENDS", {})
-        monkeypatch.setattr(backend_module, "_BACKENDS", {})
+        cuda_emulator.forget_backends(monkeypatch)
         monkeypatch.setattr(_cuda_graphs.graph, "default_capture_stream", None)
-        # cached device constants belong to the backend that made them: forget the old ones
-        monkeypatch.setattr(ndarray, "_scalar_cache", {})
         cupy = cuda_emulator.cupy_module()
         monkeypatch.setitem(sys.modules, "cupy", cupy)
         yield cupy

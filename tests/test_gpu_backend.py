@@ -17,7 +17,6 @@ import pytest
 
 import minitorch as mt
 from minitorch import _cpu, _gpu
-from minitorch import backend as backend_module
 from minitorch._gpu import launch
 from minitorch.opcodes import BinaryOp, ReduceOp, UnaryOp
 
@@ -647,6 +646,31 @@ def scenario_grid(h):
              np.zeros(planes * 24, np.int64), planes, in_size, out_size, same_message=False)
 
 
+def scenario_resample(h):
+    """Separable linear interpolation over (planes, D, H, W) — depth passed through (1 tap),
+    height and width interpolated — and its adjoint (atomic adds on the GPU)."""
+    planes, in_size, out_size, taps = 3, (2, 3, 4), (2, 5, 6), (1, 2, 2)
+    index = np.array([1, 1, 0, 0] + [0, 1, 0, 1, 1, 2, 2, 2, 2, 2]
+                     + [0, 1, 1, 2, 2, 3, 3, 3, 0, 0, 3, 3], np.int64)
+    for dtype in (np.float32, np.float64):
+        tol = 1e-6 if dtype == np.float32 else 1e-14
+        weights = values(index.size, dtype, seed=53)
+        x = values(planes * 24, dtype, seed=54)
+        h.run("lerp_resample", x, index, weights, np.zeros(planes * 60, dtype), planes, in_size,
+              out_size, taps, check=[3], rtol=tol, atol=tol)
+        g = values(planes * 60, dtype, seed=55)
+        h.run("lerp_resample_backward", g, index, weights, np.full(planes * 24, 7, dtype),
+              planes, in_size, out_size, taps, check=[3], rtol=tol, atol=tol)
+    bad = index.copy()
+    bad[5] = 3                          # height has 3 rows
+    h.raises("lerp_resample", values(planes * 24, np.float32), bad,
+             values(index.size, np.float32), np.zeros(planes * 60, np.float32), planes, in_size,
+             out_size, taps, same_message=False)
+    h.raises("lerp_resample", np.zeros(planes * 24, np.int64), index,
+             np.zeros(index.size, np.int64), np.zeros(planes * 60, np.int64), planes, in_size,
+             out_size, taps)
+
+
 def scenario_recurrent(h):
     """One forward and one backward time step of every mode, on rows [row0, row0 + rows) of a
     packed layout (total rows 7), with and without bias."""
@@ -689,7 +713,8 @@ def scenario_recurrent(h):
 SCENARIOS = [scenario_buffers, scenario_compact, scenario_strided_set, scenario_strided_add,
              scenario_cast, scenario_unary, scenario_binary, scenario_where, scenario_reduce,
              scenario_scan, scenario_softmax, scenario_norm, scenario_adam, scenario_foreach,
-             scenario_matmul, scenario_attention, scenario_index, scenario_recurrent, scenario_grid]
+             scenario_matmul, scenario_attention, scenario_index, scenario_recurrent, scenario_grid,
+             scenario_resample]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__[9:])
@@ -880,9 +905,8 @@ def test_empty_cache_without_a_memory_pool(monkeypatch, fresh_backends):
 
 @pytest.fixture
 def fresh_backends(monkeypatch):
-    """Forget cached device backends for the duration of a test."""
-    monkeypatch.setattr(_gpu, "_BACKENDS", {})
-    monkeypatch.setattr(backend_module, "_BACKENDS", {})
+    """Forget cached device backends (and device constants) for the duration of a test."""
+    cuda_emulator.forget_backends(monkeypatch)
 
 
 def test_without_cupy_cuda_raises_what_to_install(monkeypatch, fresh_backends):

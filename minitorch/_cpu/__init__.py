@@ -13,6 +13,7 @@ from .matmul import conv_matmul, conv_weight_matmul   # convolution GEMMs readin
 from .norm import norm_rows, norm_rows_backward
 from .pool import max_pool_backward, max_pool_forward
 from .recurrent import recurrent_backward, recurrent_forward
+from .resample import lerp_resample, lerp_resample_backward
 from .reduce import reduce_last, scan_index_last, scan_last
 from .sort import searchsorted, sort_last
 from .spectral import eigh_jacobi, qr_form_q, qr_householder, svd_jacobi

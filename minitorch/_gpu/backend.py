@@ -1318,6 +1318,58 @@ class GpuBackend:
                          L.flat_grid(n), (grad, index, grad_in, I64(planes))
                          + tuple(I64(s) for s in in_size) + tuple(I64(s) for s in out_size))
 
+    # ---- separable linear interpolation (layout: minitorch/_cpu/resample.pyx) ----------------
+    @_on_device
+    def lerp_resample(self, x, index, weights, out, planes, in_size, out_size, taps):
+        """out[p] = the separable linear interpolation of x[p] (minitorch.backend)."""
+        self._lerp_launch("lerp_resample", x, "x", out, "out", index, weights, planes, in_size,
+                          out_size, taps)
+
+    @_on_device
+    def lerp_resample_backward(self, grad, index, weights, grad_in, planes, in_size, out_size,
+                               taps):
+        """grad_in = 0, then lerp_resample's adjoint applied to grad (minitorch.backend)."""
+        self._lerp_launch("lerp_resample_backward", grad, "grad", grad_in, "grad_in", index,
+                          weights, planes, in_size, out_size, taps)
+
+    def _lerp_launch(self, op, src, src_name, dst, dst_name, index, weights, planes, in_size,
+                     out_size, taps):
+        """Both directions' checks (those of the CPU kernels, in their order) and launch."""
+        in_size, out_size, taps = tuple(in_size), tuple(out_size), tuple(taps)
+        if min(in_size + out_size) < 0:
+            raise ValueError(f"{op}: negative size in {in_size} / {out_size}")
+        if any(t not in (1, 2) for t in taps):
+            raise ValueError(f"{op}: taps must be 1 or 2, got {taps}")
+        if index.dtype != np.int64:
+            raise TypeError(f"{op}: index must be a C-contiguous int64 buffer")
+        total = 2 * sum(out_size)
+        for name, buf in (("index", index), ("weights", weights)):
+            if buf.size < total:
+                raise ValueError(f"{op}: {name} has {buf.size} entries, needs {total}")
+        name = C.dtype_name(src, op)
+        if name not in L.FLOAT_TYPES:
+            raise TypeError(f"{op}: unsupported dtype {src.dtype}")
+        if dst.dtype != src.dtype or weights.dtype != src.dtype:
+            raise TypeError(f"{op}: dtypes differ: {src_name} {src.dtype}, {dst_name} "
+                            f"{dst.dtype}, weights {weights.dtype}")
+        forward = op == "lerp_resample"
+        n_in, n_out = planes * math.prod(in_size), planes * math.prod(out_size)
+        for label, buf, size in ((src_name, src, n_in if forward else n_out),
+                                 (dst_name, dst, n_out if forward else n_in)):
+            if buf.size < size:
+                raise ValueError(f"{op}: {label} has {buf.size} elements, needs {size}")
+        start = 0
+        for count, bound in zip(out_size, in_size):
+            self._check_index(index[start:start + 2 * count], 2 * count, bound)
+            start += 2 * count
+        if not forward and n_in:
+            self._fill(dst[:n_in], 0)
+        if n_out:
+            self._launch("resample", name, f"{op}_kernel<{L.CTYPES[name]}>", L.flat_grid(n_out),
+                         (src, index, weights, dst, I64(planes))
+                         + tuple(I64(s) for s in in_size + out_size)
+                         + tuple(I32(t) for t in taps))
+
     def _grid_checks(self, x, index, out, planes, in_size, out_size, op):
         """Sizes of the (planes, *in_size) and (planes, *out_size) buffers and the index tables
         (every entry in range, checked on the device); returns the output's element count."""

@@ -68,8 +68,13 @@ def guarded_empty(n, dtype):
 
 class Memory:
     """The allocation behind a buffer and all its views (CuPy's `data.mem`): what a reference
-    count must see to know that nothing uses the memory any more."""
-    __slots__ = ("__weakref__",)
+    count must see to know that nothing uses the memory any more. `owner` is the stand-in
+    module that allocated it: a kernel of another one refuses it, as a real GPU's kernels
+    would fault on an address of another CUDA context (or of no device at all)."""
+    __slots__ = ("__weakref__", "owner")
+
+    def __init__(self, owner=None):
+        self.owner = owner
 
 
 class Array:
@@ -77,7 +82,7 @@ class Array:
 
     def __init__(self, host, mem=None):
         self.host = host
-        self.mem = Memory() if mem is None else mem
+        self.mem = Memory(_allocating_module[0]) if mem is None else mem
 
     size = property(lambda self: self.host.size)
     dtype = property(lambda self: self.host.dtype)
@@ -105,6 +110,20 @@ class Array:
     def get(self):
         _host_sync("a device-to-host copy")
         return self.host.copy()
+
+
+_allocating_module = [None]     # the stand-in module whose allocation function runs now
+
+
+def _allocating(owner, allocate):
+    """allocate(), its arrays owned by `owner` (module functions are shared by all instances)."""
+    def call(*args):
+        previous, _allocating_module[0] = _allocating_module[0], owner
+        try:
+            return allocate(*args)
+        finally:
+            _allocating_module[0] = previous
+    return call
 
 
 def _empty(n, dtype):
@@ -186,12 +205,17 @@ def _argument_pointer(arg, keep):
 
 
 class Function:
-    def __init__(self, name, signature, entry, launches):
+    def __init__(self, name, signature, entry, launches, owner=None):
         self.name, self.signature, self.entry, self.launches = name, signature, entry, launches
+        self.owner = owner
 
     def __call__(self, grid, block, args):
         check_launch(self.name, self.signature, grid, block, args,
                      lambda a: isinstance(a, Array))
+        for i, arg in enumerate(args):
+            if isinstance(arg, Array) and arg.mem.owner is not self.owner:
+                raise KernelError(f"{self.name}: argument {i} is a buffer of another CuPy "
+                                  f"module (another context): the kernel cannot read it")
         self.launches.append(self.name)
         self.run(grid, block, args)
 
@@ -228,7 +252,8 @@ class Function:
 
 
 class Module:
-    def __init__(self, code, options, name_expressions, launches, execute):
+    def __init__(self, code, options, name_expressions, launches, execute, owner=None):
+        self.owner = owner
         module = next(m for m in launch.MODULES if launch.module_source(m) == code)
         assert "-std=c++17" in options
         self.signatures = kernel_signatures(module)
@@ -245,7 +270,8 @@ class Module:
             entry.restype = ctypes.c_int
             entry.argtypes = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                               ctypes.c_char_p, ctypes.c_size_t)
-        return Function(name, self.signatures[name.partition("<")[0]], entry, self.launches)
+        return Function(name, self.signatures[name.partition("<")[0]], entry, self.launches,
+                        self.owner)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -464,14 +490,27 @@ def cupy_module(device_count=1, execute=None, launches=None):
         CUDARuntimeError=CUDARuntimeError, streamCaptureModeGlobal=CAPTURE_GLOBAL,
         streamCaptureModeThreadLocal=CAPTURE_THREAD_LOCAL,
         streamCaptureModeRelaxed=CAPTURE_RELAXED)
+    owner = object()        # this instance's "context": its arrays and kernels carry it
     return types.SimpleNamespace(
         cuda=types.SimpleNamespace(Device=Device, runtime=runtime, Stream=Stream, Event=Event,
                                    get_current_stream=get_current_stream,
                                    graph=types.SimpleNamespace(Graph=Graph)),
-        empty=_empty, zeros=_zeros, asarray=_asarray,
+        empty=_allocating(owner, _empty), zeros=_allocating(owner, _zeros),
+        asarray=_allocating(owner, _asarray),
         RawModule=lambda code, options, name_expressions: Module(
-            code, options, name_expressions, launches, execute),
+            code, options, name_expressions, launches, execute, owner),
         launches=launches, emulated=True)
+
+
+def forget_backends(monkeypatch):
+    """For the duration of a test: no device backend cached (either cache) and no cached device
+    constant, so the next CUDA use builds them on whatever `cupy` is then installed. Buffers
+    belong to the CuPy that made them (a real GPU's kernels cannot read an emulated buffer or
+    the reverse), and the fork guard knows only the backends made after this."""
+    from minitorch import _gpu, backend, ndarray
+    monkeypatch.setattr(_gpu, "_BACKENDS", {})
+    monkeypatch.setattr(backend, "_BACKENDS", {})
+    monkeypatch.setattr(ndarray, "_scalar_cache", {})
 
 
 # ---- helpers for the tests that compare a GPU backend on this emulator with the CPU one -------

@@ -8,6 +8,7 @@ import warnings
 
 import minitorch as mt
 from ...functions.grid import grid_gather
+from ...functions.resample import lerp_resample
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
 
@@ -23,8 +24,9 @@ def _float32(value):
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """torch.nn.functional.interpolate for the modes nearest, nearest-exact, (bi/tri)linear and
-    area. The nearest modes are one separable gather (functions/grid.py); the linear ones run one
-    axis at a time, each a gather of source rows (index_select) and a weighted sum."""
+    area. The nearest modes are one separable gather (functions/grid.py), the (bi/tri)linear
+    ones one separable interpolation (functions/resample.py); bicubic runs one axis at a time,
+    each a gather of source rows (index_select) and a weighted sum."""
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes: "
@@ -55,11 +57,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                                                   mode == "nearest-exact")
                                    for in_size, out_size, scale in zip(in_sizes, out_sizes,
                                                                        scales)])
+    if mode != "bicubic":
+        return lerp_resample(input, out_sizes, scales, align_corners)
     for axis, (in_size, out_size, scale) in enumerate(zip(in_sizes, out_sizes, scales)):
-        if mode == "bicubic":
-            input = _cubic_axis(input, axis + 2, in_size, out_size, scale, align_corners)
-        elif mode in _LINEAR_MODES:
-            input = _linear_axis(input, axis + 2, in_size, out_size, scale, align_corners)
+        input = _cubic_axis(input, axis + 2, in_size, out_size, scale, align_corners)
     return input
 
 
@@ -134,26 +135,6 @@ def _source_ratio(in_size, out_size, scale, align_corners):
     if align_corners:
         return (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
     return 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
-
-
-def _linear_axis(x, dim, in_size, out_size, scale, align_corners):
-    """Linear interpolation along one axis: ATen's source index and weights per output
-    position, then x[i0]·(1 - λ) + x[i1]·λ with the weights broadcast along the axis."""
-    if out_size == in_size:
-        return x
-    ratio = _source_ratio(in_size, out_size, scale, align_corners)
-    low, high, weights = [], [], []
-    for i in range(out_size):
-        source = ratio * i if align_corners else max(ratio * (i + 0.5) - 0.5, 0.0)
-        index = min(math.floor(source), in_size - 1)
-        low.append(index)
-        high.append(index + 1 if index < in_size - 1 else index)
-        weights.append(min(max(source - index, 0.0), 1.0))
-    shape = [1] * x.ndim
-    shape[dim] = out_size
-    lam = mt.tensor(weights, dtype=x.dtype, device=x.device).reshape(shape)
-    gather = (x.index_select(dim, mt.tensor(rows, device=x.device)) for rows in (low, high))
-    return next(gather) * (1 - lam) + next(gather) * lam
 
 
 def _cubic_axis(x, dim, in_size, out_size, scale, align_corners):
