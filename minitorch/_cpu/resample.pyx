@@ -13,7 +13,7 @@ upsampling kernel nests it, innermost axis first: for two interpolated axes
     out = (x[h0, w0]·λw0 + x[h0, w1]·λw1)·λh0 + (x[h1, w0]·λw0 + x[h1, w1]·λw1)·λh1
 
 and a pass-through axis contributes no multiplication. lerp_resample_backward zeroes grad_in
-and adds g·λd·λh·λw at each source of each output: the adjoint. Planes run in parallel (each
+and adds (g·(λd·λh))·λw at each source of each output: the adjoint. Planes run in parallel (each
 writes only its own plane, so the adjoint needs no atomics and adds in a fixed order).
 """
 cimport numpy as cnp
@@ -33,71 +33,97 @@ cdef struct Axis:
     const void* weights              # 2 * out weights of x's dtype: (λ0, λ1)
 
 
-cdef inline floating along_w(const floating* row, Axis w, Py_ssize_t c) noexcept nogil:
+cdef inline floating lerp_w(const floating* row, const int64_t* iw, const floating* lw,
+                            Py_ssize_t c, bint two) noexcept nogil:
     """The innermost axis at output column c of one source row."""
-    cdef const floating* lam = <const floating*>w.weights
-    if w.taps == 1:
-        return row[w.index[2 * c]]
-    return row[w.index[2 * c]] * lam[2 * c] + row[w.index[2 * c + 1]] * lam[2 * c + 1]
+    if two:
+        return row[iw[2 * c]] * lw[2 * c] + row[iw[2 * c + 1]] * lw[2 * c + 1]
+    return row[iw[2 * c]]
 
 
-cdef inline floating along_hw(const floating* plane, Axis h, Axis w, Py_ssize_t b,
-                              Py_ssize_t c) noexcept nogil:
-    """Height over width at output (b, c) of one source depth plane."""
-    cdef const floating* lam = <const floating*>h.weights
-    if h.taps == 1:
-        return along_w(plane + h.index[2 * b] * w.size, w, c)
-    return (along_w(plane + h.index[2 * b] * w.size, w, c) * lam[2 * b]
-            + along_w(plane + h.index[2 * b + 1] * w.size, w, c) * lam[2 * b + 1])
+cdef void resample_row(const floating* src, floating* dst, Axis d, Axis h, Axis w,
+                       Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """Output row (a, b) of one plane: its up to four source rows and their depth / height
+    weights found once, then a loop over the columns (the nesting of the module docstring)."""
+    cdef Py_ssize_t c, hw = h.size * w.size
+    cdef const int64_t* iw = w.index
+    cdef const floating* lw = <const floating*>w.weights
+    cdef const floating* lh = <const floating*>h.weights
+    cdef const floating* ld = <const floating*>d.weights
+    cdef bint two = w.taps == 2
+    cdef const floating* r00 = src + d.index[2 * a] * hw + h.index[2 * b] * w.size
+    cdef const floating* r01 = src + d.index[2 * a] * hw + h.index[2 * b + 1] * w.size
+    cdef const floating* r10 = src + d.index[2 * a + 1] * hw + h.index[2 * b] * w.size
+    cdef const floating* r11 = src + d.index[2 * a + 1] * hw + h.index[2 * b + 1] * w.size
+    cdef floating h0 = lh[2 * b], h1 = lh[2 * b + 1], d0 = ld[2 * a], d1 = ld[2 * a + 1]
+    if d.taps == 1 and h.taps == 1:
+        for c in range(w.out):
+            dst[c] = lerp_w(r00, iw, lw, c, two)
+    elif d.taps == 1:
+        for c in range(w.out):
+            dst[c] = lerp_w(r00, iw, lw, c, two) * h0 + lerp_w(r01, iw, lw, c, two) * h1
+    elif h.taps == 1:
+        for c in range(w.out):
+            dst[c] = lerp_w(r00, iw, lw, c, two) * d0 + lerp_w(r10, iw, lw, c, two) * d1
+    else:
+        for c in range(w.out):
+            dst[c] = ((lerp_w(r00, iw, lw, c, two) * h0 + lerp_w(r01, iw, lw, c, two) * h1) * d0
+                      + (lerp_w(r10, iw, lw, c, two) * h0
+                         + lerp_w(r11, iw, lw, c, two) * h1) * d1)
 
 
 cdef void resample_planes(const floating* x, floating* out, Axis d, Axis h, Axis w,
                           Py_ssize_t p0, Py_ssize_t p1) noexcept nogil:
-    cdef Py_ssize_t p, a, b, c, in_plane = d.size * h.size * w.size
-    cdef Py_ssize_t hw = h.size * w.size, out_plane = d.out * h.out * w.out
-    cdef const floating* lam = <const floating*>d.weights
-    cdef const floating* src
-    cdef floating* dst
+    cdef Py_ssize_t p, a, b, in_plane = d.size * h.size * w.size
+    cdef Py_ssize_t out_plane = d.out * h.out * w.out
     for p in range(p0, p1):
-        src = x + p * in_plane
-        dst = out + p * out_plane
         for a in range(d.out):
             for b in range(h.out):
+                resample_row(x + p * in_plane, out + p * out_plane + (a * h.out + b) * w.out,
+                             d, h, w, a, b)
+
+
+cdef void adjoint_row(const floating* g, floating* dst, Axis d, Axis h, Axis w, Py_ssize_t a,
+                      Py_ssize_t b) noexcept nogil:
+    """Output row (a, b)'s gradient g added into its source rows of one grad_in plane."""
+    cdef Py_ssize_t c, i, j, hw = h.size * w.size
+    cdef const int64_t* iw = w.index
+    cdef const floating* lw = <const floating*>w.weights
+    cdef const floating* lh = <const floating*>h.weights
+    cdef const floating* ld = <const floating*>d.weights
+    cdef floating* row
+    cdef floating scale, v
+    for i in range(d.taps):
+        for j in range(h.taps):
+            row = dst + d.index[2 * a + i] * hw + h.index[2 * b + j] * w.size
+            if d.taps == 1 and h.taps == 1:
+                scale = 1
+            elif d.taps == 1:
+                scale = lh[2 * b + j]
+            elif h.taps == 1:
+                scale = ld[2 * a + i]
+            else:
+                scale = ld[2 * a + i] * lh[2 * b + j]
+            if w.taps == 1:
                 for c in range(w.out):
-                    if d.taps == 1:
-                        dst[(a * h.out + b) * w.out + c] = along_hw(
-                            src + d.index[2 * a] * hw, h, w, b, c)
-                    else:
-                        dst[(a * h.out + b) * w.out + c] = (
-                            along_hw(src + d.index[2 * a] * hw, h, w, b, c) * lam[2 * a]
-                            + along_hw(src + d.index[2 * a + 1] * hw, h, w, b, c)
-                            * lam[2 * a + 1])
+                    row[iw[2 * c]] += g[c] * scale
+            else:
+                for c in range(w.out):
+                    v = g[c] * scale
+                    row[iw[2 * c]] += v * lw[2 * c]
+                    row[iw[2 * c + 1]] += v * lw[2 * c + 1]
 
 
 cdef void adjoint_planes(const floating* grad, floating* grad_in, Axis d, Axis h, Axis w,
                          Py_ssize_t p0, Py_ssize_t p1) noexcept nogil:
-    cdef Py_ssize_t p, a, b, c, i, j, k, in_plane = d.size * h.size * w.size
+    cdef Py_ssize_t p, a, b, in_plane = d.size * h.size * w.size
     cdef Py_ssize_t out_plane = d.out * h.out * w.out
-    cdef const floating* ld = <const floating*>d.weights
-    cdef const floating* lh = <const floating*>h.weights
-    cdef const floating* lw = <const floating*>w.weights
-    cdef floating g, gd, gh
-    cdef floating* dst
     for p in range(p0, p1):
-        dst = grad_in + p * in_plane
-        memset(dst, 0, in_plane * sizeof(floating))
+        memset(grad_in + p * in_plane, 0, in_plane * sizeof(floating))
         for a in range(d.out):
             for b in range(h.out):
-                for c in range(w.out):
-                    g = grad[p * out_plane + (a * h.out + b) * w.out + c]
-                    for i in range(d.taps):
-                        gd = g if d.taps == 1 else g * ld[2 * a + i]
-                        for j in range(h.taps):
-                            gh = gd if h.taps == 1 else gd * lh[2 * b + j]
-                            for k in range(w.taps):
-                                dst[(d.index[2 * a + i] * h.size + h.index[2 * b + j]) * w.size
-                                    + w.index[2 * c + k]] += (
-                                    gh if w.taps == 1 else gh * lw[2 * c + k])
+                adjoint_row(grad + p * out_plane + (a * h.out + b) * w.out,
+                            grad_in + p * in_plane, d, h, w, a, b)
 
 
 cdef int load_axes(Axis* axes, cnp.ndarray index, cnp.ndarray weights, tuple in_size,

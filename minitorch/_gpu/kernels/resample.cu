@@ -74,16 +74,17 @@ lerp_resample_backward_kernel(const T* __restrict__ grad, const i64* __restrict_
     FOR_EACH_ELEMENT(e, planes * od * oh * ow) {
         const i64 c = e % ow, b = (e / ow) % oh, a = (e / (ow * oh)) % od, p = e / (ow * oh * od);
         T* dst = grad_in + p * d * h * w;
-        const T g = grad[e];
         for (int i = 0; i < td; ++i) {
-            const T gd = td == 1 ? g : g * axes[0].weights[2 * a + i];
             const i64 depth = axes[0].index[2 * a + i] * h;
             for (int j = 0; j < th; ++j) {
-                const T gh = th == 1 ? gd : gd * axes[1].weights[2 * b + j];
+                // the CPU kernel's products: (g · (λd · λh)) · λw
+                const T ld = axes[0].weights[2 * a + i], lh = axes[1].weights[2 * b + j];
+                const T scale = td == 1 ? (th == 1 ? T(1) : lh) : (th == 1 ? ld : ld * lh);
+                const T v = grad[e] * scale;
                 T* row = dst + (depth + axes[1].index[2 * b + j]) * w;
                 for (int k = 0; k < tw; ++k)
                     atomic_accumulate(row + axes[2].index[2 * c + k],
-                                      tw == 1 ? gh : gh * axes[2].weights[2 * c + k]);
+                                      tw == 1 ? v : v * axes[2].weights[2 * c + k]);
             }
         }
     }
