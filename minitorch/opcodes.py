@@ -105,6 +105,7 @@ class UnaryOp(OpEnum):
     BESSEL_J1 = 53, FLOAT
     SPHERICAL_BESSEL_J0 = 54, FLOAT     # sin(x) / x
     GELU = 55, FLOAT                    # x Φ(x) = x (1 + erf(x / √2)) / 2 (exact GELU)
+    SILU = 56, FLOAT                    # x / (1 + e^-x), torch's formula (a.k.a. swish)
 
 
 class BinaryOp(OpEnum):
@@ -156,6 +157,7 @@ class BinaryOp(OpEnum):
     IGAMMAC = 38, FLOAT                 # regularized upper incomplete gamma Q(a, b) = 1 - P
     XLOG1PY = 39, FLOAT                 # a * log1p(b), 0 where a == 0 (NaN where b is NaN)
     GELU_BACKWARD = 40, FLOAT           # a * (Φ(b) + b φ(b))   (b = GELU's input)
+    SILU_BACKWARD = 41, FLOAT           # a * s * (1 + b * (1 - s)), s = σ(b) (b = SiLU's input)
 
 
 class ReduceOp(IntEnum):

@@ -23,7 +23,7 @@ from minitorch._cpu.common cimport (buffer_dtype, chunk_start, collapse_dims, DT
                                       shape_size, threads_for, unravel_offset)
 from minitorch._cpu.opcodes cimport *
 from minitorch._cpu.special_math cimport sp_igamma, sp_igammac, sp_zeta
-from minitorch._cpu.vector_math cimport r_exp, r_gelu_slope, real, vlog, vlogf
+from minitorch._cpu.vector_math cimport r_exp, r_gelu_slope, r_silu_slope, real, vlog, vlogf
 from minitorch.opcodes import BinaryOp
 
 cnp.import_array()
@@ -189,6 +189,8 @@ cdef struct OpSigmoidBackward:
     char unused
 cdef struct OpGeluBackward:
     char unused
+cdef struct OpSiluBackward:
+    char unused
 cdef struct OpEq:
     char unused
 cdef struct OpNe:
@@ -259,6 +261,7 @@ ctypedef fused arith_op:
     OpTanhBackward
     OpSigmoidBackward
     OpGeluBackward
+    OpSiluBackward
     OpBitAnd
     OpBitOr
     OpBitXor
@@ -390,6 +393,11 @@ cdef inline anyt arith(arith_op* tag, anyt x, anyt y, int* err) noexcept nogil:
     elif arith_op is OpGeluBackward:
         if anyt is float or anyt is double:
             return x * r_gelu_slope(y)
+        else:
+            return 0
+    elif arith_op is OpSiluBackward:
+        if anyt is float or anyt is double:
+            return x * r_silu_slope(y)
         else:
             return 0
     else:
@@ -550,6 +558,8 @@ cdef int arith_row(int op, anyt* o, const anyt* x, Py_ssize_t sx, const anyt* y,
         return arith_loop(<OpSigmoidBackward*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_GELU_BACKWARD:
         return arith_loop(<OpGeluBackward*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_SILU_BACKWARD:
+        return arith_loop(<OpSiluBackward*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_BITWISE_AND:
         return arith_loop(<OpBitAnd*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_BITWISE_OR:

@@ -21,9 +21,9 @@ from minitorch._cpu.common cimport (buffer_dtype, chunk_start, DT_BOOL, DT_F32, 
                                       op_name, threads_for)
 from minitorch._cpu.opcodes cimport *
 from minitorch._cpu.special_math cimport *
-from minitorch._cpu.vector_math cimport (r_erf, r_exp, r_gelu, r_sigmoid, real, vexp, vexpf,
-                                         vexpm1, vexpm1f, vlog, vlog1p, vlog1pf, vlogf, vtanh,
-                                         vtanhf)
+from minitorch._cpu.vector_math cimport (r_erf, r_exp, r_gelu, r_sigmoid, r_silu, real, vexp,
+                                         vexpf, vexpm1, vexpm1f, vlog, vlog1p, vlog1pf, vlogf,
+                                         vtanh, vtanhf)
 from minitorch.opcodes import UnaryOp
 
 cnp.import_array()
@@ -166,6 +166,9 @@ cdef void unary_real(int op, const real* a, real* o, Py_ssize_t n) noexcept nogi
     elif op == UNARY_GELU:
         for i in range(n):
             o[i] = r_gelu(a[i])
+    elif op == UNARY_SILU:
+        for i in range(n):
+            o[i] = r_silu(a[i])
     else:
         unary_real_math(op, a, o, n)
 

@@ -260,6 +260,19 @@ cdef inline real r_gelu(real x) noexcept nogil:
     return x * half * (one + r_erf(x * <real>0.70710678118654752440))
 
 
+cdef inline real r_silu(real x) noexcept nogil:
+    """x / (1 + e^-x), torch's SiLU (e^-x overflows to inf for x < -88: then -0, as torch)."""
+    cdef real one = 1
+    return x / (one + r_exp(-x))
+
+
+cdef inline real r_silu_slope(real x) noexcept nogil:
+    """SiLU's derivative s (1 + x (1 - s)) with s = 1 / (1 + e^-x), as torch's silu_backward."""
+    cdef real one = 1
+    cdef real s = one / (one + r_exp(-x))
+    return s * (one + x * (one - s))
+
+
 cdef inline real r_gelu_slope(real x) noexcept nogil:
     """GELU's derivative Φ(x) + x φ(x), as torch's GeluBackward computes it."""
     cdef real half = 0.5, one = 1

@@ -1,6 +1,6 @@
 """The activations that are nodes of their own, computed on NDArrays: Hardtanh (a clamp whose
-gradient is torch's, zero at the bounds), LogSigmoid (overflow-free, exact gradient) and the
-exact GELU (one kernel each way instead of five). The rest of torch.nn.functional's
+gradient is torch's, zero at the bounds), LogSigmoid (overflow-free, exact gradient), the
+exact GELU (one kernel each way instead of five) and SiLU (one each way instead of two). The rest of torch.nn.functional's
 activations compose other ops (nn/functional/activation.py)."""
 import math
 
@@ -9,7 +9,7 @@ from ..opcodes import BinaryOp, UnaryOp
 from ..tensor import wrap
 from .elementwise import scalar_array
 
-__all__ = []   # nn/functional's hardtanh, logsigmoid, gelu and BCE-with-logits run these
+__all__ = []   # nn/functional's hardtanh, logsigmoid, gelu, silu and BCE-with-logits run these
 
 
 class Hardtanh(KernelFunction):
@@ -81,4 +81,38 @@ class GeluBackward(KernelFunction):
         pdf = (x * x * -0.5).exp() * (1.0 / math.sqrt(2.0 * math.pi))
         grad_g = GeluBackward.apply(gg, x) if ctx.needs_input_grad[0] else None
         grad_x = gg * g * pdf * (2.0 - x * x) if ctx.needs_input_grad[1] else None
+        return grad_g, grad_x
+
+
+class Silu(KernelFunction):
+    """SiLU x / (1 + e^-x) as one kernel (torch's formula; x·σ(x) as two kernels rounded
+    differently); its gradient g s (1 + x (1 - s)) is SiluBackward, one kernel too."""
+
+    @staticmethod
+    def forward(ctx, input):
+        ctx.save_for_backward(input)
+        return wrap(input._data.unary(UnaryOp.SILU))
+
+    @staticmethod
+    def backward(ctx, g):
+        input, = ctx.saved_tensors
+        return SiluBackward.apply(g, input)
+
+
+class SiluBackward(KernelFunction):
+    """g s (1 + x (1 - s)), s = σ(x), in one pass; differentiable again (the slope's own
+    derivative is s (1 - s) (2 + x (1 - 2 s)))."""
+
+    @staticmethod
+    def forward(ctx, g, input):
+        ctx.save_for_backward(g, input)
+        return wrap(g._data.binary(BinaryOp.SILU_BACKWARD, input._data))
+
+    @staticmethod
+    def backward(ctx, gg):
+        g, x = ctx.saved_tensors
+        s = x.sigmoid()
+        grad_g = SiluBackward.apply(gg, x) if ctx.needs_input_grad[0] else None
+        grad_x = gg * g * s * (1.0 - s) * (2.0 + x * (1.0 - 2.0 * s)) \
+            if ctx.needs_input_grad[1] else None
         return grad_g, grad_x

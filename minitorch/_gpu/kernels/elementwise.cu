@@ -165,6 +165,7 @@ template <typename T, int OP> __device__ __forceinline__ T unary_value(T x) {
         else if constexpr (OP == UNARY_SPHERICAL_BESSEL_J0) return T(sp_spherical_bessel_j0(x));
         else if constexpr (OP == UNARY_GELU)                // x Φ(x), torch's exact GELU
             return x * T(0.5) * (T(1) + m_erf(x * T(0.70710678118654752440)));
+        else if constexpr (OP == UNARY_SILU) return x / (T(1) + m_exp(-x));   // torch's formula
         else return x;
     } else if constexpr (same_type<T, i64>::value) {
         // integer arithmetic wraps: done in uint64, where overflow is defined
@@ -329,6 +330,10 @@ template <typename T, int OP> __device__ __forceinline__ T arith(T x, T y, int& 
             T cdf = T(0.5) * (T(1) + m_erf(y * T(0.70710678118654752440)));
             T pdf = m_exp(T(-0.5) * y * y) * T(0.39894228040143267794);
             return x * (cdf + y * pdf);
+        }
+        else if constexpr (OP == BINARY_SILU_BACKWARD) {    // x s (1 + y (1 - s)), s = σ(y)
+            T s = T(1) / (T(1) + m_exp(-y));
+            return x * (s * (T(1) + y * (T(1) - s)));
         }
         else if constexpr (OP == BINARY_HYPOT) return m_hypot(x, y);
         else if constexpr (OP == BINARY_LOGADDEXP) return logaddexp_of(x, y, false);

@@ -11,7 +11,7 @@ import numpy as np
 import minitorch as mt
 from ... import dtypes
 from ...functions.autocast_policy import FP32, LOWER, autocast_op
-from ...functions.activation import Gelu, Hardtanh, LogSigmoid
+from ...functions.activation import Gelu, Hardtanh, LogSigmoid, Silu
 from ...functions.elementwise import TORCH_NAMES
 from ...functions.reduce import log_softmax as _log_softmax, softmax as _softmax
 from ...ndarray import normalize_dim
@@ -81,11 +81,11 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
-    """Elementwise x * sigmoid(x), a.k.a. swish (torch.nn.functional.silu)."""
+    """Elementwise x / (1 + e^-x) = x * sigmoid(x), a.k.a. swish, one kernel each way
+    (torch.nn.functional.silu)."""
     _floating_only(input, "silu_cpu")
-    # In place, the product must not save the input it is about to overwrite: use a copy.
-    source = input.clone() if inplace else input
-    result = source * input.sigmoid()
+    # In place, the node must not save the input it is about to overwrite: it saves a copy.
+    result = Silu.apply(input.clone() if inplace else input)
     return input.copy_(result) if inplace else result
 
 
