@@ -158,6 +158,7 @@ class BinaryOp(OpEnum):
     XLOG1PY = 39, FLOAT                 # a * log1p(b), 0 where a == 0 (NaN where b is NaN)
     GELU_BACKWARD = 40, FLOAT           # a * (Φ(b) + b φ(b))   (b = GELU's input)
     SILU_BACKWARD = 41, FLOAT           # a * s * (1 + b * (1 - s)), s = σ(b) (b = SiLU's input)
+    ADD_RELU = 42, FLOAT                # relu(a + b): a layer's bias add and its ReLU in one pass
 
 
 class ReduceOp(IntEnum):

@@ -191,6 +191,8 @@ cdef struct OpGeluBackward:
     char unused
 cdef struct OpSiluBackward:
     char unused
+cdef struct OpAddRelu:
+    char unused
 cdef struct OpEq:
     char unused
 cdef struct OpNe:
@@ -262,6 +264,7 @@ ctypedef fused arith_op:
     OpSigmoidBackward
     OpGeluBackward
     OpSiluBackward
+    OpAddRelu
     OpBitAnd
     OpBitOr
     OpBitXor
@@ -393,6 +396,11 @@ cdef inline anyt arith(arith_op* tag, anyt x, anyt y, int* err) noexcept nogil:
     elif arith_op is OpGeluBackward:
         if anyt is float or anyt is double:
             return x * r_gelu_slope(y)
+        else:
+            return 0
+    elif arith_op is OpAddRelu:      # relu's x < 0 ? 0 : x, so NaN passes and -0.0 stays
+        if anyt is float or anyt is double:
+            return 0 if x + y < 0 else x + y
         else:
             return 0
     elif arith_op is OpSiluBackward:
@@ -560,6 +568,8 @@ cdef int arith_row(int op, anyt* o, const anyt* x, Py_ssize_t sx, const anyt* y,
         return arith_loop(<OpGeluBackward*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_SILU_BACKWARD:
         return arith_loop(<OpSiluBackward*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_ADD_RELU:
+        return arith_loop(<OpAddRelu*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_BITWISE_AND:
         return arith_loop(<OpBitAnd*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_BITWISE_OR:

@@ -593,6 +593,24 @@ class Add(_Binary):
         return sum_to(g, a_shape), sum_to(g, b_shape)
 
 
+class AddRelu(_Binary):
+    """relu(a + b) as one node and one kernel: a layer's bias add and the ReLU after it (a
+    convolution followed by nn.ReLU in nn.Sequential), with the two ops' bits. Its backward
+    masks g by the saved output, then sums it to each operand's shape as Add does."""
+    op = B.ADD_RELU
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        out = super().forward(ctx, a, b)
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return Add.backward(ctx, ReluBackward.apply(g, out))
+
+
 class Sub(_Binary):
     op = B.SUB
 

@@ -331,6 +331,10 @@ template <typename T, int OP> __device__ __forceinline__ T arith(T x, T y, int& 
             T pdf = m_exp(T(-0.5) * y * y) * T(0.39894228040143267794);
             return x * (cdf + y * pdf);
         }
+        else if constexpr (OP == BINARY_ADD_RELU) {         // relu(x + y); NaN passes
+            T v = x + y;
+            return v < T(0) ? T(0) : v;
+        }
         else if constexpr (OP == BINARY_SILU_BACKWARD) {    // x s (1 + y (1 - s)), s = σ(y)
             T s = T(1) / (T(1) + m_exp(-y));
             return x * (s * (T(1) + y * (T(1) - s)));

@@ -1,11 +1,14 @@
-"""The GEMM epilogue (bias add and relu as the product is stored) and the Linear → ReLU fusion of
-nn.Sequential: the same values as the separate ops, bit for bit, and the same gradients."""
+"""Bias add and relu fused where a layer runs them back to back: the GEMM epilogue (bias and relu
+as the product is stored: Linear → ReLU in nn.Sequential, the Transformer feed-forward) and
+the one-pass relu(a + b) (AddRelu: a convolution's bias and the ReLU after it). The same values
+as the separate ops, bit for bit, and the same gradients."""
 import numpy as np
 import pytest
 
 import minitorch as mt
 import minitorch.nn as nn
 import minitorch.nn.functional as F
+from minitorch.functions.elementwise import AddRelu
 from minitorch.nn.functional.linear_maps import linear_relu
 
 
@@ -144,3 +147,32 @@ def test_transformer_feed_forward_fuses_its_relu(device):
     reference.sum().backward()
     for got, want in zip(fused.parameters(), plain.parameters()):
         assert mt.equal(got.grad, want.grad)
+
+
+@pytest.mark.parametrize("dtype", [mt.float32, mt.float64, mt.float16, mt.bfloat16])
+def test_add_relu_has_the_separate_ops_bits(device, dtype):
+    mt.manual_seed(0)
+    a = mt.randn(4, 3, 5, 5, device=device).to(dtype).requires_grad_()
+    b = mt.randn(1, 3, 1, 1, device=device).to(dtype).requires_grad_()
+    fused, reference = AddRelu.apply(a, b), (a + b).relu()
+    assert fused.grad_fn.name() == "AddReluBackward0" and mt.equal(fused, reference)
+    g = mt.randn(4, 3, 5, 5, device=device).to(dtype)
+    for got, want in zip(mt.autograd.grad(fused, [a, b], g),
+                         mt.autograd.grad(reference, [a, b], g)):
+        assert mt.equal(got, want)
+    view = a.detach().transpose(1, 3)                     # strided, broadcast the other way
+    assert mt.equal(AddRelu.apply(view, b.detach().reshape(3)),
+                    (view + b.detach().reshape(3)).relu())
+
+
+def test_add_relu_special_values_gradcheck_and_gradgradcheck(device):
+    nan, inf = float("nan"), float("inf")
+    a = mt.tensor([nan, -inf, inf, -0.0, -1.0, 2.0], device=device)
+    out = AddRelu.apply(a, mt.tensor(0.0, device=device)).cpu().numpy()
+    assert np.isnan(out[0]) and out[1] == 0 and out[2] == inf and out[5] == 2.0
+    assert np.signbit(out[3]) == np.signbit(float(F.relu(mt.tensor(-0.0) + 0.0)))
+    x = mt.tensor([[0.5, -0.4, 1.2], [-0.9, 0.7, 0.3]], dtype=mt.float64, device=device,
+                  requires_grad=True)
+    b = mt.tensor([0.25, -0.15, 0.1], dtype=mt.float64, device=device, requires_grad=True)
+    assert mt.autograd.gradcheck(AddRelu.apply, (x, b))
+    assert mt.autograd.gradgradcheck(AddRelu.apply, (x, b))
