@@ -330,3 +330,24 @@ def test_python_scalars_join_as_torch_holds_them(name):
                lambda h: h % 0.3, lambda h: h > 0.7001, lambda h: h == 1.001,
                lambda h: h.clone().sub_(3.3), lambda h: h.clamp(min=1.3)):
         assert op(ours).float().tolist() == op(theirs).float().tolist()
+
+
+@pytest.mark.parametrize("name", ["int8", "int16", "int32", "int64", "uint8"])
+def test_integer_matmul_and_linear_keep_the_dtype_and_wrap_as_torch(device, name):
+    """torch 2.13 multiplies integer matrices (and runs integer Linear layers) in their own
+    dtype, wrapping on overflow; ours is an exact product summed into that dtype."""
+    torch = pytest.importorskip("torch")
+    a = ((np.arange(6) * 50).reshape(2, 3)).astype(name)
+    b = ((np.arange(12) * 30).reshape(3, 4)).astype(name)
+    dtype = getattr(mt, name)
+    ours = mt.tensor(a, dtype=dtype, device=device) @ mt.tensor(b, dtype=dtype, device=device)
+    theirs = torch.tensor(a) @ torch.tensor(b)
+    assert ours.dtype is dtype
+    np.testing.assert_array_equal(ours.cpu().numpy(), theirs.numpy())
+    ours = F.linear(mt.tensor(a, dtype=dtype, device=device),
+                    mt.tensor(b.T.copy(), dtype=dtype, device=device),
+                    mt.ones(4, dtype=dtype, device=device))
+    theirs = torch.nn.functional.linear(torch.tensor(a), torch.tensor(b.T.copy()),
+                                        torch.ones(4, dtype=getattr(torch, name)))
+    assert ours.dtype is dtype
+    np.testing.assert_array_equal(ours.cpu().numpy(), theirs.numpy())

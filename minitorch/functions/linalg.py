@@ -133,7 +133,7 @@ def _product(a, b, function=Matmul):
         return function.apply(a, b)
     if a._data.dtype is dtypes.bool_:
         raise NotImplementedError(f'"addmm_impl_{a.device.type}_" not implemented for \'Bool\'')
-    return (a.unsqueeze(-1) * b.unsqueeze(-3)).sum(-2)
+    return (a.unsqueeze(-1) * b.unsqueeze(-3)).sum(-2, dtype=a.dtype)   # int32 @ int32: int32
 
 
 # ---- matmul and the fixed-rank products ---------------------------------------------------------

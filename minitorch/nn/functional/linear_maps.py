@@ -27,8 +27,11 @@ def _linear(input, weight, bias, relu):
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} "
                            f"and {weight.shape[1]}x{weight.shape[0]})")
     if input.ndim == 0 or weight.ndim != 2 or input.dtype is not weight.dtype or (
-            bias is not None and bias.dtype is not weight.dtype):
-        out = input @ weight.mT        # the general path raises torch's errors for odd cases
+            bias is not None and bias.dtype is not weight.dtype) or \
+            not input.dtype.is_floating_point:
+        # the general path: integer products (exact, no GEMM kernel) and torch's errors for
+        # odd cases
+        out = input @ weight.mT
         out = out + bias if bias is not None else out
         return out.relu() if relu else out
     return Linear.apply(input, weight, bias, relu)
