@@ -3,6 +3,7 @@ persistent workers, seeding and IterableDataset sharding."""
 import os
 import random
 import signal
+import sys
 import time
 
 import numpy as np
@@ -126,10 +127,18 @@ def test_workers_keep_sampler_order():
 
 
 def test_workers_match_single_process_tensor_batches(device):
+    context = None
+    if device == "cuda":
+        # A forked worker cannot use CUDA (torch's rule: tests/test_cuda_fork.py); spawned ones
+        # can, but a spawned child imports the real CuPy, not the emulated one
+        if getattr(sys.modules.get("cupy"), "emulated", False):
+            pytest.skip("spawned workers need a real GPU (the emulated CuPy stays in this process)")
+        context = "spawn"
     x = mt.tensor(np.arange(40, dtype=np.float32).reshape(20, 2), device=device)
     y = mt.arange(20, device=device)
     single = list(DataLoader(TensorDataset(x, y), batch_size=6))
-    multi = list(DataLoader(TensorDataset(x, y), batch_size=6, num_workers=2))
+    multi = list(DataLoader(TensorDataset(x, y), batch_size=6, num_workers=2,
+                            multiprocessing_context=context))
     assert len(single) == len(multi) == 4
     for (a, b), (c, d) in zip(single, multi):
         np.testing.assert_array_equal(a.cpu().numpy(), c.cpu().numpy())
