@@ -179,53 +179,50 @@ cdef int check_buffers(str op, cnp.ndarray src, str src_name, Py_ssize_t src_siz
     return dt
 
 
+cdef run(str op, cnp.ndarray src, str src_name, cnp.ndarray dst, str dst_name,
+         cnp.ndarray index, cnp.ndarray weights, Py_ssize_t planes, tuple in_size,
+         tuple out_size, tuple taps, bint forward):
+    """Both directions: the checks, then planes shared out among threads."""
+    cdef Axis axes[3]
+    if planes < 0:
+        raise ValueError(f"{op}: negative planes")
+    load_axes(axes, index, weights, in_size, out_size, taps, op)
+    cdef Py_ssize_t in_plane = axes[0].size * axes[1].size * axes[2].size
+    cdef Py_ssize_t out_plane = axes[0].out * axes[1].out * axes[2].out
+    cdef int dt = check_buffers(op, src, src_name, planes * (in_plane if forward else out_plane),
+                                dst, dst_name, planes * (out_plane if forward else in_plane),
+                                weights)
+    cdef int nt = max(1, min(threads_for(planes * out_plane), planes)), t
+    cdef void* ps = cnp.PyArray_DATA(src)
+    cdef void* pd = cnp.PyArray_DATA(dst)
+    cdef Py_ssize_t p0, p1
+    with nogil:
+        for t in prange(nt, num_threads=nt, schedule="static"):
+            p0, p1 = planes * t // nt, planes * (t + 1) // nt
+            if forward and dt == DT_F32:
+                resample_planes(<const float*>ps, <float*>pd, axes[0], axes[1], axes[2], p0, p1)
+            elif forward:
+                resample_planes(<const double*>ps, <double*>pd, axes[0], axes[1], axes[2], p0,
+                                p1)
+            elif dt == DT_F32:
+                adjoint_planes(<const float*>ps, <float*>pd, axes[0], axes[1], axes[2], p0, p1)
+            else:
+                adjoint_planes(<const double*>ps, <double*>pd, axes[0], axes[1], axes[2], p0, p1)
+
+
 def lerp_resample(cnp.ndarray x not None, cnp.ndarray index not None,
                   cnp.ndarray weights not None, cnp.ndarray out not None, Py_ssize_t planes,
                   tuple in_size, tuple out_size, tuple taps):
     """out[p] = the separable linear interpolation of x[p] (see the module docstring);
     float32 / float64."""
-    cdef Axis axes[3]
-    load_axes(axes, index, weights, in_size, out_size, taps, "lerp_resample")
-    cdef Py_ssize_t in_plane = axes[0].size * axes[1].size * axes[2].size
-    cdef Py_ssize_t out_plane = axes[0].out * axes[1].out * axes[2].out
-    cdef int dt = check_buffers("lerp_resample", x, "x", planes * in_plane, out, "out",
-                                planes * out_plane, weights)
-    cdef int nt = max(1, min(threads_for(planes * out_plane), planes)), t
-    cdef void* px = cnp.PyArray_DATA(x)
-    cdef void* po = cnp.PyArray_DATA(out)
-    if planes < 0:
-        raise ValueError("lerp_resample: negative planes")
-    with nogil:
-        for t in prange(nt, num_threads=nt, schedule="static"):
-            if dt == DT_F32:
-                resample_planes(<const float*>px, <float*>po, axes[0], axes[1], axes[2],
-                                planes * t // nt, planes * (t + 1) // nt)
-            else:
-                resample_planes(<const double*>px, <double*>po, axes[0], axes[1], axes[2],
-                                planes * t // nt, planes * (t + 1) // nt)
+    run("lerp_resample", x, "x", out, "out", index, weights, planes, in_size, out_size, taps,
+        True)
 
 
 def lerp_resample_backward(cnp.ndarray grad not None, cnp.ndarray index not None,
                            cnp.ndarray weights not None, cnp.ndarray grad_in not None,
                            Py_ssize_t planes, tuple in_size, tuple out_size, tuple taps):
-    """grad_in = the adjoint of lerp_resample applied to grad: zeroed, then g·λd·λh·λw added at
-    every source of every output."""
-    cdef Axis axes[3]
-    load_axes(axes, index, weights, in_size, out_size, taps, "lerp_resample_backward")
-    cdef Py_ssize_t in_plane = axes[0].size * axes[1].size * axes[2].size
-    cdef Py_ssize_t out_plane = axes[0].out * axes[1].out * axes[2].out
-    cdef int dt = check_buffers("lerp_resample_backward", grad, "grad", planes * out_plane,
-                                grad_in, "grad_in", planes * in_plane, weights)
-    cdef int nt = max(1, min(threads_for(planes * out_plane), planes)), t
-    cdef void* pg = cnp.PyArray_DATA(grad)
-    cdef void* pi = cnp.PyArray_DATA(grad_in)
-    if planes < 0:
-        raise ValueError("lerp_resample_backward: negative planes")
-    with nogil:
-        for t in prange(nt, num_threads=nt, schedule="static"):
-            if dt == DT_F32:
-                adjoint_planes(<const float*>pg, <float*>pi, axes[0], axes[1], axes[2],
-                               planes * t // nt, planes * (t + 1) // nt)
-            else:
-                adjoint_planes(<const double*>pg, <double*>pi, axes[0], axes[1], axes[2],
-                               planes * t // nt, planes * (t + 1) // nt)
+    """grad_in = the adjoint of lerp_resample applied to grad: zeroed, then (g·(λd·λh))·λw
+    added at every source of every output."""
+    run("lerp_resample_backward", grad, "grad", grad_in, "grad_in", index, weights, planes,
+        in_size, out_size, taps, False)

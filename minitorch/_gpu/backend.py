@@ -1336,6 +1336,8 @@ class GpuBackend:
                      out_size, taps):
         """Both directions' checks (those of the CPU kernels, in their order) and launch."""
         in_size, out_size, taps = tuple(in_size), tuple(out_size), tuple(taps)
+        if planes < 0:
+            raise ValueError(f"{op}: negative planes")
         if min(in_size + out_size) < 0:
             raise ValueError(f"{op}: negative size in {in_size} / {out_size}")
         if any(t not in (1, 2) for t in taps):

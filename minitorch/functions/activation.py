@@ -52,67 +52,65 @@ class LogSigmoid(KernelFunction):
         return g * (-input).sigmoid()
 
 
-class Gelu(KernelFunction):
-    """torch's exact GELU, x Φ(x), as one kernel; its gradient g (Φ(x) + x φ(x)) is
-    GeluBackward, one kernel too."""
 
-    @staticmethod
-    def forward(ctx, input):
-        ctx.save_for_backward(input)
-        return wrap(input._data.unary(UnaryOp.GELU))
+class _SlopeBackward(KernelFunction):
+    """g · f'(x) in one pass (`op`, a binary kernel of g and the input x); differentiable again
+    through `curvature`, f''(x) as Tensor ops."""
+    op = None
 
-    @staticmethod
-    def backward(ctx, g):
-        input, = ctx.saved_tensors
-        return GeluBackward.apply(g, input)
-
-
-class GeluBackward(KernelFunction):
-    """g (Φ(x) + x φ(x)) in one pass; differentiable again (d/dx of the slope is φ(x)(2 - x²))."""
-
-    @staticmethod
-    def forward(ctx, g, input):
+    @classmethod
+    def forward(cls, ctx, g, input):
         ctx.save_for_backward(g, input)
-        return wrap(g._data.binary(BinaryOp.GELU_BACKWARD, input._data))
+        return wrap(g._data.binary(cls.op, input._data))
 
-    @staticmethod
-    def backward(ctx, gg):
+    @classmethod
+    def backward(cls, ctx, gg):
         g, x = ctx.saved_tensors
-        pdf = (x * x * -0.5).exp() * (1.0 / math.sqrt(2.0 * math.pi))
-        grad_g = GeluBackward.apply(gg, x) if ctx.needs_input_grad[0] else None
-        grad_x = gg * g * pdf * (2.0 - x * x) if ctx.needs_input_grad[1] else None
+        grad_g = cls.apply(gg, x) if ctx.needs_input_grad[0] else None
+        grad_x = gg * g * cls.curvature(x) if ctx.needs_input_grad[1] else None
         return grad_g, grad_x
 
 
-class Silu(KernelFunction):
-    """SiLU x / (1 + e^-x) as one kernel (torch's formula; x·σ(x) as two kernels rounded
-    differently); its gradient g s (1 + x (1 - s)) is SiluBackward, one kernel too."""
+class _FusedActivation(KernelFunction):
+    """f(x) as one unary kernel (`op`) whose gradient is its `slope` node, one kernel too."""
+    op = slope = None
 
-    @staticmethod
-    def forward(ctx, input):
+    @classmethod
+    def forward(cls, ctx, input):
         ctx.save_for_backward(input)
-        return wrap(input._data.unary(UnaryOp.SILU))
+        return wrap(input._data.unary(cls.op))
 
-    @staticmethod
-    def backward(ctx, g):
+    @classmethod
+    def backward(cls, ctx, g):
         input, = ctx.saved_tensors
-        return SiluBackward.apply(g, input)
+        return cls.slope.apply(g, input)
 
 
-class SiluBackward(KernelFunction):
-    """g s (1 + x (1 - s)), s = σ(x), in one pass; differentiable again (the slope's own
-    derivative is s (1 - s) (2 + x (1 - 2 s)))."""
-
-    @staticmethod
-    def forward(ctx, g, input):
-        ctx.save_for_backward(g, input)
-        return wrap(g._data.binary(BinaryOp.SILU_BACKWARD, input._data))
+class GeluBackward(_SlopeBackward):
+    """g (Φ(x) + x φ(x)); the slope's derivative is φ(x) (2 - x²)."""
+    op = BinaryOp.GELU_BACKWARD
 
     @staticmethod
-    def backward(ctx, gg):
-        g, x = ctx.saved_tensors
+    def curvature(x):
+        return (x * x * -0.5).exp() * (1.0 / math.sqrt(2.0 * math.pi)) * (2.0 - x * x)
+
+
+class Gelu(_FusedActivation):
+    """torch's exact GELU, x Φ(x), one kernel each way (five composed)."""
+    op, slope = UnaryOp.GELU, GeluBackward
+
+
+class SiluBackward(_SlopeBackward):
+    """g s (1 + x (1 - s)), s = σ(x); the slope's derivative is s (1 - s) (2 + x (1 - 2 s))."""
+    op = BinaryOp.SILU_BACKWARD
+
+    @staticmethod
+    def curvature(x):
         s = x.sigmoid()
-        grad_g = SiluBackward.apply(gg, x) if ctx.needs_input_grad[0] else None
-        grad_x = gg * g * s * (1.0 - s) * (2.0 + x * (1.0 - 2.0 * s)) \
-            if ctx.needs_input_grad[1] else None
-        return grad_g, grad_x
+        return s * (1.0 - s) * (2.0 + x * (1.0 - 2.0 * s))
+
+
+class Silu(_FusedActivation):
+    """SiLU x / (1 + e^-x), torch's formula, one kernel each way (x·σ(x) is two kernels,
+    rounded differently)."""
+    op, slope = UnaryOp.SILU, SiluBackward
