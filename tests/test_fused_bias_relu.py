@@ -176,3 +176,42 @@ def test_add_relu_special_values_gradcheck_and_gradgradcheck(device):
     b = mt.tensor([0.25, -0.15, 0.1], dtype=mt.float64, device=device, requires_grad=True)
     assert mt.autograd.gradcheck(AddRelu.apply, (x, b))
     assert mt.autograd.gradgradcheck(AddRelu.apply, (x, b))
+
+
+@pytest.mark.parametrize("layer", [
+    lambda: nn.Conv2d(3, 8, 3, padding=1),
+    lambda: nn.Conv2d(3, 8, 3, stride=2, bias=False),
+    lambda: nn.Conv2d(4, 8, 3, groups=2, padding=1, padding_mode="reflect"),
+    lambda: nn.Conv1d(3, 5, 4, padding=2),
+    lambda: nn.Conv3d(3, 4, 2)])
+def test_sequential_conv_relu_has_the_unfused_bits(device, layer):
+    mt.manual_seed(0)
+    conv = layer().to(device, mt.float64)
+    model = nn.Sequential(conv, nn.ReLU())
+    shape = {1: (2, conv.in_channels, 9), 2: (2, conv.in_channels, 7, 6),
+             3: (2, conv.in_channels, 4, 5, 3)}[conv._dims]
+    x = mt.randn(*shape, device=device, dtype=mt.float64, requires_grad=True)
+    fused, reference = model(x), F.relu(conv(x))
+    if conv._dims > 1:      # a 1-D result is the squeezed 2-D one
+        assert fused.grad_fn.name() == ("AddReluBackward0" if conv.bias is not None
+                                        else "ReluBackward0")
+    assert mt.equal(fused, reference) and fused.is_contiguous()
+    g = mt.randn(*fused.shape, device=device, dtype=mt.float64)
+    params = [x] + list(conv.parameters())
+    for got, want in zip(mt.autograd.grad(fused, params, g),
+                         mt.autograd.grad(reference, params, g)):
+        # the GPU's input gradient adds with atomics: its last bits vary from run to run
+        np.testing.assert_allclose(got.cpu().numpy(), want.cpu().numpy(),
+                                   rtol=0 if device == "cpu" else 1e-13, atol=0)
+
+
+def test_conv_relu_under_autocast_and_with_hooks(device):
+    mt.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(2, 4, 3), nn.ReLU()).to(device)
+    x = mt.randn(2, 2, 6, 6, device=device)
+    with mt.autocast(device_type=device, dtype=mt.bfloat16):
+        fused, reference = model(x), F.relu(model[0](x))
+    assert fused.dtype is mt.bfloat16 and mt.equal(fused, reference)
+    seen = []
+    model[0].register_forward_hook(lambda module, args, out: seen.append(out.shape))
+    assert mt.equal(model(x), F.relu(model[0](x))) and seen == [(2, 4, 4, 4)] * 2

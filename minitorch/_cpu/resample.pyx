@@ -7,8 +7,9 @@ x is a compact (planes, D, H, W) float array, out (planes, OD, OH, OW). Per axis
 position reads `taps` source positions (2: interpolated, 1: an axis passed through) with
 weights; `index` holds the three axes' source tables one after another, two entries per output
 position (OD pairs for depth, then OH, then OW; a pass-through axis reads the first of each
-pair, and every entry must be a valid position), `weights` the matching weights in x's dtype. The sum is nested as ATen's separable
-upsampling kernel nests it, innermost axis first: for two interpolated axes
+pair, and every entry must be a valid position), `weights` the matching weights in x's dtype.
+The sum is nested as ATen's generic upsampling kernel nests it, innermost axis first: for two
+interpolated axes
 
     out = (x[h0, w0]·λw0 + x[h0, w1]·λw1)·λh0 + (x[h1, w0]·λw0 + x[h1, w1]·λw1)·λh1
 

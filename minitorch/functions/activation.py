@@ -1,7 +1,7 @@
 """The activations that are nodes of their own, computed on NDArrays: Hardtanh (a clamp whose
 gradient is torch's, zero at the bounds), LogSigmoid (overflow-free, exact gradient), the
-exact GELU (one kernel each way instead of five) and SiLU (one each way instead of two). The rest of torch.nn.functional's
-activations compose other ops (nn/functional/activation.py)."""
+exact GELU (one kernel each way instead of five) and SiLU (one each way instead of two). The
+rest of torch.nn.functional's activations compose other ops (nn/functional/activation.py)."""
 import math
 
 from ..autograd import KernelFunction

@@ -29,7 +29,7 @@ from ..ndarray import NDArray, shape_str
 from ..opcodes import BinaryOp, ReduceOp
 from ..tensor import wrap, zeros
 from .autocast_policy import LOWER, autocast_op
-from .elementwise import C_NAMES, TORCH_NAMES
+from .elementwise import AddRelu, C_NAMES, TORCH_NAMES
 from .joining import cat
 from .movement import _copy_into
 from .window import (_channels_last, _memory_order, _new_in_order, _pad, _spatial_slice,
@@ -683,10 +683,10 @@ def _pad_after(x, extra):
     return x
 
 
-def _conv_nd(x, weight, bias, stride, pads, dilation, groups):
+def _conv_nd(x, weight, bias, stride, pads, dilation, groups, relu=False):
     """The (N, C, *spatial) convolution (1, 2 or 3 spatial axes): im2col view, one compact,
     GEMM(s); grouped convolutions use one batched GEMM per group with the group's weight
-    broadcast over the batch."""
+    broadcast over the batch. With relu, the bias add and the relu are one pass (AddRelu)."""
     spatial = x.ndim - 2
     x = _pad_after(x, [right - left for left, right in pads])
     n, c = x.shape[:2]
@@ -700,28 +700,34 @@ def _conv_nd(x, weight, bias, stride, pads, dilation, groups):
         # ConvProduct); the weight is put in the same (kh, kw, C) order.
         w = weight.permute(0, *range(2, spatial + 2), 1).reshape(out_channels, -1)
         out = ConvProduct.apply(x, w, geometry)
-        return out + bias.reshape(bias_shape) if bias is not None else out.contiguous()
+        return _add_bias(out, bias, bias_shape, relu)
     cols = window_view(x, geometry)                                # (N, C, *kernel, *blocks)
     cols = cols.reshape(n, groups, (c // groups) * math.prod(kernel), math.prod(geometry.blocks))
     w = weight.reshape(groups, out_channels // groups, -1)
     # One batched GEMM per group, the group's weight broadcast over the batch (stride 0).
     per_group = [w[g] @ cols[:, g] for g in range(groups)]         # each (N, OC/G, L)
-    out = cat(per_group, dim=1).reshape((n, out_channels) + geometry.blocks)
-    if bias is not None:
-        out = out + bias.reshape(bias_shape)
-    return out
+    return _add_bias(cat(per_group, dim=1).reshape((n, out_channels) + geometry.blocks), bias,
+                     bias_shape, relu)
 
 
-def _conv(name, spatial, input, weight, bias, stride, padding, dilation, groups):
-    """conv1d/2d/3d: checks, then the convolution of the batched input. A 1-D convolution is
-    a 2-D one over a height-1 image."""
+def _add_bias(out, bias, bias_shape, relu):
+    """out + bias, then relu when asked, as one pass (a compact NCHW result either way: the add
+    reads an NHWC product in place)."""
+    if bias is None:
+        return out.relu() if relu else out.contiguous()
+    return AddRelu.apply(out, bias.reshape(bias_shape)) if relu else out + bias.reshape(bias_shape)
+
+
+def _conv(name, spatial, input, weight, bias, stride, padding, dilation, groups, relu=False):
+    """conv1d/2d/3d (then relu, when asked): checks, then the convolution of the batched
+    input. A 1-D convolution is a 2-D one over a height-1 image."""
     x, unbatched, stride, pads, dilation, _ = _conv_setup(
         name, spatial, input, weight, bias, stride, padding, dilation, groups)
     if spatial == 1:
         out = _conv_nd(x.unsqueeze(2), weight.unsqueeze(2), bias, (1,) + stride,
-                       [(0, 0)] + pads, (1,) + dilation, groups).squeeze(2)
+                       [(0, 0)] + pads, (1,) + dilation, groups, relu).squeeze(2)
     else:
-        out = _conv_nd(x, weight, bias, stride, pads, dilation, groups)
+        out = _conv_nd(x, weight, bias, stride, pads, dilation, groups, relu)
     return out.squeeze(0) if unbatched else out
 
 
@@ -742,6 +748,14 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """(N, C, D, H, W) * (OC, C/groups, kd, kh, kw) → (N, OC, OD, OH, OW); (C, D, H, W) input
     is unbatched."""
     return _conv("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+@autocast_op(LOWER)
+def conv_relu(spatial, input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """relu(conv{spatial}d(...)) with the bias add and the relu in one pass. Not a torch
+    function: nn.Sequential runs a convolution followed by a ReLU through it."""
+    return _conv(f"conv{spatial}d", spatial, input, weight, bias, stride, padding, dilation,
+                 groups, relu=True)
 
 
 _AXIS_NAMES = ("depth", "height", "width")

@@ -9,6 +9,7 @@ from itertools import chain, islice
 
 from ..tensor import Tensor
 from .activation import ReLU
+from .conv import Conv1d, Conv2d, Conv3d
 from .functional.linear_maps import linear_relu
 from .linear import Linear
 from .module import Module, _addindent, _typename
@@ -22,9 +23,21 @@ def _renumber(modules):
     return OrderedDict(zip((str(i) for i in range(len(modules))), modules.values()))
 
 
-def _linear_then_relu(first, second):
-    """Whether second(first(x)) is exactly F.linear then F.relu."""
-    return first._calls_plain_forward(Linear) and second._calls_plain_forward(ReLU)
+# Layers whose output a following ReLU can join in one pass: (layer class, fused call).
+_RELU_FUSIONS = ((Linear, lambda layer, x: linear_relu(x, layer.weight, layer.bias)),
+                 (Conv2d, Conv2d._forward_relu), (Conv1d, Conv1d._forward_relu),
+                 (Conv3d, Conv3d._forward_relu))
+
+
+def _fused_with_relu(first, second):
+    """The call that runs first then second as one when second is a ReLU and calling the two
+    would run nothing but their forwards (no hooks, plain classes), else None."""
+    if not second._calls_plain_forward(ReLU):
+        return None
+    for cls, fused in _RELU_FUSIONS:
+        if first._calls_plain_forward(cls):
+            return fused
+    return None
 
 
 class Sequential(Module):
@@ -117,16 +130,18 @@ class Sequential(Module):
         return [key for key in super().__dir__() if not key.isdigit()]
 
     def forward(self, input):
-        """Each module on the previous one's output. A Linear followed by a ReLU runs as one
-        node whose GEMM adds the bias and applies the relu as it stores (F.linear then
-        F.relu's values, one kernel instead of three) when calling them would run nothing
-        else: no hooks, plain classes, no forward replaced on the instance."""
+        """Each module on the previous one's output. A Linear or a convolution followed by a
+        ReLU runs as one: the Linear's GEMM adds the bias and applies the relu as it stores
+        (one kernel instead of three), the convolution's bias add and relu are one pass
+        (AddRelu), with the separate calls' values, whenever calling the two would run
+        nothing else: no hooks, plain classes, no forward replaced on the instance."""
         modules = list(self._modules.values())
         i, count = 0, len(modules)
         while i < count:
             module = modules[i]
-            if i + 1 < count and _linear_then_relu(module, modules[i + 1]):
-                input = linear_relu(input, module.weight, module.bias)
+            fused = _fused_with_relu(module, modules[i + 1]) if i + 1 < count else None
+            if fused is not None:
+                input = fused(module, input)
                 i += 2
             else:
                 input = module(input)

@@ -4,6 +4,7 @@ import math
 import numbers
 
 import minitorch as mt
+from ..functions.conv import conv_relu
 from . import functional as F, init
 from .module import Module
 from .parameter import Parameter
@@ -80,6 +81,13 @@ class _ConvNd(Module):
             if fan_in:
                 bound = 1 / math.sqrt(fan_in)
                 init.uniform_(self.bias, -bound, bound)
+
+    def _forward_relu(self, input):
+        """relu(self(input)) with the bias add and the relu in one pass (nn.Sequential's
+        convolution → ReLU)."""
+        input, padding = self._padded_input(input)
+        return conv_relu(self._dims, input, self.weight, self.bias, self.stride, padding,
+                         self.dilation, self.groups)
 
     def _padded_input(self, input):
         """Non-zero padding modes pad explicitly, then convolve without padding."""
