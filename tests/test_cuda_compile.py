@@ -89,3 +89,27 @@ def test_real_nvrtc_emits_no_flushing_arithmetic():
     ptx = ptx.decode() if isinstance(ptx, bytes) else ptx
     nvrtc.destroyProgram(program)
     assert ".ftz" not in ptx
+
+
+def test_a_failing_binding_falls_back_to_raw_module_with_a_warning(tmp_path, monkeypatch):
+    """An NVRTC binding that differs from the one compile.py was written for (here: a lowered
+    name the module does not have) must not take every kernel down: RawModule compiles it."""
+    monkeypatch.setenv("MINITORCH_CUDA_CACHE", str(tmp_path))
+
+    class Missing(FakeModule):
+        def get_function(self, name):
+            raise KeyError(name)
+
+    calls = []
+
+    def raw_module(path=None, **kwargs):
+        if path is not None:
+            return Missing(path)
+        calls.append(kwargs)
+        return "raw"
+    cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(nvrtc=FakeNVRTC()),
+                                 RawModule=raw_module)
+    device = types.SimpleNamespace(compute_capability="90")
+    with pytest.warns(RuntimeWarning, match="flushes float32 subnormals"):
+        assert K.load_module(cupy, "src", ["k<float>"], device) == "raw"
+    assert calls[0]["name_expressions"] == ["k<float>"]

@@ -9,13 +9,14 @@ hash of everything that shapes it, and loaded with `RawModule(path=...)`; kernel
 by the lowered (mangled) names NVRTC gives their template instances.
 
 A CuPy without the binding (the test emulator, which has no flush to model) gets RawModule's
-own compile.
+own compile, and so does one whose binding fails us (with a warning).
 """
 import hashlib
 import json
 import os
 import pathlib
 import tempfile
+import warnings
 
 OPTIONS = ("-std=c++17", "--ftz=false", "--prec-div=true", "--prec-sqrt=true",
            "--device-as-default-execution-space")
@@ -39,11 +40,32 @@ class CompiledModule:
 
 def load_module(cupy, source, names, device):
     """The module of `source` with the template instances `names`, compiled for `device` (a
-    cupy.cuda.Device) without flushing float32 subnormals (CuPy's RawModule when its NVRTC
-    binding is missing)."""
+    cupy.cuda.Device) without flushing float32 subnormals. CuPy's RawModule when its NVRTC
+    binding is missing, or (with a warning) when using the binding fails: a CuPy or NVRTC whose
+    binding, options or module loading differ from the ones this was written for should still
+    run, flushing subnormals, rather than fail every kernel (a source error fails there too,
+    with RawModule's own log)."""
     nvrtc = getattr(getattr(cupy, "cuda", None), "nvrtc", None)
     if nvrtc is None or not hasattr(nvrtc, "getLoweredName"):
-        return cupy.RawModule(code=source, options=("-std=c++17",), name_expressions=names)
+        return _raw_module(cupy, source, names)
+    try:
+        module = _load_compiled(cupy, nvrtc, source, names, device)
+        for name in names:          # resolve every instance now, while falling back is possible
+            module.get_function(name)
+        return module
+    except Exception as error:      # noqa: BLE001  (any failure of the binding path)
+        warnings.warn(f"minitorch: compiling through CuPy's NVRTC binding failed ({error!r}); "
+                      "using CuPy's RawModule, which flushes float32 subnormals to zero",
+                      RuntimeWarning, stacklevel=2)
+        return _raw_module(cupy, source, names)
+
+
+def _raw_module(cupy, source, names):
+    return cupy.RawModule(code=source, options=("-std=c++17",), name_expressions=names)
+
+
+def _load_compiled(cupy, nvrtc, source, names, device):
+    """The module through the binding: the cubin from the cache, or compiled and stored."""
     arch = f"sm_{device.compute_capability}"
     key = hashlib.sha256(json.dumps([source, OPTIONS, list(names), arch,
                                      list(nvrtc.getVersion())]).encode()).hexdigest()
