@@ -672,6 +672,38 @@ class ConvProductBackward(KernelFunction):
 
 
 # ---- convolution ------------------------------------------------------------------------------
+class WindowOrder(KernelFunction):
+    """A weight (A, B, *k) as the products take it: (A, kh·kw·B) in (*k, B) order, compact (one
+    copy). Its gradient comes back compact in the weight's own layout (FromWindowOrder), as
+    torch's does, so that an optimizer's fused update takes it (a permuted view of the (A, K)
+    gradient sent Adam to its op-by-op rule)."""
+
+    @staticmethod
+    def forward(ctx, weight):
+        wd = weight._data
+        ctx.shape = wd.shape
+        order = (0,) + tuple(range(2, wd.ndim)) + (1,)
+        return wrap(wd.permute(order).compact().reshape((wd.shape[0], -1)))
+
+    @staticmethod
+    def backward(ctx, g):
+        return FromWindowOrder.apply(g, ctx.shape)
+
+
+class FromWindowOrder(KernelFunction):
+    """The inverse of WindowOrder: g (A, K) in (*k, B) order as a compact (A, B, *k)."""
+
+    @staticmethod
+    def forward(ctx, g, shape):
+        d = len(shape)
+        windowed = g._data.compact().reshape((shape[0],) + tuple(shape[2:]) + (shape[1],))
+        return wrap(windowed.permute((0, d - 1) + tuple(range(1, d - 1))).compact())
+
+    @staticmethod
+    def backward(ctx, gg):
+        return WindowOrder.apply(gg), None
+
+
 def _pad_after(x, extra):
     """x with extra[i] zeros appended after spatial axis i: the odd remainder of
     padding='same', which torch puts on the right (the windows pad both sides alike)."""
@@ -698,7 +730,7 @@ def _conv_nd(x, weight, bias, stride, pads, dilation, groups):
     if groups == 1:
         # GEMMs over the windows taken channels-innermost, a chunk of images at a time (see
         # ConvProduct); the weight is put in the same (kh, kw, C) order.
-        w = weight.permute(0, *range(2, spatial + 2), 1).reshape(out_channels, -1)
+        w = WindowOrder.apply(weight)
         out = ConvProduct.apply(x, w, geometry)
         return out + bias.reshape(bias_shape) if bias is not None else out.contiguous()
     cols = window_view(x, geometry)                                # (N, C, *kernel, *blocks)
@@ -772,7 +804,7 @@ def _conv_transpose_nd(x, weight, stride, padding, output_padding, groups, dilat
     if groups == 1:
         # the input gradient of the convolution out_size -> size with this weight: its node,
         # with x as the output gradient (its backward is then conv2d and the weight gradient)
-        w = weight.permute(0, *range(2, spatial + 2), 1).reshape(c, -1)
+        w = WindowOrder.apply(weight)
         shape_of_out = zeros((), dtype=x.dtype, device=x.device).expand(
             (n, weight.shape[1]) + out_size)
         return ConvProductBackward.apply(x, shape_of_out, w, geometry, None, (True, False))[0]
