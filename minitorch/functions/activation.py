@@ -1,15 +1,34 @@
 """The activations that are nodes of their own, computed on NDArrays: Hardtanh (a clamp whose
-gradient is torch's, zero at the bounds), LogSigmoid (overflow-free, exact gradient) and the
-exact GELU (one kernel each way instead of five). The rest of torch.nn.functional's
+gradient is torch's, zero at the bounds), LogSigmoid (overflow-free, exact gradient), the
+exact GELU (one kernel each way instead of five) and LeakyRelu (one node each way instead of
+three). The rest of torch.nn.functional's
 activations compose other ops (nn/functional/activation.py)."""
 import math
 
 from ..autograd import KernelFunction
 from ..opcodes import BinaryOp, UnaryOp
 from ..tensor import wrap
-from .elementwise import scalar_array
+from .elementwise import scalar_array, where
 
-__all__ = []   # nn/functional's hardtanh, logsigmoid, gelu and BCE-with-logits run these
+__all__ = []   # nn/functional's hardtanh, logsigmoid, gelu, leaky_relu, BCE-with-logits run these
+
+
+class LeakyRelu(KernelFunction):
+    """where(x > 0, x, x·slope) as one node (float32/float64: the composition's kernels, so
+    the same values); its backward where(x > 0, g, g·slope) in Tensor ops, the mask kept from
+    the forward."""
+
+    @staticmethod
+    def forward(ctx, input, negative_slope):
+        nd = input._data
+        mask = nd.binary(BinaryOp.GT, scalar_array(0, nd.dtype, nd.device))
+        ctx.mask, ctx.slope = mask, negative_slope
+        scaled = nd.binary(BinaryOp.MUL, scalar_array(negative_slope, nd.dtype, nd.device))
+        return wrap(mask.where(nd, scaled))
+
+    @staticmethod
+    def backward(ctx, g):
+        return where(wrap(ctx.mask), g, g * ctx.slope), None
 
 
 class Hardtanh(KernelFunction):

@@ -102,28 +102,29 @@ def _conv_setup(name, spatial, input, weight, bias, stride, padding, dilation, g
 
 
 def _check_conv_shapes(x, weight, bias, groups, pads, dilation, transposed):
-    """ATen's check_shape_forward."""
-    w_shape = shape_str(weight.shape)
+    """ATen's check_shape_forward (messages built only on failure: this runs per call)."""
     if weight.ndim != x.ndim:
         raise RuntimeError(f"Expected {weight.ndim}-dimensional input for {weight.ndim}-"
-                           f"dimensional weight {w_shape}, but got {x.ndim}-dimensional input "
-                           f"of size {shape_str(x.shape)} instead")
+                           f"dimensional weight {shape_str(weight.shape)}, but got {x.ndim}-"
+                           f"dimensional input of size {shape_str(x.shape)} instead")
     if weight.shape[0] < groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
-                           f"dimension 0, but got weight of size {w_shape} instead")
+                           f"dimension 0, but got weight of size {shape_str(weight.shape)} "
+                           "instead")
     if weight.shape[0] % groups:
         # torch's message wraps the size in a second pair of brackets.
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
-                           f"at dimension 0, but got weight of size [{w_shape}] instead")
+                           f"at dimension 0, but got weight of size [{shape_str(weight.shape)}] "
+                           "instead")
     channels = weight.shape[0] if transposed else weight.shape[1] * groups
     out_channels = weight.shape[1] * groups if transposed else weight.shape[0]
-    given = f"Given transposed=1, weight of size {w_shape}" if transposed else \
-        f"Given groups={groups}, weight of size {w_shape}"
     if x.shape[1] != channels:
-        raise RuntimeError(f"{given}, expected input{shape_str(x.shape)} to have {channels} "
-                           f"channels, but got {x.shape[1]} channels instead")
+        raise RuntimeError(f"{_given(weight, groups, transposed)}, expected "
+                           f"input{shape_str(x.shape)} to have {channels} channels, but got "
+                           f"{x.shape[1]} channels instead")
     if bias is not None and (bias.ndim != 1 or bias.shape[0] != out_channels):
-        given = given if transposed else f"Given weight of size {w_shape}"
+        given = _given(weight, groups, transposed) if transposed else \
+            f"Given weight of size {shape_str(weight.shape)}"
         raise RuntimeError(f"{given}, expected bias to be 1-dimensional with {out_channels} "
                            f"elements, but got bias of size {shape_str(bias.shape)} instead")
     _check_kernel_size(weight.shape[2:])
@@ -136,6 +137,12 @@ def _check_conv_shapes(x, weight, bias, groups, pads, dilation, transposed):
                            f"({' x '.join(map(str, padded))}). Kernel size: "
                            f"({' x '.join(map(str, kernel))}). Kernel size can't be greater than "
                            "actual input size")
+
+
+def _given(weight, groups, transposed):
+    w_shape = shape_str(weight.shape)
+    return (f"Given transposed=1, weight of size {w_shape}" if transposed else
+            f"Given groups={groups}, weight of size {w_shape}")
 
 
 def _check_kernel_size(kernel):
