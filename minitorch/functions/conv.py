@@ -25,7 +25,7 @@ import operator
 from collections import namedtuple
 
 from ..autograd import KernelFunction
-from ..ndarray import NDArray, shape_str
+from ..ndarray import NDArray, contiguous_strides, shape_str
 from ..opcodes import BinaryOp, ReduceOp
 from ..tensor import wrap, zeros
 from .autocast_policy import LOWER, autocast_op
@@ -203,6 +203,23 @@ def _images(nd, i0, i1):
     """nd[i0:i1], images i0 to i1 - 1 of a batch, as a view made directly (the chunk loops run
     per chunk: indexing's general key parsing is not needed for this one slice)."""
     return nd._view((i1 - i0,) + nd.shape[1:], nd.strides, nd.offset + i0 * nd.strides[0])
+
+
+def _scratch(chunks, per_image, like):
+    """A flat buffer for the largest chunk's per_image values per image (the first chunk is the
+    largest), which every chunk reuses: one allocation per call rather than one per chunk."""
+    i0, i1 = chunks[0] if chunks else (0, 0)
+    return NDArray.empty(((i1 - i0) * per_image,), like.dtype, like.device)
+
+
+def _chunk_rows(windows, i0, i1, scratch):
+    """Images i0 to i1 - 1 of a window view compacted into `scratch`: (B, ...), compact."""
+    chunk = _images(windows, i0, i1)
+    size = chunk.size
+    if size:
+        windows.backend.compact(windows.buffer, scratch.buffer[:size], chunk.shape,
+                                chunk.strides, chunk.offset)
+    return scratch._view(chunk.shape, contiguous_strides(chunk.shape), 0)
 
 
 def _chunks(nd, rows_per_image, k):
@@ -521,23 +538,47 @@ def _im2col_backward(gd, wd, x_shape, geometry, padded, needs):
     # per image, reading g as it is, only where each product's depth (its positions) is worth
     # a GEMM of its own
     per_image = positions >= PER_IMAGE_MIN_POSITIONS
-    for i0, i1 in _chunks(gd, positions, k):
-        count = i1 - i0
-        g_chunk = _images(gd, i0, i1).reshape((count, out_channels, positions))
-        g_rows = (g_chunk.transpose(1, 2).reshape((count * positions, out_channels))
+    chunks = _chunks(gd, positions, k)
+    n = gd.shape[0]
+    # g as rows (N·OH·OW, OC), one transposing copy for the whole batch
+    g_rows_all = (gd.reshape((n, out_channels, positions)).permute((0, 2, 1)).compact()
                   if needs[0] or not per_image else None)
+    # buffers every chunk reuses: its rebuilt rows, its g·w columns, its weight-gradient part
+    rows_scratch = (_scratch(chunks, positions * k, gd)
+                    if needs[1] and not isinstance(padded, _Im2colRows) else None)
+    cols_scratch = _scratch(chunks, positions * k, gd) if needs[0] else None
+    for i0, i1 in chunks:
+        count = i1 - i0
+        g_rows = (None if g_rows_all is None else
+                  g_rows_all._view((count * positions, out_channels), (out_channels, 1),
+                                   i0 * positions * out_channels))
         if needs[1]:
-            rows = _images(windows, i0, i1).reshape((count * positions, k))
-            # gᵀ·rows, (OC, K) as it is wanted (rowsᵀ·g read the rows' columns 2 KiB apart
-            # in place and was 5-10% slower, then needed a transposing copy: measured)
-            part = (g_rows.transpose(0, 1).matmul(rows) if g_rows is not None
-                    else g_chunk.matmul(rows.reshape((count, positions, k)))
-                    .reduce(ReduceOp.SUM, (0,)))
-            grad_w = part if grad_w is None else grad_w.binary(BinaryOp.ADD, part)
+            rows = (_images(windows, i0, i1) if rows_scratch is None else
+                    _chunk_rows(windows, i0, i1, rows_scratch)).reshape((count * positions, k))
+            if g_rows is not None:
+                # gᵀ·rows, (OC, K) as it is wanted (rowsᵀ·g read the rows' columns 2 KiB apart
+                # in place and was 5-10% slower, then needed a transposing copy: measured),
+                # summed over chunks in place
+                part = NDArray.empty((out_channels, k), gd.dtype, gd.device)
+                gd.backend.matmul(g_rows.buffer, rows.buffer, part.buffer, 1, out_channels, k,
+                                  count * positions, (0, 1, out_channels), g_rows.offset,
+                                  (0, k, 1), rows.offset)
+            else:
+                g_chunk = _images(gd, i0, i1).reshape((count, out_channels, positions))
+                part = g_chunk.matmul(rows.reshape((count, positions, k))) \
+                    .reduce(ReduceOp.SUM, (0,))
+            if grad_w is None:
+                grad_w = part
+            else:
+                gd.backend.binary(BinaryOp.ADD, grad_w.buffer, part.buffer, grad_w.buffer,
+                                  grad_w.shape, grad_w.strides, 0, part.strides, 0)
         if needs[0]:
             target = _images(grad_windows, i0, i1)
-            cols = g_rows.matmul(wd)
-            gd.backend.strided_add(cols.flat(), grad_padded.buffer, target.shape,
+            size = count * positions * k
+            gd.backend.matmul(g_rows.buffer, wd.buffer, cols_scratch.buffer[:size], 1,
+                              count * positions, k, out_channels, (0, out_channels, 1),
+                              g_rows.offset, (0, k, 1), wd.offset)
+            gd.backend.strided_add(cols_scratch.buffer[:size], grad_padded.buffer, target.shape,
                                    target.strides, target.offset)
     grad_x = None
     if needs[0]:
@@ -602,8 +643,9 @@ class ConvProduct(KernelFunction):
         out = NDArray.empty((n, out_channels) + geometry.blocks if direct else
                             (n,) + geometry.blocks + (out_channels,), xd.dtype, xd.device)
         chunks = _chunks(xd, positions, k)
+        scratch = _scratch(chunks, positions * k, xd)
         for i0, i1 in chunks:
-            rows = _images(windows, i0, i1).copy()        # (B, OH, OW, kh, kw, C), compact
+            rows = _chunk_rows(windows, i0, i1, scratch)  # (B, OH, OW, kh, kw, C), compact
             if len(chunks) == 1 and w.requires_grad:
                 # the whole batch's rows fit one chunk: the weight gradient reuses them
                 ctx.padded = _Im2colRows(rows)
