@@ -1,8 +1,9 @@
 """The activations that are nodes of their own, computed on NDArrays: Hardtanh (a clamp whose
 gradient is torch's, zero at the bounds), LogSigmoid (overflow-free, exact gradient), the
-exact GELU (one kernel each way instead of five) and LeakyRelu (one node each way instead of
-three). The rest of torch.nn.functional's
-activations compose other ops (nn/functional/activation.py)."""
+exact GELU (one kernel each way instead of five), LeakyRelu (one node each way instead of
+three) and BinaryCrossEntropyWithLogits (its elementwise loss: one node instead of five).
+The rest of torch.nn.functional's activations compose other ops
+(nn/functional/activation.py)."""
 import math
 
 from ..autograd import KernelFunction
@@ -11,6 +12,29 @@ from ..tensor import wrap
 from .elementwise import scalar_array, where
 
 __all__ = []   # nn/functional's hardtanh, logsigmoid, gelu, leaky_relu, BCE-with-logits run these
+
+
+class BinaryCrossEntropyWithLogits(KernelFunction):
+    """The elementwise (1 - t)·x - log σ(x) of binary_cross_entropy_with_logits without weights
+    (input and target of one float dtype and shape), computed with the composition's kernels
+    (LogSigmoid's, then (1 - t)·x + its negation); its backward is torch's, g·(σ(x) - t) for
+    the input and -g·x for the target, in Tensor ops."""
+
+    @staticmethod
+    def forward(ctx, input, target):
+        x, t = input._data, target._data
+        tail = x.unary(UnaryOp.ABS).unary(UnaryOp.NEG).unary(UnaryOp.EXP).unary(UnaryOp.LOG1P)
+        log_sigmoid = x.binary(BinaryOp.MINIMUM, scalar_array(0.0, x.dtype, x.device)) \
+            .binary(BinaryOp.SUB, tail)
+        ctx.save_for_backward(input, target)
+        return wrap(scalar_array(1, x.dtype, x.device).binary(BinaryOp.SUB, t)
+                    .binary(BinaryOp.MUL, x).binary(BinaryOp.ADD, log_sigmoid.unary(UnaryOp.NEG)))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.saved_tensors
+        return (g * (x.sigmoid() - t) if ctx.needs_input_grad[0] else None,
+                -(g * x) if ctx.needs_input_grad[1] else None)
 
 
 class LeakyRelu(KernelFunction):
