@@ -266,7 +266,7 @@ def _direct_ok(xd, geometry):
 def _direct_padded(xd, geometry):
     """x padded with zeros as the direct kernels read it: NCHW, unit column stride, each
     channel's rows one after another (a compact x with no padding is used as it is)."""
-    padded = _pad(xd, geometry.padding, 0, (0, 1, 2, 3))
+    padded = _pad_zeros(xd, geometry.padding, (0, 1, 2, 3))
     if padded.strides[3] != 1 or padded.strides[1] < padded.shape[2] * padded.strides[2]:
         padded = padded.copy()
     return padded
@@ -589,7 +589,27 @@ def _im2col_backward(gd, wd, x_shape, geometry, padded, needs):
 def _padded_channels_last(xd, geometry):
     """x padded for im2col rows, channels-last (a one-channel image is already: no copy without
     padding)."""
-    return _pad(xd, geometry.padding, 0, _channels_last(xd.ndim) if xd.shape[1] > 1 else None)
+    return _pad_zeros(xd, geometry.padding,
+                      _channels_last(xd.ndim) if xd.shape[1] > 1 else None)
+
+
+def _pad_zeros(xd, padding, order):
+    """_pad(xd, padding, 0, order) with one zero fill and one strided write for a compact xd
+    (the per-call cost of every conv: _pad's general view handling cost more than its kernels
+    on dcgan's small images; measured), else _pad itself."""
+    ident = tuple(range(xd.ndim))
+    if not xd.is_compact() or (order is not None and order == ident and not any(padding)):
+        return _pad(xd, padding, 0, order)
+    order = ident if order is None else order
+    if not any(padding) and order == ident:
+        return xd
+    shape = xd.shape[:2] + tuple(s + 2 * p for s, p in zip(xd.shape[2:], padding))
+    buffer = NDArray.full(tuple(shape[d] for d in order), 0, xd.dtype, xd.device)
+    out = buffer.permute(tuple(order.index(d) for d in range(len(order))))
+    if xd.size:
+        offset = sum(p * stride for p, stride in zip(padding, out.strides[2:]))
+        xd.backend.strided_set(xd.flat(), out.buffer, xd.shape, out.strides, offset)
+    return out
 
 
 def _weight_grad_source(xd, geometry, out_channels):
