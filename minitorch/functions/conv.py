@@ -32,7 +32,7 @@ from .autocast_policy import LOWER, autocast_op
 from .elementwise import C_NAMES, TORCH_NAMES
 from .joining import cat
 from .movement import _copy_into
-from .window import (_channels_last, _memory_order, _new_in_order, _pad, _spatial_slice,
+from .window import (_channels_last, _memory_order, _new_in_order, _pad,
                      _windows, fold_columns, window_geometry, window_view)
 
 __all__ = []   # torch has these in torch.nn.functional (conv1d/2d/3d at its top level too)
@@ -447,7 +447,7 @@ def _columns_first_product(xd, wd, geometry):
     n, c = xd.shape[:2]
     out_channels = wd.shape[0]
     (kh, kw), (oh, ow) = geometry.kernel, geometry.blocks
-    padded = _pad(xd.compact(), geometry.padding, 0)
+    padded = _pad_zeros(xd.compact(), geometry.padding, None)
     hp, wp = padded.shape[2:]
     plane = hp * wp
     cols = NDArray.empty((n, out_channels * kh * kw, plane), xd.dtype, xd.device)
@@ -582,7 +582,10 @@ def _im2col_backward(gd, wd, x_shape, geometry, padded, needs):
                                    target.strides, target.offset)
     grad_x = None
     if needs[0]:
-        grad_x = grad_padded[_spatial_slice(geometry.padding, geometry.size)].compact()
+        # the interior (the padding cropped off), as a view made directly
+        offset = grad_padded.offset + sum(p * stride for p, stride in
+                                          zip(geometry.padding, grad_padded.strides[2:]))
+        grad_x = grad_padded._view(x_shape, grad_padded.strides, offset).compact()
     return grad_x, grad_w
 
 
