@@ -632,11 +632,13 @@ class ConvProduct(KernelFunction):
     in (kd, kh, kw, C) order). Through shifted rows where _shifted_ok, else a chunk of images
     at a time: the windows of a channels-last padded copy of x are compacted into GEMM rows
     (N·OH·OW, kh·kw·C), contiguous runs of kw·C values, and multiplied by wᵀ. The result is
-    the NCHW view of an NHWC product (the bias add makes it contiguous), or NCHW itself for
-    narrow windows. ctx.padded keeps what the weight gradient is built from."""
+    the NCHW view of an NHWC product (a bias add makes it contiguous), compacted when
+    `compact` (no bias add follows; and in the backward, where the next node's elementwise
+    kernels, a ReLU's backward, read the view 10x slower than a transposing copy), or NCHW
+    itself for narrow windows. ctx.padded keeps what the weight gradient is built from."""
 
     @staticmethod
-    def forward(ctx, x, w, geometry):
+    def forward(ctx, x, w, geometry, compact):
         xd, wd = x._data, w._data.compact()
         ctx.geometry = geometry
         ctx.save_for_backward(x, w)
@@ -654,8 +656,9 @@ class ConvProduct(KernelFunction):
             # what the weight gradient is built from (see _weight_grad_source)
             ctx.padded = (None if not w.requires_grad else rows if wd.shape[1] > wd.shape[0] else
                           _padded_channels_last(xd, geometry))
-            return wrap(_shifted_product(rows, _to_shifted_order(wd, geometry.kernel),
-                                         xd.shape[0], geometry.blocks))
+            out = _shifted_product(rows, _to_shifted_order(wd, geometry.kernel), xd.shape[0],
+                                   geometry.blocks)
+            return wrap(out.compact() if compact else out)
         padded = _padded_channels_last(xd, geometry)
         # the rows are rebuilt from it for the weight gradient only
         ctx.padded = padded if w.requires_grad else None
@@ -680,13 +683,14 @@ class ConvProduct(KernelFunction):
                 _matmul_into(rows, wd, out, offset, 1, (i1 - i0) * positions, out_channels, k,
                              (0, k, 1), 0, (0, 1, k), wd.offset)
         channels_first = (0, xd.ndim - 1) + tuple(range(1, xd.ndim - 1))
-        return wrap(out if direct else out.permute(channels_first))
+        return wrap(out if direct else out.permute(channels_first).compact() if compact else
+                    out.permute(channels_first))
 
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         return (*ConvProductBackward.apply(g, x, w, ctx.geometry, ctx.padded,
-                                           tuple(ctx.needs_input_grad[:2])), None)
+                                           tuple(ctx.needs_input_grad[:2])), None, None)
 
 
 class ConvProductBackward(KernelFunction):
@@ -730,14 +734,10 @@ class ConvProductBackward(KernelFunction):
         geometry = ctx.geometry
         grad_g = None
         if ctx.needs_input_grad[0] and gg_x is not None:
-            grad_g = ConvProduct.apply(gg_x, w, geometry)
+            grad_g = ConvProduct.apply(gg_x, w, geometry, True)
         if ctx.needs_input_grad[0] and gg_w is not None:
-            term = ConvProduct.apply(x, gg_w, geometry)
+            term = ConvProduct.apply(x, gg_w, geometry, True)
             grad_g = term if grad_g is None else grad_g + term
-        if grad_g is not None:
-            # compact: the product may be an NCHW view of NHWC, which the next node's
-            # elementwise kernels (a ReLU's backward) read 10x slower than a transposing copy
-            grad_g = grad_g.contiguous()
         # The input gradient uses w, the weight gradient x: swapping in the incoming gradients
         # gives their derivatives (each is linear in the one it uses).
         needs = (ctx.needs_input_grad[1] and gg_w is not None,
@@ -811,7 +811,8 @@ def _conv_nd(x, weight, bias, stride, pads, dilation, groups):
         # GEMMs over the windows taken channels-innermost, a chunk of images at a time (see
         # ConvProduct); the weight is put in the same (kh, kw, C) order.
         w = WindowOrder.apply(weight)
-        out = ConvProduct.apply(x, w, geometry)
+        # compact NCHW unless a bias add follows (the add then reads the NHWC view in place)
+        out = ConvProduct.apply(x, w, geometry, bias is None)
         return out + bias.reshape(bias_shape) if bias is not None else out.contiguous()
     cols = window_view(x, geometry)                                # (N, C, *kernel, *blocks)
     cols = cols.reshape(n, groups, (c // groups) * math.prod(kernel), math.prod(geometry.blocks))
