@@ -25,7 +25,7 @@ import operator
 from collections import namedtuple
 
 from ..autograd import KernelFunction
-from ..ndarray import NDArray, contiguous_strides, shape_str
+from ..ndarray import NDArray, contiguous_strides, scalar_array, shape_str
 from ..opcodes import BinaryOp, ReduceOp
 from ..tensor import wrap, zeros
 from .autocast_policy import LOWER, autocast_op
@@ -886,8 +886,9 @@ def _conv_transpose_nd(x, weight, stride, padding, output_padding, groups, dilat
         # the input gradient of the convolution out_size -> size with this weight: its node,
         # with x as the output gradient (its backward is then conv2d and the weight gradient)
         w = WindowOrder.apply(weight)
-        shape_of_out = zeros((), dtype=x.dtype, device=x.device).expand(
-            (n, weight.shape[1]) + out_size)
+        # a zero broadcast to the output's shape, made as an NDArray (no Tensor ops per call)
+        shape_of_out = wrap(scalar_array(0, x.dtype, x.device).expand(
+            (n, weight.shape[1]) + out_size))
         return ConvProductBackward.apply(x, shape_of_out, w, geometry, None, (True, False))[0]
     in_per_group, out_per_group = c // groups, weight.shape[1]
     cols_in = x.reshape(n, groups, in_per_group, math.prod(size))
