@@ -543,7 +543,7 @@ def _im2col_backward(gd, wd, x_shape, geometry, padded, needs):
     # g as rows (N·OH·OW, OC), one transposing copy for the whole batch
     g_rows_all = (gd.reshape((n, out_channels, positions)).permute((0, 2, 1)).compact()
                   if needs[0] or not per_image else None)
-    # buffers every chunk reuses: its rebuilt rows, its g·w columns, its weight-gradient part
+    # buffers every chunk reuses: its rebuilt rows and its g·w columns
     rows_scratch = (_scratch(chunks, positions * k, gd)
                     if needs[1] and not isinstance(padded, _Im2colRows) else None)
     cols_scratch = _scratch(chunks, positions * k, gd) if needs[0] else None
@@ -600,9 +600,9 @@ def _pad_zeros(xd, padding, order):
     """_pad(xd, padding, 0, order) with one zero fill and one strided write for a compact xd
     (the per-call cost of every conv: _pad's general view handling cost more than its kernels
     on dcgan's small images; measured), else _pad itself."""
-    ident = tuple(range(xd.ndim))
-    if not xd.is_compact() or (order is not None and order == ident and not any(padding)):
+    if not xd.is_compact():
         return _pad(xd, padding, 0, order)
+    ident = tuple(range(xd.ndim))
     order = ident if order is None else order
     if not any(padding) and order == ident:
         return xd
