@@ -607,12 +607,27 @@ def _pad_zeros(xd, padding, order):
     if not any(padding) and order == ident:
         return xd
     shape = xd.shape[:2] + tuple(s + 2 * p for s, p in zip(xd.shape[2:], padding))
-    buffer = NDArray.full(tuple(shape[d] for d in order), 0, xd.dtype, xd.device)
+    buffer = NDArray.empty(tuple(shape[d] for d in order), xd.dtype, xd.device)
     out = buffer.permute(tuple(order.index(d) for d in range(len(order))))
     if xd.size:
         offset = sum(p * stride for p, stride in zip(padding, out.strides[2:]))
         xd.backend.strided_set(xd.flat(), out.buffer, xd.shape, out.strides, offset)
+    _zero_border(out, padding)
     return out
+
+
+def _zero_border(out, padding):
+    """Zeros in the padding of `out` (N, C, *padded) only, two slabs per padded axis (the
+    interior is written by the caller): a fill of the whole buffer wrote it twice (dcgan's
+    padded copies: 14 fills of 0.4 MB a step; measured)."""
+    zero = scalar_array(0, out.dtype, out.device)
+    for axis, p in enumerate(padding, start=2):
+        if p == 0 or out.size == 0:
+            continue
+        slab = out.shape[:axis] + (p,) + out.shape[axis + 1:]
+        for start in (0, out.shape[axis] - p):
+            out.backend.strided_set(zero.buffer, out.buffer, slab, out.strides,
+                                    out.offset + start * out.strides[axis])
 
 
 def _weight_grad_source(xd, geometry, out_channels):
