@@ -154,3 +154,33 @@ def test_conv_weight_matmul_checks_its_views():
         _cpu.conv_weight_matmul(x, g, out, 1, 2, 6, 0, 0, (1, 2, 3), (0, 5, 1), 9, 1, 3, 5, 3)
     with pytest.raises(ValueError, match="bad sizes"):
         _cpu.conv_weight_matmul(x, g, out, 1, 2, 6, 0, 0, (1, 2, 3), (0, 5, 1), 9, 0, 3, 2, 3)
+
+
+@pytest.mark.parametrize("transposed, x_shape, w_shape, needs", [
+    (False, (5, 6, 9, 9), (7, 6, 4, 4), "xw"),     # stride-2 im2col rows, five uneven chunks
+    (False, (5, 1, 20, 20), (4, 1, 4, 4), "w"),    # a first layer: per-image weight gradient
+    (True, (5, 6, 4, 4), (6, 3, 4, 4), "xw"),      # conv_transpose: col2im, then its backward
+])
+def test_im2col_rows_in_several_chunks_match_torch(monkeypatch, transposed, x_shape, w_shape,
+                                                   needs):
+    """The im2col route a chunk of images at a time (its scratch buffers reused by every chunk,
+    the last chunk shorter) gives torch's values, gradients and double-backward."""
+    import minitorch.functions.conv as conv
+    monkeypatch.setattr(conv, "CHUNK_BYTES", 2 * 16 * 6 * 16 * 8)   # two images of rows
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
+    results = []
+    for lib in (mt, torch):
+        op = lib.nn.functional.conv_transpose2d if transposed else lib.nn.functional.conv2d
+        xt = lib.tensor(x, requires_grad="x" in needs)
+        wt = lib.tensor(w, requires_grad=True)
+        y = op(xt, wt, stride=2, padding=1)
+        g = lib.tensor(np.random.default_rng(4).standard_normal(tuple(y.shape)))
+        leaves = [t for t in (xt, wt) if t.requires_grad]
+        grads = lib.autograd.grad(y, leaves, g, create_graph=True)
+        # (with x fixed, the weight gradient does not depend on w: no second order)
+        second = lib.autograd.grad(sum((t * t).sum() for t in grads), leaves) \
+            if "x" in needs else ()
+        results.append([t.detach().numpy() for t in (y, *grads, *second)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-10)

@@ -1,15 +1,59 @@
 """The activations that are nodes of their own, computed on NDArrays: Hardtanh (a clamp whose
 gradient is torch's, zero at the bounds), LogSigmoid (overflow-free, exact gradient), the
-exact GELU (one kernel each way instead of five) and SiLU (one each way instead of two). The
-rest of torch.nn.functional's activations compose other ops (nn/functional/activation.py)."""
+exact GELU and SiLU (one kernel each way instead of five and two), LeakyRelu (one node each
+way instead of three) and BinaryCrossEntropyWithLogits (its elementwise loss: one node
+instead of five). The rest of torch.nn.functional's activations compose other ops
+(nn/functional/activation.py)."""
 import math
 
 from ..autograd import KernelFunction
 from ..opcodes import BinaryOp, UnaryOp
 from ..tensor import wrap
-from .elementwise import scalar_array
+from .elementwise import scalar_array, where
 
-__all__ = []   # nn/functional's hardtanh, logsigmoid, gelu, silu and BCE-with-logits run these
+# nn/functional's hardtanh, logsigmoid, gelu, silu, leaky_relu and BCE-with-logits run these
+__all__ = []
+
+
+class BinaryCrossEntropyWithLogits(KernelFunction):
+    """The elementwise (1 - t)·x - log σ(x) of binary_cross_entropy_with_logits without weights
+    (input and target of one float dtype and shape), computed with the composition's kernels
+    (LogSigmoid's, then (1 - t)·x + its negation); its backward is torch's, g·(σ(x) - t) for
+    the input and -g·x for the target, in Tensor ops."""
+
+    @staticmethod
+    def forward(ctx, input, target):
+        x, t = input._data, target._data
+        tail = x.unary(UnaryOp.ABS).unary(UnaryOp.NEG).unary(UnaryOp.EXP).unary(UnaryOp.LOG1P)
+        log_sigmoid = x.binary(BinaryOp.MINIMUM, scalar_array(0.0, x.dtype, x.device)) \
+            .binary(BinaryOp.SUB, tail)
+        ctx.save_for_backward(input, target)
+        return wrap(scalar_array(1, x.dtype, x.device).binary(BinaryOp.SUB, t)
+                    .binary(BinaryOp.MUL, x).binary(BinaryOp.ADD, log_sigmoid.unary(UnaryOp.NEG)))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, t = ctx.saved_tensors
+        return (g * (x.sigmoid() - t) if ctx.needs_input_grad[0] else None,
+                -(g * x) if ctx.needs_input_grad[1] else None)
+
+
+class LeakyRelu(KernelFunction):
+    """where(x > 0, x, x·slope) as one node (float32/float64: the composition's kernels, so
+    the same values); its backward where(x > 0, g, g·slope) in Tensor ops, the mask kept from
+    the forward."""
+
+    @staticmethod
+    def forward(ctx, input, negative_slope):
+        nd = input._data
+        mask = nd.binary(BinaryOp.GT, scalar_array(0, nd.dtype, nd.device))
+        ctx.mask, ctx.slope = mask, negative_slope
+        scaled = nd.binary(BinaryOp.MUL, scalar_array(negative_slope, nd.dtype, nd.device))
+        return wrap(mask.where(nd, scaled))
+
+    @staticmethod
+    def backward(ctx, g):
+        return where(wrap(ctx.mask), g, g * ctx.slope), None
 
 
 class Hardtanh(KernelFunction):

@@ -25,14 +25,14 @@ import operator
 from collections import namedtuple
 
 from ..autograd import KernelFunction
-from ..ndarray import NDArray, shape_str
+from ..ndarray import NDArray, contiguous_strides, scalar_array, shape_str
 from ..opcodes import BinaryOp, ReduceOp
 from ..tensor import wrap, zeros
 from .autocast_policy import LOWER, autocast_op
 from .elementwise import AddRelu, C_NAMES, TORCH_NAMES
 from .joining import cat
 from .movement import _copy_into
-from .window import (_channels_last, _memory_order, _new_in_order, _pad, _spatial_slice,
+from .window import (_channels_last, _memory_order, _new_in_order, _pad,
                      _windows, fold_columns, window_geometry, window_view)
 
 __all__ = []   # torch has these in torch.nn.functional (conv1d/2d/3d at its top level too)
@@ -102,28 +102,29 @@ def _conv_setup(name, spatial, input, weight, bias, stride, padding, dilation, g
 
 
 def _check_conv_shapes(x, weight, bias, groups, pads, dilation, transposed):
-    """ATen's check_shape_forward."""
-    w_shape = shape_str(weight.shape)
+    """ATen's check_shape_forward (messages built only on failure: this runs per call)."""
     if weight.ndim != x.ndim:
         raise RuntimeError(f"Expected {weight.ndim}-dimensional input for {weight.ndim}-"
-                           f"dimensional weight {w_shape}, but got {x.ndim}-dimensional input "
-                           f"of size {shape_str(x.shape)} instead")
+                           f"dimensional weight {shape_str(weight.shape)}, but got {x.ndim}-"
+                           f"dimensional input of size {shape_str(x.shape)} instead")
     if weight.shape[0] < groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
-                           f"dimension 0, but got weight of size {w_shape} instead")
+                           f"dimension 0, but got weight of size {shape_str(weight.shape)} "
+                           "instead")
     if weight.shape[0] % groups:
         # torch's message wraps the size in a second pair of brackets.
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
-                           f"at dimension 0, but got weight of size [{w_shape}] instead")
+                           f"at dimension 0, but got weight of size [{shape_str(weight.shape)}] "
+                           "instead")
     channels = weight.shape[0] if transposed else weight.shape[1] * groups
     out_channels = weight.shape[1] * groups if transposed else weight.shape[0]
-    given = f"Given transposed=1, weight of size {w_shape}" if transposed else \
-        f"Given groups={groups}, weight of size {w_shape}"
     if x.shape[1] != channels:
-        raise RuntimeError(f"{given}, expected input{shape_str(x.shape)} to have {channels} "
-                           f"channels, but got {x.shape[1]} channels instead")
+        raise RuntimeError(f"{_given(weight, groups, transposed)}, expected "
+                           f"input{shape_str(x.shape)} to have {channels} channels, but got "
+                           f"{x.shape[1]} channels instead")
     if bias is not None and (bias.ndim != 1 or bias.shape[0] != out_channels):
-        given = given if transposed else f"Given weight of size {w_shape}"
+        given = _given(weight, groups, transposed) if transposed else \
+            f"Given weight of size {shape_str(weight.shape)}"
         raise RuntimeError(f"{given}, expected bias to be 1-dimensional with {out_channels} "
                            f"elements, but got bias of size {shape_str(bias.shape)} instead")
     _check_kernel_size(weight.shape[2:])
@@ -136,6 +137,12 @@ def _check_conv_shapes(x, weight, bias, groups, pads, dilation, transposed):
                            f"({' x '.join(map(str, padded))}). Kernel size: "
                            f"({' x '.join(map(str, kernel))}). Kernel size can't be greater than "
                            "actual input size")
+
+
+def _given(weight, groups, transposed):
+    w_shape = shape_str(weight.shape)
+    return (f"Given transposed=1, weight of size {w_shape}" if transposed else
+            f"Given groups={groups}, weight of size {w_shape}")
 
 
 def _check_kernel_size(kernel):
@@ -166,8 +173,12 @@ def _check_conv_dtypes(x, weight, bias):
 DIRECT_NCHW_MAX_K = 16
 # GEMM rows are built and used a chunk of images at a time, about this many bytes, so that they
 # are read back from cache rather than memory (conv(16→32) forward + backward on a 128-image
-# batch: 6.2 ms in chunks of 16 images vs 7.0 ms whole; measured).
-CHUNK_BYTES = 2 << 20
+# batch: 6.2 ms in chunks of 16 images vs 7.0 ms whole; measured). A quarter of a 1 MiB L2:
+# a backward then rebuilds each chunk's rows from the padded input into cache instead of
+# reading the forward's whole rows back from memory (bench/workloads.py dcgan step, same
+# process, alternating: 19.2 vs 17.8 ms at 2 MiB; style_net 12.6 vs 12.3 ms; conv(1→16) on a
+# 128-image MNIST batch, forward + backward: 9.0 vs 7.0 ms; measured).
+CHUNK_BYTES = 256 << 10
 # Output positions per image from which a first layer's weight gradient is one product per image,
 # g (OC, OH·OW) read as it is, summed over images, rather than one GEMM over the chunk with g
 # transposed into rows: per-image products as shallow as dcgan's (1 or 16 positions) ran at
@@ -192,6 +203,23 @@ def _images(nd, i0, i1):
     """nd[i0:i1], images i0 to i1 - 1 of a batch, as a view made directly (the chunk loops run
     per chunk: indexing's general key parsing is not needed for this one slice)."""
     return nd._view((i1 - i0,) + nd.shape[1:], nd.strides, nd.offset + i0 * nd.strides[0])
+
+
+def _scratch(chunks, per_image, like):
+    """A flat buffer for the largest chunk's per_image values per image (the first chunk is the
+    largest), which every chunk reuses: one allocation per call rather than one per chunk."""
+    i0, i1 = chunks[0] if chunks else (0, 0)
+    return NDArray.empty(((i1 - i0) * per_image,), like.dtype, like.device)
+
+
+def _chunk_rows(windows, i0, i1, scratch):
+    """Images i0 to i1 - 1 of a window view compacted into `scratch`: (B, ...), compact."""
+    chunk = _images(windows, i0, i1)
+    size = chunk.size
+    if size:
+        windows.backend.compact(windows.buffer, scratch.buffer[:size], chunk.shape,
+                                chunk.strides, chunk.offset)
+    return scratch._view(chunk.shape, contiguous_strides(chunk.shape), 0)
 
 
 def _chunks(nd, rows_per_image, k):
@@ -238,7 +266,7 @@ def _direct_ok(xd, geometry):
 def _direct_padded(xd, geometry):
     """x padded with zeros as the direct kernels read it: NCHW, unit column stride, each
     channel's rows one after another (a compact x with no padding is used as it is)."""
-    padded = _pad(xd, geometry.padding, 0, (0, 1, 2, 3))
+    padded = _pad_zeros(xd, geometry.padding, (0, 1, 2, 3))
     if padded.strides[3] != 1 or padded.strides[1] < padded.shape[2] * padded.strides[2]:
         padded = padded.copy()
     return padded
@@ -419,7 +447,7 @@ def _columns_first_product(xd, wd, geometry):
     n, c = xd.shape[:2]
     out_channels = wd.shape[0]
     (kh, kw), (oh, ow) = geometry.kernel, geometry.blocks
-    padded = _pad(xd.compact(), geometry.padding, 0)
+    padded = _pad_zeros(xd.compact(), geometry.padding, None)
     hp, wp = padded.shape[2:]
     plane = hp * wp
     cols = NDArray.empty((n, out_channels * kh * kw, plane), xd.dtype, xd.device)
@@ -510,34 +538,96 @@ def _im2col_backward(gd, wd, x_shape, geometry, padded, needs):
     # per image, reading g as it is, only where each product's depth (its positions) is worth
     # a GEMM of its own
     per_image = positions >= PER_IMAGE_MIN_POSITIONS
-    for i0, i1 in _chunks(gd, positions, k):
-        count = i1 - i0
-        g_chunk = _images(gd, i0, i1).reshape((count, out_channels, positions))
-        g_rows = (g_chunk.transpose(1, 2).reshape((count * positions, out_channels))
+    chunks = _chunks(gd, positions, k)
+    n = gd.shape[0]
+    # g as rows (N·OH·OW, OC), one transposing copy for the whole batch
+    g_rows_all = (gd.reshape((n, out_channels, positions)).permute((0, 2, 1)).compact()
                   if needs[0] or not per_image else None)
+    # buffers every chunk reuses: its rebuilt rows and its g·w columns
+    rows_scratch = (_scratch(chunks, positions * k, gd)
+                    if needs[1] and not isinstance(padded, _Im2colRows) else None)
+    cols_scratch = _scratch(chunks, positions * k, gd) if needs[0] else None
+    for i0, i1 in chunks:
+        count = i1 - i0
+        g_rows = (None if g_rows_all is None else
+                  g_rows_all._view((count * positions, out_channels), (out_channels, 1),
+                                   i0 * positions * out_channels))
         if needs[1]:
-            rows = _images(windows, i0, i1).reshape((count * positions, k))
-            # gᵀ·rows, (OC, K) as it is wanted (rowsᵀ·g read the rows' columns 2 KiB apart
-            # in place and was 5-10% slower, then needed a transposing copy: measured)
-            part = (g_rows.transpose(0, 1).matmul(rows) if g_rows is not None
-                    else g_chunk.matmul(rows.reshape((count, positions, k)))
-                    .reduce(ReduceOp.SUM, (0,)))
-            grad_w = part if grad_w is None else grad_w.binary(BinaryOp.ADD, part)
+            rows = (_images(windows, i0, i1) if rows_scratch is None else
+                    _chunk_rows(windows, i0, i1, rows_scratch)).reshape((count * positions, k))
+            if g_rows is not None:
+                # gᵀ·rows, (OC, K) as it is wanted (rowsᵀ·g read the rows' columns 2 KiB apart
+                # in place and was 5-10% slower, then needed a transposing copy: measured),
+                # summed over chunks in place
+                part = NDArray.empty((out_channels, k), gd.dtype, gd.device)
+                gd.backend.matmul(g_rows.buffer, rows.buffer, part.buffer, 1, out_channels, k,
+                                  count * positions, (0, 1, out_channels), g_rows.offset,
+                                  (0, k, 1), rows.offset)
+            else:
+                g_chunk = _images(gd, i0, i1).reshape((count, out_channels, positions))
+                part = g_chunk.matmul(rows.reshape((count, positions, k))) \
+                    .reduce(ReduceOp.SUM, (0,))
+            if grad_w is None:
+                grad_w = part
+            else:
+                gd.backend.binary(BinaryOp.ADD, grad_w.buffer, part.buffer, grad_w.buffer,
+                                  grad_w.shape, grad_w.strides, 0, part.strides, 0)
         if needs[0]:
             target = _images(grad_windows, i0, i1)
-            cols = g_rows.matmul(wd)
-            gd.backend.strided_add(cols.flat(), grad_padded.buffer, target.shape,
+            size = count * positions * k
+            gd.backend.matmul(g_rows.buffer, wd.buffer, cols_scratch.buffer[:size], 1,
+                              count * positions, k, out_channels, (0, out_channels, 1),
+                              g_rows.offset, (0, k, 1), wd.offset)
+            gd.backend.strided_add(cols_scratch.buffer[:size], grad_padded.buffer, target.shape,
                                    target.strides, target.offset)
     grad_x = None
     if needs[0]:
-        grad_x = grad_padded[_spatial_slice(geometry.padding, geometry.size)].compact()
+        # the interior (the padding cropped off), as a view made directly
+        offset = grad_padded.offset + sum(p * stride for p, stride in
+                                          zip(geometry.padding, grad_padded.strides[2:]))
+        grad_x = grad_padded._view(x_shape, grad_padded.strides, offset).compact()
     return grad_x, grad_w
 
 
 def _padded_channels_last(xd, geometry):
     """x padded for im2col rows, channels-last (a one-channel image is already: no copy without
     padding)."""
-    return _pad(xd, geometry.padding, 0, _channels_last(xd.ndim) if xd.shape[1] > 1 else None)
+    return _pad_zeros(xd, geometry.padding,
+                      _channels_last(xd.ndim) if xd.shape[1] > 1 else None)
+
+
+def _pad_zeros(xd, padding, order):
+    """_pad(xd, padding, 0, order) with one zero fill and one strided write for a compact xd
+    (the per-call cost of every conv: _pad's general view handling cost more than its kernels
+    on dcgan's small images; measured), else _pad itself."""
+    if not xd.is_compact():
+        return _pad(xd, padding, 0, order)
+    ident = tuple(range(xd.ndim))
+    order = ident if order is None else order
+    if not any(padding) and order == ident:
+        return xd
+    shape = xd.shape[:2] + tuple(s + 2 * p for s, p in zip(xd.shape[2:], padding))
+    buffer = NDArray.empty(tuple(shape[d] for d in order), xd.dtype, xd.device)
+    out = buffer.permute(tuple(order.index(d) for d in range(len(order))))
+    if xd.size:
+        offset = sum(p * stride for p, stride in zip(padding, out.strides[2:]))
+        xd.backend.strided_set(xd.flat(), out.buffer, xd.shape, out.strides, offset)
+    _zero_border(out, padding)
+    return out
+
+
+def _zero_border(out, padding):
+    """Zeros in the padding of `out` (N, C, *padded) only, two slabs per padded axis (the
+    interior is written by the caller): a fill of the whole buffer wrote it twice (dcgan's
+    padded copies: 14 fills of 0.4 MB a step; measured)."""
+    zero = scalar_array(0, out.dtype, out.device)
+    for axis, p in enumerate(padding, start=2):
+        if p == 0 or out.size == 0:
+            continue
+        slab = out.shape[:axis] + (p,) + out.shape[axis + 1:]
+        for start in (0, out.shape[axis] - p):
+            out.backend.strided_set(zero.buffer, out.buffer, slab, out.strides,
+                                    out.offset + start * out.strides[axis])
 
 
 def _weight_grad_source(xd, geometry, out_channels):
@@ -557,11 +647,13 @@ class ConvProduct(KernelFunction):
     in (kd, kh, kw, C) order). Through shifted rows where _shifted_ok, else a chunk of images
     at a time: the windows of a channels-last padded copy of x are compacted into GEMM rows
     (N·OH·OW, kh·kw·C), contiguous runs of kw·C values, and multiplied by wᵀ. The result is
-    the NCHW view of an NHWC product (the bias add makes it contiguous), or NCHW itself for
-    narrow windows. ctx.padded keeps what the weight gradient is built from."""
+    the NCHW view of an NHWC product (a bias add makes it contiguous), compacted when
+    `compact` (no bias add follows; and in the backward, where the next node's elementwise
+    kernels, a ReLU's backward, read the view 10x slower than a transposing copy), or NCHW
+    itself for narrow windows. ctx.padded keeps what the weight gradient is built from."""
 
     @staticmethod
-    def forward(ctx, x, w, geometry):
+    def forward(ctx, x, w, geometry, compact):
         xd, wd = x._data, w._data.compact()
         ctx.geometry = geometry
         ctx.save_for_backward(x, w)
@@ -579,8 +671,9 @@ class ConvProduct(KernelFunction):
             # what the weight gradient is built from (see _weight_grad_source)
             ctx.padded = (None if not w.requires_grad else rows if wd.shape[1] > wd.shape[0] else
                           _padded_channels_last(xd, geometry))
-            return wrap(_shifted_product(rows, _to_shifted_order(wd, geometry.kernel),
-                                         xd.shape[0], geometry.blocks))
+            out = _shifted_product(rows, _to_shifted_order(wd, geometry.kernel), xd.shape[0],
+                                   geometry.blocks)
+            return wrap(out.compact() if compact else out)
         padded = _padded_channels_last(xd, geometry)
         # the rows are rebuilt from it for the weight gradient only
         ctx.padded = padded if w.requires_grad else None
@@ -591,8 +684,9 @@ class ConvProduct(KernelFunction):
         out = NDArray.empty((n, out_channels) + geometry.blocks if direct else
                             (n,) + geometry.blocks + (out_channels,), xd.dtype, xd.device)
         chunks = _chunks(xd, positions, k)
+        scratch = _scratch(chunks, positions * k, xd)
         for i0, i1 in chunks:
-            rows = _images(windows, i0, i1).copy()        # (B, OH, OW, kh, kw, C), compact
+            rows = _chunk_rows(windows, i0, i1, scratch)  # (B, OH, OW, kh, kw, C), compact
             if len(chunks) == 1 and w.requires_grad:
                 # the whole batch's rows fit one chunk: the weight gradient reuses them
                 ctx.padded = _Im2colRows(rows)
@@ -604,13 +698,14 @@ class ConvProduct(KernelFunction):
                 _matmul_into(rows, wd, out, offset, 1, (i1 - i0) * positions, out_channels, k,
                              (0, k, 1), 0, (0, 1, k), wd.offset)
         channels_first = (0, xd.ndim - 1) + tuple(range(1, xd.ndim - 1))
-        return wrap(out if direct else out.permute(channels_first))
+        return wrap(out if direct else out.permute(channels_first).compact() if compact else
+                    out.permute(channels_first))
 
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         return (*ConvProductBackward.apply(g, x, w, ctx.geometry, ctx.padded,
-                                           tuple(ctx.needs_input_grad[:2])), None)
+                                           tuple(ctx.needs_input_grad[:2])), None, None)
 
 
 class ConvProductBackward(KernelFunction):
@@ -654,9 +749,9 @@ class ConvProductBackward(KernelFunction):
         geometry = ctx.geometry
         grad_g = None
         if ctx.needs_input_grad[0] and gg_x is not None:
-            grad_g = ConvProduct.apply(gg_x, w, geometry)
+            grad_g = ConvProduct.apply(gg_x, w, geometry, True)
         if ctx.needs_input_grad[0] and gg_w is not None:
-            term = ConvProduct.apply(x, gg_w, geometry)
+            term = ConvProduct.apply(x, gg_w, geometry, True)
             grad_g = term if grad_g is None else grad_g + term
         # The input gradient uses w, the weight gradient x: swapping in the incoming gradients
         # gives their derivatives (each is linear in the one it uses).
@@ -672,6 +767,38 @@ class ConvProductBackward(KernelFunction):
 
 
 # ---- convolution ------------------------------------------------------------------------------
+class WindowOrder(KernelFunction):
+    """A weight (A, B, *k) as the products take it: (A, kh·kw·B) in (*k, B) order, compact (one
+    copy). Its gradient comes back compact in the weight's own layout (FromWindowOrder), as
+    torch's does, so that an optimizer's fused update takes it (a permuted view of the (A, K)
+    gradient sent Adam to its op-by-op rule)."""
+
+    @staticmethod
+    def forward(ctx, weight):
+        wd = weight._data
+        ctx.shape = wd.shape
+        order = (0,) + tuple(range(2, wd.ndim)) + (1,)
+        return wrap(wd.permute(order).compact().reshape((wd.shape[0], -1)))
+
+    @staticmethod
+    def backward(ctx, g):
+        return FromWindowOrder.apply(g, ctx.shape)
+
+
+class FromWindowOrder(KernelFunction):
+    """The inverse of WindowOrder: g (A, K) in (*k, B) order as a compact (A, B, *k)."""
+
+    @staticmethod
+    def forward(ctx, g, shape):
+        d = len(shape)
+        windowed = g._data.compact().reshape((shape[0],) + tuple(shape[2:]) + (shape[1],))
+        return wrap(windowed.permute((0, d - 1) + tuple(range(1, d - 1))).compact())
+
+    @staticmethod
+    def backward(ctx, gg):
+        return WindowOrder.apply(gg), None
+
+
 def _pad_after(x, extra):
     """x with extra[i] zeros appended after spatial axis i: the odd remainder of
     padding='same', which torch puts on the right (the windows pad both sides alike)."""
@@ -698,8 +825,9 @@ def _conv_nd(x, weight, bias, stride, pads, dilation, groups, relu=False):
     if groups == 1:
         # GEMMs over the windows taken channels-innermost, a chunk of images at a time (see
         # ConvProduct); the weight is put in the same (kh, kw, C) order.
-        w = weight.permute(0, *range(2, spatial + 2), 1).reshape(out_channels, -1)
-        out = ConvProduct.apply(x, w, geometry)
+        w = WindowOrder.apply(weight)
+        # compact NCHW unless a bias add follows (the add then reads the NHWC view in place)
+        out = ConvProduct.apply(x, w, geometry, bias is None)
         return _add_bias(out, bias, bias_shape, relu)
     cols = window_view(x, geometry)                                # (N, C, *kernel, *blocks)
     cols = cols.reshape(n, groups, (c // groups) * math.prod(kernel), math.prod(geometry.blocks))
@@ -786,9 +914,10 @@ def _conv_transpose_nd(x, weight, stride, padding, output_padding, groups, dilat
     if groups == 1:
         # the input gradient of the convolution out_size -> size with this weight: its node,
         # with x as the output gradient (its backward is then conv2d and the weight gradient)
-        w = weight.permute(0, *range(2, spatial + 2), 1).reshape(c, -1)
-        shape_of_out = zeros((), dtype=x.dtype, device=x.device).expand(
-            (n, weight.shape[1]) + out_size)
+        w = WindowOrder.apply(weight)
+        # a zero broadcast to the output's shape, made as an NDArray (no Tensor ops per call)
+        shape_of_out = wrap(scalar_array(0, x.dtype, x.device).expand(
+            (n, weight.shape[1]) + out_size))
         return ConvProductBackward.apply(x, shape_of_out, w, geometry, None, (True, False))[0]
     in_per_group, out_per_group = c // groups, weight.shape[1]
     cols_in = x.reshape(n, groups, in_per_group, math.prod(size))

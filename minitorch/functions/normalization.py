@@ -8,9 +8,17 @@ A normalisation is described by its row layout (n, inner, groups): the input is 
 rows; row r uses parameter block r % groups of the (groups, n // inner) weight and bias, and
 element j the parameter j // inner of its block. nn/functional/normalization.py checks the
 arguments (torch's errors) and picks the layout.
+
+Training-mode batch norm is ChannelRowNorm / ChannelRowNormBackward: the same kernels over
+each channel's N·S values, gathered into rows (and the results laid back out as NCHW) inside
+the nodes, with the running statistics updated from the kernel's mean and rstd
+(batch_norm_train).
 """
-from ..autograd import KernelFunction
+from ..autograd import KernelFunction, no_grad
+from ..ndarray import scalar_array
+from ..opcodes import BinaryOp, UnaryOp
 from ..tensor import wrap
+from .inplace import _direct_inplace
 
 __all__ = []   # nn/functional/normalization.py runs these
 
@@ -75,44 +83,51 @@ class RowNormBackward(KernelFunction):
 
     @staticmethod
     def backward(ctx, gg_input, gg_weight, gg_bias):
-        """Differentiates (grad_input, grad_weight, grad_bias) = F(g, x, w) with the statistics
-        recomputed from x (a derivation is in the module's tests). The rows are seen as
-        (rows // groups, groups, n // inner, inner), so the parameters broadcast as
-        (1, groups, n // inner, 1) and their gradients are sums over axes 0 and 3."""
         g, input, weight = ctx.saved_tensors
-        n, inner, groups = ctx.layout
-        shape4 = (input.numel() // (n * groups), groups, n // inner, inner)
-        pshape = (1, groups, n // inner, 1)
-        axes = (2, 3)
-        x, g4 = input.reshape(shape4), g.reshape(shape4)
-        w = None if weight is None else weight.reshape(pshape)
-        xc = x if ctx.rms else x - x.mean(axes, keepdim=True)
-        r = ((xc * xc).mean(axes, keepdim=True) + ctx.eps).rsqrt()
-        xhat = xc * r
-        gw = g4 if w is None else g4 * w
-        ggx = None if gg_input is None else gg_input.reshape(shape4)
-        ggw = None if gg_weight is None else gg_weight.reshape(pshape)
-        ggb = None if gg_bias is None else gg_bias.reshape(pshape)
+        return _row_norm_double_backward(g, input, weight, ctx.layout, ctx.eps, ctx.rms,
+                                         ctx.needs_input_grad, gg_input, gg_weight, gg_bias) \
+            + (None,) * 7
 
-        def project(v):
-            """rstd·(v - mean(v) - x̂·mean(v·x̂)): grad_input's map from g·w, self-adjoint."""
-            centred = v if ctx.rms else v - v.mean(axes, keepdim=True)
-            return r * (centred - xhat * (v * xhat).mean(axes, keepdim=True))
 
-        q = None if ggx is None else project(ggx)
-        grad_g = grad_x = grad_w = None
-        if ctx.needs_input_grad[0]:
-            terms = ([q if w is None else q * w] if q is not None else []) + \
-                ([ggw * xhat] if ggw is not None else []) + ([ggb] if ggb is not None else [])
-            if terms:
-                grad_g = sum(terms[1:], terms[0]).expand(shape4).reshape(g.shape)
-        if ctx.needs_input_grad[2] and q is not None:
-            grad_w = (g4 * q).sum((0, 3), keepdim=True).reshape(weight.shape)
-        if ctx.needs_input_grad[1] and (ggx is not None or ggw is not None):
-            grad_x = _input_grad_of_grads(xc, r, n, gw, ggx, None if ggw is None else ggw * g4,
-                                          ctx.rms, axes)
-            grad_x = grad_x.expand(shape4).reshape(input.shape)
-        return grad_g, grad_x, grad_w, None, None, None, None, None, None, None
+def _row_norm_double_backward(g, input, weight, layout, eps, rms, needs, gg_input, gg_weight,
+                              gg_bias):
+    """Differentiates (grad_input, grad_weight, grad_bias) = F(g, x, w) with the statistics
+    recomputed from x (a derivation is in the module's tests): (grad_g, grad_x, grad_w). The
+    rows are seen as (rows // groups, groups, n // inner, inner), so the parameters broadcast
+    as (1, groups, n // inner, 1) and their gradients are sums over axes 0 and 3."""
+    n, inner, groups = layout
+    shape4 = (input.numel() // (n * groups), groups, n // inner, inner)
+    pshape = (1, groups, n // inner, 1)
+    axes = (2, 3)
+    x, g4 = input.reshape(shape4), g.reshape(shape4)
+    w = None if weight is None else weight.reshape(pshape)
+    xc = x if rms else x - x.mean(axes, keepdim=True)
+    r = ((xc * xc).mean(axes, keepdim=True) + eps).rsqrt()
+    xhat = xc * r
+    gw = g4 if w is None else g4 * w
+    ggx = None if gg_input is None else gg_input.reshape(shape4)
+    ggw = None if gg_weight is None else gg_weight.reshape(pshape)
+    ggb = None if gg_bias is None else gg_bias.reshape(pshape)
+
+    def project(v):
+        """rstd·(v - mean(v) - x̂·mean(v·x̂)): grad_input's map from g·w, self-adjoint."""
+        centred = v if rms else v - v.mean(axes, keepdim=True)
+        return r * (centred - xhat * (v * xhat).mean(axes, keepdim=True))
+
+    q = None if ggx is None else project(ggx)
+    grad_g = grad_x = grad_w = None
+    if needs[0]:
+        terms = ([q if w is None else q * w] if q is not None else []) + \
+            ([ggw * xhat] if ggw is not None else []) + ([ggb] if ggb is not None else [])
+        if terms:
+            grad_g = sum(terms[1:], terms[0]).expand(shape4).reshape(g.shape)
+    if needs[2] and q is not None:
+        grad_w = (g4 * q).sum((0, 3), keepdim=True).reshape(weight.shape)
+    if needs[1] and (ggx is not None or ggw is not None):
+        grad_x = _input_grad_of_grads(xc, r, n, gw, ggx, None if ggw is None else ggw * g4,
+                                      rms, axes)
+        grad_x = grad_x.expand(shape4).reshape(input.shape)
+    return grad_g, grad_x, grad_w
 
 
 def _input_grad_of_grads(xc, r, n, gw, ggx, ggw_g, rms, axes):
@@ -136,3 +151,133 @@ def _input_grad_of_grads(xc, r, n, gw, ggx, ggw_g, rms, axes):
         dl_dr = dl_dr + total(ggw_g * xc)
     v = v - dl_dr * r3n * xc
     return v if rms else v - v.mean(axes, keepdim=True)
+
+
+# ---- training-mode batch norm: channels gathered into rows inside the node ---------------------
+def _channel_rows(nd):
+    """(N, C, *S) → compact (C, N·S): each channel's values as one row (one copy; none when
+    N is 1 and nd is compact)."""
+    n, c = nd.shape[:2]
+    s = nd.size // (n * c) if n * c else 0
+    return nd.compact().reshape((n, c, s)).permute((1, 0, 2)).compact().reshape((c, n * s))
+
+
+def _from_channel_rows(rows, shape):
+    """The inverse of _channel_rows: (C, N·S) rows laid out as compact `shape` (N, C, *S)."""
+    n, c = shape[:2]
+    return rows.reshape((c, n, rows.size // (n * c) if n * c else 0)).permute((1, 0, 2)) \
+        .compact().reshape(shape)
+
+
+def _to_rows(t):
+    """_channel_rows in Tensor ops (the double backward's, differentiable)."""
+    return t.transpose(0, 1).reshape(t.shape[1], -1)
+
+
+def _from_rows(t, shape):
+    return t.reshape((shape[1], shape[0]) + tuple(shape[2:])).transpose(0, 1).reshape(shape)
+
+
+def _update_running(running, batch, factor, momentum):
+    """running ← (1 - momentum)·running + factor·batch in place, as running.mul_(1 - momentum)
+    .add_(batch · factor) computes it (the same kernels and roundings), without the Tensor
+    ops' dispatch when running is a compact buffer of batch's dtype."""
+    if running is None:
+        return
+    product = wrap(batch.binary(BinaryOp.MUL, scalar_array(factor, batch.dtype, batch.device)))
+    if running._data.dtype is not batch.dtype or not _direct_inplace(running, 1 - momentum,
+                                                                      BinaryOp.MUL):
+        with no_grad():
+            running.mul_(1 - momentum).add_(product)
+        return
+    if not _direct_inplace(running, product, BinaryOp.ADD):
+        with no_grad():
+            running.add_(product)
+
+
+def batch_norm_train(input, running_mean, running_var, weight, bias, momentum, eps):
+    """Training-mode batch norm of a checked, non-empty float input (N, C, *S), its parameters
+    of its dtype and device: one node (ChannelRowNorm) whose forward gathers each channel into a
+    row, runs norm_rows and lays the result back out as NCHW, and the running statistics
+    (unbiased variance) updated in place from its mean and rstd."""
+    stats = []
+    out = ChannelRowNorm.apply(input, weight, bias, eps, stats if (
+        running_mean is not None or running_var is not None) else None)
+    if stats:
+        var, mean, count = stats
+        _update_running(running_mean, mean, momentum, momentum)
+        _update_running(running_var, var, momentum * count / max(count - 1, 1), momentum)
+    return out
+
+
+class ChannelRowNorm(KernelFunction):
+    """RowNorm over the channels of an (N, C, *S) input: row c holds channel c's N·S values
+    (gathered inside the node, as is the result's scatter back, where the composition took
+    five view and copy nodes each way). When `stats` is a list, the rows' biased variance
+    (from norm_rows' rstd: within 3e-7 of torch's running_var in float32), mean (norm_rows':
+    torch's running_mean to the bit in tests) and count are appended to it, for the running
+    statistics."""
+
+    @staticmethod
+    def forward(ctx, input, weight, bias, eps, stats):
+        rows = _channel_rows(input._data)
+        c, count = rows.shape
+        y, mean, rstd = rows._new(rows.shape), rows._new((c,)), rows._new((c,))
+        rows.backend.norm_rows(rows.flat(), _flat(weight), _flat(bias), y.buffer, mean.buffer,
+                               rstd.buffer, count, count, c, eps, False)
+        if stats is not None:
+            # the biased variance back from rstd = (var + eps)^-½ (norm_rows sums in double):
+            # three kernels on C values instead of var_mean's six passes over the rows
+            var = rstd.unary(UnaryOp.SQUARE).unary(UnaryOp.RECIPROCAL).binary(
+                BinaryOp.SUB, scalar_array(eps, rows.dtype, rows.device))
+            stats.extend((var, mean, count))
+        ctx.eps, ctx.rows = eps, rows
+        param = weight if weight is not None else bias
+        ctx.param_shape = None if param is None else param._data.shape
+        ctx.save_for_backward(input, weight, wrap(mean), wrap(rstd))
+        return wrap(_from_channel_rows(y, input._data.shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        input, weight, mean, rstd = ctx.saved_tensors
+        return ChannelRowNormBackward.apply(g, input, weight, mean, rstd, ctx.eps, ctx.rows,
+                                         tuple(ctx.needs_input_grad[:3]), ctx.param_shape) \
+            + (None, None)
+
+
+class ChannelRowNormBackward(KernelFunction):
+    """ChannelRowNorm's three gradients as one node (RowNormBackward's kernel on the channel rows
+    of g and of the input, kept from the forward as `rows`); its backward is RowNormBackward's,
+    on rows taken with Tensor ops."""
+    materialize_grads = False
+
+    @staticmethod
+    def forward(ctx, g, input, weight, mean, rstd, eps, rows, needs, param_shape):
+        ctx.eps = eps
+        ctx.save_for_backward(g, input, weight)
+        c, count = rows.shape
+        gd = _channel_rows(g._data)
+        grad_input = rows._new(rows.shape) if needs[0] else None
+        params = needs[1] or needs[2]
+        grad_weight = rows._new((c,)) if params else None
+        grad_bias = rows._new((c,)) if params else None
+        rows.backend.norm_rows_backward(
+            gd.flat(), rows.flat(), _flat(mean), _flat(rstd), _flat(weight),
+            None if grad_input is None else grad_input.buffer,
+            None if grad_weight is None else grad_weight.buffer,
+            None if grad_bias is None else grad_bias.buffer, count, count, c, False)
+        return (None if grad_input is None else
+                wrap(_from_channel_rows(grad_input, input._data.shape)),
+                wrap(grad_weight.reshape(param_shape)) if needs[1] else None,
+                wrap(grad_bias.reshape(param_shape)) if needs[2] else None)
+
+    @staticmethod
+    def backward(ctx, gg_input, gg_weight, gg_bias):
+        g, input, weight = ctx.saved_tensors
+        shape, count = tuple(input.shape), input.numel() // input.shape[1]
+        grad_g, grad_x, grad_w = _row_norm_double_backward(
+            _to_rows(g), _to_rows(input), weight, (count, count, input.shape[1]), ctx.eps, False,
+            ctx.needs_input_grad, None if gg_input is None else _to_rows(gg_input), gg_weight,
+            gg_bias)
+        return (None if grad_g is None else _from_rows(grad_g, shape),
+                None if grad_x is None else _from_rows(grad_x, shape), grad_w) + (None,) * 6

@@ -11,7 +11,7 @@ import numpy as np
 import minitorch as mt
 from ... import dtypes
 from ...functions.autocast_policy import FP32, LOWER, autocast_op
-from ...functions.activation import Gelu, Hardtanh, LogSigmoid, Silu
+from ...functions.activation import Gelu, Hardtanh, LeakyRelu, LogSigmoid, Silu
 from ...functions.elementwise import TORCH_NAMES
 from ...functions.reduce import log_softmax as _log_softmax, softmax as _softmax
 from ...ndarray import normalize_dim
@@ -54,7 +54,10 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     """Elementwise input where positive, else negative_slope * input
     (torch.nn.functional.leaky_relu)."""
     _floating_only(input, "leaky_relu_cpu")
-    result = mt.where(input > 0, input, input * negative_slope)
+    if input.dtype in (dtypes.float32, dtypes.float64) and isinstance(negative_slope, float):
+        result = LeakyRelu.apply(input, negative_slope)     # one node (functions/activation.py)
+    else:
+        result = mt.where(input > 0, input, input * negative_slope)
     return input.copy_(result) if inplace else result
 
 

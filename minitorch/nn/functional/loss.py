@@ -11,7 +11,7 @@ import warnings
 import minitorch as mt
 from ... import dtypes
 from ...functions.autocast_policy import FP32, autocast_op
-from ...functions.activation import LogSigmoid
+from ...functions.activation import BinaryCrossEntropyWithLogits, LogSigmoid
 from ...functions.elementwise import TORCH_NAMES
 from ...functions.loss import BinaryCrossEntropy, cross_entropy_rows, ctc_nll, nll_rows
 from ...functions.reduce import log_softmax as _log_softmax
@@ -149,6 +149,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                          f"({input.shape})")
     # -log σ(x) without overflow, and with the exact gradient σ(x) - 1 at x = 0 (the composed
     # log1p(exp(-|x|)) + max(-x, 0) would take subgradients of |x| and max there).
+    if pos_weight is None and weight is None and input.dtype is target.dtype and \
+            input.dtype in (dtypes.float32, dtypes.float64) and input.device == target.device:
+        # the plain loss as one node (functions/activation.py)
+        return _reduce(BinaryCrossEntropyWithLogits.apply(input, target), reduction)
     log_sigmoid_neg = -LogSigmoid.apply(input)
     if pos_weight is not None:
         log_weight = (pos_weight - 1) * target + 1

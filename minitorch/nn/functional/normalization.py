@@ -12,7 +12,7 @@ import numpy as np
 
 import minitorch as mt
 from ...functions.autocast_policy import FP32, autocast_op
-from ...functions.normalization import RowNorm
+from ...functions.normalization import RowNorm, batch_norm_train
 from ...ndarray import normalize_dim, shape_str
 from .padding import pad
 from .pooling import avg_pool2d
@@ -81,18 +81,10 @@ def _composed_batch_norm(input, running_mean, running_var, weight, bias, trainin
 
 
 def _fused_batch_norm(input, running_mean, running_var, weight, bias, momentum, eps):
-    """Training-mode batch norm as the fused row kernel: each channel's values gathered into a
-    row (one copy; RowNorm then normalises and applies the channel's weight and bias) and
-    the result laid back out as NCHW (one copy), instead of eight composed nodes each way."""
-    c = input.shape[1]
-    rows = input.transpose(0, 1).reshape(c, -1)
-    if running_mean is not None or running_var is not None:
-        with mt.no_grad():
-            var, mean = mt.var_mean(rows, 1, correction=0)
-        _update_running_stats(running_mean, running_var, mean, var, momentum, rows.shape[1])
-    out = RowNorm.apply(rows, weight, bias, (rows.shape[1], rows.shape[1], c), eps, False)
-    return out.reshape((c, input.shape[0]) + tuple(input.shape[2:])).transpose(0, 1) \
-        .contiguous()
+    """Training-mode batch norm as the fused row kernel, each channel gathered into a row
+    inside one node (functions/normalization.py's batch_norm_train), instead of eight
+    composed nodes each way."""
+    return batch_norm_train(input, running_mean, running_var, weight, bias, momentum, eps)
 
 
 def _update_running_stats(running_mean, running_var, mean, var, momentum, count):
