@@ -6,7 +6,8 @@
   2. one training step (forward, backward, SGD) of bench/mnist.py's MLP and CNN at a per-rank
      batch of 128 on synthetic images: DDP against the same model without DDP, both measured in
      the same job with every rank computing (one thread per rank), so the ratio is the cost of
-     the gradient averaging that backward does not hide.
+     the gradient averaging that backward does not hide. With --torch, the same for torch's own
+     DistributedDataParallel on its gloo backend (CPU), in the same job, as a reference.
 
 Run: python bench/distributed.py [--ranks 2] [--steps 20]   (starts itself under mpiexec)
 The figures are the best of several alternating rounds, the slowest rank counted.
@@ -34,6 +35,8 @@ def main():
     parser.add_argument("--parts", nargs="+", default=["allreduce", "ddp"],
                         choices=["allreduce", "ddp"])
     parser.add_argument("--models", nargs="+", default=["mlp", "cnn"], choices=["mlp", "cnn"])
+    parser.add_argument("--torch", action="store_true",
+                        help="also time torch's DDP (gloo) on the same models")
     args = parser.parse_args()
     if "OMPI_COMM_WORLD_SIZE" not in os.environ and "PMIX_RANK" not in os.environ:
         from minitorch.distributed.run import find_mpiexec
@@ -59,6 +62,8 @@ def bench(args):
         bench_allreduce(args, mt, dist, comm, MPI, world, say)
     if "ddp" in args.parts:
         bench_ddp(args, mt, comm, say)
+        if args.torch:
+            bench_torch_ddp(args, comm, say)
     dist.destroy_process_group()
 
 
@@ -86,6 +91,30 @@ def bench_ddp(args, mt, comm, say):
             f"{best['DDP'] / best['no DDP']:10.2f}x")
 
 
+def bench_torch_ddp(args, comm, say):
+    """torch.nn.parallel.DistributedDataParallel over gloo on the same models and batch."""
+    import socket
+    import torch
+    import torch.distributed as tdist
+    torch.set_num_threads(1)
+    port = None
+    if comm.Get_rank() == 0:
+        with socket.socket() as probe:     # a free port for gloo's TCP rendezvous
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(comm.bcast(port)))
+    tdist.init_process_group("gloo", rank=comm.Get_rank(), world_size=comm.Get_size())
+    say(f"\n{'torch ' + torch.__version__ + ', gloo':<28} {'no DDP ms':>10} {'DDP ms':>8} "
+        f"{'DDP/no DDP':>11}")
+    for kind in args.models:
+        steps = {name: training_step(torch, kind, ddp=name == "DDP") for name in ("no DDP", "DDP")}
+        best = alternate(comm, steps, args.steps if kind == "mlp" else max(3, args.steps // 4),
+                         args.rounds)
+        say(f"{kind:<28} {best['no DDP'] * 1e3:10.2f} {best['DDP'] * 1e3:8.2f} "
+            f"{best['DDP'] / best['no DDP']:10.2f}x")
+    tdist.destroy_process_group()
+
+
 def alternate(comm, contenders, loops, rounds):
     """{name: best seconds per call}, every rank running the same loop counts; a round's time
     is its slowest rank's."""
@@ -105,8 +134,8 @@ def alternate(comm, contenders, loops, rounds):
 
 
 def training_step(mt, kind, ddp):
-    import minitorch.nn as nn
-    import minitorch.nn.functional as F
+    """One step of the model on `mt`: minitorch, or torch itself (the same names)."""
+    nn, F = mt.nn, mt.nn.functional
     mt.manual_seed(0)
     if kind == "mlp":
         model = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
