@@ -81,10 +81,11 @@ def bench_allreduce(args, mt, dist, comm, MPI, world, say):
             f"{bandwidth['mt'] / bandwidth['mpi4py']:9.2f}x")
 
 
-def bench_ddp(args, mt, comm, say):
-    say(f"\n{'model (per-rank batch 128)':<28} {'no DDP ms':>10} {'DDP ms':>8} {'DDP/no DDP':>11}")
+def bench_ddp(args, lib, comm, say, title="model (per-rank batch 128)"):
+    """The DDP and plain steps of each model on `lib` (minitorch, or torch itself)."""
+    say(f"\n{title:<28} {'no DDP ms':>10} {'DDP ms':>8} {'DDP/no DDP':>11}")
     for kind in args.models:
-        steps = {name: training_step(mt, kind, ddp=name == "DDP") for name in ("no DDP", "DDP")}
+        steps = {name: training_step(lib, kind, ddp=name == "DDP") for name in ("no DDP", "DDP")}
         best = alternate(comm, steps, args.steps if kind == "mlp" else max(3, args.steps // 4),
                          args.rounds)
         say(f"{kind:<28} {best['no DDP'] * 1e3:10.2f} {best['DDP'] * 1e3:8.2f} "
@@ -104,14 +105,7 @@ def bench_torch_ddp(args, comm, say):
             port = probe.getsockname()[1]
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(comm.bcast(port)))
     tdist.init_process_group("gloo", rank=comm.Get_rank(), world_size=comm.Get_size())
-    say(f"\n{'torch ' + torch.__version__ + ', gloo':<28} {'no DDP ms':>10} {'DDP ms':>8} "
-        f"{'DDP/no DDP':>11}")
-    for kind in args.models:
-        steps = {name: training_step(torch, kind, ddp=name == "DDP") for name in ("no DDP", "DDP")}
-        best = alternate(comm, steps, args.steps if kind == "mlp" else max(3, args.steps // 4),
-                         args.rounds)
-        say(f"{kind:<28} {best['no DDP'] * 1e3:10.2f} {best['DDP'] * 1e3:8.2f} "
-            f"{best['DDP'] / best['no DDP']:10.2f}x")
+    bench_ddp(args, torch, comm, say, title=f"torch {torch.__version__}, gloo")
     tdist.destroy_process_group()
 
 
