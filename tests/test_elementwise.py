@@ -558,6 +558,21 @@ def test_inplace_writes_through_views(device):
     assert base.tolist() == [[0.0, 5.0, 1.0], [0.0, 5.0, 1.0]]
 
 
+def test_integer_inplace_arithmetic_keeps_int64_and_wraps(device):
+    """int64 add_/sub_/mul_ with int operands write into self directly (one kernel); results
+    wrap as torch's, and a float operand or division still raises torch's error."""
+    x = mt.tensor([2 ** 62, 1, -3], device=device)
+    version = x._version_counter
+    assert x.mul_(4) is x and x.tolist() == [0, 4, -12] and x._version_counter > version
+    x.add_(mt.tensor([1, 1, 1], device=device), alpha=3).sub_(2)
+    assert x.dtype is mt.int64 and x.tolist() == [1, 5, -11]
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+        x.add_(0.5)
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Long"):
+        x.div_(2)
+    assert x.tolist() == [1, 5, -11]
+
+
 def test_inplace_dtype_error_message():
     with pytest.raises(RuntimeError, match="^result type Float can't be cast to the desired "
                                            "output type Long$"):

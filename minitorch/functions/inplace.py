@@ -9,6 +9,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd import _grad_mode
 from ..ndarray import broadcast_shapes
+from ..opcodes import BinaryOp
 from ..tensor import Tensor, tensor, wrap
 from . import elementwise as E
 from . import movement as M
@@ -126,7 +127,8 @@ def _direct_inplace(self, other, opcode):
                                getattr(self, "_no_grad_view", False)):
         return False
     nd = self._data
-    if not nd.dtype.is_floating_point or nd.dtype.compute is not nd.dtype or not nd.is_compact():
+    if not (nd.dtype.is_floating_point or _exact_integer_op(nd.dtype, opcode, other)) or \
+            nd.dtype.compute is not nd.dtype or not nd.is_compact():
         return False
     if isinstance(other, Tensor):
         operand = other._data
@@ -148,6 +150,21 @@ def _direct_inplace(self, other, opcode):
                           nd.offset, operand.strides, operand.offset)
     self._bump_version()
     return True
+
+
+def _exact_integer_op(dtype, opcode, other):
+    """int64 += / -= / *= an int64 tensor or a Python int in int64's range: the result keeps
+    the dtype, so the direct kernel applies (a batch norm's num_batches_tracked.add_(1)); a
+    float operand or division promotes, and the general path raises torch's error."""
+    if dtype is not dtypes.int64 or opcode not in _INTEGER_KEEPING:
+        return False
+    if isinstance(other, Tensor):
+        return True                 # its dtype is compared with self's by the caller
+    return isinstance(other, numbers.Integral) and not isinstance(other, bool) and \
+        -2 ** 63 <= other < 2 ** 63
+
+
+_INTEGER_KEEPING = (BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL)
 
 
 def fast_inplace(opcode, general, scaled):
