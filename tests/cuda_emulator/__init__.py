@@ -18,6 +18,7 @@ The test suite uses this through tests/conftest.py (MINITORCH_TEST_CUDA=emulator
 `device` test on "cuda" too) and tests/test_gpu_backend.py (kernel-by-kernel against the CPU).
 """
 import ctypes
+import functools
 import hashlib
 import mmap
 import os
@@ -73,16 +74,16 @@ class Memory:
     would fault on an address of another CUDA context (or of no device at all)."""
     __slots__ = ("__weakref__", "owner")
 
-    def __init__(self, owner=None):
+    def __init__(self, owner):
         self.owner = owner
 
 
 class Array:
     """A CuPy-like 1-D device buffer: host memory (views share it, like CuPy slices)."""
 
-    def __init__(self, host, mem=None):
+    def __init__(self, host, mem):
         self.host = host
-        self.mem = Memory(_allocating_module[0]) if mem is None else mem
+        self.mem = mem
 
     size = property(lambda self: self.host.size)
     dtype = property(lambda self: self.host.dtype)
@@ -112,36 +113,22 @@ class Array:
         return self.host.copy()
 
 
-_allocating_module = [None]     # the stand-in module whose allocation function runs now
+def _empty(owner, n, dtype):
+    return Array(guarded_empty(n, dtype), Memory(owner))
 
 
-def _allocating(owner, allocate):
-    """allocate(), its arrays owned by `owner` (module functions are shared by all instances)."""
-    def call(*args):
-        previous, _allocating_module[0] = _allocating_module[0], owner
-        try:
-            return allocate(*args)
-        finally:
-            _allocating_module[0] = previous
-    return call
-
-
-def _empty(n, dtype):
-    return Array(guarded_empty(n, dtype))
-
-
-def _zeros(n, dtype):
-    array = Array(guarded_empty(n, dtype))
+def _zeros(owner, n, dtype):
+    array = _empty(owner, n, dtype)
     _memset(array.data.ptr, 0, array.nbytes)
     return array
 
 
-def _asarray(host):
+def _asarray(owner, host):
     _host_sync("a host-to-device copy from pageable memory")
     host = np.asarray(host)
     array = guarded_empty(host.size, host.dtype).reshape(host.shape)
     array[...] = host
-    return Array(array)
+    return Array(array, Memory(owner))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -495,8 +482,8 @@ def cupy_module(device_count=1, execute=None, launches=None):
         cuda=types.SimpleNamespace(Device=Device, runtime=runtime, Stream=Stream, Event=Event,
                                    get_current_stream=get_current_stream,
                                    graph=types.SimpleNamespace(Graph=Graph)),
-        empty=_allocating(owner, _empty), zeros=_allocating(owner, _zeros),
-        asarray=_allocating(owner, _asarray),
+        empty=functools.partial(_empty, owner), zeros=functools.partial(_zeros, owner),
+        asarray=functools.partial(_asarray, owner),
         RawModule=lambda code, options, name_expressions: Module(
             code, options, name_expressions, launches, execute, owner),
         launches=launches, emulated=True)
