@@ -121,6 +121,43 @@ def broadcast_shapes(a, b):
                                f"at non-singleton dimension {i}")
     return tuple(out)
 
+def _merged_axes(shape, strides_list):
+    """Drop size-1 axes and merge neighbours that step evenly in every operand: (sizes,
+    strides per operand)."""
+    sizes, merged = [], [[] for _ in strides_list]
+    for d, size in enumerate(shape):
+        if size == 1:
+            continue
+        if sizes and all(m[-1] == st[d] * size for m, st in zip(merged, strides_list)):
+            sizes[-1] *= size
+            for m, st in zip(merged, strides_list):
+                m[-1] = st[d]
+            continue
+        sizes.append(size)
+        for m, st in zip(merged, strides_list):
+            m.append(st[d])
+    return sizes, merged
+
+
+def _batch_views(a, b, nbatch):
+    """The GEMM's batch argument and a, b as (batch, r, c) views, or (outer, inner, r, c) ones
+    when their batch axes need two strides (attention's (batch, head) views of one array). An
+    operand is copied only when its own batch axes need more than one stride and the pair
+    more than two."""
+    sizes, (sa, sb) = _merged_axes(a.shape[:nbatch], (a.strides[:nbatch], b.strides[:nbatch]))
+    if len(sizes) > 2:
+        a, b = (x if len(_merged_axes(x.shape[:nbatch], (x.strides[:nbatch],))[0]) <= 1
+                else x.copy() for x in (a, b))
+        sizes, (sa, sb) = _merged_axes(a.shape[:nbatch],
+                                       (a.strides[:nbatch], b.strides[:nbatch]))
+    if len(sizes) == 2:
+        return (tuple(sizes), a._view(tuple(sizes) + a.shape[-2:], tuple(sa) + a.strides[-2:]),
+                b._view(tuple(sizes) + b.shape[-2:], tuple(sb) + b.strides[-2:]))
+    batch = sizes[0] if sizes else 1
+    return (batch, a._view((batch,) + a.shape[-2:], (sa[0] if sizes else 0,) + a.strides[-2:]),
+            b._view((batch,) + b.shape[-2:], (sb[0] if sizes else 0,) + b.strides[-2:]))
+
+
 
 def check_shape(shape):
     """Validate a requested shape (ints, none negative) and return it as a tuple."""
@@ -710,29 +747,13 @@ class NDArray:
                                     other.offset, **epilogue)
             return out
         batch_shape = broadcast_shapes(self.shape[:-2], other.shape[:-2])
-        a, b = self._batched(batch_shape), other._batched(batch_shape)
-        batch = math.prod(batch_shape)
-        out = self._new((batch, m, n))
+        batch, a, b = _batch_views(self.expand(batch_shape + (m, k)),
+                                   other.expand(batch_shape + (k, n)), len(batch_shape))
+        out = self._new((math.prod(batch_shape), m, n))
         if out.size:
             self.backend.matmul(a.buffer, b.buffer, out.buffer, batch, m, n, k,
                                 a.strides, a.offset, b.strides, b.offset, **epilogue)
         return out._view(batch_shape + (m, n), contiguous_strides(batch_shape + (m, n)), 0)
-
-    def _batched(self, batch_shape):
-        """This (…, r, c) array as a 3-D (batch, r, c) view; copies only when the broadcast batch
-        axes can't be described by a single stride."""
-        view = self.expand(batch_shape + self.shape[-2:])
-        rows, cols = view.shape[-2:]
-        batch_strides = [s for size, s in zip(batch_shape, view.strides) if size != 1]
-        batch_sizes = [size for size in batch_shape if size != 1]
-        one_stride = all(batch_strides[i] == batch_strides[i + 1] * batch_sizes[i + 1]
-                         for i in range(len(batch_strides) - 1))
-        if not one_stride:
-            view = view.copy()
-            batch_strides = [view.strides[len(batch_shape) - 1]] if batch_shape else []
-        stride = batch_strides[-1] if batch_strides else 0
-        return view._view((math.prod(batch_shape), rows, cols),
-                          (stride,) + view.strides[-2:])
 
     # ---- index kernels ------------------------------------------------------------------------
     def _index_layout(self, dim):

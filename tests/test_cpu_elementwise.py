@@ -443,7 +443,8 @@ def softmax_ref(x, log):
 
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("log", [False, True])
-@pytest.mark.parametrize("shape", [(128, 10), (1, 1), (3, 1000), (5000, 9)])   # last: threads
+@pytest.mark.parametrize("shape", [(128, 10), (1, 1), (3, 1000), (4, 33), (2, 1043),
+                                   (5000, 9)])   # last: threads
 def test_softmax_rows_match_numpy(dtype, log, shape):
     m, n = shape
     x = data(m * n, dtype, seed=3, low=-30, high=30)
@@ -474,6 +475,16 @@ def test_softmax_rows_special_values(log):
     assert np.isnan(out[:3]).all()
     expected = [math.log(0.5), math.log(0.5), -2e30] if log else [0.5, 0.5, 0.0]
     np.testing.assert_allclose(out[3], expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("where", [0, 5, 37])     # first, in a full group of lanes, in the tail
+def test_softmax_rows_nan_anywhere_in_a_long_row(log, where):
+    x = np.linspace(-3, 3, 2 * 40).astype(np.float32)
+    x[40 + where] = np.nan
+    out = np.empty_like(x)
+    softmax_last(x, out, 40, log)
+    assert np.isnan(out[40:]).all() and not np.isnan(out[:40]).any()
 
 
 def test_softmax_rows_reject_bad_arguments():

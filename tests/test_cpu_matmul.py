@@ -151,6 +151,31 @@ def test_offsets_and_general_strides(dtype, shape):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("sizes", [(2, 3, 8, 4), (4, 4, 32, 16), (3, 2, 70, 40)])
+def test_two_batch_axes(dtype, sizes):
+    """(outer, inner) batch axes with their own strides: attention's q @ k.T on the head-split
+    views of one (B, T, 3·H·D) array (batch strides T·3HD and D), plus a b broadcast over the
+    outer axis, each through both the plain loop and the packed path (and threads)."""
+    B, H, T, D = sizes
+    row = 3 * H * D
+    qkv = ints(np.random.default_rng(7), (B, T, 3, H, D), dtype)
+    q = qkv[:, :, 0].transpose(0, 2, 1, 3)                 # (B, H, T, D)
+    k = qkv[:, :, 1].transpose(0, 2, 3, 1)                 # (B, H, D, T)
+    out = np.full(B * H * T * T, np.nan, dtype)
+    matmul(qkv.ravel(), qkv.ravel(), out, (B, H), T, T, D, (T * row, D, row, 1), 0,
+           (T * row, D, 1, row), H * D)
+    np.testing.assert_array_equal(out.reshape(B, H, T, T), q @ k)
+    w = ints(np.random.default_rng(8), (H, D, 5), dtype)
+    out = np.full(B * H * T * 5, np.nan, dtype)
+    matmul(qkv.ravel(), w.ravel(), out, (B, H), T, 5, D, (T * row, D, row, 1), 0,
+           (0, D * 5, 5, 1), 0)
+    np.testing.assert_array_equal(out.reshape(B, H, T, 5), q @ w)
+    with pytest.raises(ValueError, match=r"a view \(shape \(%d, %d, %d, %d\)" % (B, H, T, D)):
+        matmul(qkv.ravel(), w.ravel(), out, (B, H), T, 5, D, (T * row, D, row, 1), row,
+               (0, D * 5, 5, 1), 0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(0, 3, 4, 5), (2, 0, 4, 5), (2, 3, 0, 5), (0, 0, 0, 0)])
 def test_empty_output(dtype, shape):
     batch, m, n, k = shape

@@ -38,6 +38,17 @@ def test_fused_equals_the_composed_path(device, dtype, reduction, case):
     np.testing.assert_array_equal(fused_grad, grad)
 
 
+@pytest.mark.parametrize("dtype", [mt.float32, mt.float64], ids=str)
+def test_long_rows_equal_the_composed_path(device, dtype):
+    # 1043 classes: the fused forward sums its exponentials in blocks of scratch, softmax in
+    # one pass; both must sum in the same order
+    x = mt.tensor(np.random.default_rng(5).standard_normal((3, 1043)) * 4, dtype=dtype,
+                  device=device)
+    target = mt.tensor([0, 1042, 517], device=device)
+    np.testing.assert_array_equal(F.cross_entropy(x, target, reduction="none").cpu().numpy(),
+                                  _composed(x, target, reduction="none").cpu().numpy())
+
+
 def test_non_contiguous_scores_and_empty_batch(device):
     x = mt.randn(6, 8, device=device).t()            # (8, 6), transposed view
     target = mt.tensor([0, 1, 2, 3, 4, 5, 0, 1], device=device)

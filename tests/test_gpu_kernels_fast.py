@@ -37,12 +37,12 @@ def last_kernels(gpu, count):
 
 def test_fast_path_planning():
     # A row-major, B row-major / transposed; size-1 axes' strides do not matter
-    assert launch.sgemm_layout(1, 8, 8, 8, (64, 8, 1), (64, 8, 1))[:2] == (True, False)
-    assert launch.sgemm_layout(2, 8, 8, 8, (64, 1, 8), (0, 1, 8))[:2] == (False, True)
-    assert launch.sgemm_layout(1, 1, 8, 8, (8, 7, 1), (64, 8, 1)) is not None
-    assert launch.sgemm_layout(1, 8, 8, 6, (48, 6, 1), (48, 8, 1)) is None      # k % 4
-    assert launch.sgemm_layout(3, 8, 8, 8, (66, 8, 1), (64, 8, 1)) is None      # batch stride
-    assert launch.sgemm_layout(1, 8, 8, 8, (64, 16, 2), (64, 8, 1)) is None     # no unit axis
+    assert launch.sgemm_layout((1, 1), 8, 8, 8, (0, 64, 8, 1), (0, 64, 8, 1))[:2] == (True, False)
+    assert launch.sgemm_layout((1, 2), 8, 8, 8, (0, 64, 1, 8), (0, 0, 1, 8))[:2] == (False, True)
+    assert launch.sgemm_layout((1, 1), 1, 8, 8, (0, 8, 7, 1), (0, 64, 8, 1)) is not None
+    assert launch.sgemm_layout((1, 1), 8, 8, 6, (0, 48, 6, 1), (0, 48, 8, 1)) is None      # k % 4
+    assert launch.sgemm_layout((1, 3), 8, 8, 8, (0, 66, 8, 1), (0, 64, 8, 1)) is None      # batch stride
+    assert launch.sgemm_layout((1, 1), 8, 8, 8, (0, 64, 16, 2), (0, 64, 8, 1)) is None     # no unit axis
     assert launch.sgemm_grid(2, 130, 300, launch.SGEMM_TILES["small"]) == (5, 3, 2)
     assert launch.row_group(32, 4) == 8 and launch.row_group(33, 4) == 32
     assert launch.row_group(1, 4) == 1 and launch.row_group(1024, 4) == 32
@@ -127,6 +127,27 @@ def test_sgemm_falls_back_when_float4_reads_are_impossible(gpu):
     assert _check_matmul(gpu, 1, 32, 32, 16, a_offset=1) == "matmul_kernel"  # misaligned
     assert _check_matmul(gpu, 1, 33, 34, 16, dtype=np.float64) == "matmul_kernel"
     assert _check_matmul(gpu, 2, 33, 34, 16, a_t=True) == "matmul_kernel"  # m % 4, A m-major
+
+
+@pytest.mark.parametrize("dtype,kernel", [(np.float32, "sgemm_kernel"),
+                                          (np.float64, "matmul_kernel")])
+def test_matmul_two_batch_axes(gpu, dtype, kernel):
+    # q @ k.T of attention's head-split views of one (B, T, 3·H·D) array: batch axes (B, H)
+    # with strides (T·3HD, D), read in place through (outer, inner) batch strides
+    B, T, H, D = 2, 8, 3, 4
+    row = 3 * H * D
+    qkv = np.random.default_rng(0).standard_normal(B * T * row).astype(dtype)
+    q_strides, k_strides = (T * row, D, row, 1), (T * row, D, 1, row)
+    out = gpu.empty(B * H * T * T, np.dtype(dtype))
+    buf = gpu.from_host(qkv)
+    gpu.matmul(buf, buf, out, (B, H), T, T, D, q_strides, 0, k_strides, H * D)
+    want = np.matmul(_view(qkv, (B, H, T, D), q_strides, 0).astype(np.float64),
+                     _view(qkv, (B, H, D, T), k_strides, H * D).astype(np.float64))
+    np.testing.assert_allclose(gpu.to_host(out).reshape(B, H, T, T), want, rtol=1e-5,
+                               atol=1e-5)
+    assert last_kernels(gpu, 1)[0] == kernel
+    with pytest.raises(ValueError, match=r"a view \(shape \(2, 3, 8, 4\)"):
+        gpu.matmul(buf, buf, out, (B, H), T, T, D, q_strides, B * T * row, k_strides, H * D)
 
 
 def test_sgemm_empty_and_zero_k(gpu):

@@ -51,6 +51,15 @@ PRODUCTS = [
                  [(2, 3), (4, 3)], id="matmul_transposed"),
     pytest.param(lambda a, b: a[:, ::2] @ b, lambda a, b: a[:, ::2] @ b, [(2, 6), (3, 2)],
                  id="matmul_stepped"),
+    # batch axes read through two strides (attention's head-split views of one array), a
+    # broadcast leading axis, and three batch axes that need a copy
+    pytest.param(lambda a, b: a.view(2, 5, 3, 4).transpose(1, 2) @ b.view(2, 5, 3, 4).permute(
+        0, 2, 3, 1), lambda a, b: a.reshape(2, 5, 3, 4).transpose(0, 2, 1, 3) @ b.reshape(
+        2, 5, 3, 4).transpose(0, 2, 3, 1), [(2, 5, 12), (2, 5, 12)], id="matmul_head_views"),
+    pytest.param(mt.matmul, np.matmul, [(2, 3, 4, 5), (3, 5, 2)], id="matmul_broadcast_outer"),
+    pytest.param(lambda a, b: a.permute(2, 0, 1, 3, 4)[:, :, ::2] @ b,
+                 lambda a, b: a.transpose(2, 0, 1, 3, 4)[:, :, ::2] @ b,
+                 [(2, 3, 4, 2, 3), (4, 1, 2, 3, 2)], id="matmul_three_batch_axes"),
     pytest.param(mt.mm, np.matmul, [(2, 3), (3, 4)], id="mm"),
     pytest.param(lambda a, b: mt.mm(a.t(), b), lambda a, b: a.T @ b, [(3, 2), (3, 4)],
                  id="mm_transposed"),

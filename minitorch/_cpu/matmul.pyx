@@ -476,7 +476,19 @@ cdef Split choose_split(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, Py_ssize_t nr,
     return best
 
 
-cdef void run_task(Py_ssize_t t, Split split, Plan plan,
+cdef struct Batch:
+    # Batch item bi of an operand starts at (bi // inner)·outer + (bi % inner)·its batch stride:
+    # two batch axes, so attention's (batch, head) views of one (B, T, heads·D) array are read
+    # in place (their two strides are not multiples of each other). One axis: inner = batch.
+    Py_ssize_t inner, a_outer, b_outer
+
+
+cdef inline Py_ssize_t item(Py_ssize_t bi, Py_ssize_t inner, Py_ssize_t outer,
+                            Py_ssize_t stride) noexcept nogil:
+    return bi // inner * outer + bi % inner * stride
+
+
+cdef void run_task(Py_ssize_t t, Split split, Plan plan, Batch bt,
                    const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
                    const floating* b, Py_ssize_t bs0, Py_ssize_t bs1, Py_ssize_t bs2,
                    floating* c, Py_ssize_t rsc, Py_ssize_t csc, Py_ssize_t m, Py_ssize_t n,
@@ -489,7 +501,8 @@ cdef void run_task(Py_ssize_t t, Split split, Plan plan,
     cdef Py_ssize_t i0 = ti * mp // split.tm * MR, i1 = min(m, (ti + 1) * mp // split.tm * MR)
     cdef Py_ssize_t j0 = tj * np_ // split.tn * nr, j1 = min(n, (tj + 1) * np_ // split.tn * nr)
     if i0 < i1 and j0 < j1:
-        gemm_block(a + bi * as0 + i0 * as1, as1, as2, b + bi * bs0 + j0 * bs2, bs1, bs2,
+        gemm_block(a + item(bi, bt.inner, bt.a_outer, as0) + i0 * as1, as1, as2,
+                   b + item(bi, bt.inner, bt.b_outer, bs0) + j0 * bs2, bs1, bs2,
                    c + bi * m * n + i0 * rsc + j0 * csc, rsc, csc, i1 - i0, j1 - j0, k, plan,
                    abuf, bbuf)
         if ep.bias != NULL or ep.relu:
@@ -534,7 +547,7 @@ cdef int run_k_slices(const floating* a, Py_ssize_t as1, Py_ssize_t as2, const f
 
 cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
              const floating* b, Py_ssize_t bs0, Py_ssize_t bs1, Py_ssize_t bs2, floating* c,
-             Py_ssize_t batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
+             Py_ssize_t batch, Batch bt, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
              Epilogue ep) noexcept nogil:
     """Pick the orientation and the tasks (whole batch items, or rectangles of each product),
     then run them on one thread or hand them out to all; returns -1 when out of memory."""
@@ -549,13 +562,15 @@ cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
     if work < SMALL_WORK:      # tiny products, maybe many of them, or k = 0: not worth packing
         if nthreads == 1:
             for bi in range(batch):
-                gemm_naive(a + bi * as0, as1, as2, b + bi * bs0, bs1, bs2, c + bi * m * n,
+                gemm_naive(a + item(bi, bt.inner, bt.a_outer, as0), as1, as2,
+                           b + item(bi, bt.inner, bt.b_outer, bs0), bs1, bs2, c + bi * m * n,
                            m, n, k)
                 if ep.bias != NULL or ep.relu:
                     epilogue(c + bi * m * n, n, 1, m, n, ep, 0, 0)
         else:
             for bi in prange(batch, schedule='static', num_threads=nthreads):
-                gemm_naive(a + bi * as0, as1, as2, b + bi * bs0, bs1, bs2, c + bi * m * n,
+                gemm_naive(a + item(bi, bt.inner, bt.a_outer, as0), as1, as2,
+                           b + item(bi, bt.inner, bt.b_outer, bs0), bs1, bs2, c + bi * m * n,
                            m, n, k)
                 if ep.bias != NULL or ep.relu:
                     epilogue(c + bi * m * n, n, 1, m, n, ep, 0, 0)
@@ -568,6 +583,7 @@ cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
     if n < NR_WIDE and as1 == 1 and round_up(n, MR) * round_up(m, panel_width(m)) < \
             round_up(m, MR) * round_up(n, panel_width(n)):
         a, as0, as1, as2, b, bs0, bs1, bs2 = b, bs0, bs2, bs1, a, as0, as2, as1
+        bt.a_outer, bt.b_outer = bt.b_outer, bt.a_outer
         m, n, rsc, csc = n, m, 1, n
         ep.rs, ep.cs = ep.cs, ep.rs
     nr = panel_width(n)
@@ -587,11 +603,11 @@ cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
         return -1
     if nthreads == 1:
         for t in range(ntasks):
-            run_task(t, split, plan, a, as0, as1, as2, b, bs0, bs1, bs2, c, rsc, csc, m, n, k,
+            run_task(t, split, plan, bt, a, as0, as1, as2, b, bs0, bs1, bs2, c, rsc, csc, m, n, k,
                      aligned(<floating*>scratch.a), aligned(<floating*>scratch.b), ep)
     else:
         for t in prange(ntasks, schedule='dynamic', num_threads=nthreads):
-            run_task(t, split, plan, a, as0, as1, as2, b, bs0, bs1, bs2, c, rsc, csc, m, n, k,
+            run_task(t, split, plan, bt, a, as0, as1, as2, b, bs0, bs1, bs2, c, rsc, csc, m, n, k,
                      aligned(<floating*>scratch.a + threadid() * scratch.a_size),
                      aligned(<floating*>scratch.b + threadid() * scratch.b_size), ep)
     scratch_free(&scratch)
@@ -599,16 +615,23 @@ cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
 
 
 cdef int check_view(cnp.ndarray buf, str name, Py_ssize_t offset, Py_ssize_t d0, Py_ssize_t s0,
-                    Py_ssize_t d1, Py_ssize_t s1, Py_ssize_t d2, Py_ssize_t s2) except -1:
-    """Raise ValueError unless every element of the (d0, d1, d2) strided view lies inside buf:
-    a few integer ops, so a wrong stride is an error instead of a crash. Negative strides work."""
+                    Py_ssize_t d1, Py_ssize_t s1, Py_ssize_t d2, Py_ssize_t s2, Py_ssize_t d3,
+                    Py_ssize_t s3) except -1:
+    """Raise ValueError unless every element of the (d0, d1, d2, d3) strided view lies inside
+    buf: a few integer ops, so a wrong stride is an error instead of a crash. Negative strides
+    work."""
     cdef Py_ssize_t lo = offset, hi = offset
-    if d0 == 0 or d1 == 0 or d2 == 0:
+    if d0 == 0 or d1 == 0 or d2 == 0 or d3 == 0:
         return 0
-    lo += min(0, (d0 - 1) * s0) + min(0, (d1 - 1) * s1) + min(0, (d2 - 1) * s2)
-    hi += max(0, (d0 - 1) * s0) + max(0, (d1 - 1) * s1) + max(0, (d2 - 1) * s2)
+    lo += min(0, (d0 - 1) * s0) + min(0, (d1 - 1) * s1) + min(0, (d2 - 1) * s2) + \
+        min(0, (d3 - 1) * s3)
+    hi += max(0, (d0 - 1) * s0) + max(0, (d1 - 1) * s1) + max(0, (d2 - 1) * s2) + \
+        max(0, (d3 - 1) * s3)
     if lo < 0 or hi >= cnp.PyArray_SIZE(buf):
-        raise ValueError(f"matmul: {name} view (shape {(d0, d1, d2)}, strides {(s0, s1, s2)}, "
+        shape, strides = (d0, d1, d2, d3), (s0, s1, s2, s3)
+        if d0 == 1:        # one batch axis: report the 3-D view the caller passed
+            shape, strides = shape[1:], strides[1:]
+        raise ValueError(f"matmul: {name} view (shape {shape}, strides {strides}, "
                          f"offset {offset}) reaches outside its buffer of "
                          f"{cnp.PyArray_SIZE(buf)} elements")
     return 0
@@ -621,7 +644,7 @@ cdef int check_buffer(cnp.ndarray buf, str name) except -1:
 
 
 def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not None,
-           Py_ssize_t batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
+           batch_shape, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
            a_strides=None, Py_ssize_t a_offset=0, b_strides=None, Py_ssize_t b_offset=0,
            cnp.ndarray bias=None, Py_ssize_t bias_offset=0, bias_strides=(0, 1),
            bint relu=False):
@@ -632,19 +655,35 @@ def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not N
 
     a is read as a[a_offset + bi*a_strides[0] + i*a_strides[1] + p*a_strides[2]] (element
     strides, None = compact); b likewise. Stride 0 broadcasts, transposes are free. All the
-    buffers are 1-D C-contiguous float32 or float64 of one dtype."""
+    buffers are 1-D C-contiguous float32 or float64 of one dtype.
+
+    `batch_shape` is the number of products, or a pair (outer, inner) of batch axes: then
+    the strides are 4-tuples (outer, inner, row, col) and out is compact (outer·inner, m, n)."""
     cdef int dtype = cnp.PyArray_TYPE(a)
-    cdef Py_ssize_t as0 = m * k, as1 = k, as2 = 1, bs0 = k * n, bs1 = n, bs2 = 1
+    cdef Py_ssize_t outer, batch, as0 = m * k, as1 = k, as2 = 1, bs0 = k * n, bs1 = n, bs2 = 1
     cdef int status
     cdef Epilogue ep
+    cdef Batch bt
+    bt.a_outer = bt.b_outer = 0
+    if isinstance(batch_shape, tuple):
+        outer, bt.inner = batch_shape
+        batch = outer * bt.inner
+        if a_strides is not None:
+            bt.a_outer, as0, as1, as2 = a_strides
+        if b_strides is not None:
+            bt.b_outer, bs0, bs1, bs2 = b_strides
+        a_strides = b_strides = None
+    else:
+        outer, batch = 1, batch_shape
+        bt.inner = batch
     if dtype != cnp.NPY_FLOAT32 and dtype != cnp.NPY_FLOAT64:
         raise TypeError(f"matmul: unsupported dtype {a.dtype} (expected float32 or float64)")
     if cnp.PyArray_TYPE(b) != dtype or cnp.PyArray_TYPE(out) != dtype or (
             bias is not None and cnp.PyArray_TYPE(bias) != dtype):
         raise TypeError(f"matmul: dtypes differ: a {a.dtype}, b {b.dtype}, out {out.dtype}"
                         + ("" if bias is None else f", bias {bias.dtype}"))
-    if batch < 0 or m < 0 or n < 0 or k < 0:
-        raise ValueError(f"matmul: negative size (batch={batch}, m={m}, n={n}, k={k})")
+    if outer < 0 or bt.inner < 0 or m < 0 or n < 0 or k < 0:
+        raise ValueError(f"matmul: negative size (batch={batch_shape}, m={m}, n={n}, k={k})")
     check_buffer(a, "a")
     check_buffer(b, "b")
     check_buffer(out, "out")
@@ -657,14 +696,14 @@ def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not N
         as0, as1, as2 = a_strides
     if b_strides is not None:
         bs0, bs1, bs2 = b_strides
-    check_view(a, "a", a_offset, batch, as0, m, as1, k, as2)
-    check_view(b, "b", b_offset, batch, bs0, k, bs1, n, bs2)
+    check_view(a, "a", a_offset, outer, bt.a_outer, bt.inner, as0, m, as1, k, as2)
+    check_view(b, "b", b_offset, outer, bt.b_outer, bt.inner, bs0, k, bs1, n, bs2)
     ep.bias = NULL
     ep.rs, ep.cs = bias_strides
     ep.relu = relu
     if bias is not None:
         check_buffer(bias, "bias")
-        check_view(bias, "bias", bias_offset, 1, 0, m, ep.rs, n, ep.cs)
+        check_view(bias, "bias", bias_offset, 1, 0, 1, 0, m, ep.rs, n, ep.cs)
         ep.bias = (<char*>cnp.PyArray_DATA(bias)) + bias_offset * cnp.PyArray_ITEMSIZE(bias)
     if batch == 0 or m == 0 or n == 0:
         return
@@ -672,11 +711,11 @@ def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not N
         if dtype == cnp.NPY_FLOAT32:
             status = run((<const float*>cnp.PyArray_DATA(a)) + a_offset, as0, as1, as2,
                          (<const float*>cnp.PyArray_DATA(b)) + b_offset, bs0, bs1, bs2,
-                         <float*>cnp.PyArray_DATA(out), batch, m, n, k, ep)
+                         <float*>cnp.PyArray_DATA(out), batch, bt, m, n, k, ep)
         else:
             status = run((<const double*>cnp.PyArray_DATA(a)) + a_offset, as0, as1, as2,
                          (<const double*>cnp.PyArray_DATA(b)) + b_offset, bs0, bs1, bs2,
-                         <double*>cnp.PyArray_DATA(out), batch, m, n, k, ep)
+                         <double*>cnp.PyArray_DATA(out), batch, bt, m, n, k, ep)
     if status < 0:
         raise MemoryError("matmul: cannot allocate packing buffers")
 
@@ -889,7 +928,7 @@ def conv_matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out 
         memset(cnp.PyArray_DATA(out), 0, batch * m * rows * valid * cnp.PyArray_ITEMSIZE(out))
         return
     n = (rows - 1) * wide + valid
-    check_view(a, "a", a_offset, batch, as0, m, as1, k, as2)
+    check_view(a, "a", a_offset, 1, 0, batch, as0, m, as1, k, as2)
     check_image_windows("conv_matmul", "b", b, b_offset, batch, b_image_stride, k0, k1, k2, s0,
                         s1, s2, n)
     koff = <Py_ssize_t*>malloc(k * sizeof(Py_ssize_t))
@@ -1034,7 +1073,7 @@ def conv_weight_matmul(cnp.ndarray x not None, cnp.ndarray g not None,
     if batch == 0 or rows == 0 or valid == 0:
         return
     n = (rows - 1) * wide + valid
-    check_view(g, "g", g_offset, batch, g_image_stride, out_channels, rows * valid,
+    check_view(g, "g", g_offset, 1, 0, batch, g_image_stride, out_channels, rows * valid,
                rows * valid, 1)
     check_image_windows("conv_weight_matmul", "x", x, x_offset, batch, x_image_stride, k0, k1,
                         k2, s0, s1, s2, n)

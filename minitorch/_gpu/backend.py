@@ -1154,10 +1154,13 @@ class GpuBackend:
                b_offset=0, bias=None, bias_offset=0, bias_strides=(0, 1), relu=False):
         """out (compact batch x m x n, overwritten) = a (batch x m x k) @ b (batch x k x n), each
         operand read through its (batch, row, col) element strides (None = compact), then the
-        epilogue: + bias[bias_offset + i·bias_strides[0] + j·bias_strides[1]], relu."""
+        epilogue: + bias[bias_offset + i·bias_strides[0] + j·bias_strides[1]], relu. `batch`
+        may be a pair (outer, inner) of batch axes, the strides then (outer, inner, row, col)."""
+        outer, inner = batch if isinstance(batch, tuple) else (1, batch)
         fn, grid, block, sizes, a_args, b_args, a_ext, b_ext, fast = self._plan(
-            ("matmul", a.dtype, b.dtype, out.dtype, batch, m, n, k, a_strides, b_strides),
-            self._matmul_plan, a, b, out, batch, m, n, k, a_strides, b_strides)
+            ("matmul", a.dtype, b.dtype, out.dtype, outer, inner, m, n, k, a_strides, b_strides),
+            self._matmul_plan, a, b, out, outer, inner, m, n, k, a_strides, b_strides)
+        batch = outer * inner
         if out.size < batch * m * n:
             raise ValueError(f"matmul: out has {out.size} elements, needs {batch * m * n} "
                              f"(batch={batch}, m={m}, n={n})")
@@ -1182,7 +1185,7 @@ class GpuBackend:
            + (out,) + sizes + (bias, _i64(bias_offset), _i64(bias_strides[0]),
                                _i64(bias_strides[1]), _I32_BOOL[bool(relu)]))
 
-    def _matmul_plan(self, a, b, out, batch, m, n, k, a_strides, b_strides):
+    def _matmul_plan(self, a, b, out, outer, inner, m, n, k, a_strides, b_strides):
         """matmul's dtype and size checks, its operands' extents and its launch: (kernel or
         None when there is nothing to launch, grid, block, packed sizes, packed strides of a
         and b, extents of a and b)."""
@@ -1191,12 +1194,14 @@ class GpuBackend:
             raise TypeError(f"matmul: unsupported dtype {a.dtype} (expected float32 or float64)")
         if b.dtype != a.dtype or out.dtype != a.dtype:
             raise TypeError(f"matmul: dtypes differ: a {a.dtype}, b {b.dtype}, out {out.dtype}")
-        if batch < 0 or m < 0 or n < 0 or k < 0:
-            raise ValueError(f"matmul: negative size (batch={batch}, m={m}, n={n}, k={k})")
-        a_strides = (m * k, k, 1) if a_strides is None else tuple(a_strides)
-        b_strides = (k * n, n, 1) if b_strides is None else tuple(b_strides)
+        batch = outer * inner
+        if outer < 0 or inner < 0 or m < 0 or n < 0 or k < 0:
+            shown = inner if outer == 1 else (outer, inner)
+            raise ValueError(f"matmul: negative size (batch={shown}, m={m}, n={n}, k={k})")
+        a_strides = L.matmul_strides(a_strides, inner, m, k)
+        b_strides = L.matmul_strides(b_strides, inner, k, n)
         extents = []
-        for dims, strides in (((batch, m, k), a_strides), ((batch, k, n), b_strides)):
+        for dims, strides in (((outer, inner, m, k), a_strides), ((outer, inner, k, n), b_strides)):
             extents.append((dims, strides) + ((None, None) if 0 in dims else
                                               L.view_extent(dims, strides, 0)))
         if batch == 0 or m == 0 or n == 0:
@@ -1206,18 +1211,21 @@ class GpuBackend:
         blocks = min(batch * -(-m // bm) * -(-n // bn), L.MAX_GRID)
         threads = (bm // tiles[3]) * (bn // tiles[4])
         fn = self._function("matmul", name, L.matmul_name(L.CTYPES[name], tiles))
-        return (fn, (blocks,), (threads,), (I64(batch), I64(m), I64(n), I64(k)),
+        return (fn, (blocks,), (threads,), (I64(inner), I64(batch), I64(m), I64(n), I64(k)),
                 tuple(I64(s) for s in a_strides), tuple(I64(s) for s in b_strides)) + \
-            tuple(extents) + (self._sgemm_plan(name, batch, m, n, k, a_strides, b_strides),)
+            tuple(extents) + (self._sgemm_plan(name, (outer, inner), m, n, k, a_strides,
+                                               b_strides),)
 
     def _sgemm_plan(self, name, batch, m, n, k, a_strides, b_strides):
         """(kernel, grid, block, packed strides of a and b) of the float32 fast path
-        (sgemm_kernel), or None when the operands' layout rules it out."""
+        (sgemm_kernel), or None when the operands' layout rules it out; batch is (outer,
+        inner)."""
         layout = L.sgemm_layout(batch, m, n, k, a_strides, b_strides) \
             if name == "float32" and k else None
         if layout is None:
             return None
         a_k, b_k, a_norm, b_norm = layout
+        batch = batch[0] * batch[1]
         tiles = L.SGEMM_TILES[L.sgemm_tiles(batch, m, n, self.sm_count)]
         fn = self._function("matmul", name, L.sgemm_name(tiles, a_k, b_k))
         return (fn, L.sgemm_grid(batch, m, n, tiles), (256,),

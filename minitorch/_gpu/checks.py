@@ -75,6 +75,8 @@ def check_matmul_view(buf, name, offset, dims, strides):
     if 0 in dims:
         return
     lo, hi = L.view_extent(dims, strides, offset)
+    if len(dims) == 4 and dims[0] == 1:     # one batch axis: the 3-D view the caller passed
+        dims, strides = dims[1:], strides[1:]
     if lo < 0 or hi >= buf.size:
         raise ValueError(f"matmul: {name} view (shape {dims}, strides {strides}, offset "
                          f"{offset}) reaches outside its buffer of {buf.size} elements")

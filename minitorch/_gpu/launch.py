@@ -360,20 +360,31 @@ def matmul_tiles(batch, m, n, sm_count):
     return "small"
 
 
+def matmul_strides(strides, inner, rows, cols):
+    """A matmul operand's (outer, inner, row, col) element strides from the caller's 3-tuple
+    (one batch axis: the outer stride is never stepped), 4-tuple or None (compact)."""
+    if strides is None:
+        return (inner * rows * cols, rows * cols, cols, 1)
+    strides = tuple(strides)
+    return strides if len(strides) == 4 else (0,) + strides
+
+
 def sgemm_layout(batch, m, n, k, a_strides, b_strides):
     """(a_k, b_k, a_strides, b_strides) when sgemm_kernel can read both operands as aligned
     float4 (given 16-byte aligned pointers and offsets that are multiples of 4, which the caller
-    checks per call), else None. a_k: A's k axis is the contiguous one (else its m axis); b_k:
-    B's k axis (else its n axis). Strides of size-1 axes are zeroed (never stepped along), so
-    torch's arbitrary strides there do not defeat the check; the grid's y and z limits apply."""
-    if -(-m // SGEMM_TILES["small"][0]) > MAX_GRID_YZ or batch > MAX_GRID_YZ:
+    checks per call), else None. batch is (outer, inner), the strides (outer, inner, row, col).
+    a_k: A's k axis is the contiguous one (else its m axis); b_k: B's k axis (else its n
+    axis). Strides of size-1 axes are zeroed (never stepped along), so torch's arbitrary
+    strides there do not defeat the check; the grid's y and z limits apply."""
+    outer, inner = batch
+    if -(-m // SGEMM_TILES["small"][0]) > MAX_GRID_YZ or outer * inner > MAX_GRID_YZ:
         return None
-    a = tuple(0 if size == 1 else s for size, s in zip((batch, m, k), a_strides))
-    b = tuple(0 if size == 1 else s for size, s in zip((batch, k, n), b_strides))
+    a = tuple(0 if size == 1 else s for size, s in zip((outer, inner, m, k), a_strides))
+    b = tuple(0 if size == 1 else s for size, s in zip((outer, inner, k, n), b_strides))
 
-    def pick(batch_stride, x_stride, k_stride, x):
+    def pick(batch_strides, x_stride, k_stride, x):
         """True (k contiguous), False (x contiguous) or None (no float4 reads)."""
-        if batch_stride % 4:
+        if any(s % 4 for s in batch_strides):
             return None
         if k_stride in (0, 1) and k % 4 == 0 and x_stride % 4 == 0:
             return True
@@ -381,7 +392,7 @@ def sgemm_layout(batch, m, n, k, a_strides, b_strides):
             return False
         return None
 
-    a_k, b_k = pick(a[0], a[1], a[2], m), pick(b[0], b[2], b[1], n)
+    a_k, b_k = pick(a[:2], a[2], a[3], m), pick(b[:2], b[3], b[2], n)
     if a_k is None or b_k is None:
         return None
     return a_k, b_k, a, b

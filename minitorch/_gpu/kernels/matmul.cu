@@ -1,6 +1,8 @@
 // Batched strided GEMM: C (compact batch x M x N) = A (batch x M x K) @ B (batch x K x N), each
 // operand read through its own (batch, row, col) element strides, so transposed operands and
-// broadcast batches (stride 0) cost no copy.
+// broadcast batches (stride 0) cost no copy. The batch may be two axes (outer, inner): item b
+// starts at (b / inner)·outer stride + (b % inner)·batch stride (batch_item), so attention's
+// (batch, head) views of one array are read in place too; one axis is inner = batch.
 //
 // A block computes a BM x BN tile of C with THREADS = (BM/TM) * (BN/TN) threads, each owning a
 // TM x TN register microtile (outer products over BK-deep slices). Slices of A and B go through
@@ -71,6 +73,10 @@ struct TileLoader {
     }
 };
 
+__device__ __forceinline__ i64 batch_item(i64 b, i64 inner, i64 outer_stride, i64 stride) {
+    return (b / inner) * outer_stride + (b % inner) * stride;
+}
+
 // The epilogue both kernels apply to each finished element of C: + bias[row·bias_rs +
 // col·bias_cs] when bias is given (a Linear layer's bias: rs 0, cs 1; a conv's: rs 1, cs 0),
 // then relu when asked: the float operations of the separate bias add and relu kernels (relu:
@@ -84,9 +90,9 @@ __device__ __forceinline__ T epilogue(T v, const T* bias, i64 row, i64 col, i64 
 
 template <typename T, int BM, int BN, int BK, int TM, int TN>
 __global__ void __launch_bounds__((BM / TM) * (BN / TN), sizeof(T) == 4 ? 2 : 1)
-matmul_kernel(const T* __restrict__ A, i64 a_off, i64 as0, i64 as1, i64 as2,
-              const T* __restrict__ B, i64 b_off, i64 bs0, i64 bs1, i64 bs2,
-              T* __restrict__ C, i64 batch, i64 M, i64 N, i64 K,
+matmul_kernel(const T* __restrict__ A, i64 a_off, i64 a_outer, i64 as0, i64 as1, i64 as2,
+              const T* __restrict__ B, i64 b_off, i64 b_outer, i64 bs0, i64 bs1, i64 bs2,
+              T* __restrict__ C, i64 inner, i64 batch, i64 M, i64 N, i64 K,
               const T* __restrict__ bias, i64 bias_off, i64 bias_rs, i64 bias_cs, int relu) {
     constexpr int TX = BN / TN, TY = BM / TM, NT = TX * TY;
     constexpr int A_LOADS = BM * BK / NT, B_LOADS = BN * BK / NT;
@@ -108,8 +114,8 @@ matmul_kernel(const T* __restrict__ A, i64 a_off, i64 as0, i64 as1, i64 as2,
 
         TileLoader<T, BM, BK, NT, A_LOADS> la;
         TileLoader<T, BN, BK, NT, B_LOADS> lb;
-        la.init(A + a_off + b * as0, m0, M, as1, as2, tid);
-        lb.init(B + b_off + b * bs0, n0, N, bs2, bs1, tid);
+        la.init(A + a_off + batch_item(b, inner, a_outer, as0), m0, M, as1, as2, tid);
+        lb.init(B + b_off + batch_item(b, inner, b_outer, bs0), n0, N, bs2, bs1, tid);
         T ra[A_LOADS], rb[B_LOADS];
 
         T acc[TM][TN];
@@ -262,9 +268,9 @@ struct SliceLoader {
 
 template <int BM, int BN, int BK, int WM, int WN, int TM, int TN, bool A_K, bool B_K>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, 2)
-sgemm_kernel(const float* __restrict__ A, i64 a_off, i64 as0, i64 as1, i64 as2,
-             const float* __restrict__ B, i64 b_off, i64 bs0, i64 bs1, i64 bs2,
-             float* __restrict__ C, i64 batch, i64 M, i64 N, i64 K,
+sgemm_kernel(const float* __restrict__ A, i64 a_off, i64 a_outer, i64 as0, i64 as1, i64 as2,
+             const float* __restrict__ B, i64 b_off, i64 b_outer, i64 bs0, i64 bs1, i64 bs2,
+             float* __restrict__ C, i64 inner, i64 batch, i64 M, i64 N, i64 K,
              const float* __restrict__ bias, i64 bias_off, i64 bias_rs, i64 bias_cs, int relu) {
     constexpr int WARPS_N = BN / WN, NT = (BM / WM) * WARPS_N * 32;
     constexpr int LANES_N = WN / TN, LANES_M = WM / TM;      // a warp's threads along n and m
@@ -286,8 +292,8 @@ sgemm_kernel(const float* __restrict__ A, i64 a_off, i64 as0, i64 as1, i64 as2,
     LoaderA la;
     LoaderB lb;
     // A: x = m (stride as1), k (stride as2); B: x = n (stride bs2), k (stride bs1)
-    la.init(A + a_off + b * as0, m0, M, as1, as2, K, tid);
-    lb.init(B + b_off + b * bs0, n0, N, bs2, bs1, K, tid);
+    la.init(A + a_off + batch_item(b, inner, a_outer, as0), m0, M, as1, as2, K, tid);
+    lb.init(B + b_off + batch_item(b, inner, b_outer, bs0), n0, N, bs2, bs1, K, tid);
     float4 ra[LoaderA::LOADS], rb[LoaderB::LOADS];
 
     float acc[TM][TN];
