@@ -65,9 +65,10 @@ def test_transposed_operands(dtype, a_t, b_t):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(300, 257, 513), (129, 1100, 600), (7, 3100, 40),
-                                   (1000, 33, 20), (12544, 16, 9)])
+                                   (1000, 33, 20), (12544, 16, 9), (40, 3170, 1100)])
 def test_large_exact(dtype, shape):
-    """Several k blocks (k > 512 floats / 256 doubles), several n blocks (n > 3072), tall-thin."""
+    """Several k blocks (k > 512 floats / 256 doubles), several n blocks (n > 3072), tall-thin,
+    and B's panels read in place (m <= 64) across k and n blocks with a partial last panel."""
     m, n, k = shape
     rng = np.random.default_rng(2)
     a, b = ints(rng, (1, m, k), dtype), ints(rng, (1, k, n), dtype)

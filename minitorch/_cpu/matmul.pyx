@@ -51,6 +51,7 @@ cdef enum:
     MC = 96           # rows of a packed A block (multiple of MR)
     NC = 3072         # columns of a packed B block (multiple of both tile widths)
     DIRECT_A_MAX_N = 4 * NR_WIDE   # n up to this: read a column-major A in place (a_in_place)
+    B_IN_PLACE_MAX_M = 64   # out rows up to this: B's panels are read in place (b_in_place)
     # Parallel tasks: when column blocks of out cost no extra packing, cut out into up to
     # TASKS_PER_THREAD blocks per thread (each at least MIN_TASK_PANELS B panels wide), handed
     # out dynamically, so that a thread that loses its core to another process (a DataLoader
@@ -172,7 +173,8 @@ cdef void epilogue(floating* c, Py_ssize_t rsc, Py_ssize_t csc, Py_ssize_t rows,
 
 
 cdef inline void tile_product(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
-                              const floating* b, floating* acc, const Py_ssize_t nr) noexcept nogil:
+                              const floating* b, Py_ssize_t ldb, floating* acc,
+                              const Py_ssize_t nr) noexcept nogil:
     """acc (MR x nr) = a (MR x kc, strides rs, cs) @ b (kc x nr panel, packed k-major).
 
     A packed A panel is just rs = 1, cs = MR; A can also be read in place (only single elements
@@ -190,17 +192,17 @@ cdef inline void tile_product(Py_ssize_t kc, const floating* a, Py_ssize_t rs, P
         for i in range(MR):
             ai = a[i * rs + p * cs]
             for j in range(nr):
-                acc[i * nr + j] += ai * b[p * nr + j]
+                acc[i * nr + j] += ai * b[p * ldb + j]
 
 
 cdef inline void full_tile(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
-                           const floating* b, floating* c, Py_ssize_t ldc, bint accumulate,
-                           floating* acc, const Py_ssize_t nr) noexcept nogil:
+                           const floating* b, Py_ssize_t ldb, floating* c, Py_ssize_t ldc,
+                           bint accumulate, floating* acc, const Py_ssize_t nr) noexcept nogil:
     """c[:MR, :nr] (row stride ldc) (=|+=) a @ b: the hot path, full tiles only. Every value
     live across the k loop costs a register the loop needs, so edge cases live elsewhere
     (edge_tile: 5% slower loop, measured)."""
     cdef Py_ssize_t i, j
-    tile_product(kc, a, rs, cs, b, acc, nr)
+    tile_product(kc, a, rs, cs, b, ldb, acc, nr)
     if accumulate:
         for i in range(MR):
             for j in range(nr):
@@ -212,14 +214,15 @@ cdef inline void full_tile(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_s
 
 
 cdef inline void edge_tile(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
-                           const floating* b, floating* c, Py_ssize_t rsc, Py_ssize_t csc,
+                           const floating* b, Py_ssize_t ldb, floating* c, Py_ssize_t rsc,
+                           Py_ssize_t csc,
                            Py_ssize_t mr, Py_ssize_t nr, bint accumulate, floating* acc,
                            const Py_ssize_t width) noexcept nogil:
     """c[:mr, :nr] (=|+=) a @ b for edge tiles and for out written transposed (csc != 1). For
     unit csc, the constant-length j loop + `if` compiles to masked vector stores (a loop to nr
     became one memcpy call per row)."""
     cdef Py_ssize_t i, j
-    tile_product(kc, a, rs, cs, b, acc, width)
+    tile_product(kc, a, rs, cs, b, ldb, acc, width)
     if csc == 1 and accumulate:
         for i in range(mr):
             for j in range(width):
@@ -245,42 +248,42 @@ cdef inline void edge_tile(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_s
 # accumulators in memory (a 2.5x slowdown, depending only on unrelated code nearby). Out of
 # line they compile the same way every time; one indirect call per tile is noise.
 cdef void wide_kernel(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
-                      const floating* b, floating* c, Py_ssize_t ldc,
+                      const floating* b, Py_ssize_t ldb, floating* c, Py_ssize_t ldc,
                       bint accumulate) noexcept nogil:
     cdef floating acc[MR * NR_WIDE]
-    full_tile(kc, a, rs, cs, b, c, ldc, accumulate, acc, NR_WIDE)
+    full_tile(kc, a, rs, cs, b, ldb, c, ldc, accumulate, acc, NR_WIDE)
 
 
 cdef void narrow_kernel(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
-                        const floating* b, floating* c, Py_ssize_t ldc,
+                        const floating* b, Py_ssize_t ldb, floating* c, Py_ssize_t ldc,
                         bint accumulate) noexcept nogil:
     cdef floating acc[MR * NR_NARROW]
-    full_tile(kc, a, rs, cs, b, c, ldc, accumulate, acc, NR_NARROW)
+    full_tile(kc, a, rs, cs, b, ldb, c, ldc, accumulate, acc, NR_NARROW)
 
 
 cdef void wide_edge(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
-                    const floating* b, floating* c, Py_ssize_t rsc, Py_ssize_t csc,
-                    Py_ssize_t mr, Py_ssize_t nr, bint accumulate) noexcept nogil:
+                    const floating* b, Py_ssize_t ldb, floating* c, Py_ssize_t rsc,
+                    Py_ssize_t csc, Py_ssize_t mr, Py_ssize_t nr, bint accumulate) noexcept nogil:
     cdef floating acc[MR * NR_WIDE]
-    edge_tile(kc, a, rs, cs, b, c, rsc, csc, mr, nr, accumulate, acc, NR_WIDE)
+    edge_tile(kc, a, rs, cs, b, ldb, c, rsc, csc, mr, nr, accumulate, acc, NR_WIDE)
 
 
 cdef void narrow_edge(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
-                      const floating* b, floating* c, Py_ssize_t rsc, Py_ssize_t csc,
-                      Py_ssize_t mr, Py_ssize_t nr, bint accumulate) noexcept nogil:
+                      const floating* b, Py_ssize_t ldb, floating* c, Py_ssize_t rsc,
+                      Py_ssize_t csc, Py_ssize_t mr, Py_ssize_t nr, bint accumulate) noexcept nogil:
     cdef floating acc[MR * NR_NARROW]
-    edge_tile(kc, a, rs, cs, b, c, rsc, csc, mr, nr, accumulate, acc, NR_NARROW)
+    edge_tile(kc, a, rs, cs, b, ldb, c, rsc, csc, mr, nr, accumulate, acc, NR_NARROW)
 
 
 ctypedef void (*kernel_f32_t)(Py_ssize_t, const float*, Py_ssize_t, Py_ssize_t, const float*,
-                              float*, Py_ssize_t, bint) noexcept nogil
+                              Py_ssize_t, float*, Py_ssize_t, bint) noexcept nogil
 ctypedef void (*kernel_f64_t)(Py_ssize_t, const double*, Py_ssize_t, Py_ssize_t, const double*,
-                              double*, Py_ssize_t, bint) noexcept nogil
+                              Py_ssize_t, double*, Py_ssize_t, bint) noexcept nogil
 ctypedef void (*edge_f32_t)(Py_ssize_t, const float*, Py_ssize_t, Py_ssize_t, const float*,
-                            float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                            Py_ssize_t, float*, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                             bint) noexcept nogil
 ctypedef void (*edge_f64_t)(Py_ssize_t, const double*, Py_ssize_t, Py_ssize_t, const double*,
-                            double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                            Py_ssize_t, double*, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                             bint) noexcept nogil
 # [0]: the wide tile, [1]: the narrow one
 cdef kernel_f32_t kernel_f32[2]
@@ -338,33 +341,36 @@ cdef void pack_b_panel(floating* dst, const floating* b, Py_ssize_t rs, Py_ssize
 
 
 cdef void macro_kernel(const floating* a, Py_ssize_t rs, Py_ssize_t cs, Py_ssize_t panel_step,
-                       const floating* bp, floating* c, Py_ssize_t rsc, Py_ssize_t csc,
+                       const floating* bp, Py_ssize_t ldb, Py_ssize_t b_step,
+                       const floating* b_last, floating* c, Py_ssize_t rsc, Py_ssize_t csc,
                        Py_ssize_t mc, Py_ssize_t nc, Py_ssize_t kc, Py_ssize_t width,
                        bint accumulate) noexcept nogil:
     """c[:mc, :nc] (=|+=) A block (mc x kc; its panels of MR rows start panel_step apart and are
-    read with strides rs, cs) @ the packed B block (kc x nc, panels `width` wide). B panel
-    outer: it stays in cache while the A panels of the block stream past it."""
-    cdef Py_ssize_t jp, ib, mr, nr
+    read with strides rs, cs) @ the B block (kc x nc): full panels `width` wide start b_step
+    apart at bp, rows ldb apart (packed: ldb = width; B read in place: its row stride); a
+    last, partial panel is always packed, at b_last. B panel outer: it stays in cache while
+    the A panels of the block stream past it."""
+    cdef Py_ssize_t jp, ib, mr, nr, lb
     cdef int narrow = width == NR_NARROW
     cdef const floating* ap
     cdef const floating* bpanel
     cdef floating* ct
     for jp in range(cdiv(nc, width)):
         nr = min(width, nc - jp * width)
-        bpanel = bp + jp * width * kc
+        bpanel, lb = (bp + jp * b_step, ldb) if nr == width else (b_last, width)
         for ib in range(cdiv(mc, MR)):
             mr = min(MR, mc - ib * MR)
             ap = a + ib * panel_step
             ct = c + ib * MR * rsc + jp * width * csc
             if mr == MR and nr == width and csc == 1:
                 if floating is float:
-                    kernel_f32[narrow](kc, ap, rs, cs, bpanel, ct, rsc, accumulate)
+                    kernel_f32[narrow](kc, ap, rs, cs, bpanel, lb, ct, rsc, accumulate)
                 else:
-                    kernel_f64[narrow](kc, ap, rs, cs, bpanel, ct, rsc, accumulate)
+                    kernel_f64[narrow](kc, ap, rs, cs, bpanel, lb, ct, rsc, accumulate)
             elif floating is float:
-                edge_f32[narrow](kc, ap, rs, cs, bpanel, ct, rsc, csc, mr, nr, accumulate)
+                edge_f32[narrow](kc, ap, rs, cs, bpanel, lb, ct, rsc, csc, mr, nr, accumulate)
             else:
-                edge_f64[narrow](kc, ap, rs, cs, bpanel, ct, rsc, csc, mr, nr, accumulate)
+                edge_f64[narrow](kc, ap, rs, cs, bpanel, lb, ct, rsc, csc, mr, nr, accumulate)
 
 
 cdef void gemm_naive(const floating* a, Py_ssize_t ars, Py_ssize_t acs,
@@ -400,43 +406,67 @@ cdef inline bint a_in_place(Py_ssize_t ars, Py_ssize_t acs, Py_ssize_t n) noexce
     return acs == 1 or (ars == 1 and n <= DIRECT_A_MAX_N)
 
 
+cdef inline bint b_in_place(Py_ssize_t brs, Py_ssize_t bcs, Py_ssize_t m, Py_ssize_t n,
+                            Py_ssize_t width) noexcept nogil:
+    """Read B's full panels in place instead of packing them? Yes when B is row-major and
+    either already one packed panel (a compact b exactly one panel wide: the output gradient
+    in a conv layer's weight gradient) or out has few rows: packing a panel pays off over the
+    A panels that meet it, only m / MR of them (m = 64 convs: 0.82 -> 0.9-1.0x torch's time
+    on this path, bench in docs/benchmarks.md). For taller products the panel's rows, a row
+    stride apart (often a power of two), would collide in L1 (512^3: 0.75x in place)."""
+    return bcs == 1 and ((brs == width and n == width) or m <= B_IN_PLACE_MAX_M)
+
+
 cdef void gemm_block(const floating* a, Py_ssize_t ars, Py_ssize_t acs,
                      const floating* b, Py_ssize_t brs, Py_ssize_t bcs, floating* c,
                      Py_ssize_t rsc, Py_ssize_t csc, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
                      Plan plan, floating* abuf, floating* bbuf) noexcept nogil:
     """c[:m, :n] (strides rsc, csc) = a @ b on one thread, through the packed loop nest.
     A is read in place when `a_in_place` says so; only its last partial panel is then packed,
-    for the zero padding. A compact b exactly one panel wide (16 or 32 columns: the output
-    gradient in a conv layer's weight gradient) already is a packed panel, and is used as is."""
+    for the zero padding. B's full panels are read in place when `b_in_place` says so (only
+    a partial last panel is packed)."""
     cdef Py_ssize_t jb, pb, ib, jc, pc, ic, nc, kc, mc, jp, npanels, full, width = plan.nr
+    cdef Py_ssize_t ldb = width, b_step, nfull
     cdef bint direct_a = a_in_place(ars, acs, n)
-    cdef bint direct_b = bcs == 1 and brs == width and n == width
+    cdef bint direct_b = b_in_place(brs, bcs, m, n, width)
     cdef const floating* ablk
     cdef const floating* bblk = bbuf
+    cdef const floating* b_last
+    if direct_b:
+        ldb = brs
     for jb in range(cdiv(n, plan.nc)):
         jc = jb * plan.nc
         nc = min(plan.nc, n - jc)
         npanels = cdiv(nc, width)
+        nfull = nc // width
         for pb in range(cdiv(k, plan.kc)):
             pc = pb * plan.kc
             kc = min(plan.kc, k - pc)
+            b_step = width * kc
             if direct_b:
-                bblk = b + pc * brs
-            for jp in range(0 if direct_b else npanels):
-                pack_b_panel(bbuf + jp * width * kc, b + pc * brs + (jc + jp * width) * bcs,
-                             brs, bcs, kc, min(width, nc - jp * width), width)
+                bblk = b + pc * brs + jc
+                b_step = width
+            else:
+                for jp in range(nfull):
+                    pack_b_panel(bbuf + jp * width * kc, b + pc * brs + (jc + jp * width) * bcs,
+                                 brs, bcs, kc, width, width)
+            b_last = bbuf + nfull * width * kc
+            if nfull < npanels:
+                pack_b_panel(<floating*>b_last, b + pc * brs + (jc + nfull * width) * bcs,
+                             brs, bcs, kc, nc - nfull * width, width)
             for ib in range(cdiv(m, plan.mc)):
                 ic = ib * plan.mc
                 mc = min(plan.mc, m - ic)
                 ablk = a + ic * ars + pc * acs
                 full = (mc // MR) * MR if direct_a else 0
                 if full > 0:
-                    macro_kernel(ablk, ars, acs, MR * ars, bblk, c + ic * rsc + jc * csc,
-                                 rsc, csc, full, nc, kc, width, pc > 0)
+                    macro_kernel(ablk, ars, acs, MR * ars, bblk, ldb, b_step, b_last,
+                                 c + ic * rsc + jc * csc, rsc, csc, full, nc, kc, width, pc > 0)
                 if full < mc:
                     pack_a(abuf, ablk + full * ars, ars, acs, mc - full, kc)
-                    macro_kernel(abuf, 1, MR, MR * kc, bblk, c + (ic + full) * rsc + jc * csc,
-                                 rsc, csc, mc - full, nc, kc, width, pc > 0)
+                    macro_kernel(abuf, 1, MR, MR * kc, bblk, ldb, b_step, b_last,
+                                 c + (ic + full) * rsc + jc * csc, rsc, csc, mc - full, nc, kc,
+                                 width, pc > 0)
 
 
 cdef struct Split:
