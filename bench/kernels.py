@@ -1,7 +1,8 @@
 """CPU kernel benchmark: minitorch vs numpy (and PyTorch when installed), float32, one run.
 
-Prints throughput (higher is better) and the ratio minitorch/numpy for matmul, compact of a
-permuted 4-D array, broadcast add and a middle-axis sum. Run: python bench/kernels.py
+Prints throughput (higher is better) and the ratio minitorch/numpy for matmul (square, a
+64-channel conv's few-row products, attention's products of head-split views), compact of a
+permuted 4-D array, broadcast add, sums and softmax rows. Run: python bench/kernels.py
 """
 import os
 import sys
@@ -38,6 +39,36 @@ def bench_matmul(m, k, n, transpose_a=False):
     times = best_times(fns, repeat=5 if m * n * k > 1e9 else 7)
     label = f"matmul {m}x{k} @ {k}x{n}" + (" (a.T)" if transpose_a else "")
     print_row(label, {name: 2 * m * n * k / t / 1e9 for name, t in times.items()}, "GFLOP/s")
+
+
+def bench_head_views(batch, seq, heads, dim):
+    """q @ k.T on the (batch, heads) views of one (batch, seq, 3·heads·dim) projection: two
+    batch strides, read in place (numpy and torch get the same views)."""
+    qkv = rng.standard_normal((batch, seq, 3, heads, dim), dtype=np.float32)
+    q, k = qkv[:, :, 0].transpose(0, 2, 1, 3), qkv[:, :, 1].transpose(0, 2, 3, 1)
+    x = NDArray.from_numpy(qkv.reshape(batch, seq, 3 * heads * dim))
+    xq = x[:, :, :heads * dim].reshape((batch, seq, heads, dim)).permute((0, 2, 1, 3))
+    xk = x[:, :, heads * dim:2 * heads * dim].reshape((batch, seq, heads, dim)).permute(
+        (0, 2, 3, 1))
+    tq, tk = (torch.from_numpy(q), torch.from_numpy(k)) if torch else (None, None)
+    fns = contenders(lambda: xq.matmul(xk), lambda: np.matmul(q, k), lambda: tq @ tk)
+    times = best_times(fns)
+    flops = 2 * batch * heads * seq * seq * dim
+    print_row(f"q @ k.T heads ({batch},{heads},{seq},{dim})",
+              {name: flops / t / 1e9 for name, t in times.items()}, "GFLOP/s")
+
+
+def bench_softmax(shape):
+    a = rng.standard_normal(shape, dtype=np.float32)
+    x = NDArray.from_numpy(a)
+    ta = torch.from_numpy(a) if torch else None
+
+    def composed():      # numpy's reference: max, exp, sum, divide
+        e = np.exp(a - a.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+    fns = contenders(lambda: x.softmax_last(False), composed, lambda: torch.softmax(ta, -1))
+    times = best_times(fns)
+    print_row(f"softmax rows {shape}", {k: a.nbytes / t / 1e9 for k, t in times.items()}, "GB/s")
 
 
 def bench_compact(shape, order):
@@ -85,6 +116,9 @@ def main():
         bench_matmul(size, size, size)
     bench_matmul(128, 784, 256)
     bench_matmul(784, 128, 256, transpose_a=True)
+    bench_matmul(64, 512, 128)       # a 64-channel conv's products: B's panels read in place
+    bench_matmul(64, 128, 512)
+    bench_head_views(16, 32, 4, 16)
     bench_compact((64, 64, 64, 64), (0, 2, 3, 1))
     bench_compact((64, 64, 64, 64), (3, 2, 1, 0))
     bench_broadcast_add((64, 256, 256), (256,))
@@ -92,6 +126,8 @@ def main():
     bench_sum((64, 512, 64), 1)
     bench_sum((4096, 1024), -1)
     bench_sum((10_000_000,), 0)
+    bench_softmax((512, 256))
+    bench_softmax((2048, 32))
 
 
 if __name__ == "__main__":
