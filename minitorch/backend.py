@@ -210,6 +210,8 @@ class KernelBackend(Protocol):
                relu=False):
         """out (compact batch×m×n) = a (batch×m×k) @ b (batch×k×n). Strides are 3-tuples
         (batch, row, col); None means compact. Stride-0 batch broadcasts; transposes are free.
+        `batch` may be a pair (outer, inner) of batch axes, the strides then 4-tuples (outer,
+        inner, row, col): attention's (batch, head) views of one array, read in place.
         Epilogue, as each block of out is stored: out[·, i, j] += bias[bias_offset +
         i·bias_strides[0] + j·bias_strides[1]] when bias is given, then relu when asked."""
 

@@ -171,6 +171,9 @@ def test_two_batch_axes(dtype, sizes):
     matmul(qkv.ravel(), w.ravel(), out, (B, H), T, 5, D, (T * row, D, row, 1), 0,
            (0, D * 5, 5, 1), 0)
     np.testing.assert_array_equal(out.reshape(B, H, T, 5), q @ w)
+    out = np.full(B * H * T * T, np.nan, dtype)        # strides None: compact operands
+    matmul(np.ascontiguousarray(q).ravel(), np.ascontiguousarray(k).ravel(), out, (B, H), T, T, D)
+    np.testing.assert_array_equal(out.reshape(B, H, T, T), q @ k)
     with pytest.raises(ValueError, match=r"a view \(shape \(%d, %d, %d, %d\)" % (B, H, T, D)):
         matmul(qkv.ravel(), w.ravel(), out, (B, H), T, 5, D, (T * row, D, row, 1), row,
                (0, D * 5, 5, 1), 0)

@@ -674,7 +674,7 @@ cdef int check_buffer(cnp.ndarray buf, str name) except -1:
 
 
 def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not None,
-           batch_shape, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
+           batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
            a_strides=None, Py_ssize_t a_offset=0, b_strides=None, Py_ssize_t b_offset=0,
            cnp.ndarray bias=None, Py_ssize_t bias_offset=0, bias_strides=(0, 1),
            bint relu=False):
@@ -687,25 +687,26 @@ def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not N
     strides, None = compact); b likewise. Stride 0 broadcasts, transposes are free. All the
     buffers are 1-D C-contiguous float32 or float64 of one dtype.
 
-    `batch_shape` is the number of products, or a pair (outer, inner) of batch axes: then
-    the strides are 4-tuples (outer, inner, row, col) and out is compact (outer·inner, m, n)."""
+    `batch` is the number of products, or a pair (outer, inner) of batch axes: then the
+    strides are 4-tuples (outer, inner, row, col) and out is compact (outer·inner, m, n)."""
     cdef int dtype = cnp.PyArray_TYPE(a)
-    cdef Py_ssize_t outer, batch, as0 = m * k, as1 = k, as2 = 1, bs0 = k * n, bs1 = n, bs2 = 1
+    cdef Py_ssize_t outer, count, as0 = m * k, as1 = k, as2 = 1, bs0 = k * n, bs1 = n, bs2 = 1
     cdef int status
     cdef Epilogue ep
     cdef Batch bt
     bt.a_outer = bt.b_outer = 0
-    if isinstance(batch_shape, tuple):
-        outer, bt.inner = batch_shape
-        batch = outer * bt.inner
+    if isinstance(batch, tuple):
+        outer, bt.inner = batch
+        count = outer * bt.inner
+        bt.a_outer, bt.b_outer = bt.inner * m * k, bt.inner * k * n     # compact by default
         if a_strides is not None:
             bt.a_outer, as0, as1, as2 = a_strides
         if b_strides is not None:
             bt.b_outer, bs0, bs1, bs2 = b_strides
         a_strides = b_strides = None
     else:
-        outer, batch = 1, batch_shape
-        bt.inner = batch
+        outer, count = 1, batch
+        bt.inner = count
     if dtype != cnp.NPY_FLOAT32 and dtype != cnp.NPY_FLOAT64:
         raise TypeError(f"matmul: unsupported dtype {a.dtype} (expected float32 or float64)")
     if cnp.PyArray_TYPE(b) != dtype or cnp.PyArray_TYPE(out) != dtype or (
@@ -713,15 +714,15 @@ def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not N
         raise TypeError(f"matmul: dtypes differ: a {a.dtype}, b {b.dtype}, out {out.dtype}"
                         + ("" if bias is None else f", bias {bias.dtype}"))
     if outer < 0 or bt.inner < 0 or m < 0 or n < 0 or k < 0:
-        raise ValueError(f"matmul: negative size (batch={batch_shape}, m={m}, n={n}, k={k})")
+        raise ValueError(f"matmul: negative size (batch={batch}, m={m}, n={n}, k={k})")
     check_buffer(a, "a")
     check_buffer(b, "b")
     check_buffer(out, "out")
     if not cnp.PyArray_ISWRITEABLE(out):
         raise ValueError("matmul: out is read-only")
-    if cnp.PyArray_SIZE(out) < batch * m * n:
+    if cnp.PyArray_SIZE(out) < count * m * n:
         raise ValueError(f"matmul: out has {cnp.PyArray_SIZE(out)} elements, "
-                         f"needs {batch * m * n} (batch={batch}, m={m}, n={n})")
+                         f"needs {count * m * n} (batch={batch}, m={m}, n={n})")
     if a_strides is not None:
         as0, as1, as2 = a_strides
     if b_strides is not None:
@@ -735,17 +736,17 @@ def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not N
         check_buffer(bias, "bias")
         check_view(bias, "bias", bias_offset, 1, 0, 1, 0, m, ep.rs, n, ep.cs)
         ep.bias = (<char*>cnp.PyArray_DATA(bias)) + bias_offset * cnp.PyArray_ITEMSIZE(bias)
-    if batch == 0 or m == 0 or n == 0:
+    if count == 0 or m == 0 or n == 0:
         return
     with nogil:
         if dtype == cnp.NPY_FLOAT32:
             status = run((<const float*>cnp.PyArray_DATA(a)) + a_offset, as0, as1, as2,
                          (<const float*>cnp.PyArray_DATA(b)) + b_offset, bs0, bs1, bs2,
-                         <float*>cnp.PyArray_DATA(out), batch, bt, m, n, k, ep)
+                         <float*>cnp.PyArray_DATA(out), count, bt, m, n, k, ep)
         else:
             status = run((<const double*>cnp.PyArray_DATA(a)) + a_offset, as0, as1, as2,
                          (<const double*>cnp.PyArray_DATA(b)) + b_offset, bs0, bs1, bs2,
-                         <double*>cnp.PyArray_DATA(out), batch, bt, m, n, k, ep)
+                         <double*>cnp.PyArray_DATA(out), count, bt, m, n, k, ep)
     if status < 0:
         raise MemoryError("matmul: cannot allocate packing buffers")
 
