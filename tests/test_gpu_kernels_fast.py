@@ -146,6 +146,11 @@ def test_matmul_two_batch_axes(gpu, dtype, kernel):
     np.testing.assert_allclose(gpu.to_host(out).reshape(B, H, T, T), want, rtol=1e-5,
                                atol=1e-5)
     assert last_kernels(gpu, 1)[0] == kernel
+    q = np.ascontiguousarray(_view(qkv, (B, H, T, D), q_strides, 0))   # strides None: compact
+    k = np.ascontiguousarray(_view(qkv, (B, H, D, T), k_strides, H * D))
+    gpu.matmul(gpu.from_host(q.ravel()), gpu.from_host(k.ravel()), out, (B, H), T, T, D)
+    np.testing.assert_allclose(gpu.to_host(out).reshape(B, H, T, T), want, rtol=1e-5,
+                               atol=1e-5)
     with pytest.raises(ValueError, match=r"a view \(shape \(2, 3, 8, 4\)"):
         gpu.matmul(buf, buf, out, (B, H), T, T, D, q_strides, B * T * row, k_strides, H * D)
 
