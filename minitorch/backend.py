@@ -76,13 +76,15 @@ class KernelBackend(Protocol):
         gradient of cross_entropy_rows for a gradient coef[r] at each picked value."""
 
     def norm_rows(self, x, weight, bias, y, mean, rstd, n, inner=1, groups=1, eps=1e-5,
-                  rms=False):
+                  rms=False, segments=1):
         """y = (x - mean)·rstd·weight + bias over each length-n row of compact float x, mean
         and rstd = 1/sqrt(var + eps) (biased) saved per row; row r, element j uses parameter
-        (r % groups)·(n // inner) + j // inner (weight, bias optional); rms: mean 0."""
+        (r % groups)·(n // inner) + j // inner (weight, bias optional); rms: mean 0.
+        segments > 1 (with inner = n): x, y are compact (segments, rows, n // segments), row r
+        the pieces [i, r, :] (batch norm's channels of an NCHW input, read in place)."""
 
     def norm_rows_backward(self, g, x, mean, rstd, weight, grad_input, grad_weight, grad_bias,
-                           n, inner=1, groups=1, rms=False):
+                           n, inner=1, groups=1, rms=False, segments=1):
         """The gradients of norm_rows: grad_input per row (None: skipped), grad_weight = Σ g·x̂
         and grad_bias = Σ g per parameter (both None, or both given)."""
 

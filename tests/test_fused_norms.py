@@ -7,6 +7,7 @@ import pytest
 
 import minitorch as mt
 import minitorch.nn.functional as F
+from minitorch.tensor import wrap
 from minitorch.nn.functional import normalization as N
 
 F64_EPS = float(np.finfo(np.float64).eps)
@@ -51,8 +52,7 @@ def _inputs(shape, pshape, affine, device, seed=0):
 
 
 def _node_names(t, depth=4):
-    """The names of the nodes within `depth` steps of t's grad_fn (batch norm lays the fused
-    node's output back out as NCHW, so RowNorm sits under a copy)."""
+    """The names of the nodes within `depth` steps of t's grad_fn."""
     names, frontier = [], [t.grad_fn]
     for _ in range(depth):
         frontier = [n for n in frontier if n is not None and hasattr(n, "name")]
@@ -95,6 +95,41 @@ def test_gradcheck_and_gradgradcheck(name, fused, composed, shape, pshape):
     assert mt.autograd.gradcheck(fn, args)
     assert mt.autograd.gradgradcheck(fn, args)
     assert mt.autograd.gradgradcheck(lambda t: fused(t, None, None), (x,))
+
+
+@pytest.mark.parametrize("shape", [(6, 5, 40), (2, 3, 1), (1, 4, 7)])
+def test_segmented_rows_equal_gathered_rows(device, shape):
+    """norm_rows / norm_rows_backward reading batch norm's channel rows of an (N, C, S) array
+    in place (segments = N) give the kernels' results on the gathered (C, N·S) rows, to the
+    last bit but for the order the pieces' sums are added in."""
+    n, c, s = shape
+    rng = np.random.default_rng(7)
+    x = mt.tensor(rng.standard_normal(shape) * 3 + 1, device=device)._data
+    g = mt.tensor(rng.standard_normal(shape), device=device)._data
+    w, b = (mt.tensor(rng.standard_normal(c), device=device)._data for _ in range(2))
+    backend = x.backend
+
+    def run(xs, gs, segments):
+        y, mean, rstd = xs._new(xs.shape), xs._new((c,)), xs._new((c,))
+        backend.norm_rows(xs.flat(), w.flat(), b.flat(), y.buffer, mean.buffer, rstd.buffer,
+                          n * s, n * s, c, 1e-5, False, segments)
+        dx, dw, db = xs._new(xs.shape), xs._new((c,)), xs._new((c,))
+        backend.norm_rows_backward(gs.flat(), xs.flat(), mean.buffer, rstd.buffer, w.flat(),
+                                   dx.buffer, dw.buffer, db.buffer, n * s, n * s, c, False,
+                                   segments)
+        return y, mean, rstd, dx, dw, db
+
+    def rows(nd):
+        return nd.permute((1, 0, 2)).compact()
+    seg = run(x, g, n)
+    gathered = run(rows(x), rows(g), 1)
+    for got, want in zip(seg, gathered):
+        got = rows(got) if got.ndim == 3 else got
+        np.testing.assert_allclose(wrap(got).cpu().numpy(), wrap(want).cpu().numpy(),
+                                   rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="segments"):
+        backend.norm_rows(x.flat(), None, None, x._new(x.shape).buffer, x._new((c,)).buffer,
+                          x._new((c,)).buffer, n * s, 1, c, 1e-5, False, max(n, 2))
 
 
 def test_only_some_inputs_need_gradients():

@@ -7,6 +7,10 @@ Layout shared by every kernel: x is compact (rows, n); row r uses parameter bloc
 of the (groups, n // inner) weight and bias, element j of a row the parameter j // inner of its
 block. Layer norm: groups = inner = 1 (a weight per element); group norm: groups = G,
 inner = H·W (a weight per channel); instance norm: groups = C, inner = n = H·W.
+
+Segmented rows (segments > 1, one parameter per row: inner = n): x is compact (segments,
+rows, n // segments), row r made of the pieces x[i, r, :]. Batch norm's channel rows of an
+NCHW (N, C, S) input are its segments = N pieces, read in place (no gathering copy each way).
 """
 cimport numpy as cnp
 import numpy as np
@@ -26,6 +30,8 @@ cdef enum:
 
 cdef struct RowShape:
     Py_ssize_t n, inner, groups, channels       # channels = n // inner parameters per block
+    Py_ssize_t segments, piece, piece_stride    # row r: segments pieces of `piece` values,
+                                                # at r·piece + i·piece_stride
     double eps
     bint rms                                    # rms_norm: no centering (mean is 0)
 
@@ -40,26 +46,34 @@ cdef double lane_fold(double* acc) noexcept nogil:
     return (acc[0] + acc[2]) + (acc[1] + acc[3])
 
 
-cdef double row_sum(const real* x, Py_ssize_t n) noexcept nogil:
-    cdef double acc[LANES]
-    cdef Py_ssize_t i, j, full = n - n % LANES
+cdef inline void zero_lanes(double* acc) noexcept nogil:
+    cdef int j
     for j in range(LANES):
         acc[j] = 0
+
+
+cdef inline void add_sum(double* acc, const real* x, Py_ssize_t n) noexcept nogil:
+    """acc (LANES partials) += the values of x: several pieces of a row add into one acc,
+    folded once (a fold per 16-value piece of a segmented row cost more than its sums)."""
+    cdef Py_ssize_t i, j, full = n - n % LANES
     for i in range(0, full, 16):     # 16 = LANES (a literal step)
         for j in range(LANES):
             acc[j] = acc[j] + <double>x[i + j]
     for i in range(full, n):
         acc[0] = acc[0] + <double>x[i]
+
+
+cdef double row_sum(const real* x, Py_ssize_t n) noexcept nogil:
+    cdef double acc[LANES]
+    zero_lanes(acc)
+    add_sum(acc, x, n)
     return lane_fold(acc)
 
 
-cdef double row_sq_dev(const real* x, Py_ssize_t n, double mean) noexcept nogil:
-    """Σ (x - mean)²: the second pass of a two-pass variance."""
-    cdef double acc[LANES]
+cdef inline void add_sq_dev(double* acc, const real* x, Py_ssize_t n, double mean) noexcept nogil:
+    """acc += (x - mean)²: the second pass of a two-pass variance."""
     cdef double d
     cdef Py_ssize_t i, j, full = n - n % LANES
-    for j in range(LANES):
-        acc[j] = 0
     for i in range(0, full, 16):     # 16 = LANES (a literal step)
         for j in range(LANES):
             d = <double>x[i + j] - mean
@@ -67,20 +81,21 @@ cdef double row_sq_dev(const real* x, Py_ssize_t n, double mean) noexcept nogil:
     for i in range(full, n):
         d = <double>x[i] - mean
         acc[0] = acc[0] + d * d
+
+
+cdef double row_sq_dev(const real* x, Py_ssize_t n, double mean) noexcept nogil:
+    cdef double acc[LANES]
+    zero_lanes(acc)
+    add_sq_dev(acc, x, n, mean)
     return lane_fold(acc)
 
 
-cdef void row_grad_sums(const real* g, const real* x, const real* w, Py_ssize_t n, double mean,
-                        double* s1, double* s2) noexcept nogil:
-    """s1 = Σ g·w, s2 = Σ g·w·(x - mean) in one pass (w NULL: 1), g·w rounded to real first
+cdef inline void add_grad_sums(double* a1, double* a2, const real* g, const real* x, const real* w,
+                        Py_ssize_t n, double mean) noexcept nogil:
+    """a1 += g·w, a2 += g·w·(x - mean) in one pass (w NULL: 1), g·w rounded to real first
     as a separate product would be."""
-    cdef double a1[LANES]
-    cdef double a2[LANES]
     cdef real gw
     cdef Py_ssize_t i, j, full = n - n % LANES
-    for j in range(LANES):
-        a1[j] = 0
-        a2[j] = 0
     if w != NULL:
         for i in range(0, full, 16):     # 16 = LANES (a literal step)
             for j in range(LANES):
@@ -99,6 +114,16 @@ cdef void row_grad_sums(const real* g, const real* x, const real* w, Py_ssize_t 
         for i in range(full, n):
             a1[0] = a1[0] + g[i]
             a2[0] = a2[0] + g[i] * (<double>x[i] - mean)
+
+
+cdef void row_grad_sums(const real* g, const real* x, const real* w, Py_ssize_t n, double mean,
+                        double* s1, double* s2) noexcept nogil:
+    """s1 = Σ g·w, s2 = Σ g·w·(x - mean) (w NULL: 1)."""
+    cdef double a1[LANES]
+    cdef double a2[LANES]
+    zero_lanes(a1)
+    zero_lanes(a2)
+    add_grad_sums(a1, a2, g, x, w, n, mean)
     s1[0] = lane_fold(a1)
     s2[0] = lane_fold(a2)
 
@@ -137,12 +162,46 @@ cdef void add_param_grads(const real* g, const real* x, const real* w, Py_ssize_
     s2[0] = lane_fold(a2)
 
 
+# ---- the sums over a row's pieces (one piece, the row itself, unless segmented) ---------------
+cdef double pieces_sum(const real* xr, RowShape s) noexcept nogil:
+    cdef double acc[LANES]
+    cdef Py_ssize_t i
+    zero_lanes(acc)
+    for i in range(s.segments):
+        add_sum(acc, xr + i * s.piece_stride, s.piece)
+    return lane_fold(acc)
+
+
+cdef double pieces_sq_dev(const real* xr, RowShape s, double mean) noexcept nogil:
+    cdef double acc[LANES]
+    cdef Py_ssize_t i
+    zero_lanes(acc)
+    for i in range(s.segments):
+        add_sq_dev(acc, xr + i * s.piece_stride, s.piece, mean)
+    return lane_fold(acc)
+
+
+cdef void pieces_grad_sums(const real* gr, const real* xr, RowShape s, double mean, double* s1,
+                           double* s2) noexcept nogil:
+    """row_grad_sums (w NULL) over every piece of a segmented row."""
+    cdef double a1[LANES]
+    cdef double a2[LANES]
+    cdef Py_ssize_t i
+    zero_lanes(a1)
+    zero_lanes(a2)
+    for i in range(s.segments):
+        add_grad_sums(a1, a2, gr + i * s.piece_stride, xr + i * s.piece_stride, NULL, s.piece,
+                      mean)
+    s1[0] = lane_fold(a1)
+    s2[0] = lane_fold(a2)
+
+
 # ---- forward --------------------------------------------------------------------------------
 cdef void forward_rows(const real* x, const real* w, const real* b, real* y, real* mean_out,
                        real* rstd_out, Py_ssize_t r0, Py_ssize_t r1, RowShape s) noexcept nogil:
     """Rows [r0, r1): mean and rstd = 1/sqrt(var + eps) (two passes), then
     y = (x - mean)·rstd·w + b; mean and rstd are saved for the backward."""
-    cdef Py_ssize_t r, j, c, k, n = s.n, inner = s.inner
+    cdef Py_ssize_t r, j, c, k, i, n = s.n, inner = s.inner
     cdef double mean, var, rstd
     cdef real m, rs, scale, shift
     cdef const real* xr
@@ -150,10 +209,10 @@ cdef void forward_rows(const real* x, const real* w, const real* b, real* y, rea
     cdef const real* br
     cdef real* yr
     for r in range(r0, r1):
-        xr = x + r * n
-        yr = y + r * n
-        mean = 0 if s.rms else row_sum(xr, n) / n
-        var = row_sq_dev(xr, n, mean) / n
+        xr = x + r * s.piece
+        yr = y + r * s.piece
+        mean = 0 if s.rms else pieces_sum(xr, s) / n
+        var = pieces_sq_dev(xr, s, mean) / n
         rstd = 1 / sqrt(var + s.eps)
         mean_out[r] = <real>mean
         rstd_out[r] = <real>rstd
@@ -172,11 +231,17 @@ cdef void forward_rows(const real* x, const real* w, const real* b, real* y, rea
             if br != NULL:
                 for j in range(n):
                     yr[j] = yr[j] + br[j]
-        else:               # a parameter per channel of `inner` elements
+        elif s.segments == 1:   # a parameter per channel of `inner` elements
             for c in range(s.channels):
                 scale = rs * wr[c] if wr != NULL else rs
                 shift = br[c] if br != NULL else 0
                 for k in range(c * inner, (c + 1) * inner):
+                    yr[k] = (xr[k] - m) * scale + shift
+        else:                   # segmented: one parameter for the whole row
+            scale = rs * wr[0] if wr != NULL else rs
+            shift = br[0] if br != NULL else 0
+            for i in range(s.segments):
+                for k in range(i * s.piece_stride, i * s.piece_stride + s.piece):
                     yr[k] = (xr[k] - m) * scale + shift
 
 
@@ -197,7 +262,7 @@ cdef void backward_rows(const real* g, const real* x, const real* mean_in, const
     """Rows [r0, r1): dx = rstd·(g·w - mean(g·w) - x̂·mean(g·w·x̂)) (no mean(g·w) term for
     rms), and the weight / bias gradients Σ g·x̂ and Σ g added into this thread's partials
     pw, pb (one per parameter; NULL when not wanted)."""
-    cdef Py_ssize_t r, j, c, k, n = s.n, inner = s.inner, p0
+    cdef Py_ssize_t r, j, c, k, i, n = s.n, inner = s.inner, p0
     cdef double mean, rstd, s1, s2, a, bsum, wc, c1, c2
     cdef real rg, rc1, rc2, rm, gw
     cdef const real* gr
@@ -205,9 +270,9 @@ cdef void backward_rows(const real* g, const real* x, const real* mean_in, const
     cdef const real* wr
     cdef real* dr
     for r in range(r0, r1):
-        gr = g + r * n
-        xr = x + r * n
-        dr = dx + r * n if dx != NULL else NULL
+        gr = g + r * s.piece
+        xr = x + r * s.piece
+        dr = dx + r * s.piece if dx != NULL else NULL
         mean = mean_in[r]
         rstd = rstd_in[r]
         p0 = (r % s.groups) * s.channels
@@ -221,7 +286,10 @@ cdef void backward_rows(const real* g, const real* x, const real* mean_in, const
                 row_grad_sums(gr, xr, wr, n, mean, &s1, &s2)
         else:
             for c in range(s.channels):
-                row_grad_sums(gr + c * inner, xr + c * inner, NULL, inner, mean, &a, &bsum)
+                if s.segments == 1:
+                    row_grad_sums(gr + c * inner, xr + c * inner, NULL, inner, mean, &a, &bsum)
+                else:           # one channel: the whole segmented row
+                    pieces_grad_sums(gr, xr, s, mean, &a, &bsum)
                 wc = wr[c] if wr != NULL else 1
                 s1 += wc * a
                 s2 += wc * bsum
@@ -243,10 +311,15 @@ cdef void backward_rows(const real* g, const real* x, const real* mean_in, const
             else:
                 for j in range(n):
                     dr[j] = rg * gr[j] + rc1 + rc2 * (xr[j] - rm)
-        else:
+        elif s.segments == 1:
             for c in range(s.channels):
                 gw = <real>(rstd * wr[c]) if wr != NULL else rg
                 for k in range(c * inner, (c + 1) * inner):
+                    dr[k] = gw * gr[k] + rc1 + rc2 * (xr[k] - rm)
+        else:
+            gw = <real>(rstd * wr[0]) if wr != NULL else rg
+            for i in range(s.segments):
+                for k in range(i * s.piece_stride, i * s.piece_stride + s.piece):
                     dr[k] = gw * gr[k] + rc1 + rc2 * (xr[k] - rm)
 
 
@@ -279,7 +352,7 @@ cdef void sum_partials(int dt, const double* parts, int nt, Py_ssize_t count,
 
 # ---- checks and entry points ----------------------------------------------------------------
 cdef RowShape row_shape(Py_ssize_t size, Py_ssize_t n, Py_ssize_t inner, Py_ssize_t groups,
-                        double eps, bint rms, str op) except *:
+                        Py_ssize_t segments, double eps, bint rms, str op) except *:
     cdef RowShape s
     if n <= 0 or size % n:
         raise ValueError(f"{op}: {size} elements are not rows of length {n}")
@@ -287,7 +360,12 @@ cdef RowShape row_shape(Py_ssize_t size, Py_ssize_t n, Py_ssize_t inner, Py_ssiz
         raise ValueError(f"{op}: inner {inner} does not divide the row length {n}")
     if groups <= 0 or (size // n) % groups:
         raise ValueError(f"{op}: {size // n} rows are not a multiple of groups = {groups}")
+    if segments <= 0 or n % segments or (segments > 1 and inner != n):
+        raise ValueError(f"{op}: segments {segments} must divide the row length {n}, and "
+                         f"segmented rows take one parameter per row (inner = n)")
     s.n, s.inner, s.groups, s.channels, s.eps, s.rms = n, inner, groups, n // inner, eps, rms
+    s.segments, s.piece = segments, n // segments
+    s.piece_stride = size // segments        # rows · piece: from a row's piece to its next
     return s
 
 
@@ -314,14 +392,14 @@ cdef const void* optional_data(cnp.ndarray buf):
 
 def norm_rows(cnp.ndarray x, cnp.ndarray weight, cnp.ndarray bias, cnp.ndarray y,
               cnp.ndarray mean, cnp.ndarray rstd, Py_ssize_t n, Py_ssize_t inner=1,
-              Py_ssize_t groups=1, double eps=1e-5, bint rms=False):
+              Py_ssize_t groups=1, double eps=1e-5, bint rms=False, Py_ssize_t segments=1):
     """y = (x - mean)·rstd·weight + bias over each length-n row of compact float x, with
     mean, rstd = 1/sqrt(var + eps) (biased variance) written per row; weight and bias (each
-    optional: None) have groups·(n // inner) elements, see the module docstring. rms: mean is
-    0 (rms_norm). Rows are shared out among threads."""
+    optional: None) have groups·(n // inner) elements, see the module docstring (also for
+    segmented rows). rms: mean is 0 (rms_norm). Rows are shared out among threads."""
     cdef int dt = float_dtype(x, "norm_rows")
     cdef Py_ssize_t size = cnp.PyArray_SIZE(x), m, t
-    cdef RowShape s = row_shape(size, n, inner, groups, eps, rms, "norm_rows")
+    cdef RowShape s = row_shape(size, n, inner, groups, segments, eps, rms, "norm_rows")
     m = size // n
     check_buffer(y, dt, size, "y", "norm_rows", True)
     check_buffer(mean, dt, m, "mean", "norm_rows", True)
@@ -347,14 +425,15 @@ def norm_rows(cnp.ndarray x, cnp.ndarray weight, cnp.ndarray bias, cnp.ndarray y
 def norm_rows_backward(cnp.ndarray g, cnp.ndarray x, cnp.ndarray mean, cnp.ndarray rstd,
                        cnp.ndarray weight, cnp.ndarray grad_input, cnp.ndarray grad_weight,
                        cnp.ndarray grad_bias, Py_ssize_t n, Py_ssize_t inner=1,
-                       Py_ssize_t groups=1, bint rms=False):
+                       Py_ssize_t groups=1, bint rms=False, Py_ssize_t segments=1):
     """The gradients of norm_rows from its output gradient g, its input x and the saved mean,
     rstd: grad_input (None: not computed) per row, and grad_weight = Σ g·x̂, grad_bias = Σ g
     (both None, or both given even when only one is wanted) summed over every row and element
     sharing a parameter, from per-thread partials (no atomics)."""
     cdef int dt = float_dtype(x, "norm_rows_backward")
     cdef Py_ssize_t size = cnp.PyArray_SIZE(x), m, t, count
-    cdef RowShape s = row_shape(size, n, inner, groups, 0.0, rms, "norm_rows_backward")
+    cdef RowShape s = row_shape(size, n, inner, groups, segments, 0.0, rms,
+                                "norm_rows_backward")
     m = size // n
     count = groups * s.channels
     check_buffer(g, dt, size, "g", "norm_rows_backward")

@@ -686,25 +686,25 @@ class GpuBackend:
 
     @_on_device
     def norm_rows(self, x, weight, bias, y, mean, rstd, n, inner=1, groups=1, eps=1e-5,
-                  rms=False):
+                  rms=False, segments=1):
         """y = (x - mean)·rstd·weight + bias over length-n rows, mean and rstd saved per row
         (minitorch.backend): one block per row."""
-        name, rows, count = self._norm_layout(x, n, inner, groups, "norm_rows")
+        name, rows, count = self._norm_layout(x, n, inner, groups, segments, "norm_rows")
         self._norm_buffers(name, "norm_rows", ((y, x.size, "y"), (mean, rows, "mean"),
                                                (rstd, rows, "rstd"), (weight, count, "weight"),
                                                (bias, count, "bias")))
         if rows:
             self._launch("norm", name, f"norm_rows_kernel<{L.CTYPES[name]}>", min(rows, L.MAX_GRID),
                          (x, weight, bias, y, mean, rstd, I64(rows), I64(n), I64(inner),
-                          I64(groups), np.float64(eps), I32(bool(rms))))
+                          I64(groups), np.float64(eps), I32(bool(rms)), I64(segments)))
 
     @_on_device
     def norm_rows_backward(self, g, x, mean, rstd, weight, grad_input, grad_weight, grad_bias,
-                           n, inner=1, groups=1, rms=False):
+                           n, inner=1, groups=1, rms=False, segments=1):
         """The gradients of norm_rows (minitorch.backend): grad_input one block per row, the
         weight and bias gradients as column sums (a lane or a block per parameter)."""
         op = "norm_rows_backward"
-        name, rows, count = self._norm_layout(x, n, inner, groups, op)
+        name, rows, count = self._norm_layout(x, n, inner, groups, segments, op)
         if (grad_weight is None) != (grad_bias is None):
             raise ValueError(f"{op}: grad_weight and grad_bias come together")
         self._norm_buffers(name, op, ((g, x.size, "g"), (mean, rows, "mean"),
@@ -718,7 +718,7 @@ class GpuBackend:
         if grad_input is not None:
             self._launch("norm", name, f"norm_rows_backward_kernel<{t}>", min(rows, L.MAX_GRID),
                          (g, x, mean, rstd, weight, grad_input, I64(rows), I64(n), I64(inner),
-                          I64(groups), I32(bool(rms))))
+                          I64(groups), I32(bool(rms)), I64(segments)))
         if grad_weight is None:
             return
         if inner == 1:
@@ -729,16 +729,20 @@ class GpuBackend:
         else:
             self._launch("norm", name, f"norm_params_blocks_kernel<{t}>",
                          min(count, L.MAX_GRID), (g, x, mean, rstd, grad_weight, grad_bias,
-                                                  I64(rows), I64(n), I64(inner), I64(groups)))
+                                                  I64(rows), I64(n), I64(inner), I64(groups),
+                                                  I64(segments)))
 
     @staticmethod
-    def _norm_layout(x, n, inner, groups, op):
+    def _norm_layout(x, n, inner, groups, segments, op):
         """(dtype name, rows, parameter count) of a norm_rows layout, checked."""
         name, _ = GpuBackend._float_rows(x, n, op)
         if inner <= 0 or n % inner:
             raise ValueError(f"{op}: inner {inner} does not divide the row length {n}")
         if groups <= 0 or (x.size // n) % groups:
             raise ValueError(f"{op}: {x.size // n} rows are not a multiple of groups = {groups}")
+        if segments <= 0 or n % segments or (segments > 1 and inner != n):
+            raise ValueError(f"{op}: segments {segments} must divide the row length {n}, and "
+                             f"segmented rows take one parameter per row (inner = n)")
         return name, x.size // n, groups * (n // inner)
 
     @staticmethod

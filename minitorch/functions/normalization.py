@@ -10,9 +10,9 @@ element j the parameter j // inner of its block. nn/functional/normalization.py 
 arguments (torch's errors) and picks the layout.
 
 Training-mode batch norm is ChannelRowNorm / ChannelRowNormBackward: the same kernels over
-each channel's N·S values, gathered into rows (and the results laid back out as NCHW) inside
-the nodes, with the running statistics updated from the kernel's mean and rstd
-(batch_norm_train).
+each channel's N·S values, read in place from NCHW as segmented rows (row c is the N pieces
+x[i, c, :]; no gathering copy either way), with the running statistics updated from the
+kernel's mean and rstd (batch_norm_train).
 """
 from ..autograd import KernelFunction, no_grad
 from ..ndarray import scalar_array
@@ -153,24 +153,10 @@ def _input_grad_of_grads(xc, r, n, gw, ggx, ggw_g, rms, axes):
     return v if rms else v - v.mean(axes, keepdim=True)
 
 
-# ---- training-mode batch norm: channels gathered into rows inside the node ---------------------
-def _channel_rows(nd):
-    """(N, C, *S) → compact (C, N·S): each channel's values as one row (one copy; none when
-    N is 1 and nd is compact)."""
-    n, c = nd.shape[:2]
-    s = nd.size // (n * c) if n * c else 0
-    return nd.compact().reshape((n, c, s)).permute((1, 0, 2)).compact().reshape((c, n * s))
-
-
-def _from_channel_rows(rows, shape):
-    """The inverse of _channel_rows: (C, N·S) rows laid out as compact `shape` (N, C, *S)."""
-    n, c = shape[:2]
-    return rows.reshape((c, n, rows.size // (n * c) if n * c else 0)).permute((1, 0, 2)) \
-        .compact().reshape(shape)
-
-
+# ---- training-mode batch norm: each channel's pieces as one segmented row --------------------
 def _to_rows(t):
-    """_channel_rows in Tensor ops (the double backward's, differentiable)."""
+    """(N, C, *S) → (C, N·S), each channel's values as a row, in Tensor ops (the double
+    backward's, differentiable)."""
     return t.transpose(0, 1).reshape(t.shape[1], -1)
 
 
@@ -197,9 +183,9 @@ def _update_running(running, batch, factor, momentum):
 
 def batch_norm_train(input, running_mean, running_var, weight, bias, momentum, eps):
     """Training-mode batch norm of a checked, non-empty float input (N, C, *S), its parameters
-    of its dtype and device: one node (ChannelRowNorm) whose forward gathers each channel into a
-    row, runs norm_rows and lays the result back out as NCHW, and the running statistics
-    (unbiased variance) updated in place from its mean and rstd."""
+    of its dtype and device: one node (ChannelRowNorm) running norm_rows over each channel's
+    values as a segmented row of the NCHW input, and the running statistics (unbiased
+    variance) updated in place from its mean and rstd."""
     stats = []
     out = ChannelRowNorm.apply(input, weight, bias, eps, stats if (
         running_mean is not None or running_var is not None) else None)
@@ -211,63 +197,65 @@ def batch_norm_train(input, running_mean, running_var, weight, bias, momentum, e
 
 
 class ChannelRowNorm(KernelFunction):
-    """RowNorm over the channels of an (N, C, *S) input: row c holds channel c's N·S values
-    (gathered inside the node, as is the result's scatter back, where the composition took
-    five view and copy nodes each way). When `stats` is a list, the rows' biased variance
-    (from norm_rows' rstd: within 3e-7 of torch's running_var in float32), mean (norm_rows':
-    torch's running_mean to the bit in tests) and count are appended to it, for the running
-    statistics."""
+    """RowNorm over the channels of an (N, C, *S) input: row c holds channel c's N·S values,
+    the N pieces x[i, c, :] read in place (norm_rows' segments; gathering them into rows and
+    the result back cost a copy each way, ~0.5 ms of a dcgan step). When `stats` is a list,
+    the rows' biased variance (from norm_rows' rstd: within 3e-7 of torch's running_var in
+    float32), mean (norm_rows': torch's running_mean to the bit in tests) and count are
+    appended to it, for the running statistics."""
 
     @staticmethod
     def forward(ctx, input, weight, bias, eps, stats):
-        rows = _channel_rows(input._data)
-        c, count = rows.shape
-        y, mean, rstd = rows._new(rows.shape), rows._new((c,)), rows._new((c,))
-        rows.backend.norm_rows(rows.flat(), _flat(weight), _flat(bias), y.buffer, mean.buffer,
-                               rstd.buffer, count, count, c, eps, False)
+        xd = input._data.compact()
+        n, c = xd.shape[:2]
+        count = xd.size // c
+        y, mean, rstd = xd._new(xd.shape), xd._new((c,)), xd._new((c,))
+        # channel c's row is the N pieces x[i, c, :], read in place (segments)
+        xd.backend.norm_rows(xd.flat(), _flat(weight), _flat(bias), y.buffer, mean.buffer,
+                             rstd.buffer, count, count, c, eps, False, n)
         if stats is not None:
             # the biased variance back from rstd = (var + eps)^-½ (norm_rows sums in double):
             # three kernels on C values instead of var_mean's six passes over the rows
             var = rstd.unary(UnaryOp.SQUARE).unary(UnaryOp.RECIPROCAL).binary(
-                BinaryOp.SUB, scalar_array(eps, rows.dtype, rows.device))
+                BinaryOp.SUB, scalar_array(eps, xd.dtype, xd.device))
             stats.extend((var, mean, count))
-        ctx.eps, ctx.rows = eps, rows
+        ctx.eps, ctx.x = eps, xd
         param = weight if weight is not None else bias
         ctx.param_shape = None if param is None else param._data.shape
         ctx.save_for_backward(input, weight, wrap(mean), wrap(rstd))
-        return wrap(_from_channel_rows(y, input._data.shape))
+        return wrap(y)
 
     @staticmethod
     def backward(ctx, g):
         input, weight, mean, rstd = ctx.saved_tensors
-        return ChannelRowNormBackward.apply(g, input, weight, mean, rstd, ctx.eps, ctx.rows,
+        return ChannelRowNormBackward.apply(g, input, weight, mean, rstd, ctx.eps, ctx.x,
                                          tuple(ctx.needs_input_grad[:3]), ctx.param_shape) \
             + (None, None)
 
 
 class ChannelRowNormBackward(KernelFunction):
     """ChannelRowNorm's three gradients as one node (RowNormBackward's kernel on the channel rows
-    of g and of the input, kept from the forward as `rows`); its backward is RowNormBackward's,
-    on rows taken with Tensor ops."""
+    of g and of the input, the compact input kept from the forward as `xd`, both read in place
+    as segmented rows); its backward is RowNormBackward's, on rows taken with Tensor ops."""
     materialize_grads = False
 
     @staticmethod
-    def forward(ctx, g, input, weight, mean, rstd, eps, rows, needs, param_shape):
+    def forward(ctx, g, input, weight, mean, rstd, eps, xd, needs, param_shape):
         ctx.eps = eps
         ctx.save_for_backward(g, input, weight)
-        c, count = rows.shape
-        gd = _channel_rows(g._data)
-        grad_input = rows._new(rows.shape) if needs[0] else None
+        n, c = xd.shape[:2]
+        count = xd.size // c
+        gd = g._data.compact()
+        grad_input = xd._new(xd.shape) if needs[0] else None
         params = needs[1] or needs[2]
-        grad_weight = rows._new((c,)) if params else None
-        grad_bias = rows._new((c,)) if params else None
-        rows.backend.norm_rows_backward(
-            gd.flat(), rows.flat(), _flat(mean), _flat(rstd), _flat(weight),
+        grad_weight = xd._new((c,)) if params else None
+        grad_bias = xd._new((c,)) if params else None
+        xd.backend.norm_rows_backward(
+            gd.flat(), xd.flat(), _flat(mean), _flat(rstd), _flat(weight),
             None if grad_input is None else grad_input.buffer,
             None if grad_weight is None else grad_weight.buffer,
-            None if grad_bias is None else grad_bias.buffer, count, count, c, False)
-        return (None if grad_input is None else
-                wrap(_from_channel_rows(grad_input, input._data.shape)),
+            None if grad_bias is None else grad_bias.buffer, count, count, c, False, n)
+        return (None if grad_input is None else wrap(grad_input),
                 wrap(grad_weight.reshape(param_shape)) if needs[1] else None,
                 wrap(grad_bias.reshape(param_shape)) if needs[2] else None)
 

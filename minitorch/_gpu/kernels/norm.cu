@@ -1,6 +1,8 @@
 // Fused normalisation rows (layer_norm, group_norm, instance_norm, rms_norm), forward and
 // backward (the CPU twins and the layout are in minitorch/_cpu/norm.pyx): x is compact
-// (rows, n); row r, element j uses parameter (r % groups) * (n / inner) + j / inner.
+// (rows, n); row r, element j uses parameter (r % groups) * (n / inner) + j / inner. Segmented
+// rows (segments > 1, inner = n): x is compact (segments, rows, n / segments), element j of
+// row r at norm_at (batch norm's channel rows of an NCHW input, in place).
 // One block per row (the rows are long: 128 to 8192 elements), block sums through warp
 // shuffles and one shared slot per warp, read back in the same order by every thread (so the
 // result does not depend on scheduling). The weight and bias gradients are column sums in
@@ -33,24 +35,30 @@ __device__ __forceinline__ i64 norm_param(i64 row, i64 j, i64 n, i64 inner, i64 
     return (row % groups) * (n / inner) + (inner == 1 ? j : j / inner);
 }
 
+// where element j of row `row` lies (the row's start is not row * n when segmented)
+__device__ __forceinline__ i64 norm_at(i64 row, i64 j, i64 rows, i64 n, i64 segments) {
+    if (segments == 1) return row * n + j;
+    const i64 piece = n / segments;
+    return ((j / piece) * rows + row) * piece + j % piece;
+}
+
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
 norm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                  T* __restrict__ y, T* __restrict__ mean_out, T* __restrict__ rstd_out, i64 rows,
-                 i64 n, i64 inner, i64 groups, double eps, int rms) {
+                 i64 n, i64 inner, i64 groups, double eps, int rms, i64 segments) {
     __shared__ T slots[THREADS / 32];
     for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        const T* xr = x + row * n;
-        T* yr = y + row * n;
         T total = T(0);
         if (!rms) {
-            for (i64 j = threadIdx.x; j < n; j += THREADS) total += xr[j];
+            for (i64 j = threadIdx.x; j < n; j += THREADS)
+                total += x[norm_at(row, j, rows, n, segments)];
             total = norm_block_sum(total, slots);
         }
         const T mean = total / T(n);
         T squares = T(0);
         for (i64 j = threadIdx.x; j < n; j += THREADS) {
-            const T d = xr[j] - mean;
+            const T d = x[norm_at(row, j, rows, n, segments)] - mean;
             squares += d * d;
         }
         squares = norm_block_sum(squares, slots);
@@ -60,13 +68,14 @@ norm_rows_kernel(const T* __restrict__ x, const T* __restrict__ weight, const T*
             rstd_out[row] = rstd;
         }
         for (i64 j = threadIdx.x; j < n; j += THREADS) {
-            T v = (xr[j] - mean) * rstd;
+            const i64 at = norm_at(row, j, rows, n, segments);
+            T v = (x[at] - mean) * rstd;
             if (weight || bias) {
                 const i64 p = norm_param(row, j, n, inner, groups);
                 if (weight) v = v * weight[p];
                 if (bias) v = v + bias[p];
             }
-            yr[j] = v;
+            y[at] = v;
         }
     }
 }
@@ -77,25 +86,24 @@ __global__ void __launch_bounds__(THREADS)
 norm_rows_backward_kernel(const T* __restrict__ g, const T* __restrict__ x,
                           const T* __restrict__ mean_in, const T* __restrict__ rstd_in,
                           const T* __restrict__ weight, T* __restrict__ dx, i64 rows, i64 n,
-                          i64 inner,
-                          i64 groups, int rms) {
+                          i64 inner, i64 groups, int rms, i64 segments) {
     __shared__ T slots[THREADS / 32];
     for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
-        const T* gr = g + row * n;
-        const T* xr = x + row * n;
         const T mean = mean_in[row], rstd = rstd_in[row];
         T s1 = T(0), s2 = T(0);
         for (i64 j = threadIdx.x; j < n; j += THREADS) {
-            const T gw = weight ? gr[j] * weight[norm_param(row, j, n, inner, groups)] : gr[j];
+            const i64 at = norm_at(row, j, rows, n, segments);
+            const T gw = weight ? g[at] * weight[norm_param(row, j, n, inner, groups)] : g[at];
             s1 += gw;
-            s2 += gw * (xr[j] - mean);
+            s2 += gw * (x[at] - mean);
         }
         s1 = rms ? T(0) : norm_block_sum(s1, slots);
         s2 = norm_block_sum(s2, slots);
         const T c1 = -rstd * s1 / T(n), c2 = -rstd * rstd * rstd * s2 / T(n);
         for (i64 j = threadIdx.x; j < n; j += THREADS) {
-            const T gw = weight ? gr[j] * weight[norm_param(row, j, n, inner, groups)] : gr[j];
-            dx[row * n + j] = rstd * gw + c1 + c2 * (xr[j] - mean);
+            const i64 at = norm_at(row, j, rows, n, segments);
+            const T gw = weight ? g[at] * weight[norm_param(row, j, n, inner, groups)] : g[at];
+            dx[at] = rstd * gw + c1 + c2 * (x[at] - mean);
         }
     }
 }
@@ -146,7 +154,7 @@ __global__ void __launch_bounds__(THREADS)
 norm_params_blocks_kernel(const T* __restrict__ g, const T* __restrict__ x,
                           const T* __restrict__ mean_in, const T* __restrict__ rstd_in,
                           T* __restrict__ dw, T* __restrict__ db, i64 rows, i64 n, i64 inner,
-                          i64 groups) {
+                          i64 groups, i64 segments) {
     __shared__ T slots[THREADS / 32];
     const i64 channels = n / inner, count = groups * channels;
     const i64 length = rows / groups * inner;     // the elements of one parameter
@@ -155,7 +163,7 @@ norm_params_blocks_kernel(const T* __restrict__ g, const T* __restrict__ x,
         T sw = T(0), sb = T(0);
         for (i64 t = threadIdx.x; t < length; t += THREADS) {
             const i64 row = first_row + (t / inner) * groups;
-            const i64 i = row * n + start + t % inner;
+            const i64 i = norm_at(row, start + t % inner, rows, n, segments);
             const T gv = g[i];
             sw += gv * (x[i] - mean_in[row]) * rstd_in[row];
             sb += gv;
