@@ -39,16 +39,3 @@ def test_bad_device_strings():
     with pytest.raises(RuntimeError, match="Invalid device string"):
         mt.device("cuda:x")
 
-
-
-def test_l2_cache_size_from_sysfs_or_a_default(tmp_path, monkeypatch):
-    for n, (level, size) in enumerate([("1", "48K"), ("2", "2048K"), ("3", "300M")]):
-        (tmp_path / f"index{n}").mkdir()
-        (tmp_path / f"index{n}" / "level").write_text(level + "\n")
-        (tmp_path / f"index{n}" / "size").write_text(size + "\n")
-    monkeypatch.setattr(_cpu, "CPU_CACHE_DIR", str(tmp_path))
-    assert _cpu.l2_cache_bytes() == 2 << 20
-    (tmp_path / "index1" / "size").write_text("2M\n")
-    assert _cpu.l2_cache_bytes() == 2 << 20
-    monkeypatch.setattr(_cpu, "CPU_CACHE_DIR", str(tmp_path / "missing"))
-    assert _cpu.l2_cache_bytes() == 1 << 20

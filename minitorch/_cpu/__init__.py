@@ -1,6 +1,4 @@
 """The CPU backend: Cython kernels (see minitorch.backend.KernelBackend) and numpy buffers."""
-import glob
-
 from .attention import attention_backward, attention_forward
 from .binary import binary, where
 from .factor import cholesky_factor, lu_factor, lu_permutation, triangular_solve
@@ -33,24 +31,6 @@ from .allocator import empty, full
 # the elementwise, reduction, scan and softmax kernels itself (they sit on every op's path).
 from .widen import NARROW_VIA_WIDE, wrap_kernels
 wrap_kernels(globals(), NARROW_VIA_WIDE, empty, cast)
-
-
-CPU_CACHE_DIR = "/sys/devices/system/cpu/cpu0/cache"     # Linux: one indexN folder per cache
-
-
-def l2_cache_bytes(default=1 << 20):
-    """One core's L2 cache in bytes, from Linux's sysfs (`default` where it cannot be read):
-    the CPU kernels' callers size their working sets to it (conv.py's im2col chunks)."""
-    for index in sorted(glob.glob(f"{CPU_CACHE_DIR}/index*")):
-        try:
-            with open(f"{index}/level") as level, open(f"{index}/size") as size:
-                if level.read().strip() == "2":
-                    text = size.read().strip().upper()
-                    scale = {"K": 1 << 10, "M": 1 << 20}.get(text[-1:], 1)
-                    return int(text.rstrip("KM")) * scale
-        except (OSError, ValueError):
-            break
-    return default
 
 
 def from_host(array):

@@ -24,7 +24,6 @@ import numbers
 import operator
 from collections import namedtuple
 
-from .. import _cpu as cpu_backend
 from ..autograd import KernelFunction
 from ..ndarray import NDArray, contiguous_strides, scalar_array, shape_str
 from ..opcodes import BinaryOp, ReduceOp
@@ -174,14 +173,12 @@ def _check_conv_dtypes(x, weight, bias):
 DIRECT_NCHW_MAX_K = 16
 # GEMM rows are built and used a chunk of images at a time, about this many bytes, so that they
 # are read back from cache rather than memory (conv(16→32) forward + backward on a 128-image
-# batch: 6.2 ms in chunks of 16 images vs 7.0 ms whole; measured). A quarter of the L2: a
-# backward then rebuilds each chunk's rows from the padded input into cache instead of reading
-# the forward's whole rows back from memory. With a 1 MiB L2 (256 KiB chunks): dcgan step 19.2
-# ms at 2 MiB chunks vs 17.8, style_net 12.6 vs 12.3, conv(1→16) on a 128-image MNIST batch 9.0
-# vs 7.0 ms; with a 2 MiB L2 (512 KiB), dcgan 1.00-1.02x torch's step against 1.07-1.09x at
-# 256 KiB and 1.09-1.11x at 1 MiB (bench/workloads.py, alternating; measured). Fewer chunks
-# also mean fewer passes through the per-chunk Python.
-CHUNK_BYTES = cpu_backend.l2_cache_bytes() // 4
+# batch: 6.2 ms in chunks of 16 images vs 7.0 ms whole; measured). A quarter of a 1 MiB L2:
+# a backward then rebuilds each chunk's rows from the padded input into cache instead of
+# reading the forward's whole rows back from memory (bench/workloads.py dcgan step, same
+# process, alternating: 19.2 vs 17.8 ms at 2 MiB; style_net 12.6 vs 12.3 ms; conv(1→16) on a
+# 128-image MNIST batch, forward + backward: 9.0 vs 7.0 ms; measured).
+CHUNK_BYTES = 256 << 10
 # Output positions per image from which a first layer's weight gradient is one product per image,
 # g (OC, OH·OW) read as it is, summed over images, rather than one GEMM over the chunk with g
 # transposed into rows: per-image products as shallow as dcgan's (1 or 16 positions) ran at
