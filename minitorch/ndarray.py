@@ -11,6 +11,7 @@ import numpy as np
 
 from . import dtypes
 from .backend import CPU, get_backend
+from .strides import merge_axes
 from .opcodes import (BOOL_RESULT_BINARY, BOOL_RESULT_UNARY, INDEX_RESULT_REDUCE, BinaryOp,
                       ReduceOp, UnaryOp)
 
@@ -121,42 +122,23 @@ def broadcast_shapes(a, b):
                                f"at non-singleton dimension {i}")
     return tuple(out)
 
-def _merged_axes(shape, strides_list):
-    """Drop size-1 axes and merge neighbours that step evenly in every operand: (sizes,
-    strides per operand)."""
-    sizes, merged = [], [[] for _ in strides_list]
-    for d, size in enumerate(shape):
-        if size == 1:
-            continue
-        if sizes and all(m[-1] == st[d] * size for m, st in zip(merged, strides_list)):
-            sizes[-1] *= size
-            for m, st in zip(merged, strides_list):
-                m[-1] = st[d]
-            continue
-        sizes.append(size)
-        for m, st in zip(merged, strides_list):
-            m.append(st[d])
-    return sizes, merged
-
 
 def _batch_views(a, b, nbatch):
     """The GEMM's batch argument and a, b as (batch, r, c) views, or (outer, inner, r, c) ones
     when their batch axes need two strides (attention's (batch, head) views of one array). An
     operand is copied only when its own batch axes need more than one stride and the pair
     more than two."""
-    sizes, (sa, sb) = _merged_axes(a.shape[:nbatch], (a.strides[:nbatch], b.strides[:nbatch]))
+    sizes, (sa, sb) = merge_axes(a.shape[:nbatch], (a.strides[:nbatch], b.strides[:nbatch]))
     if len(sizes) > 2:
-        a, b = (x if len(_merged_axes(x.shape[:nbatch], (x.strides[:nbatch],))[0]) <= 1
+        a, b = (x if len(merge_axes(x.shape[:nbatch], (x.strides[:nbatch],))[0]) <= 1
                 else x.copy() for x in (a, b))
-        sizes, (sa, sb) = _merged_axes(a.shape[:nbatch],
-                                       (a.strides[:nbatch], b.strides[:nbatch]))
+        sizes, (sa, sb) = merge_axes(a.shape[:nbatch], (a.strides[:nbatch], b.strides[:nbatch]))
     if len(sizes) == 2:
         return (tuple(sizes), a._view(tuple(sizes) + a.shape[-2:], tuple(sa) + a.strides[-2:]),
                 b._view(tuple(sizes) + b.shape[-2:], tuple(sb) + b.strides[-2:]))
     batch = sizes[0] if sizes else 1
     return (batch, a._view((batch,) + a.shape[-2:], (sa[0] if sizes else 0,) + a.strides[-2:]),
             b._view((batch,) + b.shape[-2:], (sb[0] if sizes else 0,) + b.strides[-2:]))
-
 
 
 def check_shape(shape):

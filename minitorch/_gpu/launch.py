@@ -9,6 +9,7 @@ import pathlib
 import numpy as np
 
 from ..opcodes import BinaryOp, UnaryOp, c_constants
+from ..strides import merge_axes
 
 KERNEL_DIR = pathlib.Path(__file__).resolve().parent / "kernels"
 SHARED_DIR = KERNEL_DIR.parent.parent / "_kernels"    # C headers shared with the CPU kernels
@@ -183,21 +184,10 @@ def module_keys(module):
 def collapse(shape, strides_list):
     """Drop size-1 axes and merge neighbours that are contiguous in every operand (the same rule
     as the CPU's collapse_dims). Returns (shape, strides_list), at least one axis."""
-    out_shape, out_strides = [], [[] for _ in strides_list]
-    for d, size in enumerate(shape):
-        if size == 1:
-            continue
-        if out_shape and all(s[-1] == st[d] * size for s, st in zip(out_strides, strides_list)):
-            out_shape[-1] *= size
-            for s, st in zip(out_strides, strides_list):
-                s[-1] = st[d]
-            continue
-        out_shape.append(size)
-        for s, st in zip(out_strides, strides_list):
-            s.append(st[d])
-    if not out_shape:
+    sizes, merged = merge_axes(shape, strides_list)
+    if not sizes:
         return (1,), [(0,) for _ in strides_list]
-    return tuple(out_shape), [tuple(s) for s in out_strides]
+    return tuple(sizes), [tuple(s) for s in merged]
 
 
 def contiguous(shape):
