@@ -53,21 +53,14 @@ cdef inline void zero_lanes(double* acc) noexcept nogil:
 
 
 cdef inline void add_sum(double* acc, const real* x, Py_ssize_t n) noexcept nogil:
-    """acc (LANES partials) += the values of x: several pieces of a row add into one acc,
-    folded once (a fold per 16-value piece of a segmented row cost more than its sums)."""
+    """acc (LANES partials) += the values of x: every piece of a row adds into one acc, folded
+    once (a fold per 16-value piece of a segmented row cost more than its sums)."""
     cdef Py_ssize_t i, j, full = n - n % LANES
     for i in range(0, full, 16):     # 16 = LANES (a literal step)
         for j in range(LANES):
             acc[j] = acc[j] + <double>x[i + j]
     for i in range(full, n):
         acc[0] = acc[0] + <double>x[i]
-
-
-cdef double row_sum(const real* x, Py_ssize_t n) noexcept nogil:
-    cdef double acc[LANES]
-    zero_lanes(acc)
-    add_sum(acc, x, n)
-    return lane_fold(acc)
 
 
 cdef inline void add_sq_dev(double* acc, const real* x, Py_ssize_t n, double mean) noexcept nogil:
@@ -81,13 +74,6 @@ cdef inline void add_sq_dev(double* acc, const real* x, Py_ssize_t n, double mea
     for i in range(full, n):
         d = <double>x[i] - mean
         acc[0] = acc[0] + d * d
-
-
-cdef double row_sq_dev(const real* x, Py_ssize_t n, double mean) noexcept nogil:
-    cdef double acc[LANES]
-    zero_lanes(acc)
-    add_sq_dev(acc, x, n, mean)
-    return lane_fold(acc)
 
 
 cdef inline void add_grad_sums(double* a1, double* a2, const real* g, const real* x, const real* w,
