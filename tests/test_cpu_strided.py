@@ -363,6 +363,26 @@ def test_strided_set_large_transpose():
     np.testing.assert_array_equal(out.reshape(257, 300), src.reshape(300, 257).T)
 
 
+@pytest.mark.parametrize("dtype", DTYPES + [np.float16])
+@pytest.mark.parametrize("shape", [(2, 33, 5, 17), (3, 16, 4, 16), (1, 40, 3, 37)])
+def test_channels_last_round_trip_through_tiles(dtype, shape):
+    """NCHW -> padded NHWC (strided_set) and back (compact): the transposing tiles, full and
+    partial, with source and destination contiguous along different axes."""
+    n, c, h, w = shape
+    src = data(n * c * h * w, dtype, 17) if dtype != np.float16 else \
+        data(n * c * h * w, np.float32, 17).astype(np.float16)
+    padded = np.zeros((n, h + 2, w + 3, c), dtype)
+    strides = ((h + 2) * (w + 3) * c, 1, (w + 3) * c, c)
+    offset = (w + 3) * c + 2 * c
+    strided_set(src, padded.ravel(), shape, strides, offset)
+    ref = np.zeros_like(padded)
+    ref[:, 1:h + 1, 2:w + 2, :] = src.reshape(shape).transpose(0, 2, 3, 1)
+    np.testing.assert_array_equal(padded, ref)
+    back = np.empty(src.size, dtype)
+    compact(padded.ravel(), back, shape, strides, offset)
+    np.testing.assert_array_equal(back, src)
+
+
 def test_strided_set_validation():
     out = np.zeros(10, np.int64)
     with pytest.raises(TypeError):
