@@ -15,7 +15,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "minitorch"
 # (layer name, module prefixes); a module belongs to the first layer one of whose prefixes it
 # starts with (a prefix ending in "." matches a package's modules). Unlisted modules are the top.
 LAYERS = [
-    ("dtypes and opcodes", ["minitorch.dtypes", "minitorch.opcodes", "minitorch.settings"]),
+    ("dtypes and opcodes", ["minitorch.dtypes", "minitorch.opcodes", "minitorch.settings",
+                            "minitorch.strides"]),
     ("backend and kernels", ["minitorch.backend", "minitorch._cpu", "minitorch._gpu"]),
     ("ndarray", ["minitorch.ndarray", "minitorch.printing"]),
     ("autograd engine", ["minitorch.autograd"]),
