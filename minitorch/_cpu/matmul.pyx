@@ -175,7 +175,8 @@ cdef void epilogue(floating* c, Py_ssize_t rsc, Py_ssize_t csc, Py_ssize_t rows,
 cdef inline void tile_product(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
                               const floating* b, Py_ssize_t ldb, floating* acc,
                               const Py_ssize_t nr) noexcept nogil:
-    """acc (MR x nr) = a (MR x kc, strides rs, cs) @ b (kc x nr panel, packed k-major).
+    """acc (MR x nr) = a (MR x kc, strides rs, cs) @ b (kc x nr panel, rows ldb apart: ldb = nr
+    when packed k-major, B's row stride when read in place).
 
     A packed A panel is just rs = 1, cs = MR; A can also be read in place (only single elements
     of it are broadcast, so its layout hardly matters). acc is a local array of the caller with
@@ -215,9 +216,8 @@ cdef inline void full_tile(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_s
 
 cdef inline void edge_tile(Py_ssize_t kc, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
                            const floating* b, Py_ssize_t ldb, floating* c, Py_ssize_t rsc,
-                           Py_ssize_t csc,
-                           Py_ssize_t mr, Py_ssize_t nr, bint accumulate, floating* acc,
-                           const Py_ssize_t width) noexcept nogil:
+                           Py_ssize_t csc, Py_ssize_t mr, Py_ssize_t nr, bint accumulate,
+                           floating* acc, const Py_ssize_t width) noexcept nogil:
     """c[:mr, :nr] (=|+=) a @ b for edge tiles and for out written transposed (csc != 1). For
     unit csc, the constant-length j loop + `if` compiles to masked vector stores (a loop to nr
     became one memcpy call per row)."""
