@@ -32,6 +32,8 @@ cdef struct RowShape:
     Py_ssize_t n, inner, groups, channels       # channels = n // inner parameters per block
     Py_ssize_t segments, piece, piece_stride    # row r: segments pieces of `piece` values,
                                                 # at r·piece + i·piece_stride
+    Py_ssize_t span                             # a channel's values in one piece: inner //
+                                                # segments (inner unless segmented)
     double eps
     bint rms                                    # rms_norm: no centering (mean is 0)
 
@@ -169,14 +171,14 @@ cdef double pieces_sq_dev(const real* xr, RowShape s, double mean) noexcept nogi
 
 cdef void pieces_grad_sums(const real* gr, const real* xr, RowShape s, double mean, double* s1,
                            double* s2) noexcept nogil:
-    """row_grad_sums (w NULL) over every piece of a segmented row."""
+    """row_grad_sums (w NULL) over one channel's values, s.span in each piece of its row."""
     cdef double a1[LANES]
     cdef double a2[LANES]
     cdef Py_ssize_t i
     zero_lanes(a1)
     zero_lanes(a2)
     for i in range(s.segments):
-        add_grad_sums(a1, a2, gr + i * s.piece_stride, xr + i * s.piece_stride, NULL, s.piece,
+        add_grad_sums(a1, a2, gr + i * s.piece_stride, xr + i * s.piece_stride, NULL, s.span,
                       mean)
     s1[0] = lane_fold(a1)
     s2[0] = lane_fold(a2)
@@ -187,7 +189,7 @@ cdef void forward_rows(const real* x, const real* w, const real* b, real* y, rea
                        real* rstd_out, Py_ssize_t r0, Py_ssize_t r1, RowShape s) noexcept nogil:
     """Rows [r0, r1): mean and rstd = 1/sqrt(var + eps) (two passes), then
     y = (x - mean)·rstd·w + b; mean and rstd are saved for the backward."""
-    cdef Py_ssize_t r, j, c, k, i, n = s.n, inner = s.inner
+    cdef Py_ssize_t r, j, c, k, k0, i, n = s.n, inner = s.inner
     cdef double mean, var, rstd
     cdef real m, rs, scale, shift
     cdef const real* xr
@@ -217,18 +219,14 @@ cdef void forward_rows(const real* x, const real* w, const real* b, real* y, rea
             if br != NULL:
                 for j in range(n):
                     yr[j] = yr[j] + br[j]
-        elif s.segments == 1:   # a parameter per channel of `inner` elements
+        else:               # a parameter per channel of `inner` elements, span per piece
             for c in range(s.channels):
                 scale = rs * wr[c] if wr != NULL else rs
                 shift = br[c] if br != NULL else 0
-                for k in range(c * inner, (c + 1) * inner):
-                    yr[k] = (xr[k] - m) * scale + shift
-        else:                   # segmented: one parameter for the whole row
-            scale = rs * wr[0] if wr != NULL else rs
-            shift = br[0] if br != NULL else 0
-            for i in range(s.segments):
-                for k in range(i * s.piece_stride, i * s.piece_stride + s.piece):
-                    yr[k] = (xr[k] - m) * scale + shift
+                for i in range(s.segments):
+                    k0 = i * s.piece_stride + c * s.span
+                    for k in range(k0, k0 + s.span):
+                        yr[k] = (xr[k] - m) * scale + shift
 
 
 cdef void forward_part(int dt, const void* x, const void* w, const void* b, void* y, void* mean,
@@ -248,7 +246,7 @@ cdef void backward_rows(const real* g, const real* x, const real* mean_in, const
     """Rows [r0, r1): dx = rstd·(g·w - mean(g·w) - x̂·mean(g·w·x̂)) (no mean(g·w) term for
     rms), and the weight / bias gradients Σ g·x̂ and Σ g added into this thread's partials
     pw, pb (one per parameter; NULL when not wanted)."""
-    cdef Py_ssize_t r, j, c, k, i, n = s.n, inner = s.inner, p0
+    cdef Py_ssize_t r, j, c, k, k0, i, n = s.n, inner = s.inner, p0
     cdef double mean, rstd, s1, s2, a, bsum, wc, c1, c2
     cdef real rg, rc1, rc2, rm, gw
     cdef const real* gr
@@ -272,10 +270,7 @@ cdef void backward_rows(const real* g, const real* x, const real* mean_in, const
                 row_grad_sums(gr, xr, wr, n, mean, &s1, &s2)
         else:
             for c in range(s.channels):
-                if s.segments == 1:
-                    row_grad_sums(gr + c * inner, xr + c * inner, NULL, inner, mean, &a, &bsum)
-                else:           # one channel: the whole segmented row
-                    pieces_grad_sums(gr, xr, s, mean, &a, &bsum)
+                pieces_grad_sums(gr + c * s.span, xr + c * s.span, s, mean, &a, &bsum)
                 wc = wr[c] if wr != NULL else 1
                 s1 += wc * a
                 s2 += wc * bsum
@@ -297,16 +292,13 @@ cdef void backward_rows(const real* g, const real* x, const real* mean_in, const
             else:
                 for j in range(n):
                     dr[j] = rg * gr[j] + rc1 + rc2 * (xr[j] - rm)
-        elif s.segments == 1:
+        else:
             for c in range(s.channels):
                 gw = <real>(rstd * wr[c]) if wr != NULL else rg
-                for k in range(c * inner, (c + 1) * inner):
-                    dr[k] = gw * gr[k] + rc1 + rc2 * (xr[k] - rm)
-        else:
-            gw = <real>(rstd * wr[0]) if wr != NULL else rg
-            for i in range(s.segments):
-                for k in range(i * s.piece_stride, i * s.piece_stride + s.piece):
-                    dr[k] = gw * gr[k] + rc1 + rc2 * (xr[k] - rm)
+                for i in range(s.segments):
+                    k0 = i * s.piece_stride + c * s.span
+                    for k in range(k0, k0 + s.span):
+                        dr[k] = gw * gr[k] + rc1 + rc2 * (xr[k] - rm)
 
 
 cdef void backward_part(int dt, const void* g, const void* x, const void* mean, const void* rstd,
@@ -350,7 +342,7 @@ cdef RowShape row_shape(Py_ssize_t size, Py_ssize_t n, Py_ssize_t inner, Py_ssiz
         raise ValueError(f"{op}: segments {segments} must divide the row length {n}, and "
                          f"segmented rows take one parameter per row (inner = n)")
     s.n, s.inner, s.groups, s.channels, s.eps, s.rms = n, inner, groups, n // inner, eps, rms
-    s.segments, s.piece = segments, n // segments
+    s.segments, s.piece, s.span = segments, n // segments, inner // segments
     s.piece_stride = size // segments        # rows · piece: from a row's piece to its next
     return s
 
