@@ -81,7 +81,6 @@ cdef inline real exp_sum(const real* xr, real* yr, Py_ssize_t n, real peak) noex
     in the same order either way. Flat loops: gcc vectorizes r_exp only in a simple loop."""
     cdef real acc[LANES]
     cdef real scratch[EXP_BLOCK]
-    cdef real* dst
     cdef Py_ssize_t start = 0, count, j, l
     for l in range(LANES):
         acc[l] = 0
