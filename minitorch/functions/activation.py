@@ -24,12 +24,9 @@ class BinaryCrossEntropyWithLogits(KernelFunction):
     @staticmethod
     def forward(ctx, input, target):
         x, t = input._data, target._data
-        tail = x.unary(UnaryOp.ABS).unary(UnaryOp.NEG).unary(UnaryOp.EXP).unary(UnaryOp.LOG1P)
-        log_sigmoid = x.binary(BinaryOp.MINIMUM, scalar_array(0.0, x.dtype, x.device)) \
-            .binary(BinaryOp.SUB, tail)
         ctx.save_for_backward(input, target)
-        return wrap(scalar_array(1, x.dtype, x.device).binary(BinaryOp.SUB, t)
-                    .binary(BinaryOp.MUL, x).binary(BinaryOp.ADD, log_sigmoid.unary(UnaryOp.NEG)))
+        return wrap(scalar_array(1, x.dtype, x.device).binary(BinaryOp.SUB, t).binary(
+            BinaryOp.MUL, x).binary(BinaryOp.ADD, _log_sigmoid(x).unary(UnaryOp.NEG)))
 
     @staticmethod
     def backward(ctx, g):
@@ -84,17 +81,20 @@ class LogSigmoid(KernelFunction):
 
     @staticmethod
     def forward(ctx, input):
-        nd = input._data
-        tail = nd.unary(UnaryOp.ABS).unary(UnaryOp.NEG).unary(UnaryOp.EXP).unary(UnaryOp.LOG1P)
         ctx.save_for_backward(input)
-        zero = scalar_array(0.0, nd.dtype, nd.device)
-        return wrap(nd.binary(BinaryOp.MINIMUM, zero).binary(BinaryOp.SUB, tail))
+        return wrap(_log_sigmoid(input._data))
 
     @staticmethod
     def backward(ctx, g):
         input, = ctx.saved_tensors
         return g * (-input).sigmoid()
 
+
+def _log_sigmoid(nd):
+    """min(x, 0) − log1p(exp(−|x|)) on an NDArray (LogSigmoid's and BCE-with-logits' kernels)."""
+    tail = nd.unary(UnaryOp.ABS).unary(UnaryOp.NEG).unary(UnaryOp.EXP).unary(UnaryOp.LOG1P)
+    return nd.binary(BinaryOp.MINIMUM, scalar_array(0.0, nd.dtype, nd.device)) \
+        .binary(BinaryOp.SUB, tail)
 
 
 class _SlopeBackward(KernelFunction):
