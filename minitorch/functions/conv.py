@@ -582,10 +582,7 @@ def _im2col_backward(gd, wd, x_shape, geometry, padded, needs):
                                    target.strides, target.offset)
     grad_x = None
     if needs[0]:
-        # the interior (the padding cropped off), as a view made directly
-        offset = grad_padded.offset + sum(p * stride for p, stride in
-                                          zip(geometry.padding, grad_padded.strides[2:]))
-        grad_x = grad_padded._view(x_shape, grad_padded.strides, offset).compact()
+        grad_x = _interior(grad_padded, geometry.padding, x_shape).compact()
     return grad_x, grad_w
 
 
@@ -610,10 +607,18 @@ def _pad_zeros(xd, padding, order):
     buffer = NDArray.empty(tuple(shape[d] for d in order), xd.dtype, xd.device)
     out = buffer.permute(tuple(order.index(d) for d in range(len(order))))
     if xd.size:
-        offset = sum(p * stride for p, stride in zip(padding, out.strides[2:]))
-        xd.backend.strided_set(xd.flat(), out.buffer, xd.shape, out.strides, offset)
+        interior = _interior(out, padding, xd.shape)
+        xd.backend.strided_set(xd.flat(), out.buffer, xd.shape, interior.strides,
+                               interior.offset)
     _zero_border(out, padding)
     return out
+
+
+def _interior(padded, padding, shape):
+    """The (N, C, *shape) interior of a padded (N, C, *padded) array, the padding cropped off,
+    as a view made directly (no indexing per call)."""
+    offset = padded.offset + sum(p * stride for p, stride in zip(padding, padded.strides[2:]))
+    return padded._view(shape, padded.strides, offset)
 
 
 def _zero_border(out, padding):
