@@ -24,7 +24,7 @@ import numbers
 import operator
 from collections import namedtuple
 
-from ..autograd import KernelFunction
+from ..autograd import KernelFunction, is_grad_enabled
 from ..ndarray import NDArray, contiguous_strides, scalar_array, shape_str
 from ..opcodes import BinaryOp, ReduceOp
 from ..tensor import wrap, zeros
@@ -648,6 +648,53 @@ def _weight_grad_source(xd, geometry, out_channels):
     return _padded_channels_last(xd, geometry)
 
 
+def _conv_product(xd, wd, geometry, compact, keep):
+    """ConvProduct's result (an NDArray) and, when `keep`, the source its weight gradient is
+    built from (see ConvProduct; None otherwise): the forward and a backward that convolves an
+    incoming gradient and then needs the weight gradient from the same input share it."""
+    if _columns_first_ok(geometry, xd.shape[1], wd.shape[0]):
+        source = _weight_grad_source(xd, geometry, wd.shape[0]) if keep else None
+        return _columns_first_product(xd, wd, geometry), source
+    if _direct_ok(xd, geometry):
+        padded = _direct_padded(xd, geometry)
+        # the weight gradient reads the same padded image
+        return _direct_product(xd, wd, geometry, padded), _Direct(padded) if keep else None
+    if _shifted_ok(geometry, xd.shape[1]):
+        rows = _shifted_rows(xd, geometry)
+        # what the weight gradient is built from (see _weight_grad_source)
+        source = (None if not keep else rows if wd.shape[1] > wd.shape[0] else
+                  _padded_channels_last(xd, geometry))
+        out = _shifted_product(rows, _to_shifted_order(wd, geometry.kernel), xd.shape[0],
+                               geometry.blocks)
+        return out.compact() if compact else out, source
+    padded = _padded_channels_last(xd, geometry)
+    # the rows are rebuilt from it for the weight gradient only
+    source = padded if keep else None
+    n, out_channels, k = xd.shape[0], wd.shape[0], wd.shape[1]
+    windows = _row_windows(padded, geometry)
+    positions = math.prod(geometry.blocks)
+    direct = k <= DIRECT_NCHW_MAX_K
+    out = NDArray.empty((n, out_channels) + geometry.blocks if direct else
+                        (n,) + geometry.blocks + (out_channels,), xd.dtype, xd.device)
+    chunks = _chunks(xd, positions, k)
+    scratch = _scratch(chunks, positions * k, xd)
+    for i0, i1 in chunks:
+        rows = _chunk_rows(windows, i0, i1, scratch)  # (B, OH, OW, kh, kw, C), compact
+        if len(chunks) == 1 and keep:
+            # the whole batch's rows fit one chunk: the weight gradient reuses them
+            source = _Im2colRows(rows)
+        offset = i0 * positions * out_channels
+        if direct:      # per image: (OC, K) @ (K, OH·OW)
+            _matmul_into(wd, rows, out, offset, i1 - i0, out_channels, positions, k,
+                         (0, k, 1), wd.offset, (positions * k, 1, k), 0)
+        else:           # one tall product: ((i1 - i0)·OH·OW, K) @ (K, OC)
+            _matmul_into(rows, wd, out, offset, 1, (i1 - i0) * positions, out_channels, k,
+                         (0, k, 1), 0, (0, 1, k), wd.offset)
+    channels_first = (0, xd.ndim - 1) + tuple(range(1, xd.ndim - 1))
+    return (out if direct else out.permute(channels_first).compact() if compact else
+            out.permute(channels_first)), source
+
+
 class ConvProduct(KernelFunction):
     """conv2d without bias for groups = 1: x (N, C, H, W) and w (OC, kh·kw·C) (the weight in
     (kh, kw, C) order) give (N, OC, OH, OW) (any number of spatial axes alike: conv3d's weight
@@ -661,52 +708,11 @@ class ConvProduct(KernelFunction):
 
     @staticmethod
     def forward(ctx, x, w, geometry, compact):
-        xd, wd = x._data, w._data.compact()
         ctx.geometry = geometry
         ctx.save_for_backward(x, w)
-        if _columns_first_ok(geometry, xd.shape[1], wd.shape[0]):
-            ctx.padded = _weight_grad_source(xd, geometry, wd.shape[0]) if w.requires_grad \
-                else None
-            return wrap(_columns_first_product(xd, wd, geometry))
-        if _direct_ok(xd, geometry):
-            padded = _direct_padded(xd, geometry)
-            # the weight gradient reads the same padded image
-            ctx.padded = _Direct(padded) if w.requires_grad else None
-            return wrap(_direct_product(xd, wd, geometry, padded))
-        if _shifted_ok(geometry, xd.shape[1]):
-            rows = _shifted_rows(xd, geometry)
-            # what the weight gradient is built from (see _weight_grad_source)
-            ctx.padded = (None if not w.requires_grad else rows if wd.shape[1] > wd.shape[0] else
-                          _padded_channels_last(xd, geometry))
-            out = _shifted_product(rows, _to_shifted_order(wd, geometry.kernel), xd.shape[0],
-                                   geometry.blocks)
-            return wrap(out.compact() if compact else out)
-        padded = _padded_channels_last(xd, geometry)
-        # the rows are rebuilt from it for the weight gradient only
-        ctx.padded = padded if w.requires_grad else None
-        n, out_channels, k = xd.shape[0], wd.shape[0], wd.shape[1]
-        windows = _row_windows(padded, geometry)
-        positions = math.prod(geometry.blocks)
-        direct = k <= DIRECT_NCHW_MAX_K
-        out = NDArray.empty((n, out_channels) + geometry.blocks if direct else
-                            (n,) + geometry.blocks + (out_channels,), xd.dtype, xd.device)
-        chunks = _chunks(xd, positions, k)
-        scratch = _scratch(chunks, positions * k, xd)
-        for i0, i1 in chunks:
-            rows = _chunk_rows(windows, i0, i1, scratch)  # (B, OH, OW, kh, kw, C), compact
-            if len(chunks) == 1 and w.requires_grad:
-                # the whole batch's rows fit one chunk: the weight gradient reuses them
-                ctx.padded = _Im2colRows(rows)
-            offset = i0 * positions * out_channels
-            if direct:      # per image: (OC, K) @ (K, OH·OW)
-                _matmul_into(wd, rows, out, offset, i1 - i0, out_channels, positions, k,
-                             (0, k, 1), wd.offset, (positions * k, 1, k), 0)
-            else:           # one tall product: ((i1 - i0)·OH·OW, K) @ (K, OC)
-                _matmul_into(rows, wd, out, offset, 1, (i1 - i0) * positions, out_channels, k,
-                             (0, k, 1), 0, (0, 1, k), wd.offset)
-        channels_first = (0, xd.ndim - 1) + tuple(range(1, xd.ndim - 1))
-        return wrap(out if direct else out.permute(channels_first).compact() if compact else
-                    out.permute(channels_first))
+        out, ctx.padded = _conv_product(x._data, w._data.compact(), geometry, compact,
+                                        w.requires_grad)
+        return wrap(out)
 
     @staticmethod
     def backward(ctx, g):
@@ -754,9 +760,17 @@ class ConvProductBackward(KernelFunction):
     def backward(ctx, gg_x, gg_w):
         g, x, w = ctx.saved_tensors
         geometry = ctx.geometry
-        grad_g = None
+        grad_g = source = None
         if ctx.needs_input_grad[0] and gg_x is not None:
-            grad_g = ConvProduct.apply(gg_x, w, geometry, True)
+            if ctx.needs_input_grad[2] and not is_grad_enabled():
+                # the weight gradient below is built from gg_x too: one padded copy (or one
+                # set of im2col rows) of it serves both (a transposed convolution's backward;
+                # without a graph to record, the product needs no node of its own)
+                out, source = _conv_product(gg_x._data, w._data.compact(), geometry, True,
+                                            True)
+                grad_g = wrap(out)
+            else:
+                grad_g = ConvProduct.apply(gg_x, w, geometry, True)
         if ctx.needs_input_grad[0] and gg_w is not None:
             term = ConvProduct.apply(x, gg_w, geometry, True)
             grad_g = term if grad_g is None else grad_g + term
@@ -768,7 +782,8 @@ class ConvProductBackward(KernelFunction):
         if any(needs):
             gx = gg_x if gg_x is not None else x
             gw = gg_w if gg_w is not None else w
-            padded = _weight_grad_source(gx._data, geometry, gw.shape[0]) if needs[1] else None
+            padded = (source if source is not None else
+                      _weight_grad_source(gx._data, geometry, gw.shape[0]) if needs[1] else None)
             grad_x, grad_w = ConvProductBackward.apply(g, gx, gw, geometry, padded, needs)
         return grad_g, grad_x, grad_w, None, None, None
 
