@@ -328,6 +328,29 @@ def test_strided_set_fill(dtype):
     np.testing.assert_array_equal(big, value[0])
 
 
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_strided_set_fill_any_axis_order(dtype):
+    """A fill writes in memory order whatever the view's axis order: permuted, flipped,
+    overlapping (stride 0 and windows) and a channels-last buffer's border seen as NCHW."""
+    value = data(1, dtype, 15)
+    base = data(4 * 6 * 10 * 10, dtype, 16)
+    nchw = base.reshape(4, 10, 10, 6).transpose(0, 3, 1, 2)       # a channels-last buffer
+    windows = np.lib.stride_tricks.as_strided(base[3:], (5, 7, 4), (0, 8 * base.itemsize,
+                                                                     24 * base.itemsize))
+    views = [nchw[:, :, ::9],                 # the top and bottom rows of a 1-wide border
+             nchw[:, :, 1:9, ::9],            # its left and right columns
+             nchw.transpose(3, 2, 0, 1)[::-1, 1:, ::2],
+             windows]
+    for view in views:
+        out = base.copy()
+        shape, strides, offset = view_of(view, base)
+        strided_set(value, out, shape, strides, offset)
+        ref = base.copy()
+        ref[offsets(shape, strides, offset)] = value[0]
+        np.testing.assert_array_equal(out, ref)
+
+
 def test_strided_set_overlap_last_write_wins():
     rng = np.random.default_rng(3)
     for trial in range(200):
