@@ -159,6 +159,8 @@ class BinaryOp(OpEnum):
     GELU_BACKWARD = 40, FLOAT           # a * (Φ(b) + b φ(b))   (b = GELU's input)
     SILU_BACKWARD = 41, FLOAT           # a * s * (1 + b * (1 - s)), s = σ(b) (b = SiLU's input)
     ADD_RELU = 42, FLOAT                # relu(a + b): a layer's bias add and its ReLU in one pass
+    LEAKY_RELU = 43, FLOAT              # a if a > 0 else a * b   (b = the negative slope)
+    LEAKY_RELU_SLOPE = 44, FLOAT        # 1 if a > 0 else b: LEAKY_RELU's derivative in a
 
 
 class ReduceOp(IntEnum):

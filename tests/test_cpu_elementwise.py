@@ -197,6 +197,8 @@ ARITH = {
     B.FLOOR_DIVIDE: np.floor_divide, B.REMAINDER: np.remainder, B.ATAN2: np.arctan2,
     B.RELU_BACKWARD: where_relu_bw, B.TANH_BACKWARD: lambda a, b: a * (1 - b * b),
     B.SIGMOID_BACKWARD: lambda a, b: a * b * (1 - b),
+    B.LEAKY_RELU: lambda a, b: np.where(a > 0, a, a * b),
+    B.LEAKY_RELU_SLOPE: lambda a, b: np.where(a > 0, 1, b),
 }
 COMPARE = {B.EQ: np.equal, B.NE: np.not_equal, B.LT: np.less, B.LE: np.less_equal,
            B.GT: np.greater, B.GE: np.greater_equal, B.LOGICAL_AND: np.logical_and,

@@ -193,6 +193,10 @@ cdef struct OpSiluBackward:
     char unused
 cdef struct OpAddRelu:
     char unused
+cdef struct OpLeakyRelu:
+    char unused
+cdef struct OpLeakyReluSlope:
+    char unused
 cdef struct OpEq:
     char unused
 cdef struct OpNe:
@@ -265,6 +269,8 @@ ctypedef fused arith_op:
     OpGeluBackward
     OpSiluBackward
     OpAddRelu
+    OpLeakyRelu
+    OpLeakyReluSlope
     OpBitAnd
     OpBitOr
     OpBitXor
@@ -401,6 +407,16 @@ cdef inline anyt arith(arith_op* tag, anyt x, anyt y, int* err) noexcept nogil:
     elif arith_op is OpAddRelu:      # relu's x < 0 ? 0 : x, so NaN passes and -0.0 stays
         if anyt is float or anyt is double:
             return 0 if x + y < 0 else x + y
+        else:
+            return 0
+    elif arith_op is OpLeakyRelu:    # NaN > 0 is false: NaN·slope stays NaN, -0.0 stays -0.0
+        if anyt is float or anyt is double:
+            return x if x > 0 else x * y
+        else:
+            return 0
+    elif arith_op is OpLeakyReluSlope:
+        if anyt is float or anyt is double:
+            return one if x > 0 else y
         else:
             return 0
     elif arith_op is OpSiluBackward:
@@ -570,6 +586,10 @@ cdef int arith_row(int op, anyt* o, const anyt* x, Py_ssize_t sx, const anyt* y,
         return arith_loop(<OpSiluBackward*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_ADD_RELU:
         return arith_loop(<OpAddRelu*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_LEAKY_RELU:
+        return arith_loop(<OpLeakyRelu*>NULL, o, x, sx, y, sy, n)
+    elif op == BINARY_LEAKY_RELU_SLOPE:
+        return arith_loop(<OpLeakyReluSlope*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_BITWISE_AND:
         return arith_loop(<OpBitAnd*>NULL, o, x, sx, y, sy, n)
     elif op == BINARY_BITWISE_OR:

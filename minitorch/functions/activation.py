@@ -1,15 +1,15 @@
 """The activations that are nodes of their own, computed on NDArrays: Hardtanh (a clamp whose
 gradient is torch's, zero at the bounds), LogSigmoid (overflow-free, exact gradient), the
-exact GELU and SiLU (one kernel each way instead of five and two), LeakyRelu (one node each
-way instead of three) and BinaryCrossEntropyWithLogits (its elementwise loss: one node
-instead of five). The rest of torch.nn.functional's activations compose other ops
-(nn/functional/activation.py)."""
+exact GELU and SiLU (one kernel each way instead of five and two), LeakyRelu (one kernel
+forward and two backward, instead of three and two) and BinaryCrossEntropyWithLogits (its
+elementwise loss: one node instead of five). The rest of torch.nn.functional's activations
+compose other ops (nn/functional/activation.py)."""
 import math
 
 from ..autograd import KernelFunction
 from ..opcodes import BinaryOp, UnaryOp
 from ..tensor import wrap
-from .elementwise import scalar_array, where
+from .elementwise import scalar_array
 
 # nn/functional's hardtanh, logsigmoid, gelu, silu, leaky_relu and BCE-with-logits run these
 __all__ = []
@@ -36,21 +36,27 @@ class BinaryCrossEntropyWithLogits(KernelFunction):
 
 
 class LeakyRelu(KernelFunction):
-    """where(x > 0, x, x·slope) as one node (float32/float64: the composition's kernels, so
-    the same values); its backward where(x > 0, g, g·slope) in Tensor ops, the mask kept from
-    the forward."""
+    """x if x > 0 else x·slope as one kernel (float32/float64; the slope a broadcast scalar
+    operand); its backward g·(1 if x > 0 else slope), the factor one more kernel. With a slope
+    >= 0 the output has x's sign, so the factor is read from it and the in-place form
+    (leaky_relu_, which overwrites x) still differentiates."""
 
     @staticmethod
     def forward(ctx, input, negative_slope):
         nd = input._data
-        mask = nd.binary(BinaryOp.GT, scalar_array(0, nd.dtype, nd.device))
-        ctx.mask, ctx.slope = mask, negative_slope
-        scaled = nd.binary(BinaryOp.MUL, scalar_array(negative_slope, nd.dtype, nd.device))
-        return wrap(mask.where(nd, scaled))
+        out = wrap(nd.binary(BinaryOp.LEAKY_RELU, scalar_array(negative_slope, nd.dtype,
+                                                                nd.device)))
+        ctx.save_for_backward(out if negative_slope >= 0 else input)
+        ctx.slope = negative_slope
+        return out
 
     @staticmethod
     def backward(ctx, g):
-        return where(wrap(ctx.mask), g, g * ctx.slope), None
+        signed, = ctx.saved_tensors
+        nd = signed._data
+        slope = wrap(nd.binary(BinaryOp.LEAKY_RELU_SLOPE,
+                               scalar_array(ctx.slope, nd.dtype, nd.device)))
+        return g * slope, None
 
 
 class Hardtanh(KernelFunction):

@@ -335,6 +335,8 @@ template <typename T, int OP> __device__ __forceinline__ T arith(T x, T y, int& 
             T v = x + y;
             return v < T(0) ? T(0) : v;
         }
+        else if constexpr (OP == BINARY_LEAKY_RELU) return x > T(0) ? x : x * y;   // NaN stays
+        else if constexpr (OP == BINARY_LEAKY_RELU_SLOPE) return x > T(0) ? T(1) : y;
         else if constexpr (OP == BINARY_SILU_BACKWARD) {    // x s (1 + y (1 - s)), s = σ(y)
             T s = T(1) / (T(1) + m_exp(-y));
             return x * (s * (T(1) + y * (T(1) - s)));
