@@ -328,7 +328,6 @@ def test_strided_set_fill(dtype):
     np.testing.assert_array_equal(big, value[0])
 
 
-
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_strided_set_fill_any_axis_order(dtype):
     """A fill writes in memory order whatever the view's axis order: permuted, flipped,

@@ -681,16 +681,12 @@ cdef void memory_order(int nd, Py_ssize_t* shape, Py_ssize_t* strides) noexcept 
         n = shape[i]
         st = strides[i]
         j = i - 1
-        while j >= 0 and abs_size(strides[j]) < abs_size(st):
+        while j >= 0 and absval(strides[j]) < absval(st):
             shape[j + 1] = shape[j]
             strides[j + 1] = strides[j]
             j -= 1
         shape[j + 1] = n
         strides[j + 1] = st
-
-
-cdef inline Py_ssize_t abs_size(Py_ssize_t v) noexcept nogil:
-    return -v if v < 0 else v
 
 
 def strided_set(cnp.ndarray src, cnp.ndarray out, shape, strides, Py_ssize_t offset):

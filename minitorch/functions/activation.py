@@ -54,9 +54,9 @@ class LeakyRelu(KernelFunction):
     def backward(ctx, g):
         signed, = ctx.saved_tensors
         nd = signed._data
-        slope = wrap(nd.binary(BinaryOp.LEAKY_RELU_SLOPE,
-                               scalar_array(ctx.slope, nd.dtype, nd.device)))
-        return g * slope, None
+        factor = wrap(nd.binary(BinaryOp.LEAKY_RELU_SLOPE,
+                                scalar_array(ctx.slope, nd.dtype, nd.device)))
+        return g * factor, None
 
 
 class Hardtanh(KernelFunction):
