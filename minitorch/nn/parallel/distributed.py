@@ -24,11 +24,12 @@ class DistributedDataParallel(Module):
 
     At construction rank 0's parameters and buffers are broadcast to every rank. Each forward
     (with gradients enabled, outside no_sync) prepares a reduction: as backward accumulates a
-    parameter's gradient, a post-accumulate hook copies it into its bucket, and a full bucket is
-    multiplied by 1 / world size (as torch does, before the sum) and starts an async all-reduce
-    (buckets start in order on every rank, as MPI requires). When the last bucket has started,
-    the hook waits for them all and writes the averages back into .grad, so after backward()
-    every rank holds the same gradients. A large parameter (buckets.SOLO_BYTES) is a bucket of
+    parameter's gradient, a post-accumulate hook copies it into its bucket multiplied by
+    1 / world size (as torch does, before the sum), and a full bucket starts an async all-reduce
+    (buckets start in order on every rank, as MPI requires; those that fill when no gradient is
+    left to compute run blocking). When the last bucket has started, the hook waits for them
+    all and writes the averages back into .grad, so after backward() every rank holds the same
+    gradients. A large parameter (buckets.SOLO_BYTES) is a bucket of
     its own whose .grad is scaled and all-reduced in place, without copies: a post-accumulate
     hook registered after DDP's may see that .grad scaled or mid-reduction (as with torch's
     gradient_as_bucket_view=True)."""
@@ -62,16 +63,13 @@ class DistributedDataParallel(Module):
         # torch's first bucket is 1 MB only under the default cap (then communication starts
         # early); an explicit bucket_cap_mb caps every bucket
         first_cap = FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
-        self._buckets = assign_buckets(self._params, self.bucket_bytes_cap, first_cap)
+        self._buckets = assign_buckets(self._params, self.bucket_bytes_cap, first_cap,
+                                       factor=self._scale)
         self._locate = {}       # id(param) -> (bucket index, index in bucket)
         for b, bucket in enumerate(self._buckets):
             for i, p in enumerate(bucket.params):
                 self._locate[id(p)] = (b, i)
-        self._expected = None   # id(param) -> gradient deliveries still due this backward
-        self._next_bucket = 0   # buckets start in index order on every rank
-        self._ready = [False] * len(self._buckets)
-        self._touched = False
-        self._used = None
+        self._pass = None       # the reduction the next backward runs (a _Pass), if prepared
         self._grad_hook_handles = [p.register_post_accumulate_grad_hook(self._grad_ready)
                        for p in self._params]
 
@@ -119,12 +117,13 @@ class DistributedDataParallel(Module):
         if syncing:
             self._prepare_for_backward(output)
         else:
-            self._expected = None
+            self._pass = None
         return output
 
     def _check_prior_reduction_finished(self):
-        if self._expected is not None and self._touched:
-            missing = [i for i, p in enumerate(self._params) if self._expected.get(id(p), 0)]
+        state = self._pass
+        if state is not None and state.touched:
+            missing = [i for i, p in enumerate(self._params) if state.expected.get(id(p), 0)]
             raise RuntimeError(UNFINISHED_REDUCTION.format(rank=dist.get_rank(), missing=missing))
 
     def _prepare_for_backward(self, output):
@@ -132,21 +131,19 @@ class DistributedDataParallel(Module):
         parameter used twice is delivered twice); unused ones are ready at once when
         find_unused_parameters is set."""
         counts = _leaf_uses(output, self._locate)
-        self._expected = {id(p): counts.get(id(p), 0) for p in self._params}
-        self._next_bucket = 0
-        self._ready = [False] * len(self._buckets)
-        self._touched = False
+        state = self._pass = _Pass({id(p): counts.get(id(p), 0) for p in self._params},
+                                   len(self._buckets))
         for bucket in self._buckets:
             bucket.waiting = len(bucket.params)
             bucket.work = None
         if self.find_unused_parameters:
-            self._used = {id(p): counts.get(id(p), 0) > 0 for p in self._params}
-            unused = [p for p in self._params if not self._used[id(p)]]
+            state.used = {id(p): counts.get(id(p), 0) > 0 for p in self._params}
+            unused = [p for p in self._params if not state.used[id(p)]]
             for p in unused:
                 b, i = self._locate[id(p)]
                 self._buckets[b].take_zeros(i)
             for p in unused:
-                self._slot_filled(p)
+                self._slot_filled(state, p)
         # else an unused parameter leaves the reduction unfinished, and (as in torch) the next
         # forward says so
 
@@ -154,56 +151,57 @@ class DistributedDataParallel(Module):
     def _grad_ready(self, param):
         """Post-accumulate hook: param.grad holds this backward's gradient once every use of
         param has delivered its part."""
-        expected = self._expected
-        if expected is None:
+        state = self._pass
+        if state is None:
             return                      # no_sync, or a backward without a prepared forward
+        expected = state.expected
         key = id(param)
         left = expected.get(key, 0) - 1
         if left < 0:
             return
         expected[key] = left
-        self._touched = True
+        state.touched = True
         if left:
             return
         b, i = self._locate[key]
         self._buckets[b].take(i, param.grad)
-        self._slot_filled(param)
+        self._slot_filled(state, param)
 
-    def _slot_filled(self, param):
+    def _slot_filled(self, state, param):
         b, _ = self._locate[id(param)]
         bucket = self._buckets[b]
         bucket.waiting -= 1
         if bucket.waiting == 0:
-            self._ready[b] = True
-            self._launch_ready_buckets()
+            state.ready[b] = True
+            self._launch_ready_buckets(state)
         else:
-            self._progress()
+            self._progress(state)
 
-    def _launch_ready_buckets(self):
-        count = len(self._buckets)
-        while self._next_bucket < count and self._ready[self._next_bucket]:
-            bucket = self._buckets[self._next_bucket]
-            if self._world > 1:
-                bucket.scale(self._scale)
-            # the last bucket is waited for at once: a blocking all-reduce (MPI's tuned
-            # algorithms) beats a non-blocking one there; the others overlap backward
-            last = self._next_bucket == count - 1
+    def _launch_ready_buckets(self, state):
+        buckets, ready = self._buckets, state.ready
+        # Once every remaining bucket is ready, backward has nothing left to overlap them
+        # with: they are all-reduced blocking (a blocking all-reduce, with MPI's tuned
+        # algorithms, beats a non-blocking one plus its wait); earlier ones start async.
+        overlap = not all(ready[state.next_bucket:])
+        while state.next_bucket < len(buckets) and ready[state.next_bucket]:
+            bucket = buckets[state.next_bucket]
             bucket.work = dist.all_reduce(bucket.tensor, group=self.process_group,
-                                          async_op=not last)
-            self._next_bucket += 1
-        if self._next_bucket == count:
-            self._finalize()
+                                          async_op=overlap)
+            state.next_bucket += 1
+        if state.next_bucket == len(buckets):
+            self._finalize(state)
 
-    def _progress(self):
+    def _progress(self, state):
         """MPI advances non-blocking collectives only inside MPI calls: poke the ones in
         flight so they move while backward computes."""
-        for bucket in self._buckets[:self._next_bucket]:
+        for bucket in self._buckets[:state.next_bucket]:
             if bucket.work is not None:
                 bucket.work.is_completed()
 
-    def _finalize(self):
+    def _finalize(self, state):
         """Wait for every bucket, then each .grad becomes the average over ranks."""
-        used_anywhere = self._globally_used() if self.find_unused_parameters else None
+        used_anywhere = self._globally_used(state.used) if self.find_unused_parameters \
+            else None
         for bucket in self._buckets:
             if bucket.work is not None:
                 bucket.work.wait()
@@ -214,11 +212,11 @@ class DistributedDataParallel(Module):
                     continue                # unused on every rank: .grad stays as it was
                 _write_grad(p, averaged)
             bucket.release()
-        self._expected = None
+        self._pass = None
 
-    def _globally_used(self):
+    def _globally_used(self, used):
         from ...tensor import tensor as make_tensor
-        flags = make_tensor([self._used[id(p)] for p in self._params], dtype=_uint8(),
+        flags = make_tensor([used[id(p)] for p in self._params], dtype=_uint8(),
                             device=self._params[0].device)     # NCCL reduces cuda tensors only
         dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=self.process_group)
         return {id(p): bool(flag) for p, flag in zip(self._params, flags.tolist())}
@@ -237,6 +235,20 @@ class DistributedDataParallel(Module):
 
     def extra_repr(self):
         return ""
+
+
+class _Pass:
+    """One backward's reduction: plain attributes, written by the gradient hooks (a Module's
+    attribute assignment is checked for parameters and submodules, too slow for per-gradient
+    bookkeeping)."""
+    __slots__ = ("expected", "ready", "next_bucket", "touched", "used")
+
+    def __init__(self, expected, bucket_count):
+        self.expected = expected        # id(param) -> gradient deliveries still due
+        self.ready = [False] * bucket_count
+        self.next_bucket = 0            # buckets start in index order on every rank
+        self.touched = False            # some gradient arrived
+        self.used = None                # id(param) -> used on this rank (find_unused_parameters)
 
 
 def _to_device(tree, device_id):
