@@ -123,3 +123,23 @@ def test_sampler_checks_rank_and_needs_a_group():
         DistributedSampler(range(4), 3, 3)
     with pytest.raises(ValueError, match="Default process group has not been initialized"):
         DistributedSampler(range(4))
+
+
+def test_open_mpi_all_reduce_rules_apply_unless_the_user_tuned_it(monkeypatch):
+    from minitorch.distributed import mpi_backend
+    for name in mpi_backend._TUNED_PARAMETERS:
+        monkeypatch.delenv(name, raising=False)
+    mpi_backend._prefer_ring_allreduce()
+    import os
+    assert os.environ["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "1"
+    rules = os.environ["OMPI_MCA_coll_tuned_dynamic_rules_filename"]
+    # Open MPI's format: collectives, allreduce's id (2), communicator sizes, from 2 ranks,
+    # message sizes, then "bytes algorithm fan-in/out segment-size" rows
+    with open(rules) as f:
+        numbers = [[int(word) for word in line.split()] for line in f if line.strip()]
+    assert numbers == [[1], [2], [1], [2], [2], [0, 3, 0, 0], [131072, 4, 0, 0]]
+    for name in mpi_backend._TUNED_PARAMETERS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMPI_MCA_coll_tuned_allreduce_algorithm", "6")    # the user's choice
+    mpi_backend._prefer_ring_allreduce()
+    assert "OMPI_MCA_coll_tuned_dynamic_rules_filename" not in os.environ

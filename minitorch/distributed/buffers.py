@@ -7,21 +7,26 @@ class FlatBuffer:
     """A tensor's elements as one 1-d numpy (CPU) or cupy (cuda) array in C order.
 
     `array` aliases the tensor's storage when the tensor is contiguous; otherwise it is a compact
-    copy and `write_back()` copies the received values into the tensor's strided view."""
-    __slots__ = ("tensor", "array", "_copied")
+    copy and `write_back()` copies the received values into the tensor's strided view. With
+    `widen`, the copy holds the values in the dtype's compute dtype (an engine that moves
+    bfloat16's bits cannot add them) and write_back rounds them back."""
+    __slots__ = ("tensor", "array", "_copied", "_wide")
 
-    def __init__(self, tensor):
+    def __init__(self, tensor, widen=False):
         data = tensor._data
         self.tensor = tensor
-        self._copied = not data.is_compact()
-        self.array = (data.copy() if self._copied else data).flat()
+        self._wide = data.astype(data.dtype.compute) if widen else None
+        self._copied = widen or not data.is_compact()
+        self.array = (self._wide if widen else data.copy() if self._copied else data).flat()
 
     def write_back(self):
         """Make the tensor hold the array's values (and tell autograd its data changed)."""
         tensor = self.tensor
         if self._copied:
             data = tensor._data
-            data.backend.strided_set(self.array, data.buffer, data.shape, data.strides,
+            source = self.array if self._wide is None else \
+                self._wide.astype(data.dtype).flat()
+            data.backend.strided_set(source, data.buffer, data.shape, data.strides,
                                      data.offset)
         tensor._bump_version()
 

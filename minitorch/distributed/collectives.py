@@ -51,6 +51,11 @@ def _engine_averages(pg, tensor):
     return pg.engine.native_avg and tensor.is_floating_point()
 
 
+def _reduced(pg, tensor):
+    """The FlatBuffer an engine reduces: widened where the engine cannot add the dtype."""
+    return FlatBuffer(tensor, widen=tensor.dtype in pg.engine.widened)
+
+
 def _sent_op(pg, op, tensor):
     return ReduceOp.SUM if op is ReduceOp.AVG and not _engine_averages(pg, tensor) else op
 
@@ -118,9 +123,11 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         # the common call (gradients, metrics): a contiguous tensor, blocking, no average;
         # its checks are the general path's, in a few attribute reads
         data = tensor._data
-        if op in pg.engine.direct_ops and data.device.type == "cpu" == pg.engine.device_type \
-                and data.dtype is not _BOOL and data.is_compact():
-            pg.engine.allreduce(data.flat(), op, False)
+        engine = pg.engine
+        if op in engine.direct_ops and data.device.type == "cpu" == engine.device_type \
+                and data.dtype is not _BOOL and data.dtype not in engine.widened \
+                and data.is_compact():
+            engine.allreduce(data.flat(), op, False)
             tensor._version[0] += 1
             return None
     check_tensor(tensor)
@@ -130,7 +137,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     engine_op = _engine_op(op, tensor)
     _check_device(pg, "allreduce", tensor)
     _verify_same_call(pg, "allreduce", tensor)
-    buffer = FlatBuffer(tensor)
+    buffer = _reduced(pg, tensor)
     pending = pg.engine.allreduce(buffer.array, _sent_op(pg, engine_op, tensor), async_op)
     return _complete(pg, "all_reduce", pending, async_op, buffer.write_back,
                      _averager(pg, engine_op, tensor))
@@ -162,7 +169,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
     engine_op = _engine_op(op, tensor)
     _check_device(pg, "reduce", tensor)
     _verify_same_call(pg, "reduce", tensor)
-    buffer = FlatBuffer(tensor)
+    buffer = _reduced(pg, tensor)
     pending = pg.engine.reduce(buffer.array, _sent_op(pg, engine_op, tensor), root, async_op)
     divide = _averager(pg, engine_op, tensor) if pg.rank() == root else None
     return _complete(pg, "reduce", pending, async_op, buffer.write_back, divide)
@@ -233,8 +240,8 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     _check_sized(pg, "reduce_scatter_tensor", input, output, pg.size())
     _check_device(pg, "reduce_scatter", output, input)
     _verify_same_call(pg, "reduce_scatter_tensor", input)
-    result = FlatBuffer(output)
-    pending = pg.engine.reduce_scatter(FlatBuffer(input).array, result.array,
+    result = _reduced(pg, output)
+    pending = pg.engine.reduce_scatter(_reduced(pg, input).array, result.array,
                                        _sent_op(pg, engine_op, input), async_op)
     return _complete(pg, "reduce_scatter_tensor", pending, async_op, result.write_back,
                      _averager(pg, engine_op, output))

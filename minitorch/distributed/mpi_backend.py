@@ -3,6 +3,7 @@ blocking ones under the watchdog, non-blocking ones as MPI requests."""
 import os
 import time
 
+from .. import dtypes
 from .reduce_op import ReduceOp
 
 
@@ -73,6 +74,7 @@ class MPIBackend:
     name = "mpi"
     device_type = "cpu"
     native_avg = False
+    widened = frozenset({dtypes.bfloat16})     # MPI has no bfloat16: reduced as float32
 
     def __init__(self, MPI, comm, watchdog, timeout_s):
         self.MPI, self.comm, self.watchdog, self.timeout_s = MPI, comm, watchdog, timeout_s

@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 
+from .. import dtypes
 from .reduce_op import ReduceOp
 
 
@@ -91,6 +92,7 @@ class NCCLBackend:
     """Arrays are 1-d contiguous cupy arrays on the communicator's GPU."""
     name = "nccl"
     device_type = "cuda"
+    widened = frozenset({dtypes.bfloat16, dtypes.int16})     # reduced as float32 / int64
 
     def __init__(self, cupy, nccl, communicator, rank, size, timeout_s):
         self.cupy, self.nccl, self.comm = cupy, nccl, communicator
@@ -98,8 +100,15 @@ class NCCLBackend:
         self.device_index = communicator.device_id()     # the GPU current at creation
         self._dtypes = {np.dtype(np.float32): nccl.NCCL_FLOAT32,
                         np.dtype(np.float64): nccl.NCCL_FLOAT64,
+                        np.dtype(np.float16): nccl.NCCL_FLOAT16,
                         np.dtype(np.int64): nccl.NCCL_INT64,
+                        np.dtype(np.int32): nccl.NCCL_INT32,
+                        np.dtype(np.int8): nccl.NCCL_INT8,
                         np.dtype(np.uint8): nccl.NCCL_UINT8}
+        # storages without an NCCL type (bfloat16's uint16 bits, int16) travel as a type of
+        # their size; reductions of them are widened first (`widened`)
+        self._same_size = {1: nccl.NCCL_UINT8, 2: nccl.NCCL_FLOAT16, 4: nccl.NCCL_FLOAT32,
+                           8: nccl.NCCL_FLOAT64}
         self._ops = {ReduceOp.SUM: nccl.NCCL_SUM, ReduceOp.PRODUCT: nccl.NCCL_PROD,
                      ReduceOp.MIN: nccl.NCCL_MIN, ReduceOp.MAX: nccl.NCCL_MAX}
         average = getattr(nccl, "NCCL_AVG", None)   # NCCL >= 2.10
@@ -116,7 +125,8 @@ class NCCLBackend:
         return StreamEvent(self.cupy) if async_op else None
 
     def _type(self, array):
-        return self._dtypes[array.dtype]
+        kind = self._dtypes.get(array.dtype)
+        return self._same_size[array.dtype.itemsize] if kind is None else kind
 
     def allreduce(self, array, op, async_op):
         ptr = array.data.ptr

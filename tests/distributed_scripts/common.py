@@ -4,17 +4,23 @@ import numpy as np
 
 import minitorch as mt
 
-DTYPES = {"float32": mt.float32, "float64": mt.float64, "int64": mt.int64, "uint8": mt.uint8,
-          "bool": mt.bool}
+DTYPES = {"float32": mt.float32, "float64": mt.float64, "float16": mt.float16,
+          "bfloat16": mt.bfloat16, "int64": mt.int64, "int32": mt.int32, "int16": mt.int16,
+          "int8": mt.int8, "uint8": mt.uint8, "bool": mt.bool}
+HALF = ("float16", "bfloat16")      # numpy has no bfloat16: its data is float32 numpy arrays
 
 
 def rank_data(rank, shape, dtype_name, salt=0):
-    """Small values (products of a few ranks' uint8 values must not wrap)."""
+    """Small values (products of a few ranks' int8 values must not wrap; 16-bit floats hold
+    the halves exactly, so sums and products of a few ranks' are exact too)."""
     rng = np.random.default_rng(1000 * rank + salt)
     if dtype_name == "bool":
         return rng.random(shape) < 0.5
-    if dtype_name in ("uint8", "int64"):
+    if dtype_name.startswith(("int", "uint")):
         return rng.integers(1, 4, shape).astype(dtype_name)
+    if dtype_name in HALF:
+        return (rng.integers(-4, 5, shape) / 2).astype(np.float32 if dtype_name == "bfloat16"
+                                                        else np.float16)
     return rng.standard_normal(shape).astype(dtype_name)
 
 
@@ -33,6 +39,9 @@ def expect(kind, fragment, call):
 
 
 def assert_close(actual, expected, what, rtol=1e-5, atol=1e-6):
+    if isinstance(actual, mt.Tensor) and actual.dtype in (mt.float16, mt.bfloat16):
+        rtol = atol = 1e-2      # an average of 3 ranks' halves is rounded to 16 bits
+        actual = actual.float() if actual.dtype is mt.bfloat16 else actual
     actual = actual.numpy() if isinstance(actual, mt.Tensor) else np.asarray(actual)
     expected = np.asarray(expected)
     if actual.shape != expected.shape or actual.dtype != expected.dtype:

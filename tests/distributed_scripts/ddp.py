@@ -141,6 +141,22 @@ for cap in (None, 0.0005):
                      atol=1e-5)
     checks += 1
 
+# 16-bit parameters: their gradients are scaled in a widened kernel, and bfloat16 (which MPI
+# cannot add) is all-reduced as float32; rank r's input is r + 1, so the average weight
+# gradient is the mean of (r + 1) * 3 over ranks (exact in 16 bits for these few ranks)
+for dtype in (mt.float16, mt.bfloat16):
+    for cap in (None, 0.0005):     # a weight in the shared bucket, then in its own (in place)
+        mt.manual_seed(0)
+        layer = nn.Linear(40, 8).to(dtype)
+        ddp = nn.parallel.DistributedDataParallel(layer, bucket_cap_mb=cap)
+        ddp(mt.full((3, 40), float(rank + 1), dtype=dtype)).sum().backward()
+        mean = 3 * (world + 1) / 2
+        assert_close(layer.weight.grad, np.full((8, 40), mean, np.float32 if dtype is
+                     mt.bfloat16 else np.float16), f"DDP {dtype} weight, cap {cap}")
+        assert_close(layer.bias.grad, np.full(8, 3, np.float32 if dtype is mt.bfloat16 else
+                     np.float16), f"DDP {dtype} bias, cap {cap}")
+        checks += 1
+
 # buffers follow rank 0 at each forward (broadcast_buffers)
 norm = nn.BatchNorm1d(3)
 ddp = nn.parallel.DistributedDataParallel(norm)

@@ -113,6 +113,24 @@ for dtype, code in ((mt.float32, 7), (mt.float64, 8), (mt.int64, 4), (mt.uint8, 
     assert_close(t.cpu(), np.array([1, 0, 1], dtype=dtype.numpy_dtype), f"all_reduce {dtype}")
     checks += 1
 
+for dtype, code in ((mt.float16, 6), (mt.int32, 2), (mt.int8, 0)):   # NCCL's own types
+    t = mt.tensor([1, 0, 3], dtype=dtype, device="cuda")
+    calls.clear()
+    dist.all_reduce(t)
+    assert calls == [("allReduce", t.data_ptr(), t.data_ptr(), 3, code, 0, 0)], calls
+    checks += 1
+for dtype, code in ((mt.bfloat16, 7), (mt.int16, 4)):   # no NCCL type: summed widened
+    t = mt.tensor([1, 0, 3], dtype=dtype, device="cuda")
+    calls.clear()
+    dist.all_reduce(t)
+    assert len(calls) == 1 and calls[0][0] == "allReduce" and calls[0][1] != t.data_ptr() \
+        and calls[0][3:5] == (3, code), calls
+    assert t.tolist() == [1, 0, 3], t
+    calls.clear()
+    dist.broadcast(t, src=0)                 # bytes move as a type of their size
+    assert calls == [("bcast", t.data_ptr(), t.data_ptr(), 3, 6, 0, 0)], calls
+    checks += 1
+
 t = mt.arange(6.0, device="cuda").reshape(2, 3)
 calls.clear()
 dist.all_reduce(t, op=dist.ReduceOp.AVG)
