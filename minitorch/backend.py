@@ -67,13 +67,15 @@ class KernelBackend(Protocol):
         """out = the input gradient of softmax (log_softmax) rows of length n, from the
         output y and its gradient g: y * (g - sum(g * y)) (g - exp(y) * sum(g))."""
 
-    def cross_entropy_rows(self, a, target, picked, n):
+    def cross_entropy_rows(self, a, target, picked, stats, n):
         """picked[r] = log_softmax(row r of compact float a)[target[r]] for length-n rows (the
-        int64 targets checked in [0, n) first: IndexError, nothing written)."""
+        int64 targets checked in [0, n) first: IndexError, nothing written); stats[2r] and
+        stats[2r + 1] get the row's max and log Σ exp(x − max)."""
 
-    def cross_entropy_rows_backward(self, coef, a, target, out, n):
+    def cross_entropy_rows_backward(self, coef, a, target, stats, out, n):
         """out[r, j] = coef[r]·[j = target[r]] − softmax(row r of a)[j]·coef[r]: the input
-        gradient of cross_entropy_rows for a gradient coef[r] at each picked value."""
+        gradient of cross_entropy_rows for a gradient coef[r] at each picked value, the
+        softmax from the forward's stats."""
 
     def norm_rows(self, x, weight, bias, y, mean, rstd, n, inner=1, groups=1, eps=1e-5,
                   rms=False, segments=1):

@@ -82,9 +82,35 @@ def test_bad_targets_raise_torchs_error_naming_the_first(device, targets, first_
 def test_the_kernels_check_their_operands():
     from minitorch import _cpu
     a = np.zeros(6, np.float32)
+    stats = np.empty(4, np.float32)
     with pytest.raises(IndexError, match="index 3 is out of bounds for dimension with size 3"):
-        _cpu.cross_entropy_rows(a, np.array([0, 3], np.int64), np.empty(2, np.float32), 3)
+        _cpu.cross_entropy_rows(a, np.array([0, 3], np.int64), np.empty(2, np.float32), stats,
+                                3)
     with pytest.raises(TypeError, match="int64"):
-        _cpu.cross_entropy_rows(a, np.array([0, 1], np.int32), np.empty(2, np.float32), 3)
+        _cpu.cross_entropy_rows(a, np.array([0, 1], np.int32), np.empty(2, np.float32), stats,
+                                3)
     with pytest.raises(ValueError, match="rows of length 4"):
-        _cpu.cross_entropy_rows(a, np.array([0, 1], np.int64), np.empty(2, np.float32), 4)
+        _cpu.cross_entropy_rows(a, np.array([0, 1], np.int64), np.empty(2, np.float32), stats,
+                                4)
+    with pytest.raises(ValueError, match="stats must hold 4 values"):
+        _cpu.cross_entropy_rows(a, np.array([0, 1], np.int64), np.empty(2, np.float32),
+                                np.empty(2, np.float32), 3)
+    with pytest.raises(ValueError, match="stats must hold 4 values"):
+        _cpu.cross_entropy_rows_backward(np.ones(2, np.float32), a, np.array([0, 1], np.int64),
+                                         np.empty(4, np.float64), np.empty(6, np.float32), 3)
+
+
+@pytest.mark.parametrize("dtype", [mt.float16, mt.bfloat16], ids=str)
+def test_16_bit_scores_match_the_composed_path(device, dtype):
+    # the kernel runs widened; the saved row statistics stay in float32 between the passes
+    x = np.random.default_rng(3).standard_normal((7, 65)) * 3
+    target = mt.tensor([0, 64, 3, 3, 17, 9, 40], device=device)
+    results = []
+    for loss_fn in (F.cross_entropy, _composed):
+        scores = mt.tensor(x, dtype=dtype, device=device).requires_grad_()
+        loss = loss_fn(scores, target)
+        loss.backward()
+        results.append((loss.float().item(), scores.grad.float().cpu().numpy()))
+    (fused_loss, fused_grad), (loss, grad) = results
+    assert abs(fused_loss - loss) <= 1e-2 * abs(loss)
+    np.testing.assert_allclose(fused_grad, grad, rtol=2e-2, atol=1e-3)

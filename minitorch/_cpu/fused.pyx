@@ -21,11 +21,37 @@ DTYPE_NAMES = ("float32", "float64", "int64", "bool")
 # row reductions in LANES running partials: a single running max or sum is a chain of dependent
 # operations (3-4 cycles each) that gcc may not reorder (no -ffast-math), so a 256-wide row cost
 # ~2 ns per element; LANES independent partials are one vector operation per LANES elements.
-# The sum's order is then lane by lane, like torch's vectorized reductions.
+# The partials are then combined as a tree (8 + 8, 4 + 4, 2 + 2, 1 + 1: four vector steps, as
+# torch's vectorized reductions end), not one after another: for short rows (a 65-class
+# cross-entropy) sixteen dependent scalar steps per row were a third of the kernel.
 # ---------------------------------------------------------------------------------------------
 
 cdef enum:
     LANES = 16
+
+
+cdef inline real lanes_total(real* acc) noexcept nogil:
+    """Σ acc[0:LANES] as a tree (acc is overwritten)."""
+    cdef Py_ssize_t l
+    for l in range(8):
+        acc[l] = acc[l] + acc[l + 8]
+    for l in range(4):
+        acc[l] = acc[l] + acc[l + 4]
+    for l in range(2):
+        acc[l] = acc[l] + acc[l + 2]
+    return acc[0] + acc[1]
+
+
+cdef inline real lanes_max(real* acc) noexcept nogil:
+    """max acc[0:LANES] as a tree (acc is overwritten; NaN is the caller's)."""
+    cdef Py_ssize_t l
+    for l in range(8):
+        acc[l] = acc[l + 8] if acc[l + 8] > acc[l] else acc[l]
+    for l in range(4):
+        acc[l] = acc[l + 4] if acc[l + 4] > acc[l] else acc[l]
+    for l in range(2):
+        acc[l] = acc[l + 2] if acc[l + 2] > acc[l] else acc[l]
+    return acc[1] if acc[1] > acc[0] else acc[0]
 
 
 cdef inline real row_max(const real* xr, Py_ssize_t n) noexcept nogil:
@@ -42,8 +68,7 @@ cdef inline real row_max(const real* xr, Py_ssize_t n) noexcept nogil:
         for l in range(LANES):
             v = xr[j + l]
             acc[l] = v if v > acc[l] else acc[l]
-    for l in range(LANES):
-        peak = acc[l] if acc[l] > peak else peak
+    peak = lanes_max(acc)
     for j in range(full, n):
         peak = xr[j] if xr[j] > peak else peak
     for j in range(n):
@@ -62,11 +87,10 @@ cdef inline void lane_add(real* acc, const real* v, Py_ssize_t count) noexcept n
 cdef inline real lane_sum(const real* v, Py_ssize_t n, real* acc) noexcept nogil:
     """Σ v over the row: LANES partials (acc, initialised by the caller and also fed by earlier
     blocks of the same row), then the tail past the last full group, in order."""
-    cdef Py_ssize_t j, l, full = n - n % LANES
-    cdef real total = 0
+    cdef Py_ssize_t j, full = n - n % LANES
+    cdef real total
     lane_add(acc, v, full)
-    for l in range(LANES):
-        total = total + acc[l]
+    total = lanes_total(acc)
     for j in range(full, n):
         total = total + v[j]
     return total
@@ -109,8 +133,7 @@ cdef inline real row_dot(const real* a, const real* b, Py_ssize_t n) noexcept no
     for j in range(0, full, 16):   # LANES
         for l in range(LANES):
             acc[l] = acc[l] + a[j + l] * b[j + l]
-    for l in range(LANES):
-        total = total + acc[l]
+    total = lanes_total(acc)
     for j in range(full, n):
         total = total + a[j] * b[j]
     return total
@@ -211,29 +234,50 @@ cdef void softmax_backward_part(int dt, const void* g, const void* y, void* o, P
 # gradient c·onehot − c·softmax (backward), without the (rows, n) log_softmax matrix that
 # log_softmax followed by nll_loss would write and read back. The arithmetic is softmax_rows'
 # and log_softmax's backward operation for operation, so the results are the composed path's
-# bits.
+# bits. The forward keeps each row's max and log Σ exp(x − max) (`stats`, two values per row),
+# so the backward is one exponential per element and no reduction.
 # ---------------------------------------------------------------------------------------------
 
-cdef inline void row_peak_log_total(const real* xr, Py_ssize_t n, real* peak,
-                                    real* log_total) noexcept nogil:
-    cdef real p = row_max(xr, n)
-    cdef real total = exp_sum(xr, NULL, n, p)
-    peak[0] = p
-    log_total[0] = vlogf(total) if real is float else vlog(total)
+cdef enum:
+    ROW_BLOCK = 64      # rows whose log-sums are taken together (one vector loop, not a scalar
+                        # polynomial per row: that was half of a 65-class forward)
+
+
+cdef inline void log_each(real* v, Py_ssize_t count) noexcept nogil:
+    cdef Py_ssize_t i
+    if real is float:
+        for i in range(count):
+            v[i] = vlogf(v[i])
+    else:
+        for i in range(count):
+            v[i] = vlog(v[i])
 
 
 cdef void cross_entropy_rows_part(const real* x, const int64_t* target, real* picked,
-                                  Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t n) noexcept nogil:
-    """picked[r] = log_softmax(x[r])[target[r]] for rows [r0, r1)."""
-    cdef Py_ssize_t r
-    cdef real peak, log_total
-    for r in range(r0, r1):
-        row_peak_log_total(x + r * n, n, &peak, &log_total)
-        picked[r] = (x[r * n + target[r]] - peak) - log_total
+                                  real* stats, Py_ssize_t r0, Py_ssize_t r1,
+                                  Py_ssize_t n) noexcept nogil:
+    """picked[r] = log_softmax(x[r])[target[r]] for rows [r0, r1), and stats[2r], stats[2r + 1]
+    = the row's max and log Σ exp(x − max)."""
+    cdef real log_totals[ROW_BLOCK]
+    cdef Py_ssize_t first = r0, count, i, r
+    cdef real peak
+    while first < r1:
+        count = min(<Py_ssize_t>ROW_BLOCK, r1 - first)
+        for i in range(count):
+            r = first + i
+            peak = row_max(x + r * n, n)
+            stats[2 * r] = peak
+            log_totals[i] = exp_sum(x + r * n, NULL, n, peak)
+        log_each(log_totals, count)
+        for i in range(count):
+            r = first + i
+            stats[2 * r + 1] = log_totals[i]
+            picked[r] = (x[r * n + target[r]] - stats[2 * r]) - log_totals[i]
+        first += count
 
 
 cdef void cross_entropy_backward_part(const real* coef, const real* x, const int64_t* target,
-                                      real* o, Py_ssize_t r0, Py_ssize_t r1,
+                                      const real* stats, real* o, Py_ssize_t r0, Py_ssize_t r1,
                                       Py_ssize_t n) noexcept nogil:
     """o[r, j] = c·[j = target[r]] − exp(log_softmax(x[r])[j])·c, c = coef[r] (log_softmax's
     backward of a gradient that is c at the target and 0 elsewhere)."""
@@ -245,7 +289,8 @@ cdef void cross_entropy_backward_part(const real* coef, const real* x, const int
         xr = x + r * n
         orow = o + r * n
         c = coef[r]
-        row_peak_log_total(xr, n, &peak, &log_total)
+        peak = stats[2 * r]
+        log_total = stats[2 * r + 1]
         for j in range(n):
             orow[j] = 0 - r_exp((xr[j] - peak) - log_total) * c
         t = target[r]
@@ -270,8 +315,16 @@ cdef int check_targets(cnp.ndarray target, Py_ssize_t m, Py_ssize_t n, str op) e
     return 0
 
 
-def cross_entropy_rows(cnp.ndarray a, cnp.ndarray target, cnp.ndarray picked, Py_ssize_t n):
-    """picked[r] = log_softmax(row r of compact a)[target[r]] for length-n rows; targets are
+cdef int check_stats(cnp.ndarray stats, int dt, Py_ssize_t m, str op) except -1:
+    if buffer_dtype(stats, op, True) != dt or cnp.PyArray_SIZE(stats) != 2 * m:
+        raise ValueError(f"{op}: stats must hold {2 * m} values of the input's dtype")
+    return 0
+
+
+def cross_entropy_rows(cnp.ndarray a, cnp.ndarray target, cnp.ndarray picked,
+                       cnp.ndarray stats, Py_ssize_t n):
+    """picked[r] = log_softmax(row r of compact a)[target[r]] for length-n rows, and stats[2r],
+    stats[2r + 1] = the row's max and log Σ exp(x − max) (for the backward); targets are
     checked first (IndexError, nothing written)."""
     cdef int dt = buffer_dtype(a, "cross_entropy_rows")
     cdef Py_ssize_t m, t
@@ -284,44 +337,51 @@ def cross_entropy_rows(cnp.ndarray a, cnp.ndarray target, cnp.ndarray picked, Py
     m = cnp.PyArray_SIZE(a) // n
     if buffer_dtype(picked, "cross_entropy_rows", True) != dt or cnp.PyArray_SIZE(picked) != m:
         raise ValueError(f"cross_entropy_rows: picked must hold {m} values of the input's dtype")
+    check_stats(stats, dt, m, "cross_entropy_rows")
     check_targets(target, m, n, "cross_entropy_rows")
     cdef int nt = threads_for(m * n) if m > 1 else 1
     cdef const void* pa = cnp.PyArray_DATA(a)
     cdef const int64_t* pt = <const int64_t*>cnp.PyArray_DATA(target)
     cdef void* pp = cnp.PyArray_DATA(picked)
+    cdef void* ps = cnp.PyArray_DATA(stats)
     with nogil:
         for t in prange(nt, num_threads=nt, schedule="static"):
             if dt == DT_F32:
-                cross_entropy_rows_part(<const float*>pa, pt, <float*>pp, m * t // nt,
-                                        m * (t + 1) // nt, n)
+                cross_entropy_rows_part(<const float*>pa, pt, <float*>pp, <float*>ps,
+                                        m * t // nt, m * (t + 1) // nt, n)
             else:
-                cross_entropy_rows_part(<const double*>pa, pt, <double*>pp, m * t // nt,
-                                        m * (t + 1) // nt, n)
+                cross_entropy_rows_part(<const double*>pa, pt, <double*>pp, <double*>ps,
+                                        m * t // nt, m * (t + 1) // nt, n)
 
 
 def cross_entropy_rows_backward(cnp.ndarray coef, cnp.ndarray a, cnp.ndarray target,
-                                cnp.ndarray out, Py_ssize_t n):
+                                cnp.ndarray stats, cnp.ndarray out, Py_ssize_t n):
     """out[r, j] = coef[r]·[j = target[r]] − softmax(row r of a)[j]·coef[r]: the gradient at the
-    scores of cross_entropy_rows for a gradient coef[r] at each picked value."""
+    scores of cross_entropy_rows for a gradient coef[r] at each picked value, from the forward's
+    stats."""
     cdef int dt = check_rows(a, out, n, "cross_entropy_rows_backward")
     cdef Py_ssize_t m = cnp.PyArray_SIZE(a) // n, t
     if buffer_dtype(coef, "cross_entropy_rows_backward") != dt or cnp.PyArray_SIZE(coef) != m:
         raise ValueError(f"cross_entropy_rows_backward: coef must hold {m} values of the "
                          "input's dtype")
+    check_stats(stats, dt, m, "cross_entropy_rows_backward")
     check_targets(target, m, n, "cross_entropy_rows_backward")
     cdef int nt = threads_for(m * n) if m > 1 else 1
     cdef const void* pc = cnp.PyArray_DATA(coef)
     cdef const void* pa = cnp.PyArray_DATA(a)
     cdef const int64_t* pt = <const int64_t*>cnp.PyArray_DATA(target)
+    cdef const void* ps = cnp.PyArray_DATA(stats)
     cdef void* po = cnp.PyArray_DATA(out)
     with nogil:
         for t in prange(nt, num_threads=nt, schedule="static"):
             if dt == DT_F32:
-                cross_entropy_backward_part(<const float*>pc, <const float*>pa, pt, <float*>po,
-                                            m * t // nt, m * (t + 1) // nt, n)
+                cross_entropy_backward_part(<const float*>pc, <const float*>pa, pt,
+                                            <const float*>ps, <float*>po, m * t // nt,
+                                            m * (t + 1) // nt, n)
             else:
                 cross_entropy_backward_part(<const double*>pc, <const double*>pa, pt,
-                                            <double*>po, m * t // nt, m * (t + 1) // nt, n)
+                                            <const double*>ps, <double*>po, m * t // nt,
+                                            m * (t + 1) // nt, n)
 
 
 def softmax_last(cnp.ndarray a, cnp.ndarray out, Py_ssize_t n, bint log=False):

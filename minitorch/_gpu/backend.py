@@ -651,31 +651,39 @@ class GpuBackend:
                          (g, y, out, I64(g.size // n), I64(n), I32(bool(log))))
 
     @_on_device
-    def cross_entropy_rows(self, a, target, picked, n):
+    def cross_entropy_rows(self, a, target, picked, stats, n):
         """picked[r] = log_softmax(row r of compact float a)[target[r]] (targets checked on
-        the host first): one warp per row."""
+        the host first) and the row's max and log Σ exp(x − max) in stats: one warp per row."""
         name, rows = self._float_rows(a, n, "cross_entropy_rows")
         self._check_targets(target, rows, n, "cross_entropy_rows")
         if C.dtype_name(picked, "cross_entropy_rows") != name or picked.size != rows:
             raise ValueError(f"cross_entropy_rows: picked must hold {rows} values of the "
                              "input's dtype")
+        self._check_stats(stats, name, rows, "cross_entropy_rows")
         if rows:
             self._launch("fused", name, f"cross_entropy_rows_kernel<{L.CTYPES[name]}>",
-                         L.row_warp_grid(rows), (a, target, picked, I64(rows), I64(n)))
+                         L.row_warp_grid(rows), (a, target, picked, stats, I64(rows), I64(n)))
 
     @_on_device
-    def cross_entropy_rows_backward(self, coef, a, target, out, n):
-        """out[r, j] = coef[r]·[j = target[r]] − softmax(row r of a)[j]·coef[r]."""
+    def cross_entropy_rows_backward(self, coef, a, target, stats, out, n):
+        """out[r, j] = coef[r]·[j = target[r]] − softmax(row r of a)[j]·coef[r], the softmax
+        from the forward's stats."""
         name = self._softmax_rows(a, out, n, "cross_entropy_rows_backward")    # out against a
         rows = a.size // n
         self._check_targets(target, rows, n, "cross_entropy_rows_backward")
         if C.dtype_name(coef, "cross_entropy_rows_backward") != name or coef.size != rows:
             raise ValueError(f"cross_entropy_rows_backward: coef must hold {rows} values of "
                              "the input's dtype")
+        self._check_stats(stats, name, rows, "cross_entropy_rows_backward")
         if rows:
             self._launch("fused", name,
                          f"cross_entropy_rows_backward_kernel<{L.CTYPES[name]}>",
-                         L.row_warp_grid(rows), (coef, a, target, out, I64(rows), I64(n)))
+                         L.row_warp_grid(rows), (coef, a, target, stats, out, I64(rows), I64(n)))
+
+    @staticmethod
+    def _check_stats(stats, name, rows, op):
+        if C.dtype_name(stats, op) != name or stats.size != 2 * rows:
+            raise ValueError(f"{op}: stats must hold {2 * rows} values of the input's dtype")
 
     def _check_targets(self, target, rows, n, op):
         """One class per row, each in [0, n), checked on the host before a kernel reads them."""

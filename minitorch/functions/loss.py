@@ -50,7 +50,10 @@ def _reduced_loss(picked, w, reduction, denominator_like):
         picked = picked.binary(B.MUL, w)
     if reduction == "none":
         return picked.unary(U.NEG)
-    total = picked.reduce(ReduceOp.SUM).unary(U.NEG)
+    total = picked.reduce(ReduceOp.SUM)
+    if reduction == "mean" and w is None:       # -(Σ) / M is Σ / (-M), bit for bit: one op
+        return total.binary(B.DIV, _negative_count(picked.shape[0], denominator_like))
+    total = total.unary(U.NEG)
     if reduction == "mean":
         total = total.binary(B.DIV, _denominator(w, picked.shape[0], denominator_like))
     return total
@@ -59,6 +62,8 @@ def _reduced_loss(picked, w, reduction, denominator_like):
 def _row_coefficients(g, target, w, reduction):
     """d loss / d scores[i, target[i]] for incoming gradient g: -g·w[i] (/Σw for 'mean')."""
     rows = target.shape[0]
+    if reduction == "mean" and w is None:       # -g / M as g / (-M): one kernel
+        return g.reshape((1,)).expand((rows,)).binary(B.DIV, _negative_count(rows, g))
     if reduction == "none":
         coef = g.unary(U.NEG)
     else:
@@ -73,9 +78,13 @@ def _row_coefficients(g, target, w, reduction):
     return coef
 
 
+def _negative_count(rows, like):
+    return scalar_array(-rows, like.dtype, like.device)
+
+
 def _denominator(w, rows, like):
     if w is None:
-        return NDArray.full((), rows, like.dtype, like.device)
+        return scalar_array(rows, like.dtype, like.device)
     return w.reduce(ReduceOp.SUM)
 
 
@@ -102,11 +111,13 @@ class CrossEntropyRows(KernelFunction):
     def forward(ctx, scores, target, w, reduction):
         nd = scores._data.compact()
         picked = nd._new((nd.shape[0],))
+        # each row's max and log-sum-exp, in the compute dtype (16-bit scores keep them exact)
+        stats = nd._new((nd.shape[0], 2), nd.dtype.compute)
         if picked.size:
             nd.backend.cross_entropy_rows(nd.flat(), target.compact().flat(), picked.buffer,
-                                          nd.shape[1])
+                                          stats.buffer, nd.shape[1])
         ctx.save_for_backward(scores)
-        ctx.target, ctx.w, ctx.reduction = target, w, reduction
+        ctx.target, ctx.w, ctx.reduction, ctx.stats = target, w, reduction, stats
         return wrap(_reduced_loss(picked, w, reduction, nd))
 
     @staticmethod
@@ -119,8 +130,8 @@ class CrossEntropyRows(KernelFunction):
         grad = nd._new(nd.shape)
         if grad.size:
             nd.backend.cross_entropy_rows_backward(coef.compact().flat(), nd.flat(),
-                                                   ctx.target.compact().flat(), grad.buffer,
-                                                   nd.shape[1])
+                                                   ctx.target.compact().flat(),
+                                                   ctx.stats.buffer, grad.buffer, nd.shape[1])
         return wrap(grad), None, None, None
 
 

@@ -86,21 +86,27 @@ softmax_backward_rows_kernel(const T* __restrict__ g, const T* __restrict__ y, T
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
 cross_entropy_rows_kernel(const T* __restrict__ a, const i64* __restrict__ target,
-                          T* __restrict__ picked, i64 rows, i64 n) {
+                          T* __restrict__ picked, T* __restrict__ stats, i64 rows, i64 n) {
     const int lane = threadIdx.x & 31;
     for (i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32; row < rows;
          row += (i64)gridDim.x * (blockDim.x / 32)) {
     const T* x = a + row * n;
     T peak, total;
     row_peak_total(x, n, lane, peak, total);
-    if (lane == 0) picked[row] = (x[target[row]] - peak) - m_log(total);
+    if (lane == 0) {
+        const T log_total = m_log(total);
+        picked[row] = (x[target[row]] - peak) - log_total;
+        stats[2 * row] = peak;              // the backward's softmax, without the reductions
+        stats[2 * row + 1] = log_total;
+    }
     }
 }
 
 template <typename T>
 __global__ void __launch_bounds__(THREADS)
 cross_entropy_rows_backward_kernel(const T* __restrict__ coef, const T* __restrict__ a,
-                                   const i64* __restrict__ target, T* __restrict__ out,
+                                   const i64* __restrict__ target,
+                                   const T* __restrict__ stats, T* __restrict__ out,
                                    i64 rows, i64 n) {
     const int lane = threadIdx.x & 31;
     for (i64 row = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / 32; row < rows;
@@ -109,9 +115,7 @@ cross_entropy_rows_backward_kernel(const T* __restrict__ coef, const T* __restri
     T* o = out + row * n;
     const T c = coef[row];
     const i64 t = target[row];
-    T peak, total;
-    row_peak_total(x, n, lane, peak, total);
-    const T log_total = m_log(total);
+    const T peak = stats[2 * row], log_total = stats[2 * row + 1];
     for (i64 j = lane; j < n; j += 32)
         o[j] = (j == t ? c : T(0)) - m_exp((x[j] - peak) - log_total) * c;
     }
