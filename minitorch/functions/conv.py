@@ -171,13 +171,16 @@ def _check_conv_dtypes(x, weight, bias):
 # w @ rows[n]ᵀ, instead of the tall NHWC product and a transposing bias add: 0.57 vs 1.04 ms for
 # conv(1→16, 3x3) on a 128-image MNIST batch, but 1.57 vs 1.32 ms at K = 27 (measured).
 DIRECT_NCHW_MAX_K = 16
-# GEMM rows are built and used a chunk of images at a time, about this many bytes, so that they
-# are read back from cache rather than memory (conv(16→32) forward + backward on a 128-image
-# batch: 6.2 ms in chunks of 16 images vs 7.0 ms whole; measured). A quarter of a 1 MiB L2:
-# a backward then rebuilds each chunk's rows from the padded input into cache instead of
-# reading the forward's whole rows back from memory (bench/workloads.py dcgan step, same
-# process, alternating: 19.2 vs 17.8 ms at 2 MiB; style_net 12.6 vs 12.3 ms; conv(1→16) on a
-# 128-image MNIST batch, forward + backward: 9.0 vs 7.0 ms; measured).
+# GEMM rows are built and used a chunk of images at a time, about this many bytes per thread,
+# so that they are read back from cache rather than memory (conv(16→32) forward + backward on
+# a 128-image batch: 6.2 ms in chunks of 16 images vs 7.0 ms whole; measured). A quarter of a
+# 1 MiB L2: a backward then rebuilds each chunk's rows from the padded input into cache
+# instead of reading the forward's whole rows back from memory (bench/workloads.py dcgan step,
+# same process, alternating: 19.2 vs 17.8 ms at 2 MiB; style_net 12.6 vs 12.3 ms; conv(1→16)
+# on a 128-image MNIST batch, forward + backward: 9.0 vs 7.0 ms; measured). Per thread because
+# a chunk's GEMM is shared out among the threads: at 2 threads dcgan's 128-row products barely
+# scaled (its 2-thread step, same process, alternating: 11.84 / 12.30 ms at 256 KiB per chunk,
+# 10.94 / 11.32 ms at 256 KiB per thread; 1 thread unchanged).
 CHUNK_BYTES = 256 << 10
 # Output positions per image from which a first layer's weight gradient is one product per image,
 # g (OC, OH·OW) read as it is, summed over images, rather than one GEMM over the chunk with g
@@ -228,7 +231,8 @@ def _chunks(nd, rows_per_image, k):
     n = nd.shape[0]
     if nd.device.type != "cpu":
         return [(0, n)]
-    step = max(1, CHUNK_BYTES // max(1, rows_per_image * k * nd.dtype.itemsize))
+    chunk = CHUNK_BYTES * nd.backend.get_num_threads()
+    step = max(1, chunk // max(1, rows_per_image * k * nd.dtype.itemsize))
     return [(i, min(n, i + step)) for i in range(0, n, step)]
 
 
