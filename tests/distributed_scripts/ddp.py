@@ -40,10 +40,11 @@ def shard(t):
     return t[rank * PER_RANK:(rank + 1) * PER_RANK]
 
 
-def train(build, distributed, bucket_cap_mb=None):
+def train(build, distributed, bucket_cap_mb=None, as_views=False):
     mt.manual_seed(rank if distributed else 0)     # DDP must broadcast rank 0's weights
     model = build()
-    net = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb) \
+    net = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb,
+                                              gradient_as_bucket_view=as_views) \
         if distributed else model
     optimizer = mt.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
     for step in range(STEPS):
@@ -60,10 +61,33 @@ checks = 0
 for build in (mlp, cnn):
     reference = train(build, False)
     for cap in (None, 0.0005):             # one bucket; several (in-order launches)
-        for got, want in zip(train(build, True, cap), reference):
-            assert_close(got, want, f"DDP {build.__name__} bucket_cap_mb={cap}", rtol=1e-4,
-                         atol=1e-5)
-        checks += 1
+        for as_views in (False, True):
+            for got, want in zip(train(build, True, cap, as_views), reference):
+                assert_close(got, want, f"DDP {build.__name__} bucket_cap_mb={cap} "
+                             f"gradient_as_bucket_view={as_views}", rtol=1e-4, atol=1e-5)
+            checks += 1
+
+# gradient_as_bucket_view: each .grad is its bucket's memory, holding the average, also when
+# gradients accumulate across backwards without zero_grad
+mt.manual_seed(0)
+model = mlp()
+ddp = nn.parallel.DistributedDataParallel(model, gradient_as_bucket_view=True)
+sums = [np.zeros(p.shape) for p in model.parameters()]
+for micro in range(2):
+    images, labels = global_batch(0, micro)
+    full = mlp()
+    full.load_state_dict(model.state_dict())
+    F.cross_entropy(full(images), labels).backward()    # the global batch's mean gradient
+    for total, p in zip(sums, full.parameters()):
+        total += p.grad.numpy()
+    F.cross_entropy(ddp(shard(images)), shard(labels)).backward()
+bucket = ddp._buckets[0]
+for p, total in zip(model.parameters(), sums):
+    assert_close(p.grad, total.astype(np.float32), "gradient_as_bucket_view accumulation",
+                 rtol=1e-4, atol=1e-5)
+    start = bucket.tensor.data_ptr()
+    assert start <= p.grad.data_ptr() < start + bucket.tensor.numel() * 4, "grad is a view"
+checks += 1
 
 # no_sync: two local micro-batches accumulate, the third backward averages the sums
 mt.manual_seed(0)

@@ -15,9 +15,11 @@ SOLO_BYTES = 256 * 1024
 class Bucket:
     """Parameters sharing one flat gradient buffer (a 1-d tensor of their dtype and device).
     Each backward: take() every parameter's gradient (multiplied by `factor` on the way in),
-    then all-reduce `tensor`; results() gives the averages to write back into .grad."""
+    then all-reduce `tensor`; results() gives the averages to write back into .grad. With
+    `as_views` (torch's gradient_as_bucket_view), take() makes each .grad a view of its slot,
+    which then holds the average itself: nothing to write back."""
 
-    def __init__(self, params, factor=1.0):
+    def __init__(self, params, factor=1.0, as_views=False):
         self.params = params
         self.offsets, total = [], 0
         for p in params:
@@ -32,20 +34,30 @@ class Bucket:
         self.array = flat
         self.slots = [flat[start:start + p.numel()] for start, p in zip(self.offsets, params)]
         self.factor = _scalar(factor, sample)
+        self.views = [self.tensor[start:start + p.numel()].view(p.shape)
+                      for start, p in zip(self.offsets, params)] if as_views else None
         self.waiting = 0          # parameters whose gradient has not arrived this backward
         self.work = None          # the all-reduce in flight
 
     def take(self, index, grad):
         """params[index]'s complete gradient joins the bucket, times the factor."""
         _multiply_into(self.slots[index], grad._data, self.factor)
+        if self.views is not None and not grad.requires_grad:
+            param, view = self.params[index], self.views[index]
+            if param.grad is not view:
+                param.grad = view
 
     def take_zeros(self, index):
         """params[index] got no gradient on this rank: it contributes zeros."""
         self.slots[index][...] = 0
 
     def results(self):
-        """(index, flat array of the average) for each parameter, after the all-reduce."""
-        return enumerate(self.slots)
+        """(index, flat array of the average) for each parameter whose .grad is not a view of
+        its slot, after the all-reduce."""
+        if self.views is None:
+            return enumerate(self.slots)
+        return ((i, slot) for i, (slot, param, view) in
+                enumerate(zip(self.slots, self.params, self.views)) if param.grad is not view)
 
     def release(self):
         """End of the backward (the flat buffer is kept for the next)."""
@@ -115,11 +127,11 @@ def _multiply_into(out, data, factor):
 
 
 def assign_buckets(params, cap_bytes, first_cap_bytes=FIRST_BUCKET_BYTES,
-                   solo_bytes=SOLO_BYTES, factor=1.0):
+                   solo_bytes=SOLO_BYTES, factor=1.0, as_views=False):
     """Buckets in reverse parameter order; a bucket holds one dtype on one device and closes
     once it reaches its byte cap. A parameter of at least solo_bytes (or of the cap, if smaller)
     closes the open bucket of its kind and is a bucket of its own. Every gradient is multiplied
-    by factor as it enters its bucket."""
+    by factor as it enters its bucket; `as_views` is Bucket's."""
     buckets, open_by_kind = [], {}
     for p in reversed(params):
         kind = (p.dtype, str(p.device))
@@ -128,7 +140,7 @@ def assign_buckets(params, cap_bytes, first_cap_bytes=FIRST_BUCKET_BYTES,
         if nbytes and nbytes >= min(solo_bytes, cap):
             current = open_by_kind.pop(kind, None)
             if current is not None:
-                buckets.append(Bucket(current[0], factor))
+                buckets.append(Bucket(current[0], factor, as_views))
             buckets.append(SoloBucket(p, factor))
             continue
         current = open_by_kind.get(kind)
@@ -138,7 +150,7 @@ def assign_buckets(params, cap_bytes, first_cap_bytes=FIRST_BUCKET_BYTES,
         members.append(p)
         size[0] += nbytes
         if size[0] >= cap:
-            buckets.append(Bucket(members, factor))
+            buckets.append(Bucket(members, factor, as_views))
             del open_by_kind[kind]
-    buckets.extend(Bucket(members, factor) for members, _ in open_by_kind.values())
+    buckets.extend(Bucket(members, factor, as_views) for members, _ in open_by_kind.values())
     return buckets

@@ -32,7 +32,10 @@ class DistributedDataParallel(Module):
     gradients. A large parameter (buckets.SOLO_BYTES) is a bucket of
     its own whose .grad is scaled and all-reduced in place, without copies: a post-accumulate
     hook registered after DDP's may see that .grad scaled or mid-reduction (as with torch's
-    gradient_as_bucket_view=True)."""
+    gradient_as_bucket_view=True). With gradient_as_bucket_view=True every .grad becomes a view
+    of its bucket at its first synced backward (as in torch), so the averages need no copy
+    back. static_graph is accepted and has no effect: each forward plans its reduction from the
+    graph it built, which already covers what torch's static-graph mode optimizes for."""
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
                  init_sync=True, process_group=None, bucket_cap_mb=None,
@@ -63,8 +66,9 @@ class DistributedDataParallel(Module):
         # torch's first bucket is 1 MB only under the default cap (then communication starts
         # early); an explicit bucket_cap_mb caps every bucket
         first_cap = FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
-        self._buckets = assign_buckets(self._params, self.bucket_bytes_cap, first_cap,
-                                       factor=self._scale)
+        with no_grad():     # the bucket views are not part of any graph
+            self._buckets = assign_buckets(self._params, self.bucket_bytes_cap, first_cap,
+                                           factor=self._scale, as_views=gradient_as_bucket_view)
         self._locate = {}       # id(param) -> (bucket index, index in bucket)
         for b, bucket in enumerate(self._buckets):
             for i, p in enumerate(bucket.params):
