@@ -146,6 +146,22 @@ assert_close(heads.second.weight.grad, expected_second.astype(np.float32), "solo
 assert heads.unused.weight.grad is None, "a solo parameter unused everywhere keeps grad None"
 checks += 1
 
+# gradient_as_bucket_view: `first` (a bucket view after the first backward) goes unused on
+# every rank in the second; without zero_grad its .grad must stay what the first one left
+mt.manual_seed(0)
+heads = TwoHeads()
+ddp = nn.parallel.DistributedDataParallel(heads, find_unused_parameters=True,
+                                          gradient_as_bucket_view=True)
+ddp(x).sum().backward()
+first = heads.first.weight.grad.numpy().copy()
+assert_close(first, np.full((2, 3), sum(2.0 * (1.0 + r) for r in range(world)) / world,
+                            np.float32),
+             "bucket view, first backward")
+ddp.module.forward = lambda x: heads.second(x) * 0 + heads.unused(x)   # `first` unused
+ddp(x).sum().backward()
+assert_close(heads.first.weight.grad, first, "bucket view unused everywhere keeps its grad")
+checks += 1
+
 
 class Transposed(nn.Module):
     """A weight used transposed: its gradient arrives as a non-contiguous view."""

@@ -48,7 +48,11 @@ class Bucket:
                 param.grad = view
 
     def take_zeros(self, index):
-        """params[index] got no gradient on this rank: it contributes zeros."""
+        """params[index] got no gradient on this rank: it contributes zeros (a .grad that is
+        the slot's view keeps its values in a copy of its own: unused on every rank, it must
+        stay as it was)."""
+        if self.views is not None and self.params[index].grad is self.views[index]:
+            self.params[index].grad = self.views[index].clone()
         self.slots[index][...] = 0
 
     def results(self):
@@ -82,11 +86,10 @@ class SoloBucket:
             # create_graph (the graph's tensor is not ours to scale), or a layout the engine
             # cannot reduce in place: a compact stand-in holds the scaled gradient
             self.tensor, self.stand_in = zeros_like(self.params[0]).detach(), True
-        elif self.factor is None:
-            self.tensor, self.stand_in = grad, False
-            return
         else:
             self.tensor, self.stand_in = grad, False
+            if self.factor is None:
+                return          # world size 1: nothing to scale
         _multiply_into(self.tensor._data.flat(), data, self.factor)
 
     def take_zeros(self, index):
