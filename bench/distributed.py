@@ -6,8 +6,11 @@
   2. one training step (forward, backward, SGD) of bench/mnist.py's MLP and CNN at a per-rank
      batch of 128 on synthetic images: DDP against the same model without DDP, both measured in
      the same job with every rank computing (one thread per rank), so the ratio is the cost of
-     the gradient averaging that backward does not hide. With --torch, the same for torch's own
-     DistributedDataParallel on its gloo backend (CPU), in the same job, as a reference.
+     the gradient averaging that backward does not hide. Two measures: the best of alternating
+     rounds of steps, and the median over single steps taken in turns (a barrier before each,
+     the slower rank's time), which this machine's drifting clock moves the least. With
+     --torch, the same for torch's own DistributedDataParallel on its gloo backend (CPU), in the
+     same job, as a reference.
 
 Run: python bench/distributed.py [--ranks 2] [--steps 20]   (starts itself under mpiexec)
 The figures are the best of several alternating rounds, the slowest rank counted.
@@ -83,13 +86,17 @@ def bench_allreduce(args, mt, dist, comm, MPI, world, say):
 
 def bench_ddp(args, lib, comm, say, title="model (per-rank batch 128)"):
     """The DDP and plain steps of each model on `lib` (minitorch, or torch itself)."""
-    say(f"\n{title:<28} {'no DDP ms':>10} {'DDP ms':>8} {'DDP/no DDP':>11}")
+    say(f"\n{title:<28} {'no DDP ms':>10} {'DDP ms':>8} {'DDP/no DDP':>11} "
+        f"{'in turns: no DDP / DDP ms':>26} {'ratio':>6}")
     for kind in args.models:
         steps = {name: training_step(lib, kind, ddp=name == "DDP") for name in ("no DDP", "DDP")}
-        best = alternate(comm, steps, args.steps if kind == "mlp" else max(3, args.steps // 4),
-                         args.rounds)
+        loops = args.steps if kind == "mlp" else max(3, args.steps // 4)
+        best = alternate(comm, steps, loops, args.rounds)
+        turns = in_turns(comm, steps, loops * args.rounds)
         say(f"{kind:<28} {best['no DDP'] * 1e3:10.2f} {best['DDP'] * 1e3:8.2f} "
-            f"{best['DDP'] / best['no DDP']:10.2f}x")
+            f"{best['DDP'] / best['no DDP']:10.2f}x "
+            f"{turns['no DDP'] * 1e3:15.2f} / {turns['DDP'] * 1e3:6.2f} "
+            f"{turns['DDP'] / turns['no DDP']:5.2f}x")
 
 
 def bench_torch_ddp(args, comm, say):
@@ -125,6 +132,22 @@ def alternate(comm, contenders, loops, rounds):
             elapsed = comm.allreduce((time.perf_counter() - start) / loops, op=MPI.MAX)
             best[name] = min(best[name], elapsed)
     return best
+
+
+def in_turns(comm, contenders, steps):
+    """{name: median seconds of one call}: the contenders take single steps in turns, each
+    after a barrier, a step's time being its slowest rank's."""
+    from mpi4py import MPI
+    times = np.zeros((steps, len(contenders)))
+    for i in range(steps):
+        for j, fn in enumerate(contenders.values()):
+            comm.Barrier()
+            start = time.perf_counter()
+            fn()
+            times[i, j] = time.perf_counter() - start
+    slowest = np.empty_like(times)
+    comm.Allreduce(times, slowest, op=MPI.MAX)
+    return {name: float(np.median(slowest[:, j])) for j, name in enumerate(contenders)}
 
 
 def training_step(mt, kind, ddp):
