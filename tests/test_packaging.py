@@ -61,7 +61,8 @@ def test_sdist_carries_every_kernel_source(tmp_path):
         names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
     missing = tracked_kernel_sources() - names
     assert not missing, f"sdist lacks {sorted(missing)}"
-    for needed in ("setup.py", "pyproject.toml", "minitorch/opcodes.py", "minitorch/py.typed"):
+    for needed in ("setup.py", "pyproject.toml", "minitorch/opcodes.py", "minitorch/py.typed",
+                   "minitorch/distributed/openmpi_allreduce.rules"):
         assert needed in names
     stale = [n for n in names if n.endswith((".so", ".c")) or n in GENERATED]
     assert not stale, f"sdist ships build outputs {stale}"
@@ -97,6 +98,7 @@ def test_sdist_installs_and_trains_in_a_fresh_venv(tmp_path):
     pyx = {p.stem for p in (ROOT / "minitorch" / "_cpu").glob("*.pyx")}
     assert built == pyx, f"wheel lacks {sorted(pyx - built)}"
     assert "minitorch/py.typed" in names and "minitorch/_kernels/special_math.h" in names
+    assert "minitorch/distributed/openmpi_allreduce.rules" in names     # read by Open MPI
     subprocess.run([pip, "install", "-q", "--no-deps", str(wheel)], check=True)
     # Run outside the repository so `import minitorch` cannot find the source tree.
     out = subprocess.run([python, "-c", TRAIN_STEP], cwd=tmp_path, check=True,
