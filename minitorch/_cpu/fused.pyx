@@ -126,7 +126,7 @@ cdef inline real exp_sum(const real* xr, real* yr, Py_ssize_t n, real peak) noex
 cdef inline real row_dot(const real* a, const real* b, Py_ssize_t n) noexcept nogil:
     """Σ a·b over the row, in LANES partials."""
     cdef real acc[LANES]
-    cdef real total = 0
+    cdef real total
     cdef Py_ssize_t j, l, full = n - n % LANES
     for l in range(LANES):
         acc[l] = 0

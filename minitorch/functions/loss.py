@@ -55,7 +55,7 @@ def _reduced_loss(picked, w, reduction, denominator_like):
         return total.binary(B.DIV, _negative_count(picked.shape[0], denominator_like))
     total = total.unary(U.NEG)
     if reduction == "mean":
-        total = total.binary(B.DIV, _denominator(w, picked.shape[0], denominator_like))
+        total = total.binary(B.DIV, w.reduce(ReduceOp.SUM))
     return total
 
 
@@ -70,22 +70,17 @@ def _row_coefficients(g, target, w, reduction):
         coef = g.unary(U.NEG).reshape((1,)).expand((rows,))
     if w is not None:
         coef = coef.binary(B.MUL, w)
-    if reduction == "mean":
-        coef = coef.binary(B.DIV, _denominator(w, rows, g))
-        if w is not None:       # a row of weight 0 (ignore_index) gets 0, even when Σw = 0
-            zero = NDArray.full((), 0, coef.dtype, coef.device)
-            coef = w.binary(B.EQ, zero).where(zero, coef)
+    if reduction == "mean":                     # weighted: by Σw
+        coef = coef.binary(B.DIV, w.reduce(ReduceOp.SUM))
+        # a row of weight 0 (ignore_index) gets 0, even when Σw = 0
+        zero = NDArray.full((), 0, coef.dtype, coef.device)
+        coef = w.binary(B.EQ, zero).where(zero, coef)
     return coef
 
 
 def _negative_count(rows, like):
+    """-rows as a 0-d array of like's dtype and device: the unweighted mean's divisor."""
     return scalar_array(-rows, like.dtype, like.device)
-
-
-def _denominator(w, rows, like):
-    if w is None:
-        return scalar_array(rows, like.dtype, like.device)
-    return w.reduce(ReduceOp.SUM)
 
 
 class NllLoss(KernelFunction):

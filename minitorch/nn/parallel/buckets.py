@@ -31,7 +31,6 @@ class Bucket:
             backend.empty(0, sample.dtype.storage)
         self.tensor = wrap(NDArray(flat, (total,), contiguous_strides((total,)), 0,
                                    sample.dtype, sample.device, backend))
-        self.array = flat
         self.slots = [flat[start:start + p.numel()] for start, p in zip(self.offsets, params)]
         self.factor = _scalar(factor, sample)
         self.views = [self.tensor[start:start + p.numel()].view(p.shape)

@@ -29,9 +29,9 @@ class DistributedDataParallel(Module):
     (buckets start in order on every rank, as MPI requires; those that fill when no gradient is
     left to compute run blocking). When the last bucket has started, the hook waits for them
     all and writes the averages back into .grad, so after backward() every rank holds the same
-    gradients. A large parameter (buckets.SOLO_BYTES) is a bucket of
-    its own whose .grad is scaled and all-reduced in place, without copies: a post-accumulate
-    hook registered after DDP's may see that .grad scaled or mid-reduction (as with torch's
+    gradients. A large parameter (buckets.SOLO_BYTES) is a bucket of its own whose .grad is
+    scaled and all-reduced in place, without copies: a post-accumulate hook registered after
+    DDP's may see that .grad scaled or mid-reduction (as with torch's
     gradient_as_bucket_view=True). With gradient_as_bucket_view=True every .grad becomes a view
     of its bucket at its first synced backward (as in torch), so the averages need no copy
     back. static_graph is accepted and has no effect: each forward plans its reduction from the
@@ -57,7 +57,6 @@ class DistributedDataParallel(Module):
             raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have "
                                "any parameter that requires a gradient.")
         self._world = self.process_group.size()
-        self._scale = 1.0 / self._world
         self._verify_same_model()
         if init_sync:
             self._sync_module_states()
@@ -68,7 +67,7 @@ class DistributedDataParallel(Module):
         first_cap = FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
         with no_grad():     # the bucket views are not part of any graph
             self._buckets = assign_buckets(self._params, self.bucket_bytes_cap, first_cap,
-                                           factor=self._scale, as_views=gradient_as_bucket_view)
+                                           factor=1.0 / self._world, as_views=gradient_as_bucket_view)
         self._locate = {}       # id(param) -> (bucket index, index in bucket)
         for b, bucket in enumerate(self._buckets):
             for i, p in enumerate(bucket.params):
