@@ -1,5 +1,6 @@
 """mt.distributed without launching MPI: errors before init, backend names, the launcher's
 command line, and DistributedSampler's partition against torch's."""
+import os
 import subprocess
 import sys
 
@@ -130,7 +131,6 @@ def test_open_mpi_all_reduce_rules_apply_unless_the_user_tuned_it(monkeypatch):
     for name in mpi_backend._TUNED_PARAMETERS:
         monkeypatch.delenv(name, raising=False)
     mpi_backend._prefer_ring_allreduce()
-    import os
     assert os.environ["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "1"
     rules = os.environ["OMPI_MCA_coll_tuned_dynamic_rules_filename"]
     # Open MPI's format: collectives, allreduce's id (2), communicator sizes, from 2 ranks,
