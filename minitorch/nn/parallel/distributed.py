@@ -56,6 +56,9 @@ class DistributedDataParallel(Module):
         if not self._params:
             raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have "
                                "any parameter that requires a gradient.")
+        # torch's modules_buffers: the buffers to broadcast are fixed at construction (they are
+        # updated in place), so a model without any skips the broadcast for nothing
+        self._buffers_to_sync = list(module.buffers())
         self._world = self.process_group.size()
         self._verify_same_model()
         if init_sync:
@@ -104,7 +107,7 @@ class DistributedDataParallel(Module):
     def _sync_buffers(self):
         root = self.process_group.ranks[0]
         with no_grad():
-            for buffer in self.module.buffers():
+            for buffer in self._buffers_to_sync:
                 dist.broadcast(buffer, src=root, group=self.process_group)
 
     # ---- forward ------------------------------------------------------------------------------
@@ -112,7 +115,8 @@ class DistributedDataParallel(Module):
         syncing = is_grad_enabled() and self.require_backward_grad_sync
         if syncing:
             self._check_prior_reduction_finished()
-        if self.broadcast_buffers and self._world > 1 and is_grad_enabled():
+        if self.broadcast_buffers and self._buffers_to_sync and self._world > 1 \
+                and is_grad_enabled():
             self._sync_buffers()
         if self.device_ids:         # torch moves the inputs to the replica's device
             inputs, kwargs = _to_device((inputs, kwargs), self.device_ids[0])
