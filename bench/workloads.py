@@ -7,7 +7,11 @@ both train on the same batches from the same weights).
 Every model is written once against the shared API (`lib.nn`, `lib.optim`): built in torch,
 its state_dict copied into ours (as tests/torch_parity.py does), then both train in alternation,
 one step each, so that a noisy machine slows both alike; the median of the timed steps (after
-warm-up) is compared.
+warm-up) is compared. Each step starts after a pause (--pause, 15 ms): an OpenMP runtime's
+workers spin for 8-10 ms after its last parallel region before they sleep (measured here: a
+library's 2-thread step, then an idle 30 ms that still used 7-9 ms of CPU; none after a 10 ms
+pause), and in alternation the other library's spinning worker would take the second core from
+this step: an artifact of two libraries in one process that a training run never meets.
 
   python bench/workloads.py                 # every workload, 1 and 2 threads (a few minutes)
   python bench/workloads.py --quick         # fewer steps, 1 thread
@@ -343,15 +347,18 @@ def make_pair(torch, name, seed=0):
     return Run(mt, name, torch_model, batches), Run(torch, name, torch_model, batches)
 
 
-def measure(torch, name, threads, steps, warmup):
-    """Median step time of each library (alternating steps) and the max relative loss diff."""
+def measure(torch, name, threads, steps, warmup, pause=0.015):
+    """Median step time of each library (alternating steps, each after `pause` seconds: see the
+    module docstring) and the max relative loss diff."""
     mt.set_num_threads(threads)
     torch.set_num_threads(threads)
     ours, theirs = make_pair(torch, name)
     times = {"minitorch": [], "torch": []}
     worst = 0.0
     for i in range(warmup + steps):
+        time.sleep(pause)
         t_ours, loss_ours = ours.step()
+        time.sleep(pause)
         t_theirs, loss_theirs = theirs.step()
         worst = max(worst, abs(loss_ours - loss_theirs) / max(abs(loss_theirs), 1e-12))
         if i >= warmup:
@@ -425,6 +432,8 @@ def main():
     parser.add_argument("--threads", nargs="+", type=int, help="thread counts (default 1 2)")
     parser.add_argument("--steps", type=int, help="timed steps (default 15, --quick 5)")
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--pause", type=float, default=15.0,
+                        help="ms of idle before each step (default 15: see above)")
     parser.add_argument("--quick", action="store_true", help="5 steps, 1 thread")
     parser.add_argument("--profile", choices=sorted(WORKLOADS), help="cProfile one workload")
     args = parser.parse_args()
@@ -444,7 +453,7 @@ def main():
     ratios = {t: [] for t in threads}
     for name in args.only or WORKLOADS:
         for t in threads:
-            medians, worst = measure(torch, name, t, steps, args.warmup)
+            medians, worst = measure(torch, name, t, steps, args.warmup, args.pause / 1e3)
             ratio = medians["minitorch"] / medians["torch"]
             ratios[t].append(ratio)
             print(f"{name:<16}{t:>8}{medians['minitorch'] * 1e3:14.2f}"

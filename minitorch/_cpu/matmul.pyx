@@ -51,7 +51,7 @@ cdef enum:
     MC = 96           # rows of a packed A block (multiple of MR)
     NC = 3072         # columns of a packed B block (multiple of both tile widths)
     DIRECT_A_MAX_N = 4 * NR_WIDE   # n up to this: read a column-major A in place (a_in_place)
-    B_IN_PLACE_MAX_M = 64   # out rows up to this: B's panels are read in place (b_in_place)
+    B_IN_PLACE_MAX_M = 32   # out rows up to this: B's panels are read in place (b_in_place)
     # Parallel tasks: when column blocks of out cost no extra packing, cut out into up to
     # TASKS_PER_THREAD blocks per thread (each at least MIN_TASK_PANELS B panels wide), handed
     # out dynamically, so that a thread that loses its core to another process (a DataLoader
@@ -320,11 +320,70 @@ cdef void pack_a(floating* dst, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
         dst += MR * kc
 
 
+# A transposing copy of 8 x 8 floats in registers, in C with gcc/clang vector types: three
+# rounds of shuffles (the textbook AVX transpose) instead of 64 scalar loads and stores. Packing a
+# transposed B (x @ w.T of every Linear layer, a conv's rows @ w.T) took a quarter of such a
+# product's time element by element.
+cdef extern from *:
+    """
+    #include <string.h>
+    #if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+    typedef float mm_v8f __attribute__((vector_size(8 * sizeof(float))));
+    #define MM_SHUF __builtin_shufflevector
+    /* dst[p*ds + j] = src[j*ss + p] for p, j < 8 */
+    static inline void mm_transpose8_f32(const float* src, Py_ssize_t ss, float* dst,
+                                         Py_ssize_t ds) {
+        mm_v8f r0, r1, r2, r3, r4, r5, r6, r7;
+        memcpy(&r0, src, 32); memcpy(&r1, src + ss, 32);
+        memcpy(&r2, src + 2 * ss, 32); memcpy(&r3, src + 3 * ss, 32);
+        memcpy(&r4, src + 4 * ss, 32); memcpy(&r5, src + 5 * ss, 32);
+        memcpy(&r6, src + 6 * ss, 32); memcpy(&r7, src + 7 * ss, 32);
+        mm_v8f t0 = MM_SHUF(r0, r1, 0, 8, 1, 9, 4, 12, 5, 13);
+        mm_v8f t1 = MM_SHUF(r0, r1, 2, 10, 3, 11, 6, 14, 7, 15);
+        mm_v8f t2 = MM_SHUF(r2, r3, 0, 8, 1, 9, 4, 12, 5, 13);
+        mm_v8f t3 = MM_SHUF(r2, r3, 2, 10, 3, 11, 6, 14, 7, 15);
+        mm_v8f t4 = MM_SHUF(r4, r5, 0, 8, 1, 9, 4, 12, 5, 13);
+        mm_v8f t5 = MM_SHUF(r4, r5, 2, 10, 3, 11, 6, 14, 7, 15);
+        mm_v8f t6 = MM_SHUF(r6, r7, 0, 8, 1, 9, 4, 12, 5, 13);
+        mm_v8f t7 = MM_SHUF(r6, r7, 2, 10, 3, 11, 6, 14, 7, 15);
+        mm_v8f u0 = MM_SHUF(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13);
+        mm_v8f u1 = MM_SHUF(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);
+        mm_v8f u2 = MM_SHUF(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13);
+        mm_v8f u3 = MM_SHUF(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);
+        mm_v8f u4 = MM_SHUF(t4, t6, 0, 1, 8, 9, 4, 5, 12, 13);
+        mm_v8f u5 = MM_SHUF(t4, t6, 2, 3, 10, 11, 6, 7, 14, 15);
+        mm_v8f u6 = MM_SHUF(t5, t7, 0, 1, 8, 9, 4, 5, 12, 13);
+        mm_v8f u7 = MM_SHUF(t5, t7, 2, 3, 10, 11, 6, 7, 14, 15);
+        mm_v8f o0 = MM_SHUF(u0, u4, 0, 1, 2, 3, 8, 9, 10, 11);
+        mm_v8f o1 = MM_SHUF(u1, u5, 0, 1, 2, 3, 8, 9, 10, 11);
+        mm_v8f o2 = MM_SHUF(u2, u6, 0, 1, 2, 3, 8, 9, 10, 11);
+        mm_v8f o3 = MM_SHUF(u3, u7, 0, 1, 2, 3, 8, 9, 10, 11);
+        mm_v8f o4 = MM_SHUF(u0, u4, 4, 5, 6, 7, 12, 13, 14, 15);
+        mm_v8f o5 = MM_SHUF(u1, u5, 4, 5, 6, 7, 12, 13, 14, 15);
+        mm_v8f o6 = MM_SHUF(u2, u6, 4, 5, 6, 7, 12, 13, 14, 15);
+        mm_v8f o7 = MM_SHUF(u3, u7, 4, 5, 6, 7, 12, 13, 14, 15);
+        memcpy(dst, &o0, 32); memcpy(dst + ds, &o1, 32);
+        memcpy(dst + 2 * ds, &o2, 32); memcpy(dst + 3 * ds, &o3, 32);
+        memcpy(dst + 4 * ds, &o4, 32); memcpy(dst + 5 * ds, &o5, 32);
+        memcpy(dst + 6 * ds, &o6, 32); memcpy(dst + 7 * ds, &o7, 32);
+    }
+    #else   /* other compilers: the same copy, element by element */
+    static inline void mm_transpose8_f32(const float* src, Py_ssize_t ss, float* dst,
+                                         Py_ssize_t ds) {
+        for (int p = 0; p < 8; p++)
+            for (int j = 0; j < 8; j++)
+                dst[p * ds + j] = src[j * ss + p];
+    }
+    #endif
+    """
+    void mm_transpose8_f32(const float* src, Py_ssize_t ss, float* dst, Py_ssize_t ds) nogil
+
+
 cdef void pack_b_panel(floating* dst, const floating* b, Py_ssize_t rs, Py_ssize_t cs,
                        Py_ssize_t kc, Py_ssize_t nr, Py_ssize_t width) noexcept nogil:
     """Copy the kc x nr slab at b into one k-major panel dst[p*width + j], columns past nr
     zeroed. Walk whichever axis of b is contiguous so a transposed b is read sequentially too."""
-    cdef Py_ssize_t p, j, p0
+    cdef Py_ssize_t p, j, p0, nfull, kfull
     cdef const floating* src
     if nr < width:
         memset(dst, 0, kc * width * sizeof(floating))
@@ -332,6 +391,15 @@ cdef void pack_b_panel(floating* dst, const floating* b, Py_ssize_t rs, Py_ssize
         for p in range(kc):
             for j in range(nr):
                 dst[p * width + j] = b[p * rs + j]
+    elif floating is float and rs == 1:
+        # 8 x 8 blocks transposed in registers; the ragged rows and columns element-wise
+        nfull, kfull = nr // 8 * 8, kc // 8 * 8
+        for p0 in range(0, kfull, 8):
+            for j in range(0, nfull, 8):
+                mm_transpose8_f32(b + j * cs + p0, cs, dst + p0 * width + j, width)
+        for p in range(kc):
+            for j in range(nfull if p < kfull else 0, nr):
+                dst[p * width + j] = b[j * cs + p]
     else:   # a transposing copy, in slabs of 16 rows: reads and writes stay in few cache lines
         for p0 in range(0, kc, 16):
             for j in range(nr):
@@ -411,9 +479,10 @@ cdef inline bint b_in_place(Py_ssize_t brs, Py_ssize_t bcs, Py_ssize_t m, Py_ssi
     """Read B's full panels in place instead of packing them? Yes when B is row-major and
     either already one packed panel (a compact b exactly one panel wide: the output gradient
     in a conv layer's weight gradient) or out has few rows: packing a panel pays off over the
-    A panels that meet it, only m / MR of them (m = 64 convs: 0.82 -> 0.9-1.0x torch's time
-    on this path, bench in docs/benchmarks.md). For taller products the panel's rows, a row
-    stride apart (often a power of two), would collide in L1 (512^3: 0.75x in place)."""
+    A panels that meet it, only m / MR of them (16 rows: packing took 1.13-1.23x the time, 32:
+    0.91-1.07x, 64: 0.85-0.88x, a conv weight gradient's g.T @ rows on a Cooper Lake Xeon,
+    in-process A/B). For taller products the panel's rows, a row stride apart (often a power
+    of two), would collide in L1 (512^3: 0.75x in place)."""
     return bcs == 1 and ((brs == width and n == width) or m <= B_IN_PLACE_MAX_M)
 
 
