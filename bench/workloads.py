@@ -410,7 +410,8 @@ def kernel_counts(run, steps):
                 calls, seconds = tally.get(name, (0, 0.0))
                 tally[name] = (calls + 1, seconds + time.perf_counter() - start)
         return wrapper
-    for name in KERNEL_NAMES:
+    # the backend contract's kernels and the CPU backend's own convolution GEMMs
+    for name in (*KERNEL_NAMES, "conv_matmul", "conv_weight_matmul"):
         originals[name] = getattr(_cpu, name)
         setattr(_cpu, name, counting(name, originals[name]))
     try:

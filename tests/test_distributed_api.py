@@ -1,5 +1,6 @@
 """mt.distributed without launching MPI: errors before init, backend names, the launcher's
 command line, and DistributedSampler's partition against torch's."""
+import importlib.util
 import os
 import subprocess
 import sys
@@ -71,6 +72,45 @@ def test_launcher_builds_torchrun_like_mpiexec_command(monkeypatch):
     assert command[-7:] == ["3", "127.0.0.1", "1234", "script", "train.py", "--lr", "0.1"]
     module = run.mpiexec_command(run.parse_args(["--nproc-per-node", "2", "-m", "pkg.mod"]))
     assert module[-2:] == ["module", "pkg.mod"]
+
+
+def test_launcher_tunes_open_mpi_before_the_program_runs(monkeypatch, tmp_path):
+    """A program that imports mpi4py before init_process_group initializes MPI itself: the
+    launcher's rank bootstrap sets minitorch's Open MPI defaults before running it."""
+    from minitorch.distributed import mpi_backend
+    for name in (*mpi_backend._TUNED_PARAMETERS, "OMPI_MCA_mpi_yield_when_idle"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "0")
+    seen = tmp_path / "seen.txt"
+    script = tmp_path / "program.py"
+    script.write_text("import os, sys\n"
+                      "open(sys.argv[1], 'w').write(os.environ.get("
+                      "'OMPI_MCA_coll_tuned_dynamic_rules_filename', '') + '|' + "
+                      "os.environ.get('OMPI_MCA_mpi_yield_when_idle', ''))\n")
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    run.main([run.WORKER_FLAG, "1", "127.0.0.1", "29500", "script", str(script), str(seen)])
+    assert seen.read_text() == f"{mpi_backend.RULES_FILE}|1"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None, reason="mpi4py is not installed")
+def test_mpi_initialized_before_the_tuning_warns(tmp_path):
+    """mpi4py imported first: Open MPI's fixed all-reduce choice applies, and we say so."""
+    code = ("import warnings\n"
+            "from mpi4py import MPI\n"
+            "import minitorch.distributed as dist\n"
+            "with warnings.catch_warnings(record=True) as caught:\n"
+            "    warnings.simplefilter('always')\n"
+            "    dist.init_process_group('mpi')\n"
+            "print(sum('before minitorch.distributed could choose' in str(w.message) "
+            "for w in caught), MPI.Get_library_version().startswith('Open MPI'))\n"
+            "dist.destroy_process_group()\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMPI_MCA_coll_tuned")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    count, open_mpi = done.stdout.split()
+    assert count == ("1" if open_mpi == "True" else "0")
 
 
 @pytest.mark.parametrize("argv", [["--nnodes", "2", "x.py"], ["--nproc-per-node", "0", "x.py"],

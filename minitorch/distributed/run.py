@@ -8,6 +8,8 @@ import shutil
 import subprocess
 import sys
 
+from .mpi_backend import tune_environment
+
 WORKER_FLAG = "--minitorch-rank-bootstrap"
 
 
@@ -99,6 +101,7 @@ def run_rank(argv):
     os.environ.update(RANK=rank, LOCAL_RANK=local_rank, WORLD_SIZE=world,
                       LOCAL_WORLD_SIZE=world, GROUP_RANK="0", ROLE_RANK=rank,
                       MASTER_ADDR=master_addr, MASTER_PORT=master_port)
+    tune_environment()      # before the program can initialize MPI (importing mpi4py first)
     if kind == "program":
         os.execvp(target, [target, *script_args])
     sys.argv = [target, *script_args]
