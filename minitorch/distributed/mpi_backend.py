@@ -12,8 +12,7 @@ from .reduce_op import ReduceOp
 def load_mpi():
     """mpi4py's MPI module (initializing MPI), or torch's RuntimeError when it is missing."""
     # MPI already running without any all-reduce tuning in its environment: too late for ours
-    untuned_start = _initialized_elsewhere() and \
-        not any(name in os.environ for name in _TUNED_PARAMETERS)
+    untuned_start = _initialized_elsewhere() and not _user_tuned_allreduce()
     tune_environment()
     try:
         from mpi4py import MPI
@@ -39,10 +38,15 @@ _TUNED_PARAMETERS = ("OMPI_MCA_coll_tuned_use_dynamic_rules",
                      "OMPI_MCA_coll_tuned_allreduce_algorithm")
 
 
+def _user_tuned_allreduce():
+    """Whether the environment (mpiexec --mca ..., or the user) chose the all-reduce."""
+    return any(name in os.environ for name in _TUNED_PARAMETERS)
+
+
 def _prefer_ring_allreduce():
-    """RULES_FILE for Open MPI's all-reduce, unless the user tuned it (mpiexec --mca ... or the
-    environment); read at MPI's initialization, ignored by other MPI implementations."""
-    if not any(name in os.environ for name in _TUNED_PARAMETERS):
+    """RULES_FILE for Open MPI's all-reduce, unless the user tuned it; read at MPI's
+    initialization, ignored by other MPI implementations."""
+    if not _user_tuned_allreduce():
         os.environ["OMPI_MCA_coll_tuned_use_dynamic_rules"] = "1"
         os.environ["OMPI_MCA_coll_tuned_dynamic_rules_filename"] = RULES_FILE
 

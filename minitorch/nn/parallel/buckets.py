@@ -1,7 +1,7 @@
 """Gradient buckets of DistributedDataParallel: parameters grouped (in reverse registration
 order, as gradients tend to arrive) into flat buffers that are all-reduced as one message; a
 large parameter is a bucket of its own, all-reduced in place in its .grad."""
-from ...ndarray import NDArray, contiguous_strides
+from ...ndarray import NDArray, contiguous_strides, scalar_array
 from ...opcodes import BinaryOp
 from ...tensor import wrap, zeros_like
 
@@ -109,7 +109,7 @@ class SoloBucket:
 def _scalar(value, like):
     """A 0-d array of `like`'s dtype and device holding value (a kernel's broadcast operand);
     None for 1, which needs no multiplication."""
-    return None if value == 1 else NDArray.full((), value, like.dtype, like.device)
+    return None if value == 1 else scalar_array(value, like.dtype, like.device)
 
 
 def _multiply_into(out, data, factor):

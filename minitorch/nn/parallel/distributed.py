@@ -70,7 +70,8 @@ class DistributedDataParallel(Module):
         first_cap = FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
         with no_grad():     # the bucket views are not part of any graph
             self._buckets = assign_buckets(self._params, self.bucket_bytes_cap, first_cap,
-                                           factor=1.0 / self._world, as_views=gradient_as_bucket_view)
+                                           factor=1.0 / self._world,
+                                           as_views=gradient_as_bucket_view)
         self._locate = {}       # id(param) -> (bucket index, index in bucket)
         for b, bucket in enumerate(self._buckets):
             for i, p in enumerate(bucket.params):
