@@ -141,7 +141,8 @@ class TunedBuildExt(build_ext):
                      compiler_accepts(self.compiler, wide) else [])
         extra_args = {"matmul": peel_args + wide_args, "attention": wide_args}
         for ext in self.extensions:
-            ext.extra_compile_args = (compile_args + ["-Wno-unused-function", "-Wno-unreachable-code"]
+            ext.extra_compile_args = (compile_args
+                                      + ["-Wno-unused-function", "-Wno-unreachable-code"]
                                       + extra_args.get(ext.name.rsplit(".", 1)[-1], []))
             ext.extra_link_args = link_args
         # Cythonized here, not at import: an sdist (or egg_info) then needs no Cython pass.
