@@ -33,11 +33,9 @@ def _pool_from_env():
 
 
 POOL = _pool_from_env()
-
-
-def empty(n, dtype):
-    """An uninitialized buffer of n elements (the backend's allocation path)."""
-    return np.empty(n, dtype) if POOL is None else POOL.empty(n, dtype)
+# empty(n, dtype): an uninitialized buffer of n elements (the backend's allocation path, called
+# for every op result: the pool's own method, no Python frame around it)
+empty = np.empty if POOL is None else POOL.empty
 
 
 def full(n, value, dtype):

@@ -89,13 +89,14 @@ cdef class BufferPool:
     def empty(self, Py_ssize_t n, dtype):
         """An uninitialized 1-D array of n elements of numpy dtype `dtype`, like np.empty,
         which serves requests outside [min_bytes, max_bytes]."""
-        cdef cnp.dtype descr = np.dtype(dtype)
+        # the backend passes numpy dtypes: no conversion on the path every small result takes
+        cdef cnp.dtype descr = dtype if isinstance(dtype, cnp.dtype) else np.dtype(dtype)
         cdef Py_ssize_t nbytes = n * descr.itemsize
-        if nbytes < self.min_bytes or nbytes > self.max_bytes:
-            return np.empty(n, descr)
-        cdef _Block block = self._take(size_class(nbytes))
         cdef cnp.npy_intp dims[1]
         dims[0] = n
+        if nbytes < self.min_bytes or nbytes > self.max_bytes:
+            return cnp.PyArray_EMPTY(1, dims, descr.type_num, 0)
+        cdef _Block block = self._take(size_class(nbytes))
         cdef cnp.ndarray array = cnp.PyArray_SimpleNewFromData(1, dims, descr.type_num,
                                                                block.ptr)
         cnp.set_array_base(array, block)
