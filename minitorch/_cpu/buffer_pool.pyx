@@ -67,7 +67,9 @@ cdef class BufferPool:
     given back to the system, the least recently freed first, as many bytes as the new block:
     when the sizes change (training, then evaluation on larger batches) the memory held, in use
     + idle, grows only as the bytes in use do. Idle bytes stay at most `max_idle_bytes` (a
-    block freed past that goes back at once)."""
+    block freed past that goes back at once). Every method runs holding the GIL, and reads the
+    lists again after anything that could run other Python code (an allocation's collection
+    may free blocks), so threads (a DataLoader's) share one pool."""
     cdef dict _idle                     # size class -> list of [address, tick last freed]
     cdef public Py_ssize_t max_idle_bytes, min_bytes, max_bytes, keep_recent
     cdef public double reuse_up_to
@@ -140,8 +142,8 @@ cdef class BufferPool:
         """Keep a freed block for reuse, unless that would pass the cap (then the caller
         frees it)."""
         self.live_bytes -= size
-        if self.idle_bytes + size > self.max_idle_bytes:
-            return False
+        if self._idle is None or self.idle_bytes + size > self.max_idle_bytes:
+            return False        # (None: the pool was cleared by the collector at exit)
         idle = self._idle.get(size)
         if idle is None:
             idle = self._idle[size] = []
