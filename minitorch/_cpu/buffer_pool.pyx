@@ -4,24 +4,46 @@ its size, already mapped, instead of going back to glibc (see allocator.py for w
 Each pooled buffer is a numpy array over memory owned by a `_Block`, the array's base. numpy
 collapses every view's base to that array, so every view, reshape, `.numpy()` result or DLPack
 export keeps the block alive; when the last one goes, the block's __dealloc__ hands its memory
-back to the pool (or to free() past the cap). Nothing is scanned to find a free buffer: idle
+back to the pool (or to the system past the cap). Nothing is scanned to find a free buffer: idle
 blocks wait in one list per size class, and the most recently freed one is handed out first,
 its lines likely still in cache.
 """
 from libc.stdint cimport uintptr_t
-from libc.stdlib cimport free
 cimport numpy as cnp
 
 import numpy as np
 
 cnp.import_array()
 
-cdef extern from "stdlib.h" nogil:
-    int posix_memalign(void** memptr, size_t alignment, size_t size)
-
-cdef extern from "sys/mman.h" nogil:
-    int madvise(void* addr, size_t length, int advice)
-    int MADV_HUGEPAGE
+# Aligned blocks and the huge-page advice, per platform (the advice exists on Linux only).
+cdef extern from *:
+    """
+    #include <stdlib.h>
+    #ifdef _WIN32
+    #include <malloc.h>
+    static void* mt_block_alloc(size_t alignment, size_t size) {
+        return _aligned_malloc(size, alignment);
+    }
+    static void mt_block_free(void* p) { _aligned_free(p); }
+    #else
+    #include <sys/mman.h>
+    static void* mt_block_alloc(size_t alignment, size_t size) {
+        void* p = NULL;
+        return posix_memalign(&p, alignment, size) == 0 ? p : NULL;
+    }
+    static void mt_block_free(void* p) { free(p); }
+    #endif
+    static void mt_advise_huge_pages(void* p, size_t size) {
+    #ifdef MADV_HUGEPAGE
+        madvise(p, size, MADV_HUGEPAGE);    /* advice only: a failure changes nothing */
+    #else
+        (void)p; (void)size;
+    #endif
+    }
+    """
+    void* mt_block_alloc(size_t alignment, size_t size) nogil
+    void mt_block_free(void* p) nogil
+    void mt_advise_huge_pages(void* p, size_t size) nogil
 
 cdef enum:
     ALIGNMENT = 64          # a cache line (and a zmm): numpy's own buffers are 16-byte aligned
@@ -55,7 +77,7 @@ cdef class _Block:
 
     def __dealloc__(self):
         if self.pool is None or not self.pool._give_back(self.ptr, self.nbytes):
-            free(self.ptr)
+            mt_block_free(self.ptr)
 
 
 cdef class BufferPool:
@@ -126,10 +148,11 @@ cdef class BufferPool:
             size = found
         else:
             self._release(size)
-            if posix_memalign(&ptr, HUGE_PAGE if size >= HUGE_MIN else ALIGNMENT, size) != 0:
+            ptr = mt_block_alloc(HUGE_PAGE if size >= HUGE_MIN else ALIGNMENT, size)
+            if ptr == NULL:
                 raise MemoryError(f"cannot allocate {size} bytes")
             if size >= HUGE_MIN:
-                madvise(ptr, size, MADV_HUGEPAGE)     # advice only: failure changes nothing
+                mt_advise_huge_pages(ptr, size)
             self.new_blocks += 1
             self.new_bytes += size
         block.ptr = ptr
@@ -164,7 +187,7 @@ cdef class BufferPool:
             if oldest_size == 0 or \
                     self._idle[oldest_size][0][1] > self._tick - self.keep_recent:
                 return
-            free(<void*><uintptr_t>self._idle[oldest_size].pop(0)[0])
+            mt_block_free(<void*><uintptr_t>self._idle[oldest_size].pop(0)[0])
             self.idle_bytes -= oldest_size
             nbytes -= oldest_size
 
@@ -173,7 +196,7 @@ cdef class BufferPool:
         cdef Py_ssize_t size
         for size, idle in self._idle.items():
             for e in idle:
-                free(<void*><uintptr_t>e[0])
+                mt_block_free(<void*><uintptr_t>e[0])
             self.idle_bytes -= size * len(idle)
         self._idle.clear()
 
@@ -181,4 +204,4 @@ cdef class BufferPool:
         # blocks still in use hold a reference to the pool: only idle memory is left here
         for idle in (self._idle or {}).values():
             for e in idle:
-                free(<void*><uintptr_t>e[0])
+                mt_block_free(<void*><uintptr_t>e[0])
