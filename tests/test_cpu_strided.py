@@ -385,7 +385,7 @@ def test_strided_set_large_transpose():
     np.testing.assert_array_equal(out.reshape(257, 300), src.reshape(300, 257).T)
 
 
-@pytest.mark.parametrize("dtype", DTYPES + [np.float16])
+@pytest.mark.parametrize("dtype", DTYPES + [np.float16, np.int32])
 @pytest.mark.parametrize("shape", [(2, 33, 5, 17), (3, 16, 4, 16), (1, 40, 3, 37)])
 def test_channels_last_round_trip_through_tiles(dtype, shape):
     """NCHW -> padded NHWC (strided_set) and back (compact): the transposing tiles, full and
@@ -403,6 +403,22 @@ def test_channels_last_round_trip_through_tiles(dtype, shape):
     back = np.empty(src.size, dtype)
     compact(padded.ravel(), back, shape, strides, offset)
     np.testing.assert_array_equal(back, src)
+
+
+@pytest.mark.parametrize("shape, perm", [((2, 32, 8, 8), (0, 2, 3, 1)), ((2, 8, 8, 48), (0, 3, 1, 2)),
+                                         ((3, 24, 40), (0, 2, 1)), ((40, 17), (1, 0))])
+def test_transposing_compact_moves_32_bit_words_exactly(shape, perm):
+    """Full 16 x 16 tiles of 32-bit words go through 8 x 8 register transposes
+    (_kernels/transpose8.h), ragged edges element by element: every bit pattern arrives
+    unchanged (NaN payloads, signed zeros, subnormals), as a numpy transpose of the bits."""
+    bits = np.random.default_rng(5).integers(0, 2**32, int(np.prod(shape)), dtype=np.uint32)
+    bits[:4] = [0x7FC00001, 0xFF800000, 0x80000000, 0x00000001]   # NaN payload, -inf, -0, tiny
+    source = bits.view(np.float32).reshape(shape)
+    view = source.transpose(perm)
+    out = np.empty(view.size, np.float32)
+    compact(source.ravel(), out, view.shape, tuple(st // 4 for st in view.strides), 0)
+    np.testing.assert_array_equal(out.view(np.uint32), np.ascontiguousarray(view).ravel()
+                                  .view(np.uint32))
 
 
 def test_strided_set_validation():

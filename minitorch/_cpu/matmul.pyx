@@ -320,63 +320,11 @@ cdef void pack_a(floating* dst, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
         dst += MR * kc
 
 
-# A transposing copy of 8 x 8 floats in registers, in C with gcc/clang vector types: three
-# rounds of shuffles (the textbook AVX transpose) instead of 64 scalar loads and stores. Packing a
+# A transposing copy of 8 x 8 floats in registers (minitorch/_kernels/transpose8.h): packing a
 # transposed B (x @ w.T of every Linear layer, a conv's rows @ w.T) took a quarter of such a
 # product's time element by element.
-cdef extern from *:
-    """
-    #include <string.h>
-    #if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
-    typedef float mm_v8f __attribute__((vector_size(8 * sizeof(float))));
-    #define MM_SHUF __builtin_shufflevector
-    /* dst[p*ds + j] = src[j*ss + p] for p, j < 8 */
-    static inline void mm_transpose8_f32(const float* src, Py_ssize_t ss, float* dst,
-                                         Py_ssize_t ds) {
-        mm_v8f r0, r1, r2, r3, r4, r5, r6, r7;
-        memcpy(&r0, src, 32); memcpy(&r1, src + ss, 32);
-        memcpy(&r2, src + 2 * ss, 32); memcpy(&r3, src + 3 * ss, 32);
-        memcpy(&r4, src + 4 * ss, 32); memcpy(&r5, src + 5 * ss, 32);
-        memcpy(&r6, src + 6 * ss, 32); memcpy(&r7, src + 7 * ss, 32);
-        mm_v8f t0 = MM_SHUF(r0, r1, 0, 8, 1, 9, 4, 12, 5, 13);
-        mm_v8f t1 = MM_SHUF(r0, r1, 2, 10, 3, 11, 6, 14, 7, 15);
-        mm_v8f t2 = MM_SHUF(r2, r3, 0, 8, 1, 9, 4, 12, 5, 13);
-        mm_v8f t3 = MM_SHUF(r2, r3, 2, 10, 3, 11, 6, 14, 7, 15);
-        mm_v8f t4 = MM_SHUF(r4, r5, 0, 8, 1, 9, 4, 12, 5, 13);
-        mm_v8f t5 = MM_SHUF(r4, r5, 2, 10, 3, 11, 6, 14, 7, 15);
-        mm_v8f t6 = MM_SHUF(r6, r7, 0, 8, 1, 9, 4, 12, 5, 13);
-        mm_v8f t7 = MM_SHUF(r6, r7, 2, 10, 3, 11, 6, 14, 7, 15);
-        mm_v8f u0 = MM_SHUF(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13);
-        mm_v8f u1 = MM_SHUF(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);
-        mm_v8f u2 = MM_SHUF(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13);
-        mm_v8f u3 = MM_SHUF(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);
-        mm_v8f u4 = MM_SHUF(t4, t6, 0, 1, 8, 9, 4, 5, 12, 13);
-        mm_v8f u5 = MM_SHUF(t4, t6, 2, 3, 10, 11, 6, 7, 14, 15);
-        mm_v8f u6 = MM_SHUF(t5, t7, 0, 1, 8, 9, 4, 5, 12, 13);
-        mm_v8f u7 = MM_SHUF(t5, t7, 2, 3, 10, 11, 6, 7, 14, 15);
-        mm_v8f o0 = MM_SHUF(u0, u4, 0, 1, 2, 3, 8, 9, 10, 11);
-        mm_v8f o1 = MM_SHUF(u1, u5, 0, 1, 2, 3, 8, 9, 10, 11);
-        mm_v8f o2 = MM_SHUF(u2, u6, 0, 1, 2, 3, 8, 9, 10, 11);
-        mm_v8f o3 = MM_SHUF(u3, u7, 0, 1, 2, 3, 8, 9, 10, 11);
-        mm_v8f o4 = MM_SHUF(u0, u4, 4, 5, 6, 7, 12, 13, 14, 15);
-        mm_v8f o5 = MM_SHUF(u1, u5, 4, 5, 6, 7, 12, 13, 14, 15);
-        mm_v8f o6 = MM_SHUF(u2, u6, 4, 5, 6, 7, 12, 13, 14, 15);
-        mm_v8f o7 = MM_SHUF(u3, u7, 4, 5, 6, 7, 12, 13, 14, 15);
-        memcpy(dst, &o0, 32); memcpy(dst + ds, &o1, 32);
-        memcpy(dst + 2 * ds, &o2, 32); memcpy(dst + 3 * ds, &o3, 32);
-        memcpy(dst + 4 * ds, &o4, 32); memcpy(dst + 5 * ds, &o5, 32);
-        memcpy(dst + 6 * ds, &o6, 32); memcpy(dst + 7 * ds, &o7, 32);
-    }
-    #else   /* other compilers: the same copy, element by element */
-    static inline void mm_transpose8_f32(const float* src, Py_ssize_t ss, float* dst,
-                                         Py_ssize_t ds) {
-        for (int p = 0; p < 8; p++)
-            for (int j = 0; j < 8; j++)
-                dst[p * ds + j] = src[j * ss + p];
-    }
-    #endif
-    """
-    void mm_transpose8_f32(const float* src, Py_ssize_t ss, float* dst, Py_ssize_t ds) nogil
+cdef extern from "transpose8.h":
+    void transpose8_32(const void* src, Py_ssize_t ss, void* dst, Py_ssize_t ds) nogil
 
 
 cdef void pack_b_panel(floating* dst, const floating* b, Py_ssize_t rs, Py_ssize_t cs,
@@ -396,7 +344,7 @@ cdef void pack_b_panel(floating* dst, const floating* b, Py_ssize_t rs, Py_ssize
         nfull, kfull = nr // 8 * 8, kc // 8 * 8
         for p0 in range(0, kfull, 8):
             for j in range(0, nfull, 8):
-                mm_transpose8_f32(b + j * cs + p0, cs, dst + p0 * width + j, width)
+                transpose8_32(b + j * cs + p0, cs, dst + p0 * width + j, width)
         for p in range(kc):
             for j in range(nfull if p < kfull else 0, nr):
                 dst[p * width + j] = b[j * cs + p]

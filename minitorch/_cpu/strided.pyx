@@ -19,6 +19,9 @@ from minitorch._cpu.common cimport (collapse_dims, load_dims, MAX_DIMS, omp_get_
 
 cnp.import_array()
 
+cdef extern from "transpose8.h":     # an 8 x 8 copy of 32-bit words through vector shuffles
+    void transpose8_32(const void* src, Py_ssize_t ss, void* dst, Py_ssize_t ds) nogil
+
 ctypedef fused move_t:      # pure data movement only cares about the element width
     uint8_t
     uint16_t
@@ -439,6 +442,16 @@ cdef inline void transpose_tile(move_t* d, const move_t* s, Py_ssize_t dk, Py_ss
     loop on full tiles: the NCHW -> NHWC copy of a (32, 32, 8, 8) array, measured)."""
     cdef move_t tile[TILE * TILE]
     cdef Py_ssize_t i, j
+    if move_t is uint32_t and kn == TILE and ln == TILE:
+        # full tiles of 32-bit words (float32: NCHW <-> NHWC copies) as 8 x 8 register
+        # transposes, straight from source to destination
+        for i in range(0, TILE, 8):
+            for j in range(0, TILE, 8):
+                if sl == 1:
+                    transpose8_32(s + i * sk + j, sk, d + i + j * dl, dl)
+                else:
+                    transpose8_32(s + i + j * sl, sl, d + i * dk + j, dk)
+        return
     if sl == 1:         # and dk == 1: s rows run along l, d rows along k
         for i in range(kn):
             for j in range(ln):
