@@ -405,7 +405,8 @@ def test_channels_last_round_trip_through_tiles(dtype, shape):
     np.testing.assert_array_equal(back, src)
 
 
-@pytest.mark.parametrize("shape, perm", [((2, 32, 8, 8), (0, 2, 3, 1)), ((2, 8, 8, 48), (0, 3, 1, 2)),
+@pytest.mark.parametrize("shape, perm", [((2, 32, 8, 8), (0, 2, 3, 1)),
+                                         ((2, 8, 8, 48), (0, 3, 1, 2)),
                                          ((3, 24, 40), (0, 2, 1)), ((40, 17), (1, 0))])
 def test_transposing_compact_moves_32_bit_words_exactly(shape, perm):
     """Full 16 x 16 tiles of 32-bit words go through 8 x 8 register transposes
