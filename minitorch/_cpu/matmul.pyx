@@ -800,21 +800,27 @@ cdef inline void conv_tile(Py_ssize_t kc, const floating* a, const Py_ssize_t* k
 
 
 cdef void conv_kernel(Py_ssize_t kc, const floating* a, const Py_ssize_t* koff,
-                      const floating* b, floating* c, Py_ssize_t ldc, const Py_ssize_t* dest,
-                      Py_ssize_t mr, bint accumulate) noexcept nogil:
-    """c[i, dest[j]] (=|+=) the tile, rows i < mr, columns whose dest[j] >= 0. Out of line for
+                      const floating* b, floating* c, Py_ssize_t ldc, const Py_ssize_t* runs,
+                      Py_ssize_t nruns, Py_ssize_t mr, bint accumulate) noexcept nogil:
+    """Rows i < mr of the tile (=|+=) into c, run by run: run r moves tile columns
+    runs[3r] .. + runs[3r + 2] to c's columns from runs[3r + 1] (see conv_task). Out of line for
     the reason wide_kernel is."""
     cdef floating acc[MR * NR_WIDE]
-    cdef Py_ssize_t i, j, d
+    cdef Py_ssize_t i, r, t, j0, d0, length
+    cdef floating* crow
+    cdef const floating* arow
     conv_tile(kc, a, koff, b, acc)
     for i in range(mr):
-        for j in range(NR_WIDE):
-            d = dest[j]
-            if d >= 0:
-                if accumulate:
-                    c[i * ldc + d] += acc[i * NR_WIDE + j]
-                else:
-                    c[i * ldc + d] = acc[i * NR_WIDE + j]
+        for r in range(nruns):
+            j0, d0, length = runs[3 * r], runs[3 * r + 1], runs[3 * r + 2]
+            crow = c + i * ldc + d0
+            arow = acc + i * NR_WIDE + j0
+            if accumulate:
+                for t in range(length):
+                    crow[t] += arow[t]
+            else:
+                for t in range(length):
+                    crow[t] = arow[t]
 
 
 cdef void conv_task(Py_ssize_t t, Py_ssize_t per_item, Py_ssize_t panels,
@@ -828,7 +834,11 @@ cdef void conv_task(Py_ssize_t t, Py_ssize_t per_item, Py_ssize_t panels,
     cdef Py_ssize_t bi = t // per_item, r = t % per_item
     cdef Py_ssize_t jp0 = r * panels // per_item, jp1 = (r + 1) * panels // per_item
     cdef Py_ssize_t mp = cdiv(m, MR), ib, i, p, j, col, pb, pc, kc, jp, j0
-    cdef Py_ssize_t dest[NR_WIDE]
+    # the panel's valid columns as runs (tile column, out column, length): the valid columns of
+    # one image row land side by side in out, so a 32-column panel is at most a few runs, each
+    # stored as one vector copy instead of 32 scalar stores behind a test each
+    cdef Py_ssize_t runs[3 * NR_WIDE]
+    cdef Py_ssize_t nruns, d
     cdef const floating* ai = a + bi * as0
     cdef const floating* bimg = b + bi * bs0
     cdef const floating* base
@@ -845,10 +855,18 @@ cdef void conv_task(Py_ssize_t t, Py_ssize_t per_item, Py_ssize_t panels,
                                                        if ib * MR + i < m else 0)
     for jp in range(jp0, jp1):
         j0 = jp * NR_WIDE
+        nruns = 0
         for j in range(NR_WIDE):
             col = j0 + j
-            dest[j] = ((col // wide) * valid + col % wide
-                       if col < n and col % wide < valid else -1)
+            if col >= n or col % wide >= valid:
+                continue
+            d = (col // wide) * valid + col % wide
+            if nruns and runs[3 * nruns - 3] + runs[3 * nruns - 1] == j and \
+                    runs[3 * nruns - 2] + runs[3 * nruns - 1] == d:
+                runs[3 * nruns - 1] += 1
+            else:
+                runs[3 * nruns], runs[3 * nruns + 1], runs[3 * nruns + 2] = j, d, 1
+                nruns += 1
         for pb in range(cdiv(k, CONV_KC)):
             pc = pb * CONV_KC
             kc = min(CONV_KC, k - pc)
@@ -864,7 +882,8 @@ cdef void conv_task(Py_ssize_t t, Py_ssize_t per_item, Py_ssize_t panels,
                 tab = ptab
             for ib in range(mp):
                 conv_kernel(kc, apack + ib * MR * k + pc * MR, tab, base,
-                            cimg + ib * MR * n_out, n_out, dest, min(MR, m - ib * MR), pc > 0)
+                            cimg + ib * MR * n_out, n_out, runs, nruns, min(MR, m - ib * MR),
+                            pc > 0)
 
 
 cdef int conv_run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
