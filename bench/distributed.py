@@ -10,7 +10,9 @@
      rounds of steps, and the median over single steps taken in turns (a barrier before each,
      the slower rank's time), which this machine's drifting clock moves the least. With
      --torch, the same for torch's own DistributedDataParallel on its gloo backend (CPU), in the
-     same job, as a reference.
+     same job, as a reference. With --host-only, a third contender takes DDP steps with the
+     engine's all-reduce skipped (the buckets, hooks and scaling still run): its ratio to the
+     plain step is DDP's host work alone.
 
 Run: python bench/distributed.py [--ranks 2] [--steps 20]   (starts itself under mpiexec)
 The figures are the best of several alternating rounds, the slowest rank counted.
@@ -40,6 +42,8 @@ def main():
     parser.add_argument("--models", nargs="+", default=["mlp", "cnn"], choices=["mlp", "cnn"])
     parser.add_argument("--torch", action="store_true",
                         help="also time torch's DDP (gloo) on the same models")
+    parser.add_argument("--host-only", action="store_true",
+                        help="also time DDP steps with the all-reduce skipped (in turns)")
     args = parser.parse_args()
     if "OMPI_COMM_WORLD_SIZE" not in os.environ and "PMIX_RANK" not in os.environ:
         from minitorch.distributed.run import find_mpiexec
@@ -92,11 +96,40 @@ def bench_ddp(args, lib, comm, say, title="model (per-rank batch 128)"):
         steps = {name: training_step(lib, kind, ddp=name == "DDP") for name in ("no DDP", "DDP")}
         loops = args.steps if kind == "mlp" else max(3, args.steps // 4)
         best = alternate(comm, steps, loops, args.rounds)
+        if getattr(args, "host_only", False) and lib.__name__ == "minitorch":
+            steps["host only"] = without_all_reduce(training_step(lib, kind, ddp=True))
         turns = in_turns(comm, steps, loops * args.rounds)
         say(f"{kind:<28} {best['no DDP'] * 1e3:10.2f} {best['DDP'] * 1e3:8.2f} "
             f"{best['DDP'] / best['no DDP']:10.2f}x "
             f"{turns['no DDP'] * 1e3:15.2f} / {turns['DDP'] * 1e3:6.2f} "
             f"{turns['DDP'] / turns['no DDP']:5.2f}x")
+        if "host only" in turns:
+            say(f"{'  DDP, all-reduce skipped':<28} in turns {turns['host only'] * 1e3:.2f} ms, "
+                f"{turns['host only'] / turns['no DDP']:.2f}x the step without DDP")
+
+
+def without_all_reduce(step):
+    """`step` (a DDP training step) with mt.distributed.all_reduce replaced by a no-op whose
+    work handle is already complete: what DDP costs besides the communication."""
+    import minitorch.distributed as dist
+
+    class Done:
+        def wait(self, timeout=None):
+            return True
+
+        def is_completed(self):
+            return True
+
+    def skipped(tensor, op=None, group=None, async_op=False):
+        return Done() if async_op else None
+
+    def run():
+        real, dist.all_reduce = dist.all_reduce, skipped
+        try:
+            step()
+        finally:
+            dist.all_reduce = real
+    return run
 
 
 def bench_torch_ddp(args, comm, say):
