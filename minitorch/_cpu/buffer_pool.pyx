@@ -52,8 +52,7 @@ cdef enum:
     # and take far fewer TLB entries. Aligned to a huge page so that the whole block qualifies.
     HUGE_MIN = 4 << 20
     HUGE_PAGE = 2 << 20
-
-cdef Py_ssize_t PAGE = 4096
+    PAGE = 4096             # the smallest step between size classes
 
 
 cpdef Py_ssize_t size_class(Py_ssize_t nbytes):
