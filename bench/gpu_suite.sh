@@ -46,11 +46,29 @@ if ! stage build 90 "$PY" setup.py build_ext --inplace -j "$JOBS"; then
     exit 1
 fi
 
+# NCCL and DLPack first (the open issues' GPU checks), with skip reasons. CuPy finds NCCL in
+# pip's nvidia-nccl wheel (torch's dependency); where it cannot, that wheel's folder is put on
+# LD_LIBRARY_PATH for the rest of the suite and the summary says so.
+if ! "$PY" -c "from cupy.cuda import nccl; nccl.get_version()" 2>/dev/null; then
+    NCCL_DIR=$("$PY" -c "import glob, site; print(next(iter(sorted(glob.glob(site.getsitepackages()[0] + '/nvidia/nccl*/lib'))), ''))" 2>/dev/null)
+    if [ -n "$NCCL_DIR" ]; then
+        export LD_LIBRARY_PATH="$NCCL_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        note "NCCL: CuPy did not load it alone; LD_LIBRARY_PATH=$NCCL_DIR"
+    fi
+fi
+"$PY" -c "from cupy.cuda import nccl; print('NCCL', nccl.get_version())" 2>&1 | tail -n 1 \
+    | tee -a "$SUMMARY"
+stage interop 60 "$PY" -m pytest -q -p no:cacheprovider -rs tests/test_nccl_gpu.py \
+    tests/test_dlpack.py
+grep -E "passed|failed|error|SKIPPED" "$LOGS/interop.log" | tail -n 6 | sed 's/^/interop: /' \
+    | tee -a "$SUMMARY"
+
 XDIST=()
 if "$PY" -c "import xdist" 2>/dev/null; then
     XDIST=(-n "$JOBS")
 fi
-stage tests 140 "$PY" -m pytest -q -p no:cacheprovider "${XDIST[@]}" -k "cuda or gpu" tests/
+stage tests 150 "$PY" -m pytest -q -p no:cacheprovider "${XDIST[@]}" -k "cuda or gpu" \
+    --deselect tests/test_nccl_gpu.py tests/
 grep -E "passed|failed|error" "$LOGS/tests.log" | tail -n 1 | sed 's/^/tests: /' \
     | tee -a "$SUMMARY"
 grep -E "^(FAILED|ERROR) " "$LOGS/tests.log" | head -n 20 | tee -a "$SUMMARY"

@@ -137,3 +137,21 @@ def test_cupy_and_cuda_tensors_share_memory():
     flags = mt.from_dlpack(cupy.asarray([True, False]))
     assert flags.dtype is mt.bool and flags.tolist() == [True, False]
     assert cupy.from_dlpack(mt.tensor([True, False], device="cuda")).dtype == cupy.bool_
+
+
+def test_torch_and_our_cuda_tensors_share_memory(torch):
+    _cupy()
+    if not torch.cuda.is_available():
+        pytest.skip("the installed torch has no CUDA")
+    base = mt.arange(12.0, device="cuda").reshape(3, 4)
+    theirs = torch.from_dlpack(base.T)
+    assert theirs.device.type == "cuda" and theirs.stride() == base.T.stride()
+    assert theirs.data_ptr() == base.T.data_ptr() and theirs.tolist() == base.T.tolist()
+    theirs[0, 1] = -1.0
+    assert base[1, 0].item() == -1.0
+    source = torch.arange(6.0, dtype=torch.float64, device="cuda").reshape(2, 3)[:, 1:]
+    t = mt.from_dlpack(source)
+    assert t.device.type == "cuda" and t.dtype is mt.float64 and t.stride() == source.stride()
+    t[0, 0] = 42.0
+    assert source[0, 0].item() == 42.0
+    assert mt.from_dlpack(torch.tensor([True, False], device="cuda")).tolist() == [True, False]
