@@ -280,6 +280,40 @@ def test_capture_end_after_a_caught_refusal(cuda):
     _assert_clean(x)
 
 
+def test_kernels_first_loaded_inside_a_capture(cuda):
+    """No warm-up: on the emulator's fresh backend every module the captured ops need is compiled
+    and loaded during the capture; the replay computes, and the thread is in global capture
+    mode again afterwards (it was relaxed only around the loads and allocations)."""
+    x = mt.arange(6.0, device="cuda")
+    g = mt.cuda.CUDAGraph()
+    with mt.cuda.graph(g):
+        y = (x.cosh() * 3).cumsum(0)
+    x.copy_(mt.arange(1.0, 7.0, device="cuda"))
+    g.replay()
+    np.testing.assert_allclose(y.cpu().numpy(), np.cumsum(np.cosh(np.arange(1.0, 7.0)) * 3),
+                               rtol=1e-5)
+    exchange = graphs.capture_mode_exchange(_gpu.backend_for(0).cupy)
+    mode = exchange(graphs.MODES.index("global"))
+    exchange(mode)
+    assert graphs.MODES[mode] == "global"
+
+
+def test_emulator_refuses_allocation_in_a_global_capture_unless_relaxed(emulated):
+    cuda = emulated
+    stream = cuda.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        previous = cuda.cuda.runtime.threadExchangeStreamCaptureMode(2)
+        cuda.empty(4, np.float32)
+        assert cuda.cuda.runtime.threadExchangeStreamCaptureMode(previous) == 2
+        with pytest.raises(cuda_emulator.CUDARuntimeError,
+                           match="cudaErrorStreamCaptureUnsupported"):
+            cuda.empty(4, np.float32)
+        with pytest.raises(cuda_emulator.CUDARuntimeError,
+                           match="cudaErrorStreamCaptureInvalidated"):
+            stream.end_capture()
+
+
 def test_emulator_capture_follows_the_cuda_runtime(emulated):
     cuda = emulated
     """The stand-in's own rules: a sync invalidates the capture, end_capture then fails."""

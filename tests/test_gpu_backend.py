@@ -262,9 +262,18 @@ def scenario_unary(h):
                                UnaryOp.ISFINITE)
             out = np.zeros(a.size, np.uint8 if predicate else dtype)
             if _gpu.backend.unary_supported(op, _name(dtype)):
-                h.run("unary", int(op), a, out, check=[2], **tol)
+                h.run("unary", int(op), a, out, check=[2], **_unary_tolerance(op, dtype, tol))
             else:
                 h.raises("unary", int(op), a, out)
+
+
+def _unary_tolerance(op, dtype, tol):
+    """GELU is x (1 + erf(x / √2)) / 2 on both backends, as torch computes it: for x < -2 the
+    sum cancels, so the two erf implementations' last-bit differences near -1 come out as an
+    absolute difference of up to |x| ulp(1) / 2 (1.3e-7 measured on the H200 at x ≈ -4)."""
+    if op == UnaryOp.GELU and dtype == np.float32:
+        return dict(tol, atol=1e-6)
+    return tol
 
 
 def _name(dtype):

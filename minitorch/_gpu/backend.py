@@ -166,12 +166,18 @@ class GpuBackend:
         if fn is None:
             compiled = self._modules.get((module, key))
             if compiled is None:
-                compiled = compile.load_module(self.cupy, L.module_source(module),
-                                               L.name_expressions(module, key),
-                                               self._device)
-                self._modules[module, key] = compiled
+                compiled = self._modules[module, key] = self._load(module, key)
             fn = self._functions[name] = compiled.get_function(name)
         return fn
+
+    def _load(self, module, key):
+        """Compile and load a module; during a capture with the thread in relaxed mode (loading
+        a module, like cudaMalloc, is not stream work, and a global capture may refuse it)."""
+        source, names = L.module_source(module), L.name_expressions(module, key)
+        if self._capture is None:
+            return compile.load_module(self.cupy, source, names, self._device)
+        with graphs.relaxed_capture_mode(self.cupy):
+            return compile.load_module(self.cupy, source, names, self._device)
 
     def _launch(self, module, key, name, grid, args, block=L.THREADS):
         self._function(module, key, name)(grid if isinstance(grid, tuple) else (grid,),

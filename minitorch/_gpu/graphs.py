@@ -7,7 +7,9 @@ current stream every kernel, memset and allocation of the backend goes to it and
 into a cupy.cuda.graph.Graph instead of run. For the recording to stay valid,
 
 - every buffer allocated during the capture comes from the graph's pool and lives as long as
-  the pool (so a replay reads and writes the same addresses). A buffer freed during the capture
+  the pool (a new one is allocated with the thread in relaxed capture mode: cudaMalloc is a
+  call a global or thread-local capture refuses, CUDA 13 enforces it, and torch's allocator
+  does the same) (so a replay reads and writes the same addresses). A buffer freed during the capture
   goes back to that pool only, and is handed out again only to a later allocation of a capture
   into the same pool, which runs after it on replay (torch's private graph pool; graphs share
   one through graph_pool_handle() or another graph's pool());
@@ -23,6 +25,10 @@ into a cupy.cuda.graph.Graph instead of run. For the recording to stay valid,
 Tensors made before the capture and read by it (static inputs, parameters) must be kept alive
 by the caller while the graph is replayed, as in torch. One capture at a time per process.
 """
+
+import contextlib
+import ctypes
+import os
 
 from . import buffers
 
@@ -103,11 +109,15 @@ class Capture:
         backend._capture = self
 
     def empty(self, n, dtype):
-        buffer = self.pool.empty(self._allocate, n, dtype)
+        buffer = self.pool.empty(self._allocate_relaxed, n, dtype)
         memory = _memory(buffer)
         if memory is not None:
             self._allocated.add(id(memory))
         return buffer
+
+    def _allocate_relaxed(self, n, dtype):
+        with relaxed_capture_mode(self._saved[0]):
+            return self._allocate(n, dtype)
 
     def defer_index_check(self, index, n, dim):
         """The backend's host-side check of `index` (n entries in [0, dim)), deferred to each
@@ -159,6 +169,45 @@ def _cuda_mode(cupy, mode):
     name = {"global": "streamCaptureModeGlobal", "thread_local": "streamCaptureModeThreadLocal",
             "relaxed": "streamCaptureModeRelaxed"}[mode]
     return getattr(runtime, name, MODES.index(mode))
+
+
+@contextlib.contextmanager
+def relaxed_capture_mode(cupy):
+    """The calling thread in relaxed capture mode for the duration (its own mode restored after):
+    its "potentially unsafe" calls such as cudaMalloc are then allowed during a capture. They are
+    not stream operations, so nothing of them is recorded."""
+    exchange = capture_mode_exchange(cupy)
+    previous = exchange(MODES.index("relaxed"))
+    try:
+        yield
+    finally:
+        exchange(previous)
+
+
+def capture_mode_exchange(cupy):
+    """cudaThreadExchangeStreamCaptureMode as a function of the new mode returning the previous
+    one: CuPy's binding where it has one (the test emulator's), else the driver's."""
+    return getattr(cupy.cuda.runtime, "threadExchangeStreamCaptureMode", None) or \
+        _driver_exchange
+
+
+_libcuda = None
+
+
+def _driver_exchange(mode):
+    """cuThreadExchangeStreamCaptureMode from the driver library (CuPy binds no such call): the
+    thread's new mode in, its previous one out."""
+    global _libcuda
+    if _libcuda is None:
+        library = ctypes.CDLL("nvcuda.dll" if os.name == "nt" else "libcuda.so.1")
+        library.cuThreadExchangeStreamCaptureMode.argtypes = [ctypes.POINTER(ctypes.c_int)]
+        library.cuThreadExchangeStreamCaptureMode.restype = ctypes.c_int
+        _libcuda = library
+    value = ctypes.c_int(mode)
+    status = _libcuda.cuThreadExchangeStreamCaptureMode(ctypes.byref(value))
+    if status != 0:
+        raise RuntimeError(f"CUDA driver error {status} from cuThreadExchangeStreamCaptureMode")
+    return value.value
 
 
 def begin(backend, stream, pool, mode):

@@ -11,7 +11,9 @@ capture" below): work issued while the current stream captures (kernel launches,
 recorded with its raw addresses instead of run, and Graph.launch() runs the recording again; a
 host synchronisation during a capture (a device-to-host copy, a host-to-device upload, a stream
 or device synchronize) raises cudaErrorStreamCaptureUnsupported and invalidates the capture,
-as the CUDA runtime does.
+as the CUDA runtime does; so does a new allocation (cudaMalloc) unless the thread switched to
+relaxed mode first (`runtime.threadExchangeStreamCaptureMode`, a call real CuPy does not bind:
+minitorch reaches the driver's for it).
 
 With execute=False nothing is compiled (for machines without g++): launches are only checked.
 The test suite uses this through tests/conftest.py (MINITORCH_TEST_CUDA=emulator runs every
@@ -114,6 +116,7 @@ class Array:
 
 
 def _empty(owner, n, dtype):
+    _unsafe_call()                   # a new allocation: cudaMalloc
     return Array(guarded_empty(n, dtype), Memory(owner))
 
 
@@ -291,6 +294,7 @@ class CUDARuntimeError(RuntimeError):
 
 
 _current = threading.local()        # the thread's current stream (CuPy's is per thread too)
+_thread_mode = threading.local()    # the thread's capture interaction mode (default global)
 _capturing = set()                   # streams with a capture under way, in any thread
 _stream_ids = iter(range(1, 1 << 62))
 
@@ -434,6 +438,31 @@ def _host_sync(what, stream=None):
         raise CUDARuntimeError(CAPTURE_UNSUPPORTED)
 
 
+def _exchange_capture_mode(mode):
+    """cudaThreadExchangeStreamCaptureMode: the thread's new mode in, its previous one out."""
+    previous = getattr(_thread_mode, "mode", CAPTURE_GLOBAL)
+    _thread_mode.mode = mode
+    return previous
+
+
+def _unsafe_call():
+    """A "potentially unsafe" call (cudaMalloc): refused while a capture forbids it, and that
+    capture invalidated. The calling thread's mode decides: relaxed is never bound, thread_local
+    by its own captures begun in another mode than relaxed, global by those and by other
+    threads' captures begun in global mode (cudaThreadExchangeStreamCaptureMode's rules)."""
+    mode = getattr(_thread_mode, "mode", CAPTURE_GLOBAL)
+    if mode == CAPTURE_RELAXED:
+        return
+    me = threading.get_ident()
+    broken = [s for s in _capturing
+              if (s._thread == me and s._mode != CAPTURE_RELAXED) or
+              (mode == CAPTURE_GLOBAL and s._thread != me and s._mode == CAPTURE_GLOBAL)]
+    if broken:
+        for stream in broken:
+            stream._invalidate()
+        raise CUDARuntimeError(CAPTURE_UNSUPPORTED)
+
+
 def _memset(ptr, value, n):
     """memset_async on the current stream (recorded while it captures)."""
     _issue(lambda: ctypes.memset(ptr, value, n))
@@ -476,7 +505,8 @@ def cupy_module(device_count=1, execute=None, launches=None):
         getDeviceProperties=lambda i: {"name": b"minitorch CUDA emulator"},
         CUDARuntimeError=CUDARuntimeError, streamCaptureModeGlobal=CAPTURE_GLOBAL,
         streamCaptureModeThreadLocal=CAPTURE_THREAD_LOCAL,
-        streamCaptureModeRelaxed=CAPTURE_RELAXED)
+        streamCaptureModeRelaxed=CAPTURE_RELAXED,
+        threadExchangeStreamCaptureMode=_exchange_capture_mode)
     owner = object()        # this instance's "context": its arrays and kernels carry it
     return types.SimpleNamespace(
         cuda=types.SimpleNamespace(Device=Device, runtime=runtime, Stream=Stream, Event=Event,
