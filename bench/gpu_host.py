@@ -13,7 +13,8 @@ not tests/cuda_emulator: nothing is compiled and nothing runs.
   MINITORCH_CUDA_BUFFER_CACHE=1 a steady step takes them from minitorch's buffer cache).
 
 Run: python bench/gpu_host.py [--timer cpu|wall] [--cases ...] [--profile CASE]
-  --profile CASE (add, add_grad, graph, mlp, cnn): the top of a cProfile of that case instead;
+  --profile CASE (add, add_grad, graph, mlp, cnn): the top of a cProfile of that case instead
+  (with --real: on the GPU);
   --real: on a GPU machine, the same cases through the real CuPy (wall time, the device waited
   for), beside PyTorch on the GPU.
 """
@@ -84,10 +85,12 @@ class FakeArray:
                          self.base if self.base is not None else self)
 
     def get(self):
+        READBACKS[0] += 1                           # a device-to-host copy: the host waits
         return np.zeros(self.size, self.dtype)      # zeros: every index check passes
 
 
 _DTYPES = {}
+READBACKS = [0]     # FakeArray.get calls: each is a wait for the device on a real GPU
 
 
 def _dtype(dtype):
@@ -133,12 +136,18 @@ class FakeModule:
 
 
 def fake_cupy():
-    """The stand-in module; `launches[0]` counts kernel launches, `allocations[0]` buffers."""
-    launches, allocations = [0], [0]
+    """The stand-in module; `launches[0]` counts kernel launches, `allocations[0]` buffers,
+    `uploads[0]` host-to-device copies."""
+    launches, allocations, uploads = [0], [0], [0]
 
     def empty(n, dtype):
         allocations[0] += 1
         return FakeArray(n, _dtype(dtype))
+
+    def asarray(host):
+        uploads[0] += 1
+        host = np.asarray(host)
+        return FakeArray(host.size, host.dtype)
 
     runtime = types.SimpleNamespace(
         getDeviceCount=lambda: 1, getDevice=lambda: 0, setDevice=lambda index: None,
@@ -146,9 +155,10 @@ def fake_cupy():
     return types.SimpleNamespace(
         cuda=types.SimpleNamespace(Device=FakeDevice, runtime=runtime),
         empty=empty, zeros=empty,
-        asarray=lambda host: FakeArray(np.asarray(host).size, np.asarray(host).dtype),
+        asarray=asarray,
         RawModule=lambda code, options, name_expressions: FakeModule(launches),
-        launches=launches, allocations=allocations, host_only=True, __version__="stand-in")
+        launches=launches, allocations=allocations, uploads=uploads, host_only=True,
+        __version__="stand-in")
 
 
 REAL = "--real" in sys.argv     # the real CuPy and GPU: decided before minitorch is imported
@@ -274,14 +284,18 @@ def real_gpu(args):
 
 
 def counts_per_call(fn):
-    """(kernel launches, buffers asked of CuPy) in one call, after a warm-up call."""
+    """(kernel launches, buffers asked of CuPy, device-to-host reads, host-to-device copies) in
+    one call, after a warm-up call."""
+    counters = (CUPY.launches, CUPY.allocations, READBACKS, CUPY.uploads)
     fn()
-    launches, allocations = CUPY.launches[0], CUPY.allocations[0]
+    before = [c[0] for c in counters]
     fn()
-    return CUPY.launches[0] - launches, CUPY.allocations[0] - allocations
+    return tuple(c[0] - b for c, b in zip(counters, before))
 
 
 def profile(case):
+    """The top of a cProfile of the case (with --real: on the GPU, the device waited for at
+    the end, so time spent waiting inside readbacks shows where it happens)."""
     import cProfile
     import pstats
     fn = CASES[case][1]("cuda")
@@ -290,7 +304,9 @@ def profile(case):
     profiler.enable()
     for _ in range(200 if case in ("mlp", "cnn") else 20000):
         fn()
+    mt.cuda.synchronize()
     profiler.disable()
+    print(f"cProfile of {CASES[case][0]} on {'the GPU' if REAL else 'the no-op stand-in'}")
     pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 
 
@@ -305,11 +321,11 @@ def main():
     parser.add_argument("--real", action="store_true",
                         help="time the real GPU path (CuPy and a GPU needed), PyTorch beside")
     args = parser.parse_args()
-    if args.real:
-        real_gpu(args)
-        return
     if args.profile:
         profile(args.profile)
+        return
+    if args.real:
+        real_gpu(args)
         return
     print("GPU backend host path against a no-op CuPy stand-in (no GPU), beside the CPU path; "
           "CuPy's own launch/allocation costs come on top on a real GPU")
@@ -317,16 +333,16 @@ def main():
     cache = "on" if os.environ.get("MINITORCH_CUDA_BUFFER_CACHE") == "1" else "off"
     print(f"timer: {args.timer}; buffer cache (MINITORCH_CUDA_BUFFER_CACHE=1): {cache}")
     print(f"{'case':<30}{'cuda host':>12}{'cpu':>12}{'cuda/cpu':>10}{'launches':>10}"
-          f"{'host us/launch':>16}{'new buffers':>13}")
+          f"{'host us/launch':>16}{'new buffers':>13}{'readbacks':>11}{'uploads':>9}")
     for case in args.cases:
         label, build = CASES[case]
         cuda_fn, cpu_fn = build("cuda"), build("cpu")
         cuda_us = best_us(cuda_fn, args.seconds, timer=timer)
         cpu_us = best_us(cpu_fn, args.seconds, timer=timer)
-        launches, allocations = counts_per_call(cuda_fn)
+        launches, allocations, readbacks, uploads = counts_per_call(cuda_fn)
         print(f"{label:<30}{cuda_us:>10.1f}us{cpu_us:>10.1f}us{cuda_us / cpu_us:>9.2f}x"
-              f"{launches:>10d}{cuda_us / max(launches, 1):>14.1f}us{allocations:>13d}",
-              flush=True)
+              f"{launches:>10d}{cuda_us / max(launches, 1):>14.1f}us{allocations:>13d}"
+              f"{readbacks:>11d}{uploads:>9d}", flush=True)
 
 
 if __name__ == "__main__":
