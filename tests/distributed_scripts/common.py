@@ -53,3 +53,22 @@ def assert_close(actual, expected, what, rtol=1e-5, atol=1e-6):
         ok = np.array_equal(actual, expected)
     if not ok:
         raise AssertionError(f"{what}: got\n{actual}\nexpected\n{expected}")
+
+
+def check_scaled_bucket_takes(device):
+    """A gradient's way into its DDP bucket at world size > 1 (one scaling kernel writing the
+    bucket's slot, a view of its flat buffer), transposed and narrow gradients included."""
+    from minitorch.nn import Parameter
+    from minitorch.nn.parallel.buckets import Bucket, SoloBucket
+    weights = [Parameter(mt.zeros(3, 4, device=device)), Parameter(mt.zeros(5, device=device))]
+    bucket = Bucket(weights, factor=0.5)
+    bucket.take(0, mt.arange(12.0, device=device).reshape(4, 3).t())
+    bucket.take(1, mt.arange(5.0, device=device))
+    assert_close(bucket.tensor.cpu(), np.concatenate([np.arange(12.0).reshape(4, 3).T.ravel(),
+                                                      np.arange(5.0)]).astype(np.float32) * 0.5,
+                 "bucket take, scaled")
+    half = Parameter(mt.zeros(2, 3, dtype=mt.float16, device=device))
+    solo = SoloBucket(half, factor=0.5)
+    grad = mt.arange(6.0, device=device).reshape(2, 3).to(mt.float16)
+    solo.take(0, grad)
+    assert solo.tensor is grad and grad.cpu().tolist() == [[0, 0.5, 1], [1.5, 2, 2.5]], grad

@@ -98,7 +98,7 @@ import minitorch as mt  # noqa: E402
 import minitorch.distributed as dist  # noqa: E402
 import minitorch.nn as nn  # noqa: E402
 import minitorch.nn.functional as F  # noqa: E402
-from common import assert_close, expect  # noqa: E402
+from common import assert_close, check_scaled_bucket_takes, expect  # noqa: E402
 
 dist.init_process_group("nccl")
 assert dist.get_backend() == "nccl" and dist.get_world_size() == 1
@@ -202,21 +202,7 @@ for got, p in zip(grads, cpu_model.parameters()):
     assert_close(got, p.grad.numpy(), "DDP on nccl", rtol=1e-4, atol=1e-6)
 checks += 3
 
-# a gradient's way into its bucket at world size > 1 (one scaling kernel writing the bucket's
-# slot, a view of its flat cuda buffer), transposed and narrow gradients included
-from minitorch.nn.parallel.buckets import Bucket, SoloBucket  # noqa: E402
-weights = [nn.Parameter(mt.zeros(3, 4, device="cuda")), nn.Parameter(mt.zeros(5, device="cuda"))]
-bucket = Bucket(weights, factor=0.5)
-bucket.take(0, mt.arange(12.0, device="cuda").reshape(4, 3).t())
-bucket.take(1, mt.arange(5.0, device="cuda"))
-assert_close(bucket.tensor.cpu(), np.concatenate([np.arange(12.0).reshape(4, 3).T.ravel(),
-                                                  np.arange(5.0)]).astype(np.float32) * 0.5,
-             "bucket take, scaled")
-half = nn.Parameter(mt.zeros(2, 3, dtype=mt.float16, device="cuda"))
-solo = SoloBucket(half, factor=0.5)
-grad = mt.arange(6.0, device="cuda").reshape(2, 3).to(mt.float16)
-solo.take(0, grad)
-assert solo.tensor is grad and grad.cpu().tolist() == [[0, 0.5, 1], [1.5, 2, 2.5]], grad
+check_scaled_bucket_takes("cuda")
 checks += 1
 dist.destroy_process_group()
 assert calls[-1] == ("destroy",)

@@ -12,7 +12,7 @@ import minitorch as mt
 import minitorch.distributed as dist
 import minitorch.nn as nn
 import minitorch.nn.functional as F
-from common import DTYPES, assert_close, expect, rank_data
+from common import DTYPES, assert_close, check_scaled_bucket_takes, expect, rank_data
 
 checks = 0
 
@@ -128,15 +128,7 @@ with ddp.no_sync():
     F.cross_entropy(ddp(x), y).backward()
 checks += 2
 
-# a gradient's way into its bucket with a factor (the world size's average)
-from minitorch.nn.parallel.buckets import Bucket  # noqa: E402
-weights = [nn.Parameter(mt.zeros(3, 4, device="cuda")), nn.Parameter(mt.zeros(5, device="cuda"))]
-bucket = Bucket(weights, factor=0.5)
-bucket.take(0, mt.arange(12.0, device="cuda").reshape(4, 3).t())
-bucket.take(1, mt.arange(5.0, device="cuda"))
-assert_close(bucket.tensor.cpu(), np.concatenate([np.arange(12.0).reshape(4, 3).T.ravel(),
-                                                  np.arange(5.0)]).astype(np.float32) * 0.5,
-             "bucket take, scaled")
+check_scaled_bucket_takes("cuda")
 checks += 1
 dist.destroy_process_group()
 assert not dist.is_initialized()
