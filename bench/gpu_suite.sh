@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The GPU check in one call, for a machine with an NVIDIA GPU, CuPy and nvcc (see
 # docs/gpu_check.md): build in place, NCCL (world size 1) and DLPack, the CUDA tests, the kernel
-# benchmark, the host-path benchmark (stand-in and real), and MNIST on cuda (eager, and the
+# benchmark and one launch's pieces (bench/gpu_launch.py), the host-path benchmark (stand-in
+# and real, then a cProfile of the MNIST steps on the GPU), and MNIST on cuda (eager, and the
 # MLP's training step replayed as a CUDA graph: "+graph" lines); then a summary. Each stage has
-# its own time limit (545 s in all; an H200 needed about 6 minutes); logs go to $OUT when it is
+# its own time limit (560 s in all; an H200 needed about 6 minutes); logs go to $OUT when it is
 # set (the device tool brings that folder back), else ./gpu_logs.
 # Run from the repository root: bash bench/gpu_suite.sh
 set -u
@@ -81,8 +82,9 @@ grep -E " (FAILED|ERROR) " "$LOGS/tests.log" | head -n 25 | tee -a "$SUMMARY"
 grep -m 1 -o "compiling through CuPy's NVRTC binding failed.*" "$LOGS/tests.log" \
     | sed 's/^/COMPILE FALLBACK: /' | tee -a "$SUMMARY"
 
-stage gpu 30 "$PY" bench/gpu.py
-grep -E "^(GPU|matmul|add|compact|sum)" "$LOGS/gpu.log" | tee -a "$SUMMARY"
+stage gpu 45 bash -c "'$PY' bench/gpu.py && '$PY' bench/gpu_launch.py"
+grep -E "^(GPU|matmul|add|compact|sum|one launch|cupy|launch|8-byte|backend|mt add|torch add)" \
+    "$LOGS/gpu.log" | tee -a "$SUMMARY"
 
 # the real-GPU table twice: our buffer cache off (the default), then on (it stays opt-in until
 # these figures and its tests have been seen on a GPU: minitorch/_gpu/buffers.py)
