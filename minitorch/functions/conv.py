@@ -33,7 +33,7 @@ from .elementwise import AddRelu, C_NAMES, TORCH_NAMES
 from .joining import cat
 from .movement import _copy_into
 from .window import (_channels_last, _memory_order, _new_in_order, _pad,
-                     _windows, fold_columns, window_geometry, window_view)
+                     _windows, fold_columns, relu_max_pool, window_geometry, window_view)
 
 __all__ = []   # torch has these in torch.nn.functional (conv1d/2d/3d at its top level too)
 
@@ -848,10 +848,11 @@ def _pad_after(x, extra):
     return x
 
 
-def _conv_nd(x, weight, bias, stride, pads, dilation, groups, relu=False):
+def _conv_nd(x, weight, bias, stride, pads, dilation, groups, relu=False, pool=None):
     """The (N, C, *spatial) convolution (1, 2 or 3 spatial axes): im2col view, one compact,
     GEMM(s); grouped convolutions use one batched GEMM per group with the group's weight
-    broadcast over the batch. With relu, the bias add and the relu are one pass (AddRelu)."""
+    broadcast over the batch. With relu, the bias add and the relu are one pass (AddRelu);
+    with pool as well, a max pool follows in the same node (see _add_bias)."""
     spatial = x.ndim - 2
     x = _pad_after(x, [right - left for left, right in pads])
     n, c = x.shape[:2]
@@ -866,34 +867,42 @@ def _conv_nd(x, weight, bias, stride, pads, dilation, groups, relu=False):
         w = WindowOrder.apply(weight)
         # compact NCHW unless a bias add follows (the add then reads the NHWC view in place)
         out = ConvProduct.apply(x, w, geometry, bias is None)
-        return _add_bias(out, bias, bias_shape, relu)
+        return _add_bias(out, bias, bias_shape, relu, pool)
     cols = window_view(x, geometry)                                # (N, C, *kernel, *blocks)
     cols = cols.reshape(n, groups, (c // groups) * math.prod(kernel), math.prod(geometry.blocks))
     w = weight.reshape(groups, out_channels // groups, -1)
     # One batched GEMM per group, the group's weight broadcast over the batch (stride 0).
     per_group = [w[g] @ cols[:, g] for g in range(groups)]         # each (N, OC/G, L)
     return _add_bias(cat(per_group, dim=1).reshape((n, out_channels) + geometry.blocks), bias,
-                     bias_shape, relu)
+                     bias_shape, relu, pool)
 
 
-def _add_bias(out, bias, bias_shape, relu):
+def _add_bias(out, bias, bias_shape, relu, pool=None):
     """out + bias, then relu when asked, as one pass (a compact NCHW result either way: the add
-    reads an NHWC product in place)."""
+    reads an NHWC product in place). With `pool` (a callable giving the PoolGeometry of a max
+    pool over its argument, checking it as max_pool2d does), the max pool of that, as one node
+    that keeps no full-size relu output (ReluMaxPool)."""
+    if pool is not None:
+        return relu_max_pool(out, None if bias is None else bias.reshape(bias_shape), pool(out))
     if bias is None:
         return out.relu() if relu else out.contiguous()
     return AddRelu.apply(out, bias.reshape(bias_shape)) if relu else out + bias.reshape(bias_shape)
 
 
-def _conv(name, spatial, input, weight, bias, stride, padding, dilation, groups, relu=False):
-    """conv1d/2d/3d (then relu, when asked): checks, then the convolution of the batched
-    input. A 1-D convolution is a 2-D one over a height-1 image."""
+def _conv(name, spatial, input, weight, bias, stride, padding, dilation, groups, relu=False,
+          pool=None):
+    """conv1d/2d/3d (then relu, and a max pool, when asked): checks, then the convolution of
+    the batched input. A 1-D convolution is a 2-D one over a height-1 image (never pooled
+    here)."""
     x, unbatched, stride, pads, dilation, _ = _conv_setup(
         name, spatial, input, weight, bias, stride, padding, dilation, groups)
     if spatial == 1:
+        if pool is not None:
+            raise ValueError("conv_relu: a max pool follows 2-D and 3-D convolutions only")
         out = _conv_nd(x.unsqueeze(2), weight.unsqueeze(2), bias, (1,) + stride,
                        [(0, 0)] + pads, (1,) + dilation, groups, relu).squeeze(2)
     else:
-        out = _conv_nd(x, weight, bias, stride, pads, dilation, groups, relu)
+        out = _conv_nd(x, weight, bias, stride, pads, dilation, groups, relu, pool)
     return out.squeeze(0) if unbatched else out
 
 
@@ -917,11 +926,14 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 @autocast_op(LOWER)
-def conv_relu(spatial, input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """relu(conv{spatial}d(...)) with the bias add and the relu in one pass. Not a torch
-    function: nn.Sequential runs a convolution followed by a ReLU through it."""
+def conv_relu(spatial, input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,
+              pool=None):
+    """relu(conv{spatial}d(...)) with the bias add and the relu in one pass, then (2-D and
+    3-D, with `pool`: a callable giving the PoolGeometry of a max pool over the relu's output,
+    checked as max_pool2d checks it) that max pool in the same node. Not a torch function:
+    nn.Sequential runs a convolution followed by a ReLU (and a MaxPool2d) through it."""
     return _conv(f"conv{spatial}d", spatial, input, weight, bias, stride, padding, dilation,
-                 groups, relu=True)
+                 groups, relu=True, pool=pool)
 
 
 _AXIS_NAMES = ("depth", "height", "width")

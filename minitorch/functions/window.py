@@ -22,8 +22,11 @@ from .. import dtypes
 from ..autograd import KernelFunction
 from ..ndarray import NDArray, contiguous_strides, normalize_dim, shape_str
 from ..tensor import wrap
+from ..opcodes import BinaryOp, UnaryOp
+from .elementwise import ReluBackward
 from .index import Gather
 from .movement import _copy_into, _view_of
+from .reduce import sum_to
 
 
 __all__ = []   # torch has these only in torch.nn.functional, which imports them from here
@@ -339,13 +342,8 @@ class MaxPool(KernelFunction):
     @staticmethod
     def forward(ctx, x, geometry):
         nd = x._data.compact()
-        spatial = len(geometry.kernel)
-        lead, size = nd.shape[:-spatial], nd.shape[-spatial:]
-        values = NDArray.empty(lead + geometry.out, nd.dtype, nd.device)
-        indices = NDArray.empty(values.shape, dtypes.int64, nd.device)
-        nd.backend.max_pool_forward(nd.flat(), values.buffer, indices.buffer,
-                                    _planes(nd.shape, spatial)[0], size, *geometry)
-        ctx.input_shape, ctx.spatial = nd.shape, spatial
+        values, indices = _max_pool_arrays(nd, geometry)
+        ctx.input_shape, ctx.spatial = nd.shape, len(geometry.kernel)
         indices = wrap(indices)
         ctx.save_for_backward(indices)
         return wrap(values), indices
@@ -356,6 +354,52 @@ class MaxPool(KernelFunction):
             return None, None
         indices, = ctx.saved_tensors
         return MaxPoolBackward.apply(g, indices, ctx.input_shape, ctx.spatial), None
+
+
+def _max_pool_arrays(nd, geometry):
+    """(values, indices) NDArrays of every window of the compact nd (..., *size)."""
+    spatial = len(geometry.kernel)
+    lead, size = nd.shape[:-spatial], nd.shape[-spatial:]
+    values = NDArray.empty(lead + geometry.out, nd.dtype, nd.device)
+    indices = NDArray.empty(values.shape, dtypes.int64, nd.device)
+    nd.backend.max_pool_forward(nd.flat(), values.buffer, indices.buffer,
+                                _planes(nd.shape, spatial)[0], size, *geometry)
+    return values, indices
+
+
+class ReluMaxPool(KernelFunction):
+    """max_pool(relu(x + bias)) as one node (nn.Sequential's convolution → ReLU → max pool):
+    the bias add and the relu in one pass (AddRelu's kernel, or relu alone without a bias),
+    then the max-pool kernel; the relu's full-size output is not kept. Each pooled value is the
+    relu output at its window's argmax, so masking g by the pooled values (ReluBackward on the
+    pooled size) before scattering it back gives the ReLU's mask at every position a gradient
+    reaches: the separate ops' bits, without their pass over the full-size gradient."""
+
+    @staticmethod
+    def forward(ctx, x, bias, geometry):
+        nd = x._data
+        relu = (nd.binary(BinaryOp.ADD_RELU, bias._data) if bias is not None else
+                nd.unary(UnaryOp.RELU)).compact()
+        values, indices = _max_pool_arrays(relu, geometry)
+        ctx.input_shape, ctx.spatial = relu.shape, len(geometry.kernel)
+        ctx.bias_shape = None if bias is None else bias._data.shape
+        values = wrap(values)
+        ctx.save_for_backward(values, wrap(indices))
+        return values
+
+    @staticmethod
+    def backward(ctx, g):
+        values, indices = ctx.saved_tensors
+        grad = MaxPoolBackward.apply(ReluBackward.apply(g, values), indices, ctx.input_shape,
+                                     ctx.spatial)
+        grad_bias = sum_to(grad, ctx.bias_shape) if ctx.needs_input_grad[1] else None
+        return grad, grad_bias, None
+
+
+def relu_max_pool(x, bias, geometry):
+    """max_pool(relu(x + bias)) (bias None: max_pool(relu(x))) of a (N, C, *size) x, bias
+    broadcastable to it, geometry a PoolGeometry the caller checked: the values only."""
+    return ReluMaxPool.apply(x, bias, geometry)
 
 
 class MaxPoolBackward(KernelFunction):

@@ -14,6 +14,7 @@ from .functional.linear_maps import linear_relu
 from .linear import Linear
 from .module import Module, _addindent, _typename
 from .parameter import Parameter
+from .pooling import MaxPool2d
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
@@ -37,6 +38,15 @@ def _fused_with_relu(first, second):
     for cls, fused in _RELU_FUSIONS:
         if first._calls_plain_forward(cls):
             return fused
+    return None
+
+
+def _fused_with_relu_max_pool(first, second, third):
+    """The call that runs Conv2d → ReLU → MaxPool2d as a convolution and one node (values
+    only asked of the pool, plain modules as _fused_with_relu asks), else None."""
+    if (third._calls_plain_forward(MaxPool2d) and not third.return_indices
+            and second._calls_plain_forward(ReLU) and first._calls_plain_forward(Conv2d)):
+        return lambda input: first._forward_relu_max_pool(third, input)
     return None
 
 
@@ -133,12 +143,19 @@ class Sequential(Module):
         """Each module on the previous one's output. A Linear or a convolution followed by a
         ReLU runs as one: the Linear's GEMM adds the bias and applies the relu as it stores
         (one kernel instead of three), the convolution's bias add and relu are one pass
-        (AddRelu), with the separate calls' values, whenever calling the two would run
-        nothing else: no hooks, plain classes, no forward replaced on the instance."""
+        (AddRelu), and a Conv2d → ReLU → MaxPool2d's relu and pool one node (ReluMaxPool), with
+        the separate calls' values and gradients, whenever calling them would run nothing
+        else: no hooks, plain classes, no forward replaced on the instance."""
         modules = list(self._modules.values())
         i, count = 0, len(modules)
         while i < count:
             module = modules[i]
+            fused = (_fused_with_relu_max_pool(module, modules[i + 1], modules[i + 2])
+                     if i + 2 < count else None)
+            if fused is not None:
+                input = fused(input)
+                i += 3
+                continue
             fused = _fused_with_relu(module, modules[i + 1]) if i + 1 < count else None
             if fused is not None:
                 input = fused(module, input)

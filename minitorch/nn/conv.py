@@ -89,6 +89,17 @@ class _ConvNd(Module):
         return conv_relu(self._dims, input, self.weight, self.bias, self.stride, padding,
                          self.dilation, self.groups)
 
+    def _forward_relu_max_pool(self, pool, input):
+        """pool(relu(self(input))) for a MaxPool2d `pool` (nn.Sequential's Conv2d → ReLU →
+        MaxPool2d), the relu and the pool one node after the convolution (ReluMaxPool: no
+        full-size relu output kept, its gradient pass made on the pooled size). A batched input
+        only; otherwise the three run as two."""
+        if input.dim() != 4:
+            return pool(self._forward_relu(input))
+        input, padding = self._padded_input(input)
+        return conv_relu(self._dims, input, self.weight, self.bias, self.stride, padding,
+                         self.dilation, self.groups, pool=pool._geometry_for)
+
     def _padded_input(self, input):
         """Non-zero padding modes pad explicitly, then convolve without padding."""
         if self.padding_mode == "zeros":

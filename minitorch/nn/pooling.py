@@ -1,6 +1,7 @@
 """MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d, AdaptiveMaxPool1d/2d/3d,
 LPPool1d/2d/3d, MaxUnpool1d/2d/3d."""
 from . import functional as F
+from .functional.pooling import max_pool_geometry
 from .module import Module
 
 
@@ -16,6 +17,12 @@ class MaxPool2d(Module):
     def forward(self, input):
         return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             self.ceil_mode, self.return_indices)
+
+    def _geometry_for(self, input):
+        """The PoolGeometry forward pools `input` with, checked as forward checks it (asked by
+        nn.Sequential's convolution → ReLU → MaxPool2d, see Conv2d._forward_relu_max_pool)."""
+        return max_pool_geometry("max_pool2d", input, self.kernel_size, self.stride,
+                                 self.padding, self.dilation, self.ceil_mode)
 
     def extra_repr(self):
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "

@@ -168,13 +168,19 @@ def _check_max_pool_dtype(input, name):
         raise NotImplementedError(f'"{name}" not implemented for \'Bool\'')
 
 
-def _max_pool(name, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
-    """max_pool2d/3d: the maximum of each window (its real elements only: padding never wins),
-    and optionally its flat position; the max-pool kernels of functions/window.py."""
+def max_pool_geometry(name, input, kernel_size, stride, padding, dilation, ceil_mode):
+    """The PoolGeometry of max_pool2d/3d (`name`) over input, checked as torch checks it."""
     kernel, stride, padding, dilation, out = _pool_setup(name, input, kernel_size, stride,
                                                          padding, dilation, ceil_mode)
     _check_max_pool_dtype(input, name)
-    values, indices = max_pool(input, PoolGeometry(out, kernel, stride, padding, dilation))
+    return PoolGeometry(out, kernel, stride, padding, dilation)
+
+
+def _max_pool(name, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    """max_pool2d/3d: the maximum of each window (its real elements only: padding never wins),
+    and optionally its flat position; the max-pool kernels of functions/window.py."""
+    values, indices = max_pool(input, max_pool_geometry(name, input, kernel_size, stride,
+                                                        padding, dilation, ceil_mode))
     return (values, indices) if return_indices else values
 
 
