@@ -7,12 +7,12 @@ current stream every kernel, memset and allocation of the backend goes to it and
 into a cupy.cuda.graph.Graph instead of run. For the recording to stay valid,
 
 - every buffer allocated during the capture comes from the graph's pool and lives as long as
-  the pool (a new one is allocated with the thread in relaxed capture mode: cudaMalloc is a
-  call a global or thread-local capture refuses, CUDA 13 enforces it, and torch's allocator
-  does the same) (so a replay reads and writes the same addresses). A buffer freed during the capture
-  goes back to that pool only, and is handed out again only to a later allocation of a capture
-  into the same pool, which runs after it on replay (torch's private graph pool; graphs share
-  one through graph_pool_handle() or another graph's pool());
+  the pool (so a replay reads and writes the same addresses); a new one is allocated with the
+  thread in relaxed capture mode, since cudaMalloc is a call a global or thread-local capture
+  refuses (CUDA 13 enforces it; torch's allocator does the same). A buffer freed during the
+  capture goes back to that pool only, and is handed out again only to a later allocation of a
+  capture into the same pool, which runs after it on replay (torch's private graph pool; graphs
+  share one through graph_pool_handle() or another graph's pool());
 - the foreach pointer tables the captured optimizer kernels read are held by the graph (the
   backend's table cache may drop them later);
 - anything that waits for the device or copies from host memory (to_host, an upload, a

@@ -21,8 +21,8 @@ from collections import namedtuple
 from .. import dtypes
 from ..autograd import KernelFunction
 from ..ndarray import NDArray, contiguous_strides, normalize_dim, shape_str
-from ..tensor import wrap
 from ..opcodes import BinaryOp, UnaryOp
+from ..tensor import wrap
 from .elementwise import ReluBackward
 from .index import Gather
 from .movement import _copy_into, _view_of
