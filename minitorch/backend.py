@@ -124,7 +124,7 @@ class KernelBackend(Protocol):
 
     # ---- max pooling: compact (planes, *size) arrays, 1 to 3 spatial axes -------------------
     def max_pool_forward(self, x, values, indices, planes, size, out_size, kernel, stride,
-                         padding, dilation):
+                         padding, dilation, bias=None):
         """values (x's dtype) and indices (int64), both (planes, *out_size) = the maximum of
         every window of x (planes, *size) and its flat position in the plane (torch's
         return_indices). size, out_size (computed by the caller, ceil_mode included), kernel,
@@ -132,7 +132,10 @@ class KernelBackend(Protocol):
         o·stride - padding + j·dilation for j < kernel; only positions inside the input take
         part, the first of them being the initial index, and the maximum starts from the
         dtype's lowest value (-inf) with torch's rule `val > max || isnan(val)`: NaN wins (the
-        last of several), ties keep the first position."""
+        last of several), ties keep the first position. With `bias` (float32/float64, x's
+        dtype, one value per channel, its length dividing planes), every value is read as
+        relu(x + bias[plane % channels]) with ADD_RELU's ops: a convolution's bias add and
+        ReLU pooled without their pass."""
 
     def max_pool_backward(self, grad_out, indices, grad_in, planes, in_plane, out_plane):
         """grad_in (planes, in_plane; float, overwritten) = the sum of grad_out (planes,

@@ -189,7 +189,10 @@ def kernel_errors():
                ((f32, f32.copy(), i64, 1, (2, 4), (1, 2), (2, 2), (2, 2), (-1, 0), (1, 1)),
                 ValueError),
                ((f32, np.zeros(2, np.float32), i64) + (1,) + geometry, ValueError),
-               ((f32, f32.copy(), i64, 2) + geometry, ValueError)]   # x holds one plane
+               ((f32, f32.copy(), i64, 2) + geometry, ValueError),   # x holds one plane
+               ((i64, i64.copy(), i64.copy(), 1) + geometry + (i64[:1],), TypeError),  # bias:
+               ((f32, f32.copy(), i64, 1) + geometry + (f64[:1],), TypeError),  # not float,
+               ((f32, f32.copy(), i64, 1) + geometry + (f32[:2],), ValueError)]  # 2 ∤ 1 plane
     backward = [((i64, i64, i64.copy(), 2, 4, 4), TypeError),         # integer gradients
                 ((f32, i64, f64, 2, 4, 4), TypeError),
                 ((f32, f32.copy(), f32.copy(), 2, 4, 4), TypeError),
@@ -242,6 +245,23 @@ def test_emulated_gpu_kernels_match_cpu():
             np.testing.assert_array_equal(gpu.to_host(gpu_values), values)
             np.testing.assert_array_equal(gpu.to_host(gpu_indices), indices)
         if dtype in (np.float32, np.float64):
+            # relu(x + bias) read by the kernel: the pool of the ADD_RELU pass's values
+            bias = np.array([-0.5, 1.0, np.nan], dtype)[:3 if trial % 2 else 1]
+            fused = np.empty(total, dtype), np.empty(total, np.int64)
+            _cpu.max_pool_forward(x, *fused, planes, *geometry, bias=bias)
+            with np.errstate(invalid="ignore"):
+                shifted = x.reshape(planes, -1) + bias[np.arange(planes) % bias.size, None]
+            relu = np.where(shifted < 0, 0, shifted).astype(dtype).reshape(-1)
+            separate = np.empty(total, dtype), np.empty(total, np.int64)
+            _cpu.max_pool_forward(relu, *separate, planes, *geometry)
+            for got, want in zip(fused, separate):
+                np.testing.assert_array_equal(got, want)
+            gpu_fused = gpu.empty(total, dtype), gpu.empty(total, np.int64)
+            gpu.max_pool_forward(gpu.from_host(x), *gpu_fused, planes, *geometry,
+                                 bias=gpu.from_host(bias))
+            if run:
+                for got, want in zip(gpu_fused, fused):
+                    np.testing.assert_array_equal(gpu.to_host(got), want)
             g = rng.random(total).astype(dtype)
             grad = np.empty(x.size, dtype)
             _cpu.max_pool_backward(g, indices, grad, planes, in_plane, total // planes)

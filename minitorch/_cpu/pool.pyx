@@ -49,6 +49,10 @@ cdef struct Axes:
     Py_ssize_t stride[3]
     Py_ssize_t padding[3]
     Py_ssize_t dilation[3]
+    # a per-channel bias (plane p uses bias[p % channels]) whose add and relu every read value
+    # gets, or NULL
+    const void* bias
+    Py_ssize_t channels
 
 
 cdef inline void window_span(const Axes* g, int d, Py_ssize_t o, Py_ssize_t* first,
@@ -74,6 +78,12 @@ cdef inline anyt lowest(const anyt* like) noexcept nogil:
         return 0
 
 
+cdef inline anyt add_relu(anyt v, anyt b) noexcept nogil:
+    """relu(v + b) with BINARY_ADD_RELU's ops (binary.pyx): NaN passes, -0.0 stays."""
+    v = v + b
+    return 0 if v < 0 else v
+
+
 cdef inline bint wins(anyt v, anyt top) noexcept nogil:
     """torch's rule: v replaces the running maximum top when greater, or when it is NaN."""
     if anyt is float or anyt is double:
@@ -84,8 +94,9 @@ cdef inline bint wins(anyt v, anyt top) noexcept nogil:
 
 cdef void pool_window(const anyt* src, const Axes* g, Py_ssize_t d0, Py_ssize_t d1,
                       Py_ssize_t h0, Py_ssize_t h1, Py_ssize_t ow, anyt* top,
-                      int64_t* best) noexcept nogil:
-    """One output of a row whose window may reach past the input's ends along w."""
+                      int64_t* best, anyt b) noexcept nogil:
+    """One output of a row whose window may reach past the input's ends along w (values read
+    as add_relu(v, b) when g has a bias)."""
     cdef Py_ssize_t h_size = g.size[1], w_size = g.size[2], w0, w1, d, h, w, at
     cdef anyt v
     window_span(g, 2, ow, &w0, &w1)
@@ -99,6 +110,8 @@ cdef void pool_window(const anyt* src, const Axes* g, Py_ssize_t d0, Py_ssize_t 
             w = w0
             while w < w1:
                 v = src[at]
+                if g.bias != NULL:
+                    v = add_relu(v, b)
                 if wins(v, top[0]):
                     top[0], best[0] = v, at
                 at += g.dilation[2]
@@ -109,7 +122,7 @@ cdef void pool_window(const anyt* src, const Axes* g, Py_ssize_t d0, Py_ssize_t 
 
 cdef void pool_tile(const anyt* src, const Axes* g, Py_ssize_t d0, Py_ssize_t d1,
                     Py_ssize_t h0, Py_ssize_t h1, Py_ssize_t rows, Py_ssize_t c0,
-                    Py_ssize_t columns, anyt* top, int64_t* best) noexcept nogil:
+                    Py_ssize_t columns, anyt* top, int64_t* best, anyt b) noexcept nogil:
     """The outputs c0 .. c0 + columns - 1 of `rows` neighbouring output rows (at most ROW_TILE
     in all), whose windows lie inside the input along w, and along h too when rows > 1 (the
     first row's span [h0, h1) then serves every row, a row's stride further). Every window
@@ -144,8 +157,12 @@ cdef void pool_tile(const anyt* src, const Axes* g, Py_ssize_t d0, Py_ssize_t d1
                 at = (d * h_size + h) * w_size + j * g.dilation[2]
                 for r in range(rows):       # affine in r and c: cheaper than through offset
                     first = src + at + r * row_step + c0 * stride - g.padding[2]
-                    for c in range(columns):
-                        row[r * columns + c] = first[c * stride]
+                    if g.bias != NULL:
+                        for c in range(columns):
+                            row[r * columns + c] = add_relu(first[c * stride], b)
+                    else:
+                        for c in range(columns):
+                            row[r * columns + c] = first[c * stride]
                 for k in range(lanes):
                     take = wins(row[k], peak[k])
                     peak[k] = row[k] if take else peak[k]
@@ -172,7 +189,7 @@ cdef void interior(const Axes* g, int axis, Py_ssize_t* lo, Py_ssize_t* hi) noex
 
 cdef void pool_rows(const anyt* src, const Axes* g, Py_ssize_t d0, Py_ssize_t d1,
                     Py_ssize_t oh, Py_ssize_t rows, Py_ssize_t lo, Py_ssize_t hi, anyt* top,
-                    int64_t* best) noexcept nogil:
+                    int64_t* best, anyt b) noexcept nogil:
     """Output rows oh .. oh + rows - 1 (several only where their windows lie inside the input
     along h): edge outputs along w one by one, the rest in tiles of ROW_TILE."""
     cdef Py_ssize_t width = g.out[2], h0, h1, ow, r, c0, columns, per_tile, n
@@ -181,10 +198,10 @@ cdef void pool_rows(const anyt* src, const Axes* g, Py_ssize_t d0, Py_ssize_t d1
         window_span(g, 1, oh + r, &h0, &h1)
         for ow in range(lo):
             pool_window(src, g, d0, d1, h0, h1, ow, top + r * width + ow,
-                        best + r * width + ow)
+                        best + r * width + ow, b)
         for ow in range(hi, width):
             pool_window(src, g, d0, d1, h0, h1, ow, top + r * width + ow,
-                        best + r * width + ow)
+                        best + r * width + ow, b)
     window_span(g, 1, oh, &h0, &h1)
     columns = hi - lo if hi - lo < ROW_TILE else ROW_TILE
     if columns == 0:
@@ -197,7 +214,7 @@ cdef void pool_rows(const anyt* src, const Axes* g, Py_ssize_t d0, Py_ssize_t d1
         while c0 < hi:
             columns = hi - c0 if hi - c0 < ROW_TILE else ROW_TILE
             pool_tile(src, g, d0, d1, h0 + r * g.stride[1], h1 + r * g.stride[1], n, c0,
-                      columns, top + r * width, best + r * width)
+                      columns, top + r * width, best + r * width, b)
             c0 += columns
         r += n
 
@@ -209,20 +226,23 @@ cdef void pool_planes(const anyt* x, anyt* values, int64_t* indices, const Axes*
     cdef Py_ssize_t plane = g.size[0] * g.size[1] * g.size[2], width = g.out[2]
     cdef Py_ssize_t p, od, oh, d0, d1, lo, hi, h_lo, h_hi
     cdef const anyt* src
+    cdef anyt b = 0
     interior(g, 2, &lo, &hi)
     interior(g, 1, &h_lo, &h_hi)
     for p in range(p0, p1):
         src = x + p * plane
+        if g.bias != NULL:
+            b = (<const anyt*>g.bias)[p % g.channels]
         for od in range(g.out[0]):
             window_span(g, 0, od, &d0, &d1)
             for oh in range(h_lo):
                 pool_rows(src, g, d0, d1, oh, 1, lo, hi, values + oh * width,
-                          indices + oh * width)
+                          indices + oh * width, b)
             pool_rows(src, g, d0, d1, h_lo, h_hi - h_lo, lo, hi, values + h_lo * width,
-                      indices + h_lo * width)
+                      indices + h_lo * width, b)
             for oh in range(h_hi, g.out[1]):
                 pool_rows(src, g, d0, d1, oh, 1, lo, hi, values + oh * width,
-                          indices + oh * width)
+                          indices + oh * width, b)
             values += g.out[1] * width
             indices += g.out[1] * width
 
@@ -285,10 +305,13 @@ cdef int thread_count(Py_ssize_t planes, Py_ssize_t work) noexcept:
 
 
 def max_pool_forward(cnp.ndarray x, cnp.ndarray values, cnp.ndarray indices, Py_ssize_t planes,
-                     size, out_size, kernel, stride, padding, dilation):
+                     size, out_size, kernel, stride, padding, dilation, cnp.ndarray bias=None):
     """values, indices (planes, *out_size) = the maximum of every window of compact x (planes,
     *size) and its flat position in the plane; windows as torch's max_pool (module
-    docstring). Planes are shared out among threads."""
+    docstring). With `bias` (float, x's dtype, one value per channel: plane p's is
+    bias[p % bias.size]), every value is read as relu(x + bias) with ADD_RELU's ops: the pool
+    of a convolution's bias add and ReLU without their pass. Planes are shared out among
+    threads."""
     cdef int dt = buffer_dtype(x, "max_pool_forward")
     cdef Axes g
     if buffer_dtype(values, "max_pool_forward", True) != dt:
@@ -298,6 +321,15 @@ def max_pool_forward(cnp.ndarray x, cnp.ndarray values, cnp.ndarray indices, Py_
         raise TypeError("max_pool_forward: indices must have dtype int64")
     if planes < 0:
         raise ValueError(f"max_pool_forward: planes must be non-negative, got {planes}")
+    g.bias, g.channels = NULL, 1
+    if bias is not None:
+        if (dt != DT_F32 and dt != DT_F64) or buffer_dtype(bias, "max_pool_forward") != dt:
+            raise TypeError(f"max_pool_forward: bias needs a float input and its dtype, got "
+                            f"{DTYPE_NAMES[dt]} and {bias.dtype}")
+        if bias.size == 0 or planes % bias.size:
+            raise ValueError(f"max_pool_forward: bias has {bias.size} values, which must "
+                             f"divide the {planes} planes")
+        g.bias, g.channels = cnp.PyArray_DATA(bias), bias.size
     geometry = tuple(tuple(int(v) for v in entry) for entry in
                      (size, out_size, kernel, stride, padding, dilation))
     load_axes(&g, geometry)

@@ -1672,10 +1672,11 @@ class GpuBackend:
     # ---- max pooling (kernels/pool.cu; the CPU's minitorch/_cpu/pool.pyx checks) --------------
     @_on_device
     def max_pool_forward(self, x, values, indices, planes, size, out_size, kernel, stride,
-                         padding, dilation):
+                         padding, dilation, bias=None):
         """values, indices (planes, *out_size) = the maximum of every window of compact x
         (planes, *size) and its flat position in the plane (torch's windows, NaN wins, ties
-        keep the first): one thread per output, 1-D and 2-D run as 3-D."""
+        keep the first), each value read as relu(x + bias[plane % channels]) when a bias is
+        given: one thread per output, 1-D and 2-D run as 3-D."""
         name = C.dtype_name(x, "max_pool_forward")
         if C.dtype_name(values, "max_pool_forward") != name:
             raise TypeError("max_pool_forward: values must have the dtype of the input "
@@ -1684,6 +1685,13 @@ class GpuBackend:
             raise TypeError("max_pool_forward: indices must have dtype int64")
         if planes < 0:
             raise ValueError(f"max_pool_forward: planes must be non-negative, got {planes}")
+        if bias is not None:
+            if name not in L.FLOAT_TYPES or C.dtype_name(bias, "max_pool_forward") != name:
+                raise TypeError(f"max_pool_forward: bias needs a float input and its dtype, got "
+                                f"{C.SHOWN[name]} and {bias.dtype}")
+            if bias.size == 0 or planes % bias.size:
+                raise ValueError(f"max_pool_forward: bias has {bias.size} values, which must "
+                                 f"divide the {planes} planes")
         geometry = C.pool_geometry((size, out_size, kernel, stride, padding, dilation))
         total = planes * C.numel(geometry[1])
         C.pool_counts("max_pool_forward", (x, values, indices), ("x", "values", "indices"),
@@ -1691,7 +1699,8 @@ class GpuBackend:
         if total:
             axes = tuple(I64(v) for entry in C.pool_3d(geometry) for v in entry)
             self._launch("pool", name, f"max_pool_forward_kernel<{L.CTYPES[name]}>",
-                         L.flat_grid(total), (x, values, indices, I64(total)) + axes)
+                         L.flat_grid(total), (x, values, indices, I64(total)) + axes
+                         + (bias, I64(1 if bias is None else bias.size)))
 
     @_on_device
     def max_pool_backward(self, grad_out, indices, grad_in, planes, in_plane, out_plane):

@@ -356,32 +356,40 @@ class MaxPool(KernelFunction):
         return MaxPoolBackward.apply(g, indices, ctx.input_shape, ctx.spatial), None
 
 
-def _max_pool_arrays(nd, geometry):
-    """(values, indices) NDArrays of every window of the compact nd (..., *size)."""
+def _max_pool_arrays(nd, geometry, bias=None):
+    """(values, indices) NDArrays of every window of the compact nd (..., *size); with `bias`
+    (a compact per-channel NDArray), of relu(nd + bias) read on the fly."""
     spatial = len(geometry.kernel)
     lead, size = nd.shape[:-spatial], nd.shape[-spatial:]
     values = NDArray.empty(lead + geometry.out, nd.dtype, nd.device)
     indices = NDArray.empty(values.shape, dtypes.int64, nd.device)
     nd.backend.max_pool_forward(nd.flat(), values.buffer, indices.buffer,
-                                _planes(nd.shape, spatial)[0], size, *geometry)
+                                _planes(nd.shape, spatial)[0], size, *geometry,
+                                bias=None if bias is None else bias.flat())
     return values, indices
 
 
 class ReluMaxPool(KernelFunction):
-    """max_pool(relu(x + bias)) as one node (nn.Sequential's convolution → ReLU → max pool):
-    the bias add and the relu in one pass (AddRelu's kernel, or relu alone without a bias),
-    then the max-pool kernel; the relu's full-size output is not kept. Each pooled value is the
-    relu output at its window's argmax, so masking g by the pooled values (ReluBackward on the
-    pooled size) before scattering it back gives the ReLU's mask at every position a gradient
-    reaches: the separate ops' bits, without their pass over the full-size gradient."""
+    """max_pool(relu(x + bias)) as one node (nn.Sequential's convolution → ReLU → max pool).
+    For a compact float32/float64 x and a bias, the max-pool kernel reads relu(x + bias) on the
+    fly (ADD_RELU's ops); otherwise the bias add and relu are one pass (AddRelu's kernel, or relu
+    alone) before the kernel. Either way no full-size relu output is kept. Each pooled value is
+    the relu output at its window's argmax, so masking g by the pooled values (ReluBackward on
+    the pooled size) before scattering it back gives the ReLU's mask at every position a
+    gradient reaches: the separate ops' bits, without their passes over the full size. (A
+    narrow dtype rounds relu(x + bias) before the pool compares, so it takes the pass.)"""
 
     @staticmethod
     def forward(ctx, x, bias, geometry):
         nd = x._data
-        relu = (nd.binary(BinaryOp.ADD_RELU, bias._data) if bias is not None else
-                nd.unary(UnaryOp.RELU)).compact()
-        values, indices = _max_pool_arrays(relu, geometry)
-        ctx.input_shape, ctx.spatial = relu.shape, len(geometry.kernel)
+        if bias is not None and nd.is_compact() and nd.dtype.compute is nd.dtype and \
+                nd.dtype.is_floating_point:
+            values, indices = _max_pool_arrays(nd, geometry, bias._data.compact())
+        else:
+            nd = (nd.binary(BinaryOp.ADD_RELU, bias._data) if bias is not None else
+                  nd.unary(UnaryOp.RELU)).compact()
+            values, indices = _max_pool_arrays(nd, geometry)
+        ctx.input_shape, ctx.spatial = nd.shape, len(geometry.kernel)
         ctx.bias_shape = None if bias is None else bias._data.shape
         values = wrap(values)
         ctx.save_for_backward(values, wrap(indices))

@@ -31,13 +31,16 @@ __device__ __forceinline__ void window_span(i64 o, i64 size, i64 kernel, i64 str
     end = stop < size ? stop : size;
 }
 
-// One thread per output element of `total` = planes * od * oh * ow.
+// One thread per output element of `total` = planes * od * oh * ow. With a bias (else null),
+// every value is read as relu(x + bias[plane % channels]) with BINARY_ADD_RELU's ops (the pool
+// of a convolution's bias add and ReLU without their pass).
 template <typename T>
 __global__ void max_pool_forward_kernel(const T* __restrict__ x, T* __restrict__ values,
                                         i64* __restrict__ indices, i64 total, i64 d_size,
                                         i64 h_size, i64 w_size, i64 od, i64 oh, i64 ow, i64 kd,
                                         i64 kh, i64 kw, i64 sd, i64 sh, i64 sw, i64 pd, i64 ph,
-                                        i64 pw, i64 dd, i64 dh, i64 dw) {
+                                        i64 pw, i64 dd, i64 dh, i64 dw,
+                                        const T* __restrict__ bias, i64 channels) {
     FOR_EACH_ELEMENT(i, total) {
         i64 rest = i / ow, w_out = i - rest * ow;
         i64 h_out = rest % oh;
@@ -48,6 +51,7 @@ __global__ void max_pool_forward_kernel(const T* __restrict__ x, T* __restrict__
         window_span(h_out, h_size, kh, sh, ph, dh, h0, h1);
         window_span(w_out, w_size, kw, sw, pw, dw, w0, w1);
         const T* src = x + plane * d_size * h_size * w_size;
+        const T b = bias ? bias[plane % channels] : T(0);
         i64 best = (d0 * h_size + h0) * w_size + w0;
         T top = lowest_value<T>();
         for (i64 d = d0; d < d1; d += dd) {
@@ -55,6 +59,12 @@ __global__ void max_pool_forward_kernel(const T* __restrict__ x, T* __restrict__
                 i64 at = (d * h_size + h) * w_size + w0;
                 for (i64 w = w0; w < w1; w += dw, at += dw) {
                     T v = src[at];
+                    if constexpr (is_float_type<T>::value) {     // a bias comes with floats only
+                        if (bias) {
+                            v = v + b;
+                            v = v < T(0) ? T(0) : v;
+                        }
+                    }
                     if (v > top || is_nan(v)) {
                         top = v;
                         best = at;
