@@ -11,7 +11,9 @@ dtype, so a NaN wins (the last one when there are several) and ties keep the fir
 Fewer spatial axes are run as 3-D with leading axes of size 1.
 
 Outputs whose windows lie inside the input are computed in tiles of up to ROW_TILE (several
-rows when rows are short), branch-free and vectorized; the edge outputs one at a time.
+rows when rows are short), branch-free and vectorized; the edge outputs one at a time. With a
+per-channel bias the forward reads relu(x + bias) instead of x (a convolution's bias add and
+ReLU, pooled without a pass of their own).
 """
 cimport numpy as cnp
 from cython.parallel cimport prange
