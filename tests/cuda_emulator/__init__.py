@@ -415,11 +415,8 @@ def _issue(work, stream=None):
         stream._recording.append(work)
         return
     if stream.ptr == 0:
-        blocking = [s for s in _capturing if not s.non_blocking]
-        if blocking:    # the legacy stream would wait on work that is only being recorded
-            for other in blocking:
-                other._invalidate()
-            raise CUDARuntimeError(CAPTURE_IMPLICIT)
+        # the legacy stream would wait on work that is only being recorded
+        _break([s for s in _capturing if not s.non_blocking], CAPTURE_IMPLICIT)
     work()
 
 
@@ -432,10 +429,7 @@ def _host_sync(what, stream=None):
     broken = [s for s in _capturing
               if s is stream or s._mode == CAPTURE_GLOBAL or
               (s._mode == CAPTURE_THREAD_LOCAL and s._thread == me)]
-    if broken:
-        for other in broken:
-            other._invalidate()
-        raise CUDARuntimeError(CAPTURE_UNSUPPORTED)
+    _break(broken, CAPTURE_UNSUPPORTED)
 
 
 def _exchange_capture_mode(mode):
@@ -457,10 +451,16 @@ def _unsafe_call():
     broken = [s for s in _capturing
               if (s._thread == me and s._mode != CAPTURE_RELAXED) or
               (mode == CAPTURE_GLOBAL and s._thread != me and s._mode == CAPTURE_GLOBAL)]
-    if broken:
-        for stream in broken:
+    _break(broken, CAPTURE_UNSUPPORTED)
+
+
+def _break(captures, status):
+    """A call those captures forbid: each is invalidated and the call fails with `status`
+    (nothing happens when there are none)."""
+    if captures:
+        for stream in captures:
             stream._invalidate()
-        raise CUDARuntimeError(CAPTURE_UNSUPPORTED)
+        raise CUDARuntimeError(status)
 
 
 def _memset(ptr, value, n):
