@@ -3,12 +3,15 @@ so that a noisy machine slows every contender alike."""
 import time
 
 
-def best_times(contenders, repeat=7, min_seconds=0.05):
+def best_times(contenders, repeat=7, min_seconds=0.05, sync=None):
     """{name: best seconds per call} for callables timed in alternation; each timing runs the
-    callable enough times to last at least `min_seconds`."""
+    callable enough times to last at least `min_seconds`. `sync` (a GPU's synchronize) runs at
+    the end of each timing, inside it: work queued on a device counts when it is done."""
+    sync = sync or (lambda: None)
     loops = {}
     for name, fn in contenders.items():
         fn()  # warm-up (first-call allocations, lazy imports)
+        sync()
         count, start = 0, time.perf_counter()
         while time.perf_counter() - start < min_seconds / 4:
             fn()
@@ -20,6 +23,7 @@ def best_times(contenders, repeat=7, min_seconds=0.05):
             start = time.perf_counter()
             for _ in range(loops[name]):
                 fn()
+            sync()
             best[name] = min(best[name], (time.perf_counter() - start) / loops[name])
     return best
 

@@ -14,18 +14,22 @@ any of them is replaced.
   backend.binary ADD, 10 values   our planning and checks plus CuPy's launch, no autograd
   mt add of 10-element tensors    the whole op; torch's beside it when it has CUDA
 
-Each figure is the best of 5 timings of a loop of calls, the device waited for once at the
-end of each timing, so launches are timed as the host submits them (a tiny kernel runs in
-less time than it takes to launch). Run on a GPU machine: python bench/gpu_launch.py
+Each figure is the best of 5 timings of a loop of calls (bench/common.py's best_times, the
+rows in alternation), the device waited for once at the end of each timing, so launches are
+timed as the host submits them (a tiny kernel runs in less time than it takes to launch).
+Run on a GPU machine: python bench/gpu_launch.py
 """
 import ctypes
 import os
 import sys
-import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # a checkout
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # a checkout
+sys.path.insert(0, HERE)
+from common import best_times, try_import_torch  # noqa: E402
+
 import minitorch as mt  # noqa: E402
 from minitorch.opcodes import BinaryOp  # noqa: E402
 
@@ -36,19 +40,6 @@ if not mt.cuda.is_available():
 import cupy  # noqa: E402
 
 from minitorch import _gpu  # noqa: E402
-
-
-def best_us(fn, calls=2000, repeat=5):
-    fn()
-    mt.cuda.synchronize()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        mt.cuda.synchronize()
-        best = min(best, (time.perf_counter() - start) / calls)
-    return best * 1e6
 
 
 def driver_launcher(kernel, index, n, out, threads):
@@ -94,18 +85,16 @@ def main():
                  lambda: backend.binary(BinaryOp.ADD, a, b, c, (n,), (1,), 0, (1,), 0)))
     x, y = mt.ones(n, device="cuda"), mt.ones(n, device="cuda")
     rows.append(("mt add of 10-element tensors", lambda: x + y))
-    try:
-        import torch
-        if torch.cuda.is_available():
-            tx, ty = torch.ones(n, device="cuda"), torch.ones(n, device="cuda")
-            rows.append(("torch add of 10-element tensors", lambda: tx + ty))
-    except ImportError:
-        pass
+    torch = try_import_torch()
+    if torch is not None and torch.cuda.is_available():
+        tx, ty = torch.ones(n, device="cuda"), torch.ones(n, device="cuda")
+        rows.append(("torch add of 10-element tensors", lambda: tx + ty))
     version = getattr(cupy, "__version__", "?")
     print(f"one launch in pieces on {mt.cuda.get_device_name()} (CuPy {version}), "
-          "wall µs per call, best of 5 loops of 2000")
-    for label, fn in rows:
-        print(f"{label:<34}{best_us(fn):8.2f} us", flush=True)
+          "wall µs per call, best of 5 timings of 20 ms (the device synchronized in each)")
+    times = best_times(dict(rows), repeat=5, min_seconds=0.02, sync=mt.cuda.synchronize)
+    for label, seconds in times.items():
+        print(f"{label:<34}{seconds * 1e6:8.2f} us", flush=True)
     if why_not:
         print(f"launch through the driver: skipped ({why_not})")
 
