@@ -544,9 +544,14 @@ def _ones_like_scalar(t):
 
 
 def _dependencies(roots):
-    """How many edges point at each node reachable from the roots (iterative DFS).
-    Nodes are dict keys themselves: Function objects hash by identity."""
-    deps = {}
+    """How many edges point at each node reachable from the roots (iterative DFS), and at each
+    leaf (by id: a leaf used twice gets its gradients summed, then accumulated once, as torch's
+    AccumulateGrad node does). Nodes are dict keys themselves: Function objects hash by
+    identity."""
+    deps, leaf_uses = {}, {}
+    for (target, nr), _ in roots:
+        if nr == -1:
+            leaf_uses[id(target)] = leaf_uses.get(id(target), 0) + 1
     # A root may also be reachable from another root: visit every node once. A node other
     # than a root is pushed when it is first counted (when it enters deps).
     stack = [edge[0] for edge, _ in roots if edge[1] != -1]
@@ -556,9 +561,13 @@ def _dependencies(roots):
     while stack:
         node = stack.pop()
         for edge in node.next_edges:
-            if edge is None or edge[1] == -1:
+            if edge is None:
                 continue
             child = edge[0]
+            if edge[1] == -1:
+                key = id(child)
+                leaf_uses[key] = leaf_uses.get(key, 0) + 1
+                continue
             count = deps.get(child)
             if count is None:
                 deps[child] = 1
@@ -566,7 +575,7 @@ def _dependencies(roots):
                     stack.append(child)
             else:
                 deps[child] = count + 1
-    return deps
+    return deps, leaf_uses
 
 
 def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
@@ -574,12 +583,17 @@ def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
     reaching those tensors are returned; with `accumulate`, leaves' .grad is updated."""
     results = [None] * len(inputs) if inputs is not None else None
     pending = {}              # node -> [grad per output], until all its consumers are done
+    deps, leaf_uses = _dependencies(roots)
+    # leaves reached by several edges: id -> [edges still due, sum of the gradients so far]
+    shared = {key: [uses, None] for key, uses in leaf_uses.items() if uses > 1}
     for (target, nr), g in roots:
         if nr == -1:
-            _deliver_to_leaf(target, g, capture, results, accumulate, create_graph)
+            if id(target) in shared:
+                g = _gather_at_leaf(shared, target, g)
+            if g is not None:
+                _deliver_to_leaf(target, g, capture, results, accumulate, create_graph)
             continue
         _add_grad(pending, target, nr, g)
-    deps = _dependencies(roots)
     ready = [node for node in pending if node not in deps]
     previous = _grad_mode.enabled
     _grad_mode.enabled = create_graph
@@ -610,6 +624,8 @@ def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
                     continue
                 target, nr = edge
                 if nr == -1:
+                    if shared and id(target) in shared:
+                        g = _gather_at_leaf(shared, target, g)
                     if g is not None:
                         _deliver_to_leaf(target, g, capture, results, accumulate, create_graph)
                     continue
@@ -733,11 +749,34 @@ def _owns_its_buffer(g):
 _ENGINE_REFS_TO_GRAD = 6
 
 
+def _gather_at_leaf(shared, leaf, g):
+    """One of the several edges to `leaf` delivers g (or None): the sum of them all once the
+    last has arrived (None if none carried a gradient), else None. So the leaf's hooks and its
+    accumulation run once, on the sum (torch's InputBuffer in front of AccumulateGrad)."""
+    entry = shared[id(leaf)]
+    if g is not None:
+        g = _as_leaf_gradient(leaf, g)
+        entry[1] = g if entry[1] is None else entry[1] + g
+    entry[0] -= 1
+    if entry[0]:
+        return None
+    del shared[id(leaf)]
+    return entry[1]
+
+
+def _as_leaf_gradient(leaf, g):
+    """g on the leaf's device and in its dtype: a CPU scalar used with GPU tensors gets a GPU
+    gradient, and a backward that computed wider (a custom Function under autocast) is cast,
+    as torch does."""
+    if g._data.device is not leaf._data.device:
+        g = g.to(leaf.device)
+    if g._data.dtype is not leaf._data.dtype:
+        g = g.to(leaf.dtype)
+    return g
+
+
 def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
-    if g._data.device is not leaf._data.device:     # a CPU scalar used with GPU tensors
-        g = g.to(leaf.device)                       # gets a GPU gradient
-    if g._data.dtype is not leaf._data.dtype:       # a backward that computed wider (a custom
-        g = g.to(leaf.dtype)                        # Function under autocast): torch casts
+    g = _as_leaf_gradient(leaf, g)
     if leaf._hooks:
         for hook in list(leaf._hooks.values()):
             replaced = hook(g)

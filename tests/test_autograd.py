@@ -112,6 +112,62 @@ def test_retain_grad_and_tensor_hooks():
     assert len(seen) == 1
 
 
+def test_leaf_used_twice_gets_one_summed_gradient(device):
+    """torch sums every path's gradient before a leaf's hooks and its accumulation: each hook
+    runs once per backward, on the sum."""
+    x = leaf([1.0, 2.0], device)
+    hooked, posted = [], []
+    x.register_hook(lambda g: hooked.append(g.cpu().numpy().copy()))
+    x.register_post_accumulate_grad_hook(lambda p: posted.append(p.grad.cpu().numpy().copy()))
+    (x * 2 + x * x.exp()).sum().backward()
+    v = np.array([1.0, 2.0])
+    expected = 2 + np.exp(v) * (1 + v)
+    assert len(hooked) == 1 and len(posted) == 1
+    np.testing.assert_allclose(hooked[0], expected)
+    np.testing.assert_allclose(posted[0], expected)
+    (x * 3 + x).sum().backward()          # into an existing .grad: once more, summed
+    assert len(hooked) == 2 and len(posted) == 2
+    np.testing.assert_allclose(hooked[1], [4.0, 4.0])
+    np.testing.assert_allclose(x.grad.cpu().numpy(), expected + 4)
+
+
+def test_leaf_hook_replacing_the_summed_gradient(device):
+    x = leaf([1.0, 2.0], device)
+    x.register_hook(lambda g: g * 10)
+    (x * 2 + x * 3).sum().backward()
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [50.0, 50.0])
+
+
+def test_leaf_as_root_and_inside_the_graph(device):
+    x = leaf([1.0, 2.0], device)
+    calls = []
+    x.register_post_accumulate_grad_hook(lambda p: calls.append(1))
+    y = x * 3
+    mt.autograd.backward([x, y], [mt.ones_like(x), mt.ones_like(y)])
+    assert calls == [1]
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [4.0, 4.0])
+
+
+def test_leaf_paths_that_carry_no_gradient(device):
+    """A path whose backward gives None still counts as arrived; the others' sum is stored."""
+    x = leaf([1.0, -2.0], device)
+    calls = []
+    x.register_post_accumulate_grad_hook(lambda p: calls.append(1))
+    ((x > 0).to(x.dtype) * x.detach() + x * 4 + x.sign()).sum().backward()
+    assert calls == [1]
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [4.0, 4.0])
+
+
+def test_leaf_used_twice_under_create_graph_and_autograd_grad(device):
+    x = leaf([1.0, 2.0], device)
+    gx, = mt.autograd.grad((x * x * x).sum() + x.sum(), x, create_graph=True)
+    np.testing.assert_allclose(gx.detach().cpu().numpy(), [4.0, 13.0])
+    gx.sum().backward()             # d/dx of 3x^2 + 1, through the summed gradient's graph
+    np.testing.assert_allclose(x.grad.cpu().numpy(), [6.0, 12.0])
+    assert gradcheck(lambda t: t * t.exp() + t.sin() * t, (leaf([0.3, -0.7], device),))
+    assert gradgradcheck(lambda t: t * t.exp() + t.sin() * t, (leaf([0.3, -0.7], device),))
+
+
 def test_autograd_grad_and_unused():
     x, y = leaf([1.0, 2.0]), leaf([3.0])
     out = (x * x).sum()

@@ -181,6 +181,40 @@ for cap in (None, 0.0005):
                      atol=1e-5)
     checks += 1
 
+class Tied(nn.Module):
+    """One weight used twice in the model and once more in the loss (outside DDP's output):
+    autograd sums its three gradients before DDP's hook sees it."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Linear(36, 36)
+        self.head = nn.Linear(36, 5)
+
+    def forward(self, x):
+        x = x.flatten(1)
+        return self.head(F.relu(self.inner(F.relu(self.inner(x)))))
+
+
+def train_tied(distributed):
+    mt.manual_seed(0)
+    model = Tied()
+    net = nn.parallel.DistributedDataParallel(model) if distributed else model
+    optimizer = mt.optim.SGD(net.parameters(), lr=0.1)
+    for step in range(STEPS):
+        images, labels = global_batch(step)
+        if distributed:
+            images, labels = shard(images), shard(labels)
+        optimizer.zero_grad()
+        penalty = 1e-3 * (model.inner.weight ** 2).sum()     # averaged: the same on each rank
+        (F.cross_entropy(net(images), labels) + penalty).backward()
+        optimizer.step()
+    return [p.detach().numpy() for p in model.parameters()]
+
+
+for got, want in zip(train_tied(True), train_tied(False)):
+    assert_close(got, want, "DDP with a weight used three times", rtol=1e-4, atol=1e-5)
+checks += 1
+
 # 16-bit parameters: their gradients are scaled in a widened kernel, and bfloat16 (which MPI
 # cannot add) is all-reduced as float32; rank r's input is r + 1, so the average weight
 # gradient is the mean of (r + 1) * 3 over ranks (exact in 16 bits for these few ranks)

@@ -153,6 +153,8 @@ def _():
     partial(mt.ones(1, 2)).sum().backward()
     expect(RuntimeError, "Expected to have finished reduction in the prior iteration",
            lambda: partial(mt.ones(1, 2)))
+    expect(RuntimeError, "Parameter indices which did not receive grad for rank 0: 2 3\n",
+           lambda: partial(mt.ones(1, 2)))
     with mt.no_grad():                    # evaluation never prepares a reduction
         ddp(mt.ones(2, 3))
         ddp(mt.ones(2, 3))

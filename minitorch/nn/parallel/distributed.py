@@ -16,7 +16,14 @@ UNFINISHED_REDUCTION = (
     "loss. You can enable unused parameter detection by passing the keyword argument "
     "`find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`, and by \n"
     "making sure all `forward` function outputs participate in calculating loss. \n"
-    "Parameter indices which did not receive grad for rank {rank}: {missing}")
+    "If you already have done the above, then the distributed data parallel module wasn't able "
+    "to locate the output tensors in the return value of your module's `forward` function. "
+    "Please include the loss function and the structure of the return value of `forward` of "
+    "your module when reporting this issue (e.g. list, dict, iterable).\n"
+    "Parameter indices which did not receive grad for rank {rank}: {missing}\n"
+    " In addition, you can set the environment variable TORCH_DISTRIBUTED_DEBUG to either INFO "
+    "or DETAIL to print out information about which particular parameters did not receive "
+    "gradient on this rank as part of this error")
 
 
 class DistributedDataParallel(Module):
@@ -72,6 +79,7 @@ class DistributedDataParallel(Module):
             self._buckets = assign_buckets(self._params, self.bucket_bytes_cap, first_cap,
                                            factor=1.0 / self._world,
                                            as_views=gradient_as_bucket_view)
+        self._param_ids = [id(p) for p in self._params]
         self._locate = {}       # id(param) -> (bucket index, index in bucket)
         for b, bucket in enumerate(self._buckets):
             for i, p in enumerate(bucket.params):
@@ -131,46 +139,43 @@ class DistributedDataParallel(Module):
     def _check_prior_reduction_finished(self):
         state = self._pass
         if state is not None and state.touched:
-            missing = [i for i, p in enumerate(self._params) if state.expected.get(id(p), 0)]
+            missing = " ".join(str(i) for i, p in enumerate(self._params)
+                               if id(p) in state.due)
             raise RuntimeError(UNFINISHED_REDUCTION.format(rank=dist.get_rank(), missing=missing))
 
     def _prepare_for_backward(self, output):
-        """How many gradient deliveries each parameter gets from this output's graph (a
-        parameter used twice is delivered twice); unused ones are ready at once when
-        find_unused_parameters is set."""
-        counts = _leaf_uses(output, self._locate)
-        state = self._pass = _Pass({id(p): counts.get(id(p), 0) for p in self._params},
-                                   len(self._buckets))
+        """Every parameter's gradient is due once (autograd sums a parameter's uses before its
+        post-accumulate hook runs); with find_unused_parameters, those this output's graph
+        does not reach count as ready (zeros) at once."""
+        state = self._pass = _Pass(set(self._param_ids), len(self._buckets))
         for bucket in self._buckets:
             bucket.waiting = len(bucket.params)
             bucket.work = None
         if self.find_unused_parameters:
-            state.used = {id(p): counts.get(id(p), 0) > 0 for p in self._params}
-            unused = [p for p in self._params if not state.used[id(p)]]
+            reached = _leaves_reached(output, self._locate)
+            state.used = {key: key in reached for key in self._param_ids}
+            unused = [p for p in self._params if id(p) not in reached]
             for p in unused:
                 b, i = self._locate[id(p)]
                 self._buckets[b].take_zeros(i)
             for p in unused:
+                state.due.discard(id(p))
                 self._slot_filled(state, p)
         # else an unused parameter leaves the reduction unfinished, and (as in torch) the next
         # forward says so
 
     # ---- backward -----------------------------------------------------------------------------
     def _grad_ready(self, param):
-        """Post-accumulate hook: param.grad holds this backward's gradient once every use of
-        param has delivered its part."""
+        """Post-accumulate hook: param.grad holds this backward's gradient."""
         state = self._pass
         if state is None:
             return                      # no_sync, or a backward without a prepared forward
-        expected = state.expected
         key = id(param)
-        left = expected.get(key, 0) - 1
-        if left < 0:
-            return
-        expected[key] = left
+        if key not in state.due:
+            return                      # arrived already: a second backward before the
+                                        # reduction finished
+        state.due.remove(key)
         state.touched = True
-        if left:
-            return
         b, i = self._locate[key]
         self._buckets[b].take(i, param.grad)
         self._slot_filled(state, param)
@@ -249,14 +254,15 @@ class _Pass:
     """One backward's reduction: plain attributes, written by the gradient hooks (a Module's
     attribute assignment is checked for parameters and submodules, too slow for per-gradient
     bookkeeping)."""
-    __slots__ = ("expected", "ready", "next_bucket", "touched", "used")
+    __slots__ = ("due", "ready", "next_bucket", "touched", "used")
 
-    def __init__(self, expected, bucket_count):
-        self.expected = expected        # id(param) -> gradient deliveries still due
+    def __init__(self, due, bucket_count):
+        self.due = due                  # ids of the parameters whose gradient has not arrived
         self.ready = [False] * bucket_count
         self.next_bucket = 0            # buckets start in index order on every rank
         self.touched = False            # some gradient arrived
         self.used = None                # id(param) -> used on this rank (find_unused_parameters)
+
 
 
 def _to_device(tree, device_id):
@@ -284,16 +290,15 @@ def _write_grad(param, averaged):
         data.backend.strided_set(averaged, data.buffer, data.shape, data.strides, data.offset)
 
 
-def _leaf_uses(output, wanted):
-    """id(leaf) -> number of graph edges reaching it from the tensors in `output` (counted for
-    leaves in `wanted` only)."""
-    counts, seen, stack = {}, set(), []
+def _leaves_reached(output, wanted):
+    """The ids of the leaves in `wanted` that the graph of the tensors in `output` reaches."""
+    reached, seen, stack = set(), set(), []
     for item in leaves(output):
         if not isinstance(item, Tensor) or not item.requires_grad:
             continue
         if item.grad_fn is None:
             if id(item) in wanted:
-                counts[id(item)] = counts.get(id(item), 0) + 1
+                reached.add(id(item))
         elif item.grad_fn not in seen:
             seen.add(item.grad_fn)
             stack.append(item.grad_fn)
@@ -305,8 +310,8 @@ def _leaf_uses(output, wanted):
             target, nr = edge
             if nr == -1:
                 if id(target) in wanted:
-                    counts[id(target)] = counts.get(id(target), 0) + 1
+                    reached.add(id(target))
             elif target not in seen:
                 seen.add(target)
                 stack.append(target)
-    return counts
+    return reached
