@@ -13,7 +13,7 @@ import threading
 import traceback
 import warnings
 
-from .ndarray import NDArray, contiguous_strides, scalar_array
+from .ndarray import NDArray, contiguous_strides, dense_order, scalar_array
 
 
 class _GradMode(threading.local):
@@ -749,6 +749,24 @@ def _owns_its_buffer(g):
 _ENGINE_REFS_TO_GRAD = 6
 
 
+def _compact_grad_fits(leaf):
+    """Whether a compact gradient obeys torch's gradient layout contract for `leaf`: .grad has
+    the leaf's strides when the leaf is non-overlapping and dense, else is contiguous."""
+    data = leaf._data
+    return data.is_compact() or dense_order(data.shape, data.strides) is None
+
+
+def _grad_layout_copy(g, leaf):
+    """A copy of g laid out by the gradient layout contract (torch's clone_obey_contract): a
+    weight used transposed gets a contiguous .grad, as its own layout is, not g's."""
+    if _compact_grad_fits(leaf):
+        return g.clone() if g._data.is_compact() else g.contiguous()
+    data = leaf._data
+    if g._data.strides == data.strides:
+        return g.clone()
+    return g.new_empty_strided(data.shape, data.strides).copy_(g)
+
+
 def _gather_at_leaf(shared, leaf, g):
     """One of the several edges to `leaf` delivers g (or None): the sum of them all once the
     last has arrived (None if none carried a gradient), else None. So the leaf's hooks and its
@@ -792,12 +810,12 @@ def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
     # the engine's gradient already has the leaf's shape, dtype and device: stored without
     # the public setter's checks
     if leaf._grad is None:
-        if not create_graph and _owns_its_buffer(g):
+        if not create_graph and _owns_its_buffer(g) and _compact_grad_fits(leaf):
             leaf._grad = g
         else:
             # with grad mode off (as inside _run) a copy records nothing: no detached alias
-            leaf._grad = g.clone() if create_graph or not _grad_mode.enabled else \
-                g.detach().clone()
+            leaf._grad = _grad_layout_copy(g if create_graph or not _grad_mode.enabled else
+                                           g.detach(), leaf)
     elif not create_graph and not _grad_mode.enabled and not leaf._grad.requires_grad:
         # torch's AccumulateGrad: in place when no graph is built, so .grad keeps its memory
         # (a captured CUDA graph's optimizer kernels hold its address)

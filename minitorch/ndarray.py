@@ -38,6 +38,20 @@ def contiguous_strides(shape):
     return strides
 
 
+def dense_order(shape, strides):
+    """The axis order (outermost first) of a non-overlapping dense layout (torch's
+    is_non_overlapping_and_dense), or None when it is not one."""
+    inner_first = sorted(range(len(shape)), key=lambda d: (shape[d] < 2, strides[d]))
+    expected = 1
+    for d in inner_first:
+        if shape[d] < 2:
+            break
+        if strides[d] != expected:
+            return None
+        expected *= shape[d]
+    return tuple(reversed(inner_first))
+
+
 def shape_numel(shape):
     n = _NUMEL.get(shape)
     if n is None:

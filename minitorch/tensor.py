@@ -14,7 +14,7 @@ from . import dtypes
 from .autograd import RemovableHandle, TensorBase, _grad_mode, no_grad
 from .autograd import backward as _autograd_backward
 from .backend import CPU, device as Device, get_backend
-from .ndarray import NDArray, contiguous_strides, real_dim, shape_numel
+from .ndarray import NDArray, contiguous_strides, dense_order, real_dim, shape_numel
 from .printing import tensor_repr
 
 if TYPE_CHECKING:     # static tools see the op methods that install() puts on Tensor at import
@@ -104,7 +104,7 @@ def layout_for(nd, fmt):
     if (fmt is None or fmt is preserve_format) and strides == contiguous_strides(shape):
         return tuple(range(len(shape))), strides       # the common case, without sorting
     if fmt is None or fmt is preserve_format:
-        dense = _dense_order(shape, strides)
+        dense = dense_order(shape, strides)
         if dense is not None:
             return dense, strides
         return _with_strides(shape, _inferred_order(shape, strides), floor=1)
@@ -125,20 +125,6 @@ def _with_strides(shape, order, floor):
         strides[d] = step
         step *= max(shape[d], floor)
     return order, tuple(strides)
-
-
-def _dense_order(shape, strides):
-    """The axis order (outermost first) of a non-overlapping dense layout (torch's
-    is_non_overlapping_and_dense), or None when it is not one."""
-    inner_first = sorted(range(len(shape)), key=lambda d: (shape[d] < 2, strides[d]))
-    expected = 1
-    for d in inner_first:
-        if shape[d] < 2:
-            break
-        if strides[d] != expected:
-            return None
-        expected *= shape[d]
-    return tuple(reversed(inner_first))
 
 
 def _inferred_order(shape, strides):
@@ -789,6 +775,12 @@ class Tensor(TensorBase, _OpMethods):
         """Zeroed here (torch leaves the memory uninitialised)."""
         return zeros(*_keyword_size(size, kwargs, "new_empty"), dtype=dtype or self.dtype,
                      device=device or self.device, requires_grad=requires_grad)
+
+    def new_empty_strided(self, size, stride, dtype=None, device=None, requires_grad=False):
+        """torch.Tensor.new_empty_strided: empty_strided in self's dtype and device (unless
+        given); zeroed here."""
+        return empty_strided(size, stride, dtype=dtype or self.dtype, device=device or self.device,
+                             requires_grad=requires_grad)
 
     def new_ones(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
         """torch.Tensor.new_ones: ones of the given size, in self's dtype and device unless

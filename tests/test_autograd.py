@@ -168,6 +168,34 @@ def test_leaf_used_twice_under_create_graph_and_autograd_grad(device):
     assert gradgradcheck(lambda t: t * t.exp() + t.sin() * t, (leaf([0.3, -0.7], device),))
 
 
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_grad_follows_the_leaf_layout(device, create_graph):
+    """torch's gradient layout contract: .grad has the leaf's strides when the leaf is dense
+    (contiguous for the usual parameter), whatever layout backward produced."""
+    w = leaf(np.arange(6.0).reshape(2, 3), device)
+    (w.t() * mt.tensor(np.ones((3, 2)), device=device)).sum().backward(create_graph=create_graph)
+    assert w.grad.is_contiguous() and w.grad.stride() == (3, 1)
+    np.testing.assert_allclose(w.grad.view(-1).detach().cpu().numpy(), np.ones(6))
+    assert w.grad.requires_grad is False       # a gradient of ones is constant either way
+    cl = mt.tensor(np.random.default_rng(0).standard_normal((2, 3, 2, 2)), device=device)
+    cl = cl.contiguous(memory_format=mt.channels_last).requires_grad_()
+    (cl * 2).sum().backward()
+    assert cl.grad.stride() == cl.stride() == (12, 1, 6, 3)
+    np.testing.assert_allclose(cl.grad.cpu().numpy(), np.full((2, 3, 2, 2), 2.0))
+    transposed = leaf(np.arange(6.0).reshape(3, 2), device).detach().t().requires_grad_()
+    (transposed.t().contiguous() * 3).sum().backward()
+    assert transposed.grad.stride() == transposed.stride() == (1, 2)
+    np.testing.assert_allclose(transposed.grad.cpu().numpy(), np.full((2, 3), 3.0))
+
+
+def test_new_empty_strided(device):
+    base = mt.ones(2, dtype=mt.float64, device=device)
+    made = base.new_empty_strided((2, 3), (1, 2))
+    assert made.shape == (2, 3) and made.stride() == (1, 2)
+    assert made.dtype is mt.float64 and made.device == base.device
+    assert base.new_empty_strided((2,), (1,), dtype=mt.int32).dtype is mt.int32
+
+
 def test_autograd_grad_and_unused():
     x, y = leaf([1.0, 2.0]), leaf([3.0])
     out = (x * x).sum()
