@@ -226,6 +226,9 @@ def test_param_groups_defaults_and_per_group_options():
         opt.add_param_group({"params": {nn.Parameter(mt.ones(1))}})
     with pytest.raises(ValueError, match="can't optimize a non-leaf Tensor"):
         optim.SGD([a * 2], lr=0.1)
+    with pytest.warns(UserWarning, match="optimizer contains a parameter group with duplicate "
+                                         "parameters"):
+        optim.SGD([a, a], lr=0.1)
     with pytest.raises(TypeError, match="optimizer can only optimize Tensors, but one of the "
                                         "params is int"):
         optim.SGD([1], lr=0.1)
