@@ -20,20 +20,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 CAPTURING = "CUDA error: operation not permitted when stream is capturing"
 
 
-def _real_gpu():
-    try:
-        import cupy
-    except ImportError:
-        return False
-    return not getattr(cupy, "emulated", False) and mt.cuda.is_available()
-
-
 @pytest.fixture(params=["emulator", "gpu"])
 def cuda(request, monkeypatch):
     """The CUDA device a test runs on: a fresh emulated GPU (its own backend and default
     capture stream), or the real one when CuPy sees a GPU."""
     if request.param == "gpu":
-        if not _real_gpu():
+        if not cuda_emulator.real_gpu():
             pytest.skip("no CUDA device (CuPy and a GPU are needed)")
         yield None
     else:

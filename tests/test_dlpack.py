@@ -9,6 +9,8 @@ import pytest
 
 import minitorch as mt
 
+import cuda_emulator
+
 VIEWS = {"contiguous": lambda t: t, "transposed": lambda t: t.T, "sliced": lambda t: t[1:, ::2],
          "expanded": lambda t: t[:1].expand(3, 4), "scalar": lambda t: t[1, 2]}
 
@@ -116,9 +118,9 @@ def test_torch_constructors_take_our_tensors(torch, data, convert):
 
 # ---- CUDA (CuPy) ------------------------------------------------------------------------------
 def _cupy():
-    cupy = pytest.importorskip("cupy", reason="CuPy needed for the CUDA side")
-    if getattr(cupy, "emulated", False) or not mt.cuda.is_available():
-        pytest.skip("the CUDA emulator has no DLPack: owed on a GPU machine")
+    if not cuda_emulator.real_gpu():
+        pytest.skip("needs CuPy and a real GPU (the CUDA emulator has no DLPack)")
+    import cupy
     return cupy
 
 

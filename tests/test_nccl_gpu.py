@@ -8,14 +8,14 @@ import sys
 
 import pytest
 
-import minitorch as mt
+import cuda_emulator
 
 SCRIPTS = pathlib.Path(__file__).resolve().with_name("distributed_scripts")
 
 
 def _real_gpu_with_nccl():
-    if getattr(sys.modules.get("cupy"), "emulated", False) or not mt.cuda.is_available():
-        pytest.skip("needs a real GPU (the CUDA emulator has no NCCL)")
+    if not cuda_emulator.real_gpu():
+        pytest.skip("needs CuPy and a real GPU (the CUDA emulator has no NCCL)")
     try:
         from cupy.cuda import nccl
         nccl.get_version()

@@ -49,6 +49,17 @@ def can_execute():
     return CXX is not None
 
 
+def real_gpu():
+    """True when minitorch's cuda device is a real GPU: CuPy imports, is not this emulator
+    (which conftest may have put in sys.modules), and sees a device."""
+    try:
+        import cupy
+    except ImportError:
+        return False
+    import minitorch
+    return not getattr(cupy, "emulated", False) and minitorch.cuda.is_available()
+
+
 # ---------------------------------------------------------------------------------------------
 # buffers
 
