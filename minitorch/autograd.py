@@ -730,16 +730,18 @@ def _apply_tensor_hooks(node, grads):
     return grads
 
 
-def _owns_its_buffer(g):
-    """True when nothing but the engine's own locals can reach `g` or its memory, so it can
-    become a leaf's .grad without a copy (torch "steals" such gradients too). Backward rules
-    may hand one tensor, or views of one buffer, to several inputs (a + b): those are shared
-    and must be copied, since two leaves must never share a .grad buffer. The counts are
-    CPython reference counts: the engine's locals and getrefcount's own argument."""
+def _can_steal(g, leaf):
+    """True when g can become leaf's .grad without a copy (torch "steals" such gradients too):
+    nothing but the engine's own locals can reach g or its memory, and g is compact where the
+    gradient layout contract wants it so (see _compact_grad_fits). Backward rules may hand one
+    tensor, or views of one buffer, to several inputs (a + b): those are shared and must be
+    copied, since two leaves must never share a .grad buffer. The counts are CPython reference
+    counts: the engine's locals and getrefcount's own argument."""
     data = g._data
     return (not g.requires_grad and sys.getrefcount(g) <= _ENGINE_REFS_TO_GRAD
             and sys.getrefcount(data) == 3 and sys.getrefcount(data.buffer) == 2
-            and data.offset == 0 and len(data.buffer) == data.size and data.is_compact())
+            and data.offset == 0 and len(data.buffer) == data.size and data.is_compact()
+            and (leaf._data.is_compact() or _compact_grad_fits(leaf)))
 
 
 # References to a gradient while _run hands it to _deliver_to_leaf: _run's loop variable and
@@ -810,7 +812,7 @@ def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
     # the engine's gradient already has the leaf's shape, dtype and device: stored without
     # the public setter's checks
     if leaf._grad is None:
-        if not create_graph and _owns_its_buffer(g) and _compact_grad_fits(leaf):
+        if not create_graph and _can_steal(g, leaf):
             leaf._grad = g
         else:
             # with grad mode off (as inside _run) a copy records nothing: no detached alias
