@@ -544,17 +544,18 @@ def _ones_like_scalar(t):
 
 
 def _dependencies(roots):
-    """How many edges point at each node reachable from the roots (iterative DFS), and at each
-    leaf (by id: a leaf used twice gets its gradients summed, then accumulated once, as torch's
-    AccumulateGrad node does). Nodes are dict keys themselves: Function objects hash by
-    identity."""
-    deps, leaf_uses = {}, {}
-    for (target, nr), _ in roots:
-        if nr == -1:
-            leaf_uses[id(target)] = leaf_uses.get(id(target), 0) + 1
+    """How many edges point at each node reachable from the roots (iterative DFS), and the
+    leaves reached by more than one edge: {id(leaf): [edge count, None]}, the entries
+    _gather_at_leaf sums a leaf's gradients in (as torch's InputBuffer in front of
+    AccumulateGrad). Nodes are dict keys themselves: Function objects hash by identity."""
+    deps, seen_leaves, shared = {}, set(), {}
     # A root may also be reachable from another root: visit every node once. A node other
     # than a root is pushed when it is first counted (when it enters deps).
     stack = [edge[0] for edge, _ in roots if edge[1] != -1]
+    if len(stack) != len(roots):        # a leaf among the roots
+        for (target, nr), _ in roots:
+            if nr == -1:
+                _count_leaf_edge(id(target), seen_leaves, shared)
     root_nodes = set(stack)
     if len(root_nodes) != len(stack):
         stack = list(dict.fromkeys(stack))
@@ -566,7 +567,10 @@ def _dependencies(roots):
             child = edge[0]
             if edge[1] == -1:
                 key = id(child)
-                leaf_uses[key] = leaf_uses.get(key, 0) + 1
+                if key in seen_leaves:      # the second edge to this leaf, or later
+                    _count_leaf_edge(key, seen_leaves, shared)
+                else:
+                    seen_leaves.add(key)
                 continue
             count = deps.get(child)
             if count is None:
@@ -575,7 +579,17 @@ def _dependencies(roots):
                     stack.append(child)
             else:
                 deps[child] = count + 1
-    return deps, leaf_uses
+    return deps, shared
+
+
+def _count_leaf_edge(key, seen_leaves, shared):
+    """One more edge reaches the leaf with id `key`."""
+    if key not in seen_leaves:
+        seen_leaves.add(key)
+    elif key in shared:
+        shared[key][0] += 1
+    else:
+        shared[key] = [2, None]
 
 
 def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
@@ -583,12 +597,11 @@ def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
     reaching those tensors are returned; with `accumulate`, leaves' .grad is updated."""
     results = [None] * len(inputs) if inputs is not None else None
     pending = {}              # node -> [grad per output], until all its consumers are done
-    deps, leaf_uses = _dependencies(roots)
-    # leaves reached by several edges: id -> [edges still due, sum of the gradients so far]
-    shared = {key: [uses, None] for key, uses in leaf_uses.items() if uses > 1}
+    # shared: the leaves reached by several edges, id -> [edges still due, sum so far]
+    deps, shared = _dependencies(roots)
     for (target, nr), g in roots:
         if nr == -1:
-            if id(target) in shared:
+            if shared and id(target) in shared:
                 g = _gather_at_leaf(shared, target, g)
             if g is not None:
                 _deliver_to_leaf(target, g, capture, results, accumulate, create_graph)
