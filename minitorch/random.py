@@ -1,21 +1,24 @@
-"""Random tensors. numpy's Generator (CPU) / CuPy's (GPU) draw the bits, seeded by manual_seed;
-the values land in our buffers like any other data coming in at the edge."""
+"""Random tensors on torch's CPU stream: each generator is torch's Mersenne Twister (MT19937
+seeded as torch seeds it, which is numpy's RandomState for an int seed) and our kernels
+(_cpu/draws.pyx) turn its raw 32-bit outputs into torch's values: rand, randn, randint,
+randperm, uniform_, normal_ and random_ give torch's CPU numbers for the same seed, and go on
+through the stream as torch's calls do. The other samplers (bernoulli, multinomial,
+exponential_, …) draw through RandomState's own methods from the same stream: their values are
+not torch's. Draws are made on the host for every device, so a seed gives the same values on
+CPU and GPU."""
 import math
 import numbers
 
 import numpy as np
 
 from . import dtypes
-from ._cpu.shuffle import swap_shuffle
+from ._cpu.draws import (draws_for_normal_pairs, integers, normal_blocks, normal_pairs,
+                         swap_shuffle, uniform_floats)
 from .backend import CPU, device as Device, get_backend
 from .autograd import is_grad_enabled, no_grad
 from .ndarray import NDArray, check_shape, contiguous_strides
 from .functions.elementwise import TORCH_NAMES
 from .tensor import Size, Tensor, _keyword_size, _shape_args, wrap
-
-# The global stream: numpy's PCG64 Generator for the draws (rand, randn, ...), and torch's
-# Mersenne Twister for randperm (made from the seed when randperm first needs it).
-_state = {"seed": 0, "generator": np.random.default_rng(0), "twister": None}
 
 
 def torch_twister(seed):
@@ -40,9 +43,10 @@ def _seed_value(seed):
 
 
 class Generator:
-    """torch.Generator: an independent stream (DataLoader shuffling, random_split). Its draws
-    are made on the host whatever its device (a CUDA generator gives the values a CPU one
-    does); `device` is recorded for the caller."""
+    """torch.Generator: an independent stream (DataLoader shuffling, random_split). Its state is
+    the twister, the normal it has cached (torch's normal sampler makes two at a time and keeps
+    the second) and its seed. Its draws are made on the host whatever its device (a CUDA
+    generator gives the values a CPU one does); `device` is recorded for the caller."""
 
     def __init__(self, device="cpu"):
         self.device = Device(device)
@@ -50,8 +54,8 @@ class Generator:
 
     def manual_seed(self, seed):
         self._seed = _seed_value(seed)
-        self.rng = np.random.default_rng(self._seed)
-        self._twister = None
+        self.twister = torch_twister(self._seed)
+        self.normal_cache = None
         return self
 
     def initial_seed(self):
@@ -61,82 +65,123 @@ class Generator:
         return self.manual_seed(int(np.random.SeedSequence().entropy % (2 ** 63))).initial_seed()
 
     @property
-    def twister(self):
-        """The Mersenne Twister randperm draws from, seeded as torch's for this seed."""
-        if self._twister is None:
-            self._twister = torch_twister(self._seed)
-        return self._twister
+    def rng(self):
+        """The twister, for the samplers that use numpy's RandomState methods."""
+        return self.twister
 
     def get_state(self):
-        """Both streams (numpy's and randperm's twister) and the seed, as a tensor: torch's
-        state holds its seed too, so set_state also restores initial_seed()."""
+        """The twister's state, the cached normal and the seed, as a tensor (torch's state
+        holds its seed too, so set_state also restores initial_seed())."""
         from .tensor import tensor
-        numpy_state, twister, seed = self.capture()
-        if twister is not None:
-            name, key, position, has_gauss, gauss = twister
-            twister = (name, key.tolist(), position, has_gauss, gauss)
-        state = {"numpy": numpy_state, "twister": twister, "seed": seed}
+        (name, key, position, has_gauss, gauss), cache, seed = self.capture()
+        state = {"twister": (name, key.tolist(), position, has_gauss, gauss), "normal": cache,
+                 "seed": seed}
         return tensor(np.frombuffer(repr(state).encode(), dtype=np.uint8).astype(np.int64))
 
     def set_state(self, state):
         import ast
         text = bytes(np.asarray(state.tolist(), dtype=np.uint8)).decode()
         state = ast.literal_eval(text)
-        if "bit_generator" in state:        # a state saved before randperm had a twister
-            state = {"numpy": state, "twister": None}
-        self.restore((state["numpy"], state["twister"], state.get("seed", self._seed)))
+        seed = state.get("seed", self._seed)
+        twister = state.get("twister")
+        if twister is None or "numpy" in state:
+            # a state saved before every draw came from the twister: its twister, if randperm
+            # had made one, else the seed's
+            twister = twister or torch_twister(seed).get_state()
+        self.restore((twister, state.get("normal"), seed))
 
     def capture(self):
-        """The whole state as Python objects, for restore(): numpy's stream, the twister's
-        (None while randperm has not made it) and the seed (which a missing twister is made
-        from). Cheaper than get_state: checkpoint and vmap save it around every call."""
-        twister = self._twister
-        return (self.rng.bit_generator.state, None if twister is None else twister.get_state(),
-                self._seed)
+        """The whole state as Python objects, for restore(): the twister's state, the cached
+        normal and the seed. Cheaper than get_state: checkpoint and vmap save it around every
+        call."""
+        return self.twister.get_state(), self.normal_cache, self._seed
 
     def restore(self, state):
-        numpy_state, twister, seed = state
-        self.rng.bit_generator.state = numpy_state
-        self._set_seed(seed)
-        if twister is None:
-            self._twister = None
-            return
-        name, key, position, has_gauss, gauss = twister
-        restored = np.random.RandomState()
-        restored.set_state((name, np.asarray(key, dtype=np.uint32), position, has_gauss, gauss))
-        self._twister = restored
+        (name, key, position, has_gauss, gauss), cache, seed = state
+        twister = np.random.RandomState()
+        twister.set_state((name, np.asarray(key, dtype=np.uint32), position, has_gauss, gauss))
+        self._restore(twister, cache, seed)
 
-    def _set_seed(self, seed):
-        self._seed = seed
+    def _restore(self, twister, cache, seed):
+        self.twister, self.normal_cache, self._seed = twister, cache, seed
 
 
 def manual_seed(seed):
     """torch.manual_seed: seed the generator every random op draws from (for every device)."""
-    seed = _seed_value(seed)
-    _state["seed"] = seed
-    _state["generator"] = np.random.default_rng(seed)
-    _state["twister"] = None
-    return default_generator
+    return default_generator.manual_seed(seed)
 
 
 def seed():
     """torch.seed: seed the global generator from OS entropy and return that seed."""
-    return manual_seed(int(np.random.SeedSequence().entropy % (2 ** 63)))
+    return default_generator.seed()
 
 
 def initial_seed():
     """torch.initial_seed: the seed the global generator was last seeded with (0 until manual_seed
     or seed is called; torch's is random at start-up)."""
-    return _state["seed"]
+    return default_generator.initial_seed()
+
+
+def _generator(generator):
+    return default_generator if generator is None else generator
 
 
 def host_rng(generator=None):
-    """The numpy Generator to draw from: the caller's, or the global one."""
-    return generator.rng if generator is not None else _state["generator"]
+    """The RandomState to draw from: the caller's generator's twister, or the global one."""
+    return _generator(generator).twister
+
+
+# ---- torch's transformations of the twister's draws (the kernels are in _cpu/draws.pyx) ----
+# Elements per kernel call: the raw draws (4 or 8 bytes an element) stay a small buffer beside
+# the output instead of doubling the peak of a large fill.
+_CHUNK = 1 << 16
+
+
+def _in_chunks(out, twister, draws_per_element, kernel, *args):
+    """kernel(draws, out[i:j], *args) over consecutive slices of `out` (flat), each with its
+    own draws taken from the twister in order, as one call over all of out would take them."""
+    for start in range(0, out.size, _CHUNK):
+        piece = out[start:start + _CHUNK]
+        kernel(twister_draws(twister, draws_per_element * piece.size), piece, *args)
+
+
+def uniform_into(out, generator, low, high):
+    """out (a compact float32/float64 numpy buffer) := torch's uniform_(low, high) draws."""
+    per = 2 if out.dtype == np.float64 else 1
+    _in_chunks(out, _generator(generator).twister, per, uniform_floats, low, high)
+
+
+def normal_into(out, generator, mean, std, contiguous=True):
+    """out (a compact float32/float64 numpy buffer) := torch's normal_(mean, std) draws: for 16
+    or more contiguous elements torch's normal_fill (blocks of 16; when n is not a multiple of
+    16, the last partial block's uniforms are drawn, then the last 16 elements redrawn), else
+    the pairwise sampler, which keeps its second normal in the generator for the next call."""
+    gen = _generator(generator)
+    n = out.size
+    per = 2 if out.dtype == np.float64 else 1
+    if n >= 16 and contiguous:
+        whole = n - n % 16
+        _in_chunks(out[:whole], gen.twister, per, normal_blocks, mean, std)
+        if n % 16:
+            twister_draws(gen.twister, per * (n % 16))      # drawn, then overwritten
+            normal_blocks(twister_draws(gen.twister, per * 16), out[n - 16:], mean, std)
+    else:
+        count = draws_for_normal_pairs(n, gen.normal_cache is not None)
+        gen.normal_cache = normal_pairs(twister_draws(gen.twister, count), out, mean, std,
+                                        gen.normal_cache)
+
+
+def integers_into(out, generator, low, span, wide=None):
+    """out (a compact int64 numpy buffer) := low + draw % span, one 32-bit draw per element
+    below a span of 2**32 and one 64-bit draw from there on (or as `wide` says), as torch's
+    random_ and randint do."""
+    wide = span >= 2 ** 32 if wide is None else wide
+    _in_chunks(out, _generator(generator).twister, 2 if wide else 1, integers, low, span, wide)
 
 
 def fill_drawn(tensor, generator, sample):
-    """Fill `tensor` in place with `sample(rng, shape)` drawn on the host."""
+    """Fill `tensor` in place with `sample(rng, shape)` drawn on the host (RandomState's own
+    samplers: the values are not torch's)."""
     values = np.asarray(sample(host_rng(generator), tuple(tensor.shape)))
     drawn = wrap(NDArray.from_numpy(values.reshape(tuple(tensor.shape)), tensor.dtype,
                                     tensor.device))
@@ -154,67 +199,33 @@ def _write_drawn(tensor, drawn):
         return tensor.copy_(drawn)
 
 
-def fill_floats(tensor, generator, method, scale=1.0, shift=0.0):
-    """`tensor` := shift + scale * draws of numpy's `method` ("random" or "standard_normal"),
-    drawn in the tensor's own dtype: straight into its buffer when it is a compact CPU tensor
-    outside a recorded graph (so the peak is the tensor itself), else into one buffer of its
-    dtype that is then written in as fill_drawn's draws are. Our kernels scale and shift."""
+def fill_floats(tensor, generator, kind, a, b):
+    """`tensor` := torch's uniform_(a, b) (kind "uniform") or normal_(a, b) (kind "normal",
+    mean a, std b) draws, in the tensor's own dtype: straight into its buffer when it is a
+    compact float32/float64 CPU tensor outside a recorded graph (so the peak is the tensor
+    itself), else into a new buffer that is then written in as fill_drawn's draws are."""
     nd = tensor._data
-    in_place = nd.device.type == "cpu" and nd.is_compact() and not (
-        is_grad_enabled() and tensor.requires_grad)
+    in_place = nd.device.type == "cpu" and nd.is_compact() and nd.dtype.compute is nd.dtype \
+        and not (is_grad_enabled() and tensor.requires_grad)
     if in_place:
         tensor._check_inplace()
-        flat = nd.buffer[nd.offset:nd.offset + nd.size]
-        getattr(host_rng(generator), method)(dtype=flat.dtype, out=flat)
-        drawn = tensor
-    else:
-        drawn = _draw_floats(tuple(tensor.shape), tensor.dtype, tensor.device, False, generator,
-                             method)
-    with no_grad():
-        if scale != 1:
-            drawn.mul_(scale)
-        if shift != 0:
-            drawn.add_(shift)
-    if in_place:
+        _fill(nd.buffer[nd.offset:nd.offset + nd.size], generator, kind, a, b,
+              contiguous=True)
         tensor._bump_version()
         return tensor
+    drawn = _draw_floats(tuple(tensor.shape), tensor.dtype, tensor.device, False, generator,
+                         kind, a, b, contiguous=nd.is_compact())
     return _write_drawn(tensor, drawn)
 
 
-class _DefaultGenerator(Generator):
-    """mt.default_generator: a view onto the global state that manual_seed resets."""
-
-    def __init__(self):
-        self.device = CPU
-
-    @property
-    def rng(self):
-        return _state["generator"]
-
-    def manual_seed(self, seed):
-        manual_seed(seed)
-        return self
-
-    def initial_seed(self):
-        return _state["seed"]
-
-    @property
-    def _twister(self):
-        return _state["twister"]
-
-    @_twister.setter
-    def _twister(self, twister):
-        _state["twister"] = twister
-
-    @property
-    def _seed(self):
-        return _state["seed"]
-
-    def _set_seed(self, seed):
-        _state["seed"] = seed
+def _fill(out, generator, kind, a, b, contiguous):
+    if kind == "uniform":
+        uniform_into(out, generator, a, b)
+    else:
+        normal_into(out, generator, a, b, contiguous)
 
 
-default_generator = _DefaultGenerator()
+default_generator = Generator().manual_seed(0)
 
 
 def _draw(size, dtype, device, requires_grad, generator, draw):
@@ -228,15 +239,16 @@ def _draw(size, dtype, device, requires_grad, generator, draw):
     return wrap(nd, requires_grad)
 
 
-def _draw_floats(size, dtype, device, requires_grad, generator, method):
-    """rand/randn: numpy's Generator fills the output's own buffer in its dtype (float32 or
-    float64), so the peak is the output itself, not a float64 draw and its converted copies."""
+def _draw_floats(size, dtype, device, requires_grad, generator, kind, a, b, contiguous=True):
+    """rand/randn and their in-place forms: the draws fill a new host buffer of the output's
+    dtype (float16 / bfloat16 draw in float32, as torch's values are, and are rounded by our
+    cast), uploaded for a GPU."""
     shape = check_shape(_shape_args(size))
     dtype = dtype or dtypes.get_default_dtype()
     device = Device(device) if device is not None else CPU
-    wide = dtype.compute        # float16 / bfloat16 draw in float32 and are rounded by our cast
+    wide = dtype.compute
     host = np.empty(math.prod(shape), wide.storage)
-    getattr(host_rng(generator), method)(dtype=wide.storage, out=host)
+    _fill(host, generator, kind, a, b, contiguous)
     backend = get_backend(device)
     buffer = host if device.type == "cpu" else backend.from_host(host)
     drawn = NDArray(buffer, shape, contiguous_strides(shape), 0, wide, device, backend)
@@ -250,21 +262,21 @@ def _check_float(dtype, kernel):
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
-    """torch.rand: uniform draws in [0, 1) in the default float dtype (or dtype). Drawn by numpy's
-    PCG64 Generator, not torch's Mersenne Twister: the values differ from torch's for the same
-    seed; the same seed gives the same values on CPU and GPU."""
+    """torch.rand: uniform draws in [0, 1) in the default float dtype (or dtype): torch's CPU
+    values for the same seed (on a GPU too: drawn on the host)."""
     size = _keyword_size(size, kwargs, "rand")
     _check_float(dtype, "check_uniform_bounds")
-    return _draw_floats(size, dtype, device, requires_grad, generator, "random")
+    return _draw_floats(size, dtype, device, requires_grad, generator, "uniform", 0.0, 1.0)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
-    """torch.randn: standard normal draws in the default float dtype (or dtype). Drawn by numpy's
-    PCG64 Generator, not torch's Mersenne Twister: the values differ from torch's for the same
-    seed; the same seed gives the same values on CPU and GPU."""
+    """torch.randn: standard normal draws in the default float dtype (or dtype): torch's CPU
+    values for the same seed (float32 to its last bit or one ulp: torch's vectorised log/sin/cos
+    on AVX2 machines round differently; float16/bfloat16 are float32 normals rounded, which
+    torch's are not)."""
     size = _keyword_size(size, kwargs, "randn")
     _check_float(dtype, "normal_kernel_cpu")
-    return _draw_floats(size, dtype, device, requires_grad, generator, "standard_normal")
+    return _draw_floats(size, dtype, device, requires_grad, generator, "normal", 0.0, 1.0)
 
 
 def randint(*args, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
@@ -274,8 +286,15 @@ def randint(*args, generator=None, dtype=None, device=None, requires_grad=False,
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
-    return _draw((size,), dtype or dtypes.int64, device, requires_grad, generator,
-                 lambda rng, shape: rng.integers(low, high, shape))
+    return _draw((size,), dtype or dtypes.int64, device, requires_grad, None,
+                 lambda rng, shape: _integers(generator, shape, low, high - low))
+
+
+def _integers(generator, shape, low, span, wide=None):
+    """An int64 array of `shape`: low + draw % span (integers_into)."""
+    out = np.empty(shape, np.int64)
+    integers_into(out.reshape(-1), generator, low, span, wide)
+    return out
 
 
 _RANDINT_FORMS = ("randint() received an invalid combination of arguments - got ({}), but "
@@ -333,15 +352,12 @@ _TORCH_RANDPERM_SWAP_LIMIT = (2 ** 32 - 1) // 20
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
     """torch.randperm: a random permutation of 0 .. n - 1 (int64 unless dtype is given). For
     n < 214748364 it is torch's CPU permutation for the same seed (mt.manual_seed(s) or
-    Generator().manual_seed(s)), and successive randperm calls go on through torch's stream as
-    torch's do; from that n on, torch switches algorithm and the permutations differ. On a
-    CUDA device the permutation is the CPU one (torch's CUDA randperm draws differently). The
-    stream is torch's Mersenne Twister, kept beside the numpy stream the other draws use, so
-    rand/randn/randint neither advance it nor follow it as torch's would."""
+    Generator().manual_seed(s)), going on through torch's stream as torch's calls do; from that
+    n on, torch switches algorithm and the permutations differ. On a CUDA device the
+    permutation is the CPU one (torch's CUDA randperm draws differently)."""
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    twister = (generator if generator is not None else default_generator).twister
-    draws = twister_draws(twister, max(n - 1, 0))
+    draws = twister_draws(host_rng(generator), max(n - 1, 0))
     return _draw(((n,),), dtype or dtypes.int64, device, requires_grad, None,
                  lambda rng, shape: _swapped_range(draws, n))
 
@@ -390,8 +406,9 @@ def bernoulli(input, p=None, generator=None):
 
 def multinomial(input, num_samples, replacement=False, generator=None):
     """torch.multinomial: num_samples category indices per row of input (1-D or 2-D non-negative
-    weights), with or without replacement, as int64; torch's checks and messages. Drawn by numpy's
-    Generator, so the indices differ from torch's for the same seed."""
+    weights), with or without replacement, as int64; torch's checks and messages. Drawn by
+    RandomState's choice from the generator's stream, so the indices differ from torch's for
+    the same seed."""
     if input.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if not input.dtype.is_floating_point:
@@ -473,8 +490,8 @@ def binomial(count, prob, generator=None):
 
 def get_rng_state():
     """torch.get_rng_state: the global generator's state as a tensor, for set_rng_state. It is an
-    int64 tensor encoding numpy's generator state (torch's is a uint8 tensor of its Mersenne
-    Twister state): only minitorch's set_rng_state reads it."""
+    int64 tensor encoding the twister's state, the cached normal and the seed (torch's is a
+    uint8 tensor of its own layout): only minitorch's set_rng_state reads it."""
     return default_generator.get_state()
 
 
@@ -484,8 +501,8 @@ def set_rng_state(new_state):
 
 
 def capture_state():
-    """The global generator's whole state as Python objects (both streams and the seed), for
-    restore_state: what checkpoint replays and vmap compares."""
+    """The global generator's whole state as Python objects (the twister's state, the cached
+    normal, the seed), for restore_state: what checkpoint replays and vmap compares."""
     return default_generator.capture()
 
 
@@ -495,42 +512,54 @@ def restore_state(state):
 
 def same_state(a, b):
     """Whether two captured states are equal (the twister's key is an array)."""
-    if a[0] != b[0] or a[2] != b[2] or (a[1] is None) != (b[1] is None):
-        return False
-    return a[1] is None or _same_twister(a[1], b[1])
-
-
-def _same_twister(a, b):
-    name, key, position, has_gauss, gauss = a
-    return (name, position, has_gauss, gauss) == (b[0], b[2], b[3], b[4]) and \
-        np.array_equal(key, b[1])
+    (name, key, position, has_gauss, gauss), other = a[0], b[0]
+    return a[1:] == b[1:] and (name, position, has_gauss, gauss) == \
+        (other[0], other[2], other[3], other[4]) and np.array_equal(key, other[1])
 
 
 # ---- in-place samplers (Tensor methods) -------------------------------------------------------
-_RANDOM_HIGH = {"float32": 2 ** 24 + 1, "float64": 2 ** 53 + 1, "int64": 2 ** 63 - 1,
-                "uint8": 256, "bool": 2}
+# random_() without bounds: draw % span, span (and whether the draw is 64-bit) per dtype, as
+# torch's uniform_int: every integer the dtype holds from 0 (floats: those it holds exactly)
+_RANDOM_SPAN = {"int64": (2 ** 63, True), "float64": (2 ** 53 + 1, True),
+                "float32": (2 ** 24 + 1, False), "float16": (2 ** 11 + 1, False),
+                "bfloat16": (2 ** 8 + 1, False), "int32": (2 ** 31, False),
+                "int16": (2 ** 15, False), "int8": (2 ** 7, False), "uint8": (2 ** 8, False),
+                "bool": (2, False)}
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
     _check_float(self.dtype, "check_uniform_bounds")
-    return fill_floats(self, generator, "random", b - a, a)
+    return fill_floats(self, generator, "uniform", a, b)
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     _check_float(self.dtype, "normal_kernel_cpu")
-    return fill_floats(self, generator, "standard_normal", std, mean)
+    return fill_floats(self, generator, "normal", mean, std)
 
 
 def random_(self, from_=0, to=None, *, generator=None):
     """Integers in [from, to - 1] (one argument: [0, to - 1]; none: every integer the dtype
-    holds exactly, from 0)."""
+    holds exactly, from 0): torch's CPU values for the same seed."""
     if to is None and from_ != 0:
         from_, to = 0, from_
-    high = _RANDOM_HIGH[self.dtype.name] if to is None else to
-    if from_ >= high:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} "
-                           f">= to={high}")
-    return fill_drawn(self, generator, lambda rng, shape: rng.integers(from_, high, shape))
+    if to is None:
+        if self.dtype.name not in _RANDOM_SPAN:
+            raise NotImplementedError(f'"random_" not implemented for '
+                                      f"'{TORCH_NAMES[self.dtype.name]}'")
+        span, wide = _RANDOM_SPAN[self.dtype.name]
+    else:
+        if from_ >= to:
+            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                               f"from={from_} >= to={to}")
+        span, wide = to - from_, None
+    return fill_drawn(self, None, lambda rng, shape: _integers(generator, shape, from_, span,
+                                                               wide))
+
+
+def random_int64(generator=None):
+    """torch.empty((), dtype=torch.int64).random_(generator=generator).item(): the seed torch's
+    samplers and DataLoader draw for their own streams."""
+    return int(_integers(generator, (), 0, 2 ** 63, True))
 
 
 def exponential_(self, lambd=1.0, *, generator=None):

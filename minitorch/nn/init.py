@@ -53,14 +53,14 @@ def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Values drawn from U(a, b)."""
     _check_float(tensor.dtype, "check_uniform_bounds")
     with no_grad():
-        return fill_floats(tensor, generator, "random", b - a, a)
+        return fill_floats(tensor, generator, "uniform", a, b)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Values drawn from N(mean, std²)."""
     _check_float(tensor.dtype, "normal_kernel_cpu")
     with no_grad():
-        return fill_floats(tensor, generator, "standard_normal", std, mean)
+        return fill_floats(tensor, generator, "normal", mean, std)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):

@@ -4,7 +4,7 @@ import itertools
 import warnings
 
 from ... import dtypes
-from ...random import Generator, host_rng, multinomial, randint, randperm
+from ...random import Generator, multinomial, randint, random_int64, randperm
 from ...tensor import as_tensor
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
@@ -12,8 +12,9 @@ __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler
 
 
 def draw_seed(generator=None):
-    """A fresh int64 seed from `generator` or the global RNG (so mt.manual_seed fixes it)."""
-    return int(host_rng(generator).integers(0, 2 ** 63 - 1))
+    """A fresh int64 seed from `generator` or the global RNG (so mt.manual_seed fixes it), as
+    torch draws it: one int64 random_()."""
+    return random_int64(generator)
 
 
 class Sampler:

@@ -1,0 +1,154 @@
+"""rand, randn, randint, uniform_, normal_, random_ and randperm give torch's CPU values for a
+seed and go on through one stream as torch's calls do (minitorch/random.py and the kernels in
+_cpu/draws.pyx). The pinned values are torch's (its CPU generator has kept them across
+releases); the comparisons with an installed torch cover more sizes."""
+import numpy as np
+import pytest
+
+import minitorch as mt
+from minitorch import random as R
+from minitorch._cpu.draws import integers, normal_blocks, normal_pairs, uniform_floats
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+def test_pinned_values_of_torch_seed_0(device):
+    def seeded(make):
+        mt.manual_seed(0)
+        return make().cpu().tolist()
+    assert seeded(lambda: mt.rand(3, device=device)) == [
+        0.49625658988952637, 0.7682217955589294, 0.08847743272781372]
+    assert seeded(lambda: mt.rand(2, dtype=mt.float64, device=device)) == [
+        0.9700530018065531, 0.707819864399788]
+    assert seeded(lambda: mt.randn(5, dtype=mt.float64, device=device)) == [
+        1.5409961082440433, -0.2934289057609464, -2.1787893820745574, 0.5684312772806678,
+        -1.084522342424021]
+    assert [seeded(lambda: mt.randn(20, dtype=mt.float64, device=device))[i]
+            for i in (0, 7, 15, 19)] == [-2.310411800234176, -0.830510051008449,
+                                         -0.8910030351707375, -0.7498915228391941]
+    assert seeded(lambda: mt.randint(0, 10, (5,), device=device)) == [4, 9, 3, 0, 3]
+    assert seeded(lambda: mt.empty(2, dtype=mt.int64, device=device).random_()) == [
+        900450186894289455, 3969543146641149120]
+    assert seeded(lambda: mt.empty(3, device=device).uniform_(-2.3, 3.7)) == [
+        0.677539587020874, 2.309330940246582, -1.7691353559494019]
+    assert seeded(lambda: mt.empty(3, dtype=mt.float64, device=device).normal_(1.5, 2.0)) == [
+        4.581992216488087, 0.9131421884781072, -2.857578764149115]
+
+
+def test_the_stream_goes_on_across_calls():
+    mt.manual_seed(0)
+    mt.randint(0, 10, (5,))
+    assert mt.randint(-5, 2 ** 34, (2,)).tolist() == [10619096840, 10155837255]  # 64-bit draws
+    mt.manual_seed(5)
+    mt.randperm(4)
+    assert mt.randperm(4).tolist() == [1, 3, 2, 0]
+    assert mt.rand(1, dtype=mt.float64).tolist() == [0.31513260814905053]
+    # the pairwise sampler keeps its second normal for the next call, as torch's does
+    mt.manual_seed(0)
+    mt.randn(3, dtype=mt.float64)
+    assert mt.randn(1, dtype=mt.float64).tolist() == [0.5684312772806678]
+    g = mt.Generator().manual_seed(7)
+    assert mt.rand(2, generator=g, dtype=mt.float64).tolist() == [0.279380429906404,
+                                                                  0.27369371365176565]
+
+
+def test_initialisation_and_shuffling_follow_torch():
+    mt.manual_seed(0)
+    layer = mt.nn.Linear(3, 2)
+    assert layer.weight.tolist() == [
+        [-0.004322517663240433, 0.3097158372402191, -0.4751853346824646],
+        [-0.4248946011066437, -0.2223689705133438, 0.15482072532176971]]
+    assert layer.bias.tolist() == [-0.011439144611358643, 0.45777493715286255]
+    mt.manual_seed(1)
+    data = mt.utils.data.TensorDataset(mt.arange(10))
+    batches = [b[0].tolist() for b in mt.utils.data.DataLoader(data, batch_size=4, shuffle=True)]
+    assert batches == [[4, 2, 0, 6], [8, 7, 9, 1], [5, 3]]
+
+
+def test_state_round_trip_keeps_the_cached_normal():
+    mt.manual_seed(3)
+    mt.randn(1, dtype=mt.float64)                   # leaves a normal cached
+    state = mt.get_rng_state()
+    a = mt.randn(7, dtype=mt.float64)
+    mt.set_rng_state(state)
+    assert mt.equal(a, mt.randn(7, dtype=mt.float64))
+    captured = R.capture_state()
+    b = mt.rand(3)
+    R.restore_state(captured)
+    assert R.same_state(captured, R.capture_state())
+    assert mt.equal(b, mt.rand(3))
+    assert not R.same_state(captured, R.capture_state())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fills_in_chunks_equal_one_pass(dtype, monkeypatch):
+    """Large fills draw a chunk at a time (a bounded peak); the values are those one kernel
+    call over all the draws gives."""
+    n = 3 * 16 + 5
+    per = 2 if dtype == "float64" else 1
+    monkeypatch.setattr(R, "_CHUNK", 16)
+    chunked = np.empty(n, dtype)
+    R.normal_into(chunked, mt.Generator().manual_seed(11), 0.5, 2.0)
+    twister = R.torch_twister(11)
+    whole = np.empty(n, dtype)
+    normal_blocks(R.twister_draws(twister, per * 48), whole[:48], 0.5, 2.0)
+    R.twister_draws(twister, per * 5)
+    normal_blocks(R.twister_draws(twister, per * 16), whole[n - 16:], 0.5, 2.0)
+    assert np.array_equal(chunked, whole)
+    R.uniform_into(chunked, mt.Generator().manual_seed(11), -1.0, 3.0)
+    uniform_floats(R.twister_draws(R.torch_twister(11), per * n), whole, -1.0, 3.0)
+    assert np.array_equal(chunked, whole)
+
+
+def test_kernels_refuse_bad_buffers():
+    draws = np.zeros(64, np.uint32)
+    with pytest.raises(TypeError, match="uniform_floats: out must be a C-contiguous buffer"):
+        uniform_floats(draws, np.zeros(4, np.int32), 0.0, 1.0)
+    with pytest.raises(ValueError, match="uniform_floats: 64 draws, 80 needed"):
+        uniform_floats(draws, np.zeros(40, np.float64), 0.0, 1.0)
+    with pytest.raises(TypeError, match="draws must be a C-contiguous uint32 buffer"):
+        normal_blocks(draws.astype(np.int64), np.zeros(16, np.float32), 0.0, 1.0)
+    with pytest.raises(ValueError, match="not whole blocks of 16"):
+        normal_blocks(draws, np.zeros(20, np.float32), 0.0, 1.0)
+    with pytest.raises(ValueError, match="normal_pairs: 64 draws, 68 needed"):
+        normal_pairs(draws, np.zeros(34, np.float64), 0.0, 1.0, None)
+    with pytest.raises(ValueError, match="span must be positive"):
+        integers(draws, np.zeros(4, np.int64), 0, 0, False)
+    out = np.zeros(3, np.int64)
+    integers(np.array([7, 8, 9], np.uint32), out, -2, 5, False)
+    assert out.tolist() == [0, 1, 2]
+    integers(np.array([1, 2, 0, 3], np.uint32), out[:2], 10, 2 ** 40, True)
+    assert out[:2].tolist() == [10 + ((1 << 32) | 2) % 2 ** 40, 13]
+
+
+def test_random_bounds_per_dtype():
+    mt.manual_seed(0)
+    assert mt.empty(4, dtype=mt.bool).random_().dtype is mt.bool
+    for dtype, top in ((mt.uint8, 255), (mt.int8, 127), (mt.int32, 2 ** 31 - 1)):
+        values = mt.empty(1000, dtype=dtype).random_()
+        assert 0 <= values.min().item() and values.max().item() <= top
+    with pytest.raises(RuntimeError, match="random_ expects 'from' to be less than 'to'"):
+        mt.empty(2).random_(5, 5)
+
+
+@pytest.mark.parametrize("n", [1, 7, 15, 16, 17, 33, 1000, 70001])
+def test_against_torch(n):
+    torch = _torch()
+    for name in ("float32", "float64"):
+        ours, theirs = getattr(mt, name), getattr(torch, name)
+        torch.manual_seed(n)
+        mt.manual_seed(n)
+        assert np.array_equal(mt.rand(n, dtype=ours).numpy(), torch.rand(n, dtype=theirs).numpy())
+        a, b = mt.randn(n, dtype=ours).numpy(), torch.randn(n, dtype=theirs).numpy()
+        if name == "float64" or n < 16:
+            assert np.array_equal(a, b)
+        else:
+            # torch's float32 fill runs vectorised log/sin/cos on AVX2 CPUs: a few ulp apart
+            np.testing.assert_allclose(a, b, rtol=2e-6, atol=2e-6)
+        assert np.array_equal(mt.randint(-3, 1000, (n,)).numpy(),
+                              torch.randint(-3, 1000, (n,)).numpy())
+        assert np.array_equal(mt.empty(n, dtype=ours).uniform_(-0.5, 2.0).numpy(),
+                              torch.empty(n, dtype=theirs).uniform_(-0.5, 2.0).numpy())
+        assert np.array_equal(mt.randperm(n).numpy(), torch.randperm(n).numpy())
