@@ -139,7 +139,10 @@ class TunedBuildExt(build_ext):
         wide = ["-mprefer-vector-width=512"]
         wide_args = (wide if "-march=native" in compile_args and
                      compiler_accepts(self.compiler, wide) else [])
-        extra_args = {"matmul": peel_args + wide_args, "attention": wide_args}
+        # torch's random transformations fuse exactly the multiply-adds _cpu/draws.pyx writes
+        # as fma(); letting gcc fuse others would move their last bit away from torch's.
+        extra_args = {"matmul": peel_args + wide_args, "attention": wide_args,
+                      "draws": ["-ffp-contract=off"]}
         for ext in self.extensions:
             ext.extra_compile_args = (compile_args
                                       + ["-Wno-unused-function", "-Wno-unreachable-code"]

@@ -271,9 +271,9 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):
     """torch.randn: standard normal draws in the default float dtype (or dtype): torch's CPU
-    values for the same seed (float32 to its last bit or one ulp: torch's vectorised log/sin/cos
-    on AVX2 machines round differently; float16/bfloat16 are float32 normals rounded, which
-    torch's are not)."""
+    values for the same seed (float32 as torch's AVX2 kernel makes them; a torch built without
+    it differs in the last bits; float16/bfloat16 are float32 normals rounded, which torch's
+    are not)."""
     size = _keyword_size(size, kwargs, "randn")
     _check_float(dtype, "normal_kernel_cpu")
     return _draw_floats(size, dtype, device, requires_grad, generator, "normal", 0.0, 1.0)

@@ -10,8 +10,8 @@ A "64-bit draw" is two consecutive 32-bit outputs, the first one high (torch's r
 torch's kernels are built for FMA-capable CPUs, where `a * b + c` compiles to one fused
 multiply-add: these write fma() so the last bit is torch's on every build."""
 cimport numpy as cnp
-from libc.math cimport cos, cosf, fma, fmaf, log, log1p, logf, sin, sinf, sqrt, sqrtf, M_PI
-from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.math cimport cos, fma, fmaf, log, log1p, sin, sqrt, sqrtf, M_PI
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 
 cnp.import_array()
 
@@ -68,17 +68,85 @@ def uniform_floats(cnp.ndarray draws not None, cnp.ndarray out not None, double 
                 o32[i] = fmaf(uniform32(z[i]), span32, low32)
 
 
+cdef union Bits:
+    float f
+    int32_t i
+
+
+# Cephes' single-precision log and sin/cos, as torch's AVX2 normal_fill evaluates them (through
+# avx_mathfun's log256_ps and sincos256_ps, multiply-adds fused as its build fuses them):
+# minitorch's float32 normals are then torch's to the bit on the machines where torch takes
+# that path (checked against torch on 160,000 draws).
+cdef float SQRTHF = 0.707106781186547524
+cdef float LOG_P0 = 7.0376836292E-2, LOG_P1 = -1.1514610310E-1, LOG_P2 = 1.1676998740E-1
+cdef float LOG_P3 = -1.2420140846E-1, LOG_P4 = 1.4249322787E-1, LOG_P5 = -1.6668057665E-1
+cdef float LOG_P6 = 2.0000714765E-1, LOG_P7 = -2.4999993993E-1, LOG_P8 = 3.3333331174E-1
+cdef float LOG_Q1 = -2.12194440e-4, LOG_Q2 = 0.693359375
+cdef float FOUR_OVER_PI = 1.27323954473516
+cdef float DP1 = 0.78515625, DP2 = 2.4187564849853515625e-4, DP3 = 3.77489497744594108e-8
+cdef float COS_P0 = 2.443315711809948E-005, COS_P1 = -1.388731625493765E-003
+cdef float COS_P2 = 4.166664568298827E-002
+cdef float SIN_P0 = -1.9515295891E-4, SIN_P1 = 8.3321608736E-3, SIN_P2 = -1.6666654611E-1
+cdef float TWO_PI_F = <float>(2.0 * M_PI)
+
+
+cdef inline float cephes_logf(float x) noexcept nogil:
+    """log(x) for a normal positive float: x = m·2^e with m in [sqrt(1/2), sqrt(2)), then a
+    degree-9 polynomial in m - 1."""
+    cdef Bits b
+    b.f = x
+    cdef float e = <float>((b.i >> 23) - 0x7f) + 1
+    b.i = (b.i & ~0x7f800000) | 0x3f000000          # the mantissa, in [0.5, 1)
+    cdef float m = b.f
+    cdef bint low = m < SQRTHF
+    cdef float held = m if low else 0
+    m = m - 1
+    e = e - (1 if low else 0)
+    m = m + held
+    cdef float z = m * m
+    cdef float y = fmaf(fmaf(fmaf(fmaf(LOG_P0, m, LOG_P1), m, LOG_P2), m, LOG_P3), m, LOG_P4)
+    y = fmaf(fmaf(fmaf(fmaf(y, m, LOG_P5), m, LOG_P6), m, LOG_P7), m, LOG_P8) * m
+    y = fmaf(y, z, e * LOG_Q1)
+    y = fmaf(z, -0.5, y)
+    m = m + y
+    return fmaf(e, LOG_Q2, m)
+
+
+cdef inline void cephes_sincosf(float x, float* sine, float* cosine) noexcept nogil:
+    """sin(x) and cos(x) for x >= 0: x reduced by multiples of pi/4 (pi/4 in three parts), then
+    the sine or cosine polynomial on [-pi/4, pi/4] for each, and the octant's signs."""
+    cdef int32_t octant = (<int32_t>(x * FOUR_OVER_PI) + 1) & ~1
+    cdef float y = <float>octant
+    cdef int32_t sine_sign = (octant & 4) << 29
+    cdef int32_t cosine_sign = (~(octant - 2) & 4) << 29
+    cdef bint swapped = (octant & 2) != 0
+    x = fmaf(y, -DP1, x)
+    x = fmaf(y, -DP2, x)
+    x = fmaf(y, -DP3, x)
+    cdef float z = x * x
+    cdef float c = fmaf(fmaf(COS_P0, z, COS_P1), z, COS_P2) * z
+    c = fmaf(c, z, -(z * 0.5)) + 1
+    cdef float s = fmaf(fmaf(SIN_P0, z, SIN_P1), z, SIN_P2) * z
+    s = fmaf(s, x, x)
+    cdef Bits bs, bc
+    bs.f = c if swapped else s
+    bc.f = s if swapped else c
+    bs.i = bs.i ^ sine_sign
+    bc.i = bc.i ^ cosine_sign
+    sine[0] = bs.f
+    cosine[0] = bc.f
+
+
 cdef void box_muller_16_float(float* d, float mean, float std) noexcept nogil:
-    """torch's normal_fill_16: the first 8 uniforms give the radii, the next 8 the angles."""
+    """torch's normal_fill_16 (AVX2): the first 8 uniforms give the radii, the next 8 the
+    angles."""
     cdef int j
-    cdef float u1, u2, radius, theta
+    cdef float radius, sine, cosine
     for j in range(8):
-        u1 = 1 - d[j]                       # [0, 1) -> (0, 1] for the log
-        u2 = d[j + 8]
-        radius = sqrtf(-2 * logf(u1))
-        theta = <float>(2.0 * M_PI * u2)
-        d[j] = fmaf(radius * cosf(theta), std, mean)
-        d[j + 8] = fmaf(radius * sinf(theta), std, mean)
+        radius = sqrtf(-2 * cephes_logf(1 - d[j]))      # 1 - u in (0, 1] for the log
+        cephes_sincosf(TWO_PI_F * d[j + 8], &sine, &cosine)
+        d[j] = fmaf(radius * cosine, std, mean)
+        d[j + 8] = fmaf(radius * sine, std, mean)
 
 
 cdef void box_muller_16_double(double* d, double mean, double std) noexcept nogil:
@@ -98,8 +166,8 @@ def normal_blocks(cnp.ndarray draws not None, cnp.ndarray out not None, double m
     """The body of torch's normal_fill (randn / normal_ of 16 or more contiguous elements on
     the CPU), for whole blocks of 16: out filled with uniforms, then each block turned into
     normals by Box-Muller (the caller redraws the last 16 when n is not a multiple of 16, as
-    torch does). (torch's float32 path runs vectorised log/sin/cos on AVX2 machines: those
-    values can differ from these in the last bit.)"""
+    torch does). float32 follows torch's AVX2 kernel (Cephes' log and sin/cos), float64 its
+    scalar one (libm's)."""
     _check_out(out, "normal_blocks")
     cdef Py_ssize_t n = cnp.PyArray_SIZE(out), i, block
     if n % 16:
