@@ -2,7 +2,8 @@
 
 Prints throughput (higher is better) and the ratio minitorch/numpy for matmul (square, a
 64-channel conv's few-row products, attention's products of head-split views), compact of a
-permuted 4-D array, broadcast add, sums and softmax rows. Run: python bench/kernels.py
+permuted 4-D array, broadcast add, sums, softmax rows and random draws (torch's stream: the
+same values as torch; numpy's PCG64 Generator for reference). Run: python bench/kernels.py
 """
 import os
 import sys
@@ -109,6 +110,19 @@ def bench_sum(shape, axis):
               "GB/s")
 
 
+def bench_draws(kind, n, dtype):
+    """rand / randn of n values: torch's CPU stream rebuilt (minitorch) against numpy's own
+    generator and torch itself, each drawing into a new array."""
+    import minitorch as mt
+    ours = {"rand": mt.rand, "randn": mt.randn}[kind]
+    theirs = {"rand": rng.random, "randn": rng.standard_normal}[kind]
+    fns = contenders(lambda: ours(n, dtype=getattr(mt, dtype)),
+                     lambda: theirs(n, dtype=getattr(np, dtype)),
+                     lambda: getattr(torch, kind)(n, dtype=getattr(torch, dtype)))
+    times = best_times(fns)
+    print_row(f"{kind} {n} {dtype}", {k: n / t / 1e6 for k, t in times.items()}, "M/s")
+
+
 def main():
     print(f"float32, {os.cpu_count()} CPU cores; higher is better; ratios are vs numpy"
           + ("" if torch else " (PyTorch not installed)"))
@@ -128,6 +142,9 @@ def main():
     bench_sum((10_000_000,), 0)
     bench_softmax((512, 256))
     bench_softmax((2048, 32))
+    bench_draws("rand", 1 << 20, "float32")
+    bench_draws("randn", 1 << 20, "float32")
+    bench_draws("randn", 1 << 20, "float64")
 
 
 if __name__ == "__main__":
