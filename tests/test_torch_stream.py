@@ -156,3 +156,25 @@ def test_against_torch(n):
         assert np.array_equal(mt.empty(n, dtype=ours).uniform_(-0.5, 2.0).numpy(),
                               torch.empty(n, dtype=theirs).uniform_(-0.5, 2.0).numpy())
         assert np.array_equal(mt.randperm(n).numpy(), torch.randperm(n).numpy())
+
+
+def test_a_seeded_training_run_follows_torch():
+    """The same script under both libraries, from the same seed and nothing copied across:
+    the same initial weights, batches and shuffling, so the same losses (to float32 rounding of
+    the two libraries' kernels)."""
+    torch = _torch()
+
+    def run(lib):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(20, 32), lib.nn.ReLU(), lib.nn.Linear(32, 4))
+        optimizer = lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        data = lib.utils.data.TensorDataset(lib.randn(64, 20), lib.randint(0, 4, (64,)))
+        losses = []
+        for x, y in lib.utils.data.DataLoader(data, batch_size=16, shuffle=True):
+            optimizer.zero_grad()
+            loss = lib.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        return losses
+    np.testing.assert_allclose(run(mt), run(torch), rtol=1e-5)
