@@ -751,6 +751,7 @@ def _can_steal(g, leaf):
     copied, since two leaves must never share a .grad buffer. The counts are CPython reference
     counts: the engine's locals and getrefcount's own argument."""
     data = g._data
+    # the leaf's own compactness first: the usual parameter needs no further call
     return (not g.requires_grad and sys.getrefcount(g) <= _ENGINE_REFS_TO_GRAD
             and sys.getrefcount(data) == 3 and sys.getrefcount(data.buffer) == 2
             and data.offset == 0 and len(data.buffer) == data.size and data.is_compact()

@@ -64,11 +64,6 @@ class Generator:
     def seed(self):
         return self.manual_seed(int(np.random.SeedSequence().entropy % (2 ** 63))).initial_seed()
 
-    @property
-    def rng(self):
-        """The twister, for the samplers that use numpy's RandomState methods."""
-        return self.twister
-
     def get_state(self):
         """The twister's state, the cached normal and the seed, as a tensor (torch's state
         holds its seed too, so set_state also restores initial_seed())."""
@@ -100,9 +95,6 @@ class Generator:
         (name, key, position, has_gauss, gauss), cache, seed = state
         twister = np.random.RandomState()
         twister.set_state((name, np.asarray(key, dtype=np.uint32), position, has_gauss, gauss))
-        self._restore(twister, cache, seed)
-
-    def _restore(self, twister, cache, seed):
         self.twister, self.normal_cache, self._seed = twister, cache, seed
 
 

@@ -171,9 +171,9 @@ class DistributedDataParallel(Module):
         if state is None:
             return                      # no_sync, or a backward without a prepared forward
         key = id(param)
+        # arrived already: a second backward through the graph before the reduction finished
         if key not in state.due:
-            return                      # arrived already: a second backward before the
-                                        # reduction finished
+            return
         state.due.remove(key)
         state.touched = True
         b, i = self._locate[key]
@@ -262,7 +262,6 @@ class _Pass:
         self.next_bucket = 0            # buckets start in index order on every rank
         self.touched = False            # some gradient arrived
         self.used = None                # id(param) -> used on this rank (find_unused_parameters)
-
 
 
 def _to_device(tree, device_id):
