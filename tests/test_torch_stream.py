@@ -178,3 +178,21 @@ def test_a_seeded_training_run_follows_torch():
             losses.append(loss.item())
         return losses
     np.testing.assert_allclose(run(mt), run(torch), rtol=1e-5)
+
+
+@pytest.mark.parametrize("init", ["kaiming_uniform_", "kaiming_normal_", "xavier_uniform_",
+                                  "xavier_normal_", "uniform_", "normal_", "orthogonal_",
+                                  "sparse_"])
+def test_initialisers_follow_torch(init):
+    torch = _torch()
+    shape = (6, 10) if init == "sparse_" else (6, 4, 3)
+    args = (0.5,) if init == "sparse_" else ()
+
+    def draw(lib):
+        lib.manual_seed(4)
+        return getattr(lib.nn.init, init)(lib.empty(*shape), *args).numpy()
+    ours, theirs = draw(mt), draw(torch)
+    if init == "orthogonal_":       # the same matrix, factored by another QR: rounding apart
+        np.testing.assert_allclose(ours, theirs, atol=1e-6)
+    else:
+        assert np.array_equal(ours, theirs)

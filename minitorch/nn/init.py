@@ -9,7 +9,8 @@ import warnings
 import numpy as np
 
 from ..autograd import no_grad
-from ..random import _check_float, fill_drawn, fill_floats, host_rng
+from ..random import _check_float, fill_drawn, fill_floats
+from ..random import randperm as _randperm
 from ..tensor import eye as _eye, tensor as _as_tensor, zeros as _zeros
 
 __all__ = [
@@ -207,10 +208,12 @@ def orthogonal_(tensor, gain=1, generator=None):
     _check_float(tensor.dtype, "normal_kernel_cpu")
     rows = tensor.size(0)
     cols = tensor.numel() // rows
-    tall = (rows, cols) if rows >= cols else (cols, rows)
     with no_grad():
-        gaussian = _as_tensor(host_rng(generator).standard_normal(tall), dtype=tensor.dtype,
-                              device=tensor.device)
+        # torch's draw: (rows, cols) normals, transposed when wide, so the same seed gives
+        # torch's matrix (its Q up to rounding: QR with diag(R) > 0 is unique)
+        gaussian = tensor.new_empty((rows, cols)).normal_(0, 1, generator=generator)
+        if rows < cols:
+            gaussian = gaussian.t()
         q = _orthonormal_columns(gaussian)
         if rows < cols:
             q = q.t()
@@ -239,10 +242,10 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     num_zeros = math.ceil(sparsity * rows)
-
-    def sample(rng, shape):
-        values = rng.normal(0.0, std, shape)
+    with no_grad():
+        # as torch draws them: the normals from `generator`, each column's zeros from a
+        # permutation drawn by the global generator
+        tensor.normal_(0, std, generator=generator)
         for col in range(cols):
-            values[rng.permutation(rows)[:num_zeros], col] = 0.0
-        return values
-    return _draw(tensor, generator, sample)
+            tensor[_randperm(rows)[:num_zeros], col] = 0
+    return tensor
