@@ -454,7 +454,8 @@ def normal(mean, std=1.0, size=None, generator=None):
         like = mean if isinstance(mean, Tensor) else std
         return randn(*like.shape, generator=generator, dtype=like.dtype,
                      device=like.device) * std + mean
-    return randn(*size, generator=generator) * std + mean
+    # torch: empty(size).normal_(mean, std), one rounding of normal·std + mean
+    return _draw_floats((tuple(size),), None, None, False, generator, "normal", mean, std)
 
 
 def poisson(input, generator=None):

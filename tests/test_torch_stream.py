@@ -196,3 +196,17 @@ def test_initialisers_follow_torch(init):
         np.testing.assert_allclose(ours, theirs, atol=1e-6)
     else:
         assert np.array_equal(ours, theirs)
+
+
+def test_normal_function_follows_torch():
+    torch = _torch()
+    for args in ((0.3, 2.5, (20,)), (0.3, 2.5, (3, 5)), ("mean", 2.0), ("both",)):
+        def draw(lib):
+            lib.manual_seed(1)
+            means = lib.arange(20.0).reshape(4, 5)
+            if args[0] == "mean":
+                return lib.normal(means, args[1]).numpy()
+            if args[0] == "both":
+                return lib.normal(means, means * 0.1 + 1).numpy()
+            return lib.normal(*args).numpy()
+        assert np.array_equal(draw(mt), draw(torch)), args
