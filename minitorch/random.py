@@ -398,9 +398,10 @@ def bernoulli(input, p=None, generator=None):
 
 def multinomial(input, num_samples, replacement=False, generator=None):
     """torch.multinomial: num_samples category indices per row of input (1-D or 2-D non-negative
-    weights), with or without replacement, as int64; torch's checks and messages. Drawn by
-    RandomState's choice from the generator's stream, so the indices differ from torch's for
-    the same seed."""
+    weights), with or without replacement, as int64; torch's checks and messages. With
+    replacement and more than one sample, torch's CPU indices for the same seed; otherwise
+    (torch draws exponentials there) RandomState's choice from the generator's stream, so the
+    indices differ from torch's."""
     if input.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if not input.dtype.is_floating_point:
@@ -413,12 +414,33 @@ def multinomial(input, num_samples, replacement=False, generator=None):
                            "replacement")
     probs = np.atleast_2d(input.detach().cpu().numpy().astype(np.float64))
     _check_distribution(probs, replacement and num_samples > 1)
+    if replacement and num_samples > 1:
+        return _with_replacement(input, num_samples, generator)
     rng = host_rng(generator)
     rows = []
     for row in probs:
         rows.append(_sample_row(rng, row / row.sum(), num_samples, replacement))
     out = np.array(rows).reshape(input.shape[:-1] + (num_samples,))
     return wrap(NDArray.from_numpy(out, dtypes.int64, input.device))
+
+
+def _with_replacement(weights, num_samples, generator):
+    """torch's CPU sampler with replacement: per row, the running sums of the weights in their
+    dtype divided by the total, the last set to 1; each sample is the first slot whose sum is
+    not below a 53-bit uniform draw (our searchsorted), the rows' draws one row after another."""
+    from .functions.joining import stack
+    from .functions.stats import searchsorted
+    rows = weights.detach().cpu()
+    rows = rows.to(rows.dtype.compute).reshape(-1, rows.shape[-1])
+    samples = []
+    for row in rows:
+        cumulative = row.cumsum(0)
+        cumulative = cumulative / cumulative[-1]
+        cumulative[-1] = 1
+        uniforms = np.empty(num_samples, np.float64)
+        uniform_into(uniforms, generator, 0.0, 1.0)
+        samples.append(searchsorted(cumulative.double(), wrap(NDArray.from_numpy(uniforms))))
+    return (samples[0] if weights.ndim == 1 else stack(samples)).to(weights.device)
 
 
 def _sample_row(rng, p, num_samples, replacement):

@@ -210,3 +210,16 @@ def test_normal_function_follows_torch():
                 return lib.normal(means, means * 0.1 + 1).numpy()
             return lib.normal(*args).numpy()
         assert np.array_equal(draw(mt), draw(torch)), args
+
+
+def test_multinomial_with_replacement_follows_torch(device):
+    weights = mt.tensor([[0.1, 0.9, 0.5, 0.2, 0.3], [1.0, 0.0, 2.0, 0.5, 0.5]], device=device)
+    mt.manual_seed(0)
+    drawn = mt.multinomial(weights, 8, replacement=True)
+    assert drawn.device == weights.device and drawn.dtype is mt.int64
+    # torch's CPU indices for seed 0 (the first row's draws, then the second's)
+    assert drawn.cpu().tolist() == [[4, 2, 1, 4, 2, 3, 1, 1], [2, 2, 2, 0, 2, 2, 2, 2]]
+    assert (drawn[1] != 1).all().item()             # a zero weight is never drawn
+    g = mt.Generator().manual_seed(0)
+    assert list(mt.utils.data.WeightedRandomSampler([0.1, 0.9, 0.5], 5, generator=g)) == [
+        2, 2, 1, 2, 1]
