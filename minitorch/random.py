@@ -390,10 +390,22 @@ def randint_like(input, low=0, high=None, dtype=None, device=None, requires_grad
 
 
 def bernoulli(input, p=None, generator=None):
-    """Draws 1 with probability input (or p) elementwise."""
-    probs = input.detach().cpu().numpy() if p is None else np.full(input.shape, p)
-    draws = host_rng(generator).random(probs.shape) < probs
-    return wrap(NDArray.from_numpy(draws.astype(np.float64), input.dtype, input.device))
+    """torch.bernoulli: 1 with probability input (or p) elementwise, in input's dtype. With a
+    tensor of probabilities, torch's CPU values for the same seed: a uniform in the
+    probabilities' dtype below each one (float16/bfloat16 draw in float32). With a number p,
+    a 53-bit uniform below p (torch's build without MKL; its Intel build draws through MKL)."""
+    return _bernoulli_draws(input.detach() if p is None else p, tuple(input.shape),
+                            input.device, generator).to(input.dtype)
+
+
+def _bernoulli_draws(probs, shape, device, generator):
+    """A bool tensor of `shape`: uniform draws (in the dtype of probs, a tensor broadcast to
+    shape, or float64 for a number) below probs, compared by our kernel."""
+    dtype = probs.dtype.compute if isinstance(probs, Tensor) else dtypes.float64
+    uniforms = np.empty(math.prod(shape), dtype.storage)
+    uniform_into(uniforms, generator, 0.0, 1.0)
+    drawn = wrap(NDArray.from_numpy(uniforms.reshape(shape), dtype, device))
+    return drawn < (probs.to(device=device, dtype=dtype) if isinstance(probs, Tensor) else probs)
 
 
 def multinomial(input, num_samples, replacement=False, generator=None):
@@ -601,13 +613,13 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
-    """1 with probability p (a number, or a tensor broadcast to self's shape), else 0."""
+    """1 with probability p (a number, or a tensor broadcast to self's shape), else 0 (drawn as
+    bernoulli draws them)."""
     if isinstance(p, Tensor):
-        probs = np.broadcast_to(p.detach().cpu().numpy(), tuple(self.shape))
-    else:
-        if not 0 <= p <= 1:
-            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-        probs = p
-    return fill_drawn(self, generator, lambda rng, shape: rng.random(shape) < probs)
+        p = p.detach()
+    elif not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+    return _write_drawn(self, _bernoulli_draws(p, tuple(self.shape), self.device,
+                                               generator).to(self.dtype))
 
 

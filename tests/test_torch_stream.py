@@ -223,3 +223,17 @@ def test_multinomial_with_replacement_follows_torch(device):
     g = mt.Generator().manual_seed(0)
     assert list(mt.utils.data.WeightedRandomSampler([0.1, 0.9, 0.5], 5, generator=g)) == [
         2, 2, 1, 2, 1]
+
+
+def test_bernoulli_of_a_probability_tensor_follows_torch(device):
+    probs = mt.tensor([[0.1, 0.9, 0.5, 0.2, 0.7, 0.3]] * 2, device=device)
+    mt.manual_seed(0)
+    drawn = mt.bernoulli(probs)
+    assert drawn.dtype is mt.float32 and drawn.device == probs.device
+    # torch's CPU values for seed 0: a float uniform below each probability
+    assert drawn.cpu().tolist() == [[0.0, 1.0, 1.0, 1.0, 1.0, 0.0], [0.0, 1.0, 1.0, 0.0, 1.0, 0.0]]
+    mt.manual_seed(0)
+    again = mt.zeros(2, 6, device=device).bernoulli_(probs[0])    # broadcast over the rows
+    assert mt.equal(again, drawn)
+    with pytest.raises(RuntimeError, match="bernoulli_ expects p to be in"):
+        mt.zeros(3).bernoulli_(1.5)
