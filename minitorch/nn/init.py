@@ -11,7 +11,7 @@ import numpy as np
 from ..autograd import no_grad
 from ..random import _check_float, fill_drawn, fill_floats
 from ..random import randperm as _randperm
-from ..tensor import eye as _eye, tensor as _as_tensor, zeros as _zeros
+from ..tensor import eye as _eye, zeros as _zeros
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
