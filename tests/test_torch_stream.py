@@ -237,3 +237,20 @@ def test_bernoulli_of_a_probability_tensor_follows_torch(device):
     assert mt.equal(again, drawn)
     with pytest.raises(RuntimeError, match="bernoulli_ expects p to be in"):
         mt.zeros(3).bernoulli_(1.5)
+
+
+@pytest.mark.parametrize("bounds", [(0.0, 0.02, -2.0, 2.0), (0.0, 1.0, -0.5, 0.5),
+                                    (1.0, 2.0, 0.0, 0.3), (0.0, 1.0, 1.5, 3.0)])
+def test_trunc_normal_follows_torch_2_13(bounds):
+    """Both of torch 2.13's strategies: redrawing the normals outside [a, b], and uniform
+    proposals accepted by their density (older torch used an inverse-CDF method)."""
+    torch = _torch()
+    if tuple(int(v) for v in torch.__version__.split(".")[:2]) < (2, 13):
+        pytest.skip(f"torch {torch.__version__} samples trunc_normal_ another way")
+
+    def draw(lib):
+        lib.manual_seed(5)
+        return lib.nn.init.trunc_normal_(lib.empty(7, 30), *bounds).numpy()
+    ours = draw(mt)
+    assert np.array_equal(ours, draw(torch))
+    assert bounds[2] <= ours.min() and ours.max() <= bounds[3]

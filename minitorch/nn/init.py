@@ -1,17 +1,16 @@
 """nn.init: fill tensors in place (without recording autograd history) with torch's schemes.
 
-Random values are drawn on the host from the global generator (seeded by `mt.manual_seed`) or
-the caller's `generator`, then copied into the tensor; fan computations follow torch exactly.
+Random values come from the global generator (seeded by `mt.manual_seed`) or the caller's
+`generator`, drawn as torch draws them (torch's values for a seed); fan computations follow
+torch exactly.
 """
 import math
 import warnings
 
-import numpy as np
-
 from ..autograd import no_grad
-from ..random import _check_float, fill_drawn, fill_floats
+from ..random import _check_float, fill_floats
 from ..random import randperm as _randperm
-from ..tensor import eye as _eye, zeros as _zeros
+from ..tensor import empty_like as _empty_like, eye as _eye, zeros as _zeros
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
@@ -44,12 +43,6 @@ def calculate_gain(nonlinearity, param=None):
     raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
 
 
-def _draw(tensor, generator, sample):
-    """Initialisers write outside autograd (torch wraps them in no_grad too)."""
-    with no_grad():
-        return fill_drawn(tensor, generator, sample)
-
-
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Values drawn from U(a, b)."""
     _check_float(tensor.dtype, "check_uniform_bounds")
@@ -65,39 +58,58 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """N(mean, std²) restricted to [a, b], by rejection sampling as torch does."""
+    """N(mean, std²) restricted to [a, b], by torch 2.13's rejection sampling (so a seed gives
+    its values): with most of the mass inside, whole fresh normals replace the draws outside
+    [a, b] until none is; else uniform proposals on [a, b], each accepted when log(u) is not
+    above its log density relative to the peak."""
     _check_float(tensor.dtype, "normal_kernel_cpu")
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
-    return _draw(tensor, generator,
-                 lambda rng, shape: _truncated_normal(rng, shape, mean, std, a, b))
+    with no_grad():
+        if _normal_cdf((b - mean) / std) - _normal_cdf((a - mean) / std) > 0.3:
+            return _redraw_outside(tensor, mean, std, a, b, generator)
+        return _accept_uniform_proposals(tensor, mean, std, a, b, generator)
 
 
-def _truncated_normal(rng, shape, mean, std, a, b):
-    """Exact samples: redraw normals outside [a, b] when most mass is inside, else propose
-    uniformly on [a, b] and accept with the normal density (torch's two strategies)."""
-    def cdf(x):
-        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
-    size = math.prod(shape)
-    if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
-        values = rng.normal(mean, std, size)
-        while True:
-            bad = np.flatnonzero((values < a) | (values > b))
-            if not bad.size:
-                return values.reshape(shape)
-            values[bad] = rng.normal(mean, std, bad.size)
+def _normal_cdf(x):
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+
+def _redraw_outside(tensor, mean, std, a, b, generator):
+    # the bounds as the tensor's dtype holds them, so the test agrees with its values
+    low, high = tensor.new_tensor(a).item(), tensor.new_tensor(b).item()
+    result = tensor.normal_(mean, std, generator=generator)
+    while True:
+        outside = (result < low) | (result > high)
+        if not outside.any().item():
+            break
+        result = _empty_like(result).normal_(mean, std, generator=generator).where(outside,
+                                                                                   result)
+    if result is not tensor:
+        tensor.copy_(result)
+    return tensor
+
+
+def _accept_uniform_proposals(tensor, mean, std, a, b, generator):
     mode = max(a, min(mean, b))
     log_peak = -0.5 * ((mode - mean) / std) ** 2
-    values = np.empty(size)
-    pending = np.arange(size)
-    while pending.size:
-        candidates = rng.uniform(a, b, pending.size)
-        log_density = -0.5 * ((candidates - mean) / std) ** 2 - log_peak
-        accept = np.log(rng.uniform(size=pending.size)) <= log_density
-        values[pending[accept]] = candidates[accept]
-        pending = pending[~accept]
-    return values.reshape(shape)
+    candidates, accept = _empty_like(tensor), _empty_like(tensor)
+
+    def log_density(x):         # relative to the peak, in place as torch computes it
+        return x.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+    tensor.uniform_(a, b, generator=generator)
+    candidates.copy_(tensor)
+    pending = accept.uniform_(generator=generator).log_().gt(log_density(candidates))
+    result = tensor
+    while pending.any().item():
+        candidates.uniform_(a, b, generator=generator)
+        result = candidates.where(pending, result)
+        rejected = accept.uniform_(generator=generator).log_().gt(log_density(candidates))
+        pending = rejected.where(pending, pending)
+    if result is not tensor:
+        tensor.copy_(result)
+    return tensor
 
 
 def constant_(tensor, val):
