@@ -6,6 +6,7 @@ through the stream as torch's calls do. The other samplers (bernoulli, multinomi
 exponential_, …) draw through RandomState's own methods from the same stream: their values are
 not torch's. Draws are made on the host for every device, so a seed gives the same values on
 CPU and GPU."""
+import contextlib
 import math
 import numbers
 
@@ -535,6 +536,22 @@ def capture_state():
 
 def restore_state(state):
     default_generator.restore(state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices",
+             device_type="cuda"):
+    """torch.random.fork_rng: the global generator's state is restored when the block ends
+    (unless enabled is False). Draws for every device come from that one generator here, so
+    `devices` and `device_type` need no state of their own."""
+    if not enabled:
+        yield
+        return
+    state = capture_state()
+    try:
+        yield
+    finally:
+        restore_state(state)
 
 
 def same_state(a, b):

@@ -254,3 +254,22 @@ def test_trunc_normal_follows_torch_2_13(bounds):
     ours = draw(mt)
     assert np.array_equal(ours, draw(torch))
     assert bounds[2] <= ours.min() and ours.max() <= bounds[3]
+
+
+def test_fork_rng_restores_the_global_stream():
+    mt.manual_seed(0)
+    with mt.random.fork_rng():
+        inside = mt.randn(3, dtype=mt.float64)        # leaves a normal cached, too
+    assert mt.equal(inside, mt.randn(3, dtype=mt.float64))
+    with mt.random.fork_rng(enabled=False):
+        mt.rand(1)
+    mt.manual_seed(0)
+    mt.randn(3, dtype=mt.float64)
+    mt.rand(1)
+    first = mt.rand(2)
+    mt.manual_seed(0)
+    with mt.random.fork_rng(devices=[]):
+        mt.rand(5)
+    mt.randn(3, dtype=mt.float64)
+    mt.rand(1)
+    assert mt.equal(first, mt.rand(2))
