@@ -141,7 +141,7 @@ def _in_chunks(out, twister, draws_per_element, kernel, *args):
 def uniform_into(out, generator, low, high):
     """out (a compact float32/float64 numpy buffer) := torch's uniform_(low, high) draws."""
     per = 2 if out.dtype == np.float64 else 1
-    _in_chunks(out, _generator(generator).twister, per, uniform_floats, low, high)
+    _in_chunks(out, host_rng(generator), per, uniform_floats, low, high)
 
 
 def normal_into(out, generator, mean, std, contiguous=True):
@@ -169,7 +169,7 @@ def integers_into(out, generator, low, span, wide=None):
     below a span of 2**32 and one 64-bit draw from there on (or as `wide` says), as torch's
     random_ and randint do."""
     wide = span >= 2 ** 32 if wide is None else wide
-    _in_chunks(out, _generator(generator).twister, 2 if wide else 1, integers, low, span, wide)
+    _in_chunks(out, host_rng(generator), 2 if wide else 1, integers, low, span, wide)
 
 
 def fill_drawn(tensor, generator, sample):

@@ -260,12 +260,8 @@ def swap_shuffle(cnp.ndarray draws not None, cnp.ndarray out not None):
     (torch's randperm_cpu for n < 2**31 / 10). draws: uint32, n - 1 of them; out: int64 of n
     elements."""
     cdef Py_ssize_t n = cnp.PyArray_SIZE(out), i, j
-    if draws.dtype != "uint32" or out.dtype != "int64" or not cnp.PyArray_IS_C_CONTIGUOUS(out) \
-            or not cnp.PyArray_IS_C_CONTIGUOUS(draws):
-        raise TypeError("swap_shuffle: draws must be a C-contiguous uint32 buffer, out an int64 "
-                        "one")
-    if cnp.PyArray_SIZE(draws) < n - 1:
-        raise ValueError(f"swap_shuffle: {cnp.PyArray_SIZE(draws)} draws for {n} elements")
+    _check_out(out, "swap_shuffle", ("int64",))
+    _check_draws(draws, n - 1, "swap_shuffle")
     cdef const uint32_t* z = <const uint32_t*>cnp.PyArray_DATA(draws)
     cdef int64_t* r = <int64_t*>cnp.PyArray_DATA(out)
     cdef int64_t held
