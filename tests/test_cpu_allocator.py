@@ -153,3 +153,14 @@ def test_importing_minitorch_leaves_numpy_memory_alone():
                          capture_output=True, text=True).stdout.split()
     peak, retained = map(int, out)
     assert peak > 900 and retained < 16, (peak, retained)
+
+
+def test_buffers_at_glibcs_mmap_threshold_come_from_the_pool():
+    """glibc maps a block of 128 KB (its default mmap threshold, header included) afresh on
+    every allocation until some large free raises the threshold: a (128, 256) float32
+    activation would fault 33 pages each time it is allocated."""
+    if allocator.POOL is None:
+        pytest.skip("the pool is off (MINITORCH_CPU_CACHE=0)")
+    for nbytes in (128 * 1024 - 16, 128 * 1024, 200 * 1024):
+        buffer = allocator.empty(nbytes // 4, np.float32)
+        assert type(buffer.base).__name__ == "_Block", nbytes

@@ -19,10 +19,13 @@ import numpy as np
 
 from .buffer_pool import BufferPool
 
-# Below this glibc's heap reuses freed blocks without returning them to the kernel (its default
-# mmap and trim thresholds are 128 KB), and the pool's bookkeeping would cost more than the
-# pages it saves.
-MIN_CACHED_BYTES = 256 * 1024
+# Below this glibc's heap reuses freed blocks without returning them to the kernel, and the
+# pool's bookkeeping would cost more than the pages it saves. glibc maps every block from its
+# mmap threshold up afresh (128 KB, counting its 16-byte header, until a large free raises it),
+# so the pool starts well below it: the MNIST MLP's (128, 256) float32 activations, exactly
+# 128 KB, faulted 165 times a step in a process whose threshold had not risen (1.41 vs 1.19 ms
+# a step; docs/benchmarks.md, "Page faults at glibc's mmap threshold").
+MIN_CACHED_BYTES = 64 * 1024
 
 
 def _pool_from_env():

@@ -97,7 +97,7 @@ cdef class BufferPool:
     cdef readonly Py_ssize_t idle_bytes, live_bytes, new_blocks, new_bytes   # (new: ever taken)
     cdef Py_ssize_t _tick
 
-    def __init__(self, Py_ssize_t max_idle_bytes, Py_ssize_t min_bytes=256 * 1024,
+    def __init__(self, Py_ssize_t max_idle_bytes, Py_ssize_t min_bytes=64 * 1024,
                  Py_ssize_t max_bytes=32 << 20, double reuse_up_to=2.0,
                  Py_ssize_t keep_recent=64):
         self._idle = {}
