@@ -3,28 +3,12 @@ buckets whose all-reduce starts, asynchronously, as soon as backward has produce
 import contextlib
 
 from ... import distributed as dist
-from ..._pytree import leaves
 from ...autograd import is_grad_enabled, no_grad
 from ...distributed.group import resolve
 from ...tensor import Tensor
 from ..module import Module
 from .buckets import FIRST_BUCKET_BYTES, assign_buckets
-
-UNFINISHED_REDUCTION = (
-    "Expected to have finished reduction in the prior iteration before starting a new one. "
-    "This error indicates that your module has parameters that were not used in producing "
-    "loss. You can enable unused parameter detection by passing the keyword argument "
-    "`find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`, and by \n"
-    "making sure all `forward` function outputs participate in calculating loss. \n"
-    "If you already have done the above, then the distributed data parallel module wasn't able "
-    "to locate the output tensors in the return value of your module's `forward` function. "
-    "Please include the loss function and the structure of the return value of `forward` of "
-    "your module when reporting this issue (e.g. list, dict, iterable).\n"
-    "Parameter indices which did not receive grad for rank {rank}: {missing}\n"
-    " In addition, you can set the environment variable TORCH_DISTRIBUTED_DEBUG to either INFO "
-    "or DETAIL to print out information about which particular parameters did not receive "
-    "gradient on this rank as part of this error")
-
+from .reducer import Reducer
 
 class DistributedDataParallel(Module):
     """torch.nn.parallel.DistributedDataParallel over mt.distributed (MPI or NCCL).
@@ -79,14 +63,8 @@ class DistributedDataParallel(Module):
             self._buckets = assign_buckets(self._params, self.bucket_bytes_cap, first_cap,
                                            factor=1.0 / self._world,
                                            as_views=gradient_as_bucket_view)
-        self._param_ids = [id(p) for p in self._params]
-        self._locate = {}       # id(param) -> (bucket index, index in bucket)
-        for b, bucket in enumerate(self._buckets):
-            for i, p in enumerate(bucket.params):
-                self._locate[id(p)] = (b, i)
-        self._pass = None       # the reduction the next backward runs (a _Pass), if prepared
-        self._grad_hook_handles = [p.register_post_accumulate_grad_hook(self._grad_ready)
-                       for p in self._params]
+        self._reducer = Reducer(self._params, self._buckets, self.process_group,
+                                find_unused_parameters)
 
     # ---- construction -----------------------------------------------------------------------
     def _verify_same_model(self):
@@ -123,7 +101,7 @@ class DistributedDataParallel(Module):
     def forward(self, *inputs, **kwargs):
         syncing = is_grad_enabled() and self.require_backward_grad_sync
         if syncing:
-            self._check_prior_reduction_finished()
+            self._reducer.check_prior_reduction_finished()
         if self.broadcast_buffers and self._buffers_to_sync and self._world > 1 \
                 and is_grad_enabled():
             self._sync_buffers()
@@ -131,108 +109,10 @@ class DistributedDataParallel(Module):
             inputs, kwargs = _to_device((inputs, kwargs), self.device_ids[0])
         output = self.module(*inputs, **kwargs)
         if syncing:
-            self._prepare_for_backward(output)
+            self._reducer.prepare(output)
         else:
-            self._pass = None
+            self._reducer.cancel()
         return output
-
-    def _check_prior_reduction_finished(self):
-        state = self._pass
-        if state is not None and state.touched:
-            missing = " ".join(str(i) for i, p in enumerate(self._params)
-                               if id(p) in state.due)
-            raise RuntimeError(UNFINISHED_REDUCTION.format(rank=dist.get_rank(), missing=missing))
-
-    def _prepare_for_backward(self, output):
-        """Every parameter's gradient is due once (autograd sums a parameter's uses before its
-        post-accumulate hook runs); with find_unused_parameters, those this output's graph
-        does not reach count as ready (zeros) at once."""
-        state = self._pass = _Pass(set(self._param_ids), len(self._buckets))
-        for bucket in self._buckets:
-            bucket.waiting = len(bucket.params)
-            bucket.work = None
-        if self.find_unused_parameters:
-            reached = _leaves_reached(output, self._locate)
-            state.used = {key: key in reached for key in self._param_ids}
-            unused = [p for p in self._params if id(p) not in reached]
-            for p in unused:
-                b, i = self._locate[id(p)]
-                self._buckets[b].take_zeros(i)
-            for p in unused:
-                state.due.discard(id(p))
-                self._slot_filled(state, p)
-        # else an unused parameter leaves the reduction unfinished, and (as in torch) the next
-        # forward says so
-
-    # ---- backward -----------------------------------------------------------------------------
-    def _grad_ready(self, param):
-        """Post-accumulate hook: param.grad holds this backward's gradient."""
-        state = self._pass
-        if state is None:
-            return                      # no_sync, or a backward without a prepared forward
-        key = id(param)
-        # arrived already: a second backward through the graph before the reduction finished
-        if key not in state.due:
-            return
-        state.due.remove(key)
-        state.touched = True
-        b, i = self._locate[key]
-        self._buckets[b].take(i, param.grad)
-        self._slot_filled(state, param)
-
-    def _slot_filled(self, state, param):
-        b, _ = self._locate[id(param)]
-        bucket = self._buckets[b]
-        bucket.waiting -= 1
-        if bucket.waiting == 0:
-            state.ready[b] = True
-            self._launch_ready_buckets(state)
-        else:
-            self._progress(state)
-
-    def _launch_ready_buckets(self, state):
-        buckets, ready = self._buckets, state.ready
-        # Once every remaining bucket is ready, backward has nothing left to overlap them
-        # with: they are all-reduced blocking (a blocking all-reduce, with MPI's tuned
-        # algorithms, beats a non-blocking one plus its wait); earlier ones start async.
-        overlap = not all(ready[state.next_bucket:])
-        while state.next_bucket < len(buckets) and ready[state.next_bucket]:
-            bucket = buckets[state.next_bucket]
-            bucket.work = dist.all_reduce(bucket.tensor, group=self.process_group,
-                                          async_op=overlap)
-            state.next_bucket += 1
-        if state.next_bucket == len(buckets):
-            self._finalize(state)
-
-    def _progress(self, state):
-        """MPI advances non-blocking collectives only inside MPI calls: poke the ones in
-        flight so they move while backward computes."""
-        for bucket in self._buckets[:state.next_bucket]:
-            if bucket.work is not None:
-                bucket.work.is_completed()
-
-    def _finalize(self, state):
-        """Wait for every bucket, then each .grad becomes the average over ranks."""
-        used_anywhere = self._globally_used(state.used) if self.find_unused_parameters \
-            else None
-        for bucket in self._buckets:
-            if bucket.work is not None:
-                bucket.work.wait()
-                bucket.work = None
-            for i, averaged in bucket.results():
-                p = bucket.params[i]
-                if used_anywhere is not None and not used_anywhere[id(p)]:
-                    continue                # unused on every rank: .grad stays as it was
-                _write_grad(p, averaged)
-            bucket.release()
-        self._pass = None
-
-    def _globally_used(self, used):
-        from ...tensor import tensor as make_tensor
-        flags = make_tensor([used[id(p)] for p in self._params], dtype=_uint8(),
-                            device=self._params[0].device)     # NCCL reduces cuda tensors only
-        dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=self.process_group)
-        return {id(p): bool(flag) for p, flag in zip(self._params, flags.tolist())}
 
     # ---- user controls ------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -250,67 +130,7 @@ class DistributedDataParallel(Module):
         return ""
 
 
-class _Pass:
-    """One backward's reduction: plain attributes, written by the gradient hooks (a Module's
-    attribute assignment is checked for parameters and submodules, too slow for per-gradient
-    bookkeeping)."""
-    __slots__ = ("due", "ready", "next_bucket", "touched", "used")
-
-    def __init__(self, due, bucket_count):
-        self.due = due                  # ids of the parameters whose gradient has not arrived
-        self.ready = [False] * bucket_count
-        self.next_bucket = 0            # buckets start in index order on every rank
-        self.touched = False            # some gradient arrived
-        self.used = None                # id(param) -> used on this rank (find_unused_parameters)
-
-
 def _to_device(tree, device_id):
     from ..._pytree import tree_map
     device = f"cuda:{device_id}" if isinstance(device_id, int) else device_id
     return tree_map(lambda x: x.to(device) if isinstance(x, Tensor) else x, tree)
-
-
-def _uint8():
-    from ... import dtypes
-    return dtypes.uint8
-
-
-def _write_grad(param, averaged):
-    """Copy the averaged slot into param.grad in place (a zero-filled .grad for a parameter
-    this rank did not use)."""
-    grad = param.grad
-    if grad is None:
-        from ...tensor import zeros_like
-        grad = param.grad = zeros_like(param)
-    data = grad._data
-    if data.is_compact():
-        data.flat()[...] = averaged         # bytes moved (numpy or cupy), no arithmetic
-    else:
-        data.backend.strided_set(averaged, data.buffer, data.shape, data.strides, data.offset)
-
-
-def _leaves_reached(output, wanted):
-    """The ids of the leaves in `wanted` that the graph of the tensors in `output` reaches."""
-    reached, seen, stack = set(), set(), []
-    for item in leaves(output):
-        if not isinstance(item, Tensor) or not item.requires_grad:
-            continue
-        if item.grad_fn is None:
-            if id(item) in wanted:
-                reached.add(id(item))
-        elif item.grad_fn not in seen:
-            seen.add(item.grad_fn)
-            stack.append(item.grad_fn)
-    while stack:
-        node = stack.pop()
-        for edge in node.next_edges:
-            if edge is None:
-                continue
-            target, nr = edge
-            if nr == -1:
-                if id(target) in wanted:
-                    reached.add(id(target))
-            elif target not in seen:
-                seen.add(target)
-                stack.append(target)
-    return reached
