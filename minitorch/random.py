@@ -1,11 +1,11 @@
 """Random tensors on torch's CPU stream: each generator is torch's Mersenne Twister (MT19937
 seeded as torch seeds it, which is numpy's RandomState for an int seed) and our kernels
 (_cpu/draws.pyx) turn its raw 32-bit outputs into torch's values: rand, randn, randint,
-randperm, uniform_, normal_ and random_ give torch's CPU numbers for the same seed, and go on
-through the stream as torch's calls do. The other samplers (bernoulli, multinomial,
-exponential_, …) draw through RandomState's own methods from the same stream: their values are
-not torch's. Draws are made on the host for every device, so a seed gives the same values on
-CPU and GPU."""
+randperm, uniform_, normal_, random_, bernoulli, exponential_, cauchy_, log_normal_,
+geometric_ and multinomial give torch's CPU numbers for the same seed (checked against torch
+2.13), and go on through the stream as torch's calls do; an in-place fill visits a permuted
+tensor's elements in memory order, as torch's TensorIterator does. Draws are made on the host
+for every device, so a seed gives the same values on CPU and GPU."""
 import contextlib
 import math
 import numbers
@@ -13,13 +13,13 @@ import numbers
 import numpy as np
 
 from . import dtypes
-from ._cpu.draws import (draws_for_normal_pairs, integers, normal_blocks, normal_pairs,
-                         swap_shuffle, uniform_floats)
+from ._cpu.draws import (Sampler, draws_for_normal_pairs, from_uniforms, integers, normal_blocks,
+                         normal_pairs, swap_shuffle, uniform_floats)
 from .backend import CPU, device as Device, get_backend
 from .autograd import is_grad_enabled, no_grad
 from .ndarray import NDArray, check_shape, contiguous_strides
-from .functions.elementwise import TORCH_NAMES
-from .tensor import Size, Tensor, _keyword_size, _shape_args, wrap
+from .functions.elementwise import C_NAMES, TORCH_NAMES
+from .tensor import Size, Tensor, _keyword_size, _shape_args, empty_like, wrap
 
 
 def torch_twister(seed):
@@ -159,9 +159,18 @@ def normal_into(out, generator, mean, std, contiguous=True):
             twister_draws(gen.twister, per * (n % 16))      # drawn, then overwritten
             normal_blocks(twister_draws(gen.twister, per * 16), out[n - 16:], mean, std)
     else:
-        count = draws_for_normal_pairs(n, gen.normal_cache is not None)
-        gen.normal_cache = normal_pairs(twister_draws(gen.twister, count), out, mean, std,
-                                        gen.normal_cache)
+        pairs_into(out, gen, mean, std)
+
+
+def pairs_into(out, gen, mean, std, log_normal=False):
+    """out := torch's normal_distribution<double> draws (exp of each with log_normal: its
+    lognormal_distribution), the generator's cached normal used first and the one left over
+    kept, in chunks as one call would draw them."""
+    for start in range(0, out.size, _CHUNK):
+        piece = out[start:start + _CHUNK]
+        count = draws_for_normal_pairs(piece.size, gen.normal_cache is not None)
+        gen.normal_cache = normal_pairs(twister_draws(gen.twister, count), piece, mean, std,
+                                        gen.normal_cache, log_normal)
 
 
 def integers_into(out, generator, low, span, wide=None):
@@ -173,12 +182,27 @@ def integers_into(out, generator, low, span, wide=None):
 
 
 def fill_drawn(tensor, generator, sample):
-    """Fill `tensor` in place with `sample(rng, shape)` drawn on the host (RandomState's own
-    samplers: the values are not torch's)."""
-    values = np.asarray(sample(host_rng(generator), tuple(tensor.shape)))
-    drawn = wrap(NDArray.from_numpy(values.reshape(tuple(tensor.shape)), tensor.dtype,
-                                    tensor.device))
-    return _write_drawn(tensor, drawn)
+    """Fill `tensor` in place with `sample(rng, shape)`, numpy values drawn on the host in the
+    order torch visits the tensor's elements (_in_memory_order)."""
+    def draw(shape):
+        values = np.asarray(sample(host_rng(generator), shape)).reshape(shape)
+        return wrap(NDArray.from_numpy(values, tensor.dtype, tensor.device))
+    return _write_drawn(tensor, _in_memory_order(tensor, draw))
+
+
+def _in_memory_order(tensor, draw):
+    """A tensor of tensor's shape from draw(shape) (values drawn in row-major order), the
+    values placed in the order torch's TensorIterator visits tensor's elements: dimensions
+    by decreasing stride, so storage order for a transposed or permuted tensor (torch's
+    in-place samplers fill an output in the order it lies in memory)."""
+    shape, strides = tuple(tensor.shape), tensor._data.strides
+    spread = [d for d in range(len(shape)) if shape[d] > 1]    # size-1 dims order nothing
+    order = sorted(spread, key=lambda d: -strides[d])          # stable: ties stay row-major
+    if order == spread:
+        return draw(shape)
+    order = [d for d in range(len(shape)) if shape[d] <= 1] + order
+    drawn = draw(tuple(shape[d] for d in order))
+    return drawn.permute([order.index(d) for d in range(len(shape))])
 
 
 def _write_drawn(tensor, drawn):
@@ -193,12 +217,15 @@ def _write_drawn(tensor, drawn):
 
 
 def fill_floats(tensor, generator, kind, a, b):
-    """`tensor` := torch's uniform_(a, b) (kind "uniform") or normal_(a, b) (kind "normal",
-    mean a, std b) draws, in the tensor's own dtype: straight into its buffer when it is a
-    compact float32/float64 CPU tensor outside a recorded graph (so the peak is the tensor
-    itself), else into a new buffer that is then written in as fill_drawn's draws are."""
+    """`tensor` := torch's draws of `kind` ("uniform": uniform_(a, b); "normal", "log_normal":
+    normal_ / log_normal_(mean a, std b); "exponential": lambda a; "cauchy": median a, sigma
+    b; "geometric": p a), in the tensor's own dtype: straight into its buffer when it is a
+    compact CPU tensor of the dtype the draws are computed in (_host_dtype) outside a recorded
+    graph (so the peak is the tensor itself), else into a new buffer that is then written in
+    as fill_drawn's draws are."""
     nd = tensor._data
-    in_place = nd.device.type == "cpu" and nd.is_compact() and nd.dtype.compute is nd.dtype \
+    in_place = nd.device.type == "cpu" and nd.is_compact() \
+        and _host_dtype(kind, nd.dtype) is nd.dtype \
         and not (is_grad_enabled() and tensor.requires_grad)
     if in_place:
         tensor._check_inplace()
@@ -206,16 +233,35 @@ def fill_floats(tensor, generator, kind, a, b):
               contiguous=True)
         tensor._bump_version()
         return tensor
-    drawn = _draw_floats(tuple(tensor.shape), tensor.dtype, tensor.device, False, generator,
-                         kind, a, b, contiguous=nd.is_compact())
+    drawn = _in_memory_order(tensor, lambda shape: _draw_floats(
+        shape, tensor.dtype, tensor.device, False, generator, kind, a, b,
+        contiguous=nd.is_compact()))
     return _write_drawn(tensor, drawn)
+
+
+# torch's samplers that run one double uniform per element through a formula (draws.pyx)
+_FROM_UNIFORMS = {"exponential": Sampler.EXPONENTIAL, "cauchy": Sampler.CAUCHY,
+                  "geometric": Sampler.GEOMETRIC}
 
 
 def _fill(out, generator, kind, a, b, contiguous):
     if kind == "uniform":
         uniform_into(out, generator, a, b)
-    else:
+    elif kind == "normal":
         normal_into(out, generator, a, b, contiguous)
+    elif kind == "log_normal":
+        pairs_into(out, _generator(generator), a, b, log_normal=True)
+    else:
+        _in_chunks(out, host_rng(generator), 2, from_uniforms, _FROM_UNIFORMS[kind], a, b)
+
+
+def _host_dtype(kind, dtype):
+    """The dtype a fill draws in: uniform and normal draw 16-bit floats in float32 (as torch's
+    kernels do); the other samplers compute in double and round once to the dtype, so only
+    float32 is drawn as itself."""
+    if kind in ("uniform", "normal"):
+        return dtype.compute
+    return dtype if dtype is dtypes.float32 else dtypes.float64
 
 
 default_generator = Generator().manual_seed(0)
@@ -239,7 +285,7 @@ def _draw_floats(size, dtype, device, requires_grad, generator, kind, a, b, cont
     shape = check_shape(_shape_args(size))
     dtype = dtype or dtypes.get_default_dtype()
     device = Device(device) if device is not None else CPU
-    wide = dtype.compute
+    wide = _host_dtype(kind, dtype)
     host = np.empty(math.prod(shape), wide.storage)
     _fill(host, generator, kind, a, b, contiguous)
     backend = get_backend(device)
@@ -394,7 +440,7 @@ def bernoulli(input, p=None, generator=None):
     """torch.bernoulli: 1 with probability input (or p) elementwise, in input's dtype. With a
     tensor of probabilities, torch's CPU values for the same seed: a uniform in the
     probabilities' dtype below each one (float16/bfloat16 draw in float32). With a number p,
-    a 53-bit uniform below p (torch's build without MKL; its Intel build draws through MKL)."""
+    a 53-bit uniform below p, as torch 2.13's CPU kernel draws it (on an Intel CPU too)."""
     return _bernoulli_draws(input.detach() if p is None else p, tuple(input.shape),
                             input.device, generator).to(input.dtype)
 
@@ -411,10 +457,8 @@ def _bernoulli_draws(probs, shape, device, generator):
 
 def multinomial(input, num_samples, replacement=False, generator=None):
     """torch.multinomial: num_samples category indices per row of input (1-D or 2-D non-negative
-    weights), with or without replacement, as int64; torch's checks and messages. With
-    replacement and more than one sample, torch's CPU indices for the same seed; otherwise
-    (torch draws exponentials there) RandomState's choice from the generator's stream, so the
-    indices differ from torch's."""
+    weights), with or without replacement, as int64; torch's checks and messages, and torch's
+    CPU indices for the same seed."""
     if input.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if not input.dtype.is_floating_point:
@@ -429,12 +473,18 @@ def multinomial(input, num_samples, replacement=False, generator=None):
     _check_distribution(probs, replacement and num_samples > 1)
     if replacement and num_samples > 1:
         return _with_replacement(input, num_samples, generator)
-    rng = host_rng(generator)
-    rows = []
-    for row in probs:
-        rows.append(_sample_row(rng, row / row.sum(), num_samples, replacement))
-    out = np.array(rows).reshape(input.shape[:-1] + (num_samples,))
-    return wrap(NDArray.from_numpy(out, dtypes.int64, input.device))
+    return _exponential_race(input.detach(), num_samples, generator)
+
+
+def _exponential_race(weights, num_samples, generator):
+    """torch's CPU sampler without replacement (and for a single sample): one Exp(1) draw q
+    per weight, in the weights' dtype; the samples are the categories with the largest
+    weight / q (the Gumbel-max trick, exponentiated): argmax for one, topk for more. Once the
+    categories of positive weight are used up, the zero-weight ones follow (all tied at 0)."""
+    race = weights / exponential_(empty_like(weights), 1.0, generator=generator)
+    if num_samples == 1:
+        return race.argmax(-1, keepdim=True)
+    return race.topk(num_samples).indices
 
 
 def _with_replacement(weights, num_samples, generator):
@@ -454,17 +504,6 @@ def _with_replacement(weights, num_samples, generator):
         uniform_into(uniforms, generator, 0.0, 1.0)
         samples.append(searchsorted(cumulative.double(), wrap(NDArray.from_numpy(uniforms))))
     return (samples[0] if weights.ndim == 1 else stack(samples)).to(weights.device)
-
-
-def _sample_row(rng, p, num_samples, replacement):
-    """Category indices drawn from p. Without replacement, once every category of positive
-    probability is drawn, torch goes on with the zero-probability ones (in random order)."""
-    if replacement:
-        return rng.choice(len(p), size=num_samples, replace=True, p=p)
-    positive = int(np.count_nonzero(p))
-    drawn = rng.choice(len(p), size=min(num_samples, positive), replace=False, p=p)
-    rest = rng.permutation(np.flatnonzero(p == 0))[:num_samples - len(drawn)]
-    return np.concatenate([drawn, rest])
 
 
 def _check_distribution(probs, with_replacement):
@@ -607,26 +646,47 @@ def random_int64(generator=None):
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
+    """-log(1 - u) / lambd: torch's CPU values for the same seed."""
+    _check_continuous(self, "Exponential", TORCH_NAMES)
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
-    return fill_drawn(self, generator, lambda rng, shape: rng.exponential(1.0 / lambd, shape))
+    return fill_floats(self, generator, "exponential", lambd, 0.0)
 
 
 def geometric_(self, p, *, generator=None):
+    """The number of Bernoulli(p) trials up to the first success: torch's CPU values."""
+    if self.dtype == dtypes.bool_:
+        raise NotImplementedError("\"geometric_cpu\" not implemented for 'Bool'")
     if not 0 < p < 1:
-        raise RuntimeError(f"geometric_ expects p to be in (0, 1), got p = {p}")
-    return fill_drawn(self, generator, lambda rng, shape: rng.geometric(p, shape))
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    return fill_floats(self, generator, "geometric", p, 0.0)
 
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    """exp of normal(mean, std) draws: torch's CPU values for the same seed."""
+    if not self.dtype.is_floating_point:
+        raise NotImplementedError(f"\"log_normal_cpu\" not implemented for "
+                                  f"'{TORCH_NAMES[self.dtype.name]}'")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
-    return fill_drawn(self, generator, lambda rng, shape: rng.lognormal(mean, std, shape))
+    return fill_floats(self, generator, "log_normal", mean, std)
 
 
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
-    return fill_drawn(self, generator,
-                      lambda rng, shape: median + sigma * rng.standard_cauchy(shape))
+    """median + sigma · tan(π(u - 1/2)): torch's CPU values for the same seed."""
+    _check_continuous(self, "Cauchy", C_NAMES)
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+    return fill_floats(self, generator, "cauchy", median, sigma)
+
+
+def _check_continuous(tensor, distribution, names):
+    """torch's error for a continuous sampler on an integer tensor (its wording names the
+    dtype as torch's enum for exponential_, as the C++ type for cauchy_)."""
+    if not tensor.dtype.is_floating_point:
+        raise RuntimeError(f"{distribution} distribution is a continuous probability "
+                           f"distribution. dtype must be a floating point but you specified "
+                           f"{names[tensor.dtype.name]}")
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
@@ -636,7 +696,10 @@ def bernoulli_(self, p=0.5, *, generator=None):
         p = p.detach()
     elif not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-    return _write_drawn(self, _bernoulli_draws(p, tuple(self.shape), self.device,
-                                               generator).to(self.dtype))
+    if isinstance(p, Tensor):
+        return _write_drawn(self, _bernoulli_draws(p, tuple(self.shape), self.device,
+                                                   generator).to(self.dtype))
+    return _write_drawn(self, _in_memory_order(self, lambda shape: _bernoulli_draws(
+        p, shape, self.device, generator).to(self.dtype)))
 
 

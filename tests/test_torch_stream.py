@@ -273,3 +273,124 @@ def test_fork_rng_restores_the_global_stream():
     mt.randn(3, dtype=mt.float64)
     mt.rand(1)
     assert mt.equal(first, mt.rand(2))
+
+
+def test_pinned_values_of_the_other_samplers(device):
+    """torch's CPU values for seed 0 (exponential, Cauchy and geometric from one 53-bit uniform
+    each through libm; log-normal from the pairwise normal sampler)."""
+    def seeded(make):
+        mt.manual_seed(0)
+        return make().cpu().tolist()
+    f64 = dict(dtype=mt.float64, device=device)
+    assert seeded(lambda: mt.empty(3, **f64).exponential_(1.5)) == [
+        2.338884124471761, 0.8202565094531178, 0.41002939592934096]
+    assert seeded(lambda: mt.empty(3, **f64).cauchy_(0.5, 2.5)) == [
+        26.994323316705742, 2.41191814901475, 0.17925164479206485]
+    assert seeded(lambda: mt.empty(3, **f64).log_normal_(0.2, 0.7)) == [
+        3.59195734644176, 0.9946143210191263, 0.2657624093020413]
+    assert seeded(lambda: mt.empty(5, device=device).geometric_(0.4)) == [1, 1, 2, 1, 1]
+    assert seeded(lambda: mt.multinomial(mt.tensor([0.1, 0.2, 0.3, 0.4], device=device),
+                                         3)) == [2, 1, 3]
+    if device == "cpu":         # on the CPU dropout draws torch's noise (bernoulli_(1 - p))
+        assert seeded(lambda: mt.nn.functional.dropout(mt.ones(8), 0.5)) == [
+            0.0, 0.0, 2.0, 0.0, 0.0, 0.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_the_other_samplers_follow_torch(dtype):
+    torch = _torch()
+    for name, args in [("exponential_", (1.7,)), ("cauchy_", (0.7, 1.3)),
+                       ("log_normal_", (0.3, 1.7)), ("geometric_", (0.3,))]:
+        for n in (5, 100, 70000):       # the pairwise sampler's cache; several chunks
+            def draw(lib):
+                lib.manual_seed(4)
+                values = getattr(lib.empty(n, dtype=getattr(lib, dtype)), name)(*args)
+                return values.float().numpy(), lib.rand(1).item()
+            (ours, next_ours), (theirs, next_theirs) = draw(mt), draw(torch)
+            assert np.array_equal(ours, theirs), (name, n)
+            assert next_ours == next_theirs, (name, n)       # the stream goes on alike
+    mt.manual_seed(1)
+    torch.manual_seed(1)
+    assert np.array_equal(mt.empty(300, dtype=mt.int64).geometric_(0.2).numpy(),
+                          torch.empty(300, dtype=torch.int64).geometric_(0.2).numpy())
+
+
+def test_sampler_arguments_and_dtypes_are_checked_as_torch_does():
+    with pytest.raises(RuntimeError, match="Exponential distribution is a continuous "
+                       "probability distribution. dtype must be a floating point but you "
+                       "specified Long"):
+        mt.empty(3, dtype=mt.int64).exponential_()
+    with pytest.raises(RuntimeError, match="but you specified long int"):
+        mt.empty(3, dtype=mt.int64).cauchy_()
+    with pytest.raises(NotImplementedError, match="\"log_normal_cpu\" not implemented for 'Int'"):
+        mt.empty(3, dtype=mt.int32).log_normal_()
+    with pytest.raises(NotImplementedError, match="\"geometric_cpu\" not implemented for 'Bool'"):
+        mt.empty(3, dtype=mt.bool).geometric_(0.5)
+    for call, message in [(lambda t: t.exponential_(-1), "expects lambda > 0.0, but found "
+                           "lambda=-1"),
+                          (lambda t: t.cauchy_(0, -1), "expects sigma > 0.0, but found sigma=-1"),
+                          (lambda t: t.log_normal_(1, 0), "expects std > 0.0, but found std=0"),
+                          (lambda t: t.geometric_(1.5), r"expects p to be in \(0, 1\), but got "
+                           "p=1.5")]:
+        t = mt.zeros(3)
+        with pytest.raises(RuntimeError, match=message):
+            call(t)
+        assert t.tolist() == [0.0, 0.0, 0.0]            # nothing drawn into it
+
+
+def test_a_permuted_tensor_is_filled_in_memory_order():
+    """torch's in-place samplers walk their output as it lies in memory (TensorIterator): a
+    transposed tensor gets the draws a contiguous one of its storage shape would (normal_
+    aside: torch's blocked sampler serves contiguous tensors only)."""
+    for fill in (lambda t: t.uniform_(), lambda t: t.exponential_(),
+                 lambda t: t.bernoulli_(0.3), lambda t: t.random_(0, 10)):
+        mt.manual_seed(3)
+        transposed = fill(mt.empty(6, 5).t())
+        mt.manual_seed(3)
+        assert mt.equal(transposed, fill(mt.empty(6, 5)).t())
+    torch = pytest.importorskip("torch")
+    for make in (lambda lib: lib.empty(2, 3, 4).permute(2, 0, 1),
+                 lambda lib: lib.empty(6, 8)[:, ::2], lambda lib: lib.empty(6, 5).t()[:, None]):
+        for name, args in [("uniform_", ()), ("normal_", ()), ("log_normal_", ()),
+                           ("geometric_", (0.2,)), ("bernoulli_", (0.4,))]:
+            def draw(lib):
+                lib.manual_seed(0)
+                return getattr(make(lib), name)(*args).numpy()
+            assert np.array_equal(draw(mt), draw(torch)), name
+
+
+def test_multinomial_without_replacement_follows_torch():
+    torch = _torch()
+    rng = np.random.default_rng(0)
+    for shape, n, replacement in [((10,), 1, False), ((10,), 4, False), ((5, 12), 3, False),
+                                  ((5, 12), 1, True), ((6,), 6, False)]:
+        weights = rng.random(shape).astype(np.float32)
+
+        def draw(lib):
+            lib.manual_seed(1)
+            return lib.multinomial(lib.tensor(weights), n, replacement=replacement).numpy()
+        assert np.array_equal(draw(mt), draw(torch)), (shape, n)
+
+
+def test_dropout_and_its_kin_drop_what_torch_drops():
+    torch = _torch()
+    x = np.random.default_rng(0).standard_normal((8, 6, 5, 5)).astype(np.float32)
+    calls = [("dropout", x, dict(p=0.3)), ("dropout2d", x, dict(p=0.4)),
+             ("dropout1d", x.reshape(8, 6, 25), dict(p=0.5)),
+             ("alpha_dropout", x, dict(p=0.2, training=True)),
+             ("feature_alpha_dropout", x, dict(p=0.25, training=True)),
+             ("rrelu", x, dict(lower=0.1, upper=0.3, training=True)),
+             ("gumbel_softmax", x[0, 0], dict(tau=0.7, hard=True))]
+    for name, data, kwargs in calls:
+        def run(lib):
+            lib.manual_seed(3)
+            return getattr(lib.nn.functional, name)(lib.tensor(data), **kwargs).numpy()
+        assert np.array_equal(run(mt), run(torch)), name
+    q, k, v = (np.random.default_rng(i).standard_normal((2, 3, 7, 8)).astype(np.float32)
+               for i in range(3))
+
+    def attend(lib):
+        lib.manual_seed(5)
+        return lib.nn.functional.scaled_dot_product_attention(
+            *(lib.tensor(t) for t in (q, k, v)), dropout_p=0.3).numpy()
+    np.testing.assert_allclose(attend(mt), attend(torch), rtol=1e-5, atol=1e-6)

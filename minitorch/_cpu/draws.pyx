@@ -3,14 +3,15 @@
 (minitorch/random.py draws them through numpy's RandomState, which seeds MT19937 as torch's
 CPU generator does) become torch's values here, by torch's own transformations
 (aten/src/ATen/core/TransformationHelper.h, DistributionTemplates.h, randperm_cpu). The draws
-are random numbers; what turns them into floats, normals, integers and permutations is this
-module's work.
+are random numbers; what turns them into floats, normals, integers, permutations and the
+other samplers' values is this module's work, calling libm's functions where torch's scalar
+loops call them.
 
 A "64-bit draw" is two consecutive 32-bit outputs, the first one high (torch's random64()).
 torch's kernels are built for FMA-capable CPUs, where `a * b + c` compiles to one fused
 multiply-add: these write fma() so the last bit is torch's on every build."""
 cimport numpy as cnp
-from libc.math cimport cos, fma, fmaf, log, log1p, sin, sqrt, sqrtf, M_PI
+from libc.math cimport ceil, cos, exp, fma, fmaf, log, log1p, sin, sqrt, sqrtf, tan, M_PI
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 
 cnp.import_array()
@@ -66,6 +67,45 @@ def uniform_floats(cnp.ndarray draws not None, cnp.ndarray out not None, double 
         else:
             for i in range(n):
                 o32[i] = fmaf(uniform32(z[i]), span32, low32)
+
+
+# The samplers torch's CPU kernels run one double uniform through (DistributionTemplates.h's
+# exponential, cauchy and geometric distributions, each a scalar loop over the elements).
+cpdef enum Sampler:
+    EXPONENTIAL = 0
+    CAUCHY = 1
+    GEOMETRIC = 2
+
+
+def from_uniforms(cnp.ndarray draws not None, cnp.ndarray out not None, Sampler kind, double a,
+                  double b):
+    """One 64-bit draw per element gives u in [0, 1) (53 bits); out = EXPONENTIAL (a = lambda):
+    -1/a · log1p(-u); CAUCHY (a = median, b = sigma): a + b · tan(π(u - 1/2)), fused; GEOMETRIC
+    (a = p): ceil(log(u) / log1p(-p)). Computed in double, stored in out's dtype."""
+    _check_out(out, "from_uniforms")
+    if kind not in (EXPONENTIAL, CAUCHY, GEOMETRIC):
+        raise ValueError(f"from_uniforms: unknown sampler {kind}")
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(out), i
+    _check_draws(draws, 2 * n, "from_uniforms")
+    cdef const uint32_t* z = <const uint32_t*>cnp.PyArray_DATA(draws)
+    cdef float* o32 = <float*>cnp.PyArray_DATA(out)
+    cdef double* o64 = <double*>cnp.PyArray_DATA(out)
+    cdef bint wide = out.dtype.name == "float64"
+    cdef double u, value, scale = -1.0 / a if kind == EXPONENTIAL else 0.0
+    cdef double log_q = log1p(-a) if kind == GEOMETRIC else 0.0
+    with nogil:
+        for i in range(n):
+            u = uniform64(draw64(z, i))
+            if kind == EXPONENTIAL:
+                value = scale * log1p(-u)
+            elif kind == CAUCHY:
+                value = fma(b, tan(M_PI * (u - 0.5)), a)
+            else:
+                value = ceil(log(u) / log_q)
+            if wide:
+                o64[i] = value
+            else:
+                o32[i] = <float>value
 
 
 cdef union Bits:
@@ -198,11 +238,12 @@ def draws_for_normal_pairs(Py_ssize_t n, bint cached):
 
 
 def normal_pairs(cnp.ndarray draws not None, cnp.ndarray out not None, double mean, double std,
-                 cached):
+                 cached, bint log_normal=False):
     """torch's normal_distribution<double> (randn / normal_ of fewer than 16 elements, or a
     non-contiguous one, on the CPU): each pair of uniforms u1, u2 gives r·cos(2πu1) and
     caches r·sin(2πu1), r = sqrt(-2·log1p(-u2)); the generator's cached normal (or None) is
-    used first. Computed in double, stored in out's dtype. Returns the normal left cached."""
+    used first. With log_normal, exp of each value (torch's lognormal_distribution). Computed
+    in double, stored in out's dtype. Returns the normal left cached."""
     _check_out(out, "normal_pairs")
     cdef Py_ssize_t n = cnp.PyArray_SIZE(out), i, pair = 0
     cdef bint has_cache = cached is not None
@@ -227,10 +268,13 @@ def normal_pairs(cnp.ndarray draws not None, cnp.ndarray out not None, double me
                 cache = r * sin(theta)
                 has_cache = True
                 value = r * cos(theta)
+            value = fma(value, std, mean)
+            if log_normal:
+                value = exp(value)
             if wide:
-                o64[i] = fma(value, std, mean)
+                o64[i] = value
             else:
-                o32[i] = <float>fma(value, std, mean)
+                o32[i] = <float>value
     return cache if has_cache else None
 
 

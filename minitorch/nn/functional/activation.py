@@ -260,9 +260,8 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     forward pass and the soft sample's gradient (straight-through), as torch does."""
     if eps != 1e-10:
         warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
-    # Gumbel(0, 1) = -log(Exponential(1)), and Exponential(1) = -log(1 - U(0, 1))
-    uniform = mt.rand(*logits.shape, dtype=logits.dtype, device=logits.device)
-    gumbels = -(-(1 - uniform).log()).log()
+    # Gumbel(0, 1) = -log(Exponential(1)): torch's draws, so a seeded call samples as torch's
+    gumbels = -mt.empty(logits.shape, dtype=logits.dtype, device=logits.device).exponential_().log()
     y_soft = ((logits + gumbels) / tau).softmax(dim)
     if not hard:
         return y_soft
@@ -289,16 +288,27 @@ def prelu(input, weight):
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
-    """Randomized leaky ReLU: in training each negative element's slope is drawn from
-    U(lower, upper) (the default generator); in evaluation the slope is their mean."""
+    """Randomized leaky ReLU: in training each element <= 0 gets a slope drawn from
+    U(lower, upper); in evaluation the slope is their mean. The slopes are torch's CPU draws
+    for the same seed: one double uniform per element <= 0, in order, scaled to the range
+    with a separate multiply and add (torch's rrelu is built without fused multiply-adds,
+    unlike its uniform_ kernel) between bounds rounded to the dtype's compute precision
+    (float32 below float64); the product is taken at that precision and rounded once."""
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
 
     def compute(x):
-        slopes = mt.rand(*x.shape, dtype=x.dtype, device=x.device) * (upper - lower) + lower
-        return mt.where(x > 0, x, x * slopes)
+        wide = mt.float64 if x.dtype == mt.float64 else mt.float32     # torch's opmath
+        low, high = (lower, upper) if wide == mt.float64 else \
+            (float(np.float32(lower)), float(np.float32(upper)))
+        nonpositive = x <= 0
+        drawn = mt.empty(int(nonpositive.sum()), dtype=mt.float64).uniform_()
+        drawn = drawn * (high - low) + low
+        slopes = mt.ones(x.shape, dtype=wide, device=x.device).masked_scatter(
+            nonpositive, drawn.to(device=x.device, dtype=wide))
+        return mt.where(nonpositive, (x.to(wide) * slopes).to(x.dtype), x)
     return _maybe_inplace(input, inplace, compute)
 
 

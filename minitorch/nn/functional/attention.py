@@ -9,7 +9,7 @@ from ... import dtypes
 from ...functions.autocast_policy import LOWER, autocast_op
 from ...functions.attention import (ScaledDotProductFlashAttentionForCpu, attention_weights,
                                     repeat_heads)
-from .dropouts import dropout
+from .dropouts import dropout, keep_noise
 
 
 @autocast_op(LOWER)
@@ -19,9 +19,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     bool mask marks the positions that may be attended, a float mask is added, and a query
     row with every position masked gets zero weights (torch's safe softmax), not NaN.
 
-    Dropout (dropout_p > 0) draws its keep mask from minitorch's generator, one value per
-    weight as F.dropout would on the weights, so a seeded run gives the composed result
-    (torch's own random stream differs)."""
+    Dropout (dropout_p > 0) draws its keep mask as F.dropout does on the weights, one value per
+    weight: on the CPU torch's own noise, so a seeded run drops the weights torch's drops."""
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
@@ -29,8 +28,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
         keep = None
         if dropout_p > 0.0:
-            keep = mt.rand(*query.shape[:-1], key.shape[-2], dtype=query.dtype,
-                           device=query.device) >= dropout_p
+            keep = keep_noise(query, dropout_p, (*query.shape[:-1], key.shape[-2])) > 0
         return ScaledDotProductFlashAttentionForCpu.apply(
             query, key, value, attn_mask, keep, scale, is_causal, 1.0 / (1.0 - dropout_p))
     return composed_attention(query, key, value, attn_mask, dropout_p, is_causal, scale,

@@ -12,16 +12,26 @@ def _check_dropout_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+def keep_noise(input, p, mask_shape):
+    """1 for each kept unit (probability 1 - p), else 0, in input's dtype. On the CPU this is
+    torch's own noise, `bernoulli_(1 - p)` (a 53-bit uniform below 1 - p per element), so a
+    seeded script drops the units torch drops. On cuda torch draws with Philox, which is not
+    reproduced here: a float32 uniform at or above p, drawn on the host, half the bytes to
+    upload."""
+    if input.device.type == "cpu":
+        return mt.empty(mask_shape, dtype=input.dtype).bernoulli_(1 - p)
+    return (mt.rand(*mask_shape, dtype=input.dtype, device=input.device) >= p).to(input.dtype)
+
+
 def _masked_dropout(input, p, training, inplace, mask_shape):
     """Zero input where a Bernoulli(1 - p) mask of mask_shape (broadcast over input) is 0 and
-    scale the rest by 1/(1 - p)."""
+    scale the rest by 1/(1 - p) (torch's order: the noise divided, then multiplied in)."""
     if not training or p == 0.0:
         return input
     if p == 1.0:
         result = input * 0.0
     else:
-        keep = mt.rand(*mask_shape, dtype=input.dtype, device=input.device) >= p
-        result = input * keep.to(input.dtype) * (1.0 / (1.0 - p))
+        result = input * keep_noise(input, p, mask_shape).div_(1.0 - p)
     return input.copy_(result) if inplace else result
 
 
@@ -104,8 +114,7 @@ def _alpha_dropout(input, p, training, inplace, mask_shape):
     if p == 1.0:
         result = input * 0.0
     else:
-        keep = (mt.rand(*mask_shape, dtype=input.dtype, device=input.device) >= p).to(
-            input.dtype)
+        keep = keep_noise(input, p, mask_shape)
         a = 1.0 / math.sqrt((_SELU_SATURATION ** 2 * p + 1) * (1 - p))
         shift = (keep - 1) * (_SELU_SATURATION * a) + _SELU_SATURATION * a * p
         result = input * (keep * a) + shift
