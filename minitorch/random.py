@@ -13,8 +13,8 @@ import numbers
 import numpy as np
 
 from . import dtypes
-from ._cpu.draws import (Sampler, draws_for_normal_pairs, from_uniforms, integers, normal_blocks,
-                         normal_pairs, swap_shuffle, uniform_floats)
+from ._cpu.draws import (Sampler, bernoulli_numbers, draws_for_normal_pairs, from_uniforms,
+                         integers, normal_blocks, normal_pairs, swap_shuffle, uniform_floats)
 from .backend import CPU, device as Device, get_backend
 from .autograd import is_grad_enabled, no_grad
 from .ndarray import NDArray, check_shape, contiguous_strides
@@ -219,7 +219,7 @@ def _write_drawn(tensor, drawn):
 def fill_floats(tensor, generator, kind, a, b):
     """`tensor` := torch's draws of `kind` ("uniform": uniform_(a, b); "normal", "log_normal":
     normal_ / log_normal_(mean a, std b); "exponential": lambda a; "cauchy": median a, sigma
-    b; "geometric": p a), in the tensor's own dtype: straight into its buffer when it is a
+    b; "geometric", "bernoulli": p a), in the tensor's own dtype: straight into its buffer when it is a
     compact CPU tensor of the dtype the draws are computed in (_host_dtype) outside a recorded
     graph (so the peak is the tensor itself), else into a new buffer that is then written in
     as fill_drawn's draws are."""
@@ -251,6 +251,8 @@ def _fill(out, generator, kind, a, b, contiguous):
         normal_into(out, generator, a, b, contiguous)
     elif kind == "log_normal":
         pairs_into(out, _generator(generator), a, b, log_normal=True)
+    elif kind == "bernoulli":
+        _in_chunks(out, host_rng(generator), 2, bernoulli_numbers, a)
     else:
         _in_chunks(out, host_rng(generator), 2, from_uniforms, _FROM_UNIFORMS[kind], a, b)
 
@@ -441,18 +443,21 @@ def bernoulli(input, p=None, generator=None):
     tensor of probabilities, torch's CPU values for the same seed: a uniform in the
     probabilities' dtype below each one (float16/bfloat16 draw in float32). With a number p,
     a 53-bit uniform below p, as torch 2.13's CPU kernel draws it (on an Intel CPU too)."""
-    return _bernoulli_draws(input.detach() if p is None else p, tuple(input.shape),
-                            input.device, generator).to(input.dtype)
+    if p is None:
+        return _bernoulli_draws(input.detach(), tuple(input.shape), input.device,
+                                generator).to(input.dtype)
+    return _draw_floats(tuple(input.shape), input.dtype, input.device, False, generator,
+                        "bernoulli", p, 0.0)
 
 
 def _bernoulli_draws(probs, shape, device, generator):
-    """A bool tensor of `shape`: uniform draws (in the dtype of probs, a tensor broadcast to
-    shape, or float64 for a number) below probs, compared by our kernel."""
-    dtype = probs.dtype.compute if isinstance(probs, Tensor) else dtypes.float64
+    """A bool tensor of `shape`: uniform draws in the dtype of probs (a tensor broadcast to
+    shape) below probs, compared by our kernel."""
+    dtype = probs.dtype.compute
     uniforms = np.empty(math.prod(shape), dtype.storage)
     uniform_into(uniforms, generator, 0.0, 1.0)
     drawn = wrap(NDArray.from_numpy(uniforms.reshape(shape), dtype, device))
-    return drawn < (probs.to(device=device, dtype=dtype) if isinstance(probs, Tensor) else probs)
+    return drawn < probs.to(device=device, dtype=dtype)
 
 
 def multinomial(input, num_samples, replacement=False, generator=None):
@@ -699,7 +704,6 @@ def bernoulli_(self, p=0.5, *, generator=None):
     if isinstance(p, Tensor):
         return _write_drawn(self, _bernoulli_draws(p, tuple(self.shape), self.device,
                                                    generator).to(self.dtype))
-    return _write_drawn(self, _in_memory_order(self, lambda shape: _bernoulli_draws(
-        p, shape, self.device, generator).to(self.dtype)))
+    return fill_floats(self, generator, "bernoulli", p, 0.0)
 
 

@@ -69,6 +69,25 @@ def uniform_floats(cnp.ndarray draws not None, cnp.ndarray out not None, double 
                 o32[i] = fmaf(uniform32(z[i]), span32, low32)
 
 
+def bernoulli_numbers(cnp.ndarray draws not None, cnp.ndarray out not None, double p):
+    """out = 1 where a 53-bit uniform (one 64-bit draw per element) is below p, else 0: torch's
+    bernoulli_(p) for a number p on the CPU, written straight in out's dtype."""
+    _check_out(out, "bernoulli_numbers")
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(out), i
+    _check_draws(draws, 2 * n, "bernoulli_numbers")
+    cdef const uint32_t* z = <const uint32_t*>cnp.PyArray_DATA(draws)
+    cdef float* o32 = <float*>cnp.PyArray_DATA(out)
+    cdef double* o64 = <double*>cnp.PyArray_DATA(out)
+    cdef bint wide = out.dtype.name == "float64"
+    with nogil:
+        if wide:
+            for i in range(n):
+                o64[i] = 1.0 if uniform64(draw64(z, i)) < p else 0.0
+        else:
+            for i in range(n):
+                o32[i] = 1.0 if uniform64(draw64(z, i)) < p else 0.0
+
+
 # The samplers torch's CPU kernels run one double uniform through (DistributionTemplates.h's
 # exponential, cauchy and geometric distributions, each a scalar loop over the elements).
 cpdef enum Sampler:
