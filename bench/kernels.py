@@ -2,8 +2,9 @@
 
 Prints throughput (higher is better) and the ratio minitorch/numpy for matmul (square, a
 64-channel conv's few-row products, attention's products of head-split views), compact of a
-permuted 4-D array, broadcast add, sums, softmax rows and random draws (torch's stream: the
-same values as torch; numpy's PCG64 Generator for reference). Run: python bench/kernels.py
+permuted 4-D array, broadcast add, sums, softmax rows, random draws and samplers (torch's
+stream: the same values as torch; numpy's PCG64 Generator for reference).
+Run: python bench/kernels.py
 """
 import os
 import sys
@@ -123,6 +124,17 @@ def bench_draws(kind, n, dtype):
     print_row(f"{kind} {n} {dtype}", {k: n / t / 1e6 for k, t in times.items()}, "M/s")
 
 
+def bench_sampler(name, args, n, numpy_draw):
+    """An in-place sampler of torch's (bernoulli_, exponential_, ...) filling n float32 values,
+    against numpy's generator drawing the same distribution and torch's own sampler."""
+    import minitorch as mt
+    ours, theirs = mt.empty(n), torch.empty(n) if torch else None
+    fns = contenders(lambda: getattr(ours, name)(*args), lambda: numpy_draw(n),
+                     lambda: getattr(theirs, name)(*args))
+    times = best_times(fns)
+    print_row(f"{name} {n} float32", {k: n / t / 1e6 for k, t in times.items()}, "M/s")
+
+
 def main():
     print(f"float32, {os.cpu_count()} CPU cores; higher is better; ratios are vs numpy"
           + ("" if torch else " (PyTorch not installed)"))
@@ -145,6 +157,9 @@ def main():
     bench_draws("rand", 1 << 20, "float32")
     bench_draws("randn", 1 << 20, "float32")
     bench_draws("randn", 1 << 20, "float64")
+    bench_sampler("bernoulli_", (0.7,), 1 << 20, lambda n: rng.random(n, np.float32) < 0.7)
+    bench_sampler("exponential_", (1.0,), 1 << 20, lambda n: rng.standard_exponential(
+        n, np.float32))
 
 
 if __name__ == "__main__":
