@@ -14,7 +14,8 @@ import numpy as np
 
 from . import dtypes
 from ._cpu.draws import (Sampler, bernoulli_numbers, draws_for_normal_pairs, from_uniforms,
-                         integers, normal_blocks, normal_pairs, swap_shuffle, uniform_floats)
+                         gamma_draws, integers, normal_blocks, normal_pairs, swap_shuffle,
+                         uniform_floats)
 from .backend import CPU, device as Device, get_backend
 from .autograd import is_grad_enabled, no_grad
 from .ndarray import NDArray, check_shape, contiguous_strides
@@ -171,6 +172,15 @@ def pairs_into(out, gen, mean, std, log_normal=False):
         count = draws_for_normal_pairs(piece.size, gen.normal_cache is not None)
         gen.normal_cache = normal_pairs(twister_draws(gen.twister, count), piece, mean, std,
                                         gen.normal_cache, log_normal)
+
+
+def gamma_into(alphas, out, generator=None):
+    """out := torch's _standard_gamma draws, Gamma(alpha, 1) for each of alphas (compact numpy
+    arrays of one dtype, float32 or float64: torch's float or double kernel); the rejection
+    loop takes its uniforms and normals from the generator as torch's does, cached normal
+    included."""
+    gen = _generator(generator)
+    gen.normal_cache = gamma_draws(gen.twister._bit_generator, alphas, out, gen.normal_cache)
 
 
 def integers_into(out, generator, low, span, wide=None):

@@ -11,8 +11,10 @@ A "64-bit draw" is two consecutive 32-bit outputs, the first one high (torch's r
 torch's kernels are built for FMA-capable CPUs, where `a * b + c` compiles to one fused
 multiply-add: these write fma() so the last bit is torch's on every build."""
 cimport numpy as cnp
-from libc.math cimport ceil, cos, exp, fma, fmaf, log, log1p, sin, sqrt, sqrtf, tan, M_PI
+from cpython.pycapsule cimport PyCapsule_GetPointer
+from libc.math cimport ceil, cos, exp, fma, fmaf, log, log1p, pow, sin, sqrt, sqrtf, tan, M_PI
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from numpy.random cimport bitgen_t
 
 cnp.import_array()
 
@@ -336,3 +338,99 @@ def swap_shuffle(cnp.ndarray draws not None, cnp.ndarray out not None):
             held = r[i]
             r[i] = r[j]
             r[j] = held
+
+
+# ---- samplers that take a varying number of draws per element (rejection loops) ----------
+# They pull the twister's outputs one at a time through numpy's bit-generator interface, in
+# the order torch's generator hands them out.
+
+cdef struct Normals:
+    double cached           # torch's generator keeps the second normal of a pair
+    bint has_cached
+
+
+ctypedef fused real:
+    float
+    double
+
+
+cdef inline double next_uniform(bitgen_t* rng) noexcept nogil:
+    """torch's uniform_real_distribution<double>(0, 1): 53 bits of random64()."""
+    cdef uint64_t high = rng.next_uint32(rng.state)
+    cdef uint64_t low = rng.next_uint32(rng.state)
+    return uniform64((high << 32) | low)
+
+
+cdef inline double next_normal(bitgen_t* rng, Normals* normals) noexcept nogil:
+    """torch's normal_distribution<double>(0, 1) (normal_pairs' sampler, one value)."""
+    cdef double u1, u2, r, theta
+    if normals.has_cached:
+        normals.has_cached = False
+        return normals.cached
+    u1 = next_uniform(rng)
+    u2 = next_uniform(rng)
+    r = sqrt(-2.0 * log1p(-u2))
+    theta = 2.0 * M_PI * u1
+    normals.cached = r * sin(theta)
+    normals.has_cached = True
+    return r * cos(theta)
+
+
+cdef double sample_gamma(real alpha, bitgen_t* rng, Normals* normals) noexcept nogil:
+    """torch's sample_gamma (ATen/native/Distributions.h, Marsaglia and Tsang with the boost
+    for alpha < 1), its float literals and float-typed alpha arithmetic kept: a float32
+    alpha is boosted and shifted in float, the rest runs in double."""
+    cdef double scale = 1.0, d, c, x, y, v, u, xx
+    if alpha < 1:
+        if alpha == 0:
+            return 0.0
+        scale *= pow(1 - next_uniform(rng), <real>1.0 / alpha)
+        alpha += <real>1.0
+    d = alpha - <real>(<float>1.0 / <float>3.0)
+    c = 1.0 / sqrt(9.0 * d)
+    while True:
+        while True:
+            x = next_normal(rng, normals)
+            y = 1.0 + c * x
+            if y > 0:
+                break
+        v = y * y * y
+        u = 1 - next_uniform(rng)
+        xx = x * x
+        if u < 1.0 - <double><float>0.0331 * xx * xx:
+            return scale * d * v
+        if log(u) < 0.5 * xx + d * (1.0 - v + log(v)):
+            return scale * d * v
+
+
+def gamma_draws(bit_generator, cnp.ndarray alphas not None, cnp.ndarray out not None, cached):
+    """out[i] = a Gamma(alphas[i], 1) draw from the MT19937 `bit_generator` (numpy's, holding
+    torch's twister), as torch's _standard_gamma makes it on the CPU: alphas and out of one
+    dtype, float32 (torch's float kernel) or float64; each draw at least the dtype's smallest
+    normal number. `cached` is the generator's cached normal (or None); returns the one left."""
+    _check_out(out, "gamma_draws")
+    if alphas.dtype != out.dtype or not cnp.PyArray_IS_C_CONTIGUOUS(alphas) \
+            or cnp.PyArray_SIZE(alphas) != cnp.PyArray_SIZE(out):
+        raise TypeError("gamma_draws: alphas must be a C-contiguous array of out's dtype "
+                        "and size")
+    cdef bitgen_t* rng = <bitgen_t*>PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
+    cdef Normals normals
+    normals.has_cached = cached is not None
+    normals.cached = cached if cached is not None else 0.0
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(out), i
+    cdef const float* a32 = <const float*>cnp.PyArray_DATA(alphas)
+    cdef const double* a64 = <const double*>cnp.PyArray_DATA(alphas)
+    cdef float* o32 = <float*>cnp.PyArray_DATA(out)
+    cdef double* o64 = <double*>cnp.PyArray_DATA(out)
+    cdef float drawn32
+    cdef double drawn64
+    cdef bint wide = out.dtype.name == "float64"
+    with bit_generator.lock, nogil:
+        for i in range(n):
+            if wide:
+                drawn64 = sample_gamma(a64[i], rng, &normals)
+                o64[i] = drawn64 if drawn64 > 2.2250738585072014e-308 else 2.2250738585072014e-308
+            else:
+                drawn32 = <float>sample_gamma(a32[i], rng, &normals)
+                o32[i] = drawn32 if drawn32 > 1.17549435e-38 else <float>1.17549435e-38
+    return normals.cached if normals.has_cached else None

@@ -1,6 +1,10 @@
-"""The gamma family: Gamma, Chi2, Dirichlet, Beta. Draws come from numpy's gamma sampler on the
-host; rsample's gradient is torch's implicit reparameterisation (d sample / d concentration
-from the gamma CDF, `_standard_gamma_grad`): both are nodes in functions/standard_gamma.py."""
+"""The gamma family: Gamma, Chi2, Dirichlet, Beta. Draws are torch's CPU gamma sampler on its
+stream (random.gamma_into); rsample's gradient is torch's implicit reparameterisation
+(d sample / d concentration from the gamma CDF, `_standard_gamma_grad`): both are nodes in
+functions/standard_gamma.py."""
+import numpy as np
+
+from ..dtypes import finfo, float64
 from ..functions import elementwise as E
 from ..functions.float_math import xlogy
 from ..functions.special_functions import digamma, lgamma
@@ -88,12 +92,15 @@ class Dirichlet(ExponentialFamily):
                          validate_args=validate_args)
 
     def rsample(self, sample_shape=()):
-        # Normalised independent gammas are Dirichlet; their implicit gradients chain through
-        # the normalisation (torch differentiates the Dirichlet CDF directly instead: the
-        # expected gradient is the same, individual pathwise values differ).
+        # torch's _sample_dirichlet: gammas drawn and normalised in double, rounded to the
+        # dtype and kept inside (0, 1). Their implicit gradients chain through the
+        # normalisation (torch differentiates the Dirichlet CDF directly instead: the expected
+        # gradient is the same, individual pathwise values differ).
         shape = tuple(self._extended_shape(sample_shape))
-        gammas = standard_gamma(self.concentration.expand(shape))
-        return gammas / gammas.sum(-1, True)
+        dtype = self.concentration.dtype
+        gammas = standard_gamma(self.concentration.expand(shape).to(float64))
+        below_one = float(np.nextafter(np.array(1, dtype.compute.storage), 0))
+        return (gammas / gammas.sum(-1, True)).to(dtype).clamp(finfo(dtype).tiny, below_one)
 
     def log_prob(self, value):
         if self._validate_args:

@@ -1,9 +1,14 @@
-"""torch's _standard_gamma and _standard_gamma_grad: Gamma(alpha, 1) draws (numpy's gamma sampler
-on the host) whose gradient is the implicit reparameterisation d sample / d alpha, computed
-from the gamma CDF with minitorch ops in float64 as torch does. Each is a node of its own."""
+"""torch's _standard_gamma and _standard_gamma_grad: Gamma(alpha, 1) draws (torch's CPU sampler
+on its stream: random.gamma_into) whose gradient is the implicit reparameterisation
+d sample / d alpha, computed from the gamma CDF with minitorch ops in float64 as torch does.
+Each is a node of its own."""
+import numpy as np
+
 from .. import dtypes
 from ..autograd import KernelFunction
-from ..random import _draw
+from ..ndarray import NDArray
+from ..random import gamma_into
+from ..tensor import wrap
 from . import elementwise as E
 from . import special_functions
 from . import compare
@@ -92,11 +97,16 @@ class _StandardGamma(KernelFunction):
 
     @staticmethod
     def forward(ctx, alpha):
-        shapes = alpha.detach().cpu().numpy()
-        draws = _draw((tuple(alpha.shape),), alpha.dtype, alpha.device, False, None,
-                      lambda rng, shape: rng.standard_gamma(shapes))
-        # torch clamps draws that underflow to 0, keeping log_prob and the gradient finite
-        sample = draws.clamp(min=dtypes.finfo(alpha.dtype).tiny)
+        # drawn on the host in alpha's compute dtype (float16 / bfloat16 as float32), each at
+        # least the dtype's smallest normal (torch's clamp keeps log_prob and the gradient
+        # finite), then rounded to alpha's dtype
+        wide = alpha.dtype.compute
+        alphas = np.ascontiguousarray(alpha.detach().cpu().numpy(), dtype=wide.storage)
+        draws = np.empty_like(alphas)
+        gamma_into(alphas, draws)
+        sample = wrap(NDArray.from_numpy(draws, wide, alpha.device)).to(alpha.dtype)
+        if alpha.dtype is not wide:
+            sample = sample.clamp(min=dtypes.finfo(alpha.dtype).tiny)
         ctx.save_for_backward(alpha, sample)
         return sample
 
