@@ -14,8 +14,8 @@ import numpy as np
 
 from . import dtypes
 from ._cpu.draws import (Sampler, bernoulli_numbers, draws_for_normal_pairs, from_uniforms,
-                         gamma_draws, integers, normal_blocks, normal_pairs, swap_shuffle,
-                         uniform_floats)
+                         binomial_draws, gamma_draws, integers, normal_blocks, normal_pairs,
+                         poisson_draws, swap_shuffle, uniform_floats)
 from .backend import CPU, device as Device, get_backend
 from .autograd import is_grad_enabled, no_grad
 from .ndarray import NDArray, check_shape, contiguous_strides
@@ -548,26 +548,31 @@ def normal(mean, std=1.0, size=None, generator=None):
 
 
 def poisson(input, generator=None):
-    """Poisson draws with the rates in input (float, input's dtype)."""
-    rates = np.asarray(input.detach().cpu().numpy(), dtype=np.float64)
+    """torch.poisson: a Poisson draw for each rate in input, in input's dtype: torch's CPU
+    values for the same seed (Hoermann's transformed rejection from a rate of 10, products of
+    uniforms below, each rate taken as a double)."""
+    rates = np.ascontiguousarray(input.detach().cpu().numpy(), dtype=np.float64)
     if (rates < 0).any():
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    draws = np.asarray(host_rng(generator).poisson(rates), dtype=np.float64)
+    draws = np.empty_like(rates)
+    gen = _generator(generator)
+    poisson_draws(gen.twister._bit_generator, rates, draws)
     return wrap(NDArray.from_numpy(draws, input.dtype, input.device))
 
 
 def binomial(count, prob, generator=None):
-    """Binomial draws: count trials with success probability prob, elementwise. As in torch,
-    the probability is clamped to [0, 1], a negative count draws 0 and a NaN p gives NaN."""
-    counts, probs = (np.asarray(t.detach().cpu().numpy(), dtype=np.float64)
-                     for t in (count, prob))
-    counts, probs = np.broadcast_arrays(counts, probs)
-    valid = ~np.isnan(probs)
-    trials = np.maximum(counts, 0).astype(np.int64)
-    draws = host_rng(generator).binomial(trials, np.where(valid, np.clip(probs, 0, 1), 0))
-    draws = np.where(valid, draws, np.nan)
-    return wrap(NDArray.from_numpy(np.asarray(draws, dtype=np.float64), count.dtype,
-                                   count.device))
+    """torch.binomial: Binomial(count, prob) draws elementwise (broadcast), in count's dtype:
+    torch's CPU values for the same seed (BTRS from a mean of 10, inversion below, in count's
+    float or double arithmetic). A count or prob <= 0 draws 0, prob >= 1 draws count, a NaN
+    prob (or a NaN or infinite count, where torch would loop forever) gives NaN."""
+    wide = count.dtype.compute
+    counts, probs = np.broadcast_arrays(*(np.asarray(t.detach().cpu().numpy(), wide.storage)
+                                          for t in (count, prob)))
+    counts, probs = np.ascontiguousarray(counts), np.ascontiguousarray(probs)
+    draws = np.empty_like(counts)
+    gen = _generator(generator)
+    binomial_draws(gen.twister._bit_generator, counts, probs, draws)
+    return wrap(NDArray.from_numpy(draws, wide, count.device)).to(count.dtype)
 
 
 def get_rng_state():

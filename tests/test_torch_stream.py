@@ -418,3 +418,33 @@ def test_gamma_family_samples_follow_torch(device):
             return values, lib.rand(1).item()
         (ours, after), (theirs, their_after) = draw(mt), draw(torch)
         assert np.array_equal(ours, theirs) and after == their_after
+
+
+def test_poisson_and_binomial_follow_torch(device):
+    """torch's samplers: Poisson by Hoermann's transformed rejection (rate >= 10) or products
+    of uniforms; Binomial by BTRS (mean >= 10) or inversion, in the counts' float arithmetic."""
+    mt.manual_seed(0)
+    assert mt.poisson(mt.tensor([0.5, 4.0, 25.0], dtype=mt.float64, device=device)).cpu(
+        ).tolist() == [2.0, 5.0, 22.0]
+    mt.manual_seed(0)
+    drawn = mt.binomial(mt.tensor([10.0, 100.0, 7.0], device=device),
+                        mt.tensor([0.3, 0.6, 0.9], device=device))
+    assert drawn.device.type == device and drawn.cpu().tolist() == [6.0, 62.0, 7.0]
+    nan = float("nan")
+    edges = mt.binomial(mt.tensor([5.0, 5.0, -1.0, 5.0, nan, float("inf")]),
+                        mt.tensor([0.0, 1.0, 0.5, nan, 0.5, 0.5]))
+    assert edges.tolist()[:3] == [0.0, 5.0, 0.0] and mt.isnan(edges[3:]).all().item()
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    rates = np.concatenate([rng.random(200) * 30, [0.0, 9.99, 10.0, 100.0]])
+    for dtype in ("float32", "float64"):
+        counts = rng.integers(0, 200, 300).astype(dtype)
+        probs = rng.random(300).astype(dtype)
+
+        def draw(lib):
+            lib.manual_seed(0)
+            return (lib.poisson(lib.tensor(rates.astype(dtype))).numpy(),
+                    lib.binomial(lib.tensor(counts), lib.tensor(probs)).numpy(),
+                    lib.rand(1).item())
+        for ours, theirs in zip(draw(mt), draw(torch)):
+            assert np.array_equal(ours, theirs), dtype

@@ -12,7 +12,8 @@ torch's kernels are built for FMA-capable CPUs, where `a * b + c` compiles to on
 multiply-add: these write fma() so the last bit is torch's on every build."""
 cimport numpy as cnp
 from cpython.pycapsule cimport PyCapsule_GetPointer
-from libc.math cimport ceil, cos, exp, fma, fmaf, log, log1p, pow, sin, sqrt, sqrtf, tan, M_PI
+from libc.math cimport (ceil, cos, exp, fabs, floor, fma, fmaf, lgamma, log, log1p, log1pf, pow,
+                        sin, sqrt, sqrtf, tan, INFINITY, M_PI, NAN)
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from numpy.random cimport bitgen_t
 
@@ -434,3 +435,176 @@ def gamma_draws(bit_generator, cnp.ndarray alphas not None, cnp.ndarray out not 
                 drawn32 = <float>sample_gamma(a32[i], rng, &normals)
                 o32[i] = drawn32 if drawn32 > 1.17549435e-38 else <float>1.17549435e-38
     return normals.cached if normals.has_cached else None
+
+
+cdef double poisson_draw(double rate, bitgen_t* rng) noexcept nogil:
+    """torch's sample_poisson (Distributions.cpp, after numpy's): Hoermann's transformed
+    rejection from a rate of 10, else multiplying uniforms until below exp(-rate)."""
+    cdef double slam, loglam, a, b, invalpha, vr, U, V, us, product, limit
+    cdef int64_t k
+    if rate >= 10:
+        slam = sqrt(rate)
+        loglam = log(rate)
+        b = 0.931 + 2.53 * slam
+        a = -0.059 + 0.02483 * b
+        invalpha = 1.1239 + 1.1328 / (b - 3.4)
+        vr = 0.9277 - 3.6224 / (b - 2)
+        while True:
+            U = next_uniform(rng) - 0.5
+            V = next_uniform(rng)
+            us = 0.5 - fabs(U)
+            k = <int64_t>floor((2 * a / us + b) * U + rate + 0.43)
+            if us >= 0.07 and V <= vr:
+                return <double>k
+            if k < 0 or (us < 0.013 and V > us):
+                continue
+            if log(V) + log(invalpha) - log(a / (us * us) + b) <= \
+                    -rate + k * loglam - lgamma(<double>k + 1):
+                return <double>k
+    if rate == 0:
+        return 0.0
+    k = 0
+    product = 1.0
+    limit = exp(-rate)
+    while True:
+        product *= next_uniform(rng)
+        if product > limit:
+            k += 1
+        else:
+            return <double>k
+
+
+def poisson_draws(bit_generator, cnp.ndarray rates not None, cnp.ndarray out not None):
+    """out[i] = a Poisson(rates[i]) draw from the MT19937 `bit_generator`, as torch's CPU
+    kernel makes it (each rate taken as a double): float64 arrays of one size."""
+    _check_out(out, "poisson_draws", ("float64",))
+    _check_out(rates, "poisson_draws", ("float64",))
+    if cnp.PyArray_SIZE(rates) != cnp.PyArray_SIZE(out):
+        raise TypeError("poisson_draws: rates and out differ in size")
+    cdef bitgen_t* rng = <bitgen_t*>PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(out), i
+    cdef const double* r = <const double*>cnp.PyArray_DATA(rates)
+    cdef double* o = <double*>cnp.PyArray_DATA(out)
+    with bit_generator.lock, nogil:
+        for i in range(n):
+            o[i] = poisson_draw(r[i], rng)
+
+
+cdef double stirling_tail(double k) noexcept nogil:
+    """torch's stirling_approx_tail: the error of Stirling's log k!, tabulated below 10."""
+    cdef double kp1sq
+    if k < 10:
+        return STIRLING_TAIL[<int>k]
+    kp1sq = (k + 1) * (k + 1)
+    return (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+
+
+cdef double[10] STIRLING_TAIL = [
+    0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
+    0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
+    0.00925546218271273, 0.00833056343336287]
+
+
+cdef inline double log1p_as(real x) noexcept nogil:
+    """std::log1p of torch's scalar type: log1pf for a float."""
+    if real is float:
+        return log1pf(x)
+    return log1p(x)
+
+
+cdef inline double sqrt_as(real x) noexcept nogil:
+    if real is float:
+        return sqrtf(x)
+    return sqrt(x)
+
+
+cdef real binomial_inversion(real count, real prob, bitgen_t* rng) noexcept nogil:
+    cdef double geom_sum = 0, logprob = log1p_as(-prob)
+    cdef real num_geom = 0
+    while True:
+        geom_sum += ceil(log(next_uniform(rng)) / logprob)
+        if geom_sum > count:
+            return num_geom
+        num_geom = num_geom + 1
+
+
+cdef real btrs(real count, real prob, bitgen_t* rng) noexcept nogil:
+    """torch's btrs (Hoermann's transformed rejection with squeeze), its scalar-type
+    arithmetic kept where torch's is in the parameters' type."""
+    cdef real k
+    cdef double U, V, us, upperbound
+    cdef double stddev = sqrt_as(<real>(count * prob * (1 - prob)))
+    cdef double b = 1.15 + 2.53 * stddev
+    cdef double a = -0.0873 + 0.0248 * b + 0.01 * prob
+    cdef double c = count * prob + 0.5
+    cdef double v_r = 0.92 - 4.2 / b
+    cdef double r = <real>(prob / (1 - prob))
+    cdef double alpha = (2.83 + 5.1 / b) * stddev
+    cdef double m = floor(<real>((count + 1) * prob))
+    while True:
+        U = next_uniform(rng) - 0.5
+        V = next_uniform(rng)
+        us = 0.5 - fabs(U)
+        k = <real>floor((2 * a / us + b) * U + c)
+        if k < 0 or k > count:
+            continue
+        if us >= 0.07 and V <= v_r:
+            return k
+        V = log(V * alpha / (a / (us * us) + b))
+        upperbound = ((m + 0.5) * log((m + 1) / (r * (count - m + 1)))
+                      + (count + 1) * log((count - m + 1) / <real>(count - k + 1))
+                      + (k + 0.5) * log(r * <real>(count - k + 1) / <real>(k + 1))
+                      + stirling_tail(m) + stirling_tail(count - m)
+                      - stirling_tail(k) - stirling_tail(<real>(count - k)))
+        if V <= upperbound:
+            return k
+
+
+cdef real sample_binomial(real count, real prob, bitgen_t* rng) noexcept nogil:
+    """torch's sample_binomial: btrs from a mean of 10, inversion below, on the smaller of
+    prob and 1 - prob."""
+    cdef real qprob
+    if count <= 0.0 or prob <= 0.0:
+        return 0
+    if not count < INFINITY:
+        return NAN          # a NaN or infinite count: torch's loops would never end
+    if prob >= 1.0:
+        return count
+    if prob <= 0.5:
+        if count * prob >= 10.0:
+            return btrs(count, prob, rng)
+        return binomial_inversion(count, prob, rng)
+    if not prob > 0.5:
+        return NAN          # prob is NaN
+    qprob = <real>(1.0 - prob)
+    if count * qprob >= 10.0:
+        return count - btrs(count, qprob, rng)
+    return count - binomial_inversion(count, qprob, rng)
+
+
+def binomial_draws(bit_generator, cnp.ndarray counts not None, cnp.ndarray probs not None,
+                   cnp.ndarray out not None):
+    """out[i] = a Binomial(counts[i], probs[i]) draw from the MT19937 `bit_generator`, as
+    torch's CPU kernel makes it: C-contiguous arrays of one size and one dtype, float32 (torch's
+    float arithmetic) or float64. NaN probabilities are the caller's to handle."""
+    _check_out(out, "binomial_draws")
+    for array in (counts, probs):
+        if array.dtype != out.dtype or not cnp.PyArray_IS_C_CONTIGUOUS(array) \
+                or cnp.PyArray_SIZE(array) != cnp.PyArray_SIZE(out):
+            raise TypeError("binomial_draws: counts and probs must be C-contiguous arrays of "
+                            "out's dtype and size")
+    cdef bitgen_t* rng = <bitgen_t*>PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
+    cdef Py_ssize_t n = cnp.PyArray_SIZE(out), i
+    cdef const float* c32 = <const float*>cnp.PyArray_DATA(counts)
+    cdef const float* p32 = <const float*>cnp.PyArray_DATA(probs)
+    cdef float* o32 = <float*>cnp.PyArray_DATA(out)
+    cdef const double* c64 = <const double*>cnp.PyArray_DATA(counts)
+    cdef const double* p64 = <const double*>cnp.PyArray_DATA(probs)
+    cdef double* o64 = <double*>cnp.PyArray_DATA(out)
+    cdef bint wide = out.dtype.name == "float64"
+    with bit_generator.lock, nogil:
+        for i in range(n):
+            if wide:
+                o64[i] = sample_binomial(c64[i], p64[i], rng)
+            else:
+                o32[i] = sample_binomial(c32[i], p32[i], rng)
