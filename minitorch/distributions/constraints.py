@@ -2,17 +2,19 @@
 (torch.distributions.constraints). `check(value)` returns a bool tensor over the batch shape."""
 from .. import dtypes
 from ..functions.compare import isclose
+from ..functions.joining import cat as _cat, stack as _stack
 from ..functions.linalg import tril
-from ..linalg import cholesky_ex
+from ..linalg import cholesky_ex, eigvalsh, norm
 from ..tensor import full
 from .utils import format_value
 
-__all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than",
-           "greater_than_eq", "half_open_interval", "independent", "integer_interval",
-           "interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular",
-           "multinomial", "nonnegative", "nonnegative_integer", "one_hot", "positive",
-           "positive_definite", "positive_integer", "real", "real_vector", "simplex",
-           "square", "symmetric", "unit_interval"]
+__all__ = ["Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky",
+           "dependent", "dependent_property", "greater_than", "greater_than_eq",
+           "half_open_interval", "independent", "integer_interval", "interval", "is_dependent",
+           "less_than", "lower_cholesky", "lower_triangular", "multinomial", "nonnegative",
+           "nonnegative_integer", "one_hot", "positive", "positive_definite",
+           "positive_integer", "positive_semidefinite", "real", "real_vector", "simplex",
+           "square", "stack", "symmetric", "unit_interval"]
 
 
 class Constraint:
@@ -86,6 +88,13 @@ class _IndependentConstraint(Constraint):
     """`base_constraint` with `reinterpreted_batch_ndims` more dimensions forming the event."""
 
     def __init__(self, base_constraint, reinterpreted_batch_ndims):
+        _check_base(base_constraint)
+        if not isinstance(reinterpreted_batch_ndims, int):
+            raise AssertionError("reinterpreted_batch_ndims must be an int, got "
+                                 f"{type(reinterpreted_batch_ndims).__name__}")
+        if reinterpreted_batch_ndims < 0:
+            raise AssertionError(
+                f"reinterpreted_batch_ndims must be >= 0, got {reinterpreted_batch_ndims}")
         self.base_constraint = base_constraint
         self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
 
@@ -106,6 +115,40 @@ class _IndependentConstraint(Constraint):
     def __repr__(self):
         return (f"{self.__class__.__name__[1:]}({self.base_constraint!r}, "
                 f"{self.reinterpreted_batch_ndims})")
+
+
+def _check_base(base_constraint):
+    if not isinstance(base_constraint, Constraint):
+        raise AssertionError("base_constraint must be a Constraint, got "
+                             f"{type(base_constraint).__name__}")
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """A component distribution's constraint seen from a MixtureSameFamily: the value gets
+    the mixture dimension back (unsqueezed) before the base check, which then reduces over
+    it."""
+
+    def __init__(self, base_constraint):
+        _check_base(base_constraint)
+        self.base_constraint = base_constraint
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        keep = value.dim() - self.event_dim
+        return result.reshape(tuple(result.shape[:keep]) + (-1,)).all(-1)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}({self.base_constraint!r})"
 
 
 class _Boolean(Constraint):
@@ -230,6 +273,18 @@ class _LowerCholesky(Constraint):
         return _is_lower_triangular(value) & positive_diagonal
 
 
+class _CorrCholesky(Constraint):
+    """Cholesky factors of correlation matrices: lower Cholesky with unit-norm rows (to a
+    tolerance of 10 eps per column)."""
+    event_dim = 2
+
+    def check(self, value):
+        tol = dtypes.finfo(value.dtype).eps * value.shape[-1] * 10
+        row_norm = norm(value.detach(), dim=-1)
+        unit_row_norm = (row_norm - 1.0).abs().le(tol).all(-1)
+        return _LowerCholesky().check(value) & unit_row_norm
+
+
 class _Square(Constraint):
     event_dim = 2
 
@@ -246,12 +301,86 @@ class _Symmetric(_Square):
         return isclose(value, value.mT, atol=1e-6).all(-1).all(-1)
 
 
+class _PositiveSemidefinite(_Symmetric):
+    def check(self, value):
+        symmetric_ = super().check(value)
+        if not symmetric_.all():
+            return symmetric_
+        return eigvalsh(value).ge(0).all(-1)
+
+
 class _PositiveDefinite(_Symmetric):
     def check(self, value):
         symmetric_ = super().check(value)
         if not symmetric_.all():
             return symmetric_
         return cholesky_ex(value).info.eq(0)
+
+
+class _Cat(Constraint):
+    """cat(cseq, dim=0, lengths=None): constraint i holds on the i-th block of lengths[i]
+    entries along `dim` (as torch.cat lays them out)."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        if lengths is None:
+            lengths = [1] * len(self.cseq)
+        self.lengths = list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match cseq "
+                                 f"({len(self.cseq)})")
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        _check_dim(self.dim, value)
+        checks = []
+        start = 0
+        for constraint, length in zip(self.cseq, self.lengths):
+            checks.append(constraint.check(value.narrow(self.dim, start, length)))
+            start = start + length
+        return _cat(checks, self.dim)
+
+
+class _Stack(Constraint):
+    """stack(cseq, dim=0): constraint i holds on the i-th slice along `dim` (as torch.stack
+    lays them out)."""
+
+    def __init__(self, cseq, dim=0):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        dim = max(c.event_dim for c in self.cseq)
+        if self.dim + dim < 0:
+            dim += 1
+        return dim
+
+    def check(self, value):
+        _check_dim(self.dim, value)
+        slices = [value.select(self.dim, i) for i in range(value.size(self.dim))]
+        return _stack([c.check(v) for v, c in zip(slices, self.cseq)], self.dim)
+
+
+def _check_dim(dim, value):
+    if not -value.dim() <= dim < value.dim():
+        raise AssertionError(f"dim {dim} out of range for value with {value.dim()} dimensions")
 
 
 dependent = _Dependent()
@@ -276,6 +405,10 @@ half_open_interval = _HalfOpenInterval
 simplex = _Simplex()
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
+corr_cholesky = _CorrCholesky()
 square = _Square()
 symmetric = _Symmetric()
+positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
+cat = _Cat
+stack = _Stack
