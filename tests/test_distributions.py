@@ -450,3 +450,16 @@ def test_sigmoid_transform_clips_and_inverses_are_transforms():
                                           [TD.ExpTransform().inv])
     np.testing.assert_allclose(back.log_prob(mt.tensor([0.5])).numpy(),
                                expected.log_prob(torch.tensor([0.5])).numpy(), rtol=1e-6)
+
+
+def test_torch_distributions_names_all_exist():
+    """Every public name of torch.distributions, its per-class module names included
+    (`from torch.distributions.normal import Normal`)."""
+    from minitorch.distributions.categorical import Categorical
+    from minitorch.distributions.normal import Normal
+    assert Normal is mt.distributions.Normal and Categorical is mt.distributions.Categorical
+    torch = pytest.importorskip("torch")
+    ours = {n for n in dir(mt.distributions) if not n.startswith("_")}
+    theirs = {n for n in dir(torch.distributions) if not n.startswith("_")}
+    assert theirs <= ours, sorted(theirs - ours)
+    assert set(mt.distributions.__all__) == set(torch.distributions.__all__)

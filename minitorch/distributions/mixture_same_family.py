@@ -7,37 +7,7 @@ from .discrete import Categorical
 from .distribution import Distribution
 from .utils import as_size
 
-__all__ = ["MixtureSameFamily", "MixtureSameFamilyConstraint"]
-
-
-class MixtureSameFamilyConstraint(constraints.Constraint):
-    """The component distribution's support checked on a value with the component dim added
-    back (torch.distributions.constraints.MixtureSameFamilyConstraint; constraints.py has no
-    such constraint)."""
-
-    def __init__(self, base_constraint):
-        if not isinstance(base_constraint, constraints.Constraint):
-            raise AssertionError("base_constraint must be a Constraint, got "
-                                 f"{type(base_constraint).__name__}")
-        self.base_constraint = base_constraint
-
-    @property
-    def is_discrete(self):
-        return self.base_constraint.is_discrete
-
-    @property
-    def event_dim(self):
-        return self.base_constraint.event_dim
-
-    def check(self, value):
-        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
-        if value.dim() < self.event_dim:
-            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
-        num_dim_to_keep = value.dim() - self.event_dim
-        return result.reshape(tuple(result.shape[:num_dim_to_keep]) + (-1,)).all(-1)
-
-    def __repr__(self):
-        return f"{self.__class__.__name__}({self.base_constraint!r})"
+__all__ = ["MixtureSameFamily"]
 
 
 class MixtureSameFamily(Distribution):
@@ -88,7 +58,7 @@ class MixtureSameFamily(Distribution):
 
     @constraints.dependent_property
     def support(self):
-        return MixtureSameFamilyConstraint(self._component_distribution.support)
+        return constraints.MixtureSameFamilyConstraint(self._component_distribution.support)
 
     @property
     def mixture_distribution(self):
