@@ -52,7 +52,9 @@ class _Formatter:
         if _options["sci_mode"] is not None:
             self.sci_mode = _options["sci_mode"]
         self.precision = precision
-        self.width = max((len(self._float(v)) for v in values.ravel()), default=1)
+        # torch sizes the column by the nonzero finite values only: inf, nan (and a 0.) may
+        # come out wider or narrower, unpadded
+        self.width = max((len(self._float(v)) for v in finite[finite != 0]), default=1)
 
     @staticmethod
     def _plain(v):

@@ -551,7 +551,7 @@ def poisson(input, generator=None):
     """torch.poisson: a Poisson draw for each rate in input, in input's dtype: torch's CPU
     values for the same seed (Hoermann's transformed rejection from a rate of 10, products of
     uniforms below, each rate taken as a double)."""
-    rates = np.ascontiguousarray(input.detach().cpu().numpy(), dtype=np.float64)
+    rates = np.array(input.detach().cpu().numpy(), np.float64, order="C")   # 0-d kept
     if (rates < 0).any():
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     draws = np.empty_like(rates)
@@ -568,7 +568,7 @@ def binomial(count, prob, generator=None):
     wide = count.dtype.compute
     counts, probs = np.broadcast_arrays(*(np.asarray(t.detach().cpu().numpy(), wide.storage)
                                           for t in (count, prob)))
-    counts, probs = np.ascontiguousarray(counts), np.ascontiguousarray(probs)
+    counts, probs = (np.array(a, order="C") for a in (counts, probs))   # 0-d kept
     draws = np.empty_like(counts)
     gen = _generator(generator)
     binomial_draws(gen.twister._bit_generator, counts, probs, draws)

@@ -24,10 +24,30 @@ else:
 
 
 class Size(tuple):
-    """torch.Size: a tuple of ints that prints like torch's."""
+    """torch.Size: a tuple of ints that prints like torch's; slicing, concatenation and
+    repetition give a Size again, as torch's do."""
 
     def __repr__(self):
         return f"torch.Size({list(self)})"
+
+    def __getitem__(self, index):
+        item = tuple.__getitem__(self, index)
+        return Size(item) if isinstance(index, slice) else item
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple(self) + tuple(other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple(other) + tuple(self))
+
+    def __mul__(self, count):
+        return Size(tuple(self) * count)
+
+    __rmul__ = __mul__
 
     def numel(self):
         """torch.Size.numel: the product of the sizes."""

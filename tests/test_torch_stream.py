@@ -403,6 +403,8 @@ def test_gamma_family_samples_follow_torch(device):
     alphas = mt.tensor([0.5, 2.0, 7.5], dtype=mt.float64, device=device)
     assert mt.distributions.Gamma(alphas, 1.5).sample().cpu().tolist() == [
         0.0005262388042317155, 0.4210270699253886, 5.069765685733238]
+    scalar = mt.distributions.Gamma(mt.tensor(2.0, device=device), 1.0)
+    assert scalar.sample().shape == () and scalar.sample((3,)).shape == (3,)
     mt.manual_seed(0)
     assert mt.distributions.Dirichlet(alphas.float()).sample().cpu().tolist() == [
         9.583104110788554e-05, 0.07667139172554016, 0.9232327938079834]

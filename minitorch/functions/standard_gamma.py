@@ -101,7 +101,7 @@ class _StandardGamma(KernelFunction):
         # least the dtype's smallest normal (torch's clamp keeps log_prob and the gradient
         # finite), then rounded to alpha's dtype
         wide = alpha.dtype.compute
-        alphas = np.ascontiguousarray(alpha.detach().cpu().numpy(), dtype=wide.storage)
+        alphas = np.array(alpha.detach().cpu().numpy(), wide.storage, order="C")  # 0-d kept
         draws = np.empty_like(alphas)
         gamma_into(alphas, draws)
         sample = wrap(NDArray.from_numpy(draws, wide, alpha.device)).to(alpha.dtype)
