@@ -133,6 +133,19 @@ def test_repr_like_torch():
     assert repr(mt.tensor([1e-5, 1.0])) == "tensor([1.0000e-05, 1.0000e+00])"
     big = repr(mt.arange(2000))
     assert "..." in big and big.startswith("tensor([   0,    1,    2,  ..., 1997, 1998, 1999])")
+    # torch sizes a float column by its nonzero finite values: inf and nan go unpadded
+    inf, nan = float("inf"), float("nan")
+    assert repr(mt.tensor([inf, -inf])) == "tensor([inf, -inf])"
+    assert repr(mt.tensor([1.0, -inf, nan])) == "tensor([1., -inf, nan])"
+    assert repr(mt.tensor([0.0, 100.0])) == "tensor([  0., 100.])"
+    assert repr(mt.tensor([1.5, inf])) == "tensor([1.5000,    inf])"
+
+
+def test_size_slices_and_sums_stay_sizes():
+    size = mt.Size([2, 3, 4])
+    for made in (size[1:], size + (5,), (5,) + size, size * 2, size[::-1]):
+        assert type(made) is mt.Size
+    assert repr(size[1:]) == "torch.Size([3, 4])" and size[0] == 2 and type(size[0]) is int
 
 
 def test_set_printoptions():
