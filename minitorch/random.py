@@ -229,10 +229,10 @@ def _write_drawn(tensor, drawn):
 def fill_floats(tensor, generator, kind, a, b):
     """`tensor` := torch's draws of `kind` ("uniform": uniform_(a, b); "normal", "log_normal":
     normal_ / log_normal_(mean a, std b); "exponential": lambda a; "cauchy": median a, sigma
-    b; "geometric", "bernoulli": p a), in the tensor's own dtype: straight into its buffer when it is a
-    compact CPU tensor of the dtype the draws are computed in (_host_dtype) outside a recorded
-    graph (so the peak is the tensor itself), else into a new buffer that is then written in
-    as fill_drawn's draws are."""
+    b; "geometric", "bernoulli": p a), in the tensor's own dtype: straight into its buffer
+    when it is a compact CPU tensor of the dtype the draws are computed in (_host_dtype)
+    outside a recorded graph (so the peak is the tensor itself), else into a new buffer that
+    is then written in as fill_drawn's draws are."""
     nd = tensor._data
     in_place = nd.device.type == "cpu" and nd.is_compact() \
         and _host_dtype(kind, nd.dtype) is nd.dtype \
