@@ -160,13 +160,14 @@ def test_against_torch(n):
 
 def test_a_seeded_training_run_follows_torch():
     """The same script under both libraries, from the same seed and nothing copied across:
-    the same initial weights, batches and shuffling, so the same losses (to float32 rounding of
-    the two libraries' kernels)."""
+    the same initial weights, batches, shuffling and dropout masks, so the same losses (to
+    float32 rounding of the two libraries' kernels)."""
     torch = _torch()
 
     def run(lib):
         lib.manual_seed(0)
-        model = lib.nn.Sequential(lib.nn.Linear(20, 32), lib.nn.ReLU(), lib.nn.Linear(32, 4))
+        model = lib.nn.Sequential(lib.nn.Linear(20, 32), lib.nn.ReLU(), lib.nn.Dropout(0.3),
+                                  lib.nn.Linear(32, 4))
         optimizer = lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         data = lib.utils.data.TensorDataset(lib.randn(64, 20), lib.randint(0, 4, (64,)))
         losses = []
