@@ -96,6 +96,11 @@ class KernelBackend(Protocol):
         keep their input order, descending too. NaN is the largest value (last ascending,
         first descending), as in torch. Any storage dtype; values has a's."""
 
+    def top_last(self, a, values, indices, n, k, descending=False):
+        """values, indices (rows of k, 0 < k <= n) = the first k of sort_last's order of each
+        length-n row of compact a, and where they were in their row: topk without sorting the
+        rest of the row."""
+
     def searchsorted(self, boundaries, values, out, n, m, right=False, sorter=None):
         """out (int64) = for each compact value, viewed as rows of m, its insertion point in the
         sorted row of n boundaries of its row, or in the one row when boundaries has only one:

@@ -111,6 +111,68 @@ def test_emulated_gpu_kernel_matches_cpu():
         assert str(gpu_error.value) == str(cpu_error.value)
 
 
+def cpu_top(a, n, k, descending):
+    rows = a.size // n
+    values, indices = np.empty(rows * k, a.dtype), np.empty(rows * k, np.int64)
+    _cpu.top_last(a, values, indices, n, k, descending)
+    return values, indices
+
+
+def sorted_prefix(a, n, k, descending):
+    values, indices = cpu_sort(a, n, descending)
+    return values.reshape(-1, n)[:, :k].ravel(), indices.reshape(-1, n)[:, :k].ravel()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_cpu_top_last_is_the_stable_sorts_prefix(dtype):
+    """topk's selection kernel: ties in input order and NaN the largest, as sort_last's; rows
+    of 40 x 1000 run on several threads."""
+    for rows, n, k in ((3, 1, 1), (4, 7, 2), (2, 33, 8), (5, 100, 1), (40, 1000, 64)):
+        a = rows_with_ties(rows, n, dtype, seed=n)
+        for descending in (False, True):
+            got, want = cpu_top(a, n, k, descending), sorted_prefix(a, n, k, descending)
+            np.testing.assert_array_equal(got[1], want[1])
+            np.testing.assert_array_equal(got[0], want[0])
+
+
+def test_top_last_rejects_bad_arguments_on_both_backends():
+    from minitorch._gpu.backend import GpuBackend
+    gpu = GpuBackend(cuda_emulator.cupy_module(), 0)
+    f32, i64 = np.zeros(6, np.float32), np.zeros(2, np.int64)
+    cases = [((f32, np.zeros(2, np.float64), i64, 3, 1), TypeError),
+             ((f32, np.zeros(2, np.float32), i64, 4, 1), ValueError),     # not rows of 4
+             ((f32, np.zeros(2, np.float32), i64, 3, 4), ValueError),     # k > n
+             ((f32, np.zeros(2, np.float32), i64, 3, 0), ValueError),
+             ((f32, np.zeros(4, np.float32), i64, 3, 1), ValueError)]     # 2 rows of 1
+    for args, error in cases:
+        with pytest.raises(error, match="top_last"):
+            _cpu.top_last(*args)
+        if error is ValueError:
+            with pytest.raises(error, match="top_last"):
+                gpu.top_last(*(gpu.from_host(a) if isinstance(a, np.ndarray) else a
+                               for a in args))
+    a = rows_with_ties(3, 50, np.float64)
+    values, indices = gpu.empty(9, np.float64), gpu.empty(9, np.int64)
+    gpu.top_last(gpu.from_host(a), values, indices, 50, 3, True)
+    if cuda_emulator.can_execute():
+        want_values, want_indices = sorted_prefix(a, 50, 3, True)
+        np.testing.assert_array_equal(gpu.to_host(indices), want_indices)
+        np.testing.assert_array_equal(gpu.to_host(values), want_values)
+
+
+def test_topk_by_selection_matches_torch(device):
+    """Small k of long rows takes the selection kernel: values and indices as torch's for
+    distinct values, along any dim, both directions; float16 through the widening wrapper."""
+    x = np.random.default_rng(4).permutation(6 * 300).astype(np.float32).reshape(6, 300)
+    m, t = mt.tensor(x, device=device), torch.tensor(x)
+    for k in (1, 5, 64):
+        for largest in (True, False):
+            assert_same(topk(m, k, -1, largest), torch.topk(t, k, -1, largest))
+            assert_same(topk(m.t(), k, 0, largest), torch.topk(t.t(), k, 0, largest))
+    half = mt.tensor(x[:, :40] / 8, dtype=mt.float16, device=device)
+    assert_same(topk(half, 3), torch.topk(torch.tensor(x[:, :40] / 8, dtype=torch.float16), 3))
+
+
 def test_bitonic_plan():
     from minitorch._gpu import launch
     assert [launch.bitonic_length(n) for n in (1, 2, 3, 2048, 2049)] == [1, 2, 4, 2048, 4096]

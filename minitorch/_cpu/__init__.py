@@ -15,7 +15,7 @@ from .pool import max_pool_backward, max_pool_forward
 from .recurrent import recurrent_backward, recurrent_forward
 from .resample import lerp_resample, lerp_resample_backward
 from .reduce import reduce_last, scan_index_last, scan_last
-from .sort import searchsorted, sort_last
+from .sort import searchsorted, sort_last, top_last
 from .spectral import eigh_jacobi, qr_form_q, qr_householder, svd_jacobi
 from .strided import cast, compact, join, strided_add, strided_set
 from .threads import get_num_threads, set_num_threads

@@ -174,6 +174,82 @@ def sort_last(cnp.ndarray a, cnp.ndarray values, cnp.ndarray indices, Py_ssize_t
                           m * (t + 1) // nt, n, descending)
 
 
+cdef void top_row(const anyt* a, anyt* v, int64_t* idx, Py_ssize_t n, Py_ssize_t k,
+                  bint descending) noexcept nogil:
+    """The first k of a's stable sorted order, by insertion into a k-long sorted prefix: an
+    element enters only when it strictly comes before the prefix's last, and moves up only past
+    elements it strictly comes before, so ties keep their input order (as sort_row's do)."""
+    cdef Py_ssize_t i, j, filled = 0
+    cdef anyt x
+    for i in range(n):
+        x = a[i]
+        if filled == k:
+            if not comes_first(x, v[k - 1], descending):
+                continue
+            j = k - 1
+        else:
+            j = filled
+            filled += 1
+        while j > 0 and comes_first(x, v[j - 1], descending):
+            v[j] = v[j - 1]
+            idx[j] = idx[j - 1]
+            j -= 1
+        v[j] = x
+        idx[j] = i
+
+
+cdef void top_rows(const anyt* a, anyt* v, int64_t* idx, Py_ssize_t r0, Py_ssize_t r1,
+                   Py_ssize_t n, Py_ssize_t k, bint descending) noexcept nogil:
+    cdef Py_ssize_t r
+    for r in range(r0, r1):
+        top_row(a + r * n, v + r * k, idx + r * k, n, k, descending)
+
+
+cdef void top_part(int dt, const void* a, void* v, int64_t* idx, Py_ssize_t r0, Py_ssize_t r1,
+                   Py_ssize_t n, Py_ssize_t k, bint descending) noexcept nogil:
+    if dt == DT_F32:
+        top_rows(<const float*>a, <float*>v, idx, r0, r1, n, k, descending)
+    elif dt == DT_F64:
+        top_rows(<const double*>a, <double*>v, idx, r0, r1, n, k, descending)
+    elif dt == DT_I64:
+        top_rows(<const int64_t*>a, <int64_t*>v, idx, r0, r1, n, k, descending)
+    else:
+        top_rows(<const uint8_t*>a, <uint8_t*>v, idx, r0, r1, n, k, descending)
+
+
+def top_last(cnp.ndarray a, cnp.ndarray values, cnp.ndarray indices, Py_ssize_t n,
+             Py_ssize_t k, bint descending=False):
+    """values, indices (rows of k) = the first k of each length-n row of compact a in its stable
+    sorted order (sort_last's order, NaN the largest) and their positions: topk without sorting
+    the rest of the row. Each element costs one comparison unless it enters the top k, so this
+    pays while k is small (the caller sorts instead when it is not)."""
+    cdef int dt = buffer_dtype(a, "top_last")
+    cdef Py_ssize_t size = cnp.PyArray_SIZE(a), m, t
+    if buffer_dtype(values, "top_last", True) != dt:
+        raise TypeError(f"top_last: values must have the dtype of the input "
+                        f"({DTYPE_NAMES[dt]})")
+    if buffer_dtype(indices, "top_last", True) != DT_I64:
+        raise TypeError("top_last: indices must have dtype int64")
+    if n <= 0 or size % n or not 0 < k <= n:
+        raise ValueError(f"top_last: {size} elements are not rows of length {n} >= k = {k} > 0")
+    m = size // n
+    if cnp.PyArray_SIZE(values) != m * k or cnp.PyArray_SIZE(indices) != m * k:
+        raise ValueError(f"top_last: values and indices need {m * k} elements, got "
+                         f"{cnp.PyArray_SIZE(values)} and {cnp.PyArray_SIZE(indices)}")
+    cdef int nt = 1
+    if m > 1 and size >= PARALLEL_MIN_ELEMENTS:
+        nt = min(omp_get_max_threads(), m)
+    cdef const void* pa = cnp.PyArray_DATA(a)
+    cdef void* pv = cnp.PyArray_DATA(values)
+    cdef int64_t* pi = <int64_t*>cnp.PyArray_DATA(indices)
+    with nogil:
+        if nt == 1:
+            top_part(dt, pa, pv, pi, 0, m, n, k, descending)
+        else:
+            for t in prange(nt, num_threads=nt, schedule="static"):
+                top_part(dt, pa, pv, pi, m * t // nt, m * (t + 1) // nt, n, k, descending)
+
+
 # ---------------------------------------------------------------------------------------------
 # searchsorted
 # ---------------------------------------------------------------------------------------------

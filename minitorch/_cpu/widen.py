@@ -21,7 +21,8 @@ NARROW_VIA_WIDE = ("attention_backward", "attention_forward", "adam_step", "fore
                    "grid_scatter_add", "matmul", "norm_rows", "norm_rows_backward",
                    "max_pool_backward", "max_pool_forward", "recurrent_backward",
                    "recurrent_forward", "scan_index_last", "searchsorted", "sort_last",
-                   "strided_add", "scatter", "scatter_add", "scatter_reduce", "index_add", "put",
+                   "top_last", "strided_add", "scatter", "scatter_add", "scatter_reduce",
+                   "index_add", "put",
                    "cross_entropy_rows", "cross_entropy_rows_backward", "lerp_resample",
                    "lerp_resample_backward")
 

@@ -995,6 +995,25 @@ class GpuBackend:
                      (keys, pos, values, indices) + sizes)
 
     @_on_device
+    def top_last(self, a, values, indices, n, k, descending=False):
+        """values, indices (rows of k) = the first k of sort_last's order of each length-n row:
+        the rows sorted whole (the bitonic network has no partial form), the first k columns
+        copied out."""
+        size = a.size
+        if n <= 0 or size % n or not 0 < k <= n:
+            raise ValueError(f"top_last: {size} elements are not rows of length {n} >= k = {k} "
+                             f"> 0")
+        rows = size // n
+        if values.size != rows * k or indices.size != rows * k:
+            raise ValueError(f"top_last: values and indices need {rows * k} elements, got "
+                             f"{values.size} and {indices.size}")
+        sorted_values = self.cupy.empty(size, a.dtype)
+        sorted_indices = self.cupy.empty(size, np.int64)
+        self.sort_last(a, sorted_values, sorted_indices, n, descending)
+        self.compact(sorted_values, values, (rows, k), (n, 1), 0)
+        self.compact(sorted_indices, indices, (rows, k), (n, 1), 0)
+
+    @_on_device
     def searchsorted(self, boundaries, values, out, n, m, right=False, sorter=None):
         """out (int64) = the insertion point of each of the values (rows of m) in its row of n
         sorted boundaries, or in the one row (binary search per value, torch's comparisons);

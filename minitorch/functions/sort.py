@@ -55,6 +55,30 @@ def _sorted_along(nd, dim, descending):
     return values.permute(back), indices.permute(back)
 
 
+def _top_along(nd, dim, descending, k):
+    """The first k of _sorted_along's (values, indices) along dim, without sorting the rest:
+    the backend's top_last on the rows of a compact copy with dim moved last."""
+    if nd.ndim == 0:
+        values, indices = _top_along(nd.reshape((1,)), 0, descending, k)
+        return values.reshape(()), indices.reshape(())
+    order = [d for d in range(nd.ndim) if d != dim] + [dim]
+    rows = nd.permute(order).compact()
+    shape = rows.shape[:-1] + (k,)
+    values, indices = rows._new(shape), rows._new(shape, dtypes.int64)
+    if values.size:
+        nd.backend.top_last(rows.flat(), values.buffer, indices.buffer, rows.shape[-1], k,
+                            descending)
+    back = _inverse(order)
+    return values.permute(back), indices.permute(back)
+
+
+def _selection_pays(k, n):
+    """Whether top_last beats a whole sort: each element costs a comparison unless it enters
+    the top k (then up to k moves), so for small k only (for a row in the wrong order, every
+    element enters: k = 64 then costs about what the merge sort does)."""
+    return 0 < k <= 64 and 4 * k <= n
+
+
 def _along(nd, dim, start, stop):
     """nd[..., start:stop, ...] with the slice on dim (a view)."""
     if nd.ndim == 0:
@@ -164,8 +188,11 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
         raise RuntimeError(f"topk does not support bool dtypes on {input.device.type.upper()}")
     if not 0 <= k <= _size(input, dim):
         raise RuntimeError("selected index k out of range")
-    values, indices = (_along(nd, dim, 0, k)
-                       for nd in _sorted_along(input._data, dim, bool(largest)))
+    if _selection_pays(k, _size(input, dim)):
+        values, indices = _top_along(input._data, dim, bool(largest), k)
+    else:
+        values, indices = (_along(nd, dim, 0, k)
+                           for nd in _sorted_along(input._data, dim, bool(largest)))
     return _picked(_TopkResult, input, values, indices, dim, TopkPicked)
 
 
