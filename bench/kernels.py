@@ -2,7 +2,7 @@
 
 Prints throughput (higher is better) and the ratio minitorch/numpy for matmul (square, a
 64-channel conv's few-row products, attention's products of head-split views), compact of a
-permuted 4-D array, broadcast add, sums, softmax rows, random draws and samplers (torch's
+permuted 4-D array, broadcast add, sums, softmax rows, topk, random draws and samplers (torch's
 stream: the same values as torch; numpy's PCG64 Generator for reference).
 Run: python bench/kernels.py
 """
@@ -124,6 +124,22 @@ def bench_draws(kind, n, dtype):
     print_row(f"{kind} {n} {dtype}", {k: n / t / 1e6 for k, t in times.items()}, "M/s")
 
 
+def bench_topk(shape, k):
+    """topk of the last dim (an LM's top-k sampling: small k of a long row) against numpy's
+    argpartition + sort of the k and torch.topk."""
+    import minitorch as mt
+    a = rng.standard_normal(shape, dtype=np.float32)
+    ours, theirs = mt.tensor(a), torch.from_numpy(a) if torch else None
+
+    def numpy_topk():
+        part = np.argpartition(-a, k - 1, axis=-1)[..., :k]
+        return np.take_along_axis(a, part, -1).sort(-1)
+    fns = contenders(lambda: ours.topk(k), numpy_topk, lambda: theirs.topk(k))
+    times = best_times(fns)
+    print_row(f"topk {k} of {shape}", {k_: a.size / t / 1e6 for k_, t in times.items()},
+              "M elements/s")
+
+
 def bench_sampler(name, args, n, numpy_draw):
     """An in-place sampler of torch's (bernoulli_, exponential_, ...) filling n float32 values,
     against numpy's generator drawing the same distribution and torch's own sampler."""
@@ -154,6 +170,8 @@ def main():
     bench_sum((10_000_000,), 0)
     bench_softmax((512, 256))
     bench_softmax((2048, 32))
+    bench_topk((8, 50000), 50)
+    bench_topk((1000, 100), 10)
     bench_draws("rand", 1 << 20, "float32")
     bench_draws("randn", 1 << 20, "float32")
     bench_draws("randn", 1 << 20, "float64")
