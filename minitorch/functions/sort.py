@@ -39,35 +39,24 @@ _NanmedianResult = _result_type("nanmedian")
 
 
 # ---- the sort along a dim ---------------------------------------------------------------------
-def _sorted_along(nd, dim, descending):
-    """(values, indices) NDArrays of nd stably sorted along dim (0 for a 0-d array): the kernel
-    sorts the rows of a compact copy with dim moved last; the results are moved back (views)."""
+def _sorted_along(nd, dim, descending, k=None):
+    """(values, indices) NDArrays of nd stably sorted along dim (0 for a 0-d array), or only the
+    first k of that order (the backend's top_last selects them without sorting the rest): the
+    kernel works on the rows of a compact copy with dim moved last; the results are moved back
+    (views)."""
     if nd.ndim == 0:
-        values, indices = _sorted_along(nd.reshape((1,)), 0, descending)
+        values, indices = _sorted_along(nd.reshape((1,)), 0, descending, k)
         return values.reshape(()), indices.reshape(())
     order = [d for d in range(nd.ndim) if d != dim] + [dim]
     rows = nd.permute(order).compact()
-    values, indices = rows._new(rows.shape), rows._new(rows.shape, dtypes.int64)
-    if rows.size:
-        nd.backend.sort_last(rows.flat(), values.buffer, indices.buffer, rows.shape[-1],
-                             descending)
-    back = _inverse(order)
-    return values.permute(back), indices.permute(back)
-
-
-def _top_along(nd, dim, descending, k):
-    """The first k of _sorted_along's (values, indices) along dim, without sorting the rest:
-    the backend's top_last on the rows of a compact copy with dim moved last."""
-    if nd.ndim == 0:
-        values, indices = _top_along(nd.reshape((1,)), 0, descending, k)
-        return values.reshape(()), indices.reshape(())
-    order = [d for d in range(nd.ndim) if d != dim] + [dim]
-    rows = nd.permute(order).compact()
-    shape = rows.shape[:-1] + (k,)
+    n = rows.shape[-1]
+    shape = rows.shape if k is None else rows.shape[:-1] + (k,)
     values, indices = rows._new(shape), rows._new(shape, dtypes.int64)
     if values.size:
-        nd.backend.top_last(rows.flat(), values.buffer, indices.buffer, rows.shape[-1], k,
-                            descending)
+        if k is None:
+            nd.backend.sort_last(rows.flat(), values.buffer, indices.buffer, n, descending)
+        else:
+            nd.backend.top_last(rows.flat(), values.buffer, indices.buffer, n, k, descending)
     back = _inverse(order)
     return values.permute(back), indices.permute(back)
 
@@ -189,7 +178,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     if not 0 <= k <= _size(input, dim):
         raise RuntimeError("selected index k out of range")
     if _selection_pays(k, _size(input, dim)):
-        values, indices = _top_along(input._data, dim, bool(largest), k)
+        values, indices = _sorted_along(input._data, dim, bool(largest), k)
     else:
         values, indices = (_along(nd, dim, 0, k)
                            for nd in _sorted_along(input._data, dim, bool(largest)))
