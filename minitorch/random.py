@@ -180,7 +180,13 @@ def gamma_into(alphas, out, generator=None):
     loop takes its uniforms and normals from the generator as torch's does, cached normal
     included."""
     gen = _generator(generator)
-    gen.normal_cache = gamma_draws(gen.twister._bit_generator, alphas, out, gen.normal_cache)
+    gen.normal_cache = gamma_draws(_bit_generator(gen), alphas, out, gen.normal_cache)
+
+
+def _bit_generator(generator):
+    """The twister's numpy bit generator, for the kernels that take a varying number of draws
+    per element (rejection loops) and pull them one at a time."""
+    return _generator(generator).twister._bit_generator
 
 
 def integers_into(out, generator, low, span, wide=None):
@@ -555,8 +561,7 @@ def poisson(input, generator=None):
     if (rates < 0).any():
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     draws = np.empty_like(rates)
-    gen = _generator(generator)
-    poisson_draws(gen.twister._bit_generator, rates, draws)
+    poisson_draws(_bit_generator(generator), rates, draws)
     return wrap(NDArray.from_numpy(draws, input.dtype, input.device))
 
 
@@ -570,8 +575,7 @@ def binomial(count, prob, generator=None):
                                           for t in (count, prob)))
     counts, probs = (np.array(a, order="C") for a in (counts, probs))   # 0-d kept
     draws = np.empty_like(counts)
-    gen = _generator(generator)
-    binomial_draws(gen.twister._bit_generator, counts, probs, draws)
+    binomial_draws(_bit_generator(generator), counts, probs, draws)
     return wrap(NDArray.from_numpy(draws, wide, count.device)).to(count.dtype)
 
 

@@ -14,6 +14,7 @@ cimport numpy as cnp
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.math cimport (ceil, cos, exp, fabs, floor, fma, fmaf, lgamma, log, log1p, log1pf, pow,
                         sin, sqrt, sqrtf, tan, INFINITY, M_PI, NAN)
+from libc.float cimport DBL_MIN, FLT_MIN
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from numpy.random cimport bitgen_t
 
@@ -259,6 +260,14 @@ def draws_for_normal_pairs(Py_ssize_t n, bint cached):
     return 4 * ((fresh + 1) // 2)
 
 
+cdef inline double normal_pair(double u1, double u2, double* second) noexcept nogil:
+    """torch's normal_distribution<double> from two uniforms: r·cos(2πu1), with r·sin(2πu1)
+    left in *second for the generator to cache, r = sqrt(-2·log1p(-u2))."""
+    cdef double r = sqrt(-2.0 * log1p(-u2)), theta = 2.0 * M_PI * u1
+    second[0] = r * sin(theta)
+    return r * cos(theta)
+
+
 def normal_pairs(cnp.ndarray draws not None, cnp.ndarray out not None, double mean, double std,
                  cached, bint log_normal=False):
     """torch's normal_distribution<double> (randn / normal_ of fewer than 16 elements, or a
@@ -271,7 +280,7 @@ def normal_pairs(cnp.ndarray draws not None, cnp.ndarray out not None, double me
     cdef bint has_cache = cached is not None
     _check_draws(draws, draws_for_normal_pairs(n, has_cache), "normal_pairs")
     cdef double cache = cached if has_cache else 0.0
-    cdef double u1, u2, r, theta, value
+    cdef double value
     cdef const uint32_t* z = <const uint32_t*>cnp.PyArray_DATA(draws)
     cdef float* o32 = <float*>cnp.PyArray_DATA(out)
     cdef double* o64 = <double*>cnp.PyArray_DATA(out)
@@ -282,14 +291,10 @@ def normal_pairs(cnp.ndarray draws not None, cnp.ndarray out not None, double me
                 value = cache
                 has_cache = False
             else:
-                u1 = uniform64(draw64(z, 2 * pair))
-                u2 = uniform64(draw64(z, 2 * pair + 1))
+                value = normal_pair(uniform64(draw64(z, 2 * pair)),
+                                    uniform64(draw64(z, 2 * pair + 1)), &cache)
                 pair += 1
-                r = sqrt(-2.0 * log1p(-u2))
-                theta = 2.0 * M_PI * u1
-                cache = r * sin(theta)
                 has_cache = True
-                value = r * cos(theta)
             value = fma(value, std, mean)
             if log_normal:
                 value = exp(value)
@@ -355,6 +360,11 @@ ctypedef fused real:
     double
 
 
+cdef bitgen_t* twister_of(bit_generator) except NULL:
+    """The C interface of numpy's bit generator (its capsule's pointer)."""
+    return <bitgen_t*>PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
+
+
 cdef inline double next_uniform(bitgen_t* rng) noexcept nogil:
     """torch's uniform_real_distribution<double>(0, 1): 53 bits of random64()."""
     cdef uint64_t high = rng.next_uint32(rng.state)
@@ -364,17 +374,13 @@ cdef inline double next_uniform(bitgen_t* rng) noexcept nogil:
 
 cdef inline double next_normal(bitgen_t* rng, Normals* normals) noexcept nogil:
     """torch's normal_distribution<double>(0, 1) (normal_pairs' sampler, one value)."""
-    cdef double u1, u2, r, theta
+    cdef double u1
     if normals.has_cached:
         normals.has_cached = False
         return normals.cached
-    u1 = next_uniform(rng)
-    u2 = next_uniform(rng)
-    r = sqrt(-2.0 * log1p(-u2))
-    theta = 2.0 * M_PI * u1
-    normals.cached = r * sin(theta)
+    u1 = next_uniform(rng)      # the two uniforms in torch's order
     normals.has_cached = True
-    return r * cos(theta)
+    return normal_pair(u1, next_uniform(rng), &normals.cached)
 
 
 cdef double sample_gamma(real alpha, bitgen_t* rng, Normals* normals) noexcept nogil:
@@ -414,7 +420,7 @@ def gamma_draws(bit_generator, cnp.ndarray alphas not None, cnp.ndarray out not 
             or cnp.PyArray_SIZE(alphas) != cnp.PyArray_SIZE(out):
         raise TypeError("gamma_draws: alphas must be a C-contiguous array of out's dtype "
                         "and size")
-    cdef bitgen_t* rng = <bitgen_t*>PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
+    cdef bitgen_t* rng = twister_of(bit_generator)
     cdef Normals normals
     normals.has_cached = cached is not None
     normals.cached = cached if cached is not None else 0.0
@@ -430,10 +436,10 @@ def gamma_draws(bit_generator, cnp.ndarray alphas not None, cnp.ndarray out not 
         for i in range(n):
             if wide:
                 drawn64 = sample_gamma(a64[i], rng, &normals)
-                o64[i] = drawn64 if drawn64 > 2.2250738585072014e-308 else 2.2250738585072014e-308
+                o64[i] = drawn64 if drawn64 > DBL_MIN else DBL_MIN
             else:
                 drawn32 = <float>sample_gamma(a32[i], rng, &normals)
-                o32[i] = drawn32 if drawn32 > 1.17549435e-38 else <float>1.17549435e-38
+                o32[i] = drawn32 if drawn32 > FLT_MIN else FLT_MIN
     return normals.cached if normals.has_cached else None
 
 
@@ -481,7 +487,7 @@ def poisson_draws(bit_generator, cnp.ndarray rates not None, cnp.ndarray out not
     _check_out(rates, "poisson_draws", ("float64",))
     if cnp.PyArray_SIZE(rates) != cnp.PyArray_SIZE(out):
         raise TypeError("poisson_draws: rates and out differ in size")
-    cdef bitgen_t* rng = <bitgen_t*>PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
+    cdef bitgen_t* rng = twister_of(bit_generator)
     cdef Py_ssize_t n = cnp.PyArray_SIZE(out), i
     cdef const double* r = <const double*>cnp.PyArray_DATA(rates)
     cdef double* o = <double*>cnp.PyArray_DATA(out)
@@ -586,14 +592,14 @@ def binomial_draws(bit_generator, cnp.ndarray counts not None, cnp.ndarray probs
                    cnp.ndarray out not None):
     """out[i] = a Binomial(counts[i], probs[i]) draw from the MT19937 `bit_generator`, as
     torch's CPU kernel makes it: C-contiguous arrays of one size and one dtype, float32 (torch's
-    float arithmetic) or float64. NaN probabilities are the caller's to handle."""
+    float arithmetic) or float64. A NaN probability, or a NaN or infinite count, draws NaN."""
     _check_out(out, "binomial_draws")
     for array in (counts, probs):
         if array.dtype != out.dtype or not cnp.PyArray_IS_C_CONTIGUOUS(array) \
                 or cnp.PyArray_SIZE(array) != cnp.PyArray_SIZE(out):
             raise TypeError("binomial_draws: counts and probs must be C-contiguous arrays of "
                             "out's dtype and size")
-    cdef bitgen_t* rng = <bitgen_t*>PyCapsule_GetPointer(bit_generator.capsule, "BitGenerator")
+    cdef bitgen_t* rng = twister_of(bit_generator)
     cdef Py_ssize_t n = cnp.PyArray_SIZE(out), i
     cdef const float* c32 = <const float*>cnp.PyArray_DATA(counts)
     cdef const float* p32 = <const float*>cnp.PyArray_DATA(probs)
