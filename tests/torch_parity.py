@@ -100,3 +100,43 @@ def same_errors(make_ours, make_theirs):
     error = error_of(make_ours)
     assert error is not None
     assert error == error_of(make_theirs)
+
+
+# ---- distributions ---------------------------------------------------------------------------
+# The methods and properties the distribution tests ask of both libraries.
+DISTRIBUTION_QUERIES = ("mean", "mode", "variance", "stddev", "entropy", "log_prob", "cdf",
+                        "icdf", "enumerate_support")
+
+
+def query_distribution(dist, what, value):
+    """One method's or property's result on `dist`, or the type of the exception it raises
+    (icdf is asked at 0.3 in every batch position)."""
+    try:
+        if what in ("log_prob", "cdf"):
+            return getattr(dist, what)(value)
+        if what == "icdf":
+            return dist.icdf(dist.mean.new_full(tuple(dist.batch_shape), 0.3))
+        if what in ("entropy", "enumerate_support"):
+            return getattr(dist, what)()
+        return getattr(dist, what)
+    except (NotImplementedError, AttributeError) as error:
+        return type(error)
+
+
+def assert_same_queries(name, ours, value, theirs, tvalue, queries=DISTRIBUTION_QUERIES):
+    """Each query gives torch's result (shape, dtype name, values to 1e-9), or raises what
+    torch's raises."""
+    for what in queries:
+        want, got = query_distribution(theirs, what, tvalue), query_distribution(ours, what, value)
+        if isinstance(want, type):
+            assert got is want, (what, got)
+            continue
+        assert tuple(got.shape) == tuple(want.shape), what
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], what
+        np.testing.assert_allclose(value_of(got), value_of(want), rtol=1e-9, atol=1e-12,
+                                   err_msg=f"{name}.{what}")
+
+
+def value_of(t):
+    """A tensor's (either library's) values as a numpy array; anything else as it is."""
+    return t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
