@@ -10,6 +10,7 @@ from ..module import Module
 from .buckets import FIRST_BUCKET_BYTES, assign_buckets
 from .reducer import Reducer
 
+
 class DistributedDataParallel(Module):
     """torch.nn.parallel.DistributedDataParallel over mt.distributed (MPI or NCCL).
 
