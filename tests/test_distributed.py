@@ -98,6 +98,13 @@ def test_ddp_equals_single_process_training_through_the_launcher():
         del os.environ["LAUNCHED_BY_RUN"]
 
 
+def test_sync_batch_norm_and_differentiable_collectives_on_three_ranks():
+    """Ranks holding 1, 2 and 3 samples: SyncBatchNorm and mt.distributed.nn's collectives give
+    the global batch's values and gradients; DDP over convert_sync_batchnorm trains as one
+    process on the global batch."""
+    assert_every_rank_ok(launch(mpi(3, "sync_batchnorm.py"), timeout=90), 3)
+
+
 def test_argument_checks_in_one_process_without_mpiexec():
     code, out, err, _ = launch([sys.executable, "single_rank.py"], timeout=60)
     assert code == 0 and "ok" in out, f"{out}\n{err}"

@@ -3,13 +3,14 @@ layout). Each layer module's classes are re-exported here, one import line per m
 """
 from . import functional, init, utils  # noqa: F401
 from . import parallel  # noqa: F401  (DistributedDataParallel)
+from .parallel import DataParallel  # noqa: F401
 from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid,  # noqa: F401
                          Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish,
                          MultiheadAttention, PReLU, ReLU, ReLU6, RReLU, SELU, Sigmoid, SiLU,
                          Softmax, Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanh,
                          Tanhshrink, Threshold)
 from .channelshuffle import ChannelShuffle  # noqa: F401
-from .containers import (ModuleDict, ModuleList, ParameterDict,  # noqa: F401
+from .containers import (Container, ModuleDict, ModuleList, ParameterDict,  # noqa: F401
                          ParameterList, Sequential)
 from .conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d,  # noqa: F401
                    ConvTranspose2d, ConvTranspose3d)
@@ -26,8 +27,8 @@ from .linear import Bilinear, Flatten, Identity, Linear, Unflatten  # noqa: F401
 from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CTCLoss,  # noqa: F401
                    CrossEntropyLoss, GaussianNLLLoss, HingeEmbeddingLoss, HuberLoss, KLDivLoss,
                    L1Loss, MarginRankingLoss, MSELoss, MultiLabelMarginLoss,
-                   MultiLabelSoftMarginLoss, MultiMarginLoss,
-                   NLLLoss, PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss,
+                   MultiLabelSoftMarginLoss, MultiMarginLoss, NLLLoss, NLLLoss2d,
+                   PoissonNLLLoss, SmoothL1Loss, SoftMarginLoss, TripletMarginLoss,
                    TripletMarginWithDistanceLoss)
 from .module import Module  # noqa: F401
 from .parameter import Buffer, Parameter
@@ -47,6 +48,7 @@ from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d,  # noqa: F401
 from .rnn import (GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase,  # noqa: F401
                   RNNCell, RNNCellBase)
 from .sparse import Embedding, EmbeddingBag  # noqa: F401
+from .sync_batchnorm import SyncBatchNorm  # noqa: F401
 from .transformer import (Transformer, TransformerDecoder,  # noqa: F401
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401

@@ -145,21 +145,25 @@ class Tanh(Module):
         return input.tanh()
 
 
-class Softmax(Module):
-    """Applies softmax along dim (torch.nn.Softmax; dim=None picks torch's legacy dim, with its
-    warning)."""
+class _AlongDim(Module):
+    """The dim that Softmax, LogSoftmax and Softmin keep (siblings, as in torch, where none is
+    a subclass of another)."""
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
-
-    def forward(self, input):
-        return F.softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self):
         return f"dim={self.dim}"
 
 
-class LogSoftmax(Softmax):
+class Softmax(_AlongDim):
+    """Applies softmax along dim (torch.nn.Softmax; dim=None picks torch's legacy dim, with its
+    warning)."""
+    def forward(self, input):
+        return F.softmax(input, self.dim, _stacklevel=5)
+
+
+class LogSoftmax(_AlongDim):
     """Applies log-softmax along dim (torch.nn.LogSoftmax)."""
     def forward(self, input):
         return F.log_softmax(input, self.dim, _stacklevel=5)
@@ -229,20 +233,23 @@ class Tanhshrink(Module):
         return F.tanhshrink(input)
 
 
-class Softshrink(Module):
-    """Applies soft thresholding by lambd elementwise (torch.nn.Softshrink)."""
+class _Shrink(Module):
+    """The threshold that Softshrink and Hardshrink keep (siblings, as in torch)."""
     def __init__(self, lambd=0.5):
         super().__init__()
         self.lambd = lambd
-
-    def forward(self, input):
-        return F.softshrink(input, self.lambd)
 
     def extra_repr(self):
         return str(self.lambd)
 
 
-class Hardshrink(Softshrink):
+class Softshrink(_Shrink):
+    """Applies soft thresholding by lambd elementwise (torch.nn.Softshrink)."""
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+
+class Hardshrink(_Shrink):
     """Applies hard thresholding: x where |x| > lambd, else 0 (torch.nn.Hardshrink)."""
     def forward(self, input):
         return F.hardshrink(input, self.lambd)
@@ -274,7 +281,7 @@ class GLU(Module):
         return f"dim={self.dim}"
 
 
-class Softmin(Softmax):
+class Softmin(_AlongDim):
     """Applies softmax of -x along dim (torch.nn.Softmin)."""
     def forward(self, input):
         return F.softmin(input, self.dim, _stacklevel=5)

@@ -4,6 +4,7 @@ Each stores its members as ordinary registered children/parameters (named "0", "
 key), so parameters(), state_dict() and to() see through them exactly as in torch.
 """
 import operator
+import warnings
 from collections import OrderedDict, abc
 from itertools import chain, islice
 
@@ -48,6 +49,16 @@ def _fused_with_relu_max_pool(first, second, third):
             and second._calls_plain_forward(ReLU) and first._calls_plain_forward(Conv2d)):
         return lambda input: first._forward_relu_max_pool(third, input)
     return None
+
+
+class Container(Module):
+    """torch's deprecated container: a Module whose keyword arguments become its children."""
+    def __init__(self, **kwargs):
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now implemented "
+                      "in `nn.Module`. Subclass that instead.", FutureWarning, stacklevel=2)
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)
 
 
 class Sequential(Module):

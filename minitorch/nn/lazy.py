@@ -12,7 +12,7 @@ from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, Conv
 from .linear import Linear
 from .parameter import Parameter
 from .normalization import (BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d,
-                            InstanceNorm2d, InstanceNorm3d)
+                            InstanceNorm2d, InstanceNorm3d, _BatchNorm, _InstanceNorm)
 
 
 class UninitializedTensorMixin:
@@ -260,39 +260,45 @@ class _LazyNormBase(LazyModuleMixin):
                                ("weight", "bias", "running_mean", "running_var")})
 
 
-class LazyBatchNorm1d(_LazyNormBase, BatchNorm1d):
+class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
     """BatchNorm1d whose num_features is inferred from the first input, then becomes a
     BatchNorm1d (torch.nn.LazyBatchNorm1d)."""
     cls_to_become = BatchNorm1d
+    _expected_dims = BatchNorm1d._expected_dims
 
 
-class LazyBatchNorm2d(_LazyNormBase, BatchNorm2d):
+class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
     """BatchNorm2d whose num_features is inferred from the first input, then becomes a
     BatchNorm2d (torch.nn.LazyBatchNorm2d)."""
     cls_to_become = BatchNorm2d
+    _expected_dims = BatchNorm2d._expected_dims
 
 
-class LazyBatchNorm3d(_LazyNormBase, BatchNorm3d):
+class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
     """BatchNorm3d whose num_features is inferred from the first input, then becomes a
     BatchNorm3d (torch.nn.LazyBatchNorm3d)."""
     cls_to_become = BatchNorm3d
+    _expected_dims = BatchNorm3d._expected_dims
 
 
 # torch's lazy instance norms keep the batch norms' defaults (affine and running statistics
 # on), unlike InstanceNorm1d itself
-class LazyInstanceNorm1d(_LazyNormBase, InstanceNorm1d):
+class LazyInstanceNorm1d(_LazyNormBase, _InstanceNorm):
     """InstanceNorm1d whose num_features is inferred from the first input, then becomes an
     InstanceNorm1d (torch.nn.LazyInstanceNorm1d)."""
     cls_to_become = InstanceNorm1d
+    _no_batch_dims = InstanceNorm1d._no_batch_dims
 
 
-class LazyInstanceNorm2d(_LazyNormBase, InstanceNorm2d):
+class LazyInstanceNorm2d(_LazyNormBase, _InstanceNorm):
     """InstanceNorm2d whose num_features is inferred from the first input, then becomes an
     InstanceNorm2d (torch.nn.LazyInstanceNorm2d)."""
     cls_to_become = InstanceNorm2d
+    _no_batch_dims = InstanceNorm2d._no_batch_dims
 
 
-class LazyInstanceNorm3d(_LazyNormBase, InstanceNorm3d):
+class LazyInstanceNorm3d(_LazyNormBase, _InstanceNorm):
     """InstanceNorm3d whose num_features is inferred from the first input, then becomes an
     InstanceNorm3d (torch.nn.LazyInstanceNorm3d)."""
     cls_to_become = InstanceNorm3d
+    _no_batch_dims = InstanceNorm3d._no_batch_dims

@@ -1,4 +1,6 @@
 """Loss modules: thin wrappers over nn.functional with torch's constructor arguments."""
+import warnings
+
 from . import functional as F
 from .distance import PairwiseDistance
 from .module import Module
@@ -41,6 +43,17 @@ class NLLLoss(_WeightedLoss):
     def forward(self, input, target):
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """torch's deprecated name for NLLLoss over (N, C, H, W) input (NLLLoss takes it)."""
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean"):
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a "
+                      "drop-in replacement and see "
+                      "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more details.",
+                      FutureWarning, stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class MSELoss(_Loss):

@@ -22,9 +22,11 @@ def _affine_parameters(module, shape, affine, bias, device, dtype):
         module.register_parameter("bias", None)
 
 
-class _BatchNorm(Module):
-    _expected_dims = ()
-    _version = 2    # torch's _NormBase: version 2 added num_batches_tracked
+class _NormBase(Module):
+    """The parameters, running statistics, state-dict versioning and repr that batch and
+    instance normalization share (torch's _NormBase; _BatchNorm and _InstanceNorm are siblings
+    under it, so `isinstance(m, _BatchNorm)` is False for an InstanceNorm2d, as in torch)."""
+    _version = 2    # version 2 added num_batches_tracked
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
@@ -69,6 +71,16 @@ class _BatchNorm(Module):
             if self.bias is not None:
                 init.zeros_(self.bias)
 
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    """Batch statistics in training, running ones in eval (torch's _BatchNorm)."""
+    _expected_dims = ()
+
     def _check_input(self, input):
         """The module's rank check, then F.batch_norm's own checks, before any statistic
         changes (torch counts the batch first)."""
@@ -101,11 +113,6 @@ class _BatchNorm(Module):
                             self.running_var if pass_buffers else None, self.weight, self.bias,
                             use_batch_stats, momentum, self.eps)
 
-    def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, bias={self.bias is not None}, "
-                f"track_running_stats={self.track_running_stats}")
-
 
 class BatchNorm1d(_BatchNorm):
     """Batch normalization over (N, C) or (N, C, L) input, per channel, with running statistics
@@ -125,9 +132,9 @@ class BatchNorm3d(_BatchNorm):
     _expected_dims = (5,)
 
 
-class _InstanceNorm(_BatchNorm):
-    """Per-sample, per-channel normalisation; the parameters, buffers and repr are BatchNorm's
-    (torch's _NormBase), with other defaults and no num_batches_tracked counting."""
+class _InstanceNorm(_NormBase):
+    """Per-sample, per-channel normalisation: _NormBase's parameters, buffers and repr, with
+    other defaults and no num_batches_tracked counting."""
     _no_batch_dims = 0
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,

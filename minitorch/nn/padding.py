@@ -85,40 +85,44 @@ class ZeroPad3d(ConstantPad3d):
         return f"{self.padding}"
 
 
-class ReflectionPad1d(_PadNd):
+class _ReflectionPadNd(_PadNd):
+    """The reflection pads' base (torch's _ReflectionPadNd)."""
+    _mode = "reflect"
+
+
+class _ReplicationPadNd(_PadNd):
+    """The replication pads' base (torch's _ReplicationPadNd)."""
+    _mode = "replicate"
+
+
+class ReflectionPad1d(_ReflectionPadNd):
     """Pads the last dim with the reflection of the input, edge not repeated
     (torch.nn.ReflectionPad1d)."""
-    _mode = "reflect"
 
 
-class ReflectionPad2d(_PadNd):
+class ReflectionPad2d(_ReflectionPadNd):
     """Pads the last 2 dims with the reflection of the input, edge not repeated
     (torch.nn.ReflectionPad2d)."""
-    _mode = "reflect"
     _sides = 4
 
 
-class ReflectionPad3d(_PadNd):
+class ReflectionPad3d(_ReflectionPadNd):
     """Pads the last 3 dims with the reflection of the input, edge not repeated
     (torch.nn.ReflectionPad3d)."""
-    _mode = "reflect"
     _sides = 6
 
 
-class ReplicationPad1d(_PadNd):
+class ReplicationPad1d(_ReplicationPadNd):
     """Pads the last dim by repeating the edge value (torch.nn.ReplicationPad1d)."""
-    _mode = "replicate"
 
 
-class ReplicationPad2d(_PadNd):
+class ReplicationPad2d(_ReplicationPadNd):
     """Pads the last 2 dims by repeating the edge values (torch.nn.ReplicationPad2d)."""
-    _mode = "replicate"
     _sides = 4
 
 
-class ReplicationPad3d(_PadNd):
+class ReplicationPad3d(_ReplicationPadNd):
     """Pads the last 3 dims by repeating the edge values (torch.nn.ReplicationPad3d)."""
-    _mode = "replicate"
     _sides = 6
 
 

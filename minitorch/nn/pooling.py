@@ -5,8 +5,9 @@ from .functional.pooling import max_pool_geometry
 from .module import Module
 
 
-class MaxPool2d(Module):
-    """2-D max pooling over (N, C, H, W) or (C, H, W) input (torch.nn.MaxPool2d)."""
+class _MaxPoolNd(Module):
+    """The arguments every max pool keeps (torch's _MaxPoolNd: MaxPool1d, 2d and 3d are its
+    siblings, none a subclass of another, so isinstance tells them apart as in torch)."""
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
                  ceil_mode=False):
         super().__init__()
@@ -14,6 +15,13 @@ class MaxPool2d(Module):
         self.padding, self.dilation = padding, dilation
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class MaxPool2d(_MaxPoolNd):
+    """2-D max pooling over (N, C, H, W) or (C, H, W) input (torch.nn.MaxPool2d)."""
     def forward(self, input):
         return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             self.ceil_mode, self.return_indices)
@@ -24,13 +32,10 @@ class MaxPool2d(Module):
         return max_pool_geometry("max_pool2d", input, self.kernel_size, self.stride,
                                  self.padding, self.dilation, self.ceil_mode)
 
-    def extra_repr(self):
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
-
-class AvgPool2d(Module):
-    """2-D average pooling over (N, C, H, W) or (C, H, W) input (torch.nn.AvgPool2d)."""
+class _AvgPoolNd(Module):
+    """The arguments of the 2-d and 3-d average pools (AvgPool1d keeps tuples of its own), and
+    the repr of all three (torch's _AvgPoolNd)."""
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True, divisor_override=None):
         super().__init__()
@@ -38,28 +43,34 @@ class AvgPool2d(Module):
         self.padding, self.ceil_mode = padding, ceil_mode
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
-    def forward(self, input):
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
-
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AdaptiveAvgPool2d(Module):
-    """2-D average pooling to a fixed output size (torch.nn.AdaptiveAvgPool2d)."""
+class AvgPool2d(_AvgPoolNd):
+    """2-D average pooling over (N, C, H, W) or (C, H, W) input (torch.nn.AvgPool2d)."""
+    def forward(self, input):
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class _AdaptiveAvgPoolNd(Module):
+    """The output size every adaptive average pool keeps (torch's _AdaptiveAvgPoolNd)."""
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
-
-    def forward(self, input):
-        return F.adaptive_avg_pool2d(input, self.output_size)
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
 
 
-class MaxPool1d(MaxPool2d):
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    """2-D average pooling to a fixed output size (torch.nn.AdaptiveAvgPool2d)."""
+    def forward(self, input):
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+
+class MaxPool1d(_MaxPoolNd):
     """1-D max pooling over (N, C, L) or (C, L) input (torch.nn.MaxPool1d)."""
     def forward(self, input):
         return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
@@ -71,11 +82,11 @@ def _single(value):
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
-class AvgPool1d(Module):
+class AvgPool1d(_AvgPoolNd):
     """1-D average pooling over (N, C, L) or (C, L) input (torch.nn.AvgPool1d)."""
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True):
-        super().__init__()
+        Module.__init__(self)       # torch's AvgPool1d has no divisor_override
         self.kernel_size = _single(kernel_size)
         self.stride = _single(stride if stride is not None else kernel_size)
         self.padding = _single(padding)
@@ -85,39 +96,39 @@ class AvgPool1d(Module):
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
 
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
-
-class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     """1-D average pooling to a fixed output length (torch.nn.AdaptiveAvgPool1d)."""
     def forward(self, input):
         return F.adaptive_avg_pool1d(input, self.output_size)
 
 
-class AdaptiveMaxPool2d(Module):
-    """2-D max pooling to a fixed output size, optionally returning indices
-    (torch.nn.AdaptiveMaxPool2d)."""
+class _AdaptiveMaxPoolNd(Module):
+    """What every adaptive max pool keeps (torch's _AdaptiveMaxPoolNd)."""
     def __init__(self, output_size, return_indices=False):
         super().__init__()
         self.output_size, self.return_indices = output_size, return_indices
-
-    def forward(self, input):
-        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    """2-D max pooling to a fixed output size, optionally returning indices
+    (torch.nn.AdaptiveMaxPool2d)."""
+    def forward(self, input):
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     """1-D max pooling to a fixed output length, optionally returning indices
     (torch.nn.AdaptiveMaxPool1d)."""
     def forward(self, input):
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
-class _LPPool(Module):
-    """Power-average pooling: (sum over the window of x^p)^(1/p)."""
+class _LPPoolNd(Module):
+    """Power-average pooling: (sum over the window of x^p)^(1/p) (torch's _LPPoolNd)."""
 
     def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
         super().__init__()
@@ -129,45 +140,45 @@ class _LPPool(Module):
                 f"stride={self.stride}, ceil_mode={self.ceil_mode}")
 
 
-class LPPool1d(_LPPool):
+class LPPool1d(_LPPoolNd):
     """1-D power-average pooling (sum of x**p over each window)**(1/p) (torch.nn.LPPool1d)."""
     def forward(self, input):
         return F.lp_pool1d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
 
 
-class LPPool2d(_LPPool):
+class LPPool2d(_LPPoolNd):
     """2-D power-average pooling (sum of x**p over each window)**(1/p) (torch.nn.LPPool2d)."""
     def forward(self, input):
         return F.lp_pool2d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
 
 
-class LPPool3d(_LPPool):
+class LPPool3d(_LPPoolNd):
     """3-D power-average pooling (sum of x**p over each window)**(1/p) (torch.nn.LPPool3d)."""
     def forward(self, input):
         return F.lp_pool3d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
 
 
-class MaxPool3d(MaxPool2d):
+class MaxPool3d(_MaxPoolNd):
     """3-D max pooling over (N, C, D, H, W) or (C, D, H, W) input (torch.nn.MaxPool3d)."""
     def forward(self, input):
         return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             self.ceil_mode, self.return_indices)
 
 
-class AvgPool3d(AvgPool2d):
+class AvgPool3d(_AvgPoolNd):
     """3-D average pooling over (N, C, D, H, W) or (C, D, H, W) input (torch.nn.AvgPool3d)."""
     def forward(self, input):
         return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
 
-class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """3-D average pooling to a fixed output size (torch.nn.AdaptiveAvgPool3d)."""
     def forward(self, input):
         return F.adaptive_avg_pool3d(input, self.output_size)
 
 
-class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     """3-D max pooling to a fixed output size, optionally returning indices
     (torch.nn.AdaptiveMaxPool3d)."""
     def forward(self, input):

@@ -7,7 +7,7 @@ import math
 
 from .. import nn
 from ..autograd import no_grad
-from ..nn.normalization import _BatchNorm, _InstanceNorm
+from ..nn.normalization import _BatchNorm
 from ..tensor import tensor
 from .lr_scheduler import LRScheduler, _format_param
 
@@ -117,8 +117,7 @@ def update_bn(loader, model, device=None):
     """One pass over `loader` in training mode with every batch norm's running statistics reset
     and averaged cumulatively (momentum None), so they match the model's current weights."""
     norms = {m: m.momentum for m in model.modules()
-             if isinstance(m, _BatchNorm) and not isinstance(m, _InstanceNorm)
-             and m.track_running_stats}
+             if isinstance(m, _BatchNorm) and m.track_running_stats}
     if not norms:
         return
     was_training = model.training

@@ -5,9 +5,9 @@ import contextlib
 from ... import distributed as dist
 from ...autograd import is_grad_enabled, no_grad
 from ...distributed.group import resolve
-from ...tensor import Tensor
 from ..module import Module
 from .buckets import FIRST_BUCKET_BYTES, assign_buckets
+from .data_parallel import move_to
 from .reducer import Reducer
 
 
@@ -107,7 +107,9 @@ class DistributedDataParallel(Module):
                 and is_grad_enabled():
             self._sync_buffers()
         if self.device_ids:         # torch moves the inputs to the replica's device
-            inputs, kwargs = _to_device((inputs, kwargs), self.device_ids[0])
+            device = self.device_ids[0]
+            inputs, kwargs = move_to((inputs, kwargs),
+                                     f"cuda:{device}" if isinstance(device, int) else device)
         output = self.module(*inputs, **kwargs)
         if syncing:
             self._reducer.prepare(output)
@@ -129,9 +131,3 @@ class DistributedDataParallel(Module):
 
     def extra_repr(self):
         return ""
-
-
-def _to_device(tree, device_id):
-    from ..._pytree import tree_map
-    device = f"cuda:{device_id}" if isinstance(device_id, int) else device_id
-    return tree_map(lambda x: x.to(device) if isinstance(x, Tensor) else x, tree)
