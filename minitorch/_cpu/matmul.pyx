@@ -33,9 +33,11 @@ from minitorch._cpu.common cimport omp_get_max_threads
 cnp.import_array()
 
 cdef enum:
-    # Register tile: MR x NR_WIDE accumulators. NR_WIDE = 32 is 2 zmm of float (4 of double):
-    # 16 (32) independent FMA chains, plenty to hide the FMA latency. For double gcc spills a few
-    # values to L1, which the spare load ports absorb (measured at peak). 6 x 32 is as fast on
+    # Register tile: MR x NR_WIDE accumulators. NR_WIDE = 32 is 2 zmm of float: 16 independent
+    # FMA chains, plenty to hide the FMA latency. Double products always take the narrow tile
+    # (MR x 16 doubles, the same 16 zmm): the wide one needs all 32 zmm for its accumulators,
+    # and its spills cost 20-30% (Sapphire Rapids, 1 thread: 512^3 58 -> 70 GFLOP/s, an LSTM
+    # cell's 97x51x204 41 -> 50 with the narrow tile; measured). 6 x 32 is as fast on
     # square sizes, but MR = 8 divides the power-of-two row counts of typical models (64 rows:
     # 3% of padding work with MR = 6). The narrow tile, MR x 16, runs at the same peak on one
     # core (114 GFLOP/s float, Zen 4) only because setup.py stops gcc from fully unrolling loops
@@ -633,7 +635,7 @@ cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
         bt.a_outer, bt.b_outer = bt.b_outer, bt.a_outer
         m, n, rsc, csc = n, m, 1, n
         ep.rs, ep.cs = ep.cs, ep.rs
-    nr = panel_width(n)
+    nr = NR_NARROW if floating is double else panel_width(n)
     if batch == 1 and nthreads > 1 and cdiv(m, MR) * cdiv(n, nr) < 2 * nthreads and \
             k >= nthreads * K_SLICE_MIN:
         return run_k_slices(a, as1, as2, b, bs1, bs2, c, rsc, csc, m, n, k, nr, nthreads,
