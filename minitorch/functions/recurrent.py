@@ -143,8 +143,11 @@ class RecurrentLayer(KernelFunction):
         nd, code = gi._data.compact(), MODES[mode]
         hidden, batch = h0.shape[-1], h0.shape[0]
         total = nd.size // (GATES[mode] * hidden) if hidden else 0
-        # W_hhᵀ compacted once: the GEMM packs a compact operand about twice as fast
-        backend, w = nd.backend, w_hh._data.transpose(0, 1).copy()
+        # W_hhᵀ compacted once: the GEMM packs a compact operand about twice as fast, which
+        # pays over a sequence; one step (a cell's call) reads it in place
+        backend, w = nd.backend, w_hh._data.transpose(0, 1)
+        if total > batch:
+            w = w.copy()
         h = _state_copy(h0)
         c = _state_copy(c0) if c0 is not None else None
         out = nd._new((total, hidden))
