@@ -281,6 +281,36 @@ def _style_net(lib):
     return StyleNet(), lambda p: lib.optim.Adam(p, lr=1e-3), step
 
 
+def _lstm_cells(lib):
+    """time_sequence_prediction's model (pytorch/examples): two LSTMCells and a Linear stepped
+    over a sine wave one time step at a time in Python, an MSE loss on the next value."""
+    nn = lib.nn
+
+    class Sequence(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm1, self.lstm2 = nn.LSTMCell(1, 51), nn.LSTMCell(51, 51)
+            self.linear = nn.Linear(51, 1)
+
+        def forward(self, input):
+            h1 = c1 = h2 = c2 = lib.zeros(input.size(0), 51)
+            outputs = []
+            for input_t in input.split(1, dim=1):
+                h1, c1 = self.lstm1(input_t, (h1, c1))
+                h2, c2 = self.lstm2(h1, (h2, c2))
+                outputs.append(self.linear(h2))
+            return lib.cat(outputs, dim=1)
+
+    def step(lib, model, opt, batch):
+        x, y = batch
+        opt.zero_grad()
+        loss = lib.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+    return Sequence(), lambda p: lib.optim.Adam(p, lr=1e-2), step
+
+
 # ---- data: a few fixed batches per workload (numpy, converted once per library) ---------------
 def _tokens(rng):
     x = rng.integers(0, VOCAB, (BATCH, SEQ + 1))
@@ -296,6 +326,9 @@ def _data(name, rng):
     if name == "dcgan":
         return (rng.uniform(-1, 1, (32, 1, 16, 16)).astype(np.float32),
                 rng.standard_normal((32, 32, 1, 1), dtype=np.float32))
+    if name == "lstm_cells":
+        waves = np.sin((np.arange(SEQ * 2 + 1) + rng.integers(-80, 80, (BATCH, 1))) / 20.0)
+        return waves[:, :-1].astype(np.float32), waves[:, 1:].astype(np.float32)
     if name == "style_net":
         return (rng.random((4, 3, 32, 32), dtype=np.float32),
                 rng.random((4, 3, 32, 32), dtype=np.float32))
@@ -312,6 +345,7 @@ WORKLOADS = {
     "vae": _vae,
     "dcgan": _dcgan,
     "style_net": _style_net,
+    "lstm_cells": _lstm_cells,
 }
 
 
