@@ -17,7 +17,7 @@ _tensor_methods.install()    # every op as a Tensor method, before any module be
 
 from . import autograd, cuda, datasets, dtypes as _dtypes, linalg, nn, optim, special, utils
 from . import autograd_functional as _autograd_functional, distributions, func, testing
-from . import autograd_gradcheck as _autograd_gradcheck
+from . import autograd_gradcheck as _autograd_gradcheck, autograd_variable as _autograd_variable
 from . import distributed  # mt.distributed: loads no engine until init_process_group
 from . import accelerator, backends, onnx, serialization, sparse
 from . import amp
@@ -81,6 +81,7 @@ autograd.functional = _autograd_functional
 autograd.gradcheck = _autograd_gradcheck.gradcheck
 autograd.gradgradcheck = _autograd_gradcheck.gradgradcheck
 autograd.GradcheckError = _autograd_gradcheck.GradcheckError
+autograd.Variable = _autograd_variable.Variable
 __version__ = "0.1.0"
 
 from . import _einops_hook    # einops, whenever it is loaded, finds our backend (_einops.py)

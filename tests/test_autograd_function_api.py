@@ -115,3 +115,24 @@ def test_builtin_node_names_keep_torchs_zero_suffix():
     assert (x * 2).grad_fn.name() == "MulBackward0"
     assert mt.nn.functional.conv1d(x.reshape(1, 1, 2), mt.ones(1, 1, 1)).grad_fn.name() \
         .endswith("Backward0")
+
+
+def test_variable_is_a_detached_alias(device):
+    """torch.autograd.Variable (old scripts): a new tensor sharing the storage, detached, with
+    requires_grad as asked; every tensor is an instance of Variable."""
+    from minitorch.autograd import Variable
+    t = mt.arange(3.0, device=device)
+    v = Variable(t)
+    assert v is not t and v.data_ptr() == t.data_ptr() and not v.requires_grad
+    w = Variable(t, requires_grad=True)
+    assert w.requires_grad and w.is_leaf and not t.requires_grad
+    (w * w).sum().backward()
+    assert w.grad.cpu().tolist() == [0.0, 2.0, 4.0]
+    y = Variable(mt.ones(2, device=device, requires_grad=True) * 2)
+    assert y.grad_fn is None and not y.requires_grad
+    assert isinstance(t, Variable) and not issubclass(mt.Tensor, Variable)
+    assert Variable().shape == (0,)
+    with pytest.warns(UserWarning, match="volatile was removed and now has no effect"):
+        Variable(t, volatile=True)
+    with pytest.raises(TypeError, match="Variable data has to be a tensor, but got int"):
+        Variable(3)
