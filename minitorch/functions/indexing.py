@@ -411,9 +411,10 @@ class _View(KernelFunction):
     name the node like torch's (by the last view op applied)."""
 
     @staticmethod
-    def forward(ctx, a, key):
+    def forward(ctx, a, key, view=None):
+        """`view`: a._data[key] when the caller has it already (getitem's one-int path)."""
         ctx.input_shape, ctx.key = a._data.shape, key
-        return view_of(a, a._data[key])
+        return view_of(a, a._data[key] if view is None else view)
 
     @classmethod
     def backward(cls, ctx, g):
@@ -506,13 +507,17 @@ class IndexPutInPlace(IndexPut):
 def getitem(t, key):
     """t[key] (Tensor.__getitem__): basic keys give views, advanced keys copies."""
     kind = type(key)
-    if (kind is int or kind is slice and key.step is None) and \
-            not (t.requires_grad and _grad_mode.enabled):
+    if kind is int or kind is slice and key.step is None:
         data = t._data
         region = _first_dim_region(data, key) if data.shape else None
-        if region is not None:      # one int or slice, nothing to record: the view itself
-            return view_of(t, NDArray(data.buffer, *region, data.dtype, data.device,
-                                      data.backend))
+        if region is not None:      # one int or slice: the view without parsing the key
+            view = NDArray(data.buffer, *region, data.dtype, data.device, data.backend)
+            if not (t.requires_grad and _grad_mode.enabled):
+                return view_of(t, view)
+            if kind is int:
+                return Select.apply(t, key, view)
+            if region[0][0] != data.shape[0]:       # torch records a whole-dim slice as
+                return Slice.apply(t, key, view)    # an alias: the parsed path's answer
     return _parse(t, key).read(t)
 
 
