@@ -507,7 +507,18 @@ class IndexPutInPlace(IndexPut):
 def getitem(t, key):
     """t[key] (Tensor.__getitem__): basic keys give views, advanced keys copies."""
     kind = type(key)
-    if kind is int or kind is slice and key.step is None:
+    if kind is tuple and 0 < len(key) <= t._data.ndim and all(
+            type(k) is int or type(k) is Tensor and k.dtype is dtypes.int64 and not k.shape
+            for k in key):
+        key = tuple(k if type(k) is int else k.item() for k in key)   # 0-d indices are ints
+        data = t._data
+        region = _leading_ints_region(data, key)
+        if region is not None:      # x[0, 3]: the view without parsing the key
+            view = NDArray(data.buffer, *region, data.dtype, data.device, data.backend)
+            if not (t.requires_grad and _grad_mode.enabled):
+                return view_of(t, view)
+            return Select.apply(t, key, view)
+    elif kind is int or kind is slice and key.step is None:
         data = t._data
         region = _first_dim_region(data, key) if data.shape else None
         if region is not None:      # one int or slice: the view without parsing the key
@@ -534,6 +545,18 @@ def _first_dim_region(data, key):
     start, stop, _ = key.indices(size)
     count = stop - start if stop > start else 0
     return (count,) + shape[1:], strides, data.offset + (start * strides[0] if count else 0)
+
+
+def _leading_ints_region(data, key):
+    """(shape, strides, offset) of data[i, j, ...] for a tuple of ints no longer than the rank;
+    None when one is out of range (the checked path raises torch's error)."""
+    offset = data.offset
+    for index, size, stride in zip(key, data.shape, data.strides):
+        if not -size <= index < size:
+            return None
+        offset += (index + size if index < 0 else index) * stride
+    n = len(key)
+    return data.shape[n:], data.strides[n:], offset
 
 
 def _setitem_fast(t, key, value):
