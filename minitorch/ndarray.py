@@ -757,6 +757,17 @@ class NDArray:
         size = self.shape[dim] if self.ndim else 1
         return math.prod(self.shape[:dim]), size, math.prod(self.shape[dim + 1:])
 
+    def take_at(self, dim, index):
+        """self's values at `index` along dim, for an index of self's shape but 1 along dim
+        whose entries are known to be in range (an arg-reduction's own result): gather without
+        its checks."""
+        src = self.compact()
+        outer, size, inner = src._index_layout(dim)
+        out = self._new(index.shape)
+        if out.size:
+            self.backend.gather(src.flat(), index.flat(), out.buffer, outer, size, 1, inner)
+        return out
+
     def gather(self, dim, index):
         """torch.gather: out[..., j, ...] = self[..., index[..., j, ...], ...] along dim."""
         dim = normalize_dim(dim, self.ndim)

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd import KernelFunction, is_grad_enabled
-from ..ndarray import NDArray, normalize_dim, normalize_dims, shape_numel
+from ..ndarray import NDArray, contiguous_strides, normalize_dim, normalize_dims, shape_numel
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import Tensor, wrap
 from . import elementwise as _E   # circular at import time: only used inside functions
@@ -290,9 +290,12 @@ class Max(KernelFunction):
         kept = index_src.reduce(cls.arg_op, ctx.dims, True)
         # The values are read at the indices (a pass over the output, not over the input
         # again); argmax picks torch's max, NaN included.
-        values = nd.gather(ctx.dims[0], kept) if nd.ndim else nd.copy()
-        if not keepdim:
-            kept, values = kept.squeeze(ctx.dims), values.squeeze(ctx.dims)
+        values = nd.take_at(ctx.dims[0], kept) if nd.ndim else nd.copy()
+        if not keepdim and nd.ndim:
+            d = ctx.dims[0]
+            shape = kept.shape[:d] + kept.shape[d + 1:]
+            kept = kept._view(shape, contiguous_strides(shape))
+            values = values._view(shape, contiguous_strides(shape))
         indices = wrap(kept)
         ctx.save_for_backward(indices)
         return cls.result(wrap(values), indices)
