@@ -644,6 +644,11 @@ class NDArray:
         if dtype.compute is not dtype and (dtype is not _UINT8 or op not in _BYTE_EXACT_REDUCE):
             return self._widened(lambda wide: wide.reduce(op, dims, keepdim),
                                  keep_wide=op in INDEX_RESULT_REDUCE)
+        if dims is None and not keepdim and self.size and self.is_compact():
+            # everything, from a compact array (sum(), loss.mean()): one kernel call, no plan
+            out = self._new((), dtypes.int64 if op in INDEX_RESULT_REDUCE else dtype)
+            self.backend.reduce_last(op, self.flat(), out.buffer, self.size, 1)
+            return out
         dims = normalize_dims(dims, self.ndim)
         out_dtype = dtypes.int64 if op in INDEX_RESULT_REDUCE else self.dtype
         kept_shape = tuple(1 if i in dims else s for i, s in enumerate(self.shape))

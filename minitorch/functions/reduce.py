@@ -99,8 +99,11 @@ class Sum(KernelFunction):
     @staticmethod
     def forward(ctx, a, dims, keepdim):
         ctx.input_shape = a._data.shape
-        ctx.dims = normalize_dims(dims, a._data.ndim)
         ctx.keepdim = keepdim
+        if dims is None:        # everything: backward expands the 0-d gradient, no dims needed
+            ctx.dims = ()
+            return wrap(a._data.reduce(ReduceOp.SUM, None, keepdim))
+        ctx.dims = normalize_dims(dims, a._data.ndim)
         return wrap(a._data.reduce(ReduceOp.SUM, ctx.dims, keepdim))
 
     @staticmethod
