@@ -564,6 +564,9 @@ class Tensor(TensorBase, _OpMethods):
 
     def tolist(self):
         """torch.Tensor.tolist: the values as (nested) Python numbers."""
+        data = self._data
+        if data.device.type == "cpu":       # read in place: no detached copy, no move
+            return data.values().tolist()
         return self.detach().cpu()._data.values().tolist()
 
     def item(self):
@@ -571,7 +574,10 @@ class Tensor(TensorBase, _OpMethods):
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
                                "Scalar")
-        return self.detach().cpu()._data.values().reshape(()).item()
+        data = self._data
+        if data.device.type != "cpu":
+            data = self.detach().cpu()._data
+        return data.values().reshape(()).item()
 
     def __bool__(self):
         if self.numel() != 1:
