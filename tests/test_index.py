@@ -767,3 +767,25 @@ def test_index_op_gradients_match_torch():
     ours[[2, 2, 0], 1:].sum().backward()
     theirs[[2, 2, 0], 1:].sum().backward()
     np.testing.assert_allclose(ours.grad.numpy(), theirs.grad.numpy())
+
+
+def test_int32_indices_are_taken_as_torch_takes_them(device):
+    """gather, scatter, scatter_add, index_select and index_add read int32 indices like int64
+    ones (torch accepts both); take_along_dim wants int64, with torch's message."""
+    x = mt.arange(6.0, device=device).reshape(2, 3)
+    for dtype in (mt.int32, mt.int64):
+        i = mt.tensor([[0, 1, 1]], dtype=dtype, device=device)
+        assert mt.gather(x, 0, i).tolist() == [[0.0, 4.0, 5.0]]
+        assert mt.zeros(2, 3, device=device).scatter(0, i, 1.0).tolist() == \
+            [[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]]
+        assert mt.zeros(2, 3, device=device).scatter_add(
+            0, i, mt.ones(1, 3, device=device)).tolist() == [[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]]
+        cols = mt.tensor([2, 0], dtype=dtype, device=device)
+        assert x.index_select(1, cols).tolist() == [[2.0, 0.0], [5.0, 3.0]]
+        assert mt.zeros(2, 3, device=device).index_add(
+            1, cols, mt.ones(2, 2, device=device)).tolist() == [[1.0, 0.0, 1.0], [1.0, 0.0, 1.0]]
+    with pytest.raises(RuntimeError, match="gather\\(\\): Expected dtype int32/int64 for index"):
+        mt.gather(x, 0, mt.tensor([[0, 1, 1]], dtype=mt.int16, device=device))
+    with pytest.raises(RuntimeError, match="torch.take_along_dim\\(\\): dtype of indices should "
+                                           "be Long but got Int"):
+        mt.take_along_dim(x, mt.tensor([[0, 1, 1]], dtype=mt.int32, device=device), 0)

@@ -37,9 +37,12 @@ _C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "bool"
 
 
 # ---- gather / scatter -------------------------------------------------------------------------
-def _check_index_dtype(index, message):
-    if not isinstance(index, Tensor) or index.dtype is not dtypes.int64:
+def _long_index(index, message):
+    """An int64 or int32 index tensor as int64 (what the kernels read; torch takes both), or
+    torch's error `message` for anything else."""
+    if not isinstance(index, Tensor) or index.dtype not in (dtypes.int64, dtypes.int32):
         raise RuntimeError(message)
+    return index if index.dtype is dtypes.int64 else index.long()
 
 
 def _out_of_bounds(index, dim, size):
@@ -142,7 +145,7 @@ def _at_least_1d(input, index):
 
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     """torch.gather: out[i][j][k] = input[i][index[i][j][k]][k] for dim=1."""
-    _check_index_dtype(index, "gather(): Expected dtype int32/int64 for index")
+    index = _long_index(index, "gather(): Expected dtype int32/int64 for index")
     if max(input.ndim, 1) != max(index.ndim, 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     dim = normalize_dim(dim, input.ndim)
@@ -159,7 +162,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
 
 def _scatter_args(input, dim, index, src):
     """Checks shared by scatter and scatter_add; returns (input, index, src, dim) at least 1-d."""
-    _check_index_dtype(index, "scatter(): Expected dtype int32/int64 for index")
+    index = _long_index(index, "scatter(): Expected dtype int32/int64 for index")
     if src.dtype is not input.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     if max(input.ndim, 1) != max(index.ndim, 1):
@@ -192,7 +195,7 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
                       "will be removed in a future PyTorch release. Use torch.scatter_reduce "
                       "instead for more reduction options.", UserWarning, stacklevel=2)
     if src is None:
-        _check_index_dtype(index, "scatter(): Expected dtype int32/int64 for index")
+        index = _long_index(index, "scatter(): Expected dtype int32/int64 for index")
         dtypes.check_scalar_fits(value, input.dtype)
         src = wrap(scalar_array(value, input.dtype, input.device).expand(
             tuple(index.shape) or (1,)))
@@ -260,7 +263,7 @@ class IndexAdd(KernelFunction):
 
 def index_select(input, dim, index, *, out=None):
     """torch.index_select: the slices input[..., index[j], ...] along dim."""
-    _check_index_dtype(index, "index_select(): Expected dtype int32 or int64 for index")
+    index = _long_index(index, "index_select(): Expected dtype int32 or int64 for index")
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     dim = normalize_dim(dim, input.ndim)
@@ -274,8 +277,8 @@ def index_select(input, dim, index, *, out=None):
 
 def index_add(input, dim, index, source, *, alpha=1):
     """torch.index_add: input with alpha·source's slices added at index along dim."""
-    _check_index_dtype(index, "index_add_(): Expected dtype int32/int64 for index but got: "
-                       + _torch_name(index.dtype))
+    index = _long_index(index, "index_add_(): Expected dtype int32/int64 for index but got: "
+                        + _torch_name(index.dtype))
     if index.ndim > 1:
         raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: "
                          f"{index.ndim} with type: {_torch_name(index.dtype)} and size: "
@@ -388,7 +391,9 @@ def take_along_dim(input, indices, dim=None):
     """torch.take_along_dim: gather along dim after broadcasting the other dims. With dim=None
     both are flattened and indices must lie in [0, numel); with a dim, torch 2.x reads every
     index modulo the dim's size (-1 is the last), and so do we."""
-    _check_index_dtype(indices, "gather(): Expected dtype int32/int64 for index")
+    if not isinstance(indices, Tensor) or indices.dtype is not dtypes.int64:
+        raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got "
+                           + _torch_name(indices.dtype))
     indices = indices.to(input.device)
     if dim is None:
         return gather(input.reshape(-1), 0, indices.reshape(-1))

@@ -9,15 +9,18 @@ from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid,  # noqa:
                          MultiheadAttention, PReLU, ReLU, ReLU6, RReLU, SELU, Sigmoid, SiLU,
                          Softmax, Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanh,
                          Tanhshrink, Threshold)
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
 from .channelshuffle import ChannelShuffle  # noqa: F401
 from .containers import (Container, ModuleDict, ModuleList, ParameterDict,  # noqa: F401
                          ParameterList, Sequential)
 from .conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d,  # noqa: F401
                    ConvTranspose2d, ConvTranspose3d)
+from .cross_map_lrn import CrossMapLRN2d  # noqa: F401
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
 from .dropout import (AlphaDropout, Dropout, Dropout1d, Dropout2d,  # noqa: F401
                       Dropout3d, FeatureAlphaDropout)
 from .fold import Fold, Unfold  # noqa: F401
+from .fractional_pooling import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: F401
 from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d,  # noqa: F401
                    LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,
                    LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d,

@@ -54,11 +54,15 @@ from .loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cosin
                    triplet_margin_loss, triplet_margin_with_distance_loss)
 from .distance import cosine_similarity, pairwise_distance, pdist
 from .attention import scaled_dot_product_attention
+from .fractional_pooling import (fractional_max_pool2d, fractional_max_pool2d_with_indices,
+                                 fractional_max_pool3d, fractional_max_pool3d_with_indices)
 from ...functions.window import fold, unfold
 
 __all__ = [
     "celu_", "elu_", "hardtanh_", "leaky_relu_", "native_channel_shuffle", "pdist", "relu_",
     "rrelu_", "selu_", "threshold_",
+    "fractional_max_pool2d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
     "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d",
     "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d",
