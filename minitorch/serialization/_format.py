@@ -9,7 +9,10 @@ import numpy as np
 from .. import dtypes
 
 FORMAT = "minitorch-checkpoint/2"           # /2: tensors may view a shared storage entry
-READABLE_FORMATS = ("minitorch-checkpoint/1", FORMAT)
+# /3: also objects, class/function names, sets, bytes; written only by checkpoints that hold
+# them, so a data-only checkpoint stays readable by versions that read /2
+FORMAT_OBJECTS = "minitorch-checkpoint/3"
+READABLE_FORMATS = ("minitorch-checkpoint/1", FORMAT, FORMAT_OBJECTS)
 FORMAT_PREFIX = "minitorch-checkpoint/"
 MAX_HEADER_BYTES = 100_000_000              # safetensors' own limit
 MAX_DEPTH = 100                             # nesting of containers in a checkpoint
@@ -47,6 +50,28 @@ class CheckpointError(RuntimeError):
 
 def fail(message):
     raise CheckpointError(f"invalid checkpoint: {message}")
+
+
+class WeightsOnlyError(Exception):
+    """A reference or build step weights_only loading refuses; load() raises it as torch's
+    pickle.UnpicklingError (with _safe_globals.weights_only_message)."""
+
+
+class CallerError(Exception):
+    """An exception from code that is not the file's parsing (the caller's map_location, a
+    stored class's own __new__ / __setstate__, an import), carried out of load() unchanged
+    instead of being reported as a malformed file."""
+
+
+def carried(call, *args, **kwargs):
+    """call(*args, **kwargs), its exceptions wrapped in CallerError (but for a weights_only
+    refusal, which load() reports as torch does)."""
+    try:
+        return call(*args, **kwargs)
+    except WeightsOnlyError:
+        raise
+    except Exception as error:  # noqa: BLE001  (re-raised unchanged by load())
+        raise CallerError(error) from None
 
 
 def _digest(structure, table, payload):

@@ -5,11 +5,13 @@ memory-mapping them copy-on-write with mmap=True.
 A minitorch checkpoint's checksum is verified before any object is built from it; a plain
 safetensors file (no minitorch metadata) loads as {name: tensor}, like safetensors' load_file.
 """
+import base64
 import collections
 import io
 import json
 import math
 import os
+import pickle            # only for torch's exception type: nothing is ever unpickled
 import struct
 
 import numpy as np
@@ -21,36 +23,49 @@ from ..tensor import Size, Tensor, wrap
 from ._foreign import refuse_pickles, widen
 from ._format import (CHECKPOINT_LITTLE, DTYPE, FOREIGN_DTYPE, FOREIGN_LITTLE, FORMAT_PREFIX,
                       LITTLE, MAX_DEPTH, MAX_HEADER_BYTES, MAX_NDIM, NUMPY_CODE,
-                      READABLE_FORMATS, CheckpointError, check_table, fail, is_int,
-                      start_digest)
+                      READABLE_FORMATS, CallerError, CheckpointError, WeightsOnlyError,
+                      carried, check_table, fail, is_int, start_digest)
+from ._objects import ObjectDecoding
+from ._safe_globals import AllowList, Importer, resolve_weights_only, weights_only_message
 
 _TAGS = {"$tensor", "$tuple", "$dict", "$float", "$dtype", "$device", "$size", "$ndarray",
-         "$npscalar"}
+         "$npscalar", "$set", "$frozenset", "$bytes", "$bytearray", "$global", "$object",
+         "$ref"}
 _FOREIGN_CODES = {**LITTLE, **FOREIGN_LITTLE}
 _PARSE_ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError,
                  UnicodeDecodeError, struct.error)
 
 
-class _CallerError(Exception):
-    """An exception from the caller's map_location function, carried out unchanged."""
-
-
-def load(f, map_location=None, weights_only=True, *, mmap=None):
-    """Read a checkpoint written by save(), or a plain safetensors file.
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
+         **pickle_load_args):
+    """Read a checkpoint written by save(), or a plain safetensors file (torch.load's
+    signature; nothing is ever unpickled).
     `map_location`: None (each tensor's saved device), "cpu"/"cuda"/a device (everything there),
     a dict {saved device: target device}, or a function (storage, location) -> None or a
     storage, called once per stored storage with it on the CPU (a 1-D tensor) and its saved
     device string, as in torch. `mmap=True` maps the tensors' bytes from the file (a path)
-    copy-on-write instead of reading them. `weights_only` is accepted for torch compatibility:
-    this format can hold nothing but data."""
+    copy-on-write instead of reading them.
+    `weights_only` (None: True, unless a `pickle_module` is given; the environment variables
+    TORCH_FORCE_WEIGHTS_ONLY_LOAD / TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD override it, as in torch)
+    governs the classes and functions a checkpoint names (a whole model, an argparse.Namespace):
+    True resolves them only from the allow-list (torch's default-safe types, plus
+    add_safe_globals / safe_globals), else raises torch's pickle.UnpicklingError; False trusts
+    the file and imports them. Objects are built as pickle builds them, cls.__new__ then
+    __setstate__ (or the __dict__), never __init__. Data alone (tensors, numbers, strings,
+    dicts, lists, ...) needs no allow-list. `pickle_module` and `pickle_load_args` are accepted
+    for torch compatibility and otherwise unused."""
+    weights_only = resolve_weights_only(weights_only, pickle_module, pickle_load_args)
+    policy = AllowList() if weights_only else Importer()
     place = _placement(map_location)
     if mmap and hasattr(f, "read"):
         raise ValueError("f must be a file path in order to use the mmap argument")
     with _Reader(f) as reader:
         try:
-            return _load(reader, place, bool(mmap))
-        except _CallerError as error:
+            return _load(reader, place, bool(mmap), policy)
+        except CallerError as error:
             raise error.args[0] from None
+        except WeightsOnlyError as error:
+            raise pickle.UnpicklingError(weights_only_message(str(error))) from None
         except CheckpointError:
             raise
         except _PARSE_ERRORS as error:
@@ -58,7 +73,7 @@ def load(f, map_location=None, weights_only=True, *, mmap=None):
                 from None
 
 
-def _load(reader, place, mmap):
+def _load(reader, place, mmap, policy):
     if reader.size < 8:
         refuse_pickles(reader.read(reader.size), False)
         fail(f"file is {reader.size} bytes, too short for a header")
@@ -80,7 +95,7 @@ def _load(reader, place, mmap):
     if ours:
         if digest.hexdigest() != meta["sha256"]:
             fail("sha256 checksum mismatch (the file is corrupted)")
-        return _Decoder(arrays, table, place).decode(json.loads(meta["structure"]), 0)
+        return _Decoder(arrays, table, place, policy).decode(json.loads(meta["structure"]), 0)
     return _plain_tensors(arrays, table, place)
 
 
@@ -273,29 +288,27 @@ def _call_map_location(function, host, dtype, saved):
     """torch's contract: function(storage on the CPU, saved location) returns None (then the
     storage goes where it was saved) or the storage to use, already where it should be."""
     storage = wrap(NDArray(host, (host.size,), (1,), 0, dtype, CPU, get_backend(CPU)))
-    try:
-        result = function(storage, saved)
-    except Exception as error:
-        raise _CallerError(error) from None
+    result = carried(function, storage, saved)
     if result is None:
         return _to_device(host, Device(saved))
     if not isinstance(result, Tensor) or result.dtype is not dtype or \
             result.numel() != host.size:
         what = (f"a {result.dtype} tensor of {result.numel()} elements"
                 if isinstance(result, Tensor) else type(result).__name__)
-        raise _CallerError(TypeError(
+        raise CallerError(TypeError(
             f"map_location function must return None or a storage like the one it was given "
             f"({dtype} tensor of {host.size} elements), got {what}"))
     nd = result.detach()._data.compact()
     return nd.buffer, nd.offset, nd.device
 
 
-class _Decoder:
-    """JSON structure → Python objects, building each named tensor and storage once."""
+class _Decoder(ObjectDecoding):
+    """JSON structure → Python objects, building each named tensor, storage and object once
+    (`policy`: which class and function names may resolve, see _safe_globals)."""
 
-    def __init__(self, arrays, table, place):
-        self.arrays, self.table, self.place = arrays, table, place
-        self.built, self.storages = {}, {}
+    def __init__(self, arrays, table, place, policy):
+        self.arrays, self.table, self.place, self.policy = arrays, table, place, policy
+        self.built, self.storages, self.objects = {}, {}, {}
 
     def decode(self, node, depth):
         if depth > MAX_DEPTH:
@@ -427,12 +440,25 @@ class _Decoder:
 
     def _dtype(self, node, depth):
         name = node["$dtype"]
-        if name not in ("float32", "float64", "int64", "uint8", "bool"):
+        try:
+            return dtypes.from_name(name)
+        except (KeyError, TypeError):
             fail(f"unknown dtype {name!r}")
-        return dtypes.from_name(name)
+
+    def _bytes(self, node, depth):
+        return _base64(node["$bytes"])
+
+    def _bytearray(self, node, depth):
+        return bytearray(_base64(node["$bytearray"]))
 
     def _device(self, node, depth):
         return _check_device(node["$device"])
+
+
+def _base64(text):
+    if not isinstance(text, str):
+        fail("bytes must be a base64 string")
+    return base64.b64decode(text, validate=True)
 
 
 def _check_device(text):

@@ -7,6 +7,7 @@ storage they cover, and each one records its view of it (shape, strides, offset)
 as views of one storage again, as in torch. Entries are laid out by decreasing itemsize, so
 every tensor starts at a multiple of its itemsize (memory-mappable as it is).
 """
+import base64
 import collections
 import io
 import itertools
@@ -20,8 +21,9 @@ from .. import dtypes
 from ..backend import device as Device
 from ..tensor import Size, Tensor
 from ._atomic import write_atomic
-from ._format import (CHECKPOINT_LITTLE as LITTLE, CODE, FORMAT, MAX_DEPTH, NUMPY_CODE,
-                      start_digest)
+from ._format import (CHECKPOINT_LITTLE as LITTLE, CODE, FORMAT, FORMAT_OBJECTS, MAX_DEPTH,
+                      NUMPY_CODE, start_digest)
+from ._objects import ObjectEncoder, join_path
 
 CHUNK_BYTES = 16 * 1024 * 1024
 _SHA_PLACEHOLDER = "0" * 64
@@ -29,7 +31,10 @@ _HEADER_START = '{"__metadata__":{"sha256":"'   # the checksum's place is fixed:
 
 
 def save(obj, f):
-    """Write `obj` to `f` (a path, written atomically, or a binary file object)."""
+    """Write `obj` to `f` (a path, written atomically, or a binary file object). `obj`: data
+    (tensors, numpy arrays, numbers, strings, containers) and whole objects such as a model,
+    stored by class name and state (see _objects); anything that cannot be stored raises
+    TypeError before a byte is written."""
     plan = _Plan(obj)
     if hasattr(f, "write"):
         _write(f, plan)
@@ -46,6 +51,7 @@ class _Plan:
         tree = encoder.encode(obj, "", 0)
         self.entries = _entries(encoder)             # [(name, code, shape, source)]
         self.structure = json.dumps(tree, separators=(",", ":"), allow_nan=False)
+        self.format = FORMAT_OBJECTS if encoder.extended else FORMAT
         self.table, offset = {}, 0
         for name, code, shape, source in self.entries:
             size = math.prod(shape) * LITTLE[code].itemsize
@@ -54,7 +60,7 @@ class _Plan:
             offset += size
 
     def header(self, sha256):
-        header = {"__metadata__": {"sha256": sha256, "format": FORMAT,
+        header = {"__metadata__": {"sha256": sha256, "format": self.format,
                                    "structure": self.structure}}
         header.update(self.table)
         text = json.dumps(header, separators=(",", ":")).encode()
@@ -204,6 +210,8 @@ class _Encoder:
         self.arrays = []       # numpy arrays' entries: [(name, code, shape, source)]
         self.array_nodes = {}  # id(array) → (its node, the array, kept alive while saving)
         self.taken = {"__metadata__"}
+        self.objects = ObjectEncoder(self)
+        self.extended = False  # anything beyond format /2 stored (objects, sets, bytes)
 
     def unique_name(self, name):
         if name in self.taken:
@@ -216,13 +224,14 @@ class _Encoder:
         if depth > MAX_DEPTH:
             raise ValueError(f"save: objects nested deeper than {MAX_DEPTH} levels are not "
                              "supported")
-        if obj is None or isinstance(obj, (bool, str)):
+        kind = type(obj)
+        if obj is None or kind in (bool, str):
             return obj
-        if type(obj) in (np.ndarray, np.memmap):
+        if kind in (np.ndarray, np.memmap):
             return self._ndarray(obj, path)
         if isinstance(obj, (np.number, np.bool_)) and obj.dtype.name in NUMPY_CODE:
             return _numpy_scalar(obj)
-        if isinstance(obj, (int, float, np.number, np.bool_)):
+        if kind in (int, float) or isinstance(obj, (np.number, np.bool_)):
             return _number(obj)
         if isinstance(obj, Tensor):
             return self._tensor(obj, path)
@@ -232,20 +241,21 @@ class _Encoder:
             return {"$device": str(obj)}
         if isinstance(obj, Size):
             return {"$size": list(obj)}
-        if type(obj) in (tuple, list):
-            items = [self.encode(x, _join(path, i), depth + 1) for i, x in enumerate(obj)]
-            return {"$tuple": items} if type(obj) is tuple else items
-        if type(obj) in (dict, collections.OrderedDict):
-            return self._dict(obj, path, depth)
-        from ..nn.module import Module
-        if isinstance(obj, Module):
-            raise TypeError(f"save: cannot store a whole module ({type(obj).__name__}): that "
-                            "needs pickle, which minitorch never uses. Save its weights "
-                            "instead: mt.save(model.state_dict(), path), and restore them "
-                            "with model.load_state_dict(mt.load(path)).")
-        raise TypeError(f"save: cannot store an object of type {type(obj).__name__} (supported: "
-                        "tensors, numpy arrays, numbers, strings, bools, None, dtypes, devices "
-                        "and dicts/lists/tuples of them)")
+        if kind in (tuple, list):
+            items = [self.encode(x, join_path(path, i), depth + 1) for i, x in enumerate(obj)]
+            return {"$tuple": items} if kind is tuple else items
+        if kind in (dict, collections.OrderedDict):
+            return self.dict_node(obj, path, depth)
+        if kind in (set, frozenset):
+            self.extended = True
+            items = [self.encode(x, path, depth + 1) for x in obj]
+            return {"$set" if kind is set else "$frozenset": items}
+        if kind in (bytes, bytearray):
+            self.extended = True
+            return {"$bytes" if kind is bytes else "$bytearray":
+                    base64.b64encode(obj).decode("ascii")}
+        self.extended = True
+        return self.objects.encode(obj, path, depth)
 
     def _tensor(self, t, path):
         node = self.nodes.get(id(t))
@@ -276,14 +286,18 @@ class _Encoder:
         self.array_nodes[id(array)] = (node, array)
         return node
 
-    def _dict(self, obj, path, depth):
+    def dict_node(self, obj, path, depth, transparent=()):
+        """{"$dict": [[key, value], ...]}; the values under `transparent` keys keep `path`
+        (a module's _parameters, _buffers and _modules: its tensors are named as in its
+        state_dict)."""
         items = []
         for key, value in obj.items():
             if isinstance(key, (Tensor, list, dict)):
                 raise TypeError(f"save: dict keys must be numbers, strings, bools, None or "
                                 f"tuples of them, not {type(key).__name__}")
+            value_path = path if key in transparent else join_path(path, key)
             items.append([self.encode(key, path, depth + 1),
-                          self.encode(value, _join(path, key), depth + 1)])
+                          self.encode(value, value_path, depth + 1)])
         node = {"$dict": items}
         if type(obj) is collections.OrderedDict:
             node["ordered"] = True
@@ -319,7 +333,3 @@ def _number(obj):
         return int(obj)
     value = float(obj)
     return value if math.isfinite(value) else {"$float": repr(value)}
-
-
-def _join(path, key):
-    return f"{path}.{key}" if path else str(key)
