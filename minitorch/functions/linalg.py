@@ -144,7 +144,10 @@ def matmul(input, other):
     if getattr(input, "is_sparse", False):
         return input @ other
     _check_same_dtype(input, other)
-    a, b = promote(input, other)
+    if isinstance(input, Tensor) and isinstance(other, Tensor):   # one dtype, checked above
+        a, b = input, other
+    else:
+        a, b = promote(input, other)
     if a.ndim == 0 or b.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
                            f"{a.ndim}D and {b.ndim}D")
