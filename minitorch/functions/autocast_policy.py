@@ -59,6 +59,16 @@ def _cast(t, target):
     return hit[1]
 
 
+def lower_dtype(device_type):
+    """The lower dtype of an enabled region on `device_type`, or None outside one."""
+    return STATE.dtype[device_type] if STATE.active and STATE.enabled.get(device_type) else None
+
+
+def cast_lower(t, target):
+    """t as a LOWER op's argument sees it in a region of dtype `target` (None: t as is)."""
+    return _cast(t, target) if _eligible(t, target) else t
+
+
 def _device_type(args, kwargs):
     for value in list(args) + list(kwargs.values()):
         if isinstance(value, Tensor):

@@ -54,15 +54,21 @@ def _gru_step(gi, gh, state):
 STEPS = {"RNN_TANH": _tanh_step, "RNN_RELU": _relu_step, "LSTM": _lstm_step, "GRU": _gru_step}
 
 
-def composed_layer(mode, gi, state, w_hh, b_hh, batch_sizes=None, reverse=False, w_hr=None):
+def _linear(x, weight, bias=None):
+    return Linear.apply(x, weight, bias, False)
+
+
+def composed_layer(mode, gi, state, w_hh, b_hh, batch_sizes=None, reverse=False, w_hr=None,
+                   linear=_linear):
     """The recurrence as Tensor ops. gi: (L, N, G·H) or packed (rows, G·H); state: (h0,) or
-    (h0, c0), each (N, ·). Returns the outputs ((L, N, H) or packed) and the final state."""
+    (h0, c0), each (N, ·). Returns the outputs ((L, N, H) or packed) and the final state.
+    `linear` maps the state (F.linear in an autocast region, whose casts decide the dtypes)."""
     step = STEPS[mode]
 
     def cell(gi_t, state):
-        state = step(gi_t, Linear.apply(state[0], w_hh, b_hh, False), state)
+        state = step(gi_t, linear(state[0], w_hh, b_hh), state)
         if w_hr is not None:
-            state = (Linear.apply(state[0], w_hr, None, False),) + state[1:]
+            state = (linear(state[0], w_hr),) + state[1:]
         return state
 
     if batch_sizes is not None:

@@ -9,12 +9,15 @@ proj_size. A cell is the same node over one time step.
 A PackedSequence input (sequences sorted by decreasing length, step t holding the first
 batch_sizes[t] of them) runs step t on the first batch_sizes[t] rows of the state only, so
 padding never enters the recurrence.
+
+In an autocast region a recurrence takes torch's route and so its dtypes (`_autocast_route`).
 """
 import math
 import numbers
 import warnings
 
 import minitorch as mt
+from ..functions.autocast_policy import cast_lower, lower_dtype
 from ..functions.recurrent import GATES, MODES, RecurrentLayer, composed_layer
 from . import functional as F, init
 from .module import Module
@@ -28,6 +31,19 @@ def _check_type(value, kind, name):
     if not isinstance(value, kind):
         raise TypeError(f"{name} should be of type {kind.__name__}, got: "
                         f"{type(value).__name__}")
+
+
+def _autocast_route(x, whole_lstm=False):
+    """How an enabled autocast region runs a recurrence on x's device, as torch does: (dtype,
+    True) casts input, weights and states to the lower dtype (cuDNN's RNN and cuda's cells, on
+    autocast's list; on the CPU oneDNN's LSTM layer, which serves an unpacked LSTM without a
+    projection); (dtype, False) runs the composed steps, whose linear maps autocast and whose
+    float32 states then promote (CPU cells, GRU, RNN, packed or projected LSTM); None outside a
+    region."""
+    dtype = lower_dtype(x.device.type)
+    if dtype is None or not x.dtype.is_floating_point or x.dtype is mt.float64:
+        return None
+    return dtype, x.device.type == "cuda" or whole_lstm
 
 
 def _reject_extra_arguments(cls, kwargs):
@@ -257,6 +273,15 @@ class RNNBase(Module):
         weights = {name.split("_l")[0]: getattr(self, name) for name in names}
         gi = F.linear(sequence, weights["weight_ih"], weights.get("bias_ih"))
         w_hh, b_hh, w_hr = weights["weight_hh"], weights.get("bias_hh"), weights.get("weight_hr")
+        autocast = _autocast_route(sequence, self.mode == "LSTM" and w_hr is None
+                                   and batch_sizes is None)
+        if autocast and autocast[1]:
+            state = tuple(cast_lower(h, autocast[0]) for h in state)
+            w_hh, b_hh, w_hr = (None if t is None else cast_lower(t, autocast[0])
+                                for t in (w_hh, b_hh, w_hr))
+        elif autocast:
+            return composed_layer(self.mode, gi, state, w_hh, b_hh, batch_sizes, reverse, w_hr,
+                                  F.linear)
         if w_hr is not None:
             return composed_layer(self.mode, gi, state, w_hh, b_hh, batch_sizes, reverse, w_hr)
         c0 = state[1] if len(state) > 1 else None
@@ -403,8 +428,15 @@ class RNNCellBase(Module):
             hx = (zeros,) * self._states
         self._check_cell_sizes(input, hx)
         gi = F.linear(input, self.weight_ih, self.bias_ih).unsqueeze(0)     # one time step
+        w_hh, b_hh, autocast = self.weight_hh, self.bias_hh, _autocast_route(input)
+        if autocast and autocast[1]:
+            hx = tuple(cast_lower(h, autocast[0]) for h in hx)
+            w_hh, b_hh = (None if t is None else cast_lower(t, autocast[0]) for t in (w_hh, b_hh))
+        elif autocast:
+            _, state = composed_layer(mode, gi, hx, w_hh, b_hh, linear=F.linear)
+            return state if batched else tuple(h.squeeze(0) for h in state)
         _, *state = RecurrentLayer.apply(mode, gi, hx[0], hx[1] if len(hx) > 1 else None,
-                                         self.weight_hh, self.bias_hh, None, False)
+                                         w_hh, b_hh, None, False)
         return tuple(state) if batched else tuple(h.squeeze(0) for h in state)
 
     def _check_cell_sizes(self, input, hx):
