@@ -16,10 +16,11 @@ from . import tensor_methods as _tensor_methods
 _tensor_methods.install()    # every op as a Tensor method, before any module below uses them
 
 from . import autograd, cuda, datasets, dtypes as _dtypes, linalg, nn, optim, special, utils
-from . import autograd_functional as _autograd_functional, distributions, func, testing
-from . import autograd_gradcheck as _autograd_gradcheck, autograd_variable as _autograd_variable
+from . import distributions, func, testing
+from .autograd import functional as _autograd_functional, gradcheck as _autograd_gradcheck
+from .autograd import variable as _autograd_variable
 from . import distributed  # mt.distributed: loads no engine until init_process_group
-from . import accelerator, backends, onnx, serialization, sparse
+from . import accelerator, backends, onnx, serialization, sparse, types, xpu
 from . import amp
 from .amp.autocast_mode import (autocast, clear_autocast_cache, get_autocast_dtype,
                                 is_autocast_available, is_autocast_enabled,
@@ -31,7 +32,7 @@ from ._cpu.threads import get_num_threads, set_num_threads
 from .autograd import (enable_grad, inference_mode, is_anomaly_check_nan_enabled,
                        is_anomaly_enabled, is_grad_enabled, no_grad, set_grad_enabled)
 from .autograd import set_detect_anomaly as set_anomaly_enabled
-from .backend import device
+from .backend import device, get_default_device, set_default_device
 from .dtypes import can_cast, finfo, get_default_dtype, iinfo, promote_types, set_default_dtype
 from .functions.elementwise import *  # noqa: F401,F403  (each module's __all__)
 from .functions.compare import *  # noqa: F401,F403
@@ -76,8 +77,7 @@ newaxis = None
 from .tensor import layout, sparse_coo, strided  # noqa: E402
 
 globals().update(_NN_NAMES)       # torch.conv2d, torch.dropout, … (nn/toplevel.py)
-# torch.autograd's namespace: the engine (autograd.py) sits below Tensor, these above it
-autograd.functional = _autograd_functional
+# torch.autograd's namespace: the engine (autograd/engine.py) sits below Tensor, these above it
 autograd.gradcheck = _autograd_gradcheck.gradcheck
 autograd.gradgradcheck = _autograd_gradcheck.gradgradcheck
 autograd.GradcheckError = _autograd_gradcheck.GradcheckError

@@ -246,6 +246,18 @@ class KernelBackend(Protocol):
                                taps):
         """grad_in = 0, then lerp_resample's adjoint applied to grad."""
 
+    def grid_sample_forward(self, x, grid, out, batch, channels, in_size, out_size, mode,
+                            padding, align_corners):
+        """out (batch, channels, *out_size) = compact float x (batch, channels, *in_size)
+        sampled at grid (batch, *out_size, len(in_size)) of (x, y[, z]) points in [-1, 1]:
+        torch's grid_sampler_2d / 3d with its mode (0 bilinear, 1 nearest, 2 bicubic) and
+        padding (0 zeros, 1 border, 2 reflection) codes (layout: _cpu/grid_sample.pyx)."""
+
+    def grid_sample_backward(self, grad, x, grid, grad_input, grad_grid, batch, channels,
+                             in_size, out_size, mode, padding, align_corners):
+        """grad_input (zeroed first) and grad_grid of grid_sample_forward from the output
+        gradient grad; either may be None when not wanted."""
+
     def recurrent_forward(self, mode, gi, gh, bias, h, c, act, hprev, cprev, out, row0, rows,
                           hidden):
         """One time step of an RNN (mode 0 tanh, 1 relu), LSTM (2) or GRU (3) on rows [row0,
@@ -351,6 +363,23 @@ class device:
 
 _DEVICES = {}
 CPU = device("cpu")
+_default_device = [CPU]
+
+
+def set_default_device(spec):
+    """torch.set_default_device: where factories (tensor, zeros, randn, a layer's parameters,
+    …) put a tensor given no device; None restores the CPU."""
+    _default_device[0] = CPU if spec is None else device(spec)
+
+
+def get_default_device():
+    """torch.get_default_device."""
+    return _default_device[0]
+
+
+def target_device(spec):
+    """The device a factory given `spec` makes its tensor on (None: the default device)."""
+    return _default_device[0] if spec is None else device(spec)
 
 
 _BACKENDS = {}

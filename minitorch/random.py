@@ -16,7 +16,7 @@ from . import dtypes
 from ._cpu.draws import (Sampler, bernoulli_numbers, draws_for_normal_pairs, from_uniforms,
                          binomial_draws, gamma_draws, integers, normal_blocks, normal_pairs,
                          poisson_draws, swap_shuffle, uniform_floats)
-from .backend import CPU, device as Device, get_backend
+from .backend import device as Device, get_backend, target_device
 from .autograd import is_grad_enabled, no_grad
 from .ndarray import NDArray, check_shape, contiguous_strides
 from .functions.elementwise import C_NAMES, TORCH_NAMES
@@ -289,7 +289,7 @@ def _draw(size, dtype, device, requires_grad, generator, draw):
     """Fill a new tensor of `size` with values from `draw(rng, shape)`, on the right device."""
     shape = check_shape(_shape_args(size))
     dtype = dtype or dtypes.get_default_dtype()
-    device = Device(device) if device is not None else CPU
+    device = target_device(device)
     # Drawn on the host for every device: the same seed gives the same values on CPU and GPU.
     values = draw(host_rng(generator), shape)
     nd = NDArray.from_numpy(np.asarray(values), dtype, device)
@@ -302,7 +302,7 @@ def _draw_floats(size, dtype, device, requires_grad, generator, kind, a, b, cont
     cast), uploaded for a GPU."""
     shape = check_shape(_shape_args(size))
     dtype = dtype or dtypes.get_default_dtype()
-    device = Device(device) if device is not None else CPU
+    device = target_device(device)
     wide = _host_dtype(kind, dtype)
     host = np.empty(math.prod(shape), wide.storage)
     _fill(host, generator, kind, a, b, contiguous)

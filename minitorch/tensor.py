@@ -13,7 +13,7 @@ import numpy as np
 from . import dtypes
 from .autograd import RemovableHandle, TensorBase, _grad_mode, no_grad
 from .autograd import backward as _autograd_backward
-from .backend import CPU, device as Device, get_backend
+from .backend import CPU, device as Device, get_backend, target_device
 from .ndarray import NDArray, contiguous_strides, dense_order, real_dim, shape_numel
 from .printing import tensor_repr
 
@@ -722,6 +722,7 @@ class Tensor(TensorBase, _OpMethods):
             owner = ref()
             if owner is not None:
                 owner.grad = grad.detach().clone() if owner.grad is None else owner.grad + grad
+        store_grad.retains_grad = True      # runs after every other hook (autograd/engine.py)
         self._add_node_hook(store_grad)
 
     @property
@@ -974,7 +975,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
             _check_python_values(array, dtype)
     elif array.dtype.kind == "f" and dtype is dtypes.int64 and np.isnan(array).any():
         raise RuntimeError("value cannot be converted to type int64 without overflow")
-    nd = NDArray.from_numpy(array, dtype, Device(device) if device is not None else CPU)
+    nd = NDArray.from_numpy(array, dtype, target_device(device))
     if requires_grad and not dtype.is_floating_point:
         raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                            "gradients")
@@ -1001,7 +1002,7 @@ def as_tensor(data, dtype=None, device=None):
     copied."""
     if isinstance(data, Tensor):
         return data.to(device=device, dtype=dtype)
-    if isinstance(data, np.ndarray) and (device is None or Device(device) == CPU) and \
+    if isinstance(data, np.ndarray) and target_device(device) == CPU and \
             data.dtype in _SHAREABLE and (dtype is None or dtype.numpy_dtype == data.dtype):
         return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
@@ -1068,7 +1069,7 @@ def _keyword_size(size, kwargs, function):
 
 def _make(size, dtype, device, requires_grad, fill, function):
     dtype = dtypes.check_dtype_arg(function, dtype) or dtypes.get_default_dtype()
-    nd = NDArray.full(_shape_args(size), fill, dtype, Device(device) if device else CPU)
+    nd = NDArray.full(_shape_args(size), fill, dtype, target_device(device))
     return wrap(nd, requires_grad)
 
 

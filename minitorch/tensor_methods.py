@@ -46,9 +46,10 @@ class TensorMethods:
                                            ufunc=np.left_shift)
     __rshift__ = operators.binary_operator(compare.bitwise_right_shift,
                                            ufunc=np.right_shift)
-    __radd__ = operators.binary_operator(E.add, reflected=True)
+    # `2 * t` is t * 2, as in torch: the same values, and the graph's edges in torch's order
+    __radd__ = operators.binary_operator(E.add)
     __rsub__ = operators.binary_operator(E.sub, reflected=True)
-    __rmul__ = operators.binary_operator(E.mul, reflected=True)
+    __rmul__ = operators.binary_operator(E.mul)
     __rtruediv__ = operators.binary_operator(E.div, reflected=True,
                                              ndarray=interop.reflected_divide)
     __rfloordiv__ = operators.binary_operator(E.floor_divide, reflected=True)

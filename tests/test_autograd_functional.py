@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import minitorch as mt
-from minitorch import autograd_functional
+from minitorch.autograd import functional as autograd_functional
 from minitorch.autograd import gradcheck
 from torch_parity import flatten, same_error, seq, value
 

@@ -1,7 +1,7 @@
 """minitorch.nn: Module and Parameter, containers, layers, functional, init and utils (torch.nn's
 layout). Each layer module's classes are re-exported here, one import line per module.
 """
-from . import functional, init, utils  # noqa: F401
+from . import attention, common_types, functional, init, utils  # noqa: F401
 from . import parallel  # noqa: F401  (DistributedDataParallel)
 from .parallel import DataParallel  # noqa: F401
 from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid,  # noqa: F401

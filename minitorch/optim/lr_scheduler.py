@@ -185,6 +185,10 @@ class _LambdaScheduler(LRScheduler):
                 fn.__dict__.update(saved)
 
 
+class _LRScheduler(LRScheduler):
+    """torch's older name for LRScheduler, which schedulers written against it subclass."""
+
+
 class LambdaLR(_LambdaScheduler):
     """lr = initial_lr * lr_lambda(epoch)."""
 

@@ -1,5 +1,5 @@
-"""mt.utils, as in torch.utils: data loading (mt.utils.data) and activation checkpointing
-(mt.utils.checkpoint)."""
-from . import checkpoint, data
+"""mt.utils, as in torch.utils: data loading (mt.utils.data), activation checkpointing
+(mt.utils.checkpoint) and the hook handles (mt.utils.hooks)."""
+from . import checkpoint, data, hooks
 
-__all__ = ["checkpoint", "data"]
+__all__ = ["checkpoint", "data", "hooks"]

@@ -2,8 +2,8 @@
 differences, in float64 (torch.autograd.gradcheck). Exposed as `mt.autograd.gradcheck`."""
 import numpy as np
 
-from .autograd import _is_tensor, grad
-from .tensor import tensor as make_tensor
+from .engine import _is_tensor, grad
+from ..tensor import tensor as make_tensor
 
 
 def _as_tuple(x):

@@ -13,7 +13,7 @@ import threading
 import traceback
 import warnings
 
-from .ndarray import NDArray, contiguous_strides, dense_order, scalar_array
+from ..ndarray import NDArray, contiguous_strides, dense_order, scalar_array
 
 
 class _GradMode(threading.local):
@@ -128,6 +128,18 @@ def is_anomaly_check_nan_enabled():
     return _anomaly["check_nan"]
 
 
+class _SavedTensorHooks(threading.local):
+    """torch.autograd.graph's per-thread stack of (pack, unpack) pairs (autograd/graph.py pushes
+    them), and the message that refuses them inside disable_saved_tensors_hooks."""
+
+    def __init__(self):
+        self.stack = []
+        self.disabled = None
+
+
+_saved_hooks = _SavedTensorHooks()
+
+
 class RemovableHandle:
     """Returned by register_hook: `.remove()` unregisters the hook."""
     _next_id = 0
@@ -184,6 +196,7 @@ class Function:
     _hooks = None
     _tensor_hooks = None
     _saved_outputs = ()     # (position in _saved, output number) of saved outputs
+    _unpack = None          # the unpack hook of tensors packed when this node was recorded
     needs_input_grad = ()
     materialize_grads = True
     output_count = 1
@@ -255,6 +268,8 @@ class Function:
                 if saved is result:
                     self._detach_saved_outputs((result,))
                     break
+            if self._saved and _saved_hooks.stack:
+                self._pack_saved()
             return
         self.output_count = len(result)
         # Multi-output nodes may get no gradient for some outputs: keep what zeros need.
@@ -273,6 +288,8 @@ class Function:
         self.output_meta = meta
         if self._saved:
             self._detach_saved_outputs(result)
+            if _saved_hooks.stack:
+                self._pack_saved()
 
     def _detach_saved_outputs(self, outputs):
         """A saved output would point back at this node (output -> node -> output): keep an
@@ -285,6 +302,19 @@ class Function:
                     saved[i] = out._from_data(out._data, version=out._version)
                     self._saved_outputs = self._saved_outputs + ((i, nr),)
         self._saved = tuple(saved)
+
+    def _pack_saved(self):
+        """The innermost saved_tensors_hooks' pack hook replaces each tensor saved by
+        save_for_backward, as the node is recorded (torch packs its SavedVariables then);
+        saved_tensors unpacks them. What an op keeps in other ctx attributes is not packed."""
+        stack = _saved_hooks.stack
+        pack, self._unpack = stack[-1]
+        _saved_hooks.stack = []         # the hook's own ops save nothing through it
+        try:
+            self._saved = tuple(None if t is None else pack(t) for t in self._saved)
+        finally:
+            _saved_hooks.stack = stack
+        self._saved_outputs = ()
 
     # -- saved tensors --------------------------------------------------------------------------
     def save_for_backward(self, *tensors):
@@ -300,6 +330,8 @@ class Function:
                 "graph are freed when you call .backward() or autograd.grad(). Specify "
                 "retain_graph=True if you need to backward through the graph a second time or if "
                 "you need to access saved tensors after calling backward.")
+        if self._unpack is not None:
+            return tuple(None if t is None else self._unpack(t) for t in self._saved)
         for position, nr in self._saved_outputs:
             alias = self._saved[position]
             if alias.grad_fn is None:   # re-attached only while backward needs it
@@ -346,7 +378,8 @@ class Function:
 
     @property
     def next_functions(self):
-        return tuple((_node_view(edge), edge[1] if edge else 0) for edge in self.next_edges)
+        return tuple((_node_view(edge), edge[1] if edge and edge[1] > 0 else 0)
+                      for edge in self.next_edges)
 
     def register_hook(self, hook):
         """hook(grad_inputs, grad_outputs) after this node's backward (torch's Node hook)."""
@@ -410,6 +443,9 @@ class AccumulateGrad:
 
     def name(self):
         return "AccumulateGrad"
+
+    def __repr__(self):
+        return f"<AccumulateGrad object at {hex(id(self))}>"
 
     next_functions = ()
 
@@ -731,15 +767,22 @@ def _check_gradient_count(node, result):
 
 
 def _apply_tensor_hooks(node, grads):
-    """Run hooks registered on the non-leaf tensors this node produced (tensor.register_hook)."""
+    """Run hooks registered on the non-leaf tensors this node produced (tensor.register_hook);
+    retain_grad's store runs after the others whenever it was registered, as torch's does."""
     grads = list(grads)
     for nr, hook_dict in node._tensor_hooks.items():
         if grads[nr] is None:
             continue
+        store = None
         for hook in list(hook_dict.values()):
+            if getattr(hook, "retains_grad", False):
+                store = hook
+                continue
             replaced = hook(grads[nr])
             if replaced is not None:
                 grads[nr] = replaced
+        if store is not None:
+            store(grads[nr])
     return grads
 
 

@@ -4,7 +4,7 @@ requires_grad as asked (torch's behaviour, volatile's warning included), and isi
 Variable) holds for every tensor."""
 import warnings
 
-from .tensor import Tensor, empty
+from ..tensor import Tensor, empty
 
 
 class _VariableMeta(type):

@@ -30,7 +30,7 @@ def device_count():
 
 
 def _require_cupy():
-    from ._gpu import device_count as count_devices, import_cupy
+    from .._gpu import device_count as count_devices, import_cupy
     cupy = import_cupy()
     count_devices(cupy)
     return cupy
@@ -42,7 +42,7 @@ def _index(device):
         return current_device()
     if isinstance(device, int):
         return device
-    from .backend import device as Device
+    from ..backend import device as Device
     dev = Device(device)
     if dev.type != "cuda":
         raise ValueError(f"Expected a cuda device, but got: {dev}")
@@ -77,14 +77,14 @@ def synchronize(device=None):
 def empty_cache():
     """Release the device buffers minitorch and CuPy keep for reuse (torch.cuda.empty_cache;
     a no-op without a GPU or before any CUDA tensor)."""
-    from . import _gpu
+    from .. import _gpu
     for backend in _gpu._BACKENDS.values():
         backend.empty_cache()
 
 
 def manual_seed(seed):
     """Random numbers are drawn on the host for every device, so this is mt.manual_seed."""
-    from .random import manual_seed as seed_all
+    from ..random import manual_seed as seed_all
     seed_all(seed)
 
 
@@ -129,17 +129,17 @@ class Stream:
         return True
 
     def is_capturing(self):
-        from ._gpu import graphs
+        from .._gpu import graphs
         return graphs.capturing_on(self._stream.ptr)
 
 
 def _device_of(device):
-    from .backend import device as Device
+    from ..backend import device as Device
     return Device(f"cuda:{_index(device)}")
 
 
 def _refuse_during_capture():
-    from ._gpu import graphs
+    from .._gpu import graphs
     capture = graphs.active()
     if capture is not None:
         capture.refuse()
@@ -181,8 +181,8 @@ def set_stream(stream):
 
 
 # ---- CUDA graphs ----------------------------------------------------------------------------
-from ._cuda_graphs import (CUDAGraph, graph, graph_pool_handle,  # noqa: E402,F401
+from .._cuda_graphs import (CUDAGraph, graph, graph_pool_handle,  # noqa: E402,F401
                           is_current_stream_capturing, make_graphed_callables)
 
 
-from . import cuda_amp as amp  # noqa: E402  (mt.cuda.amp; last: it imports minitorch.amp)
+from . import amp  # noqa: E402  (torch.cuda.amp; last: it imports minitorch.amp)

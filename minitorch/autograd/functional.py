@@ -8,9 +8,9 @@ or a tuple of Tensors, and results are unpacked the way torch unpacks them.
 """
 from contextlib import nullcontext
 
-from .autograd import enable_grad, grad as autograd_grad, is_grad_enabled, set_grad_enabled
-from .functions.joining import stack
-from .tensor import Tensor, zeros_like
+from .engine import enable_grad, grad as autograd_grad, is_grad_enabled, set_grad_enabled
+from ..functions.joining import stack
+from ..tensor import Tensor, zeros_like
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 

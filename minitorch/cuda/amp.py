@@ -2,9 +2,9 @@
 mt.amp.GradScaler("cuda", ...) with torch's FutureWarning."""
 import warnings
 
-from .amp.autocast_mode import autocast as _autocast
-from .amp.grad_scaler import GradScaler as _GradScaler
-from . import dtypes
+from ..amp.autocast_mode import autocast as _autocast
+from ..amp.grad_scaler import GradScaler as _GradScaler
+from .. import dtypes
 
 __all__ = ["GradScaler", "autocast"]
 
