@@ -44,6 +44,13 @@ def _seed_value(seed):
     return seed % 2 ** 64
 
 
+DEFAULT_SEED = 67280421310721      # torch's for a new Generator (default_rng_seed_val)
+
+
+def _entropy_seed():
+    return int(np.random.SeedSequence().entropy % (2 ** 63))
+
+
 class Generator:
     """torch.Generator: an independent stream (DataLoader shuffling, random_split). Its state is
     the twister, the normal it has cached (torch's normal sampler makes two at a time and keeps
@@ -52,7 +59,7 @@ class Generator:
 
     def __init__(self, device="cpu"):
         self.device = Device(device)
-        self.manual_seed(int(np.random.SeedSequence().entropy % (2 ** 63)))
+        self.manual_seed(DEFAULT_SEED)
 
     def manual_seed(self, seed):
         self._seed = _seed_value(seed)
@@ -64,7 +71,7 @@ class Generator:
         return self._seed
 
     def seed(self):
-        return self.manual_seed(int(np.random.SeedSequence().entropy % (2 ** 63))).initial_seed()
+        return self.manual_seed(_entropy_seed()).initial_seed()
 
     def get_state(self):
         """The twister's state, the cached normal and the seed, as a tensor (torch's state
@@ -111,8 +118,8 @@ def seed():
 
 
 def initial_seed():
-    """torch.initial_seed: the seed the global generator was last seeded with (0 until manual_seed
-    or seed is called; torch's is random at start-up)."""
+    """torch.initial_seed: the seed the global generator was last seeded with (random at
+    start-up, as torch's)."""
     return default_generator.initial_seed()
 
 
@@ -282,7 +289,7 @@ def _host_dtype(kind, dtype):
     return dtype if dtype is dtypes.float32 else dtypes.float64
 
 
-default_generator = Generator().manual_seed(0)
+default_generator = Generator().manual_seed(_entropy_seed())   # as torch's: random per process
 
 
 def _draw(size, dtype, device, requires_grad, generator, draw):
