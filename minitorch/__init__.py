@@ -20,6 +20,7 @@ from . import distributions, func, testing
 from .autograd import functional as _autograd_functional, gradcheck as _autograd_gradcheck
 from .autograd import variable as _autograd_variable
 from . import distributed  # mt.distributed: loads no engine until init_process_group
+from . import multiprocessing  # torch.multiprocessing; registers the tensor reducers
 from . import accelerator, backends, onnx, serialization, sparse, types, xpu
 from . import amp
 from .amp.autocast_mode import (autocast, clear_autocast_cache, get_autocast_dtype,

@@ -431,7 +431,7 @@ class Tensor(TensorBase, _OpMethods):
         """torch.Tensor.imag: raises torch's error (no complex dtypes)."""
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
 
-    # memory placement: our host buffers are plain memory; pinning and sharing are no-ops
+    # memory placement: pinning is a no-op (sharing: tensor_methods.py, _cpu/shared.py)
     def pin_memory(self, device=None):
         """torch.Tensor.pin_memory: a no-op stand-in that returns self (torch copies into page-
         locked memory; our host buffers are plain memory, so copies to the GPU are not
@@ -440,15 +440,6 @@ class Tensor(TensorBase, _OpMethods):
 
     def is_pinned(self, device=None):
         """torch.Tensor.is_pinned: always False (nothing is pinned here, see pin_memory)."""
-        return False
-
-    def share_memory_(self):
-        """torch.Tensor.share_memory_: a no-op stand-in that returns self (torch moves the storage
-        to shared memory for multiprocessing; minitorch does not)."""
-        return self
-
-    def is_shared(self):
-        """torch.Tensor.is_shared: always False (see share_memory_)."""
         return False
 
     def is_nonzero(self):

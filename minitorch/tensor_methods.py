@@ -9,6 +9,7 @@ methods written in the class: install() puts the very same function objects on i
 """
 import numpy as np
 
+from ._cpu import shared
 from .functions import (compare, float_math, indexing, inplace, interop, operators,
                         sparse_coo, special_functions)
 from .functions import elementwise as E
@@ -71,6 +72,7 @@ class TensorMethods:
     __dlpack_device__ = interop.dlpack_device
     to_sparse = sparse_coo.to_sparse     # a sparse COO tensor (functions/sparse_coo.py)
     to_sparse_coo = sparse_coo.to_sparse
+    to_dense = sparse_coo.dense_to_dense   # a dense tensor's to_dense: itself
     __neg__ = E.neg
     __abs__ = E.abs
     __invert__ = operators.invert
@@ -574,6 +576,21 @@ class TensorMethods:
 
     def split_with_sizes(self, split_sizes, dim=0):
         return J.split(self, list(split_sizes), dim)
+
+    # ---- shared memory for multiprocessing (_cpu/shared.py) -----------------------------------
+    def share_memory_(self):
+        """torch.Tensor.share_memory_: move a CPU tensor's storage into shared memory in place
+        (its views follow; nothing when it is there already), so processes it is sent to or
+        forked into write the same memory. A no-op on cuda: minitorch cannot share device
+        memory between processes (torch uses CUDA IPC; see minitorch.multiprocessing)."""
+        if self._data.device.type == "cpu":
+            shared.share(self._data)
+        return self
+
+    def is_shared(self):
+        """torch.Tensor.is_shared: whether the storage is in shared memory (False on cuda,
+        where torch says True: its CUDA IPC has no counterpart here)."""
+        return self._data.device.type == "cpu" and shared.is_shared(self._data.buffer)
 
 
 # what Python puts in every class body (and __hash__ = None, implied by defining __eq__ here)

@@ -846,6 +846,10 @@ def _scale(other, alpha, input):
 
 def add(input, other, alpha=1):
     """input + alpha * other with broadcasting and type promotion (torch.add)."""
+    if getattr(input, "is_sparse", False):
+        return input.add(other, alpha=alpha)
+    if getattr(other, "is_sparse", False):
+        return other.__radd__(input, alpha=alpha)
     if alpha != 1:
         if result_type(input, other) is dtypes.bool_:     # torch casts alpha to bool too
             other = _compare(B.LOGICAL_AND, other, bool(alpha))
@@ -868,6 +872,10 @@ def _check_sub(input, other):
 
 def sub(input, other, alpha=1):
     """input - alpha * other with broadcasting and type promotion (torch.sub, alias subtract)."""
+    if getattr(input, "is_sparse", False):
+        return input.sub(other, alpha=alpha)
+    if getattr(other, "is_sparse", False):
+        return other.__rsub__(input, alpha=alpha)
     _check_sub(input, other)
     if alpha != 1:
         other = _scale(other, alpha, input)
@@ -876,6 +884,8 @@ def sub(input, other, alpha=1):
 
 def mul(input, other):
     """input * other with broadcasting and type promotion (torch.mul, alias multiply)."""
+    if getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False):
+        return input.mul(other) if getattr(input, "is_sparse", False) else other.mul(input)
     return _binary(Mul, input, other)
 
 

@@ -141,7 +141,7 @@ def _product(a, b, function=Matmul):
 def matmul(input, other):
     """torch.matmul: 1-D operands are promoted to matrices and the added axis removed after (a
     sparse COO first operand: sparse @ dense, functions/sparse_coo.py)."""
-    if getattr(input, "is_sparse", False):
+    if getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False):
         return input @ other
     _check_same_dtype(input, other)
     if isinstance(input, Tensor) and isinstance(other, Tensor):   # one dtype, checked above
@@ -190,11 +190,13 @@ def mm(input, mat2):
     """torch.mm: matrix @ matrix, no broadcasting, both of one dtype (a sparse COO first
     operand: sparse @ dense)."""
     if getattr(input, "is_sparse", False):
-        return input @ mat2
+        return input.mm(mat2)
     if input.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if mat2.ndim != 2:
         raise RuntimeError("mat2 must be a matrix")
+    if getattr(mat2, "is_sparse", False):
+        return mat2.__rmatmul__(input)
     if input.dtype is not mat2.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{C_NAMES[input.dtype.name]} != {C_NAMES[mat2.dtype.name]}")
@@ -334,6 +336,8 @@ def _permute(t, order):
 @autocast_op(LOWER)
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """torch.addmm: beta * input + alpha * (mat1 @ mat2); input broadcasts to (n, m)."""
+    if getattr(mat1, "is_sparse", False):
+        return mat1._addmm(input, mat2, beta, alpha)
     if mat1.ndim != 2:
         raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor")
     if mat2.ndim != 2:

@@ -117,6 +117,8 @@ class Sum(KernelFunction):
 def sum(input, dim=None, keepdim=False, dtype=None):
     """Sum of all elements, or over dim (int or tuple) with keepdim; bool and integer inputs
     sum to int64 (torch.sum)."""
+    if getattr(input, "is_sparse", False):
+        return input.sum(dim, keepdim, dtype)
     if dtype is dtypes.bool_:               # a sum in bool saturates: any() of the truths
         return wrap(_truth_reduce(ReduceOp.MAX, False, input._data, _all_if_empty(dim),
                                   keepdim))
