@@ -84,10 +84,6 @@ class TensorMethods:
 
     # ---- in-place operators and in-place bitwise ops (functions/inplace.py) ---------------------
     # (`t += ndarray` falls back to `t = t + ndarray`, as in torch: operators.inplace_operator)
-    __iadd__ = operators.inplace_operator(inplace.inplace(E.add))
-    __isub__ = operators.inplace_operator(inplace.inplace(E.sub))
-    __imul__ = operators.inplace_operator(inplace.inplace(E.mul))
-    __itruediv__ = operators.inplace_operator(inplace.inplace(E.div))
     __ipow__ = operators.inplace_operator(inplace.inplace(E.pow))
     __ifloordiv__ = operators.inplace_operator(inplace.inplace(E.floor_divide))
     __imod__ = operators.inplace_operator(inplace.inplace(float_math.remainder))
@@ -144,10 +140,16 @@ class TensorMethods:
     maximum = E.maximum
     clamp_min = E.clamp_min
     clamp_max = E.clamp_max
-    add_ = inplace.fast_inplace(BinaryOp.ADD, inplace.inplace(E.add), scaled=True)
-    sub_ = inplace.fast_inplace(BinaryOp.SUB, inplace.inplace(E.sub), scaled=True)
+    add_ = inplace.fast_inplace(BinaryOp.ADD, inplace.inplace(E.add, saves_input=False),
+                                scaled=True)
+    sub_ = inplace.fast_inplace(BinaryOp.SUB, inplace.inplace(E.sub, saves_input=False),
+                                scaled=True)
     mul_ = inplace.fast_inplace(BinaryOp.MUL, inplace.inplace(E.mul), scaled=False)
     div_ = inplace.fast_inplace(BinaryOp.DIV, inplace.inplace(E.div), scaled=False)
+    __iadd__ = operators.inplace_operator(add_)      # `t += x` is t.add_(x), as in torch
+    __isub__ = operators.inplace_operator(sub_)
+    __imul__ = operators.inplace_operator(mul_)
+    __itruediv__ = operators.inplace_operator(div_)
     pow_ = inplace.inplace(E.pow)
     neg_ = inplace.inplace(E.neg)
     abs_ = inplace.inplace(E.abs)

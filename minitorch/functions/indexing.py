@@ -529,6 +529,12 @@ def getitem(t, key):
                 return Select.apply(t, key, view)
             if region[0][0] != data.shape[0]:       # torch records a whole-dim slice as
                 return Slice.apply(t, key, view)    # an alias: the parsed path's answer
+    if (kind is tuple or kind is slice) and not (t.requires_grad and _grad_mode.enabled):
+        data = t._data
+        region = _basic_region(data, key)
+        if region is not None:      # x[:, 1] with nothing to record: the view, unparsed
+            return view_of(t, NDArray(data.buffer, *region, data.dtype, data.device,
+                                      data.backend))
     return _parse(t, key).read(t)
 
 
@@ -547,6 +553,39 @@ def _first_dim_region(data, key):
     return (count,) + shape[1:], strides, data.offset + (start * strides[0] if count else 0)
 
 
+def _basic_region(data, key):
+    """(shape, strides, offset) of data[key] for an int, a slice of int bounds and positive
+    step, or a tuple of them no longer than the rank; None for any other key or an int out of
+    range (the checked path answers those, with torch's errors)."""
+    items = key if type(key) is tuple else (key,)
+    if len(items) > len(data.shape):
+        return None
+    shape, strides, offset = [], [], data.offset
+    for item, size, stride in zip(items, data.shape, data.strides):
+        kind = type(item)
+        if kind is int:
+            if not -size <= item < size:
+                return None
+            offset += (item + size if item < 0 else item) * stride
+        elif kind is slice and _int_or_none(item.start) and _int_or_none(item.stop) and \
+                _int_or_none(item.step):
+            start, stop, step = item.indices(size)
+            if step <= 0:
+                return None
+            count = max(0, (stop - start + step - 1) // step)
+            offset += start * stride if count else 0
+            shape.append(count)
+            strides.append(stride * step)
+        else:
+            return None
+    n = len(items)
+    return tuple(shape) + data.shape[n:], tuple(strides) + data.strides[n:], offset
+
+
+def _int_or_none(bound):
+    return bound is None or type(bound) is int
+
+
 def _leading_ints_region(data, key):
     """(shape, strides, offset) of data[i, j, ...] for a tuple of ints no longer than the rank;
     None when one is out of range (the checked path raises torch's error)."""
@@ -559,19 +598,37 @@ def _leading_ints_region(data, key):
     return data.shape[n:], data.strides[n:], offset
 
 
+def _writes_itself_back(t, key, value):
+    """t[key] = t[key]'s own view, as `t[key] += x` ends: the memory holds the values already
+    and, while recording, t's history does too (the in-place op on the view rebased t's graph),
+    so only the version moves, as torch's copy onto itself moves it. False for anything else,
+    such as a detached alias, whose write would cut t's history: the checked path records it."""
+    if type(value) is not Tensor:
+        return False
+    data, v = t._data, value._data
+    if v.buffer is not data.buffer or not data.shape or v.dtype is not data.dtype:
+        return False
+    if _grad_mode.enabled and (t.requires_grad or value.requires_grad):
+        owner = t if t._base is None else t._base
+        if not value.requires_grad or value._base is not owner or (
+                t.requires_grad and t.grad_fn is None):
+            return False
+    if (v.shape, v.strides, v.offset) != _basic_region(data, key):
+        return False
+    t._bump_version()
+    return True
+
+
 def _setitem_fast(t, key, value):
-    """t[int or step-less slice] = a plain float / int, or a Tensor of t's dtype, device and of
+    """t[basic key: ints and slices] = a plain float / int, or a Tensor of t's dtype, device and of
     the indexed shape, with nothing to record: one strided_set from the value's memory (a
     scalar from the cached constant). False, having changed nothing, when the checked path
     must run (it raises torch's errors and records the node)."""
-    kind = type(key)
-    if kind is not int and (kind is not slice or key.step is not None):
-        return False
     data = t._data
     grad = _grad_mode.enabled
-    if not data.shape or (grad and t.requires_grad):
+    if grad and t.requires_grad:
         return False
-    region = _first_dim_region(data, key)
+    region = _basic_region(data, key)
     if region is None:
         return False
     shape, strides, offset = region
@@ -597,7 +654,7 @@ def setitem(t, key, value):
     CopySlices / IndexPut node, so gradients see the overwrite as torch's do."""
     if _grad_mode.enabled and getattr(t, "_no_grad_view", False):
         raise _no_grad_view_write(key)
-    if _setitem_fast(t, key, value):
+    if _setitem_fast(t, key, value) or _writes_itself_back(t, key, value):
         return
     indexer = _parse(t, key)
     shape = indexer.result_shape(t._data)

@@ -15,14 +15,15 @@ from . import elementwise as E
 from . import movement as M
 
 
-def inplace(fn):
+def inplace(fn, saves_input=True):
     """torch's `x.op_(...)`: compute out of place, write the result into x's memory, and make x
-    the op's output in the graph (its old history becomes the op's input)."""
+    the op's output in the graph (its old history becomes the op's input). `saves_input`
+    False: the op's backward never reads x's values (add, sub), so x needs no copy."""
     def method(self, *args, **kwargs):
         check_no_overlap(self)
         self._check_inplace()
         source = self
-        if _grad_mode.enabled and (self.requires_grad or any(
+        if saves_input and _grad_mode.enabled and (self.requires_grad or any(
                 getattr(a, "requires_grad", False) for a in args + tuple(kwargs.values()))):
             # The op may save its input for backward (sin_, log_, mul_ by a weight): give it a
             # copy, since self is about to be overwritten (torch keeps the original too).
@@ -120,15 +121,20 @@ def float_power_(self, exponent):
 
 def _direct_inplace(self, other, opcode):
     """`self op= other` computed by one kernel writing straight into self's memory (instead of
-    a new buffer and a copy back: optimizer steps are made of these). Applies only when nothing
-    is being recorded, self is compact and the result keeps self's shape and dtype; returns
+    a new buffer and a copy back: optimizer steps are made of these), or for a strided view of
+    a tensor (`x[:, 1] -= 1`) one kernel into a scratch buffer and one strided write. Applies
+    only when nothing is being recorded and the result keeps self's shape and dtype; returns
     False so the general path runs (and raises torch's errors) otherwise."""
     if _grad_mode.enabled and (self.requires_grad or getattr(other, "requires_grad", False) or
                                getattr(self, "_no_grad_view", False)):
         return False
     nd = self._data
     if not (nd.dtype.is_floating_point or _exact_integer_op(nd.dtype, opcode, other)) or \
-            nd.dtype.compute is not nd.dtype or not nd.is_compact():
+            nd.dtype.compute is not nd.dtype:
+        return False
+    compact = nd.is_compact()
+    if not compact and any(stride == 0 and size > 1 for size, stride in zip(nd.shape,
+                                                                            nd.strides)):
         return False
     if isinstance(other, Tensor):
         operand = other._data
@@ -146,8 +152,11 @@ def _direct_inplace(self, other, opcode):
             return False
         operand = operand.expand(nd.shape)
     if nd.size:
-        nd.backend.binary(opcode, nd.buffer, operand.buffer, nd.flat(), nd.shape, nd.strides,
+        out = nd.flat() if compact else nd.backend.empty(nd.size, nd.dtype.storage)
+        nd.backend.binary(opcode, nd.buffer, operand.buffer, out, nd.shape, nd.strides,
                           nd.offset, operand.strides, operand.offset)
+        if not compact:
+            nd.backend.strided_set(out, nd.buffer, nd.shape, nd.strides, nd.offset)
     self._bump_version()
     return True
 
