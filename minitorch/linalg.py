@@ -11,6 +11,7 @@ import operator
 
 from .functions import elementwise as _E, factor as _factor, linalg as _L, reduce as _R
 from .functions import norms as _norms, spectral as _spectral
+from .functions.autocast_policy import LOWER, autocast_op
 from .ndarray import normalize_dim
 
 matmul = _L.matmul
@@ -20,6 +21,7 @@ matrix_norm = _norms.matrix_norm
 norm = _norms.linalg_norm
 
 # ---- products ---------------------------------------------------------------------------------
+@autocast_op(LOWER)
 def vecdot(x, y, *, dim=-1):
     """Dot products of the vectors along dim (batch dims broadcast)."""
     if x.dtype is not y.dtype:

@@ -173,3 +173,41 @@ def test_custom_fwd_casts_inputs():
     assert y.dtype is mt.float32
     y.sum().backward()
     assert x.grad.dtype is mt.bfloat16 and x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+EINSUMS = [("ij->ji", 1, "float32"), ("ij,ij->ij", 2, "float32"), ("ij,ij->i", 2, "bfloat16"),
+           ("ij,kj->ik", 2, "bfloat16"), ("ij->", 1, "float32"), ("i,j->ij", 2, "float32")]
+
+
+@pytest.mark.parametrize("equation, count, expected", EINSUMS)
+def test_einsum_runs_low_where_it_contracts(equation, count, expected):
+    """torch's einsum contracts operands with bmm (on autocast's list): a summed subscript
+    between two operands gives the low dtype; one operand or a broadcast product does not."""
+    a = mt.ones(3, 4)
+    operands = [a if len(term) == 2 else a[0] for term in equation.split("->")[0].split(",")]
+    with mt.autocast("cpu"):
+        out = mt.einsum(equation, *operands[:count])
+    assert str(out.dtype).split(".")[-1] == expected
+    with mt.autocast("cpu"):
+        assert mt.tensordot(a, a, dims=([1], [1])).dtype is mt.bfloat16
+        assert mt.linalg.vecdot(a, a).dtype is mt.bfloat16
+
+
+@pytest.mark.parametrize("name", ["batch_norm", "layer_norm", "group_norm", "instance_norm",
+                                  "rms_norm"])
+def test_norms_take_low_input_with_float32_parameters(name):
+    """torch's mixed-type norms: a bfloat16 input (autocast's conv output) with float32 weights
+    and statistics computes in float32 and returns the input's dtype; the float32 parameters
+    get float32 gradients."""
+    x = mt.tensor(np.random.default_rng(0).standard_normal((2, 3, 4, 4)), dtype=mt.float32)
+    layers = {"batch_norm": mt.nn.BatchNorm2d(3), "layer_norm": mt.nn.LayerNorm(4),
+              "group_norm": mt.nn.GroupNorm(1, 3), "instance_norm": mt.nn.InstanceNorm2d(
+                  3, affine=True), "rms_norm": mt.nn.RMSNorm(4)}
+    layer = layers[name]
+    out = layer(x.to(mt.bfloat16))
+    assert out.dtype is mt.bfloat16
+    np.testing.assert_allclose(out.float().detach().numpy(), layer(x).detach().numpy(),
+                               atol=0.05, rtol=0.05)
+    out.float().sum().backward()
+    weight = next(layer.parameters())
+    assert weight.dtype is mt.float32 and weight.grad.dtype is mt.float32

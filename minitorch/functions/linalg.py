@@ -16,7 +16,7 @@ from ..ndarray import NDArray, normalize_dim
 from ..opcodes import BinaryOp as B
 from ..tensor import Tensor, arange, empty, wrap, write_out, zeros
 from .elementwise import C_NAMES, TORCH_NAMES, promote, scalar_array, where
-from .autocast_policy import LOWER, autocast_op
+from .autocast_policy import LOWER, autocast_op, cast_lower, lower_dtype
 from .reduce import sum_to
 from .movement import view_of
 from .joining import broadcast_shapes, cat
@@ -283,6 +283,7 @@ def inner(input, other):
     return tensordot(input, other, ([-1], [-1]))
 
 
+@autocast_op(LOWER)        # torch's is one mm, which autocasts
 def tensordot(a, b, dims=2, out=None):
     """torch.tensordot: contract dims_a of `a` with dims_b of `b` (an int n means a's last n
     with b's first n), as one matrix product of the two reshaped operands."""
@@ -431,8 +432,22 @@ def einsum(equation, *operands):
     labelled = _label_operands(terms, operands)
     output = _output_labels(terms, output, labelled)
     _check_label_sizes(labelled)
+    labelled = _autocast_contraction(labelled, output)
     operands = [_take_diagonals(t, labels) for t, labels in labelled]
     return _contract_all(operands, output)
+
+
+def _autocast_contraction(labelled, output):
+    """In an autocast region, operands that are contracted (two or more, a subscript summed
+    away) run in the lower dtype: torch's einsum contracts them with bmm, which autocasts; a
+    single operand's sum or a pure broadcast product stays as it is, as in torch."""
+    target = lower_dtype(labelled[0][0].device.type)
+    if target is None or len(labelled) < 2:
+        return labelled
+    summed = {label for _, labels in labelled for label in labels} - set(output)
+    if not summed:
+        return labelled
+    return [(cast_lower(t, target), labels) for t, labels in labelled]
 
 
 _SUBSCRIPT_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -5,6 +5,7 @@ fused node (functions/normalization.py) when the input is a non-empty float tens
 parameters share its dtype and device; otherwise (and in the tests, as the reference) as the
 composition of Tensor ops kept here (`_composed_*`).
 """
+import functools
 import math
 import numbers
 
@@ -29,6 +30,20 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return write_out(out, input / norm, "div")
 
 
+def _mixed_types(norm):
+    """torch's norms take a float16 / bfloat16 input with float32 parameters or statistics
+    (autocast's conv output into a float32 BatchNorm): computed in float32, returned in the
+    input's dtype."""
+    @functools.wraps(norm)
+    def call(input, *args, **kwargs):
+        if input.dtype in (mt.float16, mt.bfloat16) and any(
+                isinstance(a, mt.Tensor) and a.dtype is mt.float32
+                for a in args + tuple(kwargs.values())):
+            return norm(input.float(), *args, **kwargs).to(input.dtype)
+        return norm(input, *args, **kwargs)
+    return call
+
+
 def _verify_batch_size(size):
     """torch's _verify_batch_size: training statistics need more than one value per channel."""
     values = size[0] * math.prod(size[2:])
@@ -50,6 +65,7 @@ def _check_batch_norm(input, running_mean, running_var, weight, bias, training):
             raise RuntimeError(f"{name} should contain {channels} elements not {t.numel()}")
 
 
+@_mixed_types
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
     """Normalise over every axis but the channel axis (1); in training, update the running
@@ -125,6 +141,7 @@ def _fusable(input, *params):
 
 
 @autocast_op(FP32, ("cuda",))
+@_mixed_types
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Layer normalization over the trailing normalized_shape dims, with optional elementwise
     weight and bias (torch.nn.functional.layer_norm)."""
@@ -149,6 +166,7 @@ def _composed_layer_norm(input, normalized_shape, weight, bias, eps):
 
 
 @autocast_op(FP32, ("cuda",))
+@_mixed_types
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Group normalization of (N, C, *) input over num_groups channel groups, with optional
     per-channel weight and bias (torch.nn.functional.group_norm)."""
@@ -195,6 +213,7 @@ def _verify_spatial_size(size):
                          f"{size}")
 
 
+@_mixed_types
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats=True, momentum=0.1, eps=1e-5):
     """Normalise each (sample, channel) plane over its spatial axes. torch runs batch_norm on
@@ -250,6 +269,7 @@ def _affine(input, mean, var, eps, weight, bias, shape):
     return out
 
 
+@_mixed_types
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x²) + eps) over the trailing normalized_shape axes, times weight; eps
     defaults to the dtype's machine epsilon, as torch."""
