@@ -6,6 +6,7 @@ from .fused import (adam_step, cross_entropy_rows, cross_entropy_rows_backward,
                     softmax_backward_last, softmax_last)
 from .foreach import foreach_adadelta, foreach_adam, foreach_rmsprop, foreach_sgd
 from .grid import grid_gather, grid_scatter_add
+from .grid_sample import grid_sample_backward, grid_sample_forward
 from .index import (gather, index_add, index_select, put, scatter, scatter_add, scatter_reduce,
                     take)
 from .matmul import matmul

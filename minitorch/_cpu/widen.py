@@ -24,7 +24,7 @@ NARROW_VIA_WIDE = ("attention_backward", "attention_forward", "adam_step", "fore
                    "top_last", "strided_add", "scatter", "scatter_add", "scatter_reduce",
                    "index_add", "put",
                    "cross_entropy_rows", "cross_entropy_rows_backward", "lerp_resample",
-                   "lerp_resample_backward")
+                   "lerp_resample_backward", "grid_sample_forward", "grid_sample_backward")
 
 
 def widening(kernel, empty, cast):

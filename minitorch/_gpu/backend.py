@@ -1417,6 +1417,75 @@ class GpuBackend:
                          + tuple(I64(s) for s in in_size + out_size)
                          + tuple(I32(t) for t in taps))
 
+    # ---- grid_sample (layout: minitorch/_cpu/grid_sample.pyx) --------------------------------
+    @_on_device
+    def grid_sample_forward(self, x, grid, out, batch, channels, in_size, out_size, mode,
+                            padding, align_corners):
+        """out = x sampled at grid's points (minitorch.backend)."""
+        op = "grid_sample_forward"
+        name, args, points = self._grid_sample_checks(
+            op, ((x, "x", False), (grid, "grid", True), (out, "out", None)), batch, channels,
+            in_size, out_size, mode, padding, align_corners)
+        if batch * points and channels:
+            self._launch("grid_sample", name, f"{op}_kernel<{L.CTYPES[name]}>",
+                         L.flat_grid(batch * points), (x, grid, out) + args)
+
+    @_on_device
+    def grid_sample_backward(self, grad, x, grid, grad_input, grad_grid, batch, channels,
+                             in_size, out_size, mode, padding, align_corners):
+        """grad_input (zeroed first) and grad_grid of grid_sample (minitorch.backend); either
+        may be None."""
+        op = "grid_sample_backward"
+        name, args, points = self._grid_sample_checks(
+            op, ((grad, "grad", None), (x, "x", False), (grid, "grid", True),
+                 (grad_input, "grad_input", False), (grad_grid, "grad_grid", True)),
+            batch, channels, in_size, out_size, mode, padding, align_corners)
+        n_in = batch * channels * math.prod(in_size)
+        if grad_input is not None and n_in:
+            self._fill(grad_input[:n_in], 0)
+        if batch * points and (grad_grid is not None or (grad_input is not None and n_in)):
+            self._launch("grid_sample", name, f"{op}_kernel<{L.CTYPES[name]}>",
+                         L.flat_grid(batch * points), (grad, x, grid, grad_input, grad_grid)
+                         + args)
+
+    def _grid_sample_checks(self, op, buffers, batch, channels, in_size, out_size, mode,
+                            padding, align_corners):
+        """The CPU kernels' checks, in their order; returns (dtype name, the launch's size
+        arguments, output points per batch element). buffers: (buffer or None, label, which
+        layout: False input, True grid, None output)."""
+        in_size, out_size = tuple(in_size), tuple(out_size)
+        dims = len(in_size)
+        if dims not in (2, 3) or len(out_size) != dims:
+            raise ValueError(f"{op}: in_size and out_size must both have 2 or 3 entries, got "
+                             f"{in_size} / {out_size}")
+        if mode not in (0, 1, 2) or padding not in (0, 1, 2):
+            raise ValueError(f"{op}: unknown mode {mode} or padding {padding}")
+        if mode == 2 and dims != 2:
+            raise ValueError(f"{op}: bicubic sampling is 2-D only")
+        if batch < 0 or channels < 0 or min(in_size + out_size) < 0:
+            raise ValueError(f"{op}: negative size in {batch}, {channels}, {in_size} / "
+                             f"{out_size}")
+        if min(in_size) == 0:
+            raise ValueError(f"{op}: empty input plane {in_size}")
+        name = C.dtype_name(buffers[0][0], op)
+        if name not in L.FLOAT_TYPES:
+            raise TypeError(f"{op}: unsupported dtype {buffers[0][0].dtype}")
+        points = math.prod(out_size)
+        sizes = {False: batch * channels * math.prod(in_size), True: batch * points * dims,
+                 None: batch * channels * points}
+        for buf, label, layout in buffers:
+            if buf is None:
+                continue
+            if C.dtype_name(buf, op) != name:
+                raise TypeError(f"{op}: {label} has dtype {buf.dtype}, expected the input's")
+            if buf.size < sizes[layout]:
+                raise ValueError(f"{op}: {label} has {buf.size} elements, needs "
+                                 f"{sizes[layout]}")
+        d, h, w = (1,) + in_size if dims == 2 else in_size
+        args = (I64(batch), I64(channels), I64(d), I64(h), I64(w), I64(points), I32(dims),
+                I32(mode), I32(padding), I32(1 if align_corners else 0))
+        return name, args, points
+
     def _grid_checks(self, x, index, out, planes, in_size, out_size, op):
         """Sizes of the (planes, *in_size) and (planes, *out_size) buffers and the index tables
         (every entry in range, checked on the device); returns the output's element count."""

@@ -14,7 +14,8 @@ from ..strides import merge_axes
 KERNEL_DIR = pathlib.Path(__file__).resolve().parent / "kernels"
 SHARED_DIR = KERNEL_DIR.parent.parent / "_kernels"    # C headers shared with the CPU kernels
 MODULES = ("strided", "elementwise", "fused", "reduce", "matmul", "index", "sort", "factor",
-           "spectral", "pool", "recurrent", "grid", "norm", "foreach", "attention", "resample")
+           "spectral", "pool", "recurrent", "grid", "norm", "foreach", "attention", "resample",
+           "grid_sample")
 # The files a module may `#include "..."`: the loader pastes them (NVRTC sees one text).
 INCLUDES = {"common.cuh": KERNEL_DIR / "common.cuh",
             "special_math.h": SHARED_DIR / "special_math.h", "half.h": SHARED_DIR / "half.h"}
@@ -147,6 +148,8 @@ def name_expressions(module, key):
         return names + ([f"grid_scatter_add_kernel<{t}>"] if dtype in FLOAT_TYPES else [])
     if module == "resample":
         return [f"lerp_resample_kernel<{t}>", f"lerp_resample_backward_kernel<{t}>"]
+    if module == "grid_sample":
+        return [f"grid_sample_forward_kernel<{t}>", f"grid_sample_backward_kernel<{t}>"]
     if module == "attention":
         return [f"{kernel}<{t}>" for kernel in ("attention_forward_kernel",
                                                 "attention_backward_dq_kernel",
@@ -166,7 +169,7 @@ def sgemm_name(tiles, a_k, b_k):
 def module_keys(module):
     """Every key the backend may request for `module` (what the compile test instantiates)."""
     if module in ("matmul", "factor", "spectral", "fused", "recurrent", "norm", "foreach",
-                  "attention", "resample"):
+                  "attention", "resample", "grid_sample"):
         return list(FLOAT_TYPES)
     # the narrow dtypes only move (NDArray and widen.py run their arithmetic widened)
     keys = list(CTYPES) if module in ("strided", "index") else \

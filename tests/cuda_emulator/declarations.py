@@ -10,7 +10,7 @@ C_TYPES = {"float": np.float32, "double": np.float64, "long long": np.int64, "i6
            "unsigned char": np.uint8, "u64": np.uint64, "int": np.int32, "short": np.int16,
            "signed char": np.int8, "unsigned short": np.uint16}
 NULLABLE = {"in_idx", "out_v", "out_i", "err_flag", "claims", "max_v", "sorter", "bias", "cell",
-            "cell_prev", "carry", "dgh", "weight"}
+            "cell_prev", "carry", "dgh", "weight", "grad_input", "grad_grid"}
 
 
 def kernel_signatures(module):

@@ -8,7 +8,8 @@ one of its functions, so each name here means one thing):
     dropouts       dropout, dropout1d/2d/3d, alpha dropouts
     sparse         embedding, embedding_bag, one_hot (torch's "sparse functions")
     padding        pad
-    vision         interpolate, upsample*, pixel_(un)shuffle, channel_shuffle
+    vision         interpolate, upsample*, pixel_(un)shuffle, channel_shuffle, grid_sample,
+                   affine_grid
     loss           every loss function
     distance       pairwise_distance, pdist, cosine_similarity
     attention      scaled_dot_product_attention
@@ -44,8 +45,9 @@ from .dropouts import (alpha_dropout, dropout, dropout1d, dropout2d, dropout3d,
                       feature_alpha_dropout, _feature_dropout)
 from .sparse import embedding, embedding_bag, one_hot
 from .padding import pad
-from .vision import (channel_shuffle, interpolate, native_channel_shuffle, pixel_shuffle,
-                     pixel_unshuffle, upsample, upsample_bilinear, upsample_nearest)
+from .vision import (affine_grid, channel_shuffle, grid_sample, interpolate,
+                     native_channel_shuffle, pixel_shuffle, pixel_unshuffle, upsample,
+                     upsample_bilinear, upsample_nearest)
 from .loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cosine_embedding_loss,
                    cross_entropy, ctc_loss, gaussian_nll_loss, hinge_embedding_loss, huber_loss,
                    kl_div, l1_loss, _legacy_reduction, margin_ranking_loss, mse_loss,
@@ -66,14 +68,14 @@ __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
     "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d",
     "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d",
-    "adaptive_max_pool3d_with_indices", "alpha_dropout", "avg_pool1d", "avg_pool2d",
-    "avg_pool3d", "batch_norm", "bilinear", "binary_cross_entropy",
+    "adaptive_max_pool3d_with_indices", "affine_grid", "alpha_dropout", "avg_pool1d",
+    "avg_pool2d", "avg_pool3d", "batch_norm", "bilinear", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "celu", "channel_shuffle", "conv1d", "conv2d",
     "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
     "cosine_embedding_loss", "cosine_similarity", "cross_entropy", "ctc_loss", "dropout",
     "dropout1d", "dropout2d", "dropout3d", "elu", "embedding", "embedding_bag",
-    "feature_alpha_dropout", "fold", "gaussian_nll_loss", "gelu", "glu", "group_norm",
-    "gumbel_softmax", "hardshrink", "hardsigmoid", "hardswish", "hardtanh",
+    "feature_alpha_dropout", "fold", "gaussian_nll_loss", "gelu", "glu", "grid_sample",
+    "group_norm", "gumbel_softmax", "hardshrink", "hardsigmoid", "hardswish", "hardtanh",
     "hinge_embedding_loss", "huber_loss", "instance_norm", "interpolate", "kl_div", "l1_loss",
     "layer_norm", "leaky_relu", "linear", "local_response_norm", "log_softmax", "logsigmoid",
     "lp_pool1d", "lp_pool2d", "lp_pool3d", "margin_ranking_loss", "max_pool1d",

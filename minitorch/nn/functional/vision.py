@@ -1,6 +1,6 @@
 """torch.nn.functional's resampling and rearranging of images: interpolate (nearest, linear,
-cubic, area), the deprecated upsample spellings, pixel_shuffle/pixel_unshuffle and
-channel_shuffle.
+cubic, area), the deprecated upsample spellings, pixel_shuffle/pixel_unshuffle,
+channel_shuffle, and grid_sample / affine_grid (functions/grid_sample.py, published here).
 """
 import math
 import struct
@@ -8,6 +8,7 @@ import warnings
 
 import minitorch as mt
 from ...functions.grid import grid_gather
+from ...functions.grid_sample import affine_grid, grid_sample  # noqa: F401  (published here)
 from ...functions.resample import lerp_resample
 from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
