@@ -24,14 +24,15 @@ def _close(result, expected, dtype=mt.float64):
 
 
 def _graph_names(t):
-    """Names of every node in t's graph (to check which kernels an op is built from)."""
+    """Class names of every node in t's graph (to check which kernels an op is built from; a
+    node's name() is torch's, which may be another op's)."""
     names, stack, seen = set(), [t.grad_fn], set()
     while stack:
         node = stack.pop()
         if node is None or id(node) in seen:
             continue
         seen.add(id(node))
-        names.add(node.name())
+        names.add(type(node).__name__)
         stack += [f for f, _ in node.next_functions if f is not None]
     return names
 
@@ -388,11 +389,11 @@ def test_einsum_views_and_non_contiguous_operands(rng):
 def test_einsum_contracts_with_matmul_not_an_outer_product(rng):
     a, b, c = _tensors(_arrays(rng, (2, 3), (3, 4), (4, 5)), requires_grad=True)
     names = _graph_names(mt.einsum("ij,jk,kl->il", a, b, c))
-    assert "MatmulBackward0" in names and "MulBackward0" not in names
+    assert "Matmul" in names and "Mul" not in names
     names = _graph_names(mt.einsum("bij,bjk->bik", a[None], b[None]))
-    assert "MatmulBackward0" in names and "MulBackward0" not in names
+    assert "Matmul" in names and "Mul" not in names
     # only an outer product (nothing to contract) is a broadcast multiply
-    assert "MulBackward0" in _graph_names(mt.einsum("i,j->ij", a[0], b[0]))
+    assert "Mul" in _graph_names(mt.einsum("i,j->ij", a[0], b[0]))
 
 
 def test_einsum_diagonal_double_backward(rng):

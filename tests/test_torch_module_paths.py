@@ -211,3 +211,33 @@ def test_hooks_module():
     t.register_hook(lambda g: g)
     with pytest.warns(UserWarning, match="will not be serialized"):
         warn_if_has_hooks(t)
+
+
+def _node_names():
+    F = mt.nn.functional
+    x = mt.rand(4, 6, requires_grad=True)
+    w = mt.rand(5, 6, requires_grad=True)
+    img = mt.rand(2, 3, 6, 6, requires_grad=True)
+    return {
+        "NllLossBackward0": F.cross_entropy(x, mt.tensor([0, 1, 2, 3])),
+        "AddmmBackward0": F.linear(x, w, w[:, 0]),
+        "MmBackward0": F.linear(x, w),
+        "ViewBackward0": F.linear(x[None], w, w[:, 0]),
+        "UnsafeViewBackward0": x[None] @ w.t()[None],
+        "BmmBackward0": mt.bmm(x[None], w.t()[None]),
+        "ConvolutionBackward0": F.conv2d(img, mt.rand(4, 3, 3, 3)),
+        "NativeBatchNormBackward0": F.batch_norm(img, None, None, training=True),
+        "NativeLayerNormBackward0": F.layer_norm(x, (6,)),
+        "NativeGroupNormBackward0": F.group_norm(img, 3),
+        "PowBackward0": x ** 2,
+        "SumBackward0": x.sum(),
+        "SumBackward1": x.sum(1),
+        "MeanBackward1": x.mean(1),
+        "ReluBackward0": mt.nn.Sequential(mt.nn.Linear(6, 3), mt.nn.ReLU())(x),
+    }
+
+
+@pytest.mark.parametrize("expected", sorted(_node_names()))
+def test_node_names_are_torchs(expected):
+    """Fused nodes report the name of the node torch's graph ends in (print(y.grad_fn))."""
+    assert _node_names()[expected].grad_fn.name() == expected

@@ -82,6 +82,12 @@ class inference_mode(no_grad):
 
 _anomaly = {"enabled": False, "check_nan": True}
 
+# The profiler's hook (autograd/profiler.py sets both while a profile records, from any thread):
+# the op paths test `_profiling` once and, only when it is set, hand the op to `_profiler.op`
+# (which runs `_apply` inside an event); backward hands nodes and leaves to `_profiler.node`.
+_profiling = False
+_profiler = None
+
 
 class set_detect_anomaly(contextlib.ContextDecorator):
     """Anomaly mode on or off (torch.autograd.set_detect_anomaly): while on, a backward that
@@ -213,27 +219,9 @@ class Function:
 
     @classmethod
     def apply(cls, *args):
-        ctx = cls()
-        requires_grad = False
-        if _grad_mode.enabled:
-            for arg in args:
-                if isinstance(arg, TensorBase) and arg.requires_grad:
-                    requires_grad = True
-                    break
-        if cls._internal:
-            result = cls.forward(ctx, *args)
-        elif cls._separate_setup:
-            with no_grad():
-                result = cls.forward(*args)
-                cls.setup_context(ctx, args, result)
-        else:
-            with no_grad():
-                result = cls.forward(ctx, *args)
-        if requires_grad:
-            ctx._connect(args, result)
-            if _anomaly["enabled"]:
-                ctx._forward_stack = traceback.format_stack()[:-1]
-        return result
+        if _profiling:
+            return _profiler.op(cls, args)
+        return _apply(cls, args)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -369,9 +357,13 @@ class Function:
         self.materialize_grads = value
 
     # -- node API -------------------------------------------------------------------------------
-    @classmethod
-    def name(cls):
+    node_name = None    # torch's name for this node where the class's is not it (fused nodes)
+
+    def name(self):
         """torch's node names: MulBackward0 for built-in ops, MyFnBackward for user Functions."""
+        if self.node_name is not None:
+            return self.node_name
+        cls = type(self)
         if not cls.__module__.startswith("minitorch."):
             return cls.__name__ + "Backward"
         return cls.__name__ if cls.__name__.endswith("Backward") else cls.__name__ + "Backward0"
@@ -401,6 +393,32 @@ class Function:
         raise NotImplementedError("Function subclasses must implement backward")
 
 
+def _apply(cls, args):
+    """Function.apply's work (and, for a KernelFunction, what its own apply does): the
+    profiler (autograd/profiler.py) runs it inside an op's event."""
+    ctx = cls()
+    requires_grad = False
+    if _grad_mode.enabled:
+        for arg in args:
+            if isinstance(arg, TensorBase) and arg.requires_grad:
+                requires_grad = True
+                break
+    if cls._internal:
+        result = cls.forward(ctx, *args)
+    elif cls._separate_setup:
+        with no_grad():
+            result = cls.forward(*args)
+            cls.setup_context(ctx, args, result)
+    else:
+        with no_grad():
+            result = cls.forward(ctx, *args)
+    if requires_grad:
+        ctx._connect(args, result)
+        if _anomaly["enabled"]:
+            ctx._forward_stack = traceback.format_stack()[:-1]
+    return result
+
+
 class KernelFunction(Function):
     """Base of minitorch's own ops (minitorch/functions/): their forward computes on NDArrays
     with our kernels and records nothing, so `apply` calls it directly instead of switching
@@ -410,7 +428,9 @@ class KernelFunction(Function):
     @classmethod
     def apply(cls, *args):
         # Function.apply without the branches a KernelFunction never takes: the path of every
-        # built-in op, so it is kept to the checks that must run.
+        # built-in op, so it is kept to the checks that must run (and one profiler test).
+        if _profiling:
+            return _profiler.op(cls, args)
         ctx = cls()
         if _grad_mode.enabled:
             for arg in args:
@@ -426,6 +446,8 @@ class KernelFunction(Function):
     def apply_recording(cls, *args):
         """apply for a caller that has already seen grad mode on and an input requiring grad
         (the fast `a + b` operators): the same node, without testing that again."""
+        if _profiling:
+            return _profiler.op(cls, args)
         ctx = cls()
         result = cls.forward(ctx, *args)
         ctx._connect(args, result)
@@ -655,7 +677,7 @@ def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
                 # inputs must still be released so gradient arriving by other paths flows.
                 input_grads = (None,) * len(node.next_edges)
             elif (node.output_count == 1 and capture is None and not node._tensor_hooks
-                  and not node._hooks and not _anomaly["enabled"]):
+                  and not node._hooks and not _anomaly["enabled"] and not _profiling):
                 # The common node: _backward_node and _call_backward without their branches.
                 input_grads = node.backward(node, grads[0])
                 if not retain_graph:
@@ -694,6 +716,13 @@ def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
 
 def _backward_node(node, grads, capture, results, retain_graph):
     """Tensor hooks, gradient capture (autograd.grad), then the node's backward."""
+    if _profiling:
+        return _profiler.node(node.name(), grads, _backward_node_unprofiled,
+                              (node, grads, capture, results, retain_graph))
+    return _backward_node_unprofiled(node, grads, capture, results, retain_graph)
+
+
+def _backward_node_unprofiled(node, grads, capture, results, retain_graph):
     if node._tensor_hooks:
         grads = _apply_tensor_hooks(node, grads)
     if capture is not None:
@@ -853,6 +882,13 @@ def _as_leaf_gradient(leaf, g):
 
 
 def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
+    if _profiling:
+        return _profiler.node("torch::autograd::AccumulateGrad", (g,), _deliver_unprofiled,
+                              (leaf, g, capture, results, accumulate, create_graph))
+    return _deliver_unprofiled(leaf, g, capture, results, accumulate, create_graph)
+
+
+def _deliver_unprofiled(leaf, g, capture, results, accumulate, create_graph):
     g = _as_leaf_gradient(leaf, g)
     if leaf._hooks:
         for hook in list(leaf._hooks.values()):

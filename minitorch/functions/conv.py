@@ -712,6 +712,7 @@ def _conv_product(xd, wd, geometry, compact, keep):
 
 
 class ConvProduct(KernelFunction):
+    node_name = "ConvolutionBackward0"
     """conv2d without bias for groups = 1: x (N, C, H, W) and w (OC, kh·kw·C) (the weight in
     (kh, kw, C) order) give (N, OC, OH, OW) (any number of spatial axes alike: conv3d's weight
     in (kd, kh, kw, C) order). Through shifted rows where _shifted_ok, else a chunk of images
@@ -738,6 +739,7 @@ class ConvProduct(KernelFunction):
 
 
 class ConvProductBackward(KernelFunction):
+    node_name = "ConvolutionBackward0"      # what torch's conv_transpose records
     """ConvProduct's input and weight gradients from the output gradient g (N, OC, OH, OW) (and
     conv_transpose's result, as the input gradient). The weight gradient is built from
     `padded` (needed for it only): shifted rows of x (_shifted_weight_grad) or x padded

@@ -317,6 +317,7 @@ class Reciprocal(_UnarySavingOutput):
 
 
 class Square(_UnarySavingInput):
+    node_name = "PowBackward0"          # torch's x ** 2
     op = U.SQUARE
 
     @staticmethod

@@ -33,12 +33,16 @@ __all__ = [
 # ---- products as Functions ----------------------------------------------------------------------
 class Matmul(KernelFunction):
     """(…, m, k) @ (…, k, n) with broadcast batch axes (both inputs at least 2-D)."""
+    node_name = "MmBackward0"
+    batched_name = "UnsafeViewBackward0"    # torch's batched matmul is reshaped back
 
     @staticmethod
     def forward(ctx, a, b):
         # Each input's gradient needs only the other input.
         ctx.save_for_backward(a if b.requires_grad else None, b if a.requires_grad else None)
         ctx.shapes = (a._data.shape, b._data.shape)
+        if len(ctx.shapes[0]) + len(ctx.shapes[1]) > 4:
+            ctx.node_name = ctx.batched_name
         return wrap(a._data.matmul(b._data))
 
     @staticmethod
@@ -56,6 +60,7 @@ class Mm(Matmul):
 
 class Bmm(Matmul):
     """torch.bmm: (b, n, k) @ (b, k, m)."""
+    node_name = batched_name = "BmmBackward0"
 
 
 class Mv(KernelFunction):

@@ -17,6 +17,11 @@ def _row_shape(shape):
     return (math.prod(shape[:-1]), shape[-1])
 
 
+# torch's F.linear is addmm / mm on a matrix, a matmul reshaped back otherwise
+_TORCH_NODES = {(True, True): "AddmmBackward0", (True, False): "MmBackward0",
+                (False, True): "ViewBackward0", (False, False): "UnsafeViewBackward0"}
+
+
 class Linear(KernelFunction):
     """relu?(input @ weight.T + bias) as one node and one GEMM: the bias and the relu are the
     GEMM's epilogue (no pass of their own; the same bits as the separate ops). Forward reads
@@ -33,6 +38,8 @@ class Linear(KernelFunction):
         ctx.save_for_backward(input if weight.requires_grad else None,
                               weight if input.requires_grad else None, out if relu else None)
         ctx.input_shape = input._data.shape
+        ctx.node_name = "ReluBackward0" if relu else _TORCH_NODES[input._data.ndim == 2,
+                                                                  bias is not None]
         return out
 
     @staticmethod

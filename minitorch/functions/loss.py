@@ -98,6 +98,7 @@ class NllLoss(KernelFunction):
 
 
 class CrossEntropyRows(KernelFunction):
+    node_name = "NllLossBackward0"      # torch's cross_entropy ends in nll_loss
     """log_softmax over the classes and nll_loss as one node (torch records two). With
     create_graph, the backward recomputes the composed path and differentiates it, so double
     backward works."""

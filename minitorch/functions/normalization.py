@@ -35,6 +35,9 @@ class RowNorm(KernelFunction):
     @staticmethod
     def forward(ctx, input, weight, bias, layout, eps, rms):
         n, inner, groups = layout
+        if not rms:         # (torch's rms_norm is composed: its last node is a Mul)
+            ctx.node_name = "NativeLayerNormBackward0" if inner == groups == 1 else \
+                "NativeGroupNormBackward0"
         x = input._data.compact()
         rows = x.size // n
         y, mean, rstd = x._new(x.shape), x._new((rows,)), x._new((rows,))
@@ -197,6 +200,7 @@ def batch_norm_train(input, running_mean, running_var, weight, bias, momentum, e
 
 
 class ChannelRowNorm(KernelFunction):
+    node_name = "NativeBatchNormBackward0"
     """RowNorm over the channels of an (N, C, *S) input: row c holds channel c's N·S values,
     the N pieces x[i, c, :] read in place (norm_rows' segments; gathering them into rows and
     the result back cost a copy each way, ~0.5 ms of a dcgan step). When `stats` is a list,

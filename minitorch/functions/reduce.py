@@ -104,6 +104,7 @@ class Sum(KernelFunction):
             ctx.dims = ()
             return wrap(a._data.reduce(ReduceOp.SUM, None, keepdim))
         ctx.dims = normalize_dims(dims, a._data.ndim)
+        ctx.node_name = "SumBackward1"          # torch's sum over dims
         return wrap(a._data.reduce(ReduceOp.SUM, ctx.dims, keepdim))
 
     @staticmethod
@@ -144,6 +145,8 @@ class Mean(KernelFunction):
         ctx.input_shape, ctx.keepdim = nd.shape, keepdim
         ctx.dims = normalize_dims(dims, nd.ndim)
         ctx.count = _count(nd.shape, ctx.dims)
+        if dims is not None:
+            ctx.node_name = "MeanBackward1"     # torch's mean over dims
         total = nd.reduce(ReduceOp.SUM, ctx.dims, keepdim)
         return wrap(total.binary(B.DIV, _scalar(ctx.count, nd)))   # 0/0 = nan when empty
 
