@@ -418,6 +418,12 @@ class _View(KernelFunction):
 
     @classmethod
     def backward(cls, ctx, g):
+        if not _grad_mode.enabled:      # nothing recorded: g written into zeros directly
+            grad = NDArray.full(ctx.input_shape, 0, g.dtype, g.device)
+            region = _basic_region(grad, ctx.key)
+            if region is not None and region[0] == g._data.shape:
+                grad._view(*region).assign(g._data)
+                return wrap(grad), None
         indexer = _Indexer(ctx.key, cls, None)
         return IndexPut.apply(_zeros(ctx.input_shape, g), g, indexer, False, True), None
 

@@ -65,7 +65,11 @@ class CopySlices(KernelFunction):
         g = g.contiguous()
         grad_value = g.as_strided(shape, strides, offset) if ctx.needs_input_grad[1] else None
         grad_base = None
-        if ctx.needs_input_grad[0]:
+        if ctx.needs_input_grad[0] and not _grad_mode.enabled:
+            outside = g._data.copy()        # nothing recorded: g with the region zeroed
+            outside.as_strided(shape, strides, offset).assign(0)
+            grad_base = wrap(outside)
+        elif ctx.needs_input_grad[0]:       # create_graph: the same as ops
             outside = NDArray.full(g._data.shape, 1, g.dtype, g.device)
             outside.as_strided(shape, strides, offset).assign(0)
             grad_base = g * wrap(outside)
