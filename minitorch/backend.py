@@ -302,7 +302,10 @@ KERNEL_NAMES = tuple(name for name in KernelBackend.__dict__
 
 
 class device:
-    """`mt.device("cpu")`, `mt.device("cuda")`, `mt.device("cuda:1")`, `mt.device("cuda", 1)`."""
+    """`mt.device("cpu")`, `mt.device("cuda")`, `mt.device("cuda:1")`, `mt.device("cuda", 1)`,
+    `mt.device("meta")` (shapes and dtypes only, no storage: minitorch/_meta). As in torch, a
+    device is also a context manager: `with mt.device("meta"): ...` makes it the default device
+    of the factories inside."""
     __slots__ = ("type", "index")
 
     def __new__(cls, spec, index=None):
@@ -315,7 +318,7 @@ class device:
         if not isinstance(spec, str):
             raise TypeError(f"device() received an invalid combination of arguments: {spec!r}")
         kind, _, number = spec.partition(":")
-        if kind not in ("cpu", "cuda"):
+        if kind not in ("cpu", "cuda", "meta"):
             raise RuntimeError("Expected one of cpu, cuda device type at start of device string: "
                                f"{spec}")
         if number:
@@ -327,7 +330,7 @@ class device:
             index = int(number)
         if kind == "cpu":
             index = None
-        elif index is None:
+        elif index is None and kind == "cuda":
             index = 0
         key = (kind, index)
         cached = _DEVICES.get(key)
@@ -360,10 +363,21 @@ class device:
     def __reduce__(self):
         return (device, (str(self),))
 
+    def __enter__(self):
+        """torch.device as a context manager: the default device of factories until exit."""
+        _device_contexts.append(_default_device[0])
+        _default_device[0] = self
+        return self
+
+    def __exit__(self, *exc):
+        _default_device[0] = _device_contexts.pop()
+        return False
+
 
 _DEVICES = {}
 CPU = device("cpu")
 _default_device = [CPU]
+_device_contexts = []       # the default devices that `with device(...)` blocks replaced
 
 
 def set_default_device(spec):
@@ -387,11 +401,14 @@ _BACKENDS = {}
 
 def get_backend(dev):
     """The kernel module for a device (memoised: this sits on every op's path). Importing the GPU
-    one needs CuPy and a GPU."""
+    one needs CuPy and a GPU; the meta one (minitorch/_meta) allocates nothing and runs nothing."""
     backend = _BACKENDS.get(dev)
     if backend is None:
         if dev.type == "cpu":
             from . import _cpu as backend
+        elif dev.type == "meta":
+            from . import _meta
+            backend = _meta.MetaBackend(KERNEL_NAMES)
         else:
             from . import _gpu
             backend = _gpu.backend_for(dev.index)

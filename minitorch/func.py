@@ -1,5 +1,6 @@
 """torch.func on the tape autograd: functional_call, grad, grad_and_value, vjp, jacrev, jvp,
-jacfwd, linearize, hessian, and vmap (minitorch/vmap.py).
+jacfwd, linearize, hessian, vmap (minitorch/vmap.py) and stack_module_state (model ensembling:
+stacked parameters for vmap over functional_call of a base copy, which may live on "meta").
 
 Forward mode (jvp, jacfwd, linearize) uses the double-vjp identity: with u a dummy cotangent,
 g(u) = J^T u is linear in u, so the gradient of <g(u), v> with respect to u is J v. Every
@@ -23,7 +24,7 @@ from .tensor import Tensor, zeros_like
 from .vmap import check_randomness, vmap
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
-           "linearize", "vjp", "vmap"]
+           "linearize", "stack_module_state", "vjp", "vmap"]
 
 
 def _check_tensors(tree, what):
@@ -295,3 +296,38 @@ def _jacobian_columns(lin, inputs, k):
         stacked = stack(column, -1) if column else out.new_zeros(tuple(out.shape) + (0,))
         blocks.append(stacked.reshape(tuple(out.shape) + tuple(variable.shape)))
     return blocks
+
+
+# ---- model ensembling ---------------------------------------------------------------------------
+def stack_module_state(models):
+    """torch.func.stack_module_state(models) -> (params, buffers): each parameter and buffer of
+    M models of one class stacked along a new dim 0, by state-dict name. Stacked parameters are
+    new leaves (detached, requiring grad when every model's does), ready for an optimizer; the
+    usual use is vmap over functional_call of one copy of the model, often moved to "meta":
+
+        params, buffers = stack_module_state(models)
+        base = copy.deepcopy(models[0]).to("meta")
+        vmap(lambda p, b, x: functional_call(base, (p, b), (x,)), (0, 0, None))(params, buffers, x)
+    """
+    if len(models) == 0:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError("stack_module_state: Expected all models to have the same "
+                           "training/eval mode.")
+    first = type(models[0])
+    if not all(type(m) is first for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    all_params = [dict(m.named_parameters()) for m in models]
+    params = {k: _stacked_leaf(tuple(p[k] for p in all_params), k) for k in all_params[0]}
+    all_buffers = [dict(m.named_buffers()) for m in models]
+    buffers = {k: _stacked_leaf(tuple(b[k] for b in all_buffers), k) for k in all_buffers[0]}
+    return params, buffers
+
+
+def _stacked_leaf(tensors, name):
+    """torch's construct_stacked_leaf: stack, and a fresh leaf when they all require grad."""
+    requires = [t.requires_grad for t in tensors]
+    if any(requires) and not all(requires):
+        raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+    result = stack(tensors)
+    return result.detach().requires_grad_() if all(requires) else result

@@ -929,6 +929,8 @@ def _on_one_device(*arrays):
 
 
 def _device_mismatch(a, b):
+    if a.type == "meta" or b.type == "meta":     # torch's meta kernels word it so
+        return f"Tensor on device {b} is not on the expected device {a}!"
     first, second = (a, b) if a.type == "cuda" else (b, a)
     return ("Expected all tensors to be on the same device, but found at least two devices, "
             f"{first} and {second}!")

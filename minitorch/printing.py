@@ -106,7 +106,25 @@ def _summary_values(values, edge):
         values.ndim > 1 else values
 
 
+def _meta_repr(t):
+    """torch's text for a tensor without values: tensor(..., device='meta', size=(2, 3))."""
+    suffixes = [f"device='{t.device}'", f"size={tuple(t.shape)}"]
+    if t.dtype is not dtypes.get_default_dtype():     # int64 and bool are shown here too
+        suffixes.append(f"dtype={t.dtype!r}")
+    return _with_grad_suffix(t, "tensor(...", suffixes)
+
+
+def _with_grad_suffix(t, head, suffixes):
+    if t.grad_fn is not None:
+        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
+    elif t.requires_grad:
+        suffixes.append("requires_grad=True")
+    return head + "".join(", " + s for s in suffixes) + ")"
+
+
 def tensor_repr(t):
+    if t.device.type == "meta":
+        return _meta_repr(t)
     values = t.detach().cpu()._data.values()
     summarize = values.size > _options["threshold"]
     shown = _summary_values(values, _options["edgeitems"]) if summarize else values
@@ -128,8 +146,4 @@ def tensor_repr(t):
     if t.dtype is not dtypes.bool_ and t.dtype is not default_for_kind[
             t.dtype.is_floating_point]:
         suffixes.append(f"dtype={t.dtype!r}")
-    if t.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
-    elif t.requires_grad:
-        suffixes.append("requires_grad=True")
-    return prefix + ", ".join([body] + suffixes) + ")"
+    return _with_grad_suffix(t, prefix + body, suffixes)

@@ -207,10 +207,19 @@ def integers_into(out, generator, low, span, wide=None):
 def fill_drawn(tensor, generator, sample):
     """Fill `tensor` in place with `sample(rng, shape)`, numpy values drawn on the host in the
     order torch visits the tensor's elements (_in_memory_order)."""
+    if tensor._data.device.type == "meta":
+        return _write_drawn(tensor, _no_draws(tensor._data.shape, tensor.dtype, tensor.device))
+
     def draw(shape):
         values = np.asarray(sample(host_rng(generator), shape)).reshape(shape)
         return wrap(NDArray.from_numpy(values, tensor.dtype, tensor.device))
     return _write_drawn(tensor, _in_memory_order(tensor, draw))
+
+
+def _no_draws(shape, dtype, device, requires_grad=False):
+    """The draws for a meta tensor: none (as in torch, the generator is not advanced, and a
+    model built on meta costs no host memory)."""
+    return wrap(NDArray.empty(shape, dtype, device), requires_grad)
 
 
 def _in_memory_order(tensor, draw):
@@ -247,6 +256,8 @@ def fill_floats(tensor, generator, kind, a, b):
     outside a recorded graph (so the peak is the tensor itself), else into a new buffer that
     is then written in as fill_drawn's draws are."""
     nd = tensor._data
+    if nd.device.type == "meta":
+        return _write_drawn(tensor, _no_draws(nd.shape, nd.dtype, nd.device))
     in_place = nd.device.type == "cpu" and nd.is_compact() \
         and _host_dtype(kind, nd.dtype) is nd.dtype \
         and not (is_grad_enabled() and tensor.requires_grad)
@@ -297,6 +308,8 @@ def _draw(size, dtype, device, requires_grad, generator, draw):
     shape = check_shape(_shape_args(size))
     dtype = dtype or dtypes.get_default_dtype()
     device = target_device(device)
+    if device.type == "meta":
+        return _no_draws(shape, dtype, device, requires_grad)
     # Drawn on the host for every device: the same seed gives the same values on CPU and GPU.
     values = draw(host_rng(generator), shape)
     nd = NDArray.from_numpy(np.asarray(values), dtype, device)
@@ -310,6 +323,8 @@ def _draw_floats(size, dtype, device, requires_grad, generator, kind, a, b, cont
     shape = check_shape(_shape_args(size))
     dtype = dtype or dtypes.get_default_dtype()
     device = target_device(device)
+    if device.type == "meta":
+        return _no_draws(shape, dtype, device, requires_grad)
     wide = _host_dtype(kind, dtype)
     host = np.empty(math.prod(shape), wide.storage)
     _fill(host, generator, kind, a, b, contiguous)

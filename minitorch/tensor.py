@@ -336,9 +336,14 @@ class Tensor(TensorBase, _OpMethods):
         """torch.Tensor.is_cpu: True on the CPU."""
         return self._data.device.type == "cpu"
 
+    @property
+    def is_meta(self):
+        """torch.Tensor.is_meta: True on the meta device (shape and dtype, no storage)."""
+        return self._data.device.type == "meta"
+
     # Devices, layouts and kinds of tensor minitorch doesn't have: always False (scripts read
     # them to branch, e.g. a GAN's forward checking `x.is_mps`).
-    is_xpu = is_mps = is_meta = is_ipu = is_maia = is_mtia = is_xla = is_vulkan = property(
+    is_xpu = is_mps = is_ipu = is_maia = is_mtia = is_xla = is_vulkan = property(
         lambda self: False)
     is_sparse = is_sparse_csr = is_quantized = is_mkldnn = is_nested = property(
         lambda self: False)
@@ -534,6 +539,9 @@ class Tensor(TensorBase, _OpMethods):
         if self.is_cuda and not force:
             raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() "
                             "to copy the tensor to host memory first.")
+        if self._data.device.type == "meta" and not force:
+            raise TypeError("can't convert meta device type tensor to numpy. Use Tensor.cpu() "
+                            "to copy the tensor to host memory first.")
         if self.dtype is dtypes.bfloat16:
             raise TypeError("Got unsupported ScalarType BFloat16")
         return self._data.to_device(CPU).numpy() if force else self._data.numpy()
@@ -567,6 +575,8 @@ class Tensor(TensorBase, _OpMethods):
                                "Scalar")
         data = self._data
         if data.device.type != "cpu":
+            if data.device.type == "meta":
+                raise RuntimeError("Tensor.item() cannot be called on meta tensors")
             data = self.detach().cpu()._data
         return data.values().reshape(()).item()
 
@@ -610,7 +620,7 @@ class Tensor(TensorBase, _OpMethods):
     def __format__(self, spec):
         """torch's: a 0-d tensor formats as its number (f"{loss}" prints 0.25); others as repr
         and only with an empty spec."""
-        if self.ndim == 0:
+        if self.ndim == 0 and self._data.device.type != "meta":
             return format(self.item(), spec)
         return object.__format__(self, spec) if spec else repr(self)
 
@@ -618,6 +628,9 @@ class Tensor(TensorBase, _OpMethods):
         return id(self)
 
     def __reduce_ex__(self, protocol):
+        if self._data.device.type == "meta":    # no values: shape, strides and dtype (deepcopy)
+            return (_rebuild_meta, (tuple(self.shape), self.stride(), self.dtype.name,
+                                    self.requires_grad))
         return (_rebuild, (self.detach().cpu()._data.compact().numpy(), self.dtype.name,
                            str(self.device), self.requires_grad))
 
@@ -907,6 +920,12 @@ def _rebuild(array, dtype_name, device_name, requires_grad):
         data = NDArray.from_storage(array, dtype, Device(device_name))
         return wrap(data).requires_grad_(requires_grad)
     return tensor(array, dtype=dtype, device=device_name, requires_grad=requires_grad)
+
+
+def _rebuild_meta(shape, strides, dtype_name, requires_grad):
+    """Unpickling (deepcopy) a meta tensor: torch's _rebuild_meta_tensor_no_storage."""
+    return empty_strided(shape, strides, dtype=dtypes.from_name(dtype_name), device="meta",
+                         requires_grad=requires_grad)
 
 
 # ---- creation ---------------------------------------------------------------------------------

@@ -18,7 +18,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "minitorch"
 LAYERS = [
     ("dtypes and opcodes", ["minitorch.dtypes", "minitorch.opcodes", "minitorch.settings",
                             "minitorch.strides"]),
-    ("backend and kernels", ["minitorch.backend", "minitorch._cpu", "minitorch._gpu"]),
+    ("backend and kernels", ["minitorch.backend", "minitorch._cpu", "minitorch._gpu",
+                             "minitorch._meta"]),
     ("ndarray", ["minitorch.ndarray", "minitorch.printing"]),
     ("autograd engine", ["minitorch.autograd$", "minitorch.autograd.engine",
                          "minitorch.autograd.function", "minitorch.autograd.graph",

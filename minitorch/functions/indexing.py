@@ -62,8 +62,8 @@ def _wrapped(index, size, error):
     """`index` checked against a dim of `size` (torch accepts -size <= i < size) with negative
     entries wrapped; `error(value)` is raised for the first bad entry before any kernel reads
     the indices."""
-    if index.size == 0:
-        return index
+    if index.size == 0 or index.device.type == "meta":
+        return index        # meta: no values to check (torch's meta kernels check nothing)
     # Two reductions on the common path; the offending entry is located only if there is one.
     low, high = _item(index.reduce(ReduceOp.MIN)), _item(index.reduce(ReduceOp.MAX))
     if low < -size or high >= size:

@@ -428,7 +428,15 @@ class Module:
                             f"desired dtype={dtype}")
 
         def convert(t):
-            return t.to(device=device, dtype=dtype if t.is_floating_point() else None)
+            try:
+                return t.to(device=device, dtype=dtype if t.is_floating_point() else None)
+            except NotImplementedError as error:
+                if str(error) == "Cannot copy out of meta tensor; no data!":
+                    raise NotImplementedError(
+                        f"{error} Please use torch.nn.Module.to_empty() instead of "
+                        "torch.nn.Module.to() when moving module from meta to a different "
+                        "device.") from None
+                raise
         return self._apply(convert)
 
     def cuda(self, device=None):
