@@ -448,32 +448,35 @@ def _swapped_range(draws, n):
     return out
 
 
-def _like(input, dtype, device):
-    return input.shape, dtype or input.dtype, device or input.device
+def _drawn_like(input, dtype, device, requires_grad, fill):
+    """A *_like draw as torch makes it: empty_like (input's layout kept, preserve_format) then
+    filled in place, so the values land in the memory order torch's fill visits."""
+    out = empty_like(input, dtype=dtype, device=device)
+    fill(out)
+    return out.requires_grad_() if requires_grad else out
 
 
 def rand_like(input, dtype=None, device=None, requires_grad=False):
-    """torch.rand_like: rand with input's size, and its dtype and device unless given (drawn from
-    the global generator; torch 2.13's generator= and memory_format= are not accepted)."""
-    shape, dtype, device = _like(input, dtype, device)
-    return rand(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    """torch.rand_like: rand with input's size and layout, and its dtype and device unless
+    given (drawn from the global generator; torch 2.13's generator= and memory_format= are not
+    accepted)."""
+    return _drawn_like(input, dtype, device, requires_grad, lambda t: t.uniform_())
 
 
 def randn_like(input, dtype=None, device=None, requires_grad=False):
-    """torch.randn_like: randn with input's size, and its dtype and device unless given (drawn from
-    the global generator; torch 2.13's generator= and memory_format= are not accepted)."""
-    shape, dtype, device = _like(input, dtype, device)
-    return randn(*shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    """torch.randn_like: randn with input's size and layout, and its dtype and device unless
+    given (drawn from the global generator; torch 2.13's generator= and memory_format= are not
+    accepted)."""
+    return _drawn_like(input, dtype, device, requires_grad, lambda t: t.normal_())
 
 
 def randint_like(input, low=0, high=None, dtype=None, device=None, requires_grad=False):
-    """torch.randint_like: randint(low, high) with input's size, and its dtype and device unless
-    given; a single bound is high (low 0). torch 2.13's generator= and memory_format= are not
-    accepted."""
-    shape, dtype, device = _like(input, dtype, device)
+    """torch.randint_like: randint(low, high) with input's size and layout, and its dtype and
+    device unless given; a single bound is high (low 0). torch 2.13's generator= and
+    memory_format= are not accepted."""
     if high is None:
         low, high = 0, low
-    return randint(low, high, shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _drawn_like(input, dtype, device, requires_grad, lambda t: t.random_(low, high))
 
 
 def bernoulli(input, p=None, generator=None):

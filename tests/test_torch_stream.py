@@ -451,3 +451,18 @@ def test_poisson_and_binomial_follow_torch(device):
                     lib.rand(1).item())
         for ours, theirs in zip(draw(mt), draw(torch)):
             assert np.array_equal(ours, theirs), dtype
+
+
+def test_like_draws_keep_the_layout_and_torchs_values(device):
+    """rand_like / randn_like / randint_like are empty_like (preserve_format) then a fill, as
+    in torch: a transposed input gives transposed strides and torch's values in memory order."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib, dev in ((mt, device), (torch, "cpu")):
+        lib.manual_seed(0)
+        x = lib.ones(2, 3, device=dev).t()
+        drawn = [lib.rand_like(x), lib.randn_like(x), lib.randint_like(x, 3, 10)]
+        results.append([(t.stride(), t.cpu().numpy()) for t in drawn])
+    for (ours_stride, ours), (their_stride, theirs) in zip(*results):
+        assert ours_stride == their_stride == (1, 3)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
