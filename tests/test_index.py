@@ -364,6 +364,20 @@ def test_augmented_assignment_through_basic_keys(device, key):
     np.testing.assert_allclose(ours[2], 2 * f[key] * w[key])
 
 
+def test_in_place_refuses_an_operand_partly_over_the_written_memory(device):
+    """torch's partial-overlap check: x[1:] -= x[:-1] would depend on the order of the writes;
+    the very same memory (x += x) and disjoint parts of one buffer are fine."""
+    x = mt.arange(6.0, device=device)
+    view = x[1:]
+    with pytest.raises(RuntimeError, match="some elements of the input tensor and the written-to "
+                                           "tensor refer to a single memory location"):
+        view -= x[:-1]
+    x += x
+    head = x[:3]
+    head += x[3:]
+    np.testing.assert_array_equal(x.cpu().numpy(), [6, 10, 14, 6, 8, 10])
+
+
 def test_writing_a_detached_alias_back_cuts_the_history():
     """x[1] = x[1].detach() is not the augmented write-back: torch records the copy, so no
     gradient reaches x's old history for that row."""

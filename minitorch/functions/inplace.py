@@ -21,6 +21,7 @@ def inplace(fn, saves_input=True):
     False: the op's backward never reads x's values (add, sub), so x needs no copy."""
     def method(self, *args, **kwargs):
         check_no_overlap(self)
+        check_no_partial_overlap(self, args)
         self._check_inplace()
         source = self
         if saves_input and _grad_mode.enabled and (self.requires_grad or any(
@@ -42,6 +43,25 @@ def check_no_overlap(t):
         raise RuntimeError("unsupported operation: more than one element of the written-to "
                            "tensor refers to a single memory location. Please clone() the tensor "
                            "before performing the operation.")
+
+
+def check_no_partial_overlap(t, operands):
+    """torch refuses an in-place op whose operand lies partly over the written memory (x[1:]
+    -= x[:-1]): the result would depend on the order of the writes. The same memory exactly
+    (x += x) is fine, and so are layouts torch does not judge (not dense)."""
+    out = t._data
+    for operand in operands:
+        if not isinstance(operand, Tensor) or operand._data.buffer is not out.buffer:
+            continue
+        data = operand._data
+        if not (out.is_compact() and data.is_compact()) or not out.size or not data.size:
+            continue
+        same = data.offset == out.offset and data.size == out.size
+        if not same and data.offset < out.offset + out.size and out.offset < data.offset + \
+                data.size:
+            raise RuntimeError("unsupported operation: some elements of the input tensor and "
+                               "the written-to tensor refer to a single memory location. Please "
+                               "clone() the tensor before performing the operation.")
 
 
 def assign_result(self, result):
