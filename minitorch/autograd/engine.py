@@ -714,15 +714,11 @@ def _run(roots, retain_graph, create_graph, capture, accumulate, inputs):
     return results
 
 
-def _backward_node(node, grads, capture, results, retain_graph):
+def _backward_node(node, grads, capture, results, retain_graph, profiled=False):
     """Tensor hooks, gradient capture (autograd.grad), then the node's backward."""
-    if _profiling:
-        return _profiler.node(node.name(), grads, _backward_node_unprofiled,
-                              (node, grads, capture, results, retain_graph))
-    return _backward_node_unprofiled(node, grads, capture, results, retain_graph)
-
-
-def _backward_node_unprofiled(node, grads, capture, results, retain_graph):
+    if _profiling and not profiled:
+        return _profiler.node(node.name(), grads, _backward_node,
+                              (node, grads, capture, results, retain_graph, True))
     if node._tensor_hooks:
         grads = _apply_tensor_hooks(node, grads)
     if capture is not None:
@@ -881,14 +877,10 @@ def _as_leaf_gradient(leaf, g):
     return g
 
 
-def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph):
-    if _profiling:
-        return _profiler.node("torch::autograd::AccumulateGrad", (g,), _deliver_unprofiled,
-                              (leaf, g, capture, results, accumulate, create_graph))
-    return _deliver_unprofiled(leaf, g, capture, results, accumulate, create_graph)
-
-
-def _deliver_unprofiled(leaf, g, capture, results, accumulate, create_graph):
+def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph, profiled=False):
+    if _profiling and not profiled:     # (its gradient is then copied: the hook holds it)
+        return _profiler.node("torch::autograd::AccumulateGrad", (g,), _deliver_to_leaf,
+                              (leaf, g, capture, results, accumulate, create_graph, True))
     g = _as_leaf_gradient(leaf, g)
     if leaf._hooks:
         for hook in list(leaf._hooks.values()):

@@ -15,6 +15,7 @@ from . import compare, interop
 
 _OPERAND_TYPES = (Tensor, numbers.Number, np.number, np.bool_)
 _BOOL = dtypes.bool_
+_profiling = False      # set by autograd/profiler.py while a profile records
 
 
 def binary_operator(fn, reflected=False, ufunc=None, ndarray=None):
@@ -70,7 +71,7 @@ def fast_operator(function_class, slow_path, ufunc=None):
             if other_data.dtype is data.dtype:
                 if (self.requires_grad or other.requires_grad) and _grad_mode.enabled:
                     return record(self, other)
-                if data.dtype is _BOOL:
+                if data.dtype is _BOOL or _profiling:   # (the profiler records apply)
                     return function_class.apply(self, other)
                 return wrap(data.binary(op, other_data))
         if isinstance(other, _OPERAND_TYPES):
