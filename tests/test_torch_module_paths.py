@@ -31,6 +31,12 @@ PATHS = {  # module path under torch / minitorch: names a script imports from it
     "utils.hooks": ["RemovableHandle", "unserializable_hook", "warn_if_has_hooks"],
     "types": ["Number", "Device", "_size"],
     "xpu": ["is_available", "device_count"],
+    "autograd.profiler": ["profile", "record_function", "emit_nvtx"],
+    "profiler": ["profile", "ProfilerActivity", "schedule", "record_function",
+                 "tensorboard_trace_handler"],
+    "utils._pytree": ["tree_flatten", "tree_unflatten", "tree_map", "TreeSpec"],
+    "multiprocessing": ["Process", "Queue", "spawn", "set_sharing_strategy"],
+    "nn.utils.prune": ["l1_unstructured", "global_unstructured", "remove", "is_pruned"],
 }
 
 
