@@ -52,11 +52,11 @@ def _inputs(shape, pshape, affine, device, seed=0):
 
 
 def _node_names(t, depth=4):
-    """The names of the nodes within `depth` steps of t's grad_fn."""
+    """The class names of the nodes within `depth` steps of t's grad_fn (name() is torch's)."""
     names, frontier = [], [t.grad_fn]
     for _ in range(depth):
         frontier = [n for n in frontier if n is not None and hasattr(n, "name")]
-        names += [n.name() for n in frontier]
+        names += [type(n).__name__ for n in frontier]
         frontier = [edge[0] for n in frontier for edge in n.next_functions]
     return " ".join(names)
 
