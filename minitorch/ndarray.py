@@ -86,6 +86,10 @@ def real_dim(dim, ndim):
 
 def normalize_dims(dims, ndim):
     """None → every dim; an int or a sequence → sorted unique positive dims (torch's errors)."""
+    if type(dims) is int and -ndim <= dims < ndim:      # the common case: x.sum(-1)
+        return (dims + ndim if dims < 0 else dims,)
+    if type(dims) is tuple and dims in _SORTED_DIMS.get(ndim, ()):
+        return dims
     if dims is None:
         return tuple(range(ndim))
     if isinstance(dims, (int, np.integer)):
@@ -96,7 +100,14 @@ def normalize_dims(dims, ndim):
         if d in result:
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         result.append(d)
-    return tuple(sorted(d for d in result if d < ndim))
+    result = tuple(sorted(d for d in result if d < ndim))
+    if len(_SORTED_DIMS.setdefault(ndim, set())) < 512:
+        _SORTED_DIMS[ndim].add(result)
+    return result
+
+
+# Per rank, dims tuples already normalized (sorted, unique, in range): returned as they are.
+_SORTED_DIMS = {}
 
 
 # Permutations already checked (tuples of non-negative ints): permute's common case skips the
@@ -651,6 +662,14 @@ class NDArray:
             return out
         dims = normalize_dims(dims, self.ndim)
         out_dtype = dtypes.int64 if op in INDEX_RESULT_REDUCE else self.dtype
+        if len(dims) == 1 and self.shape[dims[0]] and self.is_compact():
+            # one axis of a compact array (x.sum(-1)): the middle of (outer, n, inner) as is
+            d, shape = dims[0], self.shape
+            out = self._new(shape[:d] + ((1,) if keepdim else ()) + shape[d + 1:], out_dtype)
+            if out.size:
+                self.backend.reduce_last(op, self.flat(), out.buffer, shape[d],
+                                         shape_numel(shape[d + 1:]))
+            return out
         kept_shape = tuple(1 if i in dims else s for i, s in enumerate(self.shape))
         n = math.prod(self.shape[d] for d in dims)
         if n == 0 and op not in (ReduceOp.SUM, ReduceOp.PROD):

@@ -968,6 +968,9 @@ def minimum(input, other):
 
 
 def _compare(op, a, b):
+    if type(b) in _FAST_SCALARS and type(a) is Tensor and a._data.dtype.is_floating_point:
+        data = a._data      # x >= 0: the scalar in x's dtype, which is what promote gives
+        return wrap(data.binary(op, scalar_array(b, data.dtype, data.device)))
     a, b = promote(a, b)
     return wrap(a._data.binary(op, b._data))
 

@@ -941,6 +941,8 @@ def _logical_reduce(op, empty_value, input, dim, keepdim):
 
 
 def _truth_reduce(op, empty_value, nd, dim, keepdim):
+    if dim is None and not keepdim and nd.size:
+        return _truth(nd).reduce(op)             # everything (x.all()): one kernel call
     if dim is not None and not isinstance(dim, (numbers.Integral, np.integer)) and \
             len(tuple(dim)) == 0:
         return _truth(nd).copy()                 # torch: dim=() reduces nothing
