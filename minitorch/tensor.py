@@ -1026,6 +1026,10 @@ def from_numpy(array):
     torch) when its dtype is one of ours; other dtypes become ours in a copy."""
     array = np.asarray(array)
     dtype = dtypes.from_numpy(array.dtype)
+    if array.flags.c_contiguous and array.size and array.dtype in _SHAREABLE and \
+            dtype is not dtypes.bool_:      # the common case: the flat view is the buffer
+        return wrap(NDArray(array.reshape(-1), array.shape, contiguous_strides(array.shape), 0,
+                            dtype, CPU, get_backend(CPU)))
     strides = _element_strides(array)
     if array.dtype not in _SHAREABLE or array.size == 0:
         return tensor(array, dtype=dtype)
