@@ -130,6 +130,9 @@ def _bitwise(kernel, op, logical_op, a, b):
     """&, |, ^, <<, >>: integers bit by bit (uint8 wraps, computed in int64), bool & | ^
     logically (torch's bool results); floats raise torch's NotImplementedError. Integer results
     carry no gradient, so there is no autograd node."""
+    if logical_op is not None and type(a) is Tensor and type(b) is Tensor and \
+            a._data.dtype is dtypes.bool_ and b._data.dtype is dtypes.bool_:
+        return wrap(a._data.binary(logical_op, b._data))      # mask & mask
     dtype = result_type(a, b)
     if dtype is dtypes.bool_ and logical_op is not None:
         return _compare(logical_op, a, b)

@@ -29,6 +29,7 @@ __all__ = [
     'true_divide', 'trunc', 'where',
 ]
 _FAST_SCALARS = (int, float)
+_INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
 # torch's names for dtypes in error messages: ScalarType names, and C type names (c10 typename).
 TORCH_NAMES = {d.name: d.torch_name for d in dtypes.ALL}
 C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
@@ -968,9 +969,13 @@ def minimum(input, other):
 
 
 def _compare(op, a, b):
-    if type(b) in _FAST_SCALARS and type(a) is Tensor and a._data.dtype.is_floating_point:
-        data = a._data      # x >= 0: the scalar in x's dtype, which is what promote gives
-        return wrap(data.binary(op, scalar_array(b, data.dtype, data.device)))
+    if type(a) is Tensor:   # the common cases need no promotion: what promote would give
+        data, kind = a._data, type(b)
+        if kind is Tensor and b._data.dtype is data.dtype:
+            return wrap(data.binary(op, b._data))
+        if kind in _FAST_SCALARS and (data.dtype.is_floating_point or (
+                data.dtype is dtypes.int64 and kind is int and _INT64_MIN <= b <= _INT64_MAX)):
+            return wrap(data.binary(op, scalar_array(b, data.dtype, data.device)))
     a, b = promote(a, b)
     return wrap(a._data.binary(op, b._data))
 
