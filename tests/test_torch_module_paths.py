@@ -240,6 +240,10 @@ def _node_names():
         "SumBackward1": x.sum(1),
         "MeanBackward1": x.mean(1),
         "ReluBackward0": mt.nn.Sequential(mt.nn.Linear(6, 3), mt.nn.ReLU())(x),
+        "ClampBackward1": x.clamp(0, 1),
+        "ClampBackward0": x.clamp(min=mt.zeros(1)),
+        "SqueezeBackward1": x[None].squeeze(0),
+        "SqueezeBackward2": x[None, None].squeeze((0, 1)),
     }
 
 

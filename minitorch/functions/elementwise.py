@@ -1062,7 +1062,7 @@ def clamp(input, min=None, max=None):
         raise _no_bool_kernel(kind if tensors else kind + "_scalar", input.device)
     _check_scalars_fit(dtype, min, max)
     device = input.device
-    return Clamp.apply(cast(input, dtype),
+    return (Clamp if tensors else ClampScalars).apply(cast(input, dtype),
                        None if min is None else _as_operand(min, dtype, device),
                        None if max is None else _as_operand(max, dtype, device))
 
@@ -1099,6 +1099,11 @@ class Clamp(KernelFunction):
             above = x > high if low is None else (x > high) | (high < low)
             grad_high = sum_to(where(above, g, zero), high.shape)
         return grad_x, grad_low, grad_high
+
+
+class ClampScalars(Clamp):
+    """clamp with number bounds: torch's clamp.Scalar overload, so its node's name."""
+    node_name = "ClampBackward1"
 
 
 clip = clamp

@@ -328,6 +328,16 @@ class Squeeze(KernelFunction):
         return g.reshape(ctx.input_shape), None
 
 
+class SqueezeDim(Squeeze):
+    """squeeze(dim): torch's squeeze.dim overload, so its node's name."""
+    node_name = "SqueezeBackward1"
+
+
+class SqueezeDims(Squeeze):
+    """squeeze((dims)): torch's squeeze.dims overload."""
+    node_name = "SqueezeBackward2"
+
+
 class Unsqueeze(KernelFunction):
     @staticmethod
     def forward(ctx, a, dim):
@@ -341,7 +351,9 @@ class Unsqueeze(KernelFunction):
 
 def squeeze(input, dim=None):
     """Drop size-1 dims: all of them, or those among `dim` (an int or a tuple)."""
-    return Squeeze.apply(input, normalize_dims(dim, input.ndim))
+    node = Squeeze if dim is None else SqueezeDim if isinstance(dim, numbers.Integral) else \
+        SqueezeDims
+    return node.apply(input, normalize_dims(dim, input.ndim))
 
 
 def unsqueeze(input, dim):
