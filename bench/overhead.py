@@ -1,9 +1,13 @@
 """Per-op overhead: minitorch vs PyTorch (when installed) on tiny tensors, in one run.
 
-Times a 10-element add with and without requires_grad, and forward+backward of a 3-op graph
-((a * b).exp().sum()). Uses process CPU time (best of several repeats), which other processes
-on a busy machine disturb far less than wall time. Run: python bench/overhead.py
+Times a 10-element add with and without requires_grad, forward+backward of a 3-op graph
+((a * b).exp().sum()), and the small ops tiny-op programs are made of (comparisons, reductions
+over an axis, gather, logsumexp, indexing, from_numpy, a Categorical's checks and log_prob:
+docs/benchmarks.md, "Tiny-op programs"). Uses process CPU time (best of several repeats),
+which other processes on a busy machine disturb far less than wall time.
+Run: python bench/overhead.py
 """
+import numpy as np
 import os
 import sys
 import time
@@ -28,9 +32,32 @@ def measure(lib):
     def graph():
         (ag * bg).exp().sum().backward()
 
-    return {"add (10 elements)": cpu_time_per_call(lambda: a + b, 20000),
-            "add, requires_grad": cpu_time_per_call(lambda: ag + bg, 20000),
-            "3-op graph fwd+bwd": cpu_time_per_call(graph, 2000)}
+    cases = {"add (10 elements)": (lambda: a + b, 20000),
+             "add, requires_grad": (lambda: ag + bg, 20000),
+             "3-op graph fwd+bwd": (graph, 2000)}
+    cases.update(small_ops(lib))
+    return {name: cpu_time_per_call(fn, number) for name, (fn, number) in cases.items()}
+
+
+def small_ops(lib):
+    """(callable, calls) per case: the ops of torch.distributions' checks, RL and physics loops
+    on 3-12 element tensors, nothing recorded."""
+    p = lib.tensor([0.2, 0.3, 0.5])
+    m = lib.tensor(np.arange(12, dtype=np.float32).reshape(4, 3) / 12)
+    mask, idx, host = p >= 0, lib.zeros(4, 1, dtype=lib.int64), np.ones(4, np.float32)
+    categorical = lib.distributions.Categorical(p)
+    action = lib.tensor(1)
+    return {"p >= 0": (lambda: p >= 0, 20000),
+            "p.sum(-1)": (lambda: p.sum(-1), 20000),
+            "mask.all(-1)": (lambda: mask.all(-1), 20000),
+            "mask & mask": (lambda: mask & mask, 20000),
+            "m.gather(-1, idx)": (lambda: m.gather(-1, idx), 20000),
+            "m.logsumexp(-1)": (lambda: m.logsumexp(-1, keepdim=True), 10000),
+            "m.reshape(-1, 3)": (lambda: m.reshape(-1, 3), 20000),
+            "p[0].item()": (lambda: p[0].item(), 20000),
+            "from_numpy": (lambda: lib.from_numpy(host), 20000),
+            "Categorical(p)": (lambda: lib.distributions.Categorical(p), 5000),
+            "Categorical.log_prob": (lambda: categorical.log_prob(action), 5000)}
 
 
 def main():
