@@ -796,9 +796,12 @@ class NDArray:
         """torch.gather: out[..., j, ...] = self[..., index[..., j, ...], ...] along dim."""
         dim = normalize_dim(dim, self.ndim)
         _check_index_array(index, "gather")
-        key = self._index_region(dim, index.shape, "gather")
-        region = (self if index.shape[:dim] + index.shape[dim + 1:] ==
-                  self.shape[:dim] + self.shape[dim + 1:] else self[key]).compact()
+        shape, index_shape = self.shape, index.shape
+        if len(index_shape) == len(shape) and index_shape[:dim] == shape[:dim] and \
+                index_shape[dim + 1:] == shape[dim + 1:]:
+            region = self.compact()         # the common case: every other axis whole
+        else:
+            region = self[self._index_region(dim, index_shape, "gather")].compact()
         outer, size, inner = region._index_layout(dim)
         out = self._new(index.shape)
         if out.size:

@@ -149,7 +149,8 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     if max(input.ndim, 1) != max(index.ndim, 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     dim = normalize_dim(dim, input.ndim)
-    a, i = _at_least_1d(input, index.to(input.device))
+    a, i = _at_least_1d(input, index if index.device == input.device else
+                        index.to(input.device))
     for d, (n_index, n_self) in enumerate(zip(i.shape, a.shape)):
         if d != dim and n_index > n_self:
             raise RuntimeError(f"Size does not match at dimension {d} expected index "
