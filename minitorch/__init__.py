@@ -21,7 +21,7 @@ from .autograd import functional as _autograd_functional, gradcheck as _autograd
 from .autograd import variable as _autograd_variable
 from . import distributed  # mt.distributed: loads no engine until init_process_group
 from . import multiprocessing  # torch.multiprocessing; registers the tensor reducers
-from . import accelerator, backends, onnx, profiler, serialization, sparse, types, xpu
+from . import accelerator, backends, jit, onnx, profiler, serialization, sparse, types, xpu
 from . import amp
 from .amp.autocast_mode import (autocast, clear_autocast_cache, get_autocast_dtype,
                                 is_autocast_available, is_autocast_enabled,

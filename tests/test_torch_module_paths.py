@@ -251,3 +251,27 @@ def _node_names():
 def test_node_names_are_torchs(expected):
     """Fused nodes report the name of the node torch's graph ends in (print(y.grad_fn))."""
     assert _node_names()[expected].grad_fn.name() == expected
+
+
+def test_jit_stand_ins_return_what_they_are_given():
+    """torch.jit's no-op stand-ins: script and trace hand back their argument, which runs
+    eagerly with the results torch's eager mode gives; annotations pass values through; the
+    archive functions refuse (there is no TorchScript here)."""
+    jit = mt.jit
+
+    def double(x):
+        return x * 2
+
+    model = mt.nn.Linear(2, 3)
+    assert jit.script(double) is double and jit.trace(model, mt.ones(1, 2)) is model
+    assert jit.trace_module(model, {"forward": mt.ones(1, 2)}) is model
+    assert not jit.is_scripting() and not jit.is_tracing()
+    assert jit.ignore(double) is double and jit.ignore(drop=True)(double) is double
+    assert jit.unused(double) is double and jit.export(double) is double
+    assert jit.annotate(list, [1]) == [1] and jit.Attribute(3, int) == 3
+    assert jit.wait(jit.fork(double, mt.ones(2))).tolist() == [2.0, 2.0]
+    assert not isinstance(model, jit.ScriptModule)
+    for refused in (lambda: jit.save(model, "model.pt"), lambda: jit.load("model.pt")):
+        with pytest.raises(NotImplementedError, match="TorchScript archives have no minitorch"):
+            refused()
+    assert mt.cuda.is_bf16_supported() == mt.cuda.is_available()

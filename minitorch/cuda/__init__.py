@@ -23,6 +23,12 @@ def is_available():
         return False
 
 
+def is_bf16_supported(including_emulation=True):
+    """torch.cuda.is_bf16_supported: True with a GPU (our kernels store bfloat16 and compute it
+    in float32 on every device), False without one (torch's answer on a CPU-only machine)."""
+    return is_available()
+
+
 def device_count():
     """Number of visible CUDA devices, 0 when CuPy or a GPU is unavailable
     (torch.cuda.device_count)."""
