@@ -37,6 +37,8 @@ PATHS = {  # module path under torch / minitorch: names a script imports from it
     "utils._pytree": ["tree_flatten", "tree_unflatten", "tree_map", "TreeSpec"],
     "multiprocessing": ["Process", "Queue", "spawn", "set_sharing_strategy"],
     "nn.utils.prune": ["l1_unstructured", "global_unstructured", "remove", "is_pruned"],
+    "jit": ["script", "trace", "is_scripting", "ignore", "Final", "ScriptModule"],
+    "utils.benchmark": ["Timer", "Measurement"],
 }
 
 
@@ -275,3 +277,20 @@ def test_jit_stand_ins_return_what_they_are_given():
         with pytest.raises(NotImplementedError, match="TorchScript archives have no minitorch"):
             refused()
     assert mt.cuda.is_bf16_supported() == mt.cuda.is_available()
+
+
+def test_benchmark_timer_measures_a_statement():
+    """torch.utils.benchmark.Timer on Python's timeit: one block for timeit(), blocks of one
+    size for blocked_autorange, and torch's printout."""
+    from minitorch.utils.benchmark import Timer
+    timer = Timer("x + y", globals={"x": mt.ones(3), "y": mt.ones(3)}, label="add",
+                  sub_label="3", description="ones")
+    once = timer.timeit(50)
+    assert once.number_per_run == 50 and len(once.times) == 1 and once.times[0] > 0
+    lines = repr(once).splitlines()
+    assert lines[1:3] == ["add: 3", "ones"] and lines[-1] == "  1 measurement, 50 runs , 1 thread"
+    blocks = timer.blocked_autorange(min_run_time=0.01)
+    assert len(blocks.times) >= 1 and blocks.median > 0 and blocks.iqr >= 0
+    assert repr(blocks).splitlines()[-1].endswith("runs per measurement, 1 thread") or \
+        len(blocks.times) == 1
+    assert Timer("pass").timeit(5).task_spec.stmt == "pass"
