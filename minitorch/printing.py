@@ -119,7 +119,22 @@ def _with_grad_suffix(t, head, suffixes):
         suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
-    return head + "".join(", " + s for s in suffixes) + ")"
+    return _add_suffixes(head, suffixes, len("tensor("))
+
+
+def _add_suffixes(text, suffixes, indent):
+    """torch's _add_suffixes: each suffix after ", " on the last line while that stays within
+    the line width, else on a line of its own at the indent."""
+    parts = [text]
+    last_line = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last_line + len(suffix) + 2 > _options["linewidth"]:
+            parts.append(",\n" + " " * indent + suffix)
+            last_line = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last_line += len(suffix) + 2
+    return "".join(parts) + ")"
 
 
 def tensor_repr(t):

@@ -57,7 +57,7 @@ def test_fused_has_the_unfused_values_and_gradients(device, pool, bias):
     model = _model(device, POOLS[pool], bias)
     x = _input(device)
     fused, fused_grads = _value_and_grads(model, x, lambda m, x: m(x))
-    assert fused.grad_fn.name() == "ReluMaxPoolBackward0"
+    assert type(fused.grad_fn).__name__ == "ReluMaxPool"
     reference, reference_grads = _value_and_grads(model, x, _unfused)
     assert mt.equal(fused, reference) and fused.is_contiguous()
     for got, want in zip(fused_grads, reference_grads):
@@ -159,5 +159,5 @@ def test_narrow_dtypes_and_autocast(device, dtype):
     x = _input(device)
     with mt.autocast(device_type=device, dtype=dtype):
         fused, reference = model(x), _unfused(model, x)
-    assert fused.dtype is dtype and fused.grad_fn.name() == "ReluMaxPoolBackward0"
+    assert fused.dtype is dtype and type(fused.grad_fn).__name__ == "ReluMaxPool"
     assert mt.equal(fused, reference)

@@ -246,6 +246,8 @@ def _node_names():
         "ClampBackward0": x.clamp(min=mt.zeros(1)),
         "SqueezeBackward1": x[None].squeeze(0),
         "SqueezeBackward2": x[None, None].squeeze((0, 1)),
+        "MaxPool2DWithIndicesBackward0": mt.nn.Sequential(
+            mt.nn.Conv2d(3, 2, 3), mt.nn.ReLU(), mt.nn.MaxPool2d(2))(img),
     }
 
 
@@ -294,3 +296,25 @@ def test_benchmark_timer_measures_a_statement():
     assert repr(blocks).splitlines()[-1].endswith("runs per measurement, 1 thread") or \
         len(blocks.times) == 1
     assert Timer("pass").timeit(5).task_spec.stmt == "pass"
+
+
+def test_fused_layers_report_torchs_last_node():
+    """A 1-D convolution (a squeezed 2-D one here) and nn.Sequential's fused conv → ReLU name
+    their last node as torch's graph does."""
+    x = mt.rand(1, 2, 8, requires_grad=True)
+    assert mt.nn.functional.conv1d(x, mt.rand(3, 2, 3)).grad_fn.name() == "ConvolutionBackward0"
+    fused = mt.nn.Sequential(mt.nn.Conv1d(2, 3, 3), mt.nn.ReLU())(x)
+    assert fused.grad_fn.name() == "ReluBackward0"
+    fused.sum().backward()
+    assert x.grad.shape == x.shape
+
+
+def test_repr_wraps_the_grad_fn_suffix_as_torch():
+    """A suffix that would pass the line width goes on a line of its own (torch's
+    _add_suffixes)."""
+    torch = pytest.importorskip("torch")
+    values = (np.arange(18, dtype=np.float32).reshape(3, 6) - 8.5) / 3.25
+    for make in (lambda lib: lib.tensor(values, requires_grad=True) * 2,
+                 lambda lib: (lib.tensor(values, requires_grad=True) * 2)[0],
+                 lambda lib: lib.tensor(values[0, :2], requires_grad=True) * 1):
+        assert repr(make(mt)) == repr(make(torch))

@@ -31,7 +31,7 @@ from ..tensor import wrap, zeros
 from .autocast_policy import LOWER, autocast_op
 from .elementwise import AddRelu, C_NAMES, TORCH_NAMES
 from .joining import cat
-from .movement import _copy_into
+from .movement import Squeeze, _copy_into
 from .window import (_channels_last, _memory_order, _new_in_order, _pad,
                      _windows, fold_columns, relu_max_pool, window_geometry, window_view)
 
@@ -901,11 +901,23 @@ def _conv(name, spatial, input, weight, bias, stride, padding, dilation, groups,
     if spatial == 1:
         if pool is not None:
             raise ValueError("conv_relu: a max pool follows 2-D and 3-D convolutions only")
-        out = _conv_nd(x.unsqueeze(2), weight.unsqueeze(2), bias, (1,) + stride,
-                       [(0, 0)] + pads, (1,) + dilation, groups, relu).squeeze(2)
+        planar = _conv_nd(x.unsqueeze(2), weight.unsqueeze(2), bias, (1,) + stride,
+                          [(0, 0)] + pads, (1,) + dilation, groups, relu)
+        out = (_Conv1dReluOutput if relu else _Conv1dOutput).apply(planar, (2,))
     else:
         out = _conv_nd(x, weight, bias, stride, pads, dilation, groups, relu, pool)
     return out.squeeze(0) if unbatched else out
+
+
+class _Conv1dOutput(Squeeze):
+    """A 1-D convolution's output: the 2-D one's with its size-1 height dropped, the node named
+    as torch's convolution (its graph ends in the convolution itself)."""
+    node_name = "ConvolutionBackward0"
+
+
+class _Conv1dReluOutput(Squeeze):
+    """The same after a fused ReLU: torch's graph ends in the ReLU."""
+    node_name = "ReluBackward0"
 
 
 @autocast_op(LOWER)

@@ -599,6 +599,7 @@ class AddRelu(_Binary):
     """relu(a + b) as one node and one kernel: a layer's bias add and the ReLU after it (a
     convolution followed by nn.ReLU in nn.Sequential), with the two ops' bits. Its backward
     masks g by the saved output, then sums it to each operand's shape as Add does."""
+    node_name = "ReluBackward0"          # torch's graph ends in the ReLU
     op = B.ADD_RELU
 
     @classmethod

@@ -390,6 +390,7 @@ class ReluMaxPool(KernelFunction):
                   nd.unary(UnaryOp.RELU)).compact()
             values, indices = _max_pool_arrays(nd, geometry)
         ctx.input_shape, ctx.spatial = nd.shape, len(geometry.kernel)
+        ctx.node_name = f"MaxPool{ctx.spatial}DWithIndicesBackward0"     # torch's last node
         ctx.bias_shape = None if bias is None else bias._data.shape
         values = wrap(values)
         ctx.save_for_backward(values, wrap(indices))
