@@ -39,6 +39,7 @@ PATHS = {  # module path under torch / minitorch: names a script imports from it
     "nn.utils.prune": ["l1_unstructured", "global_unstructured", "remove", "is_pruned"],
     "jit": ["script", "trace", "is_scripting", "ignore", "Final", "ScriptModule"],
     "utils.benchmark": ["Timer", "Measurement"],
+    "nn.parameter": ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"],
 }
 
 

@@ -83,3 +83,59 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         t.persistent = persistent
         t._is_buffer = True
         return t
+
+
+class UninitializedTensorMixin:
+    """A placeholder with no shape yet; `materialize` gives it one, in place."""
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def materialize(self, shape, device=None, dtype=None):
+        """Become a `cls_to_become` of `shape` (uninitialised values) on this placeholder's
+        device and dtype unless others are given."""
+        device = self._data.device if device is None else device
+        dtype = self._data.dtype if dtype is None else dtype
+        self._data = empty(*shape, device=device, dtype=dtype)._data
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError(
+            "Can't access the shape of an uninitialized parameter or buffer. This error usually "
+            "happens in `load_state_dict` when trying to load an uninitialized parameter into an "
+            "initialized one. Call `forward` to initialize the parameters before accessing "
+            "their attributes.")
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+
+def _placeholder(cls, requires_grad, device, dtype):
+    self = object.__new__(cls)
+    wrap_into(self, empty(0, device=device, dtype=dtype)._data, requires_grad)
+    return self
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A Parameter with no shape or data yet, materialized by a lazy module's first forward
+    (torch.nn.UninitializedParameter)."""
+    __slots__ = ()
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        return _placeholder(cls, requires_grad, device, dtype)
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        """Everything happens in __new__."""
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer with no shape or data yet, materialized by a lazy module's first forward
+    (torch.nn.UninitializedBuffer)."""
+    __slots__ = ()
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None):
+        return _placeholder(cls, requires_grad, device, dtype)
+
+    def __init__(self, requires_grad=False, device=None, dtype=None):
+        """Everything happens in __new__ (Tensor.__init__ would rebuild the data)."""
