@@ -615,9 +615,10 @@ def _writes_itself_back(t, key, value):
     if v.buffer is not data.buffer or not data.shape or v.dtype is not data.dtype:
         return False
     if _grad_mode.enabled and (t.requires_grad or value.requires_grad):
+        # both in one history: value a view of t's storage owner, t itself an op's result
         owner = t if t._base is None else t._base
-        if not value.requires_grad or value._base is not owner or (
-                t.requires_grad and t.grad_fn is None):
+        if not (value.requires_grad and t.requires_grad and t.grad_fn is not None
+                and value._base is owner):
             return False
     if (v.shape, v.strides, v.offset) != _basic_region(data, key):
         return False
@@ -626,9 +627,9 @@ def _writes_itself_back(t, key, value):
 
 
 def _setitem_fast(t, key, value):
-    """t[basic key: ints and slices] = a plain float / int, or a Tensor of t's dtype, device and of
-    the indexed shape, with nothing to record: one strided_set from the value's memory (a
-    scalar from the cached constant). False, having changed nothing, when the checked path
+    """t[ints and slices] = a plain float / int, or a Tensor of t's dtype, device and of the
+    indexed shape, with nothing to record: one strided_set from the value's memory (a scalar
+    from the cached constant). False, having changed nothing, when the checked path
     must run (it raises torch's errors and records the node)."""
     data = t._data
     grad = _grad_mode.enabled
