@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import dtypes
+from ._user_frames import called_from_user
 from .autograd import RemovableHandle, TensorBase, _grad_mode, no_grad
 from .autograd import backward as _autograd_backward
 from .backend import CPU, device as Device, get_backend, target_device
@@ -793,6 +794,8 @@ class Tensor(TensorBase, _OpMethods):
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
         """torch.Tensor.new_tensor: a copy of data as a tensor in self's dtype and device (unless
         given)."""
+        if isinstance(data, Tensor) and called_from_user():
+            _warn_copy_construct("tensor.new_tensor(sourceTensor)")
         return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
                       requires_grad=requires_grad)
 
@@ -972,6 +975,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     pin_memory is accepted and changes nothing (see Tensor.pin_memory)."""
     dtypes.check_dtype_arg("tensor", dtype)
     if isinstance(data, Tensor):
+        if called_from_user():
+            _warn_copy_construct("torch.tensor(sourceTensor)")
         dtype = dtype or data.dtype     # (bfloat16's values come as float32)
         data = data.detach().cpu()._data.values()
     elif isinstance(data, (list, tuple)) and data and _contains_tensor(data):
@@ -990,6 +995,14 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
         raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                            "gradients")
     return wrap(nd, requires_grad)
+
+
+def _warn_copy_construct(what):
+    """torch's warning for a tensor copy-constructed from a Tensor (torch.tensor(t),
+    t.new_tensor(t)), pointing at the user's line."""
+    warnings.warn("To copy construct from a tensor, it is recommended to use "
+                  "sourceTensor.detach().clone() or sourceTensor.detach().clone()"
+                  f".requires_grad_(True), rather than {what}.", UserWarning, stacklevel=3)
 
 
 def _check_python_values(array, dtype):

@@ -17,6 +17,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "minitorch"
 # Unlisted modules are the top: autograd's functional, gradcheck and variable sit above Tensor.
 LAYERS = [
     ("dtypes and opcodes", ["minitorch.dtypes", "minitorch.opcodes", "minitorch.settings",
+                            "minitorch._user_frames",
                             "minitorch.strides"]),
     ("backend and kernels", ["minitorch.backend", "minitorch._cpu", "minitorch._gpu",
                              "minitorch._meta"]),

@@ -2,6 +2,10 @@
 tied to mt.set_float32_matmul_precision as in torch (True is "high", False "highest"); both
 only record the request: our float32 matmul kernels always compute in full float32 (no TF32,
 no reduced-precision reductions), so no setting changes a result."""
+import contextlib
+import functools
+import warnings
+
 from .. import settings
 from ._flags import check_bool
 
@@ -65,3 +69,28 @@ enable_flash_sdp, flash_sdp_enabled = _sdp_switches("flash")
 enable_mem_efficient_sdp, mem_efficient_sdp_enabled = _sdp_switches("mem_efficient")
 enable_math_sdp, math_sdp_enabled = _sdp_switches("math")
 enable_cudnn_sdp, cudnn_sdp_enabled = _sdp_switches("cudnn")
+
+
+def _sdp_kernel(enable_flash=True, enable_math=True, enable_mem_efficient=True,
+                enable_cudnn=True):
+    from ..nn.attention import SDPBackend, sdpa_kernel
+    backends = [backend for backend, enabled in (
+        (SDPBackend.FLASH_ATTENTION, enable_flash), (SDPBackend.EFFICIENT_ATTENTION,
+                                                     enable_mem_efficient),
+        (SDPBackend.MATH, enable_math), (SDPBackend.CUDNN_ATTENTION, enable_cudnn)) if enabled]
+    with sdpa_kernel(backends) as context:
+        yield context
+
+
+@functools.wraps(_sdp_kernel)
+def _deprecated_sdp_kernel(*args, **kwargs):
+    warnings.warn("`torch.backends.cuda.sdp_kernel()` is deprecated. In the future, this context "
+                  "manager will be removed. Please see `torch.nn.attention.sdpa_kernel()` for the "
+                  "new context manager, with updated signature.", FutureWarning, stacklevel=2)
+    return _sdp_kernel(*args, **kwargs)
+
+
+# torch.backends.cuda.sdp_kernel: the deprecated form of nn.attention.sdpa_kernel (enable_* flags
+# instead of a backend list); its FutureWarning names contextlib's line, as torch's does.
+sdp_kernel = contextlib.contextmanager(_deprecated_sdp_kernel)
+sdp_kernel.__name__ = sdp_kernel.__qualname__ = "sdp_kernel"

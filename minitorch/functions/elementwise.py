@@ -17,7 +17,9 @@ from ..autograd import KernelFunction
 from ..backend import device as device_of
 from ..ndarray import NDArray, scalar_array
 from ..opcodes import BinaryOp as B, UnaryOp as U
-from ..tensor import Tensor, wrap, zeros, zeros_like
+from ..tensor import (Tensor, copy_in_layout, is_contiguous_as, layout_for, preserve_format,
+                      wrap, zeros, zeros_like)
+from ..tensor import memory_format as _memory_format
 from .reduce import sum_to
 
 
@@ -173,10 +175,14 @@ _TO_SIGNATURES = (
     "torch.memory_format memory_format = None)\n")
 
 
-def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
-    """to(dtype), to(device), to(device, dtype), to(other_tensor)."""
+def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
+    """to(dtype), to(device), to(device, dtype), to(other_tensor); memory_format lays the result
+    out so (channels_last needs 4 dims), self itself when nothing changes."""
     if dtype is not None and not isinstance(dtype, dtypes.dtype):
         raise TypeError(_TO_SIGNATURES.format(f"dtype={type(dtype).__name__}, "))
+    if memory_format is not None and not isinstance(memory_format, _memory_format):
+        raise TypeError(_TO_SIGNATURES.format(
+            f"memory_format={type(memory_format).__name__}, "))
     for arg in args:
         if isinstance(arg, dtypes.dtype):
             dtype = arg
@@ -189,9 +195,26 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False):
         result = to_device(result, device_of(device))
     if dtype is not None and dtype is not result.dtype:
         result = cast(result, dtype)
+    if memory_format is not None and memory_format is not preserve_format:
+        layout = layout_for(result._data, memory_format)    # torch's rank error first
+        if not is_contiguous_as(result._data, memory_format) or (copy and result is self):
+            return _ToCopyLayout.apply(result, layout)
     if copy and result is self:
         result = self.clone()
     return result
+
+
+class _ToCopyLayout(KernelFunction):
+    """to(memory_format=...)'s copy in the new layout (torch's node: ToCopyBackward0)."""
+    node_name = "ToCopyBackward0"
+
+    @staticmethod
+    def forward(ctx, a, layout):
+        return wrap(copy_in_layout(a._data, *layout))
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None
 
 
 # ---- unary ------------------------------------------------------------------------------------

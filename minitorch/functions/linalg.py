@@ -17,7 +17,7 @@ from ..opcodes import BinaryOp as B
 from ..tensor import Tensor, arange, empty, wrap, write_out, zeros
 from .elementwise import C_NAMES, TORCH_NAMES, promote, scalar_array, where
 from .autocast_policy import LOWER, autocast_op, cast_lower, lower_dtype
-from .reduce import sum_to
+from .reduce import _norm_backward, sum_to
 from .movement import view_of
 from .joining import broadcast_shapes, cat
 
@@ -836,8 +836,35 @@ def cross(input, other, dim=None):
 
 
 def dist(input, other, p=2):
-    """The p-norm of input - other."""
-    return (input - other).norm(p)
+    """The p-norm of input - other (broadcast), as one DistBackward0 node over both operands."""
+    return Dist.apply(input, other, p)
+
+
+class Dist(KernelFunction):
+    """torch.dist: norm(input - other, p); backward is torch's norm_backward of the difference,
+    negated for other (p = 0 gives no gradient)."""
+
+    @staticmethod
+    def forward(ctx, a, b, p):
+        difference = a.detach() - b.detach()
+        if not difference.dtype.is_floating_point:
+            raise RuntimeError("norm(): input dtype should be either floating point or complex. "
+                               f"Got {TORCH_NAMES[difference.dtype.name]} instead.")
+        ctx.p = float(p)
+        out = wrap(difference.norm(p)._data)
+        ctx.save_for_backward(a, b, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, out = ctx.saved_tensors
+        if ctx.p == 0:
+            return None, None, None
+        difference = a - b
+        kept = (1,) * difference.ndim
+        grad = _norm_backward(g.reshape(kept), difference, out.reshape(kept), ctx.p,
+                              tuple(range(difference.ndim)))
+        return sum_to(grad, a.shape), sum_to(-grad, b.shape), None
 
 
 def cdist(x1, x2, p=2.0, compute_mode=None):

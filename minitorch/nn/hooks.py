@@ -9,6 +9,7 @@ import weakref
 from collections import OrderedDict
 
 from ..autograd import Function, RemovableHandle, is_grad_enabled
+from .._user_frames import user_stacklevel
 from ..tensor import Tensor, wrap, zeros
 
 
@@ -282,7 +283,8 @@ class _BackwardHook:
         warnings.warn("Full backward hook is firing when gradients are computed with respect to "
                       "module outputs since no inputs require gradients. See https://docs."
                       "pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module."
-                      "register_full_backward_hook for more details.", stacklevel=5)
+                      "register_full_backward_hook for more details.",
+                      stacklevel=user_stacklevel())
         grad_inputs = (None,) * self.n_inputs
         for hook in self.user_hooks:
             result = hook(self.module, grad_inputs, self.grad_outputs)

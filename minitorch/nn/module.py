@@ -426,9 +426,14 @@ class Module:
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got "
                             f"desired dtype={dtype}")
+        # torch: the memory format applies to the 4-D and 5-D parameters and buffers only
+        memory_format = kwargs.get("memory_format")
 
         def convert(t):
             try:
+                if memory_format is not None and t.dim() in (4, 5):
+                    return t.to(device=device, dtype=dtype if t.is_floating_point() else None,
+                                memory_format=memory_format)
                 return t.to(device=device, dtype=dtype if t.is_floating_point() else None)
             except NotImplementedError as error:
                 if str(error) == "Cannot copy out of meta tensor; no data!":
@@ -438,6 +443,13 @@ class Module:
                         "device.") from None
                 raise
         return self._apply(convert)
+
+    def compile(self, *args, **kwargs):
+        """torch's Module.compile: calls go through torch.compile(self._call_impl) from now on.
+        minitorch.compile returns what it is given (there is no graph compiler), so this checks
+        the arguments as torch.compile does and the module's calls are unchanged."""
+        from ..settings import compile as compile_function
+        compile_function(self._call_impl, *args, **kwargs)
 
     def cuda(self, device=None):
         return self._apply(lambda t: t.cuda(device))
