@@ -107,13 +107,19 @@ def _map(fd, nbytes, name=None, owner=None, keep_fd=True):
     return mapping
 
 
-def _anonymous_file(nbytes):
+def anonymous_file(nbytes, name="minitorch-shared"):
+    """A descriptor of a nameless memory file of nbytes (a memfd; an unlinked temporary file
+    where there is none): what both sharing of tensors and the DataLoader's batches map."""
     if hasattr(os, "memfd_create"):
-        fd = os.memfd_create("minitorch-shared", os.MFD_CLOEXEC)
+        fd = os.memfd_create(name, os.MFD_CLOEXEC)
     else:
-        fd, path = tempfile.mkstemp(prefix="minitorch-shared-")
+        fd, path = tempfile.mkstemp(prefix=name + "-")
         os.unlink(path)
-    os.ftruncate(fd, max(nbytes, 1))
+    try:
+        os.ftruncate(fd, nbytes)
+    except BaseException:
+        os.close(fd)
+        raise
     return fd
 
 
@@ -142,7 +148,7 @@ def new_mapping(nbytes, strategy=None):
             raise
         finally:
             os.close(fd)
-    fd = _anonymous_file(nbytes)
+    fd = anonymous_file(max(nbytes, 1))
     try:
         with _LOCK:
             return _map(fd, nbytes)

@@ -64,8 +64,9 @@ def lower_dtype(device_type):
     return STATE.dtype[device_type] if STATE.active and STATE.enabled.get(device_type) else None
 
 
-def cast_lower(t, target):
-    """t as a LOWER op's argument sees it in a region of dtype `target` (None: t as is)."""
+def cast_in_region(t, target):
+    """t as an autocast op's argument sees it in a region casting to `target`: a floating
+    tensor (float64 excepted) cast, through the cache; anything else as is."""
     return _cast(t, target) if _eligible(t, target) else t
 
 
@@ -98,9 +99,8 @@ def autocast_op(policy, devices=("cpu", "cuda"), banned=()):
             if device not in devices or not STATE.enabled.get(device):
                 return fn(*args, **kwargs)
             target = STATE.dtype[device] if policy == LOWER else dtypes.float32
-            args = [_cast(a, target) if _eligible(a, target) else a for a in args]
-            kwargs = {k: _cast(v, target) if _eligible(v, target) else v
-                      for k, v in kwargs.items()}
+            args = [cast_in_region(a, target) for a in args]
+            kwargs = {k: cast_in_region(v, target) for k, v in kwargs.items()}
             return fn(*args, **kwargs)
         call.autocast_policy = (policy, devices)
         return call

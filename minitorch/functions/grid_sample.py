@@ -38,35 +38,6 @@ def _run_forward(input, grid, mode, padding, align_corners):
     return out
 
 
-class GridSampler2D(KernelFunction):
-    """torch.grid_sampler_2d: input (N, C, H, W) sampled at grid (N, OH, OW, 2)."""
-
-    @staticmethod
-    def forward(ctx, input, grid, mode, padding, align_corners):
-        out = _run_forward(input, grid, mode, padding, align_corners)
-        ctx.save_for_backward(input, grid)
-        ctx.options = (mode, padding, align_corners)
-        return wrap(out)
-
-    @staticmethod
-    def backward(ctx, g):
-        input, grid = ctx.saved_tensors
-        grad_input, grad_grid = GridSampler2DBackward.apply(
-            g, input, grid, *ctx.options, ctx.needs_input_grad[0], ctx.needs_input_grad[1])
-        return grad_input, grad_grid, None, None, None
-
-
-class GridSampler3D(GridSampler2D):
-    """torch.grid_sampler_3d: input (N, C, D, H, W) sampled at grid (N, OD, OH, OW, 3)."""
-
-    @staticmethod
-    def backward(ctx, g):
-        input, grid = ctx.saved_tensors
-        grad_input, grad_grid = GridSampler3DBackward.apply(
-            g, input, grid, *ctx.options, ctx.needs_input_grad[0], ctx.needs_input_grad[1])
-        return grad_input, grad_grid, None, None, None
-
-
 class GridSampler2DBackward(KernelFunction):
     """The gradients for the input and the grid, one kernel call (None where not wanted).
     Differentiating them again (torch's GridSampler2DBackwardBackward0) is not supported."""
@@ -99,6 +70,30 @@ class GridSampler2DBackward(KernelFunction):
 
 class GridSampler3DBackward(GridSampler2DBackward):
     _torch_op = "grid_sampler_3d_backward"
+
+
+class GridSampler2D(KernelFunction):
+    """torch.grid_sampler_2d: input (N, C, H, W) sampled at grid (N, OH, OW, 2)."""
+    backward_node = GridSampler2DBackward
+
+    @staticmethod
+    def forward(ctx, input, grid, mode, padding, align_corners):
+        out = _run_forward(input, grid, mode, padding, align_corners)
+        ctx.save_for_backward(input, grid)
+        ctx.options = (mode, padding, align_corners)
+        return wrap(out)
+
+    @staticmethod
+    def backward(ctx, g):
+        input, grid = ctx.saved_tensors
+        grad_input, grad_grid = type(ctx).backward_node.apply(
+            g, input, grid, *ctx.options, ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+        return grad_input, grad_grid, None, None, None
+
+
+class GridSampler3D(GridSampler2D):
+    """torch.grid_sampler_3d: input (N, C, D, H, W) sampled at grid (N, OD, OH, OW, 3)."""
+    backward_node = GridSampler3DBackward
 
 
 def _sizes(t):

@@ -562,7 +562,9 @@ def _first_dim_region(data, key):
 def _basic_region(data, key):
     """(shape, strides, offset) of data[key] for an int, a slice of int bounds and positive
     step, or a tuple of them no longer than the rank; None for any other key or an int out of
-    range (the checked path answers those, with torch's errors)."""
+    range (the checked path answers those, with torch's errors). getitem's hottest keys keep
+    their special cases, _first_dim_region and _leading_ints_region: through this general
+    loop x[1:] costs 1.8 µs instead of 1.0."""
     items = key if type(key) is tuple else (key,)
     if len(items) > len(data.shape):
         return None
@@ -604,8 +606,8 @@ def _leading_ints_region(data, key):
     return data.shape[n:], data.strides[n:], offset
 
 
-def _writes_itself_back(t, key, value):
-    """t[key] = t[key]'s own view, as `t[key] += x` ends: the memory holds the values already
+def _writes_itself_back(t, region, value):
+    """t[key] = t[key]'s own view (t[key] being `region`), as `t[key] += x` ends: the memory holds the values already
     and, while recording, t's history does too (the in-place op on the view rebased t's graph),
     so only the version moves, as torch's copy onto itself moves it. False for anything else,
     such as a detached alias, whose write would cut t's history: the checked path records it."""
@@ -620,23 +622,20 @@ def _writes_itself_back(t, key, value):
         if not (value.requires_grad and t.requires_grad and t.grad_fn is not None
                 and value._base is owner):
             return False
-    if (v.shape, v.strides, v.offset) != _basic_region(data, key):
+    if (v.shape, v.strides, v.offset) != region:
         return False
     t._bump_version()
     return True
 
 
-def _setitem_fast(t, key, value):
-    """t[ints and slices] = a plain float / int, or a Tensor of t's dtype, device and of the
+def _setitem_fast(t, region, value):
+    """t[ints and slices] (their `region` of t) = a plain float / int, or a Tensor of t's dtype, device and of the
     indexed shape, with nothing to record: one strided_set from the value's memory (a scalar
     from the cached constant). False, having changed nothing, when the checked path
     must run (it raises torch's errors and records the node)."""
     data = t._data
     grad = _grad_mode.enabled
     if grad and t.requires_grad:
-        return False
-    region = _basic_region(data, key)
-    if region is None:
         return False
     shape, strides, offset = region
     kind = type(value)
@@ -661,7 +660,9 @@ def setitem(t, key, value):
     CopySlices / IndexPut node, so gradients see the overwrite as torch's do."""
     if _grad_mode.enabled and getattr(t, "_no_grad_view", False):
         raise _no_grad_view_write(key)
-    if _setitem_fast(t, key, value) or _writes_itself_back(t, key, value):
+    region = _basic_region(t._data, key)
+    if region is not None and (_setitem_fast(t, region, value) or
+                               _writes_itself_back(t, region, value)):
         return
     indexer = _parse(t, key)
     shape = indexer.result_shape(t._data)

@@ -16,7 +16,7 @@ from ..ndarray import NDArray, normalize_dim
 from ..opcodes import BinaryOp as B
 from ..tensor import Tensor, arange, empty, wrap, write_out, zeros
 from .elementwise import C_NAMES, TORCH_NAMES, promote, scalar_array, where
-from .autocast_policy import LOWER, autocast_op, cast_lower, lower_dtype
+from .autocast_policy import LOWER, autocast_op, cast_in_region, lower_dtype
 from .reduce import _norm_backward, sum_to
 from .movement import view_of
 from .joining import broadcast_shapes, cat
@@ -452,7 +452,7 @@ def _autocast_contraction(labelled, output):
     summed = {label for _, labels in labelled for label in labels} - set(output)
     if not summed:
         return labelled
-    return [(cast_lower(t, target), labels) for t, labels in labelled]
+    return [(cast_in_region(t, target), labels) for t, labels in labelled]
 
 
 _SUBSCRIPT_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

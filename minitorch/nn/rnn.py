@@ -17,7 +17,7 @@ import numbers
 import warnings
 
 import minitorch as mt
-from ..functions.autocast_policy import cast_lower, lower_dtype
+from ..functions.autocast_policy import cast_in_region, lower_dtype
 from ..functions.recurrent import GATES, MODES, RecurrentLayer, composed_layer
 from . import functional as F, init
 from .module import Module
@@ -276,9 +276,8 @@ class RNNBase(Module):
         autocast = _autocast_route(sequence, self.mode == "LSTM" and w_hr is None
                                    and batch_sizes is None)
         if autocast and autocast[1]:
-            state = tuple(cast_lower(h, autocast[0]) for h in state)
-            w_hh, b_hh, w_hr = (None if t is None else cast_lower(t, autocast[0])
-                                for t in (w_hh, b_hh, w_hr))
+            state = tuple(cast_in_region(h, autocast[0]) for h in state)
+            w_hh, b_hh, w_hr = (cast_in_region(t, autocast[0]) for t in (w_hh, b_hh, w_hr))
         elif autocast:
             return composed_layer(self.mode, gi, state, w_hh, b_hh, batch_sizes, reverse, w_hr,
                                   F.linear)
@@ -430,8 +429,8 @@ class RNNCellBase(Module):
         gi = F.linear(input, self.weight_ih, self.bias_ih).unsqueeze(0)     # one time step
         w_hh, b_hh, autocast = self.weight_hh, self.bias_hh, _autocast_route(input)
         if autocast and autocast[1]:
-            hx = tuple(cast_lower(h, autocast[0]) for h in hx)
-            w_hh, b_hh = (None if t is None else cast_lower(t, autocast[0]) for t in (w_hh, b_hh))
+            hx = tuple(cast_in_region(h, autocast[0]) for h in hx)
+            w_hh, b_hh = (cast_in_region(t, autocast[0]) for t in (w_hh, b_hh))
         elif autocast:
             _, state = composed_layer(mode, gi, hx, w_hh, b_hh, linear=F.linear)
             return state if batched else tuple(h.squeeze(0) for h in state)

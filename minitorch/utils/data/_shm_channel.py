@@ -23,7 +23,8 @@ import pickle
 import socket
 import struct
 import sys
-import tempfile
+
+from ..._cpu.shared import anonymous_file
 
 # Largest message sent inline (bytes). Small enough to stay far below a Unix socket's send
 # buffer (about 200 KB on Linux); macOS caps Unix datagrams at 2 KB, hence the second limit.
@@ -109,7 +110,7 @@ class SlotWriter:
             slot = len(self.slots)
             self.slots.append(None)
         capacity = -(-size // SLOT_GRANULE) * SLOT_GRANULE
-        fd = _anonymous_file(capacity)
+        fd = anonymous_file(capacity, "minitorch-dataloader-batch")
         self.slots[slot] = [fd, capacity, False]
         return slot, fd
 
@@ -139,20 +140,6 @@ def _write_frames(fd, frames):
     index = pickle.dumps(layout, protocol=5)
     _write_all(fd, index, offset)
     return offset, len(index)
-
-
-def _anonymous_file(size):
-    if hasattr(os, "memfd_create"):
-        fd = os.memfd_create("minitorch-dataloader-batch", os.MFD_CLOEXEC)
-    else:
-        fd, path = tempfile.mkstemp(prefix="minitorch-dataloader-")
-        os.unlink(path)
-    try:
-        os.ftruncate(fd, size)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
 
 
 def _write_all(fd, frame, offset):
