@@ -52,6 +52,7 @@ from .functions.spectral import *  # noqa: F401,F403
 from .functions.signal import *  # noqa: F401,F403
 from .functions.spellings import *  # noqa: F401,F403
 from .functions.stats import *  # noqa: F401,F403
+from .functions.complex import *  # noqa: F401,F403  (after float_math: angle, sgn, isreal)
 from .functions.interop import from_dlpack
 from .functions.sparse_coo import sparse_coo_tensor, sparse_mm as spmm
 from .nn.toplevel import NAMES as _NN_NAMES
@@ -73,6 +74,8 @@ int16 = short = _dtypes.int16
 int8 = _dtypes.int8
 uint8 = _dtypes.uint8
 bool = _dtypes.bool_
+complex64 = cfloat = _dtypes.complex64
+complex128 = cdouble = _dtypes.complex128
 dtype = _dtypes.dtype
 newaxis = None
 from .tensor import layout, sparse_coo, strided  # noqa: E402

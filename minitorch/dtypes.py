@@ -1,4 +1,4 @@
-"""The ten dtypes and torch's type-promotion rules.
+"""The ten real dtypes, the two complex ones, and torch's type-promotion rules.
 
 Each dtype has a *storage* (the numpy dtype of its buffers, what the kernels see) and a
 *compute* dtype. The arithmetic kernels exist for float32, float64, int64 and bool; the narrow
@@ -6,6 +6,11 @@ dtypes are storage formats whose arithmetic runs in their compute dtype and is r
 (see NDArray._widened), which is what torch does on the CPU: float16 and bfloat16 compute in
 float32 and round each result once; int8/int16/int32 (and uint8) compute in int64 and wrap
 modulo 2**bits, as C's integer conversion does.
+
+complex64 / complex128 are stored as numpy complex buffers (one element is one (re, im) pair,
+so shapes, strides and offsets count complex elements as everywhere else); the kernels see
+such a buffer as its interleaved float32 / float64 pairs (`real_dtype`), see docs/ARCHITECTURE.md
+"Complex numbers".
 
 bool is stored as uint8 so that kernels see a plain byte buffer; `numpy()` views it back as bool.
 uint8 shares that storage, so a kernel cannot tell the two apart: the cast kernel takes a
@@ -21,7 +26,8 @@ class dtype:
     """A minitorch dtype: `mt.float32`, `mt.float64`, `mt.float16`, `mt.bfloat16`, `mt.int64`,
     `mt.int32`, `mt.int16`, `mt.int8`, `mt.uint8`, `mt.bool`."""
     __slots__ = ("name", "storage", "numpy_dtype", "itemsize", "is_floating_point", "rank",
-                 "compute", "is_signed", "bits", "c_name", "torch_name")
+                 "compute", "is_signed", "bits", "c_name", "torch_name", "is_complex",
+                 "real_dtype", "complex_dtype")
 
     def __init__(self, name, storage, numpy_dtype, is_floating_point, rank, c_name, torch_name):
         self.name = name
@@ -36,6 +42,9 @@ class dtype:
         self.compute = self                       # set below for the narrow dtypes
         self.c_name = c_name                      # torch's overflow messages name the C type
         self.torch_name = torch_name              # torch's "not implemented for 'Half'"
+        self.is_complex = False
+        self.real_dtype = None        # complex64 -> float32, complex128 -> float64 (set below)
+        self.complex_dtype = None     # float32 -> complex64, float64 -> complex128, ...
 
     def __repr__(self):
         return f"minitorch.{self.name}"
@@ -54,15 +63,25 @@ float16 = dtype("float16", np.float16, np.float16, True, 1, "at::Half", "Half")
 bfloat16 = dtype("bfloat16", np.uint16, None, True, 1, "c10::BFloat16", "BFloat16")
 float32 = dtype("float32", np.float32, np.float32, True, 2, "float", "Float")
 float64 = dtype("float64", np.float64, np.float64, True, 3, "double", "Double")
+complex64 = dtype("complex64", np.complex64, np.complex64, False, 2, "c10::complex<float>",
+                  "ComplexFloat")
+complex128 = dtype("complex128", np.complex128, np.complex128, False, 3,
+                   "c10::complex<double>", "ComplexDouble")
+for _complex, _real in ((complex64, float32), (complex128, float64)):
+    _complex.is_complex = _complex.is_signed = True
+    _complex.real_dtype, _real.complex_dtype = _real, _complex
+# torch has complex32 for the 16-bit floats; minitorch has not: they meet complex in complex64
+float16.complex_dtype = bfloat16.complex_dtype = complex64
 for _narrow in (uint8, int8, int16, int32):
     _narrow.compute = int64
 float16.compute = bfloat16.compute = float32
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+COMPLEX = (complex64, complex128)
 NARROW = frozenset(d for d in ALL if d.compute is not d)     # stored narrower than computed
-_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME = {d.name: d for d in ALL + COMPLEX}
 ALL_NAMES = frozenset(_BY_NAME)
-_BY_NUMPY = {d.numpy_dtype: d for d in ALL if d.numpy_dtype is not None}
+_BY_NUMPY = {d.numpy_dtype: d for d in ALL + COMPLEX if d.numpy_dtype is not None}
 _default_float = float32
 
 
@@ -76,8 +95,8 @@ def from_numpy(np_dtype):
         return _BY_NUMPY[np.dtype(np_dtype)]
     except KeyError:
         raise TypeError(f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only "
-                        "supported types are: float64, float32, int64, int32, int16, int8, "
-                        "uint8, and bool.") from None
+                        "supported types are: float64, float32, float16, complex64, complex128, "
+                        "int64, int32, int16, int8, uint8, and bool.") from None
 
 
 def check_dtype_arg(function, d):
@@ -103,13 +122,16 @@ def set_default_dtype(d):
 
 
 def scalar_dtype(value):
-    """The dtype torch gives a Python scalar: bool → bool, int → int64, float → default float."""
+    """The dtype torch gives a Python scalar: bool → bool, int → int64, float → default float,
+    complex → the default float's complex dtype (complex64 for float32)."""
     if isinstance(value, (bool, np.bool_)):
         return bool_
     if isinstance(value, (int, np.integer)):
         return int64
     if isinstance(value, (float, np.floating)):
         return _default_float
+    if isinstance(value, (complex, np.complexfloating)):
+        return _default_float.complex_dtype
     raise TypeError(f"unsupported scalar type {type(value).__name__}")
 
 
@@ -120,6 +142,8 @@ def storage_scalar(value, d):
     cast kernel does. bfloat16 is the rounded word (`bfloat16_bits`)."""
     if d is bool_:
         return bool(value)      # 0.5 is True (a plain byte store would truncate it to 0)
+    if d.is_complex:
+        return complex(value)
     if d is bfloat16:
         return bfloat16_bits(float(value))
     if d.compute is not int64 or d is int64:
@@ -145,8 +169,11 @@ def check_scalar_fits(value, d, type_name=None):
     takes ints in [-255, 255] (negatives wrap, so `a - b` can be read as `a + 255 * b`) and
     floats in [0, 255]; a signed integer dtype takes what fits in it (no NaN or inf); anything
     else is an overflow. Float and bool dtypes are not range-checked."""
-    if d.is_floating_point or d is bool_ or isinstance(value, (bool, np.bool_)):
+    if d.is_floating_point or d.is_complex or d is bool_ or isinstance(value, (bool, np.bool_)):
         return
+    if isinstance(value, (complex, np.complexfloating)):
+        raise RuntimeError(f"value cannot be converted to type {type_name or d.c_name} "
+                           "without overflow")
     if d is uint8:
         if isinstance(value, (float, np.floating)):
             fits = 0 <= value <= 255            # False for NaN
@@ -160,10 +187,22 @@ def check_scalar_fits(value, d, type_name=None):
 
 
 def _category(d):
-    """bool < integer < floating: a lower-priority operand only wins with a higher category."""
+    """bool < integer < floating < complex: a lower-priority operand only wins with a higher
+    category."""
     if d is bool_:
         return 0
+    if d.is_complex:
+        return 3
     return 2 if d.is_floating_point else 1
+
+
+def _with_complex(a, b):
+    """torch's promotion when one side is complex: the complex dtype wide enough for both
+    (float64 with complex64 is complex128; integers and bool take the complex side)."""
+    c, other = (a, b) if a.is_complex else (b, a)
+    if other.is_complex or not other.is_floating_point:
+        return c if not other.is_complex or c.rank >= other.rank else other
+    return c if c.real_dtype.rank >= other.rank else other.complex_dtype
 
 
 def promote_types(a, b):
@@ -171,6 +210,8 @@ def promote_types(a, b):
     int16); any float beats any integer; float16 with bfloat16 meets in float32."""
     if a is b:
         return a
+    if a.is_complex or b.is_complex:
+        return _with_complex(a, b)
     ca, cb = _category(a), _category(b)
     if ca != cb:
         return a if ca > cb else b
@@ -189,7 +230,11 @@ def result_type(a_dtype, b_dtype, a_priority=2, b_priority=2):
     if a_priority == b_priority:
         return promote_types(a_dtype, b_dtype)
     high, low = (a_dtype, b_dtype) if a_priority > b_priority else (b_dtype, a_dtype)
-    return low if _category(low) > _category(high) else high
+    if _category(low) <= _category(high):
+        return high
+    if low.is_complex and high.is_floating_point:
+        return high.complex_dtype       # torch keeps the float's width: f64 * 1j is complex128
+    return low
 
 
 class finfo:
@@ -197,6 +242,8 @@ class finfo:
 
     def __init__(self, type=None):
         type = type or _default_float
+        if type.is_complex:             # torch: a complex dtype's limits are its parts'
+            type = type.real_dtype
         if not type.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use "
                             "torch.iinfo to handle 'torch.finfo'")
@@ -238,3 +285,11 @@ def can_cast(from_, to):
     """torch.can_cast: whether a same-kind cast is allowed (never float to integer, never a
     number to bool)."""
     return _category(from_) <= _category(to)
+
+
+def to_complex(d):
+    """The complex dtype holding d's values (torch's toComplexType; int and bool use the default
+    float's)."""
+    if d.is_complex:
+        return d
+    return (d if d.is_floating_point else _default_float).complex_dtype

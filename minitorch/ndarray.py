@@ -218,6 +218,8 @@ class NDArray:
     # ---- construction -------------------------------------------------------------------------
     @staticmethod
     def empty(shape, dtype=dtypes.float32, device=CPU):
+        if dtype.is_complex:
+            check_complex_device(dtype, device)
         backend = get_backend(device)
         buffer = backend.empty(_storage_numel(shape, dtype), dtype.storage)
         return NDArray(buffer, shape, contiguous_strides(shape), 0, dtype, device, backend)
@@ -225,6 +227,8 @@ class NDArray:
     @staticmethod
     def full(shape, value, dtype=dtypes.float32, device=CPU):
         shape = check_shape(shape)
+        if dtype.is_complex:
+            check_complex_device(dtype, device)
         backend = get_backend(device)
         buffer = backend.full(_storage_numel(shape, dtype), dtypes.storage_scalar(value, dtype),
                               dtype.storage)
@@ -239,6 +243,11 @@ class NDArray:
             # numpy has no bfloat16: the narrow dtypes come through our cast kernel
             return NDArray.from_numpy(array, None, device).astype(dtype)
         dtype = dtype or dtypes.from_numpy(array.dtype)
+        if dtype.is_complex:
+            check_complex_device(dtype, device)
+        elif array.dtype.kind == "c":
+            # numpy would drop the imaginary part with a ComplexWarning: convert as astype does
+            return NDArray.from_numpy(array, None, device).astype(dtype)
         if dtype is _BOOL and array.dtype != np.bool_:
             array = array != 0      # truth values: a byte store would make 0.5 False
         flat = np.array(array, dtype=dtype.storage, order="C", copy=True).reshape(-1)
@@ -251,6 +260,8 @@ class NDArray:
     def from_storage(array, dtype, device=CPU):
         """A new compact NDArray of `dtype` from a numpy array already holding its storage
         values (bfloat16's uint16 words: unpickling, checkpoints)."""
+        if dtype.is_complex:
+            check_complex_device(dtype, device)
         flat = np.array(array, dtype=dtype.storage, order="C", copy=True).reshape(-1)
         backend = get_backend(device)
         shape = tuple(np.shape(array))
@@ -558,11 +569,131 @@ class NDArray:
         """This array converted to `dtype` (self when it already has it)."""
         if dtype is self.dtype:
             return self
+        if dtype.is_complex or self.dtype.is_complex:
+            return self._astype_complex(dtype)
         src = self.compact()
         out = self._new(self.shape, dtype)
         if out.size:
             self.backend.cast(src.flat(), out.buffer, dtype is _BOOL)
         return out
+
+    def _astype_complex(self, dtype):
+        """Conversions with a complex side: complex <-> complex pair by pair (the cast kernel on
+        the floats), real -> complex as (x, 0), complex -> real the real part (the Tensor layer
+        warns as torch does), complex -> bool "either part nonzero"."""
+        if dtype.is_complex:
+            check_complex_device(dtype, self.device)
+            if self.dtype.is_complex:
+                src, out = self.compact(), self._new(self.shape, dtype)
+                if out.size:
+                    self.backend.cast(src.flat(), out.buffer, False)
+                return out
+            out = NDArray.full(self.shape, 0, dtype, self.device)
+            out.as_real()[..., 0].assign(self.astype(dtype.real_dtype))
+            return out
+        parts = self.as_real()
+        if dtype is _BOOL:
+            zero = scalar_array(0, parts.dtype, self.device)
+            return parts.binary(BinaryOp.NE, zero).reduce(ReduceOp.MAX, (self.ndim,))
+        return parts[..., 0].astype(dtype)
+
+    # ---- complex ------------------------------------------------------------------------------
+    def as_real(self):
+        """A complex array viewed as its (re, im) floats, sharing the buffer: one more axis of 2
+        with stride 1, the other strides and the offset doubled (torch's view_as_real)."""
+        real = self.dtype.real_dtype
+        return NDArray(self.buffer.view(real.storage), self.shape + (2,),
+                       tuple([2 * s for s in self.strides]) + (1,), 2 * self.offset, real,
+                       self.device, self.backend)
+
+    def as_complex(self):
+        """The inverse of as_real for a float32 / float64 array whose last axis (size 2, stride
+        1) holds (re, im) and whose other strides and offset are even; the caller checks this
+        (torch.view_as_complex's errors, in functions/complex.py)."""
+        complex_dtype = self.dtype.complex_dtype
+        check_complex_device(complex_dtype, self.device)
+        buffer = self.buffer
+        if len(buffer) % 2:     # an odd float buffer: its last float belongs to no whole pair
+            buffer = buffer[:len(buffer) - 1]
+        return NDArray(buffer.view(complex_dtype.storage), self.shape[:-1],
+                       tuple([s // 2 for s in self.strides[:-1]]), self.offset // 2,
+                       complex_dtype, self.device, self.backend)
+
+    def complex_unary(self, name):
+        """A complex op of _cpu/complex.pyx by name: abs and angle give the real dtype; exp, sgn
+        and reciprocal a complex array."""
+        from ._cpu.complex import COMPLEX_UNARY
+        src = self.compact()
+        to_real = name in ("abs", "angle")
+        out = self._new(self.shape, self.dtype.real_dtype if to_real else self.dtype)
+        if out.size:
+            self.backend.complex_unary(COMPLEX_UNARY[name], src.flat().view(
+                self.dtype.real_dtype.storage), out.buffer if to_real else
+                out.buffer.view(self.dtype.real_dtype.storage))
+        return out
+
+    def _complex_unary_op(self, op):
+        """unary() for a complex array: neg over the floats, the mixing ops in the complex
+        kernels, the predicates from the two parts; anything else is torch's missing kernel."""
+        if op is UnaryOp.IDENTITY:
+            return self.copy()
+        if op is UnaryOp.NEG:
+            return self.compact().as_real().unary(op).as_complex()
+        if op in _COMPLEX_UNARY_KERNELS:
+            return self.complex_unary(_COMPLEX_UNARY_KERNELS[op])
+        if op is UnaryOp.SQUARE:
+            return self.binary(BinaryOp.MUL, self)
+        if op in _COMPLEX_PREDICATES:       # a NaN / inf part makes the number NaN / infinite
+            return self.as_real().unary(op).reduce(_COMPLEX_PREDICATES[op], (self.ndim,))
+        raise no_complex_kernel(op.name.lower(), self.dtype, self.device)
+
+    def _complex_binary_op(self, op, other):
+        """binary() for complex arrays of one dtype: add and sub over the floats, mul and div in
+        the complex kernels, eq / ne from both parts."""
+        if other.dtype is not self.dtype:
+            other = other.astype(self.dtype)
+        shape = broadcast_shapes(self.shape, other.shape)
+        a, b = self._broadcast_view(shape), other._broadcast_view(shape)
+        if op is BinaryOp.ADD or op is BinaryOp.SUB:
+            return a.as_real().binary(op, b.as_real()).as_complex()
+        if op is BinaryOp.EQ or op is BinaryOp.NE:
+            both = a.as_real().binary(op, b.as_real())
+            return both.reduce(ReduceOp.MIN if op is BinaryOp.EQ else ReduceOp.MAX, (len(shape),))
+        if op is not BinaryOp.MUL and op is not BinaryOp.DIV:
+            raise no_complex_kernel(op.name.lower(), self.dtype, self.device)
+        from ._cpu.complex import COMPLEX_BINARY
+        real = self.dtype.real_dtype.storage
+        a, b = a.compact(), b.compact()
+        out = self._new(shape)
+        if out.size:
+            self.backend.complex_binary(COMPLEX_BINARY[op.name.lower()], a.flat().view(real),
+                                        b.flat().view(real), out.buffer.view(real))
+        return out
+
+    def _complex_matmul(self, other, bias, relu):
+        """(A + Bj)(C + Dj) = (AC - BD) + (AD + BC)j: four real GEMMs reading the parts in
+        place (the floats at stride 2), their sums written into the two halves of the result."""
+        if bias is not None or relu:
+            raise no_complex_kernel("addmm", self.dtype, self.device)
+        if other.dtype is not self.dtype:
+            other = other.astype(self.dtype)
+        a, b = self.as_real(), other.as_real()
+        a_re, a_im, b_re, b_im = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
+        real = a_re.matmul(b_re).binary(BinaryOp.SUB, a_im.matmul(b_im))
+        imag = a_re.matmul(b_im).binary(BinaryOp.ADD, a_im.matmul(b_re))
+        out = NDArray.empty(real.shape, self.dtype, self.device)
+        pairs = out.as_real()
+        pairs[..., 0].assign(real)
+        pairs[..., 1].assign(imag)
+        return out
+
+    def _complex_reduce(self, op, dims, keepdim):
+        """Sums of complex arrays are sums of their floats over the same axes; torch's other
+        reductions of complex numbers (prod aside) are not defined, and prod is not written."""
+        if op is not ReduceOp.SUM:
+            raise no_complex_kernel(op.name.lower(), self.dtype, self.device)
+        dims = tuple(range(self.ndim)) if dims is None else normalize_dims(dims, self.ndim)
+        return self.as_real().reduce(op, dims, keepdim).as_complex()
 
     def _widened(self, compute, keep_wide=False):
         """A narrow dtype's arithmetic: compute(self in its compute dtype), rounded (wrapped)
@@ -575,6 +706,8 @@ class NDArray:
     # ---- elementwise --------------------------------------------------------------------------
     def unary(self, op, out_dtype=None):
         dtype = self.dtype
+        if dtype.is_complex:
+            return self._complex_unary_op(op)
         if dtype.compute is not dtype and (dtype is not _UINT8 or op not in _BYTE_EXACT_UNARY):
             return self._widened(lambda wide: wide.unary(op, out_dtype and out_dtype.compute))
         # compact(), flat() and _new() inlined for the common compact, unsliced input
@@ -603,6 +736,8 @@ class NDArray:
         if other.device is not self.device:
             self, other = _on_one_device(self, other)
         dtype = self.dtype
+        if dtype.is_complex:
+            return self._complex_binary_op(op, other)
         if dtype.compute is not dtype and (dtype is not _UINT8 or op not in _BYTE_EXACT_BINARY):
             return self._widened(lambda wide: wide.binary(op, other.astype(wide.dtype)))
         if other.dtype is not dtype and other.dtype.compute is dtype and dtype.is_floating_point:
@@ -652,6 +787,8 @@ class NDArray:
         """Reduce over `dims` (None = all). A contiguous group of reduced axes is reduced in
         place as the middle axis of (outer, n, inner); other layouts are permuted last first."""
         dtype = self.dtype
+        if dtype.is_complex:
+            return self._complex_reduce(op, dims, keepdim)
         if dtype.compute is not dtype and (dtype is not _UINT8 or op not in _BYTE_EXACT_REDUCE):
             return self._widened(lambda wide: wide.reduce(op, dims, keepdim),
                                  keep_wide=op in INDEX_RESULT_REDUCE)
@@ -728,6 +865,10 @@ class NDArray:
         """Inclusive cumulative SUM or PROD along `dim`."""
         if self.dtype.compute is not self.dtype:
             return self._widened(lambda wide: wide.scan(op, dim))
+        if self.dtype.is_complex:       # a running sum of pairs is a running sum of floats
+            if op is not ReduceOp.SUM:
+                raise no_complex_kernel("cum" + op.name.lower(), self.dtype, self.device)
+            return self.as_real().scan(op, normalize_dim(dim, self.ndim)).as_complex()
         dim = normalize_dim(dim, self.ndim)
         src = self.compact()
         out = self._new(self.shape)
@@ -747,6 +888,8 @@ class NDArray:
         (m, k), (k2, n) = self.shape[-2:], other.shape[-2:]
         if k != k2:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n})")
+        if self.dtype.is_complex:
+            return self._complex_matmul(other, bias, relu)
         if self.dtype.compute is not self.dtype:
             # the separate ops, each rounded to the narrow dtype as torch rounds them
             out = self._widened(lambda wide: wide.matmul(other.astype(wide.dtype)))
@@ -870,6 +1013,27 @@ class NDArray:
                                    index.size, inner)
         if target is not self:
             self.assign(target)
+
+
+_COMPLEX_UNARY_KERNELS = {UnaryOp.ABS: "abs", UnaryOp.EXP: "exp",
+                          UnaryOp.RECIPROCAL: "reciprocal"}
+_COMPLEX_PREDICATES = {UnaryOp.ISNAN: ReduceOp.MAX, UnaryOp.ISINF: ReduceOp.MAX,
+                       UnaryOp.ISFINITE: ReduceOp.MIN}
+
+
+def check_complex_device(dtype, device):
+    """Complex arrays live on the CPU (and meta): the CUDA backend has no complex kernels yet,
+    and refusing here, where every complex array is made, keeps results from being wrong."""
+    if device.type not in ("cpu", "meta"):
+        raise RuntimeError(f"minitorch has no {device.type} kernels for complex dtypes: "
+                           f"{dtype} tensors are CPU-only (docs/ARCHITECTURE.md, "
+                           "'Complex numbers')")
+
+
+def no_complex_kernel(name, dtype, device):
+    """torch's error for an op without a kernel for a complex dtype."""
+    return NotImplementedError(f'"{name}_{device.type}" not implemented for '
+                               f"'{dtype.torch_name}'")
 
 
 def _accumulation_target(region, accumulate):

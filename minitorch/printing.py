@@ -74,6 +74,23 @@ class _Formatter:
         return " " * (self.width - len(text)) + text
 
 
+class _ComplexFormatter:
+    """torch's pair of formatters for complex tensors: one for the real parts, one for the
+    imaginary parts, each element printed as `re+imj` (`1.+2.j`, `0.5000-1.0000j`)."""
+
+    def __init__(self, values):
+        self.real = _Formatter(values.real.astype(np.float64), True)
+        self.imag = _Formatter(values.imag.astype(np.float64), True)
+        self.width = self.real.width + self.imag.width + 1      # the "j"
+
+    def format(self, v):
+        real_text = self.real.format(v.real)
+        imag_text = (self.imag.format(v.imag) + "j").lstrip()
+        if imag_text[0] in "+-":        # negative numbers and -0.
+            return real_text + imag_text
+        return real_text + "+" + imag_text
+
+
 def _format_array(values, formatter, indent, summarize):
     """Nested-bracket text of `values` with torch's line wrapping and '...' summarization."""
     edge = _options["edgeitems"]
@@ -143,8 +160,11 @@ def tensor_repr(t):
     values = t.detach().cpu()._data.values()
     summarize = values.size > _options["threshold"]
     shown = _summary_values(values, _options["edgeitems"]) if summarize else values
-    formatter = _Formatter(shown.astype(np.float64) if t.dtype.is_floating_point else shown,
-                           t.dtype.is_floating_point)
+    if t.dtype.is_complex:
+        formatter = _ComplexFormatter(shown)
+    else:
+        formatter = _Formatter(shown.astype(np.float64) if t.dtype.is_floating_point else shown,
+                               t.dtype.is_floating_point)
     prefix = "tensor("
     if values.size == 0 and values.ndim == 1:
         body = "[]"
@@ -157,8 +177,7 @@ def tensor_repr(t):
         suffixes.append(f"size={tuple(values.shape)}")
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
-    default_for_kind = {True: dtypes.get_default_dtype(), False: dtypes.int64}
-    if t.dtype is not dtypes.bool_ and t.dtype is not default_for_kind[
-            t.dtype.is_floating_point]:
+    default_float = dtypes.get_default_dtype()
+    if t.dtype not in (dtypes.bool_, dtypes.int64, default_float, default_float.complex_dtype):
         suffixes.append(f"dtype={t.dtype!r}")
     return _with_grad_suffix(t, prefix + body, suffixes)

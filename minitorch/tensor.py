@@ -237,7 +237,7 @@ def _check_assigned_grad(t, grad):
                            "are on the same device")
 
 
-_TYPE_NAMES = {d.name: d.torch_name + "Tensor" for d in dtypes.ALL}
+_TYPE_NAMES = {d.name: d.torch_name + "Tensor" for d in dtypes.ALL + dtypes.COMPLEX}
 
 
 def _matrix_transpose(t, name, scalar_warning):
@@ -396,8 +396,8 @@ class Tensor(TensorBase, _OpMethods):
         return self._data.dtype.is_floating_point
 
     def is_complex(self):
-        """torch.Tensor.is_complex: always False (minitorch has no complex dtypes)."""
-        return False
+        """torch.Tensor.is_complex: True for complex64 and complex128."""
+        return self._data.dtype.is_complex
 
     def is_signed(self):
         """torch.Tensor.is_signed: False for uint8 and bool, True otherwise."""
@@ -407,9 +407,8 @@ class Tensor(TensorBase, _OpMethods):
         """torch.Tensor.is_same_size: whether other has the same sizes."""
         return self._data.shape == other._data.shape
 
-    # real tensors only: the complex-number queries have their trivial answers
     def is_conj(self):
-        """torch.Tensor.is_conj: always False (no complex dtypes, so no lazy conjugation)."""
+        """torch.Tensor.is_conj: always False: conj() materialises (no lazy conjugate bit)."""
         return False
 
     def is_neg(self):
@@ -420,22 +419,10 @@ class Tensor(TensorBase, _OpMethods):
         """torch.Tensor.is_inference: always False (inference_mode makes ordinary tensors here)."""
         return False
 
-    def conj(self):
-        """torch.Tensor.conj: self (the conjugate of a real tensor; also resolve_conj, resolve_neg,
-        conj_physical)."""
+    def resolve_neg(self):
+        """torch.Tensor.resolve_neg: self (no lazy negation bit). conj, resolve_conj,
+        conj_physical, real and imag are functions/complex.py's (tensor_methods.py)."""
         return self
-
-    resolve_conj = resolve_neg = conj_physical = conj
-
-    @property
-    def real(self):
-        """torch.Tensor.real: self (every minitorch tensor is real)."""
-        return self
-
-    @property
-    def imag(self):
-        """torch.Tensor.imag: raises torch's error (no complex dtypes)."""
-        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
 
     # memory placement: pinning is a no-op (sharing: tensor_methods.py, _cpu/shared.py)
     def pin_memory(self, device=None):
@@ -708,7 +695,7 @@ class Tensor(TensorBase, _OpMethods):
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you "
                                "want to use a computed variable in a subgraph that doesn't require "
                                "differentiation use var_no_grad = var.detach().")
-        if requires_grad and not self.dtype.is_floating_point:
+        if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = requires_grad
         return self
@@ -945,6 +932,10 @@ def _infer_dtype(data):
         raise RuntimeError(f"Could not infer dtype of {type(odd).__name__}")
     if array.dtype.kind == "f":
         return dtypes.get_default_dtype()
+    if array.dtype.kind == "c":     # Python complex numbers: the default float's complex dtype
+        if isinstance(data, (np.ndarray, np.generic)):
+            return dtypes.from_numpy(array.dtype)
+        return dtypes.get_default_dtype().complex_dtype
     if array.dtype.kind in "iu":     # numpy uint8 (arrays, scalars, uint8 tensors) stays uint8
         return dtypes.uint8 if array.dtype == np.uint8 else dtypes.int64
     if array.dtype.kind == "b":
@@ -991,7 +982,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     elif array.dtype.kind == "f" and dtype is dtypes.int64 and np.isnan(array).any():
         raise RuntimeError("value cannot be converted to type int64 without overflow")
     nd = NDArray.from_numpy(array, dtype, target_device(device))
-    if requires_grad and not dtype.is_floating_point:
+    if requires_grad and not (dtype.is_floating_point or dtype.is_complex):
         raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                            "gradients")
     return wrap(nd, requires_grad)
@@ -1031,7 +1022,7 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype, device=device)
 
 
-_SHAREABLE = frozenset(d.numpy_dtype for d in dtypes.ALL)    # native byte order only
+_SHAREABLE = frozenset(d.numpy_dtype for d in dtypes.ALL + dtypes.COMPLEX)    # native byte order only
 
 
 def from_numpy(array):
@@ -1317,8 +1308,8 @@ def is_floating_point(input):
 
 
 def is_complex(input):
-    """torch.is_complex: always False (minitorch has no complex dtypes)."""
-    return False
+    """torch.is_complex: whether input's dtype is complex64 or complex128."""
+    return input.is_complex()
 
 
 def is_nonzero(input):

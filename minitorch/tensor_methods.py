@@ -12,6 +12,7 @@ import numpy as np
 from ._cpu import shared
 from .functions import (compare, float_math, indexing, inplace, interop, operators,
                         sparse_coo, special_functions)
+from .functions import complex as C
 from .functions import elementwise as E
 from .functions import factor as FA
 from .functions import index as I  # noqa: E741
@@ -214,7 +215,6 @@ class TensorMethods:
     not_equal = compare.not_equal
     isposinf = compare.isposinf
     isneginf = compare.isneginf
-    isreal = compare.isreal
     bitwise_not_ = inplace.inplace(compare.bitwise_not)
 
     # ---- further math (functions/float_math.py) -------------------------------------------------
@@ -254,14 +254,12 @@ class TensorMethods:
     copysign = float_math.copysign
     heaviside = float_math.heaviside
     xlogy = float_math.xlogy
-    sgn = float_math.sgn
     deg2rad = float_math.deg2rad
     rad2deg = float_math.rad2deg
     nan_to_num = float_math.nan_to_num
     fix = float_math.fix
     positive = float_math.positive
     arctan2 = float_math.arctan2
-    angle = float_math.angle
     lerp_ = inplace.inplace(float_math.lerp)
     sinh_ = inplace.inplace(float_math.sinh)
     cosh_ = inplace.inplace(float_math.cosh)
@@ -287,7 +285,7 @@ class TensorMethods:
     copysign_ = inplace.inplace(float_math.copysign)
     heaviside_ = inplace.inplace(float_math.heaviside)
     xlogy_ = inplace.inplace(float_math.xlogy)
-    sgn_ = inplace.inplace(float_math.sgn)
+    sgn_ = inplace.inplace(C.sgn)
     deg2rad_ = inplace.inplace(float_math.deg2rad)
     rad2deg_ = inplace.inplace(float_math.rad2deg)
     nan_to_num_ = inplace.inplace(float_math.nan_to_num)
@@ -593,6 +591,16 @@ class TensorMethods:
         """torch.Tensor.is_shared: whether the storage is in shared memory (False on cuda,
         where torch says True: its CUDA IPC has no counterpart here)."""
         return self._data.device.type == "cpu" and shared.is_shared(self._data.buffer)
+
+    # ---- complex numbers (functions/complex.py) ----------------------------------------------
+    conj = C.conj
+    conj_physical = C.conj_physical
+    resolve_conj = C.resolve_conj
+    sgn = C.sgn
+    angle = C.angle
+    isreal = C.isreal
+    real = property(C.real)
+    imag = property(C.imag)
 
 
 # what Python puts in every class body (and __hash__ = None, implied by defining __eq__ here)

@@ -32,6 +32,10 @@ from .allocator import empty, full
 # the elementwise, reduction, scan and softmax kernels itself (they sit on every op's path).
 from .widen import NARROW_VIA_WIDE, wrap_kernels
 wrap_kernels(globals(), NARROW_VIA_WIDE, empty, cast)
+# complex64 / complex128 buffers move through the same kernels as their (re, im) float pairs
+from . import complex_pairs as _complex_pairs
+_complex_pairs.wrap_kernels(globals())
+from .complex import complex_binary, complex_polar, complex_unary
 
 
 def from_host(array):

@@ -248,7 +248,7 @@ class Function:
         if self._dirty:
             self._check_dirty()
         if isinstance(result, TensorBase):
-            if result._data.dtype.is_floating_point and (
+            if (result._data.dtype.is_floating_point or result._data.dtype.is_complex) and (
                     not self._non_differentiable or self._differentiable(result)):
                 result.requires_grad = True
                 result.grad_fn = self
@@ -268,7 +268,7 @@ class Function:
                 continue
             data = out._data
             meta.append((data.shape, data.dtype, data.device))
-            if data.dtype.is_floating_point and (
+            if (data.dtype.is_floating_point or data.dtype.is_complex) and (
                     not self._non_differentiable or self._differentiable(out)):
                 out.requires_grad = True
                 out.grad_fn = self

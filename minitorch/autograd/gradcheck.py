@@ -1,5 +1,14 @@
 """gradcheck / gradgradcheck: analytical gradients (the engine's) against central finite
-differences, in float64 (torch.autograd.gradcheck). Exposed as `mt.autograd.gradcheck`."""
+differences, in float64 (torch.autograd.gradcheck). Exposed as `mt.autograd.gradcheck`.
+
+Complex inputs and outputs count as their real coordinates, as torch's gradcheck treats them:
+a complex input's real and imaginary parts are perturbed separately (two Jacobian columns per
+element), a complex output gives two rows per element (its real and imaginary parts), and the
+analytical row of an imaginary part backpropagates the seed 1j. Under torch's convention (the
+gradient of a real L w.r.t. z = x + yj is dL/dx + j dL/dy) the two sides then match.
+"""
+from builtins import sum as builtins_sum
+
 import numpy as np
 
 from .engine import _is_tensor, grad
@@ -10,15 +19,29 @@ def _as_tuple(x):
     return x if isinstance(x, tuple) else (x,)
 
 
+def _real_coordinates(t):
+    """A tensor's values as float64 coordinates: a complex element gives (re, im)."""
+    values = t.detach().cpu().numpy()
+    if np.iscomplexobj(values):
+        return np.stack([values.real, values.imag], axis=-1).astype(np.float64).ravel()
+    return values.astype(np.float64).ravel()
+
+
 def _flat_values(outputs):
-    return [o.detach().cpu().numpy().astype(np.float64).ravel() for o in _as_tuple(outputs)]
+    return [_real_coordinates(o) for o in _as_tuple(outputs)]
+
+
+def _coordinate_count(t):
+    return t.numel() * (2 if t.dtype.is_complex else 1)
 
 
 def _element_writer(tensor):
     """(current values on the host, write(index, value)) for perturbing tensor in place: through
     shared memory on the CPU, through an in-place index write on other devices."""
     if tensor.device.type == "cpu":
-        values = tensor.detach().numpy()       # shares memory with the tensor
+        data = tensor.detach()._data
+        # shares memory with the tensor; a complex one as its (re, im) floats
+        values = (data.as_real() if data.dtype.is_complex else data).numpy()
 
         def write(index, value):
             values[index] = value
@@ -49,7 +72,7 @@ def _numerical_jacobian(fn, inputs, eps):
             write(index, original)
             cols.append(np.concatenate([(p - m) / (2 * eps) for p, m in zip(plus, minus)])
                         if plus else np.zeros(0))
-        rows = sum(o.size for o in outputs)
+        rows = builtins_sum(o.size for o in outputs)
         jacobians.append(np.stack(cols, axis=1) if cols else np.zeros((rows, 0)))
     return jacobians
 
@@ -58,16 +81,18 @@ def _analytical_jacobian(fn, inputs):
     """Row by row: backprop a one-hot gradient through each output element."""
     outputs = _as_tuple(fn(*inputs))
     diff_inputs = [t for t in inputs if _is_tensor(t) and t.requires_grad]
-    sizes = [o.numel() for o in outputs]
-    rows = sum(sizes)
-    jacobians = [np.zeros((rows, t.numel())) for t in diff_inputs]
+    sizes = [_coordinate_count(o) for o in outputs]
+    rows = builtins_sum(sizes)
+    jacobians = [np.zeros((rows, _coordinate_count(t))) for t in diff_inputs]
     row = 0
     for out_i, out in enumerate(outputs):
         for flat in range(sizes[out_i]):
             grads_out = []
             for j, o in enumerate(outputs):
-                seed = np.zeros(o.numel())
-                if j == out_i:
+                seed = np.zeros(o.numel(), np.complex128 if o.dtype.is_complex else np.float64)
+                if j == out_i and o.dtype.is_complex:     # (re, im) of element flat // 2
+                    seed[flat // 2] = 1j if flat % 2 else 1.0
+                elif j == out_i:
                     seed[flat] = 1.0
                 grads_out.append(make_tensor(seed.reshape(o.shape), dtype=o.dtype,
                                              device=o.device))

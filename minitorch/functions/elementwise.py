@@ -74,7 +74,7 @@ def promote(a, b, floating=False):
     _check_operand(a)
     _check_operand(b)
     dtype = dtypes.result_type(_dtype_of(a), _dtype_of(b), _priority(a), _priority(b))
-    if floating and not dtype.is_floating_point:
+    if floating and not (dtype.is_floating_point or dtype.is_complex):
         dtype = dtypes.get_default_dtype()
     device = a.device if isinstance(a, Tensor) else b.device
     return _as_operand(a, dtype, device), _as_operand(b, dtype, device)
@@ -98,8 +98,12 @@ def _as_operand(x, dtype, device):
 
 
 def _float_input(a):
-    """Integer/bool inputs of float-valued functions are promoted to the default float dtype."""
-    return a if a._data.dtype.is_floating_point else cast(a, dtypes.get_default_dtype())
+    """Integer/bool inputs of float-valued functions are promoted to the default float dtype;
+    complex inputs stay complex (NDArray runs the ops it has complex kernels for and raises
+    torch's missing-kernel error for the others)."""
+    dtype = a._data.dtype
+    return a if dtype.is_floating_point or dtype.is_complex else \
+        cast(a, dtypes.get_default_dtype())
 
 
 def _no_kernel(kernel, dtype, device):
@@ -130,12 +134,17 @@ class ToCopy(KernelFunction):
 
     @staticmethod
     def backward(ctx, g):
+        if g._data.dtype.is_complex and not ctx.source_dtype.is_complex:
+            g = g.real      # a real input's gradient is the real part (torch, without warning)
         return cast(g, ctx.source_dtype), None
 
 
 def cast(a, dtype):
     if a._data.dtype is dtype:
         return a
+    if a._data.dtype.is_complex and not dtype.is_complex:
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      UserWarning, stacklevel=3)
     return ToCopy.apply(a, dtype)
 
 
@@ -256,7 +265,7 @@ class Abs(_UnarySavingInput):
     @staticmethod
     def backward(ctx, g):
         a, = ctx.saved_tensors
-        return g * sign(a)
+        return g * (a.sgn() if a._data.dtype.is_complex else sign(a))
 
 
 class Exp(_UnarySavingOutput):
@@ -265,7 +274,7 @@ class Exp(_UnarySavingOutput):
     @staticmethod
     def backward(ctx, g):
         out, = ctx.saved_tensors
-        return g * out
+        return g * out.conj()       # conj: complex gradients are conjugate Wirtinger ones
 
 
 class Log(_UnarySavingInput):
@@ -337,7 +346,7 @@ class Reciprocal(_UnarySavingOutput):
     @staticmethod
     def backward(ctx, g):
         out, = ctx.saved_tensors
-        return -g * out * out
+        return -g * (out * out).conj()
 
 
 class Square(_UnarySavingInput):
@@ -347,7 +356,7 @@ class Square(_UnarySavingInput):
     @staticmethod
     def backward(ctx, g):
         a, = ctx.saved_tensors
-        return g * a * 2
+        return g * a.conj() * 2
 
 
 class Erf(_UnarySavingInput):
@@ -671,11 +680,11 @@ class Mul(_Binary):
         a_shape, b_shape = ctx.shapes
         grad_a = grad_b = None
         if b is not None:
-            grad_a = g * b
+            grad_a = g * b.conj()       # conj: the identity on real tensors
             if grad_a._data.shape != a_shape:   # sum_to's own test, without the call
                 grad_a = sum_to(grad_a, a_shape)
         if a is not None:
-            grad_b = g * a
+            grad_b = g * a.conj()
             if grad_b._data.shape != b_shape:
                 grad_b = sum_to(grad_b, b_shape)
         return grad_a, grad_b
@@ -697,11 +706,11 @@ class Div(_Binary):
         a_shape, b_shape = ctx.shapes
         grad_a = grad_b = None
         if ctx.needs_input_grad[0]:
-            grad_a = g / b
+            grad_a = g / b.conj()       # conj: the identity on real tensors
             if grad_a._data.shape != a_shape:   # sum_to's own test, without the call
                 grad_a = sum_to(grad_a, a_shape)
         if a is not None:
-            grad_b = -g * a / (b * b)
+            grad_b = -g * a.conj() / (b * b).conj()
             if grad_b._data.shape != b_shape:
                 grad_b = sum_to(grad_b, b_shape)
         return grad_a, grad_b

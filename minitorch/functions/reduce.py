@@ -85,7 +85,7 @@ def _integral_to_long(input, dtype):
     bool/integer input, else the input's own."""
     if dtype is not None:
         return _E.cast(input, dtype)
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         return _E.cast(input, dtypes.int64)
     return input
 
@@ -160,12 +160,12 @@ def mean(input, dim=None, keepdim=False, dtype=None):
     """Mean of all elements, or over dim with keepdim; floating inputs or a floating dtype only
     (torch.mean)."""
     if dtype is not None:
-        if not dtype.is_floating_point:
+        if not (dtype.is_floating_point or dtype.is_complex):
             raise RuntimeError("mean(): could not infer output dtype. Optional dtype must be "
                                "either a floating point or complex dtype. Got: "
                                f"{_torch_dtype_name(dtype)}")
         input = _E.cast(input, dtype)
-    elif not input.dtype.is_floating_point:
+    elif not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
                            "floating point or complex dtype. Got: "
                            f"{_torch_dtype_name(input.dtype)}")
