@@ -67,7 +67,7 @@ def view_as_complex(input):
         if nd.dtype is dtypes.float16:
             raise RuntimeError("view_as_complex: minitorch has no ComplexHalf (complex32) dtype; "
                                "convert the Half tensor to float first")
-        raise RuntimeError("view_as_complex is only supported for float, double and half "
+        raise RuntimeError("view_as_complex is only supported for half, float and double "
                            f"tensors, but got a tensor of scalar type: {nd.dtype.torch_name}")
     if nd.ndim == 0:
         raise RuntimeError("Input tensor must have one or more dimensions")

@@ -731,8 +731,8 @@ def _value_tensor(t, value):
     """A setitem value as a Tensor of t's dtype on t's device (torch casts, never promotes)."""
     if isinstance(value, Tensor):
         return cast(value.to(t.device), t.dtype)
-    if isinstance(value, (numbers.Number, np.number, np.bool_)) and not isinstance(
-            value, complex):
+    if isinstance(value, (numbers.Number, np.number, np.bool_)) and (
+            t.dtype.is_complex or not isinstance(value, complex)):
         dtypes.check_scalar_fits(value, t.dtype)       # torch: x[0] = 256 overflows uint8
         return wrap(scalar_array(value, t.dtype, t.device))
     kind = type(value)

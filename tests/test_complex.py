@@ -1,0 +1,498 @@
+"""complex64 / complex128: dtypes and promotion, creation, the views between complex and real,
+arithmetic in our kernels, autograd with torch's conjugate convention, and the llama rotary
+embedding (RoPE) run side by side with torch, forward and backward, in a tiny training step.
+
+Complex tensors are CPU-only: the "cuda" cases of the device fixture check the refusal."""
+import warnings
+
+import numpy as np
+import pytest
+
+import minitorch as mt
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
+
+
+def _complex(rng, shape, dtype=np.complex128):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def _cpu_only(device):
+    """Complex tensors on cuda must be refused with a RuntimeError naming dtype and device."""
+    if device == "cpu":
+        return False
+    with pytest.raises(RuntimeError, match=r"complex.*complex64 tensors are CPU-only"):
+        mt.zeros(2, dtype=mt.complex64, device=device)
+    with pytest.raises(RuntimeError, match="cuda"):
+        mt.view_as_complex(mt.zeros(3, 2, device=device))
+    with pytest.raises(RuntimeError, match="cuda"):
+        mt.zeros(2, device=device).to(mt.complex128)
+    with pytest.raises(RuntimeError, match="cuda"):
+        mt.tensor([1 + 2j]).to(device)
+    return True
+
+
+# ---- dtypes and promotion ---------------------------------------------------------------------
+def test_dtype_attributes():
+    assert mt.cfloat is mt.complex64 and mt.cdouble is mt.complex128
+    for d, real in ((mt.complex64, mt.float32), (mt.complex128, mt.float64)):
+        assert d.is_complex and not d.is_floating_point and d.is_signed
+        assert d.real_dtype is real and real.complex_dtype is d
+        assert d.itemsize == 2 * real.itemsize
+    assert not mt.float32.is_complex and not mt.int64.is_complex
+    assert mt.finfo(mt.complex64).eps == mt.finfo(mt.float32).eps
+
+
+@needs_torch
+def test_promote_types_match_torch():
+    names = ["bool", "uint8", "int8", "int16", "int32", "int64", "float32", "float64",
+             "complex64", "complex128"]
+    for a in names:
+        for b in names:
+            if "complex" not in a + b:
+                continue
+            ours = mt.promote_types(getattr(mt, a), getattr(mt, b))
+            assert ours.name == str(torch.promote_types(getattr(torch, a),
+                                                        getattr(torch, b))).split(".")[1]
+
+
+@needs_torch
+def test_result_type_with_scalars_and_0d_match_torch():
+    cases = [("float32", (4,), 1j), ("float64", (4,), 1j), ("int64", (4,), 2 + 1j),
+             ("bool", (4,), 1j), ("complex128", (4,), 1.5), ("complex64", (4,), 2),
+             ("float32", (4,), ("complex128", ())), ("int32", (4,), ("complex128", ())),
+             ("float64", (4,), ("complex64", ())), ("complex64", (4,), ("float64", (4,)))]
+    for dtype, shape, other in cases:
+        a_t, a_m = torch.ones(shape, dtype=getattr(torch, dtype)), mt.ones(
+            shape, dtype=getattr(mt, dtype))
+        if isinstance(other, tuple):
+            b_t = torch.ones(other[1], dtype=getattr(torch, other[0]))
+            b_m = mt.ones(other[1], dtype=getattr(mt, other[0]))
+        else:
+            b_t = b_m = other
+        assert (a_m + b_m).dtype.name == str((a_t + b_t).dtype).split(".")[1], (dtype, other)
+        assert (b_m * a_m).dtype.name == str((b_t * a_t).dtype).split(".")[1], (dtype, other)
+
+
+def test_python_complex_follows_default_dtype():
+    assert mt.tensor([1 + 2j]).dtype is mt.complex64
+    assert (mt.ones(2, dtype=mt.int64) * 1j).dtype is mt.complex64
+    previous = mt.get_default_dtype()
+    mt.set_default_dtype(mt.float64)
+    try:
+        assert mt.tensor([1 + 2j]).dtype is mt.complex128
+        assert (mt.ones(2, dtype=mt.int64) * 1j).dtype is mt.complex128
+    finally:
+        mt.set_default_dtype(previous)
+
+
+# ---- creation and conversions -----------------------------------------------------------------
+def test_creation_and_conversions(device):
+    if _cpu_only(device):
+        return
+    t = mt.tensor([1 + 2j, 3.5 - 1j])
+    assert t.dtype is mt.complex64 and t.is_complex() and mt.is_complex(t)
+    assert not t.is_floating_point() and not mt.ones(2).is_complex()
+    assert t.tolist() == [1 + 2j, 3.5 - 1j]
+    assert t[1].item() == 3.5 - 1j and isinstance(t[0].item(), complex)
+    np.testing.assert_array_equal(t.numpy(), np.array([1 + 2j, 3.5 - 1j], np.complex64))
+    for factory, value in ((mt.zeros, 0), (mt.ones, 1), (mt.empty, 0)):
+        z = factory(2, 3, dtype=mt.complex128)
+        assert z.dtype is mt.complex128 and z.shape == (2, 3)
+        np.testing.assert_array_equal(z.numpy(), np.full((2, 3), value, np.complex128))
+    f = mt.full((2,), 1 - 2j)
+    assert f.dtype is mt.complex64 and f.tolist() == [1 - 2j, 1 - 2j]
+    assert mt.full((2,), 3.0, dtype=mt.complex128).tolist() == [3 + 0j, 3 + 0j]
+    assert mt.zeros_like(f).dtype is mt.complex64
+    assert mt.tensor([[1, 2]], dtype=mt.complex128).tolist() == [[1 + 0j, 2 + 0j]]
+    assert mt.tensor(0.5j).shape == () and mt.tensor(0.5j).item() == 0.5j
+    assert mt.tensor([], dtype=mt.complex64).numpy().dtype == np.complex64
+
+
+def test_from_numpy_shares_memory():
+    array = np.array([[1 + 1j, 2 - 2j], [3j, -4]], np.complex128)
+    t = mt.from_numpy(array)
+    assert t.dtype is mt.complex128
+    array[0, 0] = 7 + 7j
+    assert t[0, 0].item() == 7 + 7j
+    strided = mt.from_numpy(array[:, 1])        # a non-contiguous view is shared too
+    assert strided.stride() == (2,) and strided.tolist() == [2 - 2j, -4 + 0j]
+    assert mt.from_numpy(array.astype(np.complex64)).dtype is mt.complex64
+
+
+@needs_torch
+@pytest.mark.torch_exact
+def test_repr_matches_torch():
+    rng = np.random.default_rng(0)
+    for values in ([1 + 2j, 3 - 1j], [0.5 + 1.25j, -1e-3j, 2], [[1 + 1j, 2], [3j, -4.5]], 2 + 3j,
+                   _complex(rng, (40,), np.complex64)):
+        for name in ("complex64", "complex128"):
+            ours = repr(mt.tensor(values, dtype=getattr(mt, name)))
+            theirs = repr(torch.tensor(values, dtype=getattr(torch, name)))
+            assert ours == theirs.replace("torch.", "minitorch.")
+
+
+def test_float_of_complex_warns_and_drops_imag():
+    t = mt.tensor([1.5 + 2j, -3 - 1j])
+    with pytest.warns(UserWarning, match="Casting complex values to real discards the "
+                                         "imaginary part"):
+        f = t.float()
+    assert f.dtype is mt.float32 and f.tolist() == [1.5, -3.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # real -> complex and complex -> complex: silent
+        assert mt.tensor([1.0, 2.0]).to(mt.complex64).tolist() == [1 + 0j, 2 + 0j]
+        assert t.to(mt.complex128).dtype is mt.complex128
+        assert t.type_as(mt.zeros(1, dtype=mt.complex128)).dtype is mt.complex128
+    assert t.bool().tolist() == [True, True] and mt.tensor([0j, 1j]).bool().tolist() == [False,
+                                                                                          True]
+
+
+def test_requires_grad_allowed_for_complex():
+    t = mt.zeros(2, dtype=mt.complex64, requires_grad=True)
+    assert t.requires_grad
+    assert mt.ones(2, dtype=mt.complex128).requires_grad_().requires_grad
+
+
+# ---- views ------------------------------------------------------------------------------------
+@needs_torch
+def test_view_as_real_shares_storage_with_torch_strides(device):
+    if _cpu_only(device):
+        return
+    rng = np.random.default_rng(1)
+    values = _complex(rng, (3, 4), np.complex64)
+    for key in ((slice(None), slice(None)), (slice(1, None), slice(None, None, 2)), (1,)):
+        ours, theirs = mt.tensor(values)[key], torch.tensor(values)[key]
+        r, tr = mt.view_as_real(ours), torch.view_as_real(theirs)
+        assert r.shape == tuple(tr.shape) and r.stride() == tr.stride()
+        assert r.storage_offset() == tr.storage_offset() and r.dtype is mt.float32
+        np.testing.assert_array_equal(r.numpy(), tr.numpy())
+    t = mt.tensor(values)
+    mt.view_as_real(t)[0, 0, 1] = 9.0               # writes through to the complex tensor
+    assert t[0, 0].item().imag == 9.0
+    with pytest.raises(RuntimeError, match="view_as_real is only supported for complex "
+                                           "tensors"):
+        mt.view_as_real(mt.ones(2))
+
+
+@needs_torch
+@pytest.mark.torch_exact
+def test_view_as_complex_checks_match_torch():
+    cases = [lambda lib: lib.ones(3, 2, dtype=lib.int64),
+             lambda lib: lib.ones(3, 3),
+             lambda lib: lib.ones(2, 3).t(),
+             lambda lib: lib.ones(3, 3, 2)[:, :2].transpose(0, 1)[:, :, :1].expand(2, 3, 2),
+             lambda lib: lib.ones(3, 5)[:, :4].reshape(3, 2, 2)[:, :, :].as_strided((3, 2),
+                                                                                   (3, 1)),
+             lambda lib: lib.ones(7)[1:5].view(2, 2)]
+    for make in cases:
+        with pytest.raises(RuntimeError) as theirs:
+            torch.view_as_complex(make(torch))
+        with pytest.raises(RuntimeError) as ours:
+            mt.view_as_complex(make(mt))
+        assert str(ours.value) == str(theirs.value).split("\n")[0]
+
+
+def test_view_as_complex_is_a_view():
+    x = mt.arange(12, dtype=mt.float64).reshape(3, 2, 2)
+    z = mt.view_as_complex(x)
+    assert z.dtype is mt.complex128 and z.shape == (3, 2) and z.stride() == (2, 1)
+    assert z[1, 0].item() == 4 + 5j
+    z[1, 0] = -1j                                   # writes through to the float tensor
+    assert x[1, 0].tolist() == [0.0, -1.0]
+    odd = mt.arange(7, dtype=mt.float32)[:6].view(3, 2)   # an odd float buffer
+    assert mt.view_as_complex(odd).tolist() == [1j, 2 + 3j, 4 + 5j]
+    assert mt.view_as_real(mt.view_as_complex(x)).data_ptr() == x.data_ptr()
+
+
+def test_real_imag_views_and_constructors(device):
+    if _cpu_only(device):
+        return
+    rng = np.random.default_rng(2)
+    values = _complex(rng, (2, 3))
+    t = mt.tensor(values)
+    np.testing.assert_array_equal(t.real.numpy(), values.real)
+    np.testing.assert_array_equal(t.imag.numpy(), values.imag)
+    t.imag[0, 0] = 5.0
+    assert t[0, 0].item().imag == 5.0
+    x = mt.ones(2)
+    assert x.real is x
+    with pytest.raises(RuntimeError, match="imag is not implemented for tensors with "
+                                           "non-complex dtypes"):
+        x.imag
+    re, im = rng.standard_normal((2, 3)), rng.standard_normal((3,))
+    c = mt.complex(mt.tensor(re), mt.tensor(im))     # broadcast
+    np.testing.assert_array_equal(c.numpy(), re + 1j * im)
+    with pytest.raises(RuntimeError, match="Expected both inputs to be Half, Float or Double "
+                                           "tensors but got Long and Long"):
+        mt.complex(mt.ones(2, dtype=mt.int64), mt.ones(2, dtype=mt.int64))
+    with pytest.raises(RuntimeError, match="Expected object of scalar type Float but got "
+                                           "scalar type Double"):
+        mt.complex(mt.ones(2), mt.ones(2, dtype=mt.float64))
+    r, theta = np.abs(re) + 0.1, rng.standard_normal((2, 3))
+    p = mt.polar(mt.tensor(r), mt.tensor(theta))
+    np.testing.assert_allclose(p.numpy(), r * np.exp(1j * theta), rtol=1e-14)
+    assert mt.polar(mt.ones(2), mt.zeros(2)).dtype is mt.complex64
+
+
+def test_conj_abs_angle_sgn(device):
+    if _cpu_only(device):
+        return
+    rng = np.random.default_rng(3)
+    values = _complex(rng, (4, 3))
+    values[0, 0] = 0
+    t = mt.tensor(values)
+    np.testing.assert_array_equal(t.conj().numpy(), np.conj(values))
+    np.testing.assert_array_equal(mt.conj_physical(t).numpy(), np.conj(values))
+    assert not t.conj().is_conj() and mt.resolve_conj(t) is t
+    x = mt.ones(2)
+    assert x.conj() is x and mt.conj_physical(x) is x
+    np.testing.assert_allclose(t.abs().numpy(), np.abs(values), rtol=1e-15)
+    assert t.abs().dtype is mt.float64 and mt.tensor([1j], dtype=mt.complex64).abs().dtype is \
+        mt.float32
+    np.testing.assert_allclose(t.angle().numpy(), np.angle(values), rtol=1e-15)
+    expected = np.where(values == 0, 0, values / np.where(values == 0, 1, np.abs(values)))
+    np.testing.assert_allclose(t.sgn().numpy(), expected, rtol=1e-15)
+    assert mt.angle(mt.tensor([-1.0, 2.0], dtype=mt.float64)).tolist() == [np.pi, 0.0]
+    assert mt.isreal(mt.tensor([1 + 0j, 1j])).tolist() == [True, False]
+
+
+def test_movement_ops_on_complex(device):
+    if _cpu_only(device):
+        return
+    rng = np.random.default_rng(4)
+    values = _complex(rng, (2, 3, 4))
+    t = mt.tensor(values)
+    checks = [
+        (t.reshape(6, 4), values.reshape(6, 4)), (t.view(2, 12), values.reshape(2, 12)),
+        (t.flatten(1), values.reshape(2, 12)), (t.unsqueeze(1), values[:, None]),
+        (t.permute(2, 0, 1), values.transpose(2, 0, 1)),
+        (t.permute(2, 0, 1).contiguous(), values.transpose(2, 0, 1)),
+        (t.permute(2, 0, 1).reshape(4, 6), values.transpose(2, 0, 1).reshape(4, 6)),
+        (t[:, :1].expand(2, 5, 4), np.broadcast_to(values[:, :1], (2, 5, 4))),
+        (t[1, ::2, 1:], values[1, ::2, 1:]), (t[..., -1], values[..., -1]),
+        (t[mt.tensor([1, 0, 1])], values[[1, 0, 1]]), (t[t.real > 0], values[values.real > 0]),
+        (t[:, mt.tensor([2, 0])], values[:, [2, 0]]),
+        (mt.cat([t, t[:, :1]], 1), np.concatenate([values, values[:, :1]], 1)),
+        (mt.stack([t[0], t[1].t().t()]), values), (t.clone(), values),
+        (t.flip(0), values[::-1]), (t.transpose(0, 2).clone(), values.transpose(2, 1, 0)),
+        (t.gather(2, mt.tensor([[[3, 0]] * 3] * 2)), np.take_along_axis(
+            values, np.array([[[3, 0]] * 3] * 2), 2)),
+        (t.index_select(1, mt.tensor([2, 2])), values[:, [2, 2]]),
+        (t[:0], values[:0]), (mt.tensor(values[0, 0, 0]).reshape(1, 1), values[:1, 0, :1]),
+    ]
+    for ours, expected in checks:
+        assert ours.dtype is mt.complex128
+        np.testing.assert_array_equal(ours.numpy(), expected)
+    u = t.clone()
+    u[0, 1] = 1 - 1j                                # a scalar fill through a view
+    u[1, :, 0] = mt.tensor([1j, 2j, 3j])            # a strided copy
+    expected = values.copy()
+    expected[0, 1], expected[1, :, 0] = 1 - 1j, [1j, 2j, 3j]
+    np.testing.assert_array_equal(u.numpy(), expected)
+    w = mt.zeros(3, dtype=mt.complex128)
+    w[mt.tensor([0, 2, 0])] += mt.tensor([1j, 2.0, 3.0])    # put with accumulation is index_put
+    assert w.tolist()[1] == 0 and w.tolist()[2] == 2
+
+
+# ---- arithmetic -------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_arithmetic_matches_numpy(device, dtype):
+    if _cpu_only(device):
+        return
+    rng = np.random.default_rng(5)
+    a, b = _complex(rng, (3, 1, 4), dtype), _complex(rng, (5, 1), dtype)
+    ta, tb = mt.tensor(a), mt.tensor(b)
+    rtol = 1e-6 if dtype is np.complex64 else 1e-14
+    for ours, expected in ((ta + tb, a + b), (ta - tb, a - b), (ta * tb, a * b),
+                           (ta / tb, a / b), (-ta, -a), (ta * 2, a * 2), (ta + (1 - 2j), a + (1 - 2j)),
+                           ((2 + 1j) / ta, (2 + 1j) / a), (ta - 1.5j, a - 1.5j),
+                           (ta.sum(), a.sum()), (ta.sum((0, 2)), a.sum((0, 2))),
+                           (ta.mean(-1, keepdim=True), a.mean(-1, keepdims=True)),
+                           (ta.exp(), np.exp(a)), (ta.reciprocal(), 1 / a),
+                           (ta.square(), a * a), (ta.cumsum(2), np.cumsum(a, 2)),
+                           (ta.transpose(0, 2) * tb[:1], a.transpose(2, 1, 0) * b[:1]),
+                           (mt.tensor(a[0, 0, 0]) * tb, a[0, 0, 0] * b),
+                           (ta[:0] * tb[:1], a[:0] * b[:1]),
+                           (ta == ta.conj(), a == np.conj(a)), (ta != 0, a != 0)):
+        if ours.dtype is mt.bool:
+            np.testing.assert_array_equal(ours.numpy(), expected)
+            continue
+        assert ours.numpy().dtype == dtype
+        np.testing.assert_allclose(ours.numpy(), expected, rtol=rtol, atol=rtol)
+
+
+def test_mixed_real_complex_arithmetic():
+    a = mt.tensor([1.0, 2.0], dtype=mt.float64)
+    z = mt.tensor([1j, 1 + 1j], dtype=mt.complex64)
+    assert (a * z).dtype is mt.complex128 and (a * z).tolist() == [1j, 2 + 2j]
+    assert (mt.tensor([1, 2]) + z).tolist() == [1 + 1j, 3 + 1j]
+    np.testing.assert_allclose((mt.ones(2, 3, dtype=mt.complex128) @
+                                mt.tensor([[1j], [2], [3 - 1j]], dtype=mt.complex128)).numpy(),
+                               np.full((2, 1), 5 + 0j))
+
+
+def test_unsupported_complex_ops_raise():
+    z = mt.tensor([1 + 1j])
+    with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
+        z < z
+    with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
+        z.log()
+    with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
+        z.max()
+    with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
+        z.prod()
+
+
+# ---- autograd ---------------------------------------------------------------------------------
+def test_gradcheck_complex_ops():
+    rng = np.random.default_rng(6)
+    z = mt.tensor(_complex(rng, (2, 3)), requires_grad=True)
+    w = mt.tensor(_complex(rng, (3,)), requires_grad=True)
+    r = mt.tensor(rng.random((2, 3)) + 0.5, requires_grad=True)
+    theta = mt.tensor(rng.standard_normal((3,)), requires_grad=True)
+    x = mt.tensor(rng.standard_normal((2, 3, 2)), requires_grad=True)
+    cases = [((z, w), lambda a, b: a * b), ((z, w), lambda a, b: a / b),
+             ((z, w), lambda a, b: a + b * (2 - 1j) - 1j), ((z,), lambda a: a.abs()),
+             ((z,), lambda a: a.angle()), ((z,), lambda a: a.exp()), ((z,), lambda a: a.sgn()),
+             ((z,), lambda a: a.conj() * a.real), ((z,), lambda a: a.imag * 3),
+             ((z, w), lambda a, b: (a * b).sum(0)), ((z,), lambda a: a.mean()),
+             ((z,), lambda a: a.reciprocal()), ((z,), lambda a: a.square()),
+             ((z,), lambda a: mt.view_as_real(a.t())), ((x,), lambda a: mt.view_as_complex(a)),
+             ((r, theta), lambda a, b: mt.polar(a, b)), ((r, theta), lambda a, b: mt.complex(a, b)),
+             ((z, w), lambda a, b: a @ b.unsqueeze(1)), ((x, w), lambda a, b: (
+                 mt.view_as_complex(a) * b).abs().sum())]
+    for inputs, fn in cases:
+        assert mt.autograd.gradcheck(fn, inputs)
+
+
+@needs_torch
+def test_gradients_match_torch_convention():
+    rng = np.random.default_rng(7)
+    a_values, b_values = _complex(rng, (4,)), _complex(rng, (4,))
+    results = []
+    for lib in (torch, mt):
+        a = lib.tensor(a_values, requires_grad=True)
+        b = lib.tensor(b_values, requires_grad=True)
+        loss = ((a * b).abs() + (a / b).angle() + (a.exp() * b.conj()).real).sum()
+        loss.backward()
+        results.append((loss.item(), a.grad.numpy(), b.grad.numpy()))
+    for ours, theirs in zip(results[1], results[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+# ---- llama's rotary embedding -----------------------------------------------------------------
+def _rope(lib):
+    """llama's model.py functions, verbatim except for the library name."""
+    def precompute_freqs_cis(dim, end, theta=10000.0):
+        freqs = 1.0 / (theta ** (lib.arange(0, dim, 2)[: (dim // 2)].float() / dim))
+        t = lib.arange(end, device=freqs.device)
+        freqs = lib.outer(t, freqs).float()
+        return lib.polar(lib.ones_like(freqs), freqs)  # complex64
+
+    def reshape_for_broadcast(freqs_cis, x):
+        ndim = x.ndim
+        shape = [d if i == 1 or i == ndim - 1 else 1 for i, d in enumerate(x.shape)]
+        return freqs_cis.view(*shape)
+
+    def apply_rotary_emb(xq, xk, freqs_cis):
+        xq_ = lib.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+        xk_ = lib.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+        freqs_cis = reshape_for_broadcast(freqs_cis, xq_)
+        xq_out = lib.view_as_real(xq_ * freqs_cis).flatten(3)
+        xk_out = lib.view_as_real(xk_ * freqs_cis).flatten(3)
+        return xq_out.type_as(xq), xk_out.type_as(xk)
+
+    return precompute_freqs_cis, apply_rotary_emb
+
+
+@needs_torch
+def test_llama_rope_forward_and_backward_match_torch():
+    rng = np.random.default_rng(8)
+    q = rng.standard_normal((2, 6, 3, 8)).astype(np.float32)
+    k = rng.standard_normal((2, 6, 3, 8)).astype(np.float32)
+    weight = rng.standard_normal((2, 6, 3, 8)).astype(np.float32)
+    results = []
+    for lib in (torch, mt):
+        precompute, apply = _rope(lib)
+        freqs = precompute(8, 10)[2:8]          # a slice of positions, as llama's start_pos
+        xq, xk = lib.tensor(q, requires_grad=True), lib.tensor(k, requires_grad=True)
+        out_q, out_k = apply(xq, xk, freqs)
+        loss = (out_q * lib.tensor(weight)).sum() + (out_k * out_k).mean()
+        loss.backward()
+        results.append([freqs.numpy(), out_q.detach().numpy(), out_k.detach().numpy(),
+                        xq.grad.numpy(), xk.grad.numpy()])
+        assert out_q.dtype == lib.float32 and freqs.dtype == lib.complex64
+    for ours, theirs in zip(results[1], results[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
+
+
+def test_llama_rope_gradcheck_float64():
+    """The real-in / real-out RoPE path (complex128 intermediates) against finite
+    differences."""
+    rng = np.random.default_rng(9)
+    _, apply = _rope(mt)
+    angles = mt.tensor(rng.standard_normal((4, 2)))
+    freqs = mt.polar(mt.ones_like(angles), angles)               # complex128
+
+    def rope(xq, xk):
+        xq_ = mt.view_as_complex(xq.reshape(*xq.shape[:-1], -1, 2))
+        xk_ = mt.view_as_complex(xk.reshape(*xk.shape[:-1], -1, 2))
+        f = freqs.view(1, 4, 1, 2)
+        return mt.view_as_real(xq_ * f).flatten(3), mt.view_as_real(xk_ * f).flatten(3)
+
+    xq = mt.tensor(rng.standard_normal((1, 4, 2, 4)), requires_grad=True)
+    xk = mt.tensor(rng.standard_normal((1, 4, 2, 4)), requires_grad=True)
+    assert mt.autograd.gradcheck(rope, (xq, xk))
+    # the angles too: gradients through polar
+    theta = mt.tensor(rng.standard_normal((4, 2)), requires_grad=True)
+    assert mt.autograd.gradcheck(
+        lambda t, q: mt.view_as_real(mt.view_as_complex(q.reshape(1, 4, 2, 2, 2)) *
+                                     mt.polar(mt.ones_like(t), t).view(1, 4, 1, 2)).flatten(3),
+        (theta, xq))
+    assert apply(xq.float(), xk.float(), freqs.to(mt.complex64))[0].dtype is mt.float32
+
+
+def _attention_step(lib, params, x_values, target_values, freqs):
+    """One training step of a tiny single-layer attention model with llama's RoPE."""
+    _, apply = _rope(lib)
+    wq, wk, wv, wo = (lib.tensor(p, requires_grad=True) for p in params)
+    x, target = lib.tensor(x_values), lib.tensor(target_values)
+    batch, seq, _ = x.shape
+    heads, head_dim = 2, 4
+    xq = (x @ wq).view(batch, seq, heads, head_dim)
+    xk = (x @ wk).view(batch, seq, heads, head_dim)
+    xv = (x @ wv).view(batch, seq, heads, head_dim)
+    xq, xk = apply(xq, xk, freqs)
+    scores = (xq.transpose(1, 2) @ xk.transpose(1, 2).transpose(2, 3)) / head_dim ** 0.5
+    mask = lib.full((seq, seq), float("-inf")).triu(1)
+    attention = (scores + mask).softmax(-1)
+    out = (attention @ xv.transpose(1, 2)).transpose(1, 2).reshape(batch, seq, -1) @ wo
+    loss = ((out - target) ** 2).mean()
+    loss.backward()
+    optimizer = lib.optim.SGD([wq, wk, wv, wo], lr=0.1)
+    optimizer.step()
+    return loss.item(), [w.detach().numpy().copy() for w in (wq, wk, wv, wo)]
+
+
+@needs_torch
+def test_tiny_attention_training_step_with_rope_matches_torch():
+    rng = np.random.default_rng(10)
+    params = [rng.standard_normal((8, 8)).astype(np.float32) * 0.3 for _ in range(4)]
+    x = rng.standard_normal((2, 5, 8)).astype(np.float32)
+    target = rng.standard_normal((2, 5, 8)).astype(np.float32)
+    results = []
+    for lib in (torch, mt):
+        precompute, _ = _rope(lib)
+        loss_before, weights = _attention_step(lib, params, x, target, precompute(4, 5))
+        loss_after, _ = _attention_step(lib, weights, x, target, precompute(4, 5))
+        assert loss_after < loss_before
+        results.append((loss_before, loss_after, weights))
+    (t_before, t_after, t_weights), (m_before, m_after, m_weights) = results
+    np.testing.assert_allclose([m_before, m_after], [t_before, t_after], rtol=1e-5)
+    for ours, theirs in zip(m_weights, t_weights):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
