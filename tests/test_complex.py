@@ -334,6 +334,9 @@ def test_mixed_real_complex_arithmetic():
     np.testing.assert_allclose((mt.ones(2, 3, dtype=mt.complex128) @
                                 mt.tensor([[1j], [2], [3 - 1j]], dtype=mt.complex128)).numpy(),
                                np.full((2, 1), 5 + 0j))
+    u, v = np.array([1 + 2j, 3j]), np.array([2 - 1j, 1 + 1j])
+    assert mt.vdot(mt.tensor(u), mt.tensor(v)).item() == np.vdot(u, v)      # conjugates u
+    assert mt.dot(mt.tensor(u), mt.tensor(v)).item() == np.dot(u, v)
 
 
 def test_unsupported_complex_ops_raise():
@@ -346,6 +349,10 @@ def test_unsupported_complex_ops_raise():
         z.max()
     with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
         z.prod()
+    with pytest.raises(NotImplementedError, match="floor is not supported for complex inputs"):
+        z.floor()
+    with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
+        z.lerp(z, 0.5)
 
 
 # ---- autograd ---------------------------------------------------------------------------------

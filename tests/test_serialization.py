@@ -306,7 +306,7 @@ def _edit(mutate):
     lambda h: h["__metadata__"].update(structure='{"$dict": [[[1], 2]]}'),
     lambda h: h["__metadata__"].update(structure='{"$dict": [[1]]}'),
     lambda h: h["__metadata__"].update(structure='{"$float": "1e999"}'),
-    lambda h: h["__metadata__"].update(structure='{"$dtype": "complex64"}'),
+    lambda h: h["__metadata__"].update(structure='{"$dtype": "complex32"}'),
     lambda h: h["__metadata__"].update(structure='{"$device": "tpu"}'),
     lambda h: h["__metadata__"].update(structure='{"$size": [1.5]}'),
     lambda h: h["__metadata__"].update(structure='{"$tensor": "model.fc.bias", "device": 3}'),

@@ -894,14 +894,19 @@ cdef void where_part(int dt, const uint8_t* c, const char* a, const char* b, cha
 def where(cnp.ndarray cond, cnp.ndarray a, cnp.ndarray b, cnp.ndarray out, shape, c_strides,
           Py_ssize_t c_offset, a_strides, Py_ssize_t a_offset, b_strides, Py_ssize_t b_offset):
     """out (compact, `shape`) = a if cond else b, all three read through their strides."""
-    cdef int dtc = buffer_dtype(cond, "where")
-    cdef int dt = buffer_dtype(a, "where")
-    cdef int dtb = buffer_dtype(b, "where")
-    cdef int dto = buffer_dtype(out, "where", True)
+    cdef int dtc, dt, dtb, dto
     cdef Plan p
     cdef Py_ssize_t size, t, rows, inner
     cdef int nt
     cdef bint by_rows
+    if cnp.PyArray_ISCOMPLEX(out):          # complex: the select of the (re, im) floats
+        from minitorch._cpu import complex_pairs
+        return complex_pairs.where(where, cond, a, b, out, shape, c_strides, c_offset, a_strides,
+                                   a_offset, b_strides, b_offset)
+    dtc = buffer_dtype(cond, "where")
+    dt = buffer_dtype(a, "where")
+    dtb = buffer_dtype(b, "where")
+    dto = buffer_dtype(out, "where", True)
     if dtc != DT_BOOL:
         raise TypeError(f"where expected condition to be a boolean tensor, but got a tensor "
                         f"with dtype {DTYPE_NAMES[dtc]}")

@@ -5,8 +5,9 @@ kernel that only moves elements (compact, strided set/add, join, where, gather/s
 index_select/add, take/put, the complex <-> complex cast) can run over the pairs: the buffer is
 viewed as its floats, shapes gain a last axis of 2 with stride 1, strides and offsets double,
 and an index along a dim selects a pair (inner sizes double, per-element indices are repeated
-for both halves). `wrap_kernels` replaces the named kernels of a backend namespace by these
-wrappers; a call without complex buffers goes straight through.
+for both halves). The kernels of strided.pyx and binary.pyx test for a complex buffer in C and
+call the functions below; the index kernels are replaced by wrappers (`wrap_kernels`) whose
+real path is one dtype test.
 """
 import math
 
@@ -40,57 +41,49 @@ def _both_halves(index, kernels):
     return out
 
 
-def _compact(kernel, kernels):
-    def compact(a, out, shape, strides, offset):
-        if not is_complex_buffer(a):
-            return kernel(a, out, shape, strides, offset)
-        return kernel(pairs(a), pairs(out), *pair_geometry(shape, strides, offset))
-    return compact
+# ---- the kernels of strided.pyx and binary.pyx call these themselves for complex buffers (a C
+# test of the dtype there: no wrapper on their real path); `kernel` is the calling kernel.
+def compact(kernel, a, out, shape, strides, offset):
+    return kernel(pairs(a), pairs(out), *pair_geometry(shape, strides, offset))
 
 
-def _strided_write(kernel, kernels):
-    def write(src, out, shape, strides, offset):
-        if not is_complex_buffer(out):
-            return kernel(src, out, shape, strides, offset)
-        src_pairs, out_pairs = pairs(src), pairs(out)
-        if len(src) == 1 and math.prod(shape) != 1:
-            # a fill: the real part into every even float, the imaginary into every odd one
-            doubled = tuple(2 * s for s in strides)
-            kernel(src_pairs[0:1], out_pairs, tuple(shape), doubled, 2 * offset)
-            return kernel(src_pairs[1:2], out_pairs, tuple(shape), doubled, 2 * offset + 1)
-        return kernel(src_pairs, out_pairs, *pair_geometry(shape, strides, offset))
-    return write
+def strided_write(kernel, src, out, shape, strides, offset):
+    """strided_set / strided_add of complex buffers (a one-element src is a fill)."""
+    src_pairs, out_pairs = pairs(src), pairs(out)
+    if len(src) == 1 and math.prod(shape) != 1:
+        # a fill: the real part into every even float, the imaginary into every odd one
+        doubled = tuple(2 * s for s in strides)
+        kernel(src_pairs[0:1], out_pairs, tuple(shape), doubled, 2 * offset)
+        return kernel(src_pairs[1:2], out_pairs, tuple(shape), doubled, 2 * offset + 1)
+    return kernel(src_pairs, out_pairs, *pair_geometry(shape, strides, offset))
 
 
-def _join(kernel, kernels):
-    def join(sources, out, shapes, strides, offsets, out_strides, out_offsets):
-        if not is_complex_buffer(out):
-            return kernel(sources, out, shapes, strides, offsets, out_strides, out_offsets)
-        return kernel([pairs(s) for s in sources], pairs(out),
-                      [tuple(s) + (2,) for s in shapes],
-                      [tuple(2 * x for x in s) + (1,) for s in strides],
-                      [2 * o for o in offsets], tuple(2 * x for x in out_strides) + (1,),
-                      [2 * o for o in out_offsets])
-    return join
+def join(kernel, sources, out, shapes, strides, offsets, out_strides, out_offsets):
+    return kernel([pairs(s) for s in sources], pairs(out), [tuple(s) + (2,) for s in shapes],
+                  [tuple(2 * x for x in s) + (1,) for s in strides], [2 * o for o in offsets],
+                  tuple(2 * x for x in out_strides) + (1,), [2 * o for o in out_offsets])
 
 
-def _where(kernel, kernels):
-    def where(cond, a, b, out, shape, c_strides, c_offset, a_strides, a_offset, b_strides,
-              b_offset):
-        if not is_complex_buffer(out):
-            return kernel(cond, a, b, out, shape, c_strides, c_offset, a_strides, a_offset,
-                          b_strides, b_offset)
-        return kernel(cond, pairs(a), pairs(b), pairs(out), tuple(shape) + (2,),
-                      tuple(c_strides) + (0,), c_offset,
-                      tuple(2 * s for s in a_strides) + (1,), 2 * a_offset,
-                      tuple(2 * s for s in b_strides) + (1,), 2 * b_offset)
-    return where
+def where(kernel, cond, a, b, out, shape, c_strides, c_offset, a_strides, a_offset, b_strides,
+          b_offset):
+    return kernel(cond, pairs(a), pairs(b), pairs(out), tuple(shape) + (2,),
+                  tuple(c_strides) + (0,), c_offset,
+                  tuple(2 * s for s in a_strides) + (1,), 2 * a_offset,
+                  tuple(2 * s for s in b_strides) + (1,), 2 * b_offset)
 
 
+def cast(kernel, a, out):
+    if not (is_complex_buffer(a) and is_complex_buffer(out)):
+        raise TypeError(f"cast between {a.dtype} and {out.dtype}: NDArray.astype converts "
+                        "between complex and real dtypes")
+    return kernel(pairs(a), pairs(out), False)
+
+
+# ---- the index kernels (index.pyx) are wrapped instead ------------------------------------------
 def _per_element_index(kernel, kernels):
     """gather / scatter / scatter_add(values, index, out, outer, dim_size, index_dim, inner)."""
     def call(a, index, out, outer, a_dim, index_dim, inner):
-        if not is_complex_buffer(out):
+        if out.dtype not in PAIR_DTYPE:     # the real path: one dict test
             return kernel(a, index, out, outer, a_dim, index_dim, inner)
         return kernel(pairs(a), _both_halves(index, kernels), pairs(out), outer, a_dim,
                       index_dim, 2 * inner)
@@ -100,7 +93,7 @@ def _per_element_index(kernel, kernels):
 def _per_slice_index(kernel, kernels):
     """index_select / index_add(values, index, out, outer, dim_size, n_index, inner)."""
     def call(a, index, out, outer, a_dim, n_index, inner):
-        if not is_complex_buffer(out):
+        if out.dtype not in PAIR_DTYPE:     # the real path: one dict test
             return kernel(a, index, out, outer, a_dim, n_index, inner)
         return kernel(pairs(a), index, pairs(out), outer, a_dim, n_index, 2 * inner)
     return call
@@ -108,7 +101,7 @@ def _per_slice_index(kernel, kernels):
 
 def _take(kernel, kernels):
     def take(a, offsets, out):
-        if not is_complex_buffer(out):
+        if out.dtype not in PAIR_DTYPE:     # the real path: one dict test
             return kernel(a, offsets, out)
         # a flat take of pairs is an index_select of rows of 2 floats
         return kernels["index_select"](pairs(a), offsets, pairs(out), 1, len(a), len(offsets), 2)
@@ -117,7 +110,7 @@ def _take(kernel, kernels):
 
 def _put(kernel, kernels):
     def put(src, offsets, out, accumulate):
-        if not is_complex_buffer(out):
+        if out.dtype not in PAIR_DTYPE:     # the real path: one dict test
             return kernel(src, offsets, out, accumulate)
         if accumulate:
             return kernels["index_add"](pairs(src), offsets, pairs(out), 1, len(out),
@@ -127,30 +120,16 @@ def _put(kernel, kernels):
     return put
 
 
-def _cast(kernel, kernels):
-    def cast(a, out, to_bool=True):
-        a_complex, out_complex = is_complex_buffer(a), is_complex_buffer(out)
-        if not (a_complex or out_complex):
-            return kernel(a, out, to_bool)
-        if not (a_complex and out_complex):
-            raise TypeError(f"cast between {a.dtype} and {out.dtype}: NDArray.astype converts "
-                            "between complex and real dtypes")
-        return kernel(pairs(a), pairs(out), False)
-    return cast
-
-
-WRAPPERS = {"compact": _compact, "strided_set": _strided_write, "strided_add": _strided_write,
-            "join": _join, "where": _where, "gather": _per_element_index,
-            "scatter": _per_element_index, "scatter_add": _per_element_index,
-            "index_select": _per_slice_index, "index_add": _per_slice_index, "take": _take,
-            "put": _put, "cast": _cast}
+WRAPPERS = {"gather": _per_element_index, "scatter": _per_element_index,
+            "scatter_add": _per_element_index, "index_select": _per_slice_index,
+            "index_add": _per_slice_index, "take": _take, "put": _put}
 
 
 def wrap_kernels(namespace):
     """Replace each data-movement kernel in `namespace` (a module's globals) by its complex-aware
     version. The wrappers look kernels up in `originals` (the real kernels), never in the
     wrapped namespace, so each complex call is translated exactly once."""
-    originals = {name: namespace[name] for name in WRAPPERS}
+    originals = {name: namespace[name] for name in set(WRAPPERS) | {"compact"}}
     for name, make in WRAPPERS.items():
         wrapper = make(originals[name], originals)
         wrapper.__name__ = name

@@ -662,14 +662,24 @@ cdef int move_dispatch(cnp.ndarray dst, Py_ssize_t dst_start, Py_ssize_t* sd, cn
 # ---------------------------------------------------------------------------------------------
 # the kernels
 
+cdef object _complex_pairs():
+    """complex_pairs.py, which runs a complex buffer through these kernels as its float pairs
+    (imported when first needed: it imports nothing from here)."""
+    from minitorch._cpu import complex_pairs
+    return complex_pairs
+
+
 def compact(cnp.ndarray a, cnp.ndarray out, shape, strides, Py_ssize_t offset):
     """out[i] = a[offset + Σ idx_d·strides_d] for the i-th index of `shape` in C order."""
     cdef Py_ssize_t c_shape[MAX_DIMS]
     cdef Py_ssize_t sv[MAX_DIMS]
     cdef Py_ssize_t sc[MAX_DIMS]
     cdef Py_ssize_t* pair[2]
-    cdef int nd = load_dims(shape, strides, c_shape, sv)
+    cdef int nd
     cdef Py_ssize_t size
+    if cnp.PyArray_ISCOMPLEX(a):            # complex: the same copy of the (re, im) floats
+        return _complex_pairs().compact(compact, a, out, shape, strides, offset)
+    nd = load_dims(shape, strides, c_shape, sv)
     check_buffer(a, "a", False)
     check_buffer(out, "out", True)
     check_same_dtype(a, out, "a", "out")
@@ -709,8 +719,11 @@ def strided_set(cnp.ndarray src, cnp.ndarray out, shape, strides, Py_ssize_t off
     cdef Py_ssize_t sv[MAX_DIMS]
     cdef Py_ssize_t sc[MAX_DIMS]
     cdef Py_ssize_t* pair[2]
-    cdef int nd = load_dims(shape, strides, c_shape, sv), d
+    cdef int nd, d
     cdef Py_ssize_t size
+    if cnp.PyArray_ISCOMPLEX(out):
+        return _complex_pairs().strided_write(strided_set, src, out, shape, strides, offset)
+    nd = load_dims(shape, strides, c_shape, sv)
     check_buffer(src, "src", False)
     check_buffer(out, "out", True)
     check_same_dtype(src, out, "src", "out")
@@ -743,10 +756,13 @@ def strided_add(cnp.ndarray src, cnp.ndarray out, shape, strides, Py_ssize_t off
     cdef Py_ssize_t sv[MAX_DIMS]
     cdef Py_ssize_t sc[MAX_DIMS]
     cdef Py_ssize_t* pair[2]
-    cdef int nd = load_dims(shape, strides, c_shape, sv), code
+    cdef int nd, code
     cdef Py_ssize_t size
     cdef void* d
     cdef void* s
+    if cnp.PyArray_ISCOMPLEX(out):
+        return _complex_pairs().strided_write(strided_add, src, out, shape, strides, offset)
+    nd = load_dims(shape, strides, c_shape, sv)
     check_buffer(src, "src", False)
     check_buffer(out, "out", True)
     check_same_dtype(src, out, "src", "out")
@@ -943,6 +959,8 @@ def cast(cnp.ndarray a, cnp.ndarray out, bint to_bool=True):
     cdef Py_ssize_t n
     cdef void* src
     cdef void* dst
+    if cnp.PyArray_ISCOMPLEX(a) or cnp.PyArray_ISCOMPLEX(out):
+        return _complex_pairs().cast(cast, a, out)
     check_buffer(a, "a", False)
     check_buffer(out, "out", True)
     ac = cast_code(a)
@@ -1015,6 +1033,9 @@ def join(sources, cnp.ndarray out, shapes, strides, offsets, out_strides, out_of
     cdef Py_ssize_t* pair[2]
     cdef Piece* pieces
     cdef Piece* p
+    if cnp.PyArray_ISCOMPLEX(out):
+        return _complex_pairs().join(join, sources, out, shapes, strides, offsets, out_strides,
+                                     out_offsets)
     check_buffer(out, "out", True)
     if len(shapes) != n or len(strides) != n or len(offsets) != n or len(out_offsets) != n:
         raise ValueError(f"join: {n} sources but {len(shapes)} shapes, {len(strides)} strides, "

@@ -33,10 +33,11 @@ __all__ = [
 _FAST_SCALARS = (int, float)
 _INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
 # torch's names for dtypes in error messages: ScalarType names, and C type names (c10 typename).
-TORCH_NAMES = {d.name: d.torch_name for d in dtypes.ALL}
+TORCH_NAMES = {d.name: d.torch_name for d in dtypes.ALL + dtypes.COMPLEX}
 C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
            "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
-           "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
+           "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+           "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 
 
 def _priority(x):
@@ -574,6 +575,8 @@ def _rounding(fn, a, kernel):
         return fn.apply(a)
     if a._data.dtype is dtypes.bool_:
         raise _no_bool_kernel(kernel + "_vml", a.device)
+    if a._data.dtype.is_complex:
+        raise NotImplementedError(f"{kernel} is not supported for complex inputs")
     return _copy(a)
 
 

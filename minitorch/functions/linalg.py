@@ -930,8 +930,8 @@ class Cdist(KernelFunction):
 
 # ---- more products ----------------------------------------------------------------------------
 def vdot(input, other):
-    """The dot product of two 1-D tensors (for real tensors the same as dot)."""
-    return dot(input, other)
+    """The dot product of two 1-D tensors, the first conjugated (for real tensors dot)."""
+    return dot(input.conj(), other)
 
 
 def chain_matmul(*matrices):
