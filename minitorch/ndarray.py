@@ -1022,9 +1022,10 @@ _COMPLEX_PREDICATES = {UnaryOp.ISNAN: ReduceOp.MAX, UnaryOp.ISINF: ReduceOp.MAX,
 
 
 def check_complex_device(dtype, device):
-    """Complex arrays live on the CPU (and meta): the CUDA backend has no complex kernels yet,
-    and refusing here, where every complex array is made, keeps results from being wrong."""
-    if device.type not in ("cpu", "meta"):
+    """Complex arrays live where there are complex kernels: the CPU and CUDA (and meta, which
+    computes nothing). Refusing here, where every complex array is made, keeps any other
+    backend from computing something wrong."""
+    if device.type not in ("cpu", "cuda", "meta"):
         raise RuntimeError(f"minitorch has no {device.type} kernels for complex dtypes: "
                            f"{dtype} tensors are CPU-only (docs/ARCHITECTURE.md, "
                            "'Complex numbers')")

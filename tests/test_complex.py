@@ -2,7 +2,7 @@
 arithmetic in our kernels, autograd with torch's conjugate convention, and the llama rotary
 embedding (RoPE) run side by side with torch, forward and backward, in a tiny training step.
 
-Complex tensors are CPU-only: the "cuda" cases of the device fixture check the refusal."""
+The device tests run on cuda too (a GPU, or MINITORCH_TEST_CUDA=emulator)."""
 import warnings
 
 import numpy as np
@@ -22,19 +22,8 @@ def _complex(rng, shape, dtype=np.complex128):
     return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
 
 
-def _cpu_only(device):
-    """Complex tensors on cuda must be refused with a RuntimeError naming dtype and device."""
-    if device == "cpu":
-        return False
-    with pytest.raises(RuntimeError, match=r"complex.*complex64 tensors are CPU-only"):
-        mt.zeros(2, dtype=mt.complex64, device=device)
-    with pytest.raises(RuntimeError, match="cuda"):
-        mt.view_as_complex(mt.zeros(3, 2, device=device))
-    with pytest.raises(RuntimeError, match="cuda"):
-        mt.zeros(2, device=device).to(mt.complex128)
-    with pytest.raises(RuntimeError, match="cuda"):
-        mt.tensor([1 + 2j]).to(device)
-    return True
+def _host(t):
+    return t.detach().cpu().numpy()
 
 
 # ---- dtypes and promotion ---------------------------------------------------------------------
@@ -93,25 +82,25 @@ def test_python_complex_follows_default_dtype():
 
 # ---- creation and conversions -----------------------------------------------------------------
 def test_creation_and_conversions(device):
-    if _cpu_only(device):
-        return
-    t = mt.tensor([1 + 2j, 3.5 - 1j])
+    t = mt.tensor([1 + 2j, 3.5 - 1j], device=device)
     assert t.dtype is mt.complex64 and t.is_complex() and mt.is_complex(t)
     assert not t.is_floating_point() and not mt.ones(2).is_complex()
     assert t.tolist() == [1 + 2j, 3.5 - 1j]
     assert t[1].item() == 3.5 - 1j and isinstance(t[0].item(), complex)
-    np.testing.assert_array_equal(t.numpy(), np.array([1 + 2j, 3.5 - 1j], np.complex64))
+    np.testing.assert_array_equal(_host(t), np.array([1 + 2j, 3.5 - 1j], np.complex64))
     for factory, value in ((mt.zeros, 0), (mt.ones, 1), (mt.empty, 0)):
-        z = factory(2, 3, dtype=mt.complex128)
-        assert z.dtype is mt.complex128 and z.shape == (2, 3)
-        np.testing.assert_array_equal(z.numpy(), np.full((2, 3), value, np.complex128))
-    f = mt.full((2,), 1 - 2j)
+        z = factory(2, 3, dtype=mt.complex128, device=device)
+        assert z.dtype is mt.complex128 and z.shape == (2, 3) and z.device.type == device
+        np.testing.assert_array_equal(_host(z), np.full((2, 3), value, np.complex128))
+    f = mt.full((2,), 1 - 2j, device=device)
     assert f.dtype is mt.complex64 and f.tolist() == [1 - 2j, 1 - 2j]
-    assert mt.full((2,), 3.0, dtype=mt.complex128).tolist() == [3 + 0j, 3 + 0j]
-    assert mt.zeros_like(f).dtype is mt.complex64
-    assert mt.tensor([[1, 2]], dtype=mt.complex128).tolist() == [[1 + 0j, 2 + 0j]]
-    assert mt.tensor(0.5j).shape == () and mt.tensor(0.5j).item() == 0.5j
-    assert mt.tensor([], dtype=mt.complex64).numpy().dtype == np.complex64
+    assert mt.full((2,), 3.0, dtype=mt.complex128, device=device).tolist() == [3 + 0j, 3 + 0j]
+    assert mt.zeros_like(f).dtype is mt.complex64 and mt.zeros_like(f).device.type == device
+    assert mt.tensor([[1, 2]], dtype=mt.complex128, device=device).tolist() == [[1 + 0j,
+                                                                                 2 + 0j]]
+    assert mt.tensor(0.5j, device=device).item() == 0.5j
+    assert _host(mt.tensor([], dtype=mt.complex64, device=device)).dtype == np.complex64
+    assert t.cpu().to(device).tolist() == t.tolist()
 
 
 def test_from_numpy_shares_memory():
@@ -161,22 +150,20 @@ def test_requires_grad_allowed_for_complex():
 # ---- views ------------------------------------------------------------------------------------
 @needs_torch
 def test_view_as_real_shares_storage_with_torch_strides(device):
-    if _cpu_only(device):
-        return
     rng = np.random.default_rng(1)
     values = _complex(rng, (3, 4), np.complex64)
     for key in ((slice(None), slice(None)), (slice(1, None), slice(None, None, 2)), (1,)):
-        ours, theirs = mt.tensor(values)[key], torch.tensor(values)[key]
+        ours, theirs = mt.tensor(values, device=device)[key], torch.tensor(values)[key]
         r, tr = mt.view_as_real(ours), torch.view_as_real(theirs)
         assert r.shape == tuple(tr.shape) and r.stride() == tr.stride()
         assert r.storage_offset() == tr.storage_offset() and r.dtype is mt.float32
-        np.testing.assert_array_equal(r.numpy(), tr.numpy())
-    t = mt.tensor(values)
+        np.testing.assert_array_equal(_host(r), tr.numpy())
+    t = mt.tensor(values, device=device)
     mt.view_as_real(t)[0, 0, 1] = 9.0               # writes through to the complex tensor
     assert t[0, 0].item().imag == 9.0
     with pytest.raises(RuntimeError, match="view_as_real is only supported for complex "
                                            "tensors"):
-        mt.view_as_real(mt.ones(2))
+        mt.view_as_real(mt.ones(2, device=device))
 
 
 @needs_torch
@@ -210,23 +197,21 @@ def test_view_as_complex_is_a_view():
 
 
 def test_real_imag_views_and_constructors(device):
-    if _cpu_only(device):
-        return
     rng = np.random.default_rng(2)
     values = _complex(rng, (2, 3))
-    t = mt.tensor(values)
-    np.testing.assert_array_equal(t.real.numpy(), values.real)
-    np.testing.assert_array_equal(t.imag.numpy(), values.imag)
+    t = mt.tensor(values, device=device)
+    np.testing.assert_array_equal(_host(t.real), values.real)
+    np.testing.assert_array_equal(_host(t.imag), values.imag)
     t.imag[0, 0] = 5.0
     assert t[0, 0].item().imag == 5.0
-    x = mt.ones(2)
+    x = mt.ones(2, device=device)
     assert x.real is x
     with pytest.raises(RuntimeError, match="imag is not implemented for tensors with "
                                            "non-complex dtypes"):
         x.imag
     re, im = rng.standard_normal((2, 3)), rng.standard_normal((3,))
-    c = mt.complex(mt.tensor(re), mt.tensor(im))     # broadcast
-    np.testing.assert_array_equal(c.numpy(), re + 1j * im)
+    c = mt.complex(mt.tensor(re, device=device), mt.tensor(im, device=device))   # broadcast
+    np.testing.assert_array_equal(_host(c), re + 1j * im)
     with pytest.raises(RuntimeError, match="Expected both inputs to be Half, Float or Double "
                                            "tensors but got Long and Long"):
         mt.complex(mt.ones(2, dtype=mt.int64), mt.ones(2, dtype=mt.int64))
@@ -234,39 +219,40 @@ def test_real_imag_views_and_constructors(device):
                                            "scalar type Double"):
         mt.complex(mt.ones(2), mt.ones(2, dtype=mt.float64))
     r, theta = np.abs(re) + 0.1, rng.standard_normal((2, 3))
-    p = mt.polar(mt.tensor(r), mt.tensor(theta))
-    np.testing.assert_allclose(p.numpy(), r * np.exp(1j * theta), rtol=1e-14)
-    assert mt.polar(mt.ones(2), mt.zeros(2)).dtype is mt.complex64
+    p = mt.polar(mt.tensor(r, device=device), mt.tensor(theta, device=device))
+    np.testing.assert_allclose(_host(p), r * np.exp(1j * theta), rtol=1e-14)
+    assert mt.polar(mt.ones(2, device=device), mt.zeros(2, device=device)).dtype is \
+        mt.complex64
 
 
 def test_conj_abs_angle_sgn(device):
-    if _cpu_only(device):
-        return
     rng = np.random.default_rng(3)
     values = _complex(rng, (4, 3))
     values[0, 0] = 0
-    t = mt.tensor(values)
-    np.testing.assert_array_equal(t.conj().numpy(), np.conj(values))
-    np.testing.assert_array_equal(mt.conj_physical(t).numpy(), np.conj(values))
+    t = mt.tensor(values, device=device)
+    np.testing.assert_array_equal(_host(t.conj()), np.conj(values))
+    np.testing.assert_array_equal(_host(mt.conj_physical(t)), np.conj(values))
     assert not t.conj().is_conj() and mt.resolve_conj(t) is t
     x = mt.ones(2)
     assert x.conj() is x and mt.conj_physical(x) is x
-    np.testing.assert_allclose(t.abs().numpy(), np.abs(values), rtol=1e-15)
+    np.testing.assert_allclose(_host(t.abs()), np.abs(values), rtol=1e-15)
     assert t.abs().dtype is mt.float64 and mt.tensor([1j], dtype=mt.complex64).abs().dtype is \
         mt.float32
-    np.testing.assert_allclose(t.angle().numpy(), np.angle(values), rtol=1e-15)
+    np.testing.assert_allclose(_host(t.angle()), np.angle(values), rtol=1e-15)
     expected = np.where(values == 0, 0, values / np.where(values == 0, 1, np.abs(values)))
-    np.testing.assert_allclose(t.sgn().numpy(), expected, rtol=1e-15)
+    np.testing.assert_allclose(_host(t.sgn()), expected, rtol=1e-15)
     assert mt.angle(mt.tensor([-1.0, 2.0], dtype=mt.float64)).tolist() == [np.pi, 0.0]
     assert mt.isreal(mt.tensor([1 + 0j, 1j])).tolist() == [True, False]
 
 
 def test_movement_ops_on_complex(device):
-    if _cpu_only(device):
-        return
     rng = np.random.default_rng(4)
     values = _complex(rng, (2, 3, 4))
-    t = mt.tensor(values)
+    t = mt.tensor(values, device=device)
+
+    def index(values):
+        return mt.tensor(values, device=device)
+
     checks = [
         (t.reshape(6, 4), values.reshape(6, 4)), (t.view(2, 12), values.reshape(2, 12)),
         (t.flatten(1), values.reshape(2, 12)), (t.unsqueeze(1), values[:, None]),
@@ -275,38 +261,39 @@ def test_movement_ops_on_complex(device):
         (t.permute(2, 0, 1).reshape(4, 6), values.transpose(2, 0, 1).reshape(4, 6)),
         (t[:, :1].expand(2, 5, 4), np.broadcast_to(values[:, :1], (2, 5, 4))),
         (t[1, ::2, 1:], values[1, ::2, 1:]), (t[..., -1], values[..., -1]),
-        (t[mt.tensor([1, 0, 1])], values[[1, 0, 1]]), (t[t.real > 0], values[values.real > 0]),
-        (t[:, mt.tensor([2, 0])], values[:, [2, 0]]),
+        (t[index([1, 0, 1])], values[[1, 0, 1]]), (t[t.real > 0], values[values.real > 0]),
+        (t[:, index([2, 0])], values[:, [2, 0]]),
         (mt.cat([t, t[:, :1]], 1), np.concatenate([values, values[:, :1]], 1)),
         (mt.stack([t[0], t[1].t().t()]), values), (t.clone(), values),
         (t.flip(0), values[::-1]), (t.transpose(0, 2).clone(), values.transpose(2, 1, 0)),
-        (t.gather(2, mt.tensor([[[3, 0]] * 3] * 2)), np.take_along_axis(
+        (t.gather(2, index([[[3, 0]] * 3] * 2)), np.take_along_axis(
             values, np.array([[[3, 0]] * 3] * 2), 2)),
-        (t.index_select(1, mt.tensor([2, 2])), values[:, [2, 2]]),
-        (t[:0], values[:0]), (mt.tensor(values[0, 0, 0]).reshape(1, 1), values[:1, 0, :1]),
+        (t.index_select(1, index([2, 2])), values[:, [2, 2]]),
+        (t[:0], values[:0]), (index(values[0, 0, 0]).reshape(1, 1), values[:1, 0, :1]),
     ]
     for ours, expected in checks:
-        assert ours.dtype is mt.complex128
-        np.testing.assert_array_equal(ours.numpy(), expected)
+        assert ours.dtype is mt.complex128 and ours.device.type == device
+        np.testing.assert_array_equal(_host(ours), expected)
     u = t.clone()
     u[0, 1] = 1 - 1j                                # a scalar fill through a view
-    u[1, :, 0] = mt.tensor([1j, 2j, 3j])            # a strided copy
+    u[1, :, 0] = index([1j, 2j, 3j])                # a strided copy
     expected = values.copy()
     expected[0, 1], expected[1, :, 0] = 1 - 1j, [1j, 2j, 3j]
-    np.testing.assert_array_equal(u.numpy(), expected)
-    w = mt.zeros(3, dtype=mt.complex128)
-    w[mt.tensor([0, 2, 0])] += mt.tensor([1j, 2.0, 3.0])    # put with accumulation is index_put
-    assert w.tolist()[1] == 0 and w.tolist()[2] == 2
+    np.testing.assert_array_equal(_host(u), expected)
+    w = mt.zeros(3, dtype=mt.complex128, device=device)
+    added = mt.tensor([1j, 2.0, 3.0], dtype=mt.complex128, device=device)
+    w.index_put_((index([0, 2, 0]),), added, accumulate=True)
+    assert w.tolist() == [3 + 1j, 0j, 2 + 0j]
+    w[index([0, 2, 0])] += added                    # gather, add, put (last write wins)
+    assert w.tolist()[1] == 0 and w.tolist()[2] == 4
 
 
 # ---- arithmetic -------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 def test_arithmetic_matches_numpy(device, dtype):
-    if _cpu_only(device):
-        return
     rng = np.random.default_rng(5)
     a, b = _complex(rng, (3, 1, 4), dtype), _complex(rng, (5, 1), dtype)
-    ta, tb = mt.tensor(a), mt.tensor(b)
+    ta, tb = mt.tensor(a, device=device), mt.tensor(b, device=device)
     rtol = 1e-6 if dtype is np.complex64 else 1e-14
     for ours, expected in ((ta + tb, a + b), (ta - tb, a - b), (ta * tb, a * b),
                            (ta / tb, a / b), (-ta, -a), (ta * 2, a * 2), (ta + (1 - 2j), a + (1 - 2j)),
@@ -316,14 +303,15 @@ def test_arithmetic_matches_numpy(device, dtype):
                            (ta.exp(), np.exp(a)), (ta.reciprocal(), 1 / a),
                            (ta.square(), a * a), (ta.cumsum(2), np.cumsum(a, 2)),
                            (ta.transpose(0, 2) * tb[:1], a.transpose(2, 1, 0) * b[:1]),
-                           (mt.tensor(a[0, 0, 0]) * tb, a[0, 0, 0] * b),
+                           (mt.tensor(a[0, 0, 0]) * tb, a[0, 0, 0] * b),     # a CPU 0-d
                            (ta[:0] * tb[:1], a[:0] * b[:1]),
                            (ta == ta.conj(), a == np.conj(a)), (ta != 0, a != 0)):
+        assert ours.device.type == device
         if ours.dtype is mt.bool:
-            np.testing.assert_array_equal(ours.numpy(), expected)
+            np.testing.assert_array_equal(_host(ours), expected)
             continue
-        assert ours.numpy().dtype == dtype
-        np.testing.assert_allclose(ours.numpy(), expected, rtol=rtol, atol=rtol)
+        assert _host(ours).dtype == dtype
+        np.testing.assert_allclose(_host(ours), expected, rtol=rtol, atol=rtol)
 
 
 def test_mixed_real_complex_arithmetic():
@@ -356,13 +344,13 @@ def test_unsupported_complex_ops_raise():
 
 
 # ---- autograd ---------------------------------------------------------------------------------
-def test_gradcheck_complex_ops():
+def test_gradcheck_complex_ops(device):
     rng = np.random.default_rng(6)
-    z = mt.tensor(_complex(rng, (2, 3)), requires_grad=True)
-    w = mt.tensor(_complex(rng, (3,)), requires_grad=True)
-    r = mt.tensor(rng.random((2, 3)) + 0.5, requires_grad=True)
-    theta = mt.tensor(rng.standard_normal((3,)), requires_grad=True)
-    x = mt.tensor(rng.standard_normal((2, 3, 2)), requires_grad=True)
+    z = mt.tensor(_complex(rng, (2, 3)), requires_grad=True, device=device)
+    w = mt.tensor(_complex(rng, (3,)), requires_grad=True, device=device)
+    r = mt.tensor(rng.random((2, 3)) + 0.5, requires_grad=True, device=device)
+    theta = mt.tensor(rng.standard_normal((3,)), requires_grad=True, device=device)
+    x = mt.tensor(rng.standard_normal((2, 3, 2)), requires_grad=True, device=device)
     cases = [((z, w), lambda a, b: a * b), ((z, w), lambda a, b: a / b),
              ((z, w), lambda a, b: a + b * (2 - 1j) - 1j), ((z,), lambda a: a.abs()),
              ((z,), lambda a: a.angle()), ((z,), lambda a: a.exp()), ((z,), lambda a: a.sgn()),
@@ -418,32 +406,34 @@ def _rope(lib):
 
 
 @needs_torch
-def test_llama_rope_forward_and_backward_match_torch():
+def test_llama_rope_forward_and_backward_match_torch(device):
     rng = np.random.default_rng(8)
     q = rng.standard_normal((2, 6, 3, 8)).astype(np.float32)
     k = rng.standard_normal((2, 6, 3, 8)).astype(np.float32)
     weight = rng.standard_normal((2, 6, 3, 8)).astype(np.float32)
     results = []
     for lib in (torch, mt):
+        on = {"device": device} if lib is mt else {}
         precompute, apply = _rope(lib)
-        freqs = precompute(8, 10)[2:8]          # a slice of positions, as llama's start_pos
-        xq, xk = lib.tensor(q, requires_grad=True), lib.tensor(k, requires_grad=True)
+        freqs = precompute(8, 10)[2:8].to(**on)     # positions 2..7, as llama's start_pos
+        xq = lib.tensor(q, requires_grad=True, **on)
+        xk = lib.tensor(k, requires_grad=True, **on)
         out_q, out_k = apply(xq, xk, freqs)
-        loss = (out_q * lib.tensor(weight)).sum() + (out_k * out_k).mean()
+        loss = (out_q * lib.tensor(weight, **on)).sum() + (out_k * out_k).mean()
         loss.backward()
-        results.append([freqs.numpy(), out_q.detach().numpy(), out_k.detach().numpy(),
-                        xq.grad.numpy(), xk.grad.numpy()])
+        results.append([_host(freqs), _host(out_q), _host(out_k), _host(xq.grad),
+                        _host(xk.grad)])
         assert out_q.dtype == lib.float32 and freqs.dtype == lib.complex64
     for ours, theirs in zip(results[1], results[0]):
         np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
 
 
-def test_llama_rope_gradcheck_float64():
+def test_llama_rope_gradcheck_float64(device):
     """The real-in / real-out RoPE path (complex128 intermediates) against finite
     differences."""
     rng = np.random.default_rng(9)
     _, apply = _rope(mt)
-    angles = mt.tensor(rng.standard_normal((4, 2)))
+    angles = mt.tensor(rng.standard_normal((4, 2)), device=device)
     freqs = mt.polar(mt.ones_like(angles), angles)               # complex128
 
     def rope(xq, xk):
@@ -452,11 +442,11 @@ def test_llama_rope_gradcheck_float64():
         f = freqs.view(1, 4, 1, 2)
         return mt.view_as_real(xq_ * f).flatten(3), mt.view_as_real(xk_ * f).flatten(3)
 
-    xq = mt.tensor(rng.standard_normal((1, 4, 2, 4)), requires_grad=True)
-    xk = mt.tensor(rng.standard_normal((1, 4, 2, 4)), requires_grad=True)
+    xq = mt.tensor(rng.standard_normal((1, 4, 2, 4)), requires_grad=True, device=device)
+    xk = mt.tensor(rng.standard_normal((1, 4, 2, 4)), requires_grad=True, device=device)
     assert mt.autograd.gradcheck(rope, (xq, xk))
     # the angles too: gradients through polar
-    theta = mt.tensor(rng.standard_normal((4, 2)), requires_grad=True)
+    theta = mt.tensor(rng.standard_normal((4, 2)), requires_grad=True, device=device)
     assert mt.autograd.gradcheck(
         lambda t, q: mt.view_as_real(mt.view_as_complex(q.reshape(1, 4, 2, 2, 2)) *
                                      mt.polar(mt.ones_like(t), t).view(1, 4, 1, 2)).flatten(3),
@@ -464,11 +454,11 @@ def test_llama_rope_gradcheck_float64():
     assert apply(xq.float(), xk.float(), freqs.to(mt.complex64))[0].dtype is mt.float32
 
 
-def _attention_step(lib, params, x_values, target_values, freqs):
+def _attention_step(lib, params, x_values, target_values, freqs, on):
     """One training step of a tiny single-layer attention model with llama's RoPE."""
     _, apply = _rope(lib)
-    wq, wk, wv, wo = (lib.tensor(p, requires_grad=True) for p in params)
-    x, target = lib.tensor(x_values), lib.tensor(target_values)
+    wq, wk, wv, wo = (lib.tensor(p, requires_grad=True, **on) for p in params)
+    x, target = lib.tensor(x_values, **on), lib.tensor(target_values, **on)
     batch, seq, _ = x.shape
     heads, head_dim = 2, 4
     xq = (x @ wq).view(batch, seq, heads, head_dim)
@@ -476,27 +466,29 @@ def _attention_step(lib, params, x_values, target_values, freqs):
     xv = (x @ wv).view(batch, seq, heads, head_dim)
     xq, xk = apply(xq, xk, freqs)
     scores = (xq.transpose(1, 2) @ xk.transpose(1, 2).transpose(2, 3)) / head_dim ** 0.5
-    mask = lib.full((seq, seq), float("-inf")).triu(1)
+    mask = lib.full((seq, seq), float("-inf"), **on).triu(1)
     attention = (scores + mask).softmax(-1)
     out = (attention @ xv.transpose(1, 2)).transpose(1, 2).reshape(batch, seq, -1) @ wo
     loss = ((out - target) ** 2).mean()
     loss.backward()
     optimizer = lib.optim.SGD([wq, wk, wv, wo], lr=0.1)
     optimizer.step()
-    return loss.item(), [w.detach().numpy().copy() for w in (wq, wk, wv, wo)]
+    return loss.item(), [_host(w).copy() for w in (wq, wk, wv, wo)]
 
 
 @needs_torch
-def test_tiny_attention_training_step_with_rope_matches_torch():
+def test_tiny_attention_training_step_with_rope_matches_torch(device):
     rng = np.random.default_rng(10)
     params = [rng.standard_normal((8, 8)).astype(np.float32) * 0.3 for _ in range(4)]
     x = rng.standard_normal((2, 5, 8)).astype(np.float32)
     target = rng.standard_normal((2, 5, 8)).astype(np.float32)
     results = []
     for lib in (torch, mt):
+        on = {"device": device} if lib is mt else {}
         precompute, _ = _rope(lib)
-        loss_before, weights = _attention_step(lib, params, x, target, precompute(4, 5))
-        loss_after, _ = _attention_step(lib, weights, x, target, precompute(4, 5))
+        freqs = precompute(4, 5).to(**on)
+        loss_before, weights = _attention_step(lib, params, x, target, freqs, on)
+        loss_after, _ = _attention_step(lib, weights, x, target, freqs, on)
         assert loss_after < loss_before
         results.append((loss_before, loss_after, weights))
     (t_before, t_after, t_weights), (m_before, m_after, m_weights) = results

@@ -35,7 +35,7 @@ def _both_halves(index, kernels):
     """Each index value twice in a row, [i0, i0, i1, i1, ...] (a broadcast copy by `compact`),
     so a per-element index addresses both floats of a pair."""
     n = len(index)
-    out = np.empty(2 * n, index.dtype)
+    out = kernels.get("empty", np.empty)(2 * n, index.dtype)
     if n:
         kernels["compact"](index, out, (n, 2), (1, 0), 0)
     return out
@@ -136,3 +136,45 @@ def wrap_kernels(namespace):
         wrapper.__doc__ = originals[name].__doc__
         wrapper.__wrapped__ = originals[name]
         namespace[name] = wrapper
+
+
+# ---- the GPU backend: the same translation around its methods -----------------------------------
+def _around(kernel, direct, deciding):
+    """kernel(*args), or direct(kernel, *args) when args[deciding] is a complex buffer."""
+    def call(*args, **kwargs):
+        if args[deciding].dtype not in PAIR_DTYPE:
+            return kernel(*args, **kwargs)
+        return direct(kernel, *args[:_ARITY.get(direct, len(args))])
+    return call
+
+
+def _full(backend, kernel):
+    """full() of a complex dtype: a fill through strided_set (the pairs' two halves)."""
+    def full(n, value, dtype):
+        if np.dtype(dtype) not in PAIR_DTYPE:
+            return kernel(n, value, dtype)
+        buffer = backend.empty(n, dtype)
+        if n:
+            backend.strided_set(backend.from_host(np.array([value], dtype)), buffer, (n,), (1,),
+                                0)
+        return buffer
+    return full
+
+
+_ARITY = {cast: 2}      # cast(a, out): the to_bool flag means nothing between pairs
+_DIRECT = {"compact": (compact, 0), "strided_set": (strided_write, 1),
+           "strided_add": (strided_write, 1), "join": (join, 1), "where": (where, 3),
+           "cast": (cast, 1)}
+
+
+def wrap_backend(backend):
+    """Give a backend object (the GPU's) complex buffers on its movement methods, as the CPU
+    kernels have them, and full() of complex values."""
+    originals = {name: getattr(backend, name) for name in
+                 set(WRAPPERS) | set(_DIRECT) | {"compact"}}
+    originals["empty"] = backend.empty
+    for name, (direct, deciding) in _DIRECT.items():
+        setattr(backend, name, _around(originals[name], direct, deciding))
+    for name, make in WRAPPERS.items():
+        setattr(backend, name, make(originals[name], originals))
+    backend.full = _full(backend, backend.full)

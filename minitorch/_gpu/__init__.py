@@ -69,5 +69,7 @@ def backend_for(index):
             os.register_at_fork(after_in_child=_after_fork_in_child)
         backend = GpuBackend(cupy, index)
         wrap_kernels(backend, NARROW_VIA_WIDE, backend.empty, backend.cast)
+        from .._cpu import complex_pairs    # complex buffers move as their (re, im) pairs
+        complex_pairs.wrap_backend(backend)
         _BACKENDS[index] = backend
     return backend

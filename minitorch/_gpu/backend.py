@@ -1817,3 +1817,44 @@ class GpuBackend:
             self._launch("pool", name, f"max_pool_backward_kernel<{L.CTYPES[name]}>",
                          L.flat_grid(total), (grad_out, indices, grad_in, I64(total),
                                               I64(in_plane), I64(out_plane)))
+
+    # ---- complex arithmetic on (re, im) pairs (complex.cu; _cpu/complex.pyx's twin) ----------
+    def _complex_dtype(self, buffers, op):
+        name = C.dtype_name(buffers[0], op)
+        if name not in L.FLOAT_TYPES or any(C.dtype_name(b, op) != name for b in buffers):
+            raise TypeError(f"{op}: float32 or float64 pair buffers of one dtype only")
+        return name
+
+    @_on_device
+    def complex_binary(self, op, a, b, out):
+        """out = a op b over compact pair buffers of one length (the complex MUL, DIV)."""
+        name = self._complex_dtype((a, b, out), "complex_binary")
+        if not a.size == b.size == out.size or out.size % 2:
+            raise ValueError(f"complex_binary needs pair buffers of one length, got {a.size}, "
+                             f"{b.size} and {out.size}")
+        n = out.size // 2
+        if n:
+            self._launch("complex", name, f"complex_binary_kernel<{L.CTYPES[name]}>",
+                         L.flat_grid(n), (I32(op), a, b, out, I64(n)))
+
+    @_on_device
+    def complex_unary(self, op, a, out):
+        """out = op(a) over a compact pair buffer: ABS and ANGLE write one real per pair."""
+        name = self._complex_dtype((a, out), "complex_unary")
+        n = a.size // 2
+        if a.size % 2 or out.size != (n if op <= 1 else 2 * n):
+            raise ValueError(f"complex_unary: buffers of {a.size} and {out.size} values")
+        if n:
+            self._launch("complex", name, f"complex_unary_kernel<{L.CTYPES[name]}>",
+                         L.flat_grid(n), (I32(op), a, out, I64(n)))
+
+    @_on_device
+    def complex_polar(self, r, theta, out):
+        """out[i] = r[i] (cos theta[i] + j sin theta[i]) from compact real buffers."""
+        name = self._complex_dtype((r, theta, out), "complex_polar")
+        n = r.size
+        if theta.size != n or out.size != 2 * n:
+            raise ValueError(f"complex_polar: buffers of {n}, {theta.size} and {out.size} values")
+        if n:
+            self._launch("complex", name, f"complex_polar_kernel<{L.CTYPES[name]}>",
+                         L.flat_grid(n), (r, theta, out, I64(n)))

@@ -15,7 +15,7 @@ KERNEL_DIR = pathlib.Path(__file__).resolve().parent / "kernels"
 SHARED_DIR = KERNEL_DIR.parent.parent / "_kernels"    # C headers shared with the CPU kernels
 MODULES = ("strided", "elementwise", "fused", "reduce", "matmul", "index", "sort", "factor",
            "spectral", "pool", "recurrent", "grid", "norm", "foreach", "attention", "resample",
-           "grid_sample")
+           "grid_sample", "complex")
 # The files a module may `#include "..."`: the loader pastes them (NVRTC sees one text).
 INCLUDES = {"common.cuh": KERNEL_DIR / "common.cuh",
             "special_math.h": SHARED_DIR / "special_math.h", "half.h": SHARED_DIR / "half.h"}
@@ -150,6 +150,9 @@ def name_expressions(module, key):
         return [f"lerp_resample_kernel<{t}>", f"lerp_resample_backward_kernel<{t}>"]
     if module == "grid_sample":
         return [f"grid_sample_forward_kernel<{t}>", f"grid_sample_backward_kernel<{t}>"]
+    if module == "complex":       # keyed by the pair's float dtype
+        return [f"{kernel}<{t}>" for kernel in ("complex_binary_kernel", "complex_unary_kernel",
+                                                "complex_polar_kernel")]
     if module == "attention":
         return [f"{kernel}<{t}>" for kernel in ("attention_forward_kernel",
                                                 "attention_backward_dq_kernel",
@@ -169,7 +172,7 @@ def sgemm_name(tiles, a_k, b_k):
 def module_keys(module):
     """Every key the backend may request for `module` (what the compile test instantiates)."""
     if module in ("matmul", "factor", "spectral", "fused", "recurrent", "norm", "foreach",
-                  "attention", "resample", "grid_sample"):
+                  "attention", "resample", "grid_sample", "complex"):
         return list(FLOAT_TYPES)
     # the narrow dtypes only move (NDArray and widen.py run their arithmetic widened)
     keys = list(CTYPES) if module in ("strided", "index") else \

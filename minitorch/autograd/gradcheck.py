@@ -12,7 +12,7 @@ from builtins import sum as builtins_sum
 import numpy as np
 
 from .engine import _is_tensor, grad
-from ..tensor import tensor as make_tensor
+from ..tensor import tensor as make_tensor, wrap
 
 
 def _as_tuple(x):
@@ -47,6 +47,8 @@ def _element_writer(tensor):
             values[index] = value
         return values, write
     target = tensor.detach()                   # shares storage with the tensor
+    if target._data.dtype.is_complex:          # written as its (re, im) floats
+        target = wrap(target._data.as_real())
 
     def write(index, value):
         target[index] = float(value)
