@@ -16,6 +16,7 @@ from . import tensor_methods as _tensor_methods
 _tensor_methods.install()    # every op as a Tensor method, before any module below uses them
 
 from . import autograd, cuda, datasets, dtypes as _dtypes, linalg, nn, optim, special, utils
+from . import fft
 from . import distributions, func, testing
 from .autograd import functional as _autograd_functional, gradcheck as _autograd_gradcheck
 from .autograd import variable as _autograd_variable

@@ -36,6 +36,7 @@ wrap_kernels(globals(), NARROW_VIA_WIDE, empty, cast)
 from . import complex_pairs as _complex_pairs
 _complex_pairs.wrap_kernels(globals())
 from .complex import complex_binary, complex_polar, complex_unary
+from .fft import fft_rows
 
 
 def from_host(array):
