@@ -858,7 +858,7 @@ def _gather_at_leaf(shared, leaf, g):
     entry = shared[id(leaf)]
     if g is not None:
         g = _as_leaf_gradient(leaf, g)
-        entry[1] = g if entry[1] is None else entry[1] + g
+        entry[1] = g if entry[1] is None else _sum_gradients(entry[1], g)
     entry[0] -= 1
     if entry[0]:
         return None
@@ -870,11 +870,50 @@ def _as_leaf_gradient(leaf, g):
     """g on the leaf's device and in its dtype: a CPU scalar used with GPU tensors gets a GPU
     gradient, and a backward that computed wider (a custom Function under autocast) is cast,
     as torch does."""
+    if g.is_sparse:
+        return _as_sparse_leaf_gradient(leaf, g)
     if g._data.device is not leaf._data.device:
         g = g.to(leaf.device)
     if g._data.dtype is not leaf._data.dtype:
         g = g.to(leaf.dtype)
     return g
+
+
+def _as_sparse_leaf_gradient(leaf, g):
+    """A sparse COO gradient (nn.Embedding(sparse=True)) on the leaf's device and in its
+    dtype, through its own to()."""
+    if g.device != leaf.device or g.dtype is not leaf.dtype:
+        g = g.to(device=leaf.device, dtype=leaf.dtype)
+    return g
+
+
+def _sum_gradients(a, b):
+    """a + b for gradients of which one or both may be sparse COO tensors (torch's
+    InputBuffer): sparse + sparse stays sparse (the entries of both, concatenated), a dense
+    operand on either side gives a dense sum (dense + sparse is the sparse type's operator;
+    sparse + dense would be torch's add(sparse, dense) error, so it is turned round)."""
+    if a.is_sparse and not b.is_sparse:
+        return b + a
+    return a + b
+
+
+def _accumulate_sparse(leaf, g, create_graph):
+    """AccumulateGrad when the stored .grad or the new gradient is sparse (torch's rules): the
+    first sparse gradient is stored as it is; without a graph being built, sparse + sparse
+    concatenates in place, a dense .grad takes a sparse gradient in place (index_add), and a
+    sparse .grad meeting a dense gradient becomes their dense sum; with create_graph the sum
+    is made out of place."""
+    stored = leaf._grad
+    if stored is None:
+        leaf._grad = g if create_graph or not _grad_mode.enabled else g.detach()
+    elif not create_graph and not _grad_mode.enabled and stored.is_sparse == g.is_sparse:
+        stored.add_(g)
+    elif not create_graph and not _grad_mode.enabled and not stored.is_sparse and \
+            not stored.requires_grad:
+        stored.add_(g)      # dense .grad += sparse: the sparse type's index_add, in place
+    else:
+        leaf._grad = _sum_gradients(stored, g if create_graph or not _grad_mode.enabled
+                                    else g.detach())
 
 
 def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph, profiled=False):
@@ -891,8 +930,13 @@ def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph, profil
         position = capture.get((id(leaf), -1))
         if position is None:
             return          # backward(inputs=...) fills only the listed tensors' .grad
-        results[position] = g if results[position] is None else results[position] + g
+        results[position] = g if results[position] is None else \
+            _sum_gradients(results[position], g)
     if not accumulate:
+        return
+    if g.is_sparse or (leaf._grad is not None and leaf._grad.is_sparse):
+        _accumulate_sparse(leaf, g, create_graph)
+        _run_post_accumulate_hooks(leaf)
         return
     # the engine's gradient already has the leaf's shape, dtype and device: stored without
     # the public setter's checks
@@ -911,6 +955,10 @@ def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph, profil
         leaf._grad = leaf._grad + g
     else:
         leaf._grad = leaf._grad + g.detach()
+    _run_post_accumulate_hooks(leaf)
+
+
+def _run_post_accumulate_hooks(leaf):
     hooks = getattr(leaf, "_post_accumulate_hooks", None)
     if hooks:
         for hook in hooks.values():

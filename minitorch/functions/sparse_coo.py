@@ -37,7 +37,8 @@ from .stats import bincount, searchsorted
 _SCALARS = (numbers.Number, np.number, np.bool_)
 
 __all__ = ["SparseCooTensor", "sparse_coo_tensor", "to_sparse", "sparse_mm", "sparse_addmm",
-           "sparse_sum", "sparse_softmax", "sparse_log_softmax", "dense_to_dense"]
+           "sparse_sum", "sparse_softmax", "sparse_log_softmax", "dense_to_dense",
+           "add_sparse_into_", "sparse_mask_values"]
 
 
 class SparseCooTensor:
@@ -96,6 +97,20 @@ class SparseCooTensor:
     @property
     def requires_grad(self):
         return self._values_.requires_grad
+
+    @property
+    def grad_fn(self):
+        """The node that made the values (None for a gradient or a leaf)."""
+        return self._values_.grad_fn
+
+    @property
+    def is_leaf(self):
+        return self._values_.grad_fn is None
+
+    def detach_(self):
+        """torch.Tensor.detach_: the values leave the graph (Optimizer.zero_grad)."""
+        self._values_ = self._values_.detach()
+        return self
 
     def requires_grad_(self, requires_grad=True):
         """torch.Tensor.requires_grad_: on the values."""
@@ -329,6 +344,44 @@ class SparseCooTensor:
         return self._with_values(-self._values_)
 
     __neg__ = negative = neg
+
+    # ---- in place (what optimizers and gradient accumulation do to a sparse .grad) ----------
+    # They rebind the indices and values rather than write into their memory: a sparse .grad
+    # may share its values with the backward pass that made them.
+    def zero_(self):
+        """torch.Tensor.zero_ of a sparse tensor: no entries left (nnz 0), size kept."""
+        self._indices_ = zeros(self.sparse_dim(), 0, dtype=dtypes.int64, device=self.device)
+        self._values_ = zeros((0,) + tuple(self._values_.shape[1:]), dtype=self.dtype,
+                              device=self.device)
+        self._coalesced = True
+        return self
+
+    def mul_(self, other):
+        """torch.Tensor.mul_ by a scalar or 0-d tensor: the values scaled."""
+        if isinstance(other, SparseCooTensor) or isinstance(other, Tensor) and other.ndim:
+            raise RuntimeError("mul_(sparse): minitorch scales a sparse tensor in place by a "
+                               "scalar or a 0-d tensor only")
+        self._values_ = (self._values_ * other).to(self.dtype)
+        return self
+
+    def add_(self, other, *, alpha=1):
+        """torch.Tensor.add_ of two sparse tensors: self's entries and alpha times other's,
+        concatenated (coalesced when both were, as torch); a dense other is torch's error."""
+        if not isinstance(other, SparseCooTensor):
+            raise RuntimeError("add_(sparse, dense) is not supported. Use add_(dense, sparse) "
+                               "instead." if isinstance(other, Tensor) else
+                               f"add_(): unsupported operand type {type(other).__name__}")
+        total = _add_sparse(self, other, alpha)
+        if total.dtype is not self.dtype:
+            raise RuntimeError(f"result type {TORCH_NAMES[total.dtype.name]} can't be cast to "
+                               f"the desired output type {TORCH_NAMES[self.dtype.name]}")
+        self._indices_, self._values_ = total._indices_, total._values_
+        self._coalesced = total._coalesced
+        return self
+
+    def sub_(self, other, *, alpha=1):
+        """torch.Tensor.sub_: add_ with -alpha."""
+        return self.add_(other, alpha=-alpha)
 
     # ---- products and reductions --------------------------------------------------------------
     def __matmul__(self, other):
@@ -770,3 +823,33 @@ def sparse_log_softmax(input, dim, dtype=None):
 def dense_to_dense(self, dtype=None, *, masked_grad=None):
     """torch.Tensor.to_dense of a dense (strided) tensor: itself (cast when a dtype is given)."""
     return self if dtype is None or dtype is self.dtype else self.to(dtype)
+
+
+# ---- dense tensors meeting sparse ones in place (optimizers, gradient accumulation) -----------
+def add_sparse_into_(dense, sparse, alpha=1):
+    """dense += alpha * sparse, in place (torch's dense.add_(sparse, alpha=alpha)): one
+    index_add_ of the values at their flat positions into a flat view of dense; duplicates are
+    added one after another, as torch's CPU kernel does."""
+    if tuple(dense.shape) != sparse._size:
+        raise RuntimeError(f"add_: expected 'self' and 'other' to have same size, but self has "
+                           f"size {list(dense.shape)} while other has size {list(sparse._size)} "
+                           "(FYI: dense-sparse addition does not currently support broadcasting)")
+    _check_device(dense, sparse)
+    if sparse._nnz() == 0:
+        return dense
+    rows = (sparse._sparse_numel(),) + tuple(sparse._values_.shape[1:])
+    values = sparse._values_.to(dense.dtype)
+    if dense.is_contiguous():
+        dense.view(rows).index_add_(0, sparse._keys(), values, alpha=alpha)
+    else:       # no flat view of it: the sum is made apart and written back
+        dense.copy_(dense.reshape(rows).index_add(0, sparse._keys(), values,
+                                                  alpha=alpha).reshape(dense.shape))
+    return dense
+
+
+def sparse_mask_values(dense, sparse):
+    """The values of torch's dense.sparse_mask(sparse)._values(): dense's entries at sparse's
+    indices (one index_select of a flat view), in sparse's entry order."""
+    rows = (sparse._sparse_numel(),) + tuple(sparse._values_.shape[1:])
+    return index_select(dense.reshape(rows), 0, sparse._keys())
+

@@ -7,8 +7,8 @@ from .parameter import Parameter
 
 class Embedding(Module):
     """Lookup table of num_embeddings vectors of size embedding_dim, indexed by integer tensors
-    (torch.nn.Embedding). sparse=True is accepted but forward raises NotImplementedError
-    (minitorch has no sparse gradient tensors)."""
+    (torch.nn.Embedding). sparse=True gives the weight a sparse COO gradient (for SGD,
+    SparseAdam, Adagrad)."""
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
                  _freeze=False, device=None, dtype=None):

@@ -13,16 +13,14 @@ from ...tensor import wrap
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """torch.nn.functional.embedding: weight[input]; with max_norm, the looked-up rows are first
-    renormalised in place (torch's embedding_renorm_)."""
+    renormalised in place (torch's embedding_renorm_). sparse=True gives the weight a sparse
+    COO gradient: one entry per looked-up index (padding_idx's left out), uncoalesced."""
     if input.dtype is not dtypes.int64:
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got {input.type()} instead "
                            "(while checking arguments for embedding)")
     if weight.ndim != 2:
         raise RuntimeError("'weight' must be 2-D")
-    if sparse:
-        raise NotImplementedError("sparse=True needs sparse gradient tensors, which minitorch "
-                                  "does not have")
     if padding_idx is not None:
         if padding_idx > 0 and padding_idx >= weight.shape[0]:
             raise AssertionError("Padding_idx must be within num_embeddings")
@@ -32,7 +30,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             padding_idx += weight.shape[0]
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
-    return Embedding.apply(weight, input, padding_idx, scale_grad_by_freq)
+    return Embedding.apply(weight, input, padding_idx, scale_grad_by_freq, bool(sparse))
 
 
 def _embedding_renorm_(weight, indices, max_norm, norm_type):
@@ -76,11 +74,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
                                   f"per_sample_weights is only supported for mode='sum' (got "
                                   f"mode='{mode}'). Please open a feature request on GitHub.")
     padding_idx = _check_bag_arguments(input, weight, offsets, per_sample_weights, padding_idx)
-    if sparse:
-        raise NotImplementedError("sparse=True needs sparse gradient tensors, which minitorch "
-                                  "does not have")
     return _bags(input, weight, offsets, mode, per_sample_weights, include_last_offset,
-                 padding_idx, scale_grad_by_freq)
+                 padding_idx, scale_grad_by_freq, sparse)
 
 
 def _bag_layout(input, offsets, per_sample_weights, include_last_offset):
@@ -150,10 +145,11 @@ def _check_bag_arguments(input, weight, offsets, per_sample_weights, padding_idx
 
 
 def _bags(input, weight, offsets, mode, per_sample_weights, include_last_offset, padding_idx,
-          scale_grad_by_freq):
+          scale_grad_by_freq, sparse=False):
     """The bags' reductions. Each index's bag number is the count of bag starts at or before
     it (torch's CPU kernel lets the last bag run to the input's end whatever the final offset
-    of include_last_offset says)."""
+    of include_last_offset says). With sparse, the rows' lookup gives the weight torch's
+    sparse gradient: an entry per index (padding_idx's left out), its bag's gradient scaled."""
     n, dim, device = input.shape[0], weight.shape[1], input.device
     bags = offsets.shape[0] - (1 if include_last_offset else 0)
     if bags <= 0:
@@ -161,7 +157,8 @@ def _bags(input, weight, offsets, mode, per_sample_weights, include_last_offset,
     starts = offsets[1:bags]
     bag_of = mt.zeros(n + 1, dtype=dtypes.int64, device=device).index_add(
         0, starts, mt.ones_like(starts)).cumsum(0)[:n]
-    rows = embedding(input, weight, scale_grad_by_freq=scale_grad_by_freq)
+    rows = embedding(input, weight, padding_idx if sparse else None,
+                     scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
     keep = (input != padding_idx) if padding_idx is not None else \
         mt.ones(n, dtype=dtypes.bool_, device=device)
     counts = mt.zeros(bags, dtype=weight.dtype, device=device).index_add(
