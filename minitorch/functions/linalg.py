@@ -49,8 +49,9 @@ class Matmul(KernelFunction):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         a_shape, b_shape = ctx.shapes
-        grad_a = sum_to(matmul(g, b.mT), a_shape) if b is not None else None
-        grad_b = sum_to(matmul(a.mT, g), b_shape) if a is not None else None
+        # conj: complex gradients take the adjoint (the identity on real tensors)
+        grad_a = sum_to(matmul(g, b.mT.conj()), a_shape) if b is not None else None
+        grad_b = sum_to(matmul(a.mT.conj(), g), b_shape) if a is not None else None
         return grad_a, grad_b
 
 
@@ -134,7 +135,7 @@ class Baddbmm(Addmm):
 def _product(a, b, function=Matmul):
     """a @ b for two tensors of one dtype, both at least 2-D. Floats use the GEMM kernel;
     integers (there is no integer GEMM kernel) an exact broadcast multiply and sum."""
-    if a._data.dtype.is_floating_point:
+    if a._data.dtype.is_floating_point or a._data.dtype.is_complex:   # complex: 4 real GEMMs
         return function.apply(a, b)
     if a._data.dtype is dtypes.bool_:
         raise NotImplementedError(f'"addmm_impl_{a.device.type}_" not implemented for \'Bool\'')
