@@ -296,6 +296,22 @@ class KernelBackend(Protocol):
     def put(self, src, offsets, out, accumulate):
         """out[offsets[i]] = src[i], or += when `accumulate` (duplicates then all count)."""
 
+    # complex numbers: buffers of (re, im) float pairs (data movement takes complex buffers as
+    # they are, see _cpu/complex_pairs.py); ops: _cpu/complex.pyx's COMPLEX_BINARY / _UNARY
+    def complex_binary(self, op, a, b, out):
+        """out = a op b (MUL, DIV) over compact pair buffers of one length."""
+
+    def complex_unary(self, op, a, out):
+        """out = op(a) over a compact pair buffer: ABS and ANGLE write one real per pair, EXP,
+        SGN and RECIPROCAL a pair."""
+
+    def complex_polar(self, r, theta, out):
+        """out[i] = r[i] (cos theta[i] + j sin theta[i]) from compact real buffers."""
+
+    def fft_rows(self, a, out, rows, n, inverse=False):
+        """The unnormalised DFT (inverse: the conjugate transform) of each length-n row of a
+        compact pair buffer (CPU only: the GPU backend has no FFT)."""
+
 
 KERNEL_NAMES = tuple(name for name in KernelBackend.__dict__
                      if not name.startswith("_") and callable(KernelBackend.__dict__[name]))

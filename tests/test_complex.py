@@ -141,6 +141,13 @@ def test_float_of_complex_warns_and_drops_imag():
                                                                                           True]
 
 
+def test_meta_complex_tensors_have_shapes_and_dtypes():
+    z = mt.zeros(2, 3, dtype=mt.complex64, device="meta")
+    assert (z * 1j).shape == (2, 3) and z.abs().dtype is mt.float32
+    assert mt.view_as_real(z * z).shape == (2, 3, 2) and (z @ z.mT).shape == (2, 2)
+    assert mt.polar(mt.ones(2, device="meta"), mt.ones(2, device="meta")).dtype is mt.complex64
+
+
 def test_requires_grad_allowed_for_complex():
     t = mt.zeros(2, dtype=mt.complex64, requires_grad=True)
     assert t.requires_grad
