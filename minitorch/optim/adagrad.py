@@ -1,6 +1,8 @@
-"""Adagrad with lr decay, weight decay, an initial accumulator and maximize (torch's rule)."""
+"""Adagrad with lr decay, weight decay, an initial accumulator and maximize (torch's rule),
+and torch's sparse-gradient rule (nn.Embedding(sparse=True)): only the rows named change."""
+from ..functions.sparse_coo import add_sparse_into_, sparse_mask_values
 from ..tensor import full_like
-from ._checks import check_lr, check_non_negative, check_not_differentiable
+from ._checks import check_lr, check_non_negative, check_not_differentiable, to_scalar
 from .optimizer import Optimizer, _gradient, _step_counter
 
 __all__ = ["Adagrad"]
@@ -33,12 +35,31 @@ class Adagrad(Optimizer):
             state["sum"] = full_like(param, self.defaults["initial_accumulator_value"])
         return state
 
+    _sparse_grad_error = None       # sparse gradients have their own rule below
+
     @staticmethod
     def _update(param, state, group):
         step = state["step"].add_(1).item()
+        if param.grad.is_sparse:
+            Adagrad._sparse_update(param, state, group, step)
+            return
         grad = _gradient(param, group)
         clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
         state_sum = state["sum"]
         state_sum.addcmul_(grad, grad, value=1)
         std = state_sum.sqrt().add_(group["eps"])
         param.addcdiv_(grad, std, value=-clr)
+
+    @staticmethod
+    def _sparse_update(param, state, group, step):
+        """torch's sparse rule: the gradient coalesced (the update is not linear in it), then
+        only the rows it names change: sum += g², param -= clr * g / (sqrt(sum) + eps)."""
+        grad = param.grad if not group["maximize"] else -param.grad
+        if group["weight_decay"] != 0:
+            raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+        clr = to_scalar(group["lr"]) / (1 + (step - 1) * group["lr_decay"])
+        grad = grad.coalesce()
+        values = grad._values()
+        add_sparse_into_(state["sum"], grad._with_values(values.pow(2)))
+        std_values = sparse_mask_values(state["sum"], grad).sqrt_().add_(group["eps"])
+        add_sparse_into_(param, grad._with_values(values / std_values), alpha=-clr)

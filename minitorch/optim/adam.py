@@ -36,6 +36,9 @@ class Adam(Optimizer):
         return state
 
     _foreach_rule = "adam"
+    # AdamW's message names Adam too, as torch's does
+    _sparse_grad_error = ("Adam does not support sparse gradients, please consider SparseAdam "
+                          "instead")
 
     def _foreach_tensors(self, param, group):
         state = self._state_of(param, group)

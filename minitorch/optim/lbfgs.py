@@ -194,6 +194,7 @@ class LBFGS(Optimizer):
         """Every parameter's gradient (zeros where it has none), flattened and concatenated.
         reshape, not torch's view: our gradients of non-contiguous parameters may be too."""
         views = [zeros(p.numel(), dtype=p.dtype, device=p.device) if p.grad is None
+                 else p.grad.to_dense().reshape(-1) if p.grad.is_sparse      # torch's too
                  else p.grad.reshape(-1) for p in self._params]
         return cat(views, 0)
 

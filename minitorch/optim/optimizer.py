@@ -286,11 +286,24 @@ class Optimizer:
         with no_grad():
             for group in self.param_groups:
                 params = [p for p in group["params"] if p.grad is not None]
+                self._check_sparse_grads(params)
                 if group.get("foreach") is not False:
                     params = self._foreach_update(params, group)
                 for param in params:
                     self._update(param, self._state_of(param, group), group)
         return loss
+
+    # torch's refusal of sparse gradients (nn.Embedding(sparse=True)): "<Name> does not
+    # support sparse gradients", checked for a group before any of its parameters changes.
+    # Optimizers with a sparse rule (SGD, Adagrad, SparseAdam) set it to None.
+    _sparse_grad_error = "{name} does not support sparse gradients"
+
+    def _check_sparse_grads(self, params):
+        if self._sparse_grad_error is None:
+            return
+        for p in params:
+            if p.grad.is_sparse:
+                raise RuntimeError(self._sparse_grad_error.format(name=type(self).__name__))
 
     # The multi-tensor step (torch's foreach=None/True) of an optimizer with a counted kernel:
     # the kernel's name, and which tensors and scalars it takes (see Adam, Adadelta, RMSprop).

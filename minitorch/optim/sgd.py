@@ -1,5 +1,8 @@
-"""SGD with momentum, dampening, Nesterov, weight decay and maximize (torch's update rule)."""
+"""SGD with momentum, dampening, Nesterov, weight decay and maximize (torch's update rule).
+Sparse gradients follow torch's single-tensor rule too: the momentum buffer is sparse (its
+entries grow by concatenation), weight decay is torch's add(sparse, dense) error."""
 from ..autograd import no_grad
+from ..functions.sparse_coo import add_sparse_into_
 from ..tensor import empty_like
 from ._checks import check_lr, check_non_negative, check_not_differentiable, to_scalar
 from .optimizer import Optimizer, _bump_versions, _foreach_buckets, _foreach_buffers, _gradient
@@ -30,7 +33,10 @@ class SGD(Optimizer):
             for group in self.param_groups:
                 params = [p for p in group["params"] if p.grad is not None]
                 if group["foreach"] is not False:
-                    params = self._foreach_update(params, group)
+                    # sparse gradients take the per-parameter rule (as in torch's foreach SGD)
+                    sparse = [p for p in params if p.grad.is_sparse]
+                    params = self._foreach_update([p for p in params if not p.grad.is_sparse],
+                                                  group) + sparse
                 for param in params:
                     self._update(param, group)
         return loss
@@ -74,4 +80,7 @@ class SGD(Optimizer):
             else:
                 buf.mul_(momentum).add_(grad, alpha=1 - group["dampening"])
             grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
-        param.add_(grad, alpha=-group["lr"])
+        if grad.is_sparse:      # sparse .grad (Embedding(sparse=True)): only its rows move
+            add_sparse_into_(param, grad, alpha=-to_scalar(group["lr"]))
+        else:
+            param.add_(grad, alpha=-group["lr"])

@@ -1,6 +1,6 @@
 """Gradient clipping: clip_grad_norm_ (and its parts get_total_norm / clip_grads_with_norm_) and
 clip_grad_value_, as in torch.nn.utils. Everything stays on the device: no host sync unless
-error_if_nonfinite asks for one."""
+error_if_nonfinite asks for one. Sparse gradients are refused with torch's NotImplementedError."""
 import types
 import warnings
 
@@ -18,6 +18,18 @@ def _as_list(tensors):
     return [tensors] if isinstance(tensors, Tensor) else list(tensors)
 
 
+def _refuse_sparse(grads, op):
+    """torch has no sparse kernel for the norm or the clamp, so clipping a sparse gradient
+    (nn.Embedding(sparse=True)) is its NotImplementedError; refused before any gradient
+    changes."""
+    for g in grads:
+        if g.is_sparse:
+            backend = "SparseCUDA" if g.device.type == "cuda" else "SparseCPU"
+            raise NotImplementedError(f"Could not run 'aten::{op}' with arguments from the "
+                                      f"'{backend}' backend: clipping a sparse gradient is not "
+                                      "supported (torch has no sparse kernel for it either)")
+
+
 @no_grad()
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The norm of the per-tensor norms (= the norm of all elements together)."""
@@ -25,6 +37,7 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     norm_type = float(norm_type)
     if not tensors:
         return tensor(0.0)
+    _refuse_sparse(tensors, "linalg_vector_norm")
     first_device = tensors[0].device
     # norm over all elements is vector_norm, with its dtype and empty-input errors
     norms = [norm(t, norm_type).to(first_device) for t in tensors]
@@ -75,6 +88,8 @@ def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False
 def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp every .grad into [-clip_value, clip_value] in place."""
     clip_value = float(clip_value)
-    for p in _as_list(parameters):
+    parameters = _as_list(parameters)
+    _refuse_sparse([p.grad for p in parameters if p.grad is not None], "clamp_")
+    for p in parameters:
         if p.grad is not None:
             p.grad.clamp_(min=-clip_value, max=clip_value)
