@@ -15,7 +15,9 @@ needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed")
 
 CASES = [((3, 8), -1, None, None), ((3, 8), 0, None, "ortho"), ((4, 6), -1, 5, "forward"),
          ((2, 7), 1, 10, None), ((5,), 0, None, "backward"), ((2, 3, 12), 1, None, "ortho"),
-         ((1, 16), -1, 3, None), ((2, 2), -1, None, None), ((2, 9), -1, 4, "forward")]
+         ((1, 16), -1, 3, None), ((2, 2), -1, None, None), ((2, 9), -1, 4, "forward"),
+         ((2, 100), -1, None, "ortho"), ((3, 45), 1, 33, None), ((37, 2), 0, None, "forward")]
+# lengths: powers of two (radix-2), short others (the direct sum), long others (Bluestein)
 
 
 def _inputs(rng, shape):
@@ -70,9 +72,11 @@ def test_gradcheck():
     x = mt.tensor(real, requires_grad=True)
     z = mt.tensor(cplx, requires_grad=True)
     odd = mt.tensor(_inputs(rng, (5,))[1], requires_grad=True)
+    long = mt.tensor(_inputs(rng, (35,))[1], requires_grad=True)
     assert mt.autograd.gradcheck(lambda t: mt.fft.fft(t, norm="ortho"), (z,))
     assert mt.autograd.gradcheck(lambda t: mt.fft.ifft(t, n=8), (z,))
     assert mt.autograd.gradcheck(lambda t: mt.fft.fft(t), (odd,))          # direct DFT
+    assert mt.autograd.gradcheck(lambda t: mt.fft.ifft(t), (long,))        # Bluestein
     assert mt.autograd.gradcheck(lambda t: mt.fft.rfft(t, dim=0), (x,))
     assert mt.autograd.gradcheck(lambda t: mt.fft.irfft(t, n=9), (z,))
     assert mt.autograd.gradcheck(lambda t: mt.fft.irfft(mt.fft.rfft(t) * 1j).sum(-1), (x,))

@@ -58,19 +58,27 @@ def complex_binary(int op, real_t[::1] a, real_t[::1] b, real_t[::1] out):
     """out = a op b elementwise over compact pair buffers of one length (MUL, DIV)."""
     cdef Py_ssize_t n = out.shape[0] // 2, i
     cdef real_t ar, ai, br, bi
+    cdef real_t* pa
+    cdef real_t* pb
+    cdef real_t* po
     if a.shape[0] != out.shape[0] or b.shape[0] != out.shape[0] or out.shape[0] % 2:
         raise ValueError(f"complex_binary needs pair buffers of one length, got {a.shape[0]}, "
                          f"{b.shape[0]} and {out.shape[0]}")
     if op != MUL and op != DIV:
         raise ValueError(f"complex_binary: unknown op {op}")
+    if n == 0:
+        return
     with nogil:
-        for i in prange(n, schedule="static", num_threads=threads_for(2 * n)):
-            ar = a[2 * i]; ai = a[2 * i + 1]; br = b[2 * i]; bi = b[2 * i + 1]
-            if op == MUL:
-                out[2 * i] = ar * br - ai * bi
-                out[2 * i + 1] = ar * bi + ai * br
-            else:
-                divide(ar, ai, br, bi, &out[2 * i], &out[2 * i + 1])
+        if op == MUL:       # a loop of its own over raw pointers, which gcc vectorises
+            pa = &a[0]; pb = &b[0]; po = &out[0]
+            for i in prange(n, schedule="static", num_threads=threads_for(2 * n)):
+                ar = pa[2 * i]; ai = pa[2 * i + 1]; br = pb[2 * i]; bi = pb[2 * i + 1]
+                po[2 * i] = ar * br - ai * bi
+                po[2 * i + 1] = ar * bi + ai * br
+        else:
+            for i in prange(n, schedule="static", num_threads=threads_for(2 * n)):
+                divide(a[2 * i], a[2 * i + 1], b[2 * i], b[2 * i + 1], &out[2 * i],
+                       &out[2 * i + 1])
 
 
 cdef inline real_t r_hypot(real_t x, real_t y) noexcept nogil:

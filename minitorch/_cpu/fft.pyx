@@ -4,9 +4,12 @@
 `fft_rows` transforms each length-n row of interleaved (re, im) pairs, unnormalised:
 out[k] = sum_j a[j] exp(∓2πi jk/n), minus for the forward transform, plus for the inverse;
 minitorch/fft.py scales and builds rfft / irfft from it. A power-of-two n runs the iterative
-radix-2 Cooley-Tukey (bit-reversed copy, then log2 n butterfly stages); any other n the direct
-O(n²) sum, accumulated in double. Twiddles are computed once per call, in double, from
-cos / sin of 2πk/n. Rows run in parallel.
+radix-2 Cooley-Tukey (bit-reversed copy, then log2 n butterfly stages); a short row of any
+other length the direct O(n²) sum, accumulated in double; a longer one Bluestein's chirp-z
+algorithm (the DFT as a convolution with the chirp exp(±πi k²/n), done by radix-2 transforms of
+a power-of-two length m >= 2n - 1, in double). Twiddles and chirps are computed once per call,
+in double, from cos / sin (the chirp's k² reduced mod 2n in integers first). Rows run in
+parallel.
 """
 from cython.parallel cimport prange
 from libc.math cimport M_PI, cos, sin
@@ -79,31 +82,127 @@ cdef void direct_row(real_t* a, real_t* out, Py_ssize_t n, const double* tw) noe
         out[2 * k + 1] = <real_t>si
 
 
+cdef enum:
+    DIRECT_MAX = 32     # other lengths up to this take the direct sum, longer ones Bluestein
+
+
+cdef double* twiddles(Py_ssize_t n, Py_ssize_t count, double sign) except NULL:
+    """exp(sign·2πi k/n) for k < count as (re, im), in a malloc'ed array."""
+    cdef Py_ssize_t k
+    cdef double* tw = <double*>malloc(max(count, 1) * 2 * sizeof(double))
+    if tw == NULL:
+        raise MemoryError()
+    for k in range(count):
+        tw[2 * k] = cos(2.0 * M_PI * k / n)
+        tw[2 * k + 1] = sign * sin(2.0 * M_PI * k / n)
+    return tw
+
+
+cdef struct Chirp:
+    Py_ssize_t n, m
+    double* chirp       # exp(sign·πi k²/n), k < n
+    double* spectrum    # the m-point transform of conj(chirp) laid out for a circular convolution
+    double* forward     # m-point twiddles, both directions
+    double* inverse
+
+
+cdef int chirp_setup(Chirp* c, Py_ssize_t n, double sign) except -1:
+    cdef Py_ssize_t k, t, m = 1
+    cdef double* b
+    while m < 2 * n - 1:
+        m <<= 1
+    c.n, c.m = n, m
+    c.chirp = <double*>malloc(2 * n * sizeof(double))
+    c.spectrum = <double*>malloc(2 * m * sizeof(double))
+    b = <double*>malloc(2 * m * sizeof(double))
+    if c.chirp == NULL or c.spectrum == NULL or b == NULL:
+        free(b)
+        raise MemoryError()
+    try:
+        c.forward = twiddles(m, m // 2, -1.0)
+        c.inverse = twiddles(m, m // 2, 1.0)
+        for k in range(n):
+            t = (k * k) % (2 * n)               # exact: the angle πt/n stays small
+            c.chirp[2 * k] = cos(M_PI * t / n)
+            c.chirp[2 * k + 1] = sign * sin(M_PI * t / n)
+        for k in range(2 * m):
+            b[k] = 0.0
+        for k in range(n):                      # b[t] = conj(chirp[|t|]) for -n < t < n
+            b[2 * k] = c.chirp[2 * k]
+            b[2 * k + 1] = -c.chirp[2 * k + 1]
+            if k:
+                b[2 * (m - k)] = c.chirp[2 * k]
+                b[2 * (m - k) + 1] = -c.chirp[2 * k + 1]
+        radix2_row[double](b, c.spectrum, m, c.forward)
+    finally:
+        free(b)
+    return 0
+
+
+cdef void chirp_free(Chirp* c) noexcept nogil:
+    free(c.chirp); free(c.spectrum); free(c.forward); free(c.inverse)
+
+
+cdef void bluestein_row(real_t* a, real_t* out, const Chirp* c) noexcept nogil:
+    """One row of any length n: X_k = chirp_k · Σ_j (a_j chirp_j) conj(chirp_{k-j}), the sum a
+    circular convolution of length m by two radix-2 transforms."""
+    cdef Py_ssize_t k, n = c.n, m = c.m
+    cdef double xr, xi, yr, yi
+    cdef double* work = <double*>malloc(4 * m * sizeof(double))
+    cdef double* spectrum
+    if work == NULL:            # no memory: NaNs rather than a crash inside a parallel loop
+        for k in range(2 * n):
+            out[k] = <real_t>(0.0 / 0.0)
+        return
+    spectrum = work + 2 * m
+    for k in range(n):
+        xr = a[2 * k]; xi = a[2 * k + 1]
+        work[2 * k] = xr * c.chirp[2 * k] - xi * c.chirp[2 * k + 1]
+        work[2 * k + 1] = xr * c.chirp[2 * k + 1] + xi * c.chirp[2 * k]
+    for k in range(2 * n, 2 * m):
+        work[k] = 0.0
+    radix2_row[double](work, spectrum, m, c.forward)
+    for k in range(m):
+        xr = spectrum[2 * k]; xi = spectrum[2 * k + 1]
+        yr = c.spectrum[2 * k]; yi = c.spectrum[2 * k + 1]
+        spectrum[2 * k] = xr * yr - xi * yi
+        spectrum[2 * k + 1] = xr * yi + xi * yr
+    radix2_row[double](spectrum, work, m, c.inverse)
+    for k in range(n):
+        xr = work[2 * k] / m; xi = work[2 * k + 1] / m
+        out[2 * k] = <real_t>(xr * c.chirp[2 * k] - xi * c.chirp[2 * k + 1])
+        out[2 * k + 1] = <real_t>(xr * c.chirp[2 * k + 1] + xi * c.chirp[2 * k])
+    free(work)
+
+
 def fft_rows(real_t[::1] a, real_t[::1] out, Py_ssize_t rows, Py_ssize_t n, bint inverse=False):
     """The unnormalised DFT (inverse: the conjugate transform) of each of `rows` rows of n
     complex values, from the pair buffer a into out (compact, 2·rows·n floats each)."""
-    cdef Py_ssize_t row, k, count
+    cdef Py_ssize_t row
     cdef double sign = 1.0 if inverse else -1.0
-    cdef double* tw
+    cdef double* tw = NULL
+    cdef Chirp c
     cdef bint radix2 = is_power_of_two(n)
+    cdef bint bluestein = not radix2 and n > DIRECT_MAX
     if rows < 0 or n < 0 or a.shape[0] != 2 * rows * n or out.shape[0] != 2 * rows * n:
         raise ValueError(f"fft_rows: {rows} rows of {n} pairs need 2·rows·n floats, got "
                          f"{a.shape[0]} and {out.shape[0]}")
     if rows == 0 or n == 0:
         return
-    count = n // 2 if radix2 else n
-    tw = <double*>malloc(max(count, 1) * 2 * sizeof(double))
-    if tw == NULL:
-        raise MemoryError()
+    if bluestein:
+        chirp_setup(&c, n, sign)
+    else:
+        tw = twiddles(n, n // 2 if radix2 else n, sign)
     try:
-        for k in range(count):
-            tw[2 * k] = cos(2.0 * M_PI * k / n)
-            tw[2 * k + 1] = sign * sin(2.0 * M_PI * k / n)
         with nogil:
             for row in prange(rows, schedule="static", num_threads=threads_for(rows * n)):
                 if radix2:
                     radix2_row(&a[2 * row * n], &out[2 * row * n], n, tw)
+                elif bluestein:
+                    bluestein_row(&a[2 * row * n], &out[2 * row * n], &c)
                 else:
                     direct_row(&a[2 * row * n], &out[2 * row * n], n, tw)
     finally:
+        if bluestein:
+            chirp_free(&c)
         free(tw)
