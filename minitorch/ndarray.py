@@ -662,12 +662,21 @@ class NDArray:
         if op is not BinaryOp.MUL and op is not BinaryOp.DIV:
             raise no_complex_kernel(op.name.lower(), self.dtype, self.device)
         from ._cpu.complex import COMPLEX_BINARY
-        real = self.dtype.real_dtype.storage
-        a, b = a.compact(), b.compact()
+        code, real = COMPLEX_BINARY[op.name.lower()], self.dtype.real_dtype.storage
         out = self._new(shape)
-        if out.size:
-            self.backend.complex_binary(COMPLEX_BINARY[op.name.lower()], a.flat().view(real),
-                                        b.flat().view(real), out.buffer.view(real))
+        if not out.size:
+            return out
+        if self.device.type == "cpu" and not (a.is_compact() and b.is_compact()):
+            # a broadcast or strided operand read in place (RoPE's freqs over batch and heads)
+            sizes, (sa, sb) = merge_axes(shape, (a.strides, b.strides))
+            if len(sizes) <= 16:
+                self.backend.complex_binary_strided(
+                    code, a.buffer.view(real), b.buffer.view(real), out.buffer.view(real),
+                    tuple(sizes), tuple(sa), a.offset, tuple(sb), b.offset)
+                return out
+        a, b = a.compact(), b.compact()
+        self.backend.complex_binary(code, a.flat().view(real), b.flat().view(real),
+                                    out.buffer.view(real))
         return out
 
     def _complex_matmul(self, other, bias, relu):

@@ -35,7 +35,7 @@ wrap_kernels(globals(), NARROW_VIA_WIDE, empty, cast)
 # complex64 / complex128 buffers move through the same kernels as their (re, im) float pairs
 from . import complex_pairs as _complex_pairs
 _complex_pairs.wrap_kernels(globals())
-from .complex import complex_binary, complex_polar, complex_unary
+from .complex import complex_binary, complex_binary_strided, complex_polar, complex_unary
 from .fft import fft_rows
 
 

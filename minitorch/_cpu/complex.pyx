@@ -158,3 +158,74 @@ def complex_polar(real_t[::1] r, real_t[::1] theta, real_t[::1] out):
         for i in prange(n, schedule="static", num_threads=threads_for(2 * n)):
             out[2 * i] = r[i] * r_cos(theta[i])
             out[2 * i + 1] = r[i] * r_sin(theta[i])
+
+
+cdef enum:
+    STRIDED_MAX_DIMS = 16
+
+
+cdef inline void mul_row(const real_t* a, const real_t* b, real_t* out,
+                         Py_ssize_t n) noexcept nogil:
+    """n products of contiguous pairs (a row whose operands both have unit stride)."""
+    cdef Py_ssize_t i
+    cdef real_t ar, ai, br, bi
+    for i in range(n):
+        ar = a[2 * i]; ai = a[2 * i + 1]; br = b[2 * i]; bi = b[2 * i + 1]
+        out[2 * i] = ar * br - ai * bi
+        out[2 * i + 1] = ar * bi + ai * br
+
+
+def complex_binary_strided(int op, real_t[::1] a, real_t[::1] b, real_t[::1] out, shape,
+                           a_strides, Py_ssize_t a_offset, b_strides, Py_ssize_t b_offset):
+    """out (compact, `shape`) = a op b with both operands read through their strides (counted
+    in complex elements, 0 for a broadcast axis): a broadcast operand is never materialised.
+    Rows of the last axis run in parallel; NDArray checks the views."""
+    cdef Py_ssize_t dims[STRIDED_MAX_DIMS]
+    cdef Py_ssize_t sa[STRIDED_MAX_DIMS]
+    cdef Py_ssize_t sb[STRIDED_MAX_DIMS]
+    cdef int nd = len(shape), d
+    cdef Py_ssize_t rows = 1, inner, row, rest, i, ia, ib, pa_off, pb_off, coord
+    cdef real_t ar, ai, br, bi
+    cdef real_t* pa
+    cdef real_t* pb
+    cdef real_t* po
+    if nd > STRIDED_MAX_DIMS or op != MUL and op != DIV:
+        raise ValueError(f"complex_binary_strided: {nd} dims (at most {STRIDED_MAX_DIMS}), op "
+                         f"{op}")
+    if nd == 0:
+        dims[0] = 1; sa[0] = 0; sb[0] = 0; nd = 1
+    else:
+        for d in range(nd):
+            dims[d] = shape[d]; sa[d] = a_strides[d]; sb[d] = b_strides[d]
+    for d in range(nd - 1):
+        rows *= dims[d]
+    inner = dims[nd - 1]
+    if out.shape[0] != 2 * rows * inner:
+        raise ValueError(f"complex_binary_strided: out holds {out.shape[0]} floats, not "
+                         f"{2 * rows * inner}")
+    if rows * inner == 0:
+        return
+    pa = &a[0]; pb = &b[0]; po = &out[0]
+    with nogil:
+        for row in prange(rows, schedule="static", num_threads=threads_for(2 * rows * inner)):
+            rest = row
+            pa_off = a_offset
+            pb_off = b_offset
+            for d in range(nd - 2, -1, -1):     # the row's coordinates, innermost outer dim first
+                coord = rest % dims[d]
+                rest = rest // dims[d]
+                pa_off = pa_off + coord * sa[d]
+                pb_off = pb_off + coord * sb[d]
+            if op == MUL and sa[nd - 1] == 1 and sb[nd - 1] == 1:
+                mul_row(pa + 2 * pa_off, pb + 2 * pb_off, po + 2 * row * inner, inner)
+                continue
+            for i in range(inner):
+                ia = 2 * (pa_off + i * sa[nd - 1])
+                ib = 2 * (pb_off + i * sb[nd - 1])
+                ar = pa[ia]; ai = pa[ia + 1]; br = pb[ib]; bi = pb[ib + 1]
+                if op == MUL:
+                    po[2 * (row * inner + i)] = ar * br - ai * bi
+                    po[2 * (row * inner + i) + 1] = ar * bi + ai * br
+                else:
+                    divide(ar, ai, br, bi, &po[2 * (row * inner + i)],
+                           &po[2 * (row * inner + i) + 1])
