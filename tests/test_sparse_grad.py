@@ -133,11 +133,11 @@ def test_embedding_sparse_non_leaf_weight_gets_dense_sum(device):
 
 # ---- embedding_bag ----------------------------------------------------------------------------
 BAGS = [
-    dict(input=[1, 2, 1, 4, 6], offsets=[0, 2], mode="sum"),
-    dict(input=[1, 2, 1, 4, 6], offsets=[0, 2, 2], mode="mean"),
-    dict(input=[1, 2, 1, 4, 6], offsets=[0, 3], mode="mean", padding_idx=1),
-    dict(input=[[1, 2, 1], [4, 6, 4]], offsets=None, mode="sum", per_sample_weights=True),
-    dict(input=[], offsets=[0], mode="sum"),
+    {"input": [1, 2, 1, 4, 6], "offsets": [0, 2], "mode": "sum"},
+    {"input": [1, 2, 1, 4, 6], "offsets": [0, 2, 2], "mode": "mean"},
+    {"input": [1, 2, 1, 4, 6], "offsets": [0, 3], "mode": "mean", "padding_idx": 1},
+    {"input": [[1, 2, 1], [4, 6, 4]], "offsets": None, "mode": "sum", "per_sample_weights": True},
+    {"input": [], "offsets": [0], "mode": "sum"},
 ]
 
 
@@ -293,14 +293,14 @@ def _trajectory(lib, optimizer, kwargs, device=None, dtype="float64"):
 
 
 OPTIMIZERS = [
-    ("SGD", dict(lr=0.1)),
-    ("SGD", dict(lr=0.1, momentum=0.9)),
-    ("SGD", dict(lr=0.1, momentum=0.5, dampening=0.3, foreach=False)),
-    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, maximize=True)),
-    ("Adagrad", dict(lr=0.1)),
-    ("Adagrad", dict(lr=0.1, lr_decay=0.1, initial_accumulator_value=0.2, maximize=True)),
-    ("SparseAdam", dict(lr=0.1)),
-    ("SparseAdam", dict(lr=0.05, betas=(0.8, 0.9), eps=1e-3, maximize=True)),
+    ("SGD", {"lr": 0.1}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9}),
+    ("SGD", {"lr": 0.1, "momentum": 0.5, "dampening": 0.3, "foreach": False}),
+    ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True, "maximize": True}),
+    ("Adagrad", {"lr": 0.1}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.1, "initial_accumulator_value": 0.2, "maximize": True}),
+    ("SparseAdam", {"lr": 0.1}),
+    ("SparseAdam", {"lr": 0.05, "betas": (0.8, 0.9), "eps": 1e-3, "maximize": True}),
 ]
 
 
@@ -406,11 +406,11 @@ def test_sparse_rule_errors(device):
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    (dict(lr=0.0), "Invalid learning rate: 0.0"),
-    (dict(lr=-1.0), "Invalid learning rate: -1.0"),
-    (dict(eps=0.0), "Invalid epsilon value: 0.0"),
-    (dict(betas=(1.0, 0.9)), "Invalid beta parameter at index 0: 1.0"),
-    (dict(betas=(0.9, -0.1)), r"Invalid beta parameter at index 1: -0.1"),
+    ({"lr": 0.0}, "Invalid learning rate: 0.0"),
+    ({"lr": -1.0}, "Invalid learning rate: -1.0"),
+    ({"eps": 0.0}, "Invalid epsilon value: 0.0"),
+    ({"betas": (1.0, 0.9)}, "Invalid beta parameter at index 0: 1.0"),
+    ({"betas": (0.9, -0.1)}, r"Invalid beta parameter at index 1: -0.1"),
 ])
 def test_sparse_adam_argument_checks(kwargs, message):
     with pytest.raises(ValueError, match=f"^{message}$"):
@@ -495,9 +495,9 @@ def _skipgram_losses(lib, optimizer, kwargs, steps=20, device=None):
     return losses
 
 
-@pytest.mark.parametrize("optimizer,kwargs", [("SparseAdam", dict(lr=0.05)),
-                                              ("SGD", dict(lr=10.0)),
-                                              ("SGD", dict(lr=1.0, momentum=0.9))])
+@pytest.mark.parametrize("optimizer,kwargs", [("SparseAdam", {"lr": 0.05}),
+                                              ("SGD", {"lr": 10.0}),
+                                              ("SGD", {"lr": 1.0, "momentum": 0.9})])
 def test_word2vec_loop_matches_torch(device, optimizer, kwargs):
     torch = _torch()
     ours = _skipgram_losses(mt, optimizer, kwargs, device=device)

@@ -367,10 +367,11 @@ class SparseCooTensor:
     def add_(self, other, *, alpha=1):
         """torch.Tensor.add_ of two sparse tensors: self's entries and alpha times other's,
         concatenated (coalesced when both were, as torch); a dense other is torch's error."""
-        if not isinstance(other, SparseCooTensor):
+        if isinstance(other, Tensor):
             raise RuntimeError("add_(sparse, dense) is not supported. Use add_(dense, sparse) "
-                               "instead." if isinstance(other, Tensor) else
-                               f"add_(): unsupported operand type {type(other).__name__}")
+                               "instead.")
+        if not isinstance(other, SparseCooTensor):
+            raise TypeError(f"add_(): unsupported operand type {type(other).__name__}")
         total = _add_sparse(self, other, alpha)
         if total.dtype is not self.dtype:
             raise RuntimeError(f"result type {TORCH_NAMES[total.dtype.name]} can't be cast to "
