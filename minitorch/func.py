@@ -17,11 +17,12 @@ import numbers
 
 from ._pytree import leaves as _leaves, rebuild as _rebuild, structure as _structure_of
 from ._pytree import tree_map as _map
+from ._vmap import batched as _batched
 from .autograd import enable_grad, grad as _autograd_grad
 from .functions.joining import stack
 from .nn.utils.stateless import func_functional_call as functional_call
-from .tensor import Tensor, zeros_like
-from .vmap import check_randomness, vmap
+from .tensor import Tensor, eye, zeros_like
+from .vmap import BATCHED as _BATCHED, check_randomness, run_batched as _run_batched, vmap
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
            "linearize", "stack_module_state", "vjp", "vmap"]
@@ -67,14 +68,47 @@ def _variables(args, positions):
     for p in positions:
         _check_tensors(args[p], "input")
     nested = any(leaf.requires_grad for p in positions for leaf in _leaves(args[p]))
+    fresh = _batched_fresh(_levels()) if _batched.ACTIVE else _fresh
     for p in positions:
-        args[p] = _map(_fresh, args[p])
+        args[p] = _map(fresh, args[p])
     return args, [args[p] for p in positions], nested
+
+
+# Inside a batched vmap (minitorch/_vmap) a transform differentiates the physical tensors: each
+# variable is a physical tensor holding every example of every running vmap level (expanded
+# where the argument is not batched there), so that the gradient of the examples' outputs,
+# which never mix examples, is each example's own gradient.
+def _levels():
+    return [level.id for level in _batched.ACTIVE]
+
+
+def _batched_fresh(levels):
+    def fresh(t):
+        return _batched.batched(_fresh(_batched.physical(t, levels)), levels)
+    return fresh
+
+
+def _batched_gradients(output, variables, grad_outputs, levels):
+    flat = [_batched.physical(v, levels) for v in _leaves(variables)]
+    outputs = [_batched.physical(o, levels) for o in _leaves(output)]
+    seeds = [None] * len(outputs) if grad_outputs is None else \
+        [_batched.physical(g, levels) for g in grad_outputs]
+    recorded = [(o, o.new_ones(o.shape) if g is None else g) for o, g in zip(outputs, seeds)
+                if o.requires_grad]
+    if recorded:
+        grads = _autograd_grad([o for o, _ in recorded], flat, [g for _, g in recorded],
+                               retain_graph=True, create_graph=True, allow_unused=True,
+                               materialize_grads=True)
+    else:
+        grads = [v.new_zeros(v.shape) for v in flat]
+    return _rebuild(variables, iter(_batched.batched(g, levels) for g in grads))
 
 
 def _gradients(output, variables, grad_outputs=None):
     """d output / d variables (pytrees of the variables' structure), zeros where output does
     not depend on a variable; the graph is kept for an outer level."""
+    if _batched.ACTIVE:
+        return _batched_gradients(output, variables, grad_outputs, _levels())
     flat = _leaves(variables)
     outputs = _leaves(output)
     recorded = [(o, g) for o, g in zip(outputs, grad_outputs or [None] * len(outputs))
@@ -163,11 +197,50 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
             output, aux = _split_aux(func(*args), has_aux, "jacrev")
             _check_tensors(output, "output")
             inputs = _leaves(variables)
-            jacobians = [_jacobian_rows(out, inputs, variables, single) for out in
-                         _leaves(output)]
+            jacobians = _batched_jacobians(func, args, positions, has_aux, output, variables,
+                                           single)
+            if jacobians is None:
+                jacobians = [_jacobian_rows(out, inputs, variables, single) for out in
+                             _leaves(output)]
         result = _plain(_rebuild(output, iter(jacobians)), nested)
         return (result, _plain(aux, nested)) if has_aux else result
     return transformed
+
+
+def _batched_jacobians(func, args, positions, has_aux, output, variables, single):
+    """torch's jacrev: one vmapped vjp over the rows of the identity (every output element's
+    basis cotangent), the function rerun on the batched variables; None where that cannot run
+    batched (an op without a batching rule, random draws): then one backward per row."""
+    outs = _leaves(output)
+    sizes = [o.numel() for o in outs]
+    total = sum(sizes)
+    if total == 0 or not _BATCHED[0]:
+        return None
+    identity = eye(total, dtype=outs[0].dtype, device=outs[0].device)
+    bases, start = [], 0
+    for o, n in zip(outs, sizes):
+        bases.append(identity[:, start:start + n].reshape((total,) + tuple(o.shape)))
+        start += n
+
+    def rows(*cotangents):
+        with enable_grad():
+            fresh_args, fresh_variables, _ = _variables(args, positions)
+            out, _ = _split_aux(func(*fresh_args), has_aux, "jacrev")
+            return tuple(_leaves(_gradients(out, fresh_variables, list(cotangents))))
+    try:
+        # 'same': a function that draws is rerun row by row below (its draws restored here).
+        per_input = _run_batched(rows, bases, {}, [0] * len(bases), total, 0, "same",
+                                 "jacrev")
+    except _batched.Unbatchable:
+        return None
+    jacobians, start = [], 0
+    for o, n in zip(outs, sizes):
+        blocks = [rows_k[start:start + n].reshape(tuple(o.shape) + tuple(v.shape))
+                  for rows_k, v in zip(per_input, _leaves(variables))]
+        grads = _rebuild(variables, iter(blocks))
+        jacobians.append(grads[0] if single else tuple(grads))
+        start += n
+    return jacobians
 
 
 def _jacobian_rows(out, inputs, variables, single):

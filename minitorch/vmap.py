@@ -1,16 +1,24 @@
-"""torch.vmap / torch.func.vmap by mapping: the function runs once per index of the mapped
-dimension, on views of the inputs (`select`), and the results are stacked along out_dims.
+"""torch.vmap / torch.func.vmap, batched with a per-index fallback.
 
-This gives torch's results and argument rules for any function (nested vmap, vmap of grad,
-in-place writes on the inputs' views, pytrees of inputs and outputs) without batching rules
-per op; what it does not give is torch's speed-up from running one batched kernel. The
-randomness flag keeps torch's meaning: 'error' refuses functions that draw from the global
+The batched path runs the function once, on BatchedTensors (minitorch/_vmap): each op with a
+batching rule runs one kernel over the whole batch. When the function reaches an op without a
+rule (or raises, or draws random numbers under randomness='same' / 'different'), the call is
+rerun by mapping: the function runs once per index of the mapped dimension on views of the
+inputs (`select`) and the results are stacked along out_dims. Mapping gives torch's results
+and argument rules for any function (in-place writes on the inputs' views included), so the
+batched path only has to be right where it has rules. A function's Python side effects (a
+print, appending to a list) happen twice when a call falls back.
+
+The randomness flag keeps torch's meaning: 'error' refuses functions that draw from the global
 generator, 'same' replays the same draws for every index, 'different' draws afresh.
 """
 import numbers
 
 from . import random as _random
 from ._pytree import leaves as _leaves, rebuild as _rebuild, structure as _structure
+from ._vmap import rules as _rules
+from ._vmap.batched import Unbatchable, close_level, open_level, wrap as _wrap_batched
+from .functions.autocast_policy import BATCHING as _BATCHING
 from .functions.joining import stack
 from .tensor import Tensor
 
@@ -37,6 +45,12 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         size = _batch_size(args, dims, name)
         if size == 0:
             return _empty_outputs(func, args, kwargs, dims, out_dims, fname)
+        if BATCHED[0]:
+            try:
+                return run_batched(func, args, kwargs, dims, size, out_dims, randomness, fname)
+            except Unbatchable:
+                pass
+        CALLS["mapped"] += 1
         results = _run(func, args, kwargs, dims, size, randomness)
         return _stack_outputs(results, out_dims, fname)
     return mapped
@@ -115,6 +129,62 @@ def _batch_size(args, dims, name):
         raise ValueError(f"{name}(<inputs>): Expected all tensors to have the same size in the "
                          f"mapped dimension, got sizes {sizes} for the mapped dimension")
     return sizes[0]
+
+
+# ---- the batched path ------------------------------------------------------------------------
+BATCHED = [True]    # False: every call maps index by index (tests compare the two paths)
+CALLS = {"batched": 0, "mapped": 0}     # which path vmap calls took (tests read it)
+
+
+def run_batched(func, args, kwargs, dims, size, out_dims, randomness, fname):
+    """func run once on BatchedTensors; raises Unbatchable where it must be mapped instead."""
+    leaves = _leaves(tuple(args))
+    start_state = _random.capture_state()
+    level = open_level(size)
+    outer_handler = _BATCHING.handler
+    _BATCHING.handler = _rules.handle
+    try:
+        wrapped = [leaf if dim is None else _wrap_batched(leaf.movedim(dim, 0), level.id)
+                   for leaf, dim in zip(leaves, dims)]
+        output = _call(func, args, wrapped, kwargs)
+    except Exception:
+        # The mapped rerun raises the same error with one example's shapes, as torch words it.
+        _random.restore_state(start_state)
+        raise Unbatchable("the batched call raised") from None
+    except Unbatchable:
+        _random.restore_state(start_state)
+        raise
+    finally:
+        _BATCHING.handler = outer_handler
+        close_level(level)
+    if not _random.same_state(_random.capture_state(), start_state):
+        if randomness == "error":
+            raise RuntimeError("vmap: called random operation while in randomness error mode. "
+                               "Please either use the 'same' or 'different' randomness flags on "
+                               "vmap or perform the randomness operation out of vmap")
+        _random.restore_state(start_state)     # draws made once are not 'different' draws
+        raise Unbatchable("random draws")
+    CALLS["batched"] += 1
+    return _unbatch_outputs(output, out_dims, level.id, size, fname)
+
+
+def _unbatch_outputs(output, out_dims, level, size, fname):
+    """Each output leaf with the batch of `level` moved to its out_dim (a leaf that does not
+    depend on the batch is expanded, as torch returns it)."""
+    results = []
+    for leaf, dim in _out_pairs(out_dims, output, fname):
+        _check_output(leaf, fname)
+        batched = getattr(leaf, "_level", None) == level
+        if dim is None:
+            if batched:
+                raise ValueError(f"vmap({fname}, ...): `{fname}` can not return a "
+                                 "BatchedTensor when out_dim is None")
+            results.append(leaf)
+            continue
+        value = leaf._value if batched else \
+            leaf.unsqueeze(0).expand((size,) + tuple(leaf.shape))
+        results.append(value.movedim(0, _out_dim(dim, value.ndim)))
+    return _rebuild(output, iter(results))
 
 
 # ---- running and stacking ---------------------------------------------------------------------
