@@ -134,6 +134,7 @@ def _batch_size(args, dims, name):
 # ---- the batched path ------------------------------------------------------------------------
 BATCHED = [True]    # False: every call maps index by index (tests compare the two paths)
 CALLS = {"batched": 0, "mapped": 0}     # which path vmap calls took (tests read it)
+STRICT = [False]    # True: an error on the batched path propagates (to debug a rule)
 
 
 def run_batched(func, args, kwargs, dims, size, out_dims, randomness, fname):
@@ -148,6 +149,8 @@ def run_batched(func, args, kwargs, dims, size, out_dims, randomness, fname):
                    for leaf, dim in zip(leaves, dims)]
         output = _call(func, args, wrapped, kwargs)
     except Exception:
+        if STRICT[0]:
+            raise
         # The mapped rerun raises the same error with one example's shapes, as torch words it.
         _random.restore_state(start_state)
         raise Unbatchable("the batched call raised") from None

@@ -130,6 +130,13 @@ def _reduction(name, all_dims_name=None):
                 return wrap(getattr(value, all_dims_name)(dims), self._level)
             kwargs.pop("keepdim", None)
             return wrap(getattr(value, name)(dims, *args, **kwargs), self._level)
+        if self.ndim == 0:      # dim 0 / -1 of a 0-d example: a size-1 dim, reduced
+            _shift_dims(dim, 0)
+            kwargs.pop("keepdim", None)
+            if len(args) > 0 and isinstance(args[0], bool):
+                args.pop(0)
+            return _wrap_tree(getattr(value.unsqueeze(1), name)(1, *args, **kwargs),
+                              self._level)
         return _wrap_tree(getattr(value, name)(_shift_dims(dim, self.ndim), *args, **kwargs),
                           self._level)
     rule.__name__ = name
@@ -161,6 +168,9 @@ def _dim_op(name, position=0):
     def rule(self, *args, **kwargs):
         if top_level(args, kwargs) > self._level:
             raise Unbatchable(name)
+        if self.ndim == 0 and name in _SHAPE_KEEPING:   # a 0-d example as a size-1 dim
+            return wrap(getattr(_unsqueezed(self), name)(*args, **kwargs)._value.squeeze(1),
+                        self._level)
         args = list(args)
         if len(args) > position:
             args[position] = _shift(args[position], self.ndim)
@@ -171,6 +181,13 @@ def _dim_op(name, position=0):
         return _wrap_tree(getattr(self._value, name)(*args, **kwargs), self._level)
     rule.__name__ = name
     return rule
+
+
+_SHAPE_KEEPING = {"softmax", "log_softmax", "cumsum", "cumprod", "flip", "roll"}
+
+
+def _unsqueezed(t):
+    return wrap(t._value.unsqueeze(1), t._level)
 
 
 # ---- views and shapes -------------------------------------------------------------------------
@@ -506,7 +523,8 @@ def _methods():
     return table
 
 
-def _flip_dims(self, dims):
+def _flip_dims(self, *dims):
+    dims = _sizes(dims)
     return wrap(self._value.flip(_shift_dims(tuple(dims), self.ndim)), self._level)
 
 

@@ -1,0 +1,308 @@
+"""vmap's batched path (minitorch/_vmap): results equal to the per-index mapping and to
+torch.func, which path ran, the fallback for ops without a rule, and the transforms
+(grad, vjp, jacrev, hessian) running batched end to end."""
+import copy
+import sys
+
+import numpy as np
+import pytest
+
+import minitorch as mt
+import minitorch.func as mf
+import minitorch.nn.functional as F
+
+VMAP = sys.modules["minitorch.vmap"]
+
+
+def run_both(fn, *args, expect="batched", tol=1e-12, **options):
+    """fn vmapped on the batched path (asserting which path it took) and on the mapping;
+    the two must agree. Returns the batched result."""
+    before = dict(VMAP.CALLS)
+    batched = mf.vmap(fn, **options)(*args)
+    took = {k: VMAP.CALLS[k] - before[k] for k in before}
+    if expect == "batched":
+        assert took["mapped"] == 0 and took["batched"] >= 1, took
+    else:
+        assert took["mapped"] >= 1, took
+    VMAP.BATCHED[0] = False
+    try:
+        mapped = mf.vmap(fn, **options)(*args)
+    finally:
+        VMAP.BATCHED[0] = True
+    for a, b in zip(leaves(batched), leaves(mapped), strict=True):
+        assert type(a) is mt.Tensor and a.shape == b.shape and a.dtype == b.dtype
+        np.testing.assert_allclose(a.detach().cpu().numpy(), b.detach().cpu().numpy(),
+                                   rtol=tol, atol=tol)
+    return batched
+
+
+def leaves(tree):
+    if isinstance(tree, (tuple, list)):
+        return [leaf for item in tree for leaf in leaves(item)]
+    if isinstance(tree, dict):
+        return [leaf for value in tree.values() for leaf in leaves(value)]
+    return [tree]
+
+
+def t64(rng, *shape, device="cpu"):
+    return mt.tensor(rng.standard_normal(shape), device=device)
+
+
+# ---- elementwise and broadcasting ------------------------------------------------------------
+def test_elementwise_with_broadcasting_never_pairs_the_batch_dim(device, rng):
+    x, y, s = t64(rng, 4, 3, device=device), t64(rng, 2, 3, device=device), \
+        t64(rng, 4, device=device)
+    run_both(lambda a, b: (a * b).exp() + a.sin() / (1 + b * b), x, y, in_dims=(0, None))
+    # a batched 0-d example against a batched (3,) example, and a batched (3,) vs (2, 3)
+    run_both(lambda a, b: a - b, s, x)
+    run_both(lambda a, b: a + b, x, t64(rng, 4, 2, 3, device=device))
+    run_both(lambda a, b: mt.tensor(2.0, dtype=mt.float64) ** a + b.abs().sqrt(), x, x,
+             in_dims=(0, 0))
+
+
+@pytest.mark.parametrize("in_dims,out_dims", [((1, None), 0), ((-1, 0), 1), ((0, 1), -1)])
+def test_in_dims_and_out_dims(rng, in_dims, out_dims):
+    x = t64(rng, 3, 3, 3)
+    run_both(lambda a, b: (a * b).relu() - a.tanh(), x, t64(rng, 3, 3),
+             in_dims=in_dims, out_dims=out_dims)
+
+
+def test_comparisons_where_and_clamp(rng):
+    x, y = t64(rng, 5, 4), t64(rng, 5, 4)
+    run_both(lambda a, b: a.where(a > b, b).clamp(-0.5, 0.5) + (a >= 0).double(), x, y)
+    run_both(lambda a, b: a.maximum(b) * a.sigmoid(), x, y)
+
+
+# ---- reductions ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("op", [
+    lambda a: a.sum(), lambda a: a.sum(0), lambda a: a.sum((0, -1), keepdim=True),
+    lambda a: a.mean(-1), lambda a: a.max(), lambda a: a.max(1).values,
+    lambda a: a.max(1)[1], lambda a: a.amax(0), lambda a: a.argmax(),
+    lambda a: a.argmax(-1, keepdim=True), lambda a: a.min(0).values, lambda a: a.logsumexp(1),
+    lambda a: a.softmax(-1), lambda a: a.log_softmax(0), lambda a: F.softmax(a, dim=1),
+    lambda a: F.log_softmax(a, dim=-1), lambda a: a.cumsum(1), lambda a: a.var(1)])
+def test_reductions_over_logical_dims(rng, op):
+    run_both(op, t64(rng, 4, 3, 5))
+
+
+def test_reductions_of_0d_examples(rng):
+    x = t64(rng, 6)
+    run_both(lambda a: a.sum() + a.mean() + a.max() + a.sum(0), x)
+
+
+# ---- views and indexing --------------------------------------------------------------------------
+@pytest.mark.parametrize("op", [
+    lambda a: a.reshape(-1), lambda a: a.view(3, 2, 2), lambda a: a.transpose(0, 1),
+    lambda a: a.permute(2, 0, 1), lambda a: a.unsqueeze(-1), lambda a: a.unsqueeze(0),
+    lambda a: a.unsqueeze(1).squeeze(1), lambda a: a[:, :1].squeeze(), lambda a: a.select(1, 0),
+    lambda a: a[1], lambda a: a[..., 1:3], lambda a: a[None, 0, ::2], lambda a: a.flatten(1),
+    lambda a: a.T, lambda a: a.mT, lambda a: a.movedim(0, -1), lambda a: a.expand(2, 3, 2, 2),
+    lambda a: a.flip(0), lambda a: a.narrow(2, 0, 1), lambda a: a.unbind(1)[0],
+    lambda a: a.chunk(2, 2)[1], lambda a: a.split(1, 0)[2], lambda a: a.repeat(2, 1, 1),
+    lambda a: a.contiguous().clone().detach()])
+def test_views(rng, op):
+    run_both(op, t64(rng, 5, 3, 2, 2))
+
+
+def test_shape_queries_see_one_example(rng):
+    seen = []
+
+    def f(a):
+        seen.append((tuple(a.shape), a.ndim, a.size(-1), a.numel(), len(a), a.dim()))
+        return a.reshape(a.shape[0], -1)
+    run_both(f, t64(rng, 3, 4, 5), in_dims=1)
+    assert seen[0] == ((3, 5), 2, 5, 15, 3, 2)
+
+
+def test_index_errors_name_the_example(rng):
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        mf.vmap(lambda a: a.sum(2))(t64(rng, 3, 4))
+
+
+# ---- products ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shapes,in_dims", [
+    (((4, 3), (4, 3)), (0, 0)), (((4, 2, 3), (3, 5)), (0, None)), (((2, 3), (4, 3, 5)), (None, 0)),
+    (((4, 2, 3), (4, 3)), (0, 0)), (((4, 3), (4, 3, 2)), (0, 0)),
+    (((4, 6, 2, 3), (4, 3, 5)), (0, 0)), (((4, 2, 3), (2, 3, 5)), (0, None)),
+    (((3, 4), (3,)), (1, None))])
+def test_matmul_cases(rng, shapes, in_dims):
+    a, b = (t64(rng, *s) for s in shapes)
+    run_both(lambda x, y: x @ y, a, b, in_dims=in_dims)
+    run_both(mt.matmul, a, b, in_dims=in_dims)
+
+
+def test_mm_mv_dot_and_linear(rng):
+    a, v, w = t64(rng, 4, 2, 3), t64(rng, 4, 3), t64(rng, 5, 3)
+    run_both(lambda x, y: x.mm(y.T), a, w, in_dims=(0, None))
+    run_both(lambda x, y: x.mv(y), a, v)
+    run_both(lambda x, y: x.dot(y), v, v)
+    run_both(lambda x, m, b: F.linear(x, m, b), v, w, t64(rng, 5), in_dims=(0, None, None))
+    run_both(lambda x, m, b: F.linear(x, m, b), v, t64(rng, 4, 5, 3), t64(rng, 4, 5))
+    run_both(lambda x, m: F.linear(x, m), a, t64(rng, 4, 5, 3))
+
+
+# ---- losses ----------------------------------------------------------------------------------------
+def test_cross_entropy_nll_and_mse_reduce_each_example(rng):
+    scores = t64(rng, 6, 3, 5)
+    targets = mt.tensor(rng.integers(0, 5, (6, 3)))
+    targets[1, 2] = -100
+    weight = mt.tensor(rng.random(5) + 0.5)
+    for reduction in ("mean", "sum", "none"):
+        run_both(lambda x, t: F.cross_entropy(x, t, reduction=reduction), scores, targets)
+        run_both(lambda x, t: F.cross_entropy(x, t, weight=weight, reduction=reduction),
+                 scores, targets)
+        run_both(lambda x, t: F.nll_loss(x.log_softmax(-1), t, reduction=reduction), scores,
+                 targets)
+        run_both(lambda x, y: F.mse_loss(x, y, reduction=reduction), scores, t64(rng, 6, 3, 5))
+    run_both(lambda x, t: F.cross_entropy(x, t, label_smoothing=0.1), scores[:, 0],
+             targets[:, 0])
+
+
+# ---- convolution and models -------------------------------------------------------------------------
+def test_conv2d_folds_examples_into_n_and_batched_weights_into_groups(rng):
+    x, w, b = t64(rng, 3, 2, 2, 6, 6), t64(rng, 4, 2, 3, 3), t64(rng, 4)
+    run_both(lambda a: F.conv2d(a, w, b, padding=1), x)
+    run_both(lambda a: F.conv2d(a, w, stride=2), x[:, 0])             # unbatched examples
+    ws, bs = t64(rng, 3, 4, 2, 3, 3), t64(rng, 3, 4)
+    run_both(lambda a, m, c: F.conv2d(a, m, c), x, ws, bs)
+    run_both(lambda a, m: F.conv2d(a, m, groups=2), x[0], t64(rng, 3, 4, 1, 3, 3),
+             in_dims=(None, 0))
+
+
+def models():
+    mt.manual_seed(0)
+    mlp = mt.nn.Sequential(mt.nn.Linear(6, 8), mt.nn.ReLU(), mt.nn.Linear(8, 3)).double()
+    cnn = mt.nn.Sequential(mt.nn.Conv2d(1, 4, 3), mt.nn.ReLU(), mt.nn.Flatten(),
+                           mt.nn.Linear(4 * 4 * 4, 3)).double()
+    return mlp, cnn
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_functional_call_of_models(rng, which):
+    model = models()[which]
+    data = t64(rng, 5, 6) if which == 0 else t64(rng, 5, 1, 6, 6)
+    params = dict(model.named_parameters())
+    run_both(lambda x: mf.functional_call(model, params, (x.unsqueeze(0),)), data)
+
+
+def test_model_ensembling(rng):
+    mt.manual_seed(1)
+    ensemble = [mt.nn.Sequential(mt.nn.Linear(6, 8), mt.nn.ReLU(), mt.nn.Linear(8, 3))
+                for _ in range(4)]
+    params, buffers = mf.stack_module_state(ensemble)
+    base = copy.deepcopy(ensemble[0]).to("meta")
+    x = mt.tensor(rng.standard_normal((7, 6)), dtype=mt.float32)
+    out = run_both(lambda p, b, d: mf.functional_call(base, (p, b), (d,)), params, buffers, x,
+                   in_dims=(0, 0, None), tol=1e-5)
+    for k, model in enumerate(ensemble):
+        np.testing.assert_allclose(out[k].detach().numpy(), model(x).detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+
+
+# ---- transforms -------------------------------------------------------------------------------------
+def loss_of(model):
+    def compute_loss(params, buffers, sample, target):
+        predictions = mf.functional_call(model, (params, buffers), (sample.unsqueeze(0),))
+        return F.cross_entropy(predictions, target.unsqueeze(0))
+    return compute_loss
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_per_sample_gradients_run_batched_and_equal_the_loop(rng, which):
+    model = models()[which]
+    data = t64(rng, 6, 6) if which == 0 else t64(rng, 6, 1, 6, 6)
+    targets = mt.tensor(rng.integers(0, 3, 6))
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+    grads = run_both(mf.grad(loss_of(model)), params, buffers, data, targets,
+                     in_dims=(None, None, 0, 0))
+    for i in range(6):
+        one = mf.grad(loss_of(model))(params, buffers, data[i], targets[i])
+        for key in params:
+            np.testing.assert_allclose(grads[key][i].numpy(), one[key].numpy(), rtol=1e-10)
+
+
+def test_vmap_of_grad_and_value_vjp_and_jacrev(rng):
+    x, y = t64(rng, 4, 3), t64(rng, 4, 3)
+
+    def f(a, b):
+        return (a.sin() * b).sum() + (a * a).mean()
+    run_both(mf.grad(f, argnums=(0, 1)), x, y)
+    run_both(mf.grad_and_value(f), x, y, in_dims=(0, None))
+    run_both(lambda a, ct: mf.vjp(lambda z: z.exp() * z, a)[1](ct), x, y)
+    run_both(mf.jacrev(lambda a: a.tanh() * a.sum()), x)
+    run_both(mf.hessian(lambda a: (a.exp() * a).sum()), x)
+
+
+def test_nested_vmap_and_pytrees(rng):
+    x, y = t64(rng, 3, 4, 5), t64(rng, 4, 5)
+
+    def inner(a, b):
+        return {"s": (a * b).sum(-1), "p": (a @ b.T, a.relu())}
+    run_both(lambda a, b: mf.vmap(inner, in_dims=(0, None))(a, b), x, y, in_dims=(1, None))
+    run_both(mf.vmap(mf.vmap(lambda a: a.sin().sum())), x)
+
+
+def test_ops_without_a_rule_fall_back_to_mapping(rng):
+    x = t64(rng, 4, 5)
+    run_both(lambda a: a.sort(-1).values * 2, x, expect="mapped")
+    run_both(lambda a: F.gelu(a) + a, x, expect="mapped")
+    run_both(lambda a: mt.exp(a), x, expect="mapped")
+
+    def in_place(a):
+        b = a.clone()
+        b.add_(1)
+        return b
+    run_both(in_place, x, expect="mapped")
+
+
+def test_randomness_flags(rng):
+    x = t64(rng, 4, 3)
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        mf.vmap(lambda a: a + mt.rand(3, dtype=mt.float64))(x)
+    mt.manual_seed(0)
+    same = mf.vmap(lambda a: mt.rand(3, dtype=mt.float64) + a * 0, randomness="same")(x)
+    assert all(np.array_equal(same[0].numpy(), row.numpy()) for row in same)
+    mt.manual_seed(0)
+    different = mf.vmap(lambda a: mt.rand(3, dtype=mt.float64) + a * 0,
+                        randomness="different")(x)
+    assert not np.array_equal(different[0].numpy(), different[1].numpy())
+
+
+def test_errors_inside_the_function_are_the_examples(rng):
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied"):
+        mf.vmap(lambda a: F.linear(a.unsqueeze(0), mt.ones(2, 5, dtype=mt.float64)))(
+            t64(rng, 4, 3))
+    with pytest.raises(ValueError, match="can not return a BatchedTensor when out_dim is None"):
+        mf.vmap(lambda a: a * 2, out_dims=None)(t64(rng, 4, 3))
+
+
+# ---- against torch.func ---------------------------------------------------------------------------
+def test_per_sample_gradients_and_jacobians_match_torch_func(rng):
+    torch = pytest.importorskip("torch")
+    tf = pytest.importorskip("torch.func")
+    data, targets = rng.standard_normal((8, 6)), rng.integers(0, 3, 8)
+    w1, b1, w2 = rng.standard_normal((5, 6)), rng.standard_normal(5), rng.standard_normal((3, 5))
+
+    def loss(lib, fn):
+        def compute(p, x, t):
+            h = fn.linear(x.unsqueeze(0), p["w1"], p["b1"]).tanh()
+            return fn.cross_entropy(fn.linear(h, p["w2"]), t.unsqueeze(0))
+        return compute
+    ours = mf.vmap(mf.grad(loss(mt, F)), in_dims=(None, 0, 0))(
+        {"w1": mt.tensor(w1), "b1": mt.tensor(b1), "w2": mt.tensor(w2)}, mt.tensor(data),
+        mt.tensor(targets))
+    theirs = tf.vmap(tf.grad(loss(torch, torch.nn.functional)), in_dims=(None, 0, 0))(
+        {"w1": torch.tensor(w1), "b1": torch.tensor(b1), "w2": torch.tensor(w2)},
+        torch.tensor(data), torch.tensor(targets))
+    for key in ours:
+        np.testing.assert_allclose(ours[key].numpy(), theirs[key].numpy(), rtol=1e-10)
+
+    def f(x):
+        return (x.sin() * x.exp()).sum() * x.tanh()
+    xs = rng.standard_normal((5, 4))
+    np.testing.assert_allclose(mf.vmap(mf.jacrev(f))(mt.tensor(xs)).numpy(),
+                               tf.vmap(tf.jacrev(f))(torch.tensor(xs)).numpy(), rtol=1e-10)
+    np.testing.assert_allclose(
+        mf.vmap(mf.hessian(lambda x: f(x).sum()))(mt.tensor(xs)).numpy(),
+        tf.vmap(tf.hessian(lambda x: f(x).sum()))(torch.tensor(xs)).numpy(), rtol=1e-9)
