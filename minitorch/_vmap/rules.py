@@ -496,6 +496,36 @@ def conv_relu(spatial, input, weight, bias=None, stride=1, padding=0, dilation=1
     return _conv(spatial, input, weight, bias, stride, padding, dilation, groups, relu=True)
 
 
+# ---- pooling, activations ---------------------------------------------------------------------
+def _fold_into_n(public, spatial):
+    """An (N, C, *spatial) op whose other arguments are not tensors: examples folded into N
+    (an unbatched (C, *spatial) example's batch is N itself)."""
+    def rule(input, *args, **kwargs):
+        level = _level(input)
+        if top_level(args, kwargs) > level or level == 0:
+            raise Unbatchable("pooling arguments")
+        x = input._value
+        if input.ndim == spatial + 1:
+            return _wrap_tree(public()(x, *args, **kwargs), level)
+        out = public()(x.flatten(0, 1), *args, **kwargs)
+        unfold = lambda t: t.unflatten(0, tuple(x.shape[:2]))     # noqa: E731
+        return _wrap_tree(tuple(map(unfold, out)) if isinstance(out, tuple) else unfold(out),
+                          level)
+    return rule
+
+
+def _pool(name):
+    def public():
+        from ..nn import functional
+        return getattr(functional, name)
+    return public
+
+
+def _gelu(input, approximate="none"):
+    from ..nn.functional import gelu
+    return wrap(gelu(input._value, approximate), input._level)
+
+
 # ---- tables -----------------------------------------------------------------------------------
 def _methods():
     table = {name: _elementwise(name) for name in ELEMENTWISE}
@@ -552,6 +582,10 @@ FUNCTIONS = {
     "minitorch.functions.conv.conv2d": _conv_rule(2),
     "minitorch.functions.conv.conv3d": _conv_rule(3),
     "minitorch.functions.conv.conv_relu": conv_relu,
+    "minitorch.functions.movement.flatten": lambda input, *a, **k: _flatten(input, *a, **k),
+    "minitorch.nn.functional.pooling.max_pool2d": _fold_into_n(_pool("max_pool2d"), 2),
+    "minitorch.nn.functional.pooling.avg_pool2d": _fold_into_n(_pool("avg_pool2d"), 2),
+    "minitorch.nn.functional.activation.gelu": _gelu,
 }
 
 _KEYS = {}

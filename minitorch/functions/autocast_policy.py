@@ -95,6 +95,18 @@ BANNED_MESSAGE = (
     "safe to autocast.")
 
 
+def batching_point(fn):
+    """vmap's dispatch point alone, for an op on none of autocast's lists (see BATCHING)."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if BATCHING.handler is not None:
+            result = BATCHING.handler(fn, args, kwargs)
+            if result is not NotImplemented:
+                return result
+        return fn(*args, **kwargs)
+    return call
+
+
 def autocast_op(policy, devices=("cpu", "cuda"), banned=()):
     """Marks a function as on autocast's `policy` list (LOWER or FP32) for `devices`; on the
     `banned` devices an enabled region refuses it (torch's binary_cross_entropy on cuda)."""

@@ -14,6 +14,7 @@ import operator
 
 from .. import dtypes
 from ..autograd import KernelFunction, _grad_mode
+from .autocast_policy import batching_point
 from ..ndarray import (NDArray, _device_mismatch, check_shape, contiguous_strides, normalize_dim,
                        normalize_dims, real_dim, shape_numel, shape_str)
 from ..opcodes import BinaryOp
@@ -274,6 +275,7 @@ def reshape_as(input, other):
     return reshape(input, other.shape)
 
 
+@batching_point
 def flatten(input, start_dim=0, end_dim=-1):
     """Flattens dims start_dim..end_dim into one, as a view when possible (torch.flatten)."""
     if input.ndim == 0:

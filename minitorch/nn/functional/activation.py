@@ -10,7 +10,7 @@ import numpy as np
 
 import minitorch as mt
 from ... import dtypes
-from ...functions.autocast_policy import FP32, LOWER, autocast_op
+from ...functions.autocast_policy import FP32, LOWER, autocast_op, batching_point
 from ...functions.activation import Gelu, Hardtanh, LeakyRelu, LogSigmoid, Silu
 from ...functions.elementwise import TORCH_NAMES
 from ...functions.reduce import log_softmax as _log_softmax, softmax as _softmax
@@ -71,6 +71,7 @@ def elu(input, alpha=1.0, inplace=False):
         x > 0, x, x.clamp(max=0.0).expm1() * alpha))
 
 
+@batching_point
 def gelu(input, approximate="none"):
     """Elementwise Gaussian error linear unit x * Phi(x), exact or with approximate='tanh'
     (torch.nn.functional.gelu)."""

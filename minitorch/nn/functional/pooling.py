@@ -10,6 +10,7 @@ import numbers
 import minitorch as mt
 from ... import dtypes
 from ...functions.elementwise import TORCH_NAMES
+from ...functions.autocast_policy import batching_point
 from ...functions.indexing import _first_outside
 from ...functions.window import max_pool, PoolGeometry, window_geometry, window_view
 from ...ndarray import normalize_dim, shape_str
@@ -184,6 +185,7 @@ def _max_pool(name, input, kernel_size, stride, padding, dilation, ceil_mode, re
     return (values, indices) if return_indices else values
 
 
+@batching_point
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """2-D max pooling over (N, C, H, W) or (C, H, W), optionally returning the argmax indices
@@ -234,6 +236,7 @@ def _avg_pool(name, input, kernel_size, stride, padding, ceil_mode, count_includ
     return result.squeeze(0) if unbatched else result
 
 
+@batching_point
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """2-D average pooling over (N, C, H, W) or (C, H, W) (torch.nn.functional.avg_pool2d)."""
