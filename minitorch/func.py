@@ -2,6 +2,9 @@
 jacfwd, linearize, hessian, vmap (minitorch/vmap.py) and stack_module_state (model ensembling:
 stacked parameters for vmap over functional_call of a base copy, which may live on "meta").
 
+Inside a batched vmap (minitorch/_vmap) the transforms differentiate the physical batch (see
+_batched_gradients); jacrev, jacfwd and hessian vmap over basis vectors as torch's do.
+
 Forward mode (jvp, jacfwd, linearize) uses the double-vjp identity: with u a dummy cotangent,
 g(u) = J^T u is linear in u, so the gradient of <g(u), v> with respect to u is J v. Every
 backward rule is written with differentiable tensor ops, so this needs no forward rules.
@@ -15,6 +18,7 @@ lists and dicts. Results carry no history unless an outer transform is recording
 """
 import numbers
 
+from . import random as _random
 from ._pytree import leaves as _leaves, rebuild as _rebuild, structure as _structure_of
 from ._pytree import tree_map as _map
 from ._vmap import batched as _batched
@@ -187,9 +191,11 @@ def vjp(func, *primals, has_aux=False):
 
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
-    """A function returning the Jacobian of func with respect to args[argnums], one reverse
-    pass per output element: for every output leaf (pytree outputs keep their structure), a
-    tensor of shape output.shape + input.shape, or a tuple over the selected arguments."""
+    """A function returning the Jacobian of func with respect to args[argnums]: for every
+    output leaf (pytree outputs keep their structure), a tensor of shape output.shape +
+    input.shape, or a tuple over the selected arguments. As torch's, a vmap of the vjp over
+    the output's basis vectors (one batched pass); one reverse pass per output element where
+    the function has ops without batching rules."""
     def transformed(*args):
         single, positions = _argnums(argnums, len(args))
         with enable_grad():
@@ -336,12 +342,16 @@ def linearize(func, *primals):
 
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
-    """The Jacobian of func with respect to args[argnums], one forward (J·e_j) product per input
-    element: the same layout as jacrev (output.shape + input.shape)."""
+    """The Jacobian of func with respect to args[argnums], in jacrev's layout (output.shape +
+    input.shape): one batched pass where every op has a batching rule (_batched_jacfwd), else
+    one forward (J·e_j) product per input element."""
     check_randomness(randomness)
 
     def transformed(*args):
         single, positions = _argnums(argnums, len(args))
+        batched = _batched_jacfwd(func, args, positions, has_aux, single)
+        if batched is not None:
+            return batched
         lin = _Linearized(func, args, positions, has_aux, "jacfwd")
         inputs = _leaves(lin.variables)
         columns = [_jacobian_columns(lin, inputs, k) for k in range(len(inputs))]
@@ -353,6 +363,26 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
         result = _plain(_rebuild(lin.output, iter(jacobians)), lin.nested)
         return (result, _plain(lin.aux, lin.nested)) if has_aux else result
     return transformed
+
+
+def _batched_jacfwd(func, args, positions, has_aux, single):
+    """The Jacobian from one vmapped pass (jacrev's rows: the double-vjp forward mode would
+    give the same matrix at twice the cost), or None where that cannot run batched; the
+    random state is then as it was, so the column-by-column path draws what it always did."""
+    if not _BATCHED[0]:
+        return None
+    state = _random.capture_state()
+    with enable_grad():
+        fresh_args, variables, nested = _variables(args, positions)
+        output, aux = _split_aux(func(*fresh_args), has_aux, "jacfwd")
+        _check_tensors(output, "output")
+        jacobians = _batched_jacobians(func, args, positions, has_aux, output, variables,
+                                       single)
+    if jacobians is None:
+        _random.restore_state(state)
+        return None
+    result = _plain(_rebuild(output, iter(jacobians)), nested)
+    return (result, _plain(aux, nested)) if has_aux else result
 
 
 def _jacobian_columns(lin, inputs, k):
