@@ -75,7 +75,8 @@ def test_comparisons_where_and_clamp(rng):
 
 # ---- reductions ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("op", [
-    lambda a: a.sum(), lambda a: a.sum(0), lambda a: a.sum((0, -1), keepdim=True),
+    lambda a: a.sum(), lambda a: a.sum(0), lambda a: a.mean(keepdim=True, dim=None),
+    lambda a: a.prod(1), lambda a: a.std(dim=(0, 1)), lambda a: a.all(), lambda a: a.any(-1), lambda a: a.sum((0, -1), keepdim=True),
     lambda a: a.mean(-1), lambda a: a.max(), lambda a: a.max(1).values,
     lambda a: a.max(1)[1], lambda a: a.amax(0), lambda a: a.argmax(),
     lambda a: a.argmax(-1, keepdim=True), lambda a: a.min(0).values, lambda a: a.logsumexp(1),
@@ -87,7 +88,9 @@ def test_reductions_over_logical_dims(rng, op):
 
 def test_reductions_of_0d_examples(rng):
     x = t64(rng, 6)
-    run_both(lambda a: a.sum() + a.mean() + a.max() + a.sum(0), x)
+    run_both(lambda a: a.sum() + a.mean() + a.max() + a.sum(0) + a.squeeze() + a.squeeze(0),
+             x)
+    run_both(lambda a: a.softmax(0) + a.cumsum(-1) + a.unsqueeze(0).sum(0, keepdim=True), x)
 
 
 # ---- views and indexing --------------------------------------------------------------------------
@@ -185,18 +188,18 @@ def test_functional_call_of_models(rng, which):
     run_both(lambda x: mf.functional_call(model, params, (x.unsqueeze(0),)), data)
 
 
-def test_model_ensembling(rng):
+def test_model_ensembling(device, rng):
     mt.manual_seed(1)
-    ensemble = [mt.nn.Sequential(mt.nn.Linear(6, 8), mt.nn.ReLU(), mt.nn.Linear(8, 3))
+    ensemble = [mt.nn.Sequential(mt.nn.Linear(6, 8), mt.nn.ReLU(), mt.nn.Linear(8, 3)).to(device)
                 for _ in range(4)]
     params, buffers = mf.stack_module_state(ensemble)
     base = copy.deepcopy(ensemble[0]).to("meta")
-    x = mt.tensor(rng.standard_normal((7, 6)), dtype=mt.float32)
+    x = mt.tensor(rng.standard_normal((7, 6)), dtype=mt.float32, device=device)
     out = run_both(lambda p, b, d: mf.functional_call(base, (p, b), (d,)), params, buffers, x,
                    in_dims=(0, 0, None), tol=1e-5)
     for k, model in enumerate(ensemble):
-        np.testing.assert_allclose(out[k].detach().numpy(), model(x).detach().numpy(),
-                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(out[k].detach().cpu().numpy(),
+                                   model(x).detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
 
 
 # ---- transforms -------------------------------------------------------------------------------------

@@ -95,7 +95,7 @@ ELEMENTWISE = """
 abs neg exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan sinh cosh tanh
 asinh acosh atanh sigmoid relu erf erfc erfinv floor ceil round trunc frac sign sgn square
 reciprocal clamp clip clamp_min clamp_max pow nan_to_num logit lgamma digamma float double half
-bfloat16 long int bool to type type_as contiguous clone detach isnan isinf isfinite logical_not
+bfloat16 long int bool to type_as contiguous clone detach isnan isinf isfinite logical_not
 sinc deg2rad rad2deg add sub mul div true_divide floor_divide remainder fmod atan2 maximum
 minimum fmax fmin eq ne lt le gt ge logical_and logical_or logical_xor where lerp hypot copysign
 xlogy masked_fill bitwise_and bitwise_or bitwise_xor
@@ -121,14 +121,15 @@ def _reduction(name, all_dims_name=None):
         dim = args.pop(0) if args else kwargs.pop("dim", None)
         value = self._value
         if dim is None:
-            if value.ndim == 1:
+            if all_dims_name is not None:       # max() / min(): no tuple dims, flatten first
+                flat = value.reshape(value.shape[0], -1)
+                return wrap(getattr(flat, all_dims_name)(1), self._level)
+            if value.ndim == 1:                 # a 0-d example: a size-1 dim, reduced
                 value, dims = value.unsqueeze(1), 1
+                kwargs.pop("keepdim", None)
+                args = [a for a in args if not isinstance(a, bool)]
             else:
                 dims = tuple(range(1, value.ndim))
-            if all_dims_name is not None:       # max() / min(): no tuple dims, flatten first
-                value, dims = value.reshape(value.shape[0], -1), 1
-                return wrap(getattr(value, all_dims_name)(dims), self._level)
-            kwargs.pop("keepdim", None)
             return wrap(getattr(value, name)(dims, *args, **kwargs), self._level)
         if self.ndim == 0:      # dim 0 / -1 of a 0-d example: a size-1 dim, reduced
             _shift_dims(dim, 0)
@@ -248,6 +249,10 @@ def _unsqueeze(self, dim):
 
 
 def _squeeze(self, dim=None):
+    if self.ndim == 0:
+        for d in _as_tuple(0 if dim is None else dim):
+            logical_dim(d, 0)
+        return self
     shape = self.shape
     if dim is None:
         dims = tuple(i + 1 for i, s in enumerate(shape) if s == 1)
@@ -530,7 +535,7 @@ def _gelu(input, approximate="none"):
 def _methods():
     table = {name: _elementwise(name) for name in ELEMENTWISE}
     for name in ("sum", "mean", "prod", "amax", "amin", "logsumexp", "all", "any", "std",
-                 "var", "nansum", "norm"):
+                 "var", "nansum"):
         table[name] = _reduction(name)
     for name in ("max", "min"):
         table[name] = _max_min(name)
