@@ -27,6 +27,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes
+from ..autograd import _grad_mode
 from ..ndarray import normalize_dim, normalize_dims
 from ..tensor import Tensor, arange, sparse_coo, tensor as _tensor, zeros
 from .elementwise import TORCH_NAMES, where
@@ -840,7 +841,15 @@ def add_sparse_into_(dense, sparse, alpha=1):
         return dense
     rows = (sparse._sparse_numel(),) + tuple(sparse._values_.shape[1:])
     values = sparse._values_.to(dense.dtype)
-    if dense.is_contiguous():
+    recording = _grad_mode.enabled and (dense.requires_grad or values.requires_grad)
+    if dense.is_contiguous() and not recording and dense.dtype.is_floating_point:
+        # the optimizers' case: straight into dense's memory, O(nnz) (Tensor.index_add_ would
+        # compute out of place and copy the whole table back)
+        if alpha != 1:
+            values = values * alpha
+        dense._data.reshape(rows).index_add_into(0, sparse._keys()._data, values._data)
+        dense._bump_version()
+    elif dense.is_contiguous():
         dense.view(rows).index_add_(0, sparse._keys(), values, alpha=alpha)
     else:       # no flat view of it: the sum is made apart and written back
         dense.copy_(dense.reshape(rows).index_add(0, sparse._keys(), values,
