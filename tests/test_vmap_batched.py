@@ -353,3 +353,37 @@ def test_per_sample_gradients_and_jacobians_match_torch_func(rng):
     np.testing.assert_allclose(
         mf.vmap(mf.hessian(lambda x: f(x).sum()))(mt.tensor(xs)).numpy(),
         tf.vmap(tf.hessian(lambda x: f(x).sum()))(torch.tensor(xs)).numpy(), rtol=1e-9)
+
+
+def test_transforms_compose_with_an_outer_grad(rng):
+    x = t64(rng, 4)
+
+    def outer(a):
+        return mf.jacrev(lambda z: z.sin() * z.sum())(a).sum()
+    before = VMAP.CALLS["batched"]
+    ours = mf.grad(outer)(x)
+    assert VMAP.CALLS["batched"] > before
+    VMAP.BATCHED[0] = False
+    try:
+        mapped = mf.grad(outer)(x)
+    finally:
+        VMAP.BATCHED[0] = True
+    np.testing.assert_allclose(ours.numpy(), mapped.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("in_dims,out_dims", [((0, None), 0), ((1, 0), 1), ((None, 0), (0, 1)),
+                                              ((-2, 0), -1)])
+def test_in_and_out_dims_match_torch_func(rng, in_dims, out_dims):
+    torch = pytest.importorskip("torch")
+    tf = pytest.importorskip("torch.func")
+    a, b = rng.standard_normal((3, 3, 4)), rng.standard_normal((3, 4))
+
+    def f(lib):
+        return lambda x, y: ((x * y).softmax(-1) @ y.transpose(-1, -2) if y.ndim > 1 else
+                             (x * y).softmax(-1), x.sum(-1))
+    ours = mf.vmap(f(mt), in_dims=in_dims, out_dims=out_dims, chunk_size=2)(
+        mt.tensor(a), mt.tensor(b))
+    theirs = tf.vmap(f(torch), in_dims=in_dims, out_dims=out_dims)(
+        torch.tensor(a), torch.tensor(b))
+    for o, t in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-12)
