@@ -380,7 +380,7 @@ def test_in_and_out_dims_match_torch_func(rng, in_dims, out_dims):
 
     def f(lib):
         return lambda x, y: ((x * y).softmax(-1) @ y.transpose(-1, -2) if y.ndim > 1 else
-                             (x * y).softmax(-1), x.sum(-1))
+                             (x * y).softmax(-1), (x + y).sum(-1))
     ours = mf.vmap(f(mt), in_dims=in_dims, out_dims=out_dims, chunk_size=2)(
         mt.tensor(a), mt.tensor(b))
     theirs = tf.vmap(f(torch), in_dims=in_dims, out_dims=out_dims)(
