@@ -387,3 +387,43 @@ def test_in_and_out_dims_match_torch_func(rng, in_dims, out_dims):
         torch.tensor(a), torch.tensor(b))
     for o, t in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-12)
+
+
+def test_jacobians_tutorial_matches_torch_func(rng):
+    """torch's "Jacobians, Hessians, hvp, vhp, and more" tutorial: predict = tanh(linear)."""
+    torch = pytest.importorskip("torch")
+    tf = pytest.importorskip("torch.func")
+    w, b, x = rng.standard_normal((5, 5)), rng.standard_normal(5), rng.standard_normal((4, 5))
+
+    def predict(lib):
+        return lambda weight, bias, v: lib.nn.functional.linear(v, weight, bias).tanh()
+    ours_args = (mt.tensor(w), mt.tensor(b), mt.tensor(x))
+    theirs_args = (torch.tensor(w), torch.tensor(b), torch.tensor(x))
+    cases = [
+        (lambda m, f: m.vmap(m.jacrev(f, argnums=2), in_dims=(None, None, 0))),
+        (lambda m, f: m.vmap(m.jacfwd(f, argnums=2), in_dims=(None, None, 0))),
+        (lambda m, f: m.vmap(m.jacrev(f, argnums=(0, 1)), in_dims=(None, None, 0))),
+        (lambda m, f: m.vmap(m.hessian(lambda *a: f(*a).sum(), argnums=2),
+                             in_dims=(None, None, 0))),
+        (lambda m, f: m.jacrev(f, argnums=0)),
+    ]
+    for case in cases:
+        before = VMAP.CALLS["mapped"]
+        ours = case(mf, predict(mt))(*ours_args)
+        assert VMAP.CALLS["mapped"] == before
+        theirs = case(tf, predict(torch))(*theirs_args)
+        for o, t in zip(leaves(ours), leaves(theirs), strict=True):
+            np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_gradients_flow_through_a_batched_vmap(rng):
+    w = t64(rng, 3, 4).requires_grad_()
+    x = t64(rng, 5, 4)
+
+    def f(weight):
+        return mf.vmap(lambda m, v: (F.linear(v, m).tanh() * v[:3]).softmax(0), in_dims=(None, 0))(
+            weight, x)
+    before = VMAP.CALLS["batched"]
+    assert mt.autograd.gradcheck(f, (w,))
+    assert mt.autograd.gradgradcheck(f, (w,))
+    assert VMAP.CALLS["batched"] > before
