@@ -76,7 +76,8 @@ def test_comparisons_where_and_clamp(rng):
 # ---- reductions ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("op", [
     lambda a: a.sum(), lambda a: a.sum(0), lambda a: a.mean(keepdim=True, dim=None),
-    lambda a: a.prod(1), lambda a: a.std(dim=(0, 1)), lambda a: a.all(), lambda a: a.any(-1), lambda a: a.sum((0, -1), keepdim=True),
+    lambda a: a.prod(1), lambda a: a.std(dim=(0, 1)), lambda a: a.all(), lambda a: a.any(-1),
+    lambda a: a.sum((0, -1), keepdim=True),
     lambda a: a.mean(-1), lambda a: a.max(), lambda a: a.max(1).values,
     lambda a: a.max(1)[1], lambda a: a.amax(0), lambda a: a.argmax(),
     lambda a: a.argmax(-1, keepdim=True), lambda a: a.min(0).values, lambda a: a.logsumexp(1),
@@ -144,7 +145,7 @@ def test_mm_mv_dot_and_linear(rng):
     run_both(lambda x, m: F.linear(x, m), a, t64(rng, 4, 5, 3))
 
 
-# ---- losses ----------------------------------------------------------------------------------------
+# ---- losses --------------------------------------------------------------------------------------
 def test_cross_entropy_nll_and_mse_reduce_each_example(rng):
     scores = t64(rng, 6, 3, 5)
     targets = mt.tensor(rng.integers(0, 5, (6, 3)))
@@ -161,7 +162,7 @@ def test_cross_entropy_nll_and_mse_reduce_each_example(rng):
              targets[:, 0])
 
 
-# ---- convolution and models -------------------------------------------------------------------------
+# ---- convolution and models ----------------------------------------------------------------------
 def test_conv2d_folds_examples_into_n_and_batched_weights_into_groups(rng):
     x, w, b = t64(rng, 3, 2, 2, 6, 6), t64(rng, 4, 2, 3, 3), t64(rng, 4)
     run_both(lambda a: F.conv2d(a, w, b, padding=1), x)
@@ -202,7 +203,7 @@ def test_model_ensembling(device, rng):
                                    model(x).detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
 
 
-# ---- transforms -------------------------------------------------------------------------------------
+# ---- transforms ----------------------------------------------------------------------------------
 def loss_of(model):
     def compute_loss(params, buffers, sample, target):
         predictions = mf.functional_call(model, (params, buffers), (sample.unsqueeze(0),))
@@ -324,7 +325,7 @@ def test_errors_inside_the_function_are_the_examples(rng):
         mf.vmap(lambda a: a * 2, out_dims=None)(t64(rng, 4, 3))
 
 
-# ---- against torch.func ---------------------------------------------------------------------------
+# ---- against torch.func --------------------------------------------------------------------------
 def test_per_sample_gradients_and_jacobians_match_torch_func(rng):
     torch = pytest.importorskip("torch")
     tf = pytest.importorskip("torch.func")
