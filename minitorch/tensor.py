@@ -217,9 +217,19 @@ def write_out(out, result, function, warn_resize=True):
 _new_object = object.__new__
 
 
+# The C++ type names torch's `t.grad = ...` message gives the gradient's dtype (caffe2's TypeMeta)
+_CPP_TYPE_NAMES = {
+    dtypes.bool_: "bool", dtypes.uint8: "unsigned char", dtypes.int8: "signed char",
+    dtypes.int16: "short int", dtypes.int32: "int", dtypes.int64: "long int",
+    dtypes.float16: "c10::Half", dtypes.bfloat16: "c10::BFloat16", dtypes.float32: "float",
+    dtypes.float64: "double", dtypes.complex64: "c10::complex<float>",
+    dtypes.complex128: "c10::complex<double>"}
+
+
 def _check_assigned_grad(t, grad):
-    """torch's checks on `t.grad = grad`: a tensor of t's size, dtype and device."""
-    if not isinstance(grad, Tensor):
+    """torch's checks on `t.grad = grad`: a tensor (dense, or sparse COO: duck-typed, the sparse
+    class lives above this file) of t's size, dtype and device."""
+    if not isinstance(grad, Tensor) and not getattr(grad, "is_sparse", False):
         raise TypeError("assigned grad expected to be a Tensor or None but got grad of type "
                         f"{type(grad).__name__}")
     if grad.shape != t.shape:
@@ -227,9 +237,14 @@ def _check_assigned_grad(t, grad):
                            f"tensor of size '{list(t.shape)}'. Please ensure that the gradient "
                            "and the tensor are the same size")
     if grad.dtype is not t.dtype:
-        raise RuntimeError(f"attempting to assign a gradient with dtype '{grad.dtype.name}' to a "
-                           f"tensor with grad_dtype '{t.dtype.name}'. The gradient must match "
-                           "the tensor's grad_dtype (defaults to the tensor's dtype).")
+        raise RuntimeError(f"attempting to assign a gradient with dtype "
+                           f"'{_CPP_TYPE_NAMES[grad.dtype]}' to a tensor with grad_dtype "
+                           f"'{t.dtype.torch_name}'. The gradient must match the tensor's "
+                           "grad_dtype (defaults to the tensor's dtype). You can set the "
+                           "tensor's grad_dtype attribute with a specific dtype, or None to "
+                           "allow any dtype. Set grad_dtype with caution. Diverging the dtypes "
+                           "of a tensor and its gradient may break downstream systems that "
+                           "assume they match.")
     if grad.device != t.device:
         raise RuntimeError(f"attempting to assign a gradient with device type "
                            f"'{grad.device.type}' to a tensor with device type "

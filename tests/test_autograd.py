@@ -393,3 +393,28 @@ def test_tensor_where_method_keeps_self_where_the_condition_holds(device):
     cond = mt.tensor([True, False, True], device=device)
     np.testing.assert_array_equal(x.where(cond, mt.tensor(0.0, device=device)).cpu().numpy(),
                                   [1.0, 0.0, 3.0])
+
+
+def test_assigned_grad_is_checked_like_torch(device):
+    w = mt.zeros(3, 2, requires_grad=True, device=device)
+    with pytest.raises(TypeError, match="assigned grad expected to be a Tensor or None but got "
+                                        "grad of type int"):
+        w.grad = 1
+    with pytest.raises(RuntimeError, match=r"assign a gradient of size '\[4, 2\]' to a tensor of "
+                                           r"size '\[3, 2\]'"):
+        w.grad = mt.zeros(4, 2, device=device)
+    with pytest.raises(RuntimeError, match="assign a gradient with dtype 'double' to a tensor "
+                                           "with grad_dtype 'Float'"):
+        w.grad = mt.zeros(3, 2, dtype=mt.float64, device=device)
+    assert w.grad is None                   # nothing was assigned by a refused value
+
+
+def test_assigned_grad_may_be_sparse():
+    # torch accepts a sparse COO gradient of the parameter's size, and SGD applies it
+    w = mt.zeros(3, 2, requires_grad=True)
+    w.grad = mt.sparse_coo_tensor([[0, 2]], mt.ones(2, 2), (3, 2))
+    assert w.grad.is_sparse
+    mt.optim.SGD([w], lr=0.5).step()
+    np.testing.assert_array_equal(w.detach().numpy(), [[-0.5, -0.5], [0, 0], [-0.5, -0.5]])
+    with pytest.raises(RuntimeError, match=r"gradient of size '\[4, 2\]'"):
+        w.grad = mt.sparse_coo_tensor([[0, 2]], mt.ones(2, 2), (4, 2))

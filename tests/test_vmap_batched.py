@@ -10,6 +10,7 @@ import pytest
 import minitorch as mt
 import minitorch.func as mf
 import minitorch.nn.functional as F
+from minitorch._pytree import leaves
 
 VMAP = sys.modules["minitorch.vmap"]
 
@@ -34,14 +35,6 @@ def run_both(fn, *args, expect="batched", tol=1e-12, **options):
         np.testing.assert_allclose(a.detach().cpu().numpy(), b.detach().cpu().numpy(),
                                    rtol=tol, atol=tol)
     return batched
-
-
-def leaves(tree):
-    if isinstance(tree, (tuple, list)):
-        return [leaf for item in tree for leaf in leaves(item)]
-    if isinstance(tree, dict):
-        return [leaf for value in tree.values() for leaf in leaves(value)]
-    return [tree]
 
 
 def t64(rng, *shape, device="cpu"):

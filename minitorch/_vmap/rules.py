@@ -349,6 +349,25 @@ def _mv(self, vec):
     return matmul(self, vec)
 
 
+def _checked_product(name, ndims):
+    """mv / dot: matmul on the batch when one example's shapes and dtypes are what the op takes;
+    otherwise the op itself on stand-ins of one example's shapes raises its own error."""
+    def rule(input, other):
+        from ..functions import linalg
+        ok = (input.ndim, other.ndim) == ndims and input.dtype is other.dtype
+        if ok and input.shape[-1] == other.shape[0]:
+            return matmul(input, other)
+        plain = getattr(linalg, name)
+        return plain(*(empty_like_example(x) for x in (input, other)))
+    return rule
+
+
+def empty_like_example(x):
+    """An uninitialised plain tensor of one example's (logical) shape, dtype and device."""
+    from ..tensor import empty
+    return empty(tuple(x.shape), dtype=x.dtype, device=x.device)
+
+
 def linear(input, weight, bias=None):
     level = top_level((input, weight, bias))
     from ..nn.functional.linear_maps import linear as plain_linear
@@ -576,6 +595,8 @@ FUNCTIONS = {
     "minitorch.functions.linalg.matmul": matmul,
     "minitorch.functions.linalg.mm": matmul,
     "minitorch.functions.linalg.bmm": matmul,
+    "minitorch.functions.linalg.mv": _checked_product("mv", (2, 1)),
+    "minitorch.functions.linalg.dot": _checked_product("dot", (1, 1)),
     "minitorch.nn.functional.linear_maps.linear": linear,
     "minitorch.nn.functional.linear_maps.linear_relu": linear_relu,
     "minitorch.nn.functional.activation.softmax": _softmax_rule(_softmax),

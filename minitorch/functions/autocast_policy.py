@@ -99,12 +99,16 @@ def batching_point(fn):
     """vmap's dispatch point alone, for an op on none of autocast's lists (see BATCHING)."""
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        if BATCHING.handler is not None:
-            result = BATCHING.handler(fn, args, kwargs)
-            if result is not NotImplemented:
-                return result
-        return fn(*args, **kwargs)
+        result = _batched(fn, args, kwargs)
+        return fn(*args, **kwargs) if result is NotImplemented else result
     return call
+
+
+def _batched(fn, args, kwargs):
+    """vmap's handler's result for fn, or NotImplemented when no vmap is running or it has
+    no rule for this call."""
+    handler = BATCHING.handler
+    return NotImplemented if handler is None else handler(fn, args, kwargs)
 
 
 def autocast_op(policy, devices=("cpu", "cuda"), banned=()):
@@ -113,10 +117,9 @@ def autocast_op(policy, devices=("cpu", "cuda"), banned=()):
     def decorate(fn):
         @functools.wraps(fn)
         def call(*args, **kwargs):
-            if BATCHING.handler is not None:
-                result = BATCHING.handler(fn, args, kwargs)
-                if result is not NotImplemented:
-                    return result
+            result = _batched(fn, args, kwargs)
+            if result is not NotImplemented:
+                return result
             if not STATE.active:
                 return fn(*args, **kwargs)
             device = _device_type(args, kwargs)

@@ -16,7 +16,7 @@ from ..ndarray import NDArray, normalize_dim
 from ..opcodes import BinaryOp as B
 from ..tensor import Tensor, arange, empty, wrap, write_out, zeros
 from .elementwise import C_NAMES, TORCH_NAMES, promote, scalar_array, where
-from .autocast_policy import LOWER, autocast_op, cast_in_region, lower_dtype
+from .autocast_policy import LOWER, autocast_op, batching_point, cast_in_region, lower_dtype
 from .reduce import _norm_backward, sum_to
 from .movement import view_of
 from .joining import broadcast_shapes, cat
@@ -232,6 +232,7 @@ def bmm(input, mat2):
     return _product(input, mat2, Bmm)
 
 
+@autocast_op(LOWER, devices=("cuda",))      # torch lowers mv on cuda only
 def mv(input, vec):
     """torch.mv: matrix (n, k) @ vector (k,) -> (n,)."""
     if input.ndim != 2 or vec.ndim != 1:
@@ -249,6 +250,7 @@ def mv(input, vec):
     return matmul(input, vec)
 
 
+@batching_point
 def dot(input, other):
     """torch.dot: the inner product of two 1-D tensors of one length and dtype."""
     if input.ndim != 1 or other.ndim != 1:
