@@ -82,19 +82,28 @@ cdef struct Batch:
 cdef void sgd_elements(real* p, const real* g, real* b, Py_ssize_t i0, Py_ssize_t i1,
                        const Hyper* h) noexcept nogil:
     """grad (negated for maximize) + wd * param; momentum buffer b = grad on the first step,
-    else momentum * b + (1 - dampening) * grad; Nesterov: grad + momentum * b; param -= lr * ."""
+    else momentum * b + (1 - dampening) * grad; Nesterov: grad + momentum * b; param -= lr * .
+    Without momentum a loop of its own: a store into b under `if b != NULL` would keep the
+    compiler from vectorizing (3x slower on a 6.4M-element table)."""
     cdef real grad_scale = <real>h.grad_scale, wd = <real>h.weight_decay, neg_lr = <real>h.neg_lr
     cdef real momentum = <real>h.momentum, keep = <real>h.keep, gi, bi
     cdef bint decay = h.weight_decay != 0, nesterov = h.nesterov, init = h.init
     cdef Py_ssize_t i
+    if b == NULL and not decay:
+        for i in range(i0, i1):
+            p[i] = p[i] + (g[i] * grad_scale) * neg_lr
+        return
+    if b == NULL:
+        for i in range(i0, i1):
+            p[i] = p[i] + (g[i] * grad_scale + p[i] * wd) * neg_lr
+        return
     for i in range(i0, i1):
         gi = g[i] * grad_scale
         if decay:
             gi = gi + p[i] * wd
-        if b != NULL:
-            bi = gi if init else b[i] * momentum + gi * keep
-            b[i] = bi
-            gi = gi + bi * momentum if nesterov else bi
+        bi = gi if init else b[i] * momentum + gi * keep
+        b[i] = bi
+        gi = gi + bi * momentum if nesterov else bi
         p[i] = p[i] + gi * neg_lr
 
 
