@@ -4,7 +4,7 @@ with sparse=True, handed back as a sparse COO gradient in torch's layout."""
 from .. import dtypes
 from ..autograd import KernelFunction
 from ..tensor import ones, wrap, zeros
-from .index import index_select
+from .index import index_add_to_zeros, index_select
 from .sparse_coo import SparseCooTensor
 
 __all__ = []   # nn/functional/sparse.py's embedding runs it
@@ -45,8 +45,7 @@ class Embedding(KernelFunction):
             counts = zeros(ctx.weight_shape[0], dtype=g.dtype, device=g.device).index_add(
                 0, flat, each)
             rows = rows / counts.index_select(0, flat).unsqueeze(1)
-        grad = zeros(*ctx.weight_shape, dtype=g.dtype, device=g.device)
-        return grad.index_add(0, flat, rows), None, None, None, None
+        return index_add_to_zeros(ctx.weight_shape, flat, rows, 0), None, None, None, None
 
 
 def _sparse_gradient(ctx, flat, rows):

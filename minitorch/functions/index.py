@@ -12,7 +12,7 @@ import warnings
 
 
 from .. import dtypes
-from ..autograd import KernelFunction
+from ..autograd import KernelFunction, is_grad_enabled
 from ..ndarray import (NDArray, broadcast_shapes, contiguous_strides, normalize_dim, shape_numel,
                        shape_str)
 from ..opcodes import BinaryOp as B, ReduceOp
@@ -236,7 +236,21 @@ class IndexSelect(KernelFunction):
     @staticmethod
     def backward(ctx, g):
         index, = ctx.saved_tensors
-        return IndexAdd.apply(_zeros(ctx.input_shape, g), index, g, ctx.dim), None
+        return index_add_to_zeros(ctx.input_shape, index, g, ctx.dim), None
+
+
+def index_add_to_zeros(shape, index, src, dim):
+    """zeros(shape).index_add(dim, index, src): the backward of a lookup. Unrecorded, the
+    slices go straight into the zeros (IndexAdd's out-of-place copy of a large table costs as
+    much as the zeros themselves)."""
+    if is_grad_enabled() and src.requires_grad:     # create_graph: a node that differentiates
+        return IndexAdd.apply(_zeros(shape, src), index, src, dim)
+    out = NDArray.full(shape, 0, src._data.dtype, src._data.device)
+    try:
+        out.index_add_into(dim, index._data, src._data)
+    except IndexError:
+        raise IndexError("index out of range in self") from None
+    return wrap(out)
 
 
 class IndexAdd(KernelFunction):
