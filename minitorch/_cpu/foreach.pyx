@@ -89,18 +89,12 @@ cdef void sgd_elements(real* p, const real* g, real* b, Py_ssize_t i0, Py_ssize_
     cdef real momentum = <real>h.momentum, keep = <real>h.keep, gi, bi
     cdef bint decay = h.weight_decay != 0, nesterov = h.nesterov, init = h.init
     cdef Py_ssize_t i
-    if b == NULL and not decay:
-        for i in range(i0, i1):
-            p[i] = p[i] + (g[i] * grad_scale) * neg_lr
-        return
     if b == NULL:
         for i in range(i0, i1):
-            p[i] = p[i] + (g[i] * grad_scale + p[i] * wd) * neg_lr
+            p[i] = p[i] + plain_grad(p[i], g[i], grad_scale, wd, decay) * neg_lr
         return
     for i in range(i0, i1):
-        gi = g[i] * grad_scale
-        if decay:
-            gi = gi + p[i] * wd
+        gi = plain_grad(p[i], g[i], grad_scale, wd, decay)
         bi = gi if init else b[i] * momentum + gi * keep
         b[i] = bi
         gi = gi + bi * momentum if nesterov else bi
