@@ -248,16 +248,24 @@ class Function:
         if self._dirty:
             self._check_dirty()
         if isinstance(result, TensorBase):
-            if (result._data.dtype.is_floating_point or result._data.dtype.is_complex) and (
+            dtype = result._data.dtype
+            if (dtype.is_floating_point or dtype.is_complex) and (
                     not self._non_differentiable or self._differentiable(result)):
                 result.requires_grad = True
                 result.grad_fn = self
-            for saved in self._saved:
-                if saved is result:
-                    self._detach_saved_outputs((result,))
-                    break
-            if self._saved and _saved_hooks.stack:
-                self._pack_saved()
+            saved = self._saved
+            if saved:
+                if len(saved) == 1:
+                    if saved[0] is result:      # exp, tanh, sigmoid: the output alone
+                        self._saved = (result._from_data(result._data, version=result._version),)
+                        self._saved_outputs = ((0, 0),)
+                else:
+                    for t in saved:
+                        if t is result:
+                            self._detach_saved_outputs((result,))
+                            break
+                if _saved_hooks.stack:
+                    self._pack_saved()
             return
         self.output_count = len(result)
         # Multi-output nodes may get no gradient for some outputs: keep what zeros need.
@@ -307,7 +315,15 @@ class Function:
     # -- saved tensors --------------------------------------------------------------------------
     def save_for_backward(self, *tensors):
         self._saved = tensors
-        self._saved_versions = [t._version[0] if t is not None else 0 for t in tensors]
+        if len(tensors) == 1:       # the common counts without a comprehension's call
+            t, = tensors
+            self._saved_versions = (0 if t is None else t._version[0],)
+        elif len(tensors) == 2:
+            a, b = tensors
+            self._saved_versions = (0 if a is None else a._version[0],
+                                    0 if b is None else b._version[0])
+        else:
+            self._saved_versions = [t._version[0] if t is not None else 0 for t in tensors]
 
     @property
     def saved_tensors(self):

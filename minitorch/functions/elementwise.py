@@ -462,9 +462,12 @@ class ReluBackward(KernelFunction):
 
 
 def _unary(fn, a, integer_ok=False):
-    _check_tensor(a, fn.__name__.lower())
+    if not isinstance(a, Tensor):       # (the op's name is only spelled for the error)
+        _check_tensor(a, fn.__name__.lower())
     if not integer_ok:
-        a = _float_input(a)
+        dtype = a._data.dtype
+        if not (dtype.is_floating_point or dtype.is_complex):
+            a = _float_input(a)
     return fn.apply(a)
 
 
