@@ -52,6 +52,15 @@ def dense_order(shape, strides):
     return tuple(reversed(inner_first))
 
 
+def _plain_ints(sizes):
+    """True when every size is exactly an int (not a bool, which equals 1 as a cache key, nor
+    another integer type): a loop, cheaper than all() over a generator for a few sizes."""
+    for s in sizes:
+        if type(s) is not int:
+            return False
+    return True
+
+
 def shape_numel(shape):
     n = _NUMEL.get(shape)
     if n is None:
@@ -361,7 +370,7 @@ class NDArray:
 
     def _infer_shape(self, shape):
         size = self.size
-        plain = type(shape) is tuple and all(type(s) is int for s in shape)
+        plain = type(shape) is tuple and _plain_ints(shape)
         if plain:
             inferred = _INFERRED_SHAPES.get((shape, size))
             if inferred is not None:
@@ -446,7 +455,8 @@ class NDArray:
 
     def expand(self, shape):
         """Broadcast to `shape` with stride 0 on new or size-1 axes (-1 keeps a size)."""
-        shape = tuple(operator.index(s) for s in shape)
+        if not (type(shape) is tuple and _plain_ints(shape)):
+            shape = tuple(operator.index(s) for s in shape)
         if len(shape) < self.ndim:
             raise RuntimeError(f"expand(torch.FloatTensor{{{shape_str(self.shape)}}}, "
                                f"size={shape_str(shape)}): the number of sizes provided "

@@ -253,6 +253,10 @@ def _check_assigned_grad(t, grad):
 
 
 _TYPE_NAMES = {d.name: d.torch_name + "Tensor" for d in dtypes.ALL + dtypes.COMPLEX}
+# dtypes whose CPU buffer holds numpy's own dtype (not bool's bytes or bfloat16's words): item()
+# reads their element straight from the buffer
+_STORED_AS_ITSELF = frozenset(d for d in dtypes.ALL + dtypes.COMPLEX
+                              if d.numpy_dtype is not None and d.storage == d.numpy_dtype)
 
 
 def _matrix_transpose(t, name, scalar_warning):
@@ -573,10 +577,12 @@ class Tensor(TensorBase, _OpMethods):
 
     def item(self):
         """torch.Tensor.item: the value of a one-element tensor as a Python number."""
-        if self.numel() != 1:
-            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
-                               "Scalar")
         data = self._data
+        if data.size != 1:
+            raise RuntimeError(f"a Tensor with {data.size} elements cannot be converted to "
+                               "Scalar")
+        if data.device is CPU and data.dtype in _STORED_AS_ITSELF:
+            return data.buffer[data.offset].item()      # the one element, read in place
         if data.device.type != "cpu":
             if data.device.type == "meta":
                 raise RuntimeError("Tensor.item() cannot be called on meta tensors")

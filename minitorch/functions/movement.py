@@ -14,9 +14,10 @@ import operator
 
 from .. import dtypes
 from ..autograd import KernelFunction, _grad_mode
+from ..autograd import engine as _engine
 from .autocast_policy import batching_point
-from ..ndarray import (NDArray, _device_mismatch, check_shape, contiguous_strides, normalize_dim,
-                       normalize_dims, real_dim, shape_numel, shape_str)
+from ..ndarray import (NDArray, _device_mismatch, _plain_ints, check_shape, contiguous_strides,
+                       normalize_dim, normalize_dims, real_dim, shape_numel, shape_str)
 from ..opcodes import BinaryOp
 from ..tensor import (Tensor, channels_last, channels_last_3d, check_memory_format,
                       contiguous_format, copy_in_layout, is_contiguous_as, layout_for,
@@ -44,6 +45,12 @@ def view_of(a, data):
     elif a.requires_grad:       # an in-place write through it while recording is refused
         t._no_grad_view = True
     return t
+
+
+def _recorded(a):
+    """Whether a one-input op on `a` goes through its Function: to be recorded, or for the
+    profiler's event; otherwise a view op may build its result directly."""
+    return a.requires_grad and _grad_mode.enabled or _engine._profiling
 
 
 def _view_of(a, data):
@@ -98,6 +105,8 @@ def _sizes(size, keyword=None):
         size = (keyword,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
+    if type(size) is tuple and _plain_ints(size):
+        return size         # the common call: nothing to convert or refuse
     for pos, s in enumerate(size):
         if isinstance(s, bool):     # operator.index accepts True as 1; torch refuses it
             raise TypeError(f"argument 'shape' must be tuple of ints, but found element of type "
@@ -244,6 +253,8 @@ def reshape(input, *args, shape=None):
     shape = nd._infer_shape(shape)
     strides = nd._view_strides(shape)
     if strides is not None:
+        if not _recorded(input):
+            return view_of(input, nd._view(shape, strides))     # View's forward, unrecorded
         return View.apply(input, shape, strides)
     return UnsafeView.apply(input, shape)
 
@@ -251,6 +262,8 @@ def reshape(input, *args, shape=None):
 def view(input, *shape, size=None):
     if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
         return _view_dtype(input, shape[0])
+    if not _recorded(input):
+        return view_of(input, input._data.view(_sizes(shape, size)))   # View's forward
     return View.apply(input, _sizes(shape, size))
 
 
@@ -484,6 +497,8 @@ class Expand(KernelFunction):
 
 
 def expand(input, *sizes, size=None):
+    if not _recorded(input):        # (a sum's backward without create_graph)
+        return view_of(input, input._data.expand(_sizes(sizes, size)))    # Expand's forward
     return Expand.apply(input, _sizes(sizes, size))
 
 
