@@ -940,8 +940,10 @@ class NDArray:
     # ---- index kernels ------------------------------------------------------------------------
     def _index_layout(self, dim):
         """(outer, size along dim, inner): how an index kernel along `dim` sees this array."""
-        size = self.shape[dim] if self.ndim else 1
-        return math.prod(self.shape[:dim]), size, math.prod(self.shape[dim + 1:])
+        shape = self.shape
+        if not shape:
+            return 1, 1, 1
+        return shape_numel(shape[:dim]), shape[dim], shape_numel(shape[dim + 1:])
 
     def take_at(self, dim, index):
         """self's values at `index` along dim, for an index of self's shape but 1 along dim
@@ -956,20 +958,22 @@ class NDArray:
 
     def gather(self, dim, index):
         """torch.gather: out[..., j, ...] = self[..., index[..., j, ...], ...] along dim."""
-        dim = normalize_dim(dim, self.ndim)
-        _check_index_array(index, "gather")
         shape, index_shape = self.shape, index.shape
+        dim = normalize_dim(dim, len(shape))
+        _check_index_array(index, "gather")
         if len(index_shape) == len(shape) and index_shape[:dim] == shape[:dim] and \
                 index_shape[dim + 1:] == shape[dim + 1:]:
             region = self.compact()         # the common case: every other axis whole
         else:
             region = self[self._index_region(dim, index_shape, "gather")].compact()
         outer, size, inner = region._index_layout(dim)
-        out = self._new(index.shape)
-        if out.size:
-            with _index_error_context(dim, self.shape):
+        out = self._new(index_shape)
+        if shape_numel(index_shape):
+            try:
                 self.backend.gather(region.flat(), index.compact().flat(), out.buffer, outer, size,
-                                    index.shape[dim] if index.ndim else 1, inner)
+                                    index_shape[dim] if index_shape else 1, inner)
+            except IndexError as error:
+                raise _index_error(error, dim, shape) from None
         return out
 
     def _index_region(self, dim, index_shape, op):
@@ -997,9 +1001,11 @@ class NDArray:
         values = src[tuple(slice(0, n) for n in index.shape)].compact().astype(target.dtype)
         outer, size, inner = target._index_layout(dim)
         kernel = self.backend.scatter_add if accumulate else self.backend.scatter
-        with _index_error_context(dim, self.shape):
+        try:
             kernel(values.flat(), index.compact().flat(), target.flat(), outer, size,
                    index.shape[dim] if index.ndim else 1, inner)
+        except IndexError as error:
+            raise _index_error(error, dim, self.shape) from None
         if target is not region:
             region.assign(target)
 
@@ -1013,9 +1019,11 @@ class NDArray:
             (n_index,) if index.ndim else ())
         out = self._new(out_shape)
         if out.size:
-            with _index_error_context(dim, self.shape):
+            try:
                 self.backend.index_select(src.flat(), index.compact().flat(), out.buffer, outer,
                                           size, n_index, inner)
+            except IndexError as error:
+                raise _index_error(error, dim, self.shape) from None
         return out
 
     def index_add_into(self, dim, index, src):
@@ -1026,10 +1034,12 @@ class NDArray:
             return
         target = _accumulation_target(self, True)
         outer, size, inner = target._index_layout(dim)
-        with _index_error_context(dim, self.shape):
+        try:
             self.backend.index_add(src.compact().astype(target.dtype).flat(),
                                    index.compact().flat(), target.flat(), outer, size,
                                    index.size, inner)
+        except IndexError as error:
+            raise _index_error(error, dim, self.shape) from None
         if target is not self:
             self.assign(target)
 
@@ -1100,21 +1110,10 @@ def _check_index_array(index, op, max_ndim=None):
         raise IndexError(f"{op}(): Index is supposed to be a vector")
 
 
-class _index_error_context:
-    """Adds the dimension and the sizes to an out-of-range error raised by an index kernel."""
-    __slots__ = ("dim", "shape")
-
-    def __init__(self, dim, shape):
-        self.dim, self.shape = dim, shape
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, error, tb):
-        if kind is IndexError:
-            raise IndexError(f"{error} (dimension {self.dim} of a tensor of shape "
-                             f"{shape_str(self.shape)})") from None
-        return False
+def _index_error(error, dim, shape):
+    """An index kernel's out-of-range error with the dimension and the sizes added (raised from
+    a try around the kernel call, which costs nothing when nothing is raised)."""
+    return IndexError(f"{error} (dimension {dim} of a tensor of shape {shape_str(shape)})")
 
 
 def _empty_reduction_error(op, dims, shape):

@@ -146,18 +146,22 @@ def _at_least_1d(input, index):
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     """torch.gather: out[i][j][k] = input[i][index[i][j][k]][k] for dim=1."""
     index = _long_index(index, "gather(): Expected dtype int32/int64 for index")
-    if max(input.ndim, 1) != max(index.ndim, 1):
+    # the NDArrays' shapes, not Tensor.shape's Size objects: gather is a per-step op of RL loops
+    index_shape = index._data.shape
+    if max(input.ndim, 1) != max(len(index_shape), 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     dim = normalize_dim(dim, input.ndim)
-    a, i = _at_least_1d(input, index if index.device == input.device else
-                        index.to(input.device))
-    for d, (n_index, n_self) in enumerate(zip(i.shape, a.shape)):
+    device = input._data.device
+    a, i = _at_least_1d(input, index if index._data.device is device or
+                        index._data.device == device else index.to(device))
+    for d, (n_index, n_self) in enumerate(zip(i._data.shape, a._data.shape)):
         if d != dim and n_index > n_self:
             raise RuntimeError(f"Size does not match at dimension {d} expected index "
                                f"{shape_str(i.shape)} to be no larger than self "
                                f"{shape_str(a.shape)} apart from dimension {dim}")
     result = Gather.apply(a, i, dim)
-    result = result.reshape(index.shape) if result.shape != index.shape else result
+    if result._data.shape != index_shape:
+        result = result.reshape(index_shape)
     return result if out is None else write_out(out, result, "gather")
 
 
