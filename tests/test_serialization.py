@@ -50,9 +50,12 @@ def _sample_state():
 
 
 # ---- round trips --------------------------------------------------------------------------------
-@pytest.mark.parametrize("dtype", [mt.float32, mt.float64, mt.int64, mt.bool])
+@pytest.mark.parametrize("dtype", [mt.float32, mt.float64, mt.int64, mt.bool, mt.complex64,
+                                   mt.complex128])
 def test_roundtrip_every_dtype_bit_exact(dtype, device):
     values = np.array([[0.0, -0.0, 1.5, np.nan], [np.inf, -np.inf, 1e-45, 3.4e38]])
+    if dtype.is_complex:
+        values = values + 1j * values[::-1, ::-1]
     if dtype is mt.int64:
         values = np.array([[0, -1, 2 ** 62, -2 ** 63], [5, 6, 7, 2 ** 63 - 1]])
     elif dtype is mt.bool:
@@ -104,6 +107,27 @@ def test_roundtrip_scalars_and_misc():
     assert loaded[10] == () and loaded[11] is mt.float64 and loaded[12] == mt.device("cpu")
     assert isinstance(loaded[13], mt.Size) and loaded[13] == (2, 3)
     assert loaded[14] == 0.5 and loaded[15] == 4
+
+
+def test_complex_state_dict_views_and_grad(device):
+    """Complex tensors are C64 / C128 entries (safetensors' names): a module's complex
+    parameter, views sharing one storage and requires_grad come back as saved."""
+    model = mt.nn.Linear(2, 3, device=device)
+    model.weight = mt.nn.Parameter(mt.tensor([[1j, 2], [3, -4j], [0.5, 1 + 1j]], device=device))
+    loaded = _roundtrip(model.state_dict())
+    for key, value in model.state_dict().items():
+        _same_tensor(value, loaded[key])
+    z = mt.tensor([[1 + 2j, -3j], [0.5, 4 - 1j]], dtype=mt.complex128, device=device)
+    loaded = _roundtrip({"z": z, "row": z[1], "col": z[:, 1], "w": z.clone().requires_grad_()})
+    _same_tensor(z[:, 1], loaded["col"])
+    assert loaded["w"].requires_grad and loaded["w"].dtype is mt.complex128
+    loaded["z"][1, 0] = 9j                      # the views share the loaded storage
+    assert loaded["row"][0].item() == 9j
+    buffer = io.BytesIO()
+    save({"z": z, "f": mt.view_as_real(z)}, buffer)
+    header = json.loads(buffer.getvalue()[8:8 + struct.unpack("<Q", buffer.getvalue()[:8])[0]])
+    assert header["z"]["dtype"] == "C128" and header["f"]["dtype"] == "F64"
+    assert header["z"]["shape"] == [2, 2] and header["f"]["shape"] == [2, 2, 2]
 
 
 def test_shared_tensor_loads_as_one_object():

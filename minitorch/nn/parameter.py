@@ -34,7 +34,7 @@ class Parameter(Tensor):
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not "
                             f"{type(data).__name__}")
-        if requires_grad and not data.dtype.is_floating_point:
+        if requires_grad and not (data.dtype.is_floating_point or data.dtype.is_complex):
             raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                                "gradients")
         self = object.__new__(cls)

@@ -19,14 +19,17 @@ MAX_DEPTH = 100                             # nesting of containers in a checkpo
 MAX_NDIM = 64
 CODE = {dtypes.float32: "F32", dtypes.float64: "F64", dtypes.int64: "I64", dtypes.uint8: "U8",
         dtypes.bool_: "BOOL", dtypes.float16: "F16", dtypes.bfloat16: "BF16",
-        dtypes.int32: "I32", dtypes.int16: "I16", dtypes.int8: "I8"}
+        dtypes.int32: "I32", dtypes.int16: "I16", dtypes.int8: "I8",
+        dtypes.complex64: "C64", dtypes.complex128: "C128"}
 DTYPE = {code: d for d, code in CODE.items()}
 # How each code's bytes lie in the file (little-endian, as safetensors prescribes); bfloat16's
-# are its storage words.
+# are its storage words. A complex element is its (re, im) floats: safetensors' C64 for
+# complex64, and C128 (a code safetensors lacks) for complex128, so that a reader that cannot
+# hold complex numbers refuses the entry instead of misreading it as floats.
 LITTLE = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8"), "I64": np.dtype("<i8"),
           "U8": np.dtype("u1"), "BOOL": np.dtype("u1"), "F16": np.dtype("<f2"),
           "BF16": np.dtype("<u2"), "I32": np.dtype("<i4"), "I16": np.dtype("<i2"),
-          "I8": np.dtype("i1")}
+          "I8": np.dtype("i1"), "C64": np.dtype("<c8"), "C128": np.dtype("<c16")}
 # Dtypes other producers write that minitorch lacks, read into the nearest dtype it has that
 # holds every value exactly (as mt.tensor does with such numpy arrays).
 FOREIGN_LITTLE = {"U16": np.dtype("<u2"), "U32": np.dtype("<u4")}

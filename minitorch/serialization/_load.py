@@ -342,7 +342,7 @@ class _Decoder(ObjectDecoding):
         _check_device(saved)
         storage = self._storage(name, saved)
         requires_grad = node.get("requires_grad", False) is True
-        if requires_grad and not storage.dtype.is_floating_point:
+        if requires_grad and not (storage.dtype.is_floating_point or storage.dtype.is_complex):
             fail(f"tensor {key!r} of dtype {storage.dtype.name} can't require grad")
         view = node["view"] if "storage" in node else None
         built = storage.tensor(self.table[name]["shape"], view, requires_grad)
