@@ -511,8 +511,12 @@ class NDArray:
 
     def squeeze(self, dims=None):
         dims = normalize_dims(dims, self.ndim)
-        keep = [i for i in range(self.ndim) if not (i in dims and self.shape[i] == 1)]
-        return self._view(tuple(self.shape[i] for i in keep), tuple(self.strides[i] for i in keep))
+        shape, strides = [], []
+        for i, (size, stride) in enumerate(zip(self.shape, self.strides)):
+            if size != 1 or i not in dims:
+                shape.append(size)
+                strides.append(stride)
+        return self._view(tuple(shape), tuple(strides))
 
     def unsqueeze(self, dim):
         dim = normalize_dim(dim, self.ndim + 1)

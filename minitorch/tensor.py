@@ -581,8 +581,11 @@ class Tensor(TensorBase, _OpMethods):
         if data.size != 1:
             raise RuntimeError(f"a Tensor with {data.size} elements cannot be converted to "
                                "Scalar")
-        if data.device is CPU and data.dtype in _STORED_AS_ITSELF:
-            return data.buffer[data.offset].item()      # the one element, read in place
+        if data.device is CPU:      # the one element, read in place
+            if data.dtype in _STORED_AS_ITSELF:
+                return data.buffer[data.offset].item()
+            if data.dtype is dtypes.bool_:
+                return bool(data.buffer[data.offset])   # (a byte holding 0 or 1)
         if data.device.type != "cpu":
             if data.device.type == "meta":
                 raise RuntimeError("Tensor.item() cannot be called on meta tensors")
@@ -590,10 +593,10 @@ class Tensor(TensorBase, _OpMethods):
         return data.values().reshape(()).item()
 
     def __bool__(self):
-        if self.numel() != 1:
+        n = self._data.size
+        if n != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous"
-                               if self.numel() else "Boolean value of Tensor with no values is "
-                               "ambiguous")
+                               if n else "Boolean value of Tensor with no values is ambiguous")
         return bool(self.item())
 
     def __float__(self):
@@ -609,7 +612,7 @@ class Tensor(TensorBase, _OpMethods):
         return int(self.item())
 
     def _single_value(self):
-        if self.numel() != 1:
+        if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
         return self.item()
 

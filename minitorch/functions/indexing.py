@@ -561,11 +561,13 @@ def _first_dim_region(data, key):
 
 def _basic_region(data, key):
     """(shape, strides, offset) of data[key] for an int, a slice of int bounds and positive
-    step, or a tuple of them no longer than the rank; None for any other key or an int out of
+    step, or a tuple of them no longer than the rank, after a leading Ellipsis or not; None for any other key or an int out of
     range (the checked path answers those, with torch's errors). getitem's hottest keys keep
     their special cases, _first_dim_region and _leading_ints_region: through this general
     loop x[1:] costs 1.8 µs instead of 1.0."""
     items = key if type(key) is tuple else (key,)
+    if items and items[0] is Ellipsis:      # x[..., :1], x[..., 0]: whole leading dims
+        items = (_WHOLE,) * (len(data.shape) - len(items) + 1) + items[1:]
     if len(items) > len(data.shape):
         return None
     shape, strides, offset = [], [], data.offset
@@ -588,6 +590,9 @@ def _basic_region(data, key):
             return None
     n = len(items)
     return tuple(shape) + data.shape[n:], tuple(strides) + data.strides[n:], offset
+
+
+_WHOLE = slice(None)
 
 
 def _int_or_none(bound):

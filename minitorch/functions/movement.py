@@ -366,14 +366,20 @@ class Unsqueeze(KernelFunction):
 
 def squeeze(input, dim=None):
     """Drop size-1 dims: all of them, or those among `dim` (an int or a tuple)."""
+    dims = normalize_dims(dim, input.ndim)
+    if not _recorded(input):
+        return view_of(input, input._data.squeeze(dims))      # Squeeze's forward
     node = Squeeze if dim is None else SqueezeDim if isinstance(dim, numbers.Integral) else \
         SqueezeDims
-    return node.apply(input, normalize_dims(dim, input.ndim))
+    return node.apply(input, dims)
 
 
 def unsqueeze(input, dim):
     """View with a size-1 dim inserted at dim (torch.unsqueeze)."""
-    return Unsqueeze.apply(input, normalize_dim(dim, input.ndim + 1))
+    dim = normalize_dim(dim, input.ndim + 1)
+    if not _recorded(input):
+        return view_of(input, input._data.unsqueeze(dim))     # Unsqueeze's forward
+    return Unsqueeze.apply(input, dim)
 
 
 # ---- permutations -----------------------------------------------------------------------------
