@@ -56,6 +56,11 @@ from .functions.spellings import *  # noqa: F401,F403
 from .functions.stats import *  # noqa: F401,F403
 from .functions.complex import *  # noqa: F401,F403  (after float_math: angle, sgn, isreal)
 from .functions.interop import from_dlpack
+from .functions.factories import *  # noqa: F401,F403  (frombuffer, empty_permuted)
+from .functions.frexp import frexp
+from .functions.numerical_gradient import gradient
+from .functions.view_copies import *  # noqa: F401,F403  (expand_copy, t_copy, …)
+from ._process_settings import *  # noqa: F401,F403  (interop threads, warn_always, …)
 from .functions.sparse_coo import sparse_coo_tensor, sparse_mm as spmm
 from .nn.toplevel import NAMES as _NN_NAMES
 from .printing import get_printoptions, set_printoptions

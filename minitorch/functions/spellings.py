@@ -15,9 +15,11 @@ _METHODS = (
     "nan_to_num_ neg_ negative_ rad2deg_ reciprocal_ round_ rsqrt_ sigmoid_ sin_ sinc_ sinh_ "
     "sqrt_ square_ tan_ tanh_ trunc_ xlogy_ zero_ "
     # history and views
-    "detach detach_ adjoint ravel "
+    "detach detach_ adjoint ravel split_with_sizes "
     # complex-number views and queries (identities / answers for real tensors)
-    "conj conj_physical conj_physical_ resolve_conj resolve_neg is_conj is_neg real imag")
+    "conj conj_physical conj_physical_ resolve_conj resolve_neg is_conj is_neg real imag "
+    # queries
+    "is_inference get_device")
 
 
 def _method_spelling(name):

@@ -1,7 +1,8 @@
 """torch's top-level spellings of nn.functional (`torch.conv2d`, `torch.dropout`, …): the same
 functions, or thin adapters where torch's top-level signature orders or names its arguments
 its own way (`torch.embedding(weight, input)`, `torch.batch_norm`'s positional order, the
-`train` flag of the dropouts, the extra cudnn flags). `minitorch/__init__.py` publishes NAMES."""
+`train` flag of the dropouts, the extra cudnn flags, the losses' `reduction` as an int).
+`minitorch/__init__.py` publishes NAMES."""
 from . import functional as F
 
 _SAME = ("conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d avg_pool1d "
@@ -94,8 +95,76 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
                            momentum, eps)
 
 
+# ---- the losses: torch's top-level forms take `reduction` as ATen's int enum (0 none, 1 mean,
+# 2 sum; torch treats any other int as none) and, called without one, do not reduce
+_REDUCTIONS = {1: "mean", 2: "sum"}
+
+
+def _reduction(function, reduction):
+    if isinstance(reduction, bool) or not isinstance(reduction, int):
+        raise TypeError(f"{function}(): argument 'reduction' must be int, not "
+                        f"{type(reduction).__name__}")
+    return _REDUCTIONS.get(reduction, "none")
+
+
+def kl_div(input, target, reduction=0, *, log_target=False):
+    """F.kl_div with an int reduction (torch.kl_div); 1 is the mean over every element."""
+    loss = F.kl_div(input, target, reduction="none", log_target=log_target)
+    how = _reduction("kl_div", reduction)
+    return loss if how == "none" else getattr(loss, how)()
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=0):
+    """F.binary_cross_entropy_with_logits with torch's top-level order and an int reduction."""
+    return F.binary_cross_entropy_with_logits(
+        input, target, weight, pos_weight=pos_weight,
+        reduction=_reduction("binary_cross_entropy_with_logits", reduction))
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0):
+    """F.cosine_embedding_loss with an int reduction (torch.cosine_embedding_loss)."""
+    return F.cosine_embedding_loss(input1, input2, target, margin,
+                                   reduction=_reduction("cosine_embedding_loss", reduction))
+
+
+def hinge_embedding_loss(input, target, margin=1.0, reduction=0):
+    """F.hinge_embedding_loss with an int reduction (torch.hinge_embedding_loss)."""
+    return F.hinge_embedding_loss(input, target, margin,
+                                  reduction=_reduction("hinge_embedding_loss", reduction))
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0):
+    """F.margin_ranking_loss with an int reduction (torch.margin_ranking_loss)."""
+    return F.margin_ranking_loss(input1, input2, target, margin,
+                                 reduction=_reduction("margin_ranking_loss", reduction))
+
+
+def poisson_nll_loss(input, target, log_input, full, eps, reduction):
+    """F.poisson_nll_loss with every argument required and an int reduction, as
+    torch.poisson_nll_loss."""
+    return F.poisson_nll_loss(input, target, log_input, full, eps=eps,
+                              reduction=_reduction("poisson_nll_loss", reduction))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        reduction=0):
+    """F.triplet_margin_loss with an int reduction (torch.triplet_margin_loss)."""
+    return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                                 reduction=_reduction("triplet_margin_loss", reduction))
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0,
+             zero_infinity=False):
+    """F.ctc_loss with an int reduction (torch.ctc_loss); 1 is F's mean (each loss divided by
+    its target length, then averaged)."""
+    return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                      _reduction("ctc_loss", reduction), zero_infinity)
+
+
 NAMES = {name: getattr(F, name) for name in _SAME.split()}
 NAMES.update({fn.__name__: fn for fn in (
     dropout, dropout_, alpha_dropout, alpha_dropout_, feature_alpha_dropout,
     feature_alpha_dropout_, feature_dropout, feature_dropout_, adaptive_max_pool1d, embedding,
-    layer_norm, group_norm, batch_norm, instance_norm)})
+    layer_norm, group_norm, batch_norm, instance_norm, kl_div, binary_cross_entropy_with_logits,
+    cosine_embedding_loss, hinge_embedding_loss, margin_ranking_loss, poisson_nll_loss,
+    triplet_margin_loss, ctc_loss)})
