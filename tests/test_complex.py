@@ -366,6 +366,62 @@ def test_unsupported_complex_ops_raise():
         z.lerp(z, 0.5)
 
 
+_LOSS_REFUSALS = [   # torch 2.13's exception and message for each loss given complex input
+    (lambda F, z, r, i: F.mse_loss(z, r), NotImplementedError,
+     '"mse_cpu" not implemented for \'ComplexFloat\''),
+    (lambda F, z, r, i: F.mse_loss(r.double(), z), NotImplementedError,
+     '"mse_cpu" not implemented for \'ComplexDouble\''),
+    (lambda F, z, r, i: F.smooth_l1_loss(z, z), NotImplementedError,
+     '"smooth_l1_cpu" not implemented for \'ComplexFloat\''),
+    (lambda F, z, r, i: F.huber_loss(z, z, weight=r), NotImplementedError,
+     '"huber_cpu" not implemented for \'ComplexFloat\''),
+    (lambda F, z, r, i: F.binary_cross_entropy(z, z), NotImplementedError,
+     '"binary_cross_entropy" not implemented for \'ComplexFloat\''),
+    (lambda F, z, r, i: F.binary_cross_entropy_with_logits(z, r), NotImplementedError,
+     '"log_sigmoid_cpu" not implemented for \'ComplexFloat\''),
+    (lambda F, z, r, i: F.kl_div(z, z, reduction="sum"), RuntimeError,
+     "kl_div: Complex inputs not supported."),
+    (lambda F, z, r, i: F.nll_loss(z[None], i), NotImplementedError,
+     '"nll_loss_out_frame" not implemented for \'ComplexFloat\''),
+    (lambda F, z, r, i: F.cross_entropy(z[None], i), NotImplementedError,
+     '"log_softmax_lastdim_kernel_impl" not implemented for \'ComplexFloat\''),
+    (lambda F, z, r, i: F.hinge_embedding_loss(z, r), NotImplementedError,
+     "clamp is not supported for complex types"),
+    (lambda F, z, r, i: F.margin_ranking_loss(z, z, r), NotImplementedError,
+     "clamp is not supported for complex types"),
+    (lambda F, z, r, i: F.cosine_embedding_loss(z[None], z[None], r[:1]), NotImplementedError,
+     "clamp is not supported for complex types"),
+    (lambda F, z, r, i: F.multi_margin_loss(z[None], i), NotImplementedError,
+     '"multi_margin_loss_cpu_kernel" not implemented for \'ComplexFloat\''),
+    (lambda F, z, r, i: F.multilabel_margin_loss(z[None], i[None].expand(1, 2).clone()),
+     NotImplementedError,
+     '"multilabel_margin_loss_forward_out_frame" not implemented for \'ComplexFloat\''),
+    (lambda F, z, r, i: F.multilabel_soft_margin_loss(z[None], r[None]), NotImplementedError,
+     '"log_sigmoid_cpu" not implemented for \'ComplexFloat\''),
+    (lambda F, z, r, i: F.mse_loss(z, z, reduction="bad"), ValueError,
+     "bad is not a valid value for reduction")]
+
+
+@pytest.mark.parametrize("case", range(len(_LOSS_REFUSALS)))
+def test_losses_refuse_complex_as_torch(case):
+    loss, error, message = _LOSS_REFUSALS[case]
+    libs = [mt] + ([torch] if torch is not None else [])
+    for lib in libs:
+        z, r = lib.tensor([1 + 1j, 2 - 1j]), lib.tensor([1.0, 0.0])
+        with pytest.raises(error) as raised:
+            loss(lib.nn.functional, z, r, lib.tensor([0]))
+        assert str(raised.value) == message, lib.__name__
+
+
+def test_losses_torch_computes_for_complex():
+    """l1 (|d|), a weighted mse (torch weighs in Python) and the likelihood losses are defined."""
+    F = mt.nn.functional
+    z, y = mt.tensor([1 + 1j, 2 - 1j]), mt.tensor([1 + 0j, 2j])
+    assert F.l1_loss(z, y).item() == pytest.approx((1 + 13 ** 0.5) / 2)
+    weighted = F.mse_loss(z, y, weight=mt.ones(2))
+    assert weighted.dtype is mt.complex64 and weighted.item() == pytest.approx(-3 - 6j)
+
+
 # ---- autograd ---------------------------------------------------------------------------------
 def test_gradcheck_complex_ops(device):
     rng = np.random.default_rng(6)

@@ -34,6 +34,23 @@ def _legacy_reduction(size_average, reduce, reduction):
     return result
 
 
+def _refuse_complex(kernel, *operands):
+    """torch's error for a loss whose kernel has no complex version, raised where torch's
+    kernel would be reached (after the argument checks). `kernel` may name the device as
+    {device} ("mse_cpu"); the dtype named is the operands' promoted one, as torch's is."""
+    complex_dtypes = [t.dtype for t in operands if t is not None and t.dtype.is_complex]
+    if not complex_dtypes:
+        return
+    if kernel is None:                          # the losses built on clamp
+        raise NotImplementedError("clamp is not supported for complex types")
+    dtype = complex_dtypes[0]
+    for other in operands:
+        if other is not None:
+            dtype = dtypes.promote_types(dtype, other.dtype)
+    name = kernel.format(device=operands[0].device.type)
+    raise NotImplementedError(f'"{name}" not implemented for \'{TORCH_NAMES[dtype.name]}\'')
+
+
 def _check_reduction(reduction):
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -75,9 +92,12 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     (torch.nn.functional.mse_loss)."""
     _warn_size(input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    diff = input - target
-    if weight is not None:
+    if weight is not None:      # torch weighs in Python, without the kernel (complex too)
+        diff = input - target
         return _weighted(diff * diff, weight, input, reduction, True)
+    _check_reduction(reduction)
+    _refuse_complex("mse_{device}", input, target)
+    diff = input - target
     return _reduce(diff * diff, reduction)
 
 
@@ -98,6 +118,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     (torch.nn.functional.smooth_l1_loss)."""
     _warn_size(input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    _refuse_complex("smooth_l1_{device}", input, target)
     diff = (input - target).abs()
     if beta == 0:
         return _reduce(diff, reduction)
@@ -110,6 +132,9 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """Huber loss: 0.5 d**2 where |d| < delta, else delta (|d| - 0.5 delta)
     (torch.nn.functional.huber_loss)."""
     _warn_size(input, target)
+    if weight is None:          # the weighted loss checks it last (torch's order)
+        _check_reduction(reduction)
+    _refuse_complex("huber_{device}", input, target)
     diff = (input - target).abs()
     loss = mt.where(diff < delta, diff * diff * 0.5, (diff - 0.5 * delta) * delta)
     if weight is not None:
@@ -128,6 +153,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
                          f"size ({input.shape}) is deprecated. Please ensure they have the same "
                          "size.")
+    _refuse_complex("binary_cross_entropy", input, target)
     for name, t in (("input", input), ("target", target)):
         if t.numel() and not (t >= 0).logical_and(t <= 1).all().item():
             raise RuntimeError(f"all elements of {name} should be between 0 and 1")
@@ -147,6 +173,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
+    _refuse_complex("log_sigmoid_{device}", input, target)
     # -log σ(x) without overflow, and with the exact gradient σ(x) - 1 at x = 0 (the composed
     # log1p(exp(-|x|)) + max(-x, 0) would take subgradients of |x| and max there).
     if pos_weight is None and weight is None and input.dtype is target.dtype and \
@@ -178,6 +205,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                       "'batchmean' in the next major release.", stacklevel=2)
     if reduction != "batchmean":
         _check_reduction(reduction)
+    if input.dtype.is_complex or target.dtype.is_complex:
+        raise RuntimeError("kl_div: Complex inputs not supported.")
     if log_target:
         loss = target.exp() * (target - input)
     else:
@@ -204,6 +233,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_nll(input, target, weight)
+    _refuse_complex("nll_loss_out_frame", input)
     scores = _class_dim_last(input) if input.ndim > 1 else input.unsqueeze(0)
     rows, classes = target._data.reshape((-1,)), scores.shape[-1]
     loss = None
@@ -491,6 +521,7 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
                            f"but got sizes: input1: {input1.shape}, input2: {input2.shape}, "
                            f"target: {target.shape} ")
+    _refuse_complex(None, input1, input2, target)
     return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
 
 
@@ -500,6 +531,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     """input where target is 1, max(0, margin - input) where it is -1 (ATen's formulation: a
     target that is neither contributes both terms)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    _refuse_complex(None, input, target)
     zero = _constant(0.0, input)
     margin_term = mt.where(target != 1, (margin - input).clamp(min=0), zero)
     self_term = mt.where(target != -1, input, zero)
@@ -527,6 +559,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     if target.ndim == 0 and (input1.ndim != 1 or input2.ndim != 1):
         raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with "
                            f"sizes {shape_str(input1.shape)} and {shape_str(input2.shape)}.")
+    _refuse_complex(None, input1, input2, target)
     dim = input1.ndim - 1
     dot = (input1 * input2).sum(dim)
     squares = [(x * x).sum(dim) + 1e-12 for x in (input1, input2)]
@@ -643,6 +676,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     classes = input.shape[-1] if input.ndim else 1
     if target.numel() and (target.min().item() < -1 or target.max().item() >= classes):
         raise RuntimeError("argument #2 'target' is out of range")
+    _refuse_complex("multilabel_margin_loss_forward_out_frame", input)
     x, t = input.reshape(-1, classes), target.reshape(-1, classes)
     valid = (t >= 0).to(dtypes.int64).cumprod(1) > 0                  # (N, T): before the first -1
     hits = (t.unsqueeze(-1) == mt.arange(classes, device=t.device)).logical_and(valid.unsqueeze(-1))
@@ -658,6 +692,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
                                 reduction="mean"):
     """The mean over classes (the last axis) of the binary logistic loss of each label."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    _refuse_complex("log_sigmoid_{device}", input, target)
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
@@ -685,6 +720,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if picked.numel() and (int(picked.min().item()) < 0 or
                            int(picked.max().item()) >= classes):
         raise RuntimeError("target out of range")
+    _refuse_complex("multi_margin_loss_cpu_kernel", input)
     terms = (rows - rows.gather(1, picked) + margin).clamp(min=0)
     if p == 2:
         terms = terms * terms
