@@ -824,11 +824,17 @@ class NDArray:
         out_dtype = dtypes.int64 if op in INDEX_RESULT_REDUCE else self.dtype
         if len(dims) == 1 and self.shape[dims[0]] and self.is_compact():
             # one axis of a compact array (x.sum(-1)): the middle of (outer, n, inner) as is
-            d, shape = dims[0], self.shape
-            out = self._new(shape[:d] + ((1,) if keepdim else ()) + shape[d + 1:], out_dtype)
-            if out.size:
-                self.backend.reduce_last(op, self.flat(), out.buffer, shape[d],
-                                         shape_numel(shape[d + 1:]))
+            d, shape, backend = dims[0], self.shape, self.backend
+            if d == len(shape) - 1:     # the last axis (x.sum(-1)): no slicing of the shape
+                out_shape, inner = shape[:-1] + (1,) if keepdim else shape[:-1], 1
+            else:
+                out_shape = shape[:d] + ((1,) if keepdim else ()) + shape[d + 1:]
+                inner = shape_numel(shape[d + 1:])
+            numel = shape_numel(out_shape)
+            out = NDArray(backend.empty(numel, out_dtype.storage), out_shape,
+                          contiguous_strides(out_shape), 0, out_dtype, self.device, backend)
+            if numel:
+                backend.reduce_last(op, self.flat(), out.buffer, shape[d], inner)
             return out
         kept_shape = tuple(1 if i in dims else s for i, s in enumerate(self.shape))
         n = math.prod(self.shape[d] for d in dims)

@@ -13,7 +13,8 @@ import warnings
 import numpy as np
 
 from .. import dtypes
-from ..autograd import KernelFunction
+from ..autograd import KernelFunction, _grad_mode
+from ..autograd import engine as _engine
 from ..backend import device as device_of
 from ..ndarray import NDArray, scalar_array
 from ..opcodes import BinaryOp as B, UnaryOp as U
@@ -31,6 +32,7 @@ __all__ = [
     'true_divide', 'trunc', 'where',
 ]
 _FAST_SCALARS = (int, float)
+_DENSE_OPERANDS = frozenset((Tensor, int, float, bool))
 _INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
 # torch's names for dtypes in error messages: ScalarType names, and C type names (c10 typename).
 TORCH_NAMES = {d.name: d.torch_name for d in dtypes.ALL + dtypes.COMPLEX}
@@ -42,6 +44,12 @@ C_NAMES = {"float32": "float", "float64": "double", "int64": "long int", "int32"
 
 def _priority(x):
     return 0 if not isinstance(x, Tensor) else (2 if x._data.shape else 1)
+
+
+def _sparse(x):
+    """Whether x is a sparse COO tensor: a dense Tensor or a Python number is answered without
+    getattr's failing (slow) lookup on a number."""
+    return type(x) not in _DENSE_OPERANDS and getattr(x, "is_sparse", False)
 
 
 def _dtype_of(x):
@@ -728,6 +736,8 @@ class Div(_Binary):
 # dtype first, as torch does (_binary). Only the narrow floats tell the two apart. Reflected:
 # `3.3 * h` is mul(h, 3.3) in torch, `3.3 / h` a division by h of half(3.3).
 _OPMATH_SCALAR, _OPMATH_SCALAR_REFLECTED = (Add, Mul, Div), (Add, Mul)
+# Functions whose forward on floating operands is `wrap(a._data.binary(op, b._data))` alone
+_KERNEL_ONLY = frozenset((Add, Sub, Mul, Div))
 
 
 class FloorDivide(_Binary):
@@ -865,15 +875,24 @@ def _binary(fn, a, b, floating=False):
         dtype = a._data.dtype
         if isinstance(b, Tensor):
             if b._data.dtype is dtype and (not floating or dtype.is_floating_point):
-                return fn.apply(a, b)
+                return _float_apply(fn, a, b) if dtype.is_floating_point else fn.apply(a, b)
         elif type(b) in _FAST_SCALARS and dtype.is_floating_point:
             held = dtype.compute if fn in _OPMATH_SCALAR else dtype
-            return fn.apply(a, wrap(scalar_array(b, held, a._data.device)))
+            return _float_apply(fn, a, wrap(scalar_array(b, held, a._data.device)))
     elif type(a) in _FAST_SCALARS and isinstance(b, Tensor) and b._data.dtype.is_floating_point:
         dtype = b._data.dtype
         held = dtype.compute if fn in _OPMATH_SCALAR_REFLECTED else dtype
-        return fn.apply(wrap(scalar_array(a, held, b._data.device)), b)
+        return _float_apply(fn, wrap(scalar_array(a, held, b._data.device)), b)
     a, b = promote(a, b, floating)
+    return fn.apply(a, b)
+
+
+def _float_apply(fn, a, b):
+    """fn.apply(a, b) for floating operands; add / sub / mul / div that nothing records (nor
+    the profiler) are their forward's one kernel call, without a node."""
+    if fn in _KERNEL_ONLY and not (_grad_mode.enabled and (a.requires_grad or b.requires_grad)
+                                   or _engine._profiling):
+        return wrap(a._data.binary(fn.op, b._data))
     return fn.apply(a, b)
 
 
@@ -887,9 +906,9 @@ def _scale(other, alpha, input):
 
 def add(input, other, alpha=1):
     """input + alpha * other with broadcasting and type promotion (torch.add)."""
-    if getattr(input, "is_sparse", False):
+    if _sparse(input):
         return input.add(other, alpha=alpha)
-    if getattr(other, "is_sparse", False):
+    if _sparse(other):
         return other.__radd__(input, alpha=alpha)
     if alpha != 1:
         if result_type(input, other) is dtypes.bool_:     # torch casts alpha to bool too
@@ -913,9 +932,9 @@ def _check_sub(input, other):
 
 def sub(input, other, alpha=1):
     """input - alpha * other with broadcasting and type promotion (torch.sub, alias subtract)."""
-    if getattr(input, "is_sparse", False):
+    if _sparse(input):
         return input.sub(other, alpha=alpha)
-    if getattr(other, "is_sparse", False):
+    if _sparse(other):
         return other.__rsub__(input, alpha=alpha)
     _check_sub(input, other)
     if alpha != 1:
@@ -925,8 +944,8 @@ def sub(input, other, alpha=1):
 
 def mul(input, other):
     """input * other with broadcasting and type promotion (torch.mul, alias multiply)."""
-    if getattr(input, "is_sparse", False) or getattr(other, "is_sparse", False):
-        return input.mul(other) if getattr(input, "is_sparse", False) else other.mul(input)
+    if _sparse(input) or _sparse(other):
+        return input.mul(other) if _sparse(input) else other.mul(input)
     return _binary(Mul, input, other)
 
 
