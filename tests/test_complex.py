@@ -358,12 +358,85 @@ def test_unsupported_complex_ops_raise():
         z.log()
     with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
         z.max()
-    with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
-        z.prod()
     with pytest.raises(NotImplementedError, match="floor is not supported for complex inputs"):
         z.floor()
     with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
         z.lerp(z, 0.5)
+
+
+# ---- reductions -------------------------------------------------------------------------------
+_REDUCTIONS = [   # (name, fn(lib, z)): values, dtypes and gradients compared with torch
+    ("var", lambda lib, z: z.var()), ("var_dim", lambda lib, z: z.var(1, keepdim=True)),
+    ("var_correction", lambda lib, z: lib.var(z, (0, 2), correction=0)),
+    ("std", lambda lib, z: z.std(-1)), ("std_all", lambda lib, z: lib.std(z)),
+    ("var_mean", lambda lib, z: lib.var_mean(z, 0)),
+    ("std_mean", lambda lib, z: lib.std_mean(z, (1, 2), keepdim=True)),
+    ("norm", lambda lib, z: z.norm()), ("norm_p1_dim", lambda lib, z: lib.norm(z, 1, 2)),
+    ("vector_norm_3", lambda lib, z: lib.linalg.vector_norm(z, 3, (0, 1))),
+    ("vector_norm_inf", lambda lib, z: lib.linalg.vector_norm(z, float("inf"), -1)),
+    ("vector_norm_0", lambda lib, z: lib.linalg.vector_norm(z, 0)),
+    ("linalg_norm", lambda lib, z: lib.linalg.norm(z[0], dim=1)),
+    ("matrix_norm_fro", lambda lib, z: lib.linalg.matrix_norm(z)),
+    ("matrix_norm_1", lambda lib, z: lib.linalg.matrix_norm(z, 1)),
+    ("vector_norm_dtype", lambda lib, z: lib.linalg.vector_norm(z.to(lib.complex64),
+                                                                dtype=lib.complex128)),
+    ("prod", lambda lib, z: z.prod()), ("prod_dim", lambda lib, z: z.prod(1)),
+    ("prod_keepdim", lambda lib, z: lib.prod(z, -1, keepdim=True)),
+    ("prod_zero", lambda lib, z: (z * (lib.arange(4) != 2)).prod(2)),
+    ("prod_empty", lambda lib, z: z[:, :0].prod(1)), ("prod_0d", lambda lib, z: z[0, 0, 0].prod()),
+    ("mean_dims", lambda lib, z: z.mean((0, 2))), ("sum_dims", lambda lib, z: z.sum(-1, True)),
+    ("cumsum", lambda lib, z: z.cumsum(1)), ("cumsum_t", lambda lib, z: z.transpose(0, 2).cumsum(0))]
+
+
+@needs_torch
+@pytest.mark.parametrize("name, fn", _REDUCTIONS, ids=[r[0] for r in _REDUCTIONS])
+def test_reductions_match_torch(name, fn):
+    """Complex var / std / norms are real; prod, mean, sum and cumsum complex. Gradients are
+    compared with torch's through a real loss of the outputs' real and imaginary parts."""
+    values = _complex(np.random.default_rng(21), (2, 3, 4))
+    results = []
+    for lib in (torch, mt):
+        z = lib.tensor(values, requires_grad=True)
+        out = fn(lib, z)
+        outs = out if isinstance(out, tuple) else (out,)
+        loss = sum(((o.real if o.is_complex() else o) * 1.5 + (o.imag * 0.5 if o.is_complex()
+                                                               else 0)).sum() for o in outs)
+        grad = lib.autograd.grad(loss, z, allow_unused=True)[0] if loss.requires_grad else None
+        results.append(([(str(o.dtype).split(".")[-1], o.detach().numpy()) for o in outs],
+                        None if grad is None else grad.numpy()))
+    (theirs, their_grad), (ours, our_grad) = results
+    for (their_dtype, their_value), (our_dtype, our_value) in zip(theirs, ours):
+        assert our_dtype == their_dtype
+        np.testing.assert_allclose(our_value, their_value, rtol=1e-12, atol=1e-12)
+    if their_grad is None:
+        assert our_grad is None
+    else:
+        rtol = 1e-6 if name.endswith("dtype") else 1e-10     # a complex64 step on the way
+        np.testing.assert_allclose(our_grad, their_grad, rtol=rtol, atol=rtol)
+
+
+def test_reductions_gradcheck(device):
+    rng = np.random.default_rng(22)
+    z = mt.tensor(_complex(rng, (3, 4)), requires_grad=True, device=device)
+    for fn in (lambda a: a.var(1), lambda a: a.std(), lambda a: mt.std_mean(a, 0)[0],
+               lambda a: mt.var_mean(a, 1)[1], lambda a: a.norm(), lambda a: mt.norm(a, 3, 0),
+               lambda a: mt.linalg.vector_norm(a, 1), lambda a: a.prod(), lambda a: a.prod(0),
+               lambda a: a.cumsum(1), lambda a: a.mean(0)):
+        assert mt.autograd.gradcheck(fn, (z,))
+
+
+def test_reductions_on_device(device):
+    values = _complex(np.random.default_rng(23), (3, 5), np.complex64)
+    z = mt.tensor(values, device=device)
+    assert z.var().dtype is mt.float32 and z.var().device.type == device
+    np.testing.assert_allclose(_host(z.var(0)), np.var(values, 0, ddof=1), rtol=1e-5)
+    np.testing.assert_allclose(_host(z.std(1, correction=0)), np.std(values, 1), rtol=1e-5)
+    np.testing.assert_allclose(_host(z.norm()), np.linalg.norm(values), rtol=1e-5)
+    np.testing.assert_allclose(_host(z.prod(1)), np.prod(values, 1), rtol=1e-5)
+    np.testing.assert_allclose(_host(z[:, ::2].prod()), np.prod(values[:, ::2]), rtol=1e-5)
+    with pytest.raises(RuntimeError, match="dtype should be complex for complex inputs, but "
+                                           "got Float"):
+        mt.linalg.vector_norm(z, dtype=mt.float32)
 
 
 _LOSS_REFUSALS = [   # torch 2.13's exception and message for each loss given complex input

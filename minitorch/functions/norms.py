@@ -59,7 +59,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
 def _check_matrix_input(A, name):
     if A.ndim < 2:
         raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{E.TORCH_NAMES[A.dtype.name]}")
 

@@ -178,13 +178,18 @@ class Prod(KernelFunction):
     def forward(ctx, a, dim, keepdim):
         nd = a._data
         ctx.dim, ctx.keepdim = dim, keepdim
-        out = wrap(nd.reduce(ReduceOp.PROD, dim, keepdim))
+        if nd.dtype.is_complex:
+            out = wrap(_complex_prod(nd, dim, keepdim))
+        else:
+            out = wrap(nd.reduce(ReduceOp.PROD, dim, keepdim))
         ctx.save_for_backward(a, out)
         return out
 
     @staticmethod
     def backward(ctx, g):
         a, out = ctx.saved_tensors
+        if a.is_complex():      # the conjugate of the product of the others (torch's rule)
+            a, out = a.conj(), out.conj()
         if a.ndim == 0:                 # torch: a 0-d product passes g (even for inf / nan)
             return g, None, None
         if ctx.dim is None:             # full product: work on the flattened input
@@ -196,6 +201,31 @@ class Prod(KernelFunction):
         dims = normalize_dims(ctx.dim, a.ndim)
         g, out = (_kept(t, dims, ctx.keepdim, a.ndim) for t in (g, out))
         return _product_of_others(g, a, out, normalize_dim(ctx.dim, a.ndim)), None, None
+
+
+def _complex_prod(nd, dim, keepdim):
+    """The product of complex numbers along dim (all of them when None) by halving: the first
+    half times the second half (the complex mul kernel) until one is left, an odd last one
+    multiplied into the first; a product of nothing is 1."""
+    x, axis = (nd.reshape((-1,)), 0) if dim is None else (nd, normalize_dim(dim, nd.ndim))
+    if x.ndim == 0:
+        return x.copy()
+
+    def part(start, stop):
+        return x[(slice(None),) * axis + (slice(start, stop),)]
+
+    if x.shape[axis] == 0:
+        x = NDArray.full(x.shape[:axis] + (1,) + x.shape[axis + 1:], 1, nd.dtype, nd.device)
+    while x.shape[axis] > 1:
+        n = x.shape[axis]
+        halved = part(0, n // 2).binary(B.MUL, part(n // 2, 2 * (n // 2)))
+        if n % 2:
+            first = halved[(slice(None),) * axis + (slice(0, 1),)]
+            first.assign(first.binary(B.MUL, part(n - 1, n)))
+        x = halved
+    if dim is None:
+        return x.reshape(())
+    return x if keepdim else x.squeeze((axis,))
 
 
 def _kth_zero_masks(zero, dim):
@@ -535,7 +565,7 @@ def _var_args(name, input, dim, unbiased, correction):
     if unbiased is not None and correction is not None:
         raise TypeError(f"{name}(): 'unbiased' and 'correction' can't be given together; "
                         "use correction (unbiased=False is correction=0)")
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         what = name if name.endswith("_mean") else "std and var"
         raise RuntimeError(f"{what} only support floating point and complex dtypes")
     if correction is None:
@@ -550,29 +580,63 @@ def _var_args(name, input, dim, unbiased, correction):
     return dim, correction
 
 
+def _complex_var(input, dim, correction, keepdim):
+    """The variance of complex numbers, a real tensor: the mean of |z - mean|^2, which is the
+    variance of the real parts plus that of the imaginary parts. Its gradient, through .real
+    and .imag, is torch's 2 g (z - mean) / (N - correction)."""
+    return (Var.apply(input.real, dim, correction, keepdim) +
+            Var.apply(input.imag, dim, correction, keepdim))
+
+
+class _StdOfVar(KernelFunction):
+    """sqrt of a variance, with std's gradient (0 where the deviation is 0)."""
+    node_name = "StdBackward0"
+
+    @staticmethod
+    def forward(ctx, v):
+        out = wrap(v._data.unary(U.SQRT))
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        out, = ctx.saved_tensors
+        return _std_grad(g, out)
+
+
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """Variance over dim (all by default) with Bessel's correction (unbiased / correction)
-    (torch.var)."""
+    """Variance over dim (all by default) with Bessel's correction (unbiased / correction);
+    real for complex input (torch.var)."""
     dim, correction = _var_args("var", input, dim, unbiased, correction)
+    if input.dtype.is_complex:
+        return _complex_var(input, dim, correction, keepdim)
     return Var.apply(input, dim, correction, keepdim)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Standard deviation over dim (all by default) with Bessel's correction (unbiased /
-    correction) (torch.std)."""
+    correction); real for complex input (torch.std)."""
     dim, correction = _var_args("std", input, dim, unbiased, correction)
+    if input.dtype.is_complex:
+        return _StdOfVar.apply(_complex_var(input, dim, correction, keepdim))
     return Std.apply(input, dim, correction, keepdim)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(variance, mean) over dim, arguments as var (torch.var_mean)."""
     dim, correction = _var_args("var_mean", input, dim, unbiased, correction)
+    if input.dtype.is_complex:
+        return (_complex_var(input, dim, correction, keepdim),
+                Mean.apply(input, dim, keepdim))
     return VarMean.apply(input, dim, correction, keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(standard deviation, mean) over dim, arguments as std (torch.std_mean)."""
     dim, correction = _var_args("std_mean", input, dim, unbiased, correction)
+    if input.dtype.is_complex:
+        return (_StdOfVar.apply(_complex_var(input, dim, correction, keepdim)),
+                Mean.apply(input, dim, keepdim))
     return StdMean.apply(input, dim, correction, keepdim)
 
 
@@ -798,10 +862,13 @@ def check_norm_arguments(input, p, out, dtype):
     if out is not None:
         raise TypeError("norm(): the 'out' argument is not supported by minitorch")
     if dtype is not None:
-        if not dtype.is_floating_point:
+        if not (dtype.is_floating_point or dtype.is_complex):
             raise RuntimeError("linalg.vector_norm: dtype should be floating point or complex, "
                                f"but got {_torch_dtype_name(dtype)}")
-    if not input.dtype.is_floating_point:
+        if input.dtype.is_complex and not dtype.is_complex:
+            raise RuntimeError("linalg.vector_norm: dtype should be complex for complex inputs, "
+                               f"but got {_torch_dtype_name(dtype)}")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {_torch_dtype_name(input.dtype)}")
     if p is not None and not isinstance(p, (str, numbers.Number)):
@@ -816,6 +883,8 @@ def p_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     order = _norm_order(p, dim)
     if dtype is not None:
         input = _E.cast(input, dtype)
+    if input.dtype.is_complex:          # the norm of the magnitudes (abs's gradient is sgn's)
+        input = _E.abs(input)
     dim = _all_if_empty(dim)
     _check_norm_identity(input._data, p, order, dim)
     return LinalgVectorNorm.apply(input, order, dim, keepdim)
