@@ -999,6 +999,20 @@ class NDArray:
                                    f"{shape_str(self.shape)} apart from dimension {dim}")
         return tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(index_shape))
 
+    def add_into(self, other):
+        """self += other by one kernel writing into self's memory, for a compact self and an
+        other of its shape, floating dtype and device not sharing its buffer (a gradient summed
+        into .grad); False, with nothing done, for anything else (the caller's general path)."""
+        dtype = self.dtype
+        if other.shape != self.shape or other.dtype is not dtype or \
+                other.device is not self.device or not dtype.is_floating_point or \
+                dtype.compute is not dtype or other.buffer is self.buffer or not self.is_compact():
+            return False
+        if self.size:
+            self.backend.binary(BinaryOp.ADD, self.buffer, other.buffer, self.flat(), self.shape,
+                                self.strides, self.offset, other.strides, other.offset)
+        return True
+
     def scatter_into(self, dim, index, src, accumulate):
         """In-place torch.scatter_ / scatter_add_: self[..., index[..., j, ...], ...] (+)= src.
         Works on a compact staging copy of the addressed block when that block isn't compact."""

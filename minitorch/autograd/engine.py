@@ -965,8 +965,13 @@ def _deliver_to_leaf(leaf, g, capture, results, accumulate, create_graph, profil
                                            g.detach(), leaf)
     elif not create_graph and not _grad_mode.enabled and not leaf._grad.requires_grad:
         # torch's AccumulateGrad: in place when no graph is built, so .grad keeps its memory
-        # (a captured CUDA graph's optimizer kernels hold its address)
-        leaf._grad.add_(g)
+        # (a captured CUDA graph's optimizer kernels hold its address): straight into its
+        # buffer when the layouts allow, else through add_
+        stored = leaf._grad
+        if stored._data.add_into(g._data):
+            stored._version[0] += 1
+        else:
+            stored.add_(g)
     elif create_graph or not _grad_mode.enabled:
         leaf._grad = leaf._grad + g
     else:

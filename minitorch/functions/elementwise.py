@@ -52,6 +52,11 @@ def _sparse(x):
     return type(x) not in _DENSE_OPERANDS and getattr(x, "is_sparse", False)
 
 
+def _conj(t):
+    """t.conj() in a backward rule; a real tensor is itself, without the call."""
+    return t.conj() if t._data.dtype.is_complex else t
+
+
 def _dtype_of(x):
     return x._data.dtype if isinstance(x, Tensor) else dtypes.scalar_dtype(x)
 
@@ -283,7 +288,7 @@ class Exp(_UnarySavingOutput):
     @staticmethod
     def backward(ctx, g):
         out, = ctx.saved_tensors
-        return g * out.conj()       # conj: complex gradients are conjugate Wirtinger ones
+        return g * _conj(out)       # conj: complex gradients are conjugate Wirtinger ones
 
 
 class Log(_UnarySavingInput):
@@ -355,7 +360,7 @@ class Reciprocal(_UnarySavingOutput):
     @staticmethod
     def backward(ctx, g):
         out, = ctx.saved_tensors
-        return -g * (out * out).conj()
+        return -g * _conj(out * out)
 
 
 class Square(_UnarySavingInput):
@@ -365,7 +370,7 @@ class Square(_UnarySavingInput):
     @staticmethod
     def backward(ctx, g):
         a, = ctx.saved_tensors
-        return g * a.conj() * 2
+        return g * _conj(a) * 2
 
 
 class Erf(_UnarySavingInput):
@@ -694,11 +699,11 @@ class Mul(_Binary):
         a_shape, b_shape = ctx.shapes
         grad_a = grad_b = None
         if b is not None:
-            grad_a = g * b.conj()       # conj: the identity on real tensors
+            grad_a = g * _conj(b)       # conj: the identity on real tensors
             if grad_a._data.shape != a_shape:   # sum_to's own test, without the call
                 grad_a = sum_to(grad_a, a_shape)
         if a is not None:
-            grad_b = g * a.conj()
+            grad_b = g * _conj(a)
             if grad_b._data.shape != b_shape:
                 grad_b = sum_to(grad_b, b_shape)
         return grad_a, grad_b
@@ -720,11 +725,11 @@ class Div(_Binary):
         a_shape, b_shape = ctx.shapes
         grad_a = grad_b = None
         if ctx.needs_input_grad[0]:
-            grad_a = g / b.conj()       # conj: the identity on real tensors
+            grad_a = g / _conj(b)       # conj: the identity on real tensors
             if grad_a._data.shape != a_shape:   # sum_to's own test, without the call
                 grad_a = sum_to(grad_a, a_shape)
         if a is not None:
-            grad_b = -g * a.conj() / (b * b).conj()
+            grad_b = -g * _conj(a) / _conj(b * b)
             if grad_b._data.shape != b_shape:
                 grad_b = sum_to(grad_b, b_shape)
         return grad_a, grad_b
