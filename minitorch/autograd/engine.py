@@ -203,7 +203,7 @@ class Function:
     _tensor_hooks = None
     _saved_outputs = ()     # (position in _saved, output number) of saved outputs
     _unpack = None          # the unpack hook of tensors packed when this node was recorded
-    needs_input_grad = ()
+    next_edges = ()         # (node, output_nr) or (leaf, -1) per forward argument, once recorded
     materialize_grads = True
     output_count = 1
     output_meta = ()
@@ -230,20 +230,17 @@ class Function:
 
     def _connect(self, args, result):
         """Record this node: edges to the inputs' nodes, and the outputs' grad_fn."""
-        # One entry per forward argument (torch's needs_input_grad), None for non-tensors.
-        edges, needs = [], []
+        # One entry per forward argument, None for non-tensors (needs_input_grad reads them).
+        edges = []
         for arg in args:
             if isinstance(arg, TensorBase) and arg.requires_grad:
                 if arg._base is not None and arg._view_version != arg._version[0]:
                     _refresh_view(arg)
                 node = arg.grad_fn
                 edges.append((node, arg._output_nr) if node is not None else (arg, -1))
-                needs.append(True)
             else:
                 edges.append(None)
-                needs.append(False)
         self.next_edges = edges
-        self.needs_input_grad = needs
         # The class defaults are empty tuples: only a forward that marked something pays.
         if self._dirty:
             self._check_dirty()
@@ -286,6 +283,13 @@ class Function:
             self._detach_saved_outputs(result)
             if _saved_hooks.stack:
                 self._pack_saved()
+
+    @property
+    def needs_input_grad(self):
+        """torch's: per forward argument, whether it is a tensor requiring grad (read from the
+        edges when a backward asks, rather than built for every recorded op); () until the
+        node is recorded."""
+        return tuple(edge is not None for edge in self.next_edges)
 
     def _detach_saved_outputs(self, outputs):
         """A saved output would point back at this node (output -> node -> output): keep an
