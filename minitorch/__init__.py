@@ -25,6 +25,7 @@ from . import multiprocessing  # torch.multiprocessing; registers the tensor red
 from . import accelerator, backends, jit, onnx, profiler, serialization, sparse, types, xpu
 from . import amp
 from . import compiler, cpu
+from .cuda import OutOfMemoryError
 from .amp.autocast_mode import (autocast, clear_autocast_cache, get_autocast_dtype,
                                 is_autocast_available, is_autocast_enabled,
                                 set_autocast_dtype, set_autocast_enabled)

@@ -65,8 +65,10 @@ def backend_for(index):
                                f"{count} device{'s' if count != 1 else ''} available)")
         from .backend import GpuBackend
         from .._cpu.widen import NARROW_VIA_WIDE, wrap_kernels
+        from . import memory
         if not _BACKENDS and hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_after_fork_in_child)
+        memory.track(cupy)      # peak memory statistics and OutOfMemoryError (memory.py)
         backend = GpuBackend(cupy, index)
         wrap_kernels(backend, NARROW_VIA_WIDE, backend.empty, backend.cast)
         from .._cpu import complex_pairs    # complex buffers move as their (re, im) pairs

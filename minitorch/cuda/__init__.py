@@ -1,7 +1,11 @@
 """mt.cuda: what the GPU backend offers (torch.cuda's names), answerable without CuPy installed:
-is_available() is False then, and the calls that need a GPU raise the backend's clear error.
-Devices, streams (what graph capture needs of them) and, from minitorch/_cuda_graphs.py, CUDA
-graphs (CUDAGraph, graph, graph_pool_handle, make_graphed_callables)."""
+is_available() is False then, and the calls that need a GPU raise the backend's clear
+RuntimeError (torch built with CUDA raises one on a machine without a GPU; a CPU-only torch
+build raises AssertionError instead). Devices and their properties, streams and events (CuPy's),
+memory statistics (memory.py), the generator's state (random.py) and, from
+minitorch/_cuda_graphs.py, CUDA graphs (CUDAGraph, graph, graph_pool_handle,
+make_graphed_callables)."""
+from .._gpu.memory import OutOfMemoryError
 
 
 def _cupy():
@@ -67,9 +71,92 @@ def set_device(device):
 
 def get_device_name(device=None):
     """Name of a CUDA device, the current one by default (torch.cuda.get_device_name)."""
-    props = _require_cupy().cuda.runtime.getDeviceProperties(_index(device))
-    name = props["name"]
-    return name.decode() if isinstance(name, bytes) else name
+    return get_device_properties(device).name
+
+
+class _CudaDeviceProperties:
+    """torch.cuda.get_device_properties' answer, from cudaGetDeviceProperties via CuPy."""
+    _FIELDS = (("name", "name", ""), ("major", "major", 0), ("minor", "minor", 0),
+               ("total_memory", "totalGlobalMem", 0),
+               ("multi_processor_count", "multiProcessorCount", 0),
+               ("L2_cache_size", "l2CacheSize", 0), ("warp_size", "warpSize", 32),
+               ("max_threads_per_multi_processor", "maxThreadsPerMultiProcessor", 0),
+               ("regs_per_multiprocessor", "regsPerMultiprocessor", 0),
+               ("is_integrated", "integrated", 0), ("is_multi_gpu_board", "isMultiGpuBoard", 0),
+               ("uuid", "uuid", b""), ("pci_bus_id", "pciBusID", 0),
+               ("pci_device_id", "pciDeviceID", 0), ("pci_domain_id", "pciDomainID", 0))
+
+    def __init__(self, props):
+        for field, key, default in self._FIELDS:
+            value = props.get(key, default)
+            if field == "name" and isinstance(value, bytes):
+                value = value.decode()
+            setattr(self, field, value)
+        self.is_integrated, self.is_multi_gpu_board = (bool(self.is_integrated),
+                                                       bool(self.is_multi_gpu_board))
+
+    def __repr__(self):
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, "
+                f"minor={self.minor}, total_memory={self.total_memory // 2 ** 20}MB, "
+                f"multi_processor_count={self.multi_processor_count}, "
+                f"L2_cache_size={self.L2_cache_size // 2 ** 20}MB)")
+
+
+def get_device_properties(device=None):
+    """The device's properties (torch.cuda.get_device_properties): name, major, minor,
+    total_memory, multi_processor_count, L2_cache_size, warp_size, ...; needs a GPU."""
+    cupy = _require_cupy()
+    index = _index(device)
+    if not 0 <= index < cupy.cuda.runtime.getDeviceCount():
+        raise AssertionError("Invalid device id")
+    return _CudaDeviceProperties(cupy.cuda.runtime.getDeviceProperties(index))
+
+
+def get_device_capability(device=None):
+    """(major, minor) compute capability of the device (torch.cuda.get_device_capability)."""
+    props = get_device_properties(device)
+    return props.major, props.minor
+
+
+def is_initialized():
+    """Whether minitorch has started using a GPU (made a CUDA tensor or called init())."""
+    from .. import _gpu
+    return bool(_gpu._BACKENDS)
+
+
+def init():
+    """Start minitorch's CUDA backend on the current device now rather than at the first CUDA
+    tensor (torch.cuda.init); RuntimeError without CuPy or a GPU."""
+    from .. import _gpu
+    _gpu.backend_for(current_device())
+
+
+class device:
+    """`with mt.cuda.device(d):` makes GPU d current inside the block (torch.cuda.device); a
+    negative index or None changes nothing."""
+
+    def __init__(self, device):
+        self.idx = -1 if device is None else _index(device)
+        self.prev_idx = -1
+
+    def __enter__(self):
+        if self.idx >= 0:
+            runtime = _require_cupy().cuda.runtime
+            self.prev_idx = runtime.getDevice()
+            if self.prev_idx != self.idx:
+                runtime.setDevice(self.idx)
+
+    def __exit__(self, *exc):
+        if self.idx >= 0 and self.prev_idx != self.idx:
+            _require_cupy().cuda.runtime.setDevice(self.prev_idx)
+        return False
+
+
+class device_of(device):
+    """`with mt.cuda.device_of(t):` makes t's GPU current (nothing for a CPU tensor)."""
+
+    def __init__(self, obj):
+        super().__init__(obj.get_device() if obj.is_cuda else -1)
 
 
 def synchronize(device=None):
@@ -78,23 +165,6 @@ def synchronize(device=None):
     if is_available():
         _refuse_during_capture()
         _cupy().cuda.Device(_index(device)).synchronize()
-
-
-def empty_cache():
-    """Release the device buffers minitorch and CuPy keep for reuse (torch.cuda.empty_cache;
-    a no-op without a GPU or before any CUDA tensor)."""
-    from .. import _gpu
-    for backend in _gpu._BACKENDS.values():
-        backend.empty_cache()
-
-
-def manual_seed(seed):
-    """Random numbers are drawn on the host for every device, so this is mt.manual_seed."""
-    from ..random import manual_seed as seed_all
-    seed_all(seed)
-
-
-manual_seed_all = manual_seed
 
 
 # ---- streams (what graph capture needs of torch.cuda's streams) --------------------------------
@@ -130,6 +200,16 @@ class Stream:
         """Later work on this stream waits for the work queued on `stream` so far."""
         self._stream.wait_event(stream._stream.record())
 
+    def record_event(self, event=None):
+        """Record `event` (a new Event when None) after the work queued so far; returns it."""
+        event = Event() if event is None else event
+        event.record(self)
+        return event
+
+    def wait_event(self, event):
+        """Later work on this stream waits for the work `event` recorded."""
+        event.wait(self)
+
     def query(self):
         """True: the emulator and the callers here only ask once the work is known done."""
         return True
@@ -163,8 +243,8 @@ def default_stream(device=None):
     return Stream(device, _cupy_stream=cupy.cuda.Stream.null)
 
 
-class stream:
-    """`with mt.cuda.stream(s):` queues CUDA work on s (None: no change), torch.cuda.stream."""
+class StreamContext:
+    """`with mt.cuda.StreamContext(s):` queues CUDA work on s (None: no change)."""
 
     def __init__(self, stream):
         self.stream = stream
@@ -180,6 +260,65 @@ class stream:
         return False
 
 
+def stream(stream):
+    """`with mt.cuda.stream(s):` queues CUDA work on s (None: no change), torch.cuda.stream."""
+    return StreamContext(stream)
+
+
+class Event:
+    """torch.cuda.Event over a CuPy event: a marker in a stream's work, for waiting on it from
+    another stream or the host and, with enable_timing=True, for timing the work between two
+    of them (elapsed_time, in milliseconds). `interprocess` events are not supported."""
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False, external=False):
+        if interprocess:
+            raise NotImplementedError("minitorch.cuda.Event: interprocess events are not "
+                                      "supported")
+        self.enable_timing, self.blocking = enable_timing, blocking
+        self._event = _require_cupy().cuda.Event(block=blocking,
+                                                 disable_timing=not enable_timing)
+        self._recorded = False
+
+    @property
+    def cuda_event(self):
+        return self._event.ptr
+
+    def record(self, stream=None):
+        """Record the event after the work queued so far on `stream` (the current one)."""
+        stream = current_stream() if stream is None else stream
+        self._event.record(stream._stream)
+        self._recorded = True
+
+    def wait(self, stream=None):
+        """Make later work on `stream` (the current one) wait for the recorded work."""
+        if self._recorded:
+            stream = current_stream() if stream is None else stream
+            stream._stream.wait_event(self._event)
+
+    def query(self):
+        """Whether the recorded work has finished (True before any record, as torch)."""
+        return not self._recorded or self._event.done
+
+    def synchronize(self):
+        """Wait on the host until the recorded work has finished."""
+        if self._recorded:
+            _refuse_during_capture()
+            self._event.synchronize()
+
+    def elapsed_time(self, end_event):
+        """Milliseconds from this event to end_event, both recorded with enable_timing=True."""
+        if not (self.enable_timing and end_event.enable_timing):
+            raise ValueError("Both events must be created with argument 'enable_timing=True'.")
+        if not (self._recorded and end_event._recorded):
+            raise ValueError("Both events must be recorded before calculating elapsed time.")
+        if not (self.query() and end_event.query()):
+            raise RuntimeError("Both events must be completed before calculating elapsed time.")
+        return _cupy().cuda.get_elapsed_time(self._event, end_event._event)
+
+    def __repr__(self):
+        return f"<minitorch.cuda.Event {hex(self.cuda_event)}>"
+
+
 def set_stream(stream):
     """Make `stream` the current stream (torch.cuda.set_stream)."""
     if stream is not None:
@@ -192,3 +331,6 @@ from .._cuda_graphs import (CUDAGraph, graph, graph_pool_handle,  # noqa: E402,F
 
 
 from . import amp  # noqa: E402  (torch.cuda.amp; last: it imports minitorch.amp)
+from . import memory, random  # noqa: E402  (they import the helpers above)
+from .memory import *  # noqa: E402,F401,F403  (memory_allocated, memory_stats, ...)
+from .random import *  # noqa: E402,F401,F403  (get_rng_state, manual_seed, seed, ...)

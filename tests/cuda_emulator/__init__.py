@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 import types
 
 import numpy as np
@@ -41,6 +42,7 @@ HEADER = pathlib.Path(__file__).resolve().with_name("emulator.h")
 CXX = shutil.which("g++")
 CXX_FLAGS = ["-std=c++17", "-O1", "-shared", "-fPIC", "-fvisibility=hidden", "-w"]
 SM_COUNT = 132          # an H100's multiprocessors: the host plans launches for that
+TOTAL_MEMORY = 85_520_809_984       # an H100 SXM's global memory, as cudaGetDeviceProperties says
 _PROT_NONE = 0
 
 
@@ -84,11 +86,16 @@ class Memory:
     """The allocation behind a buffer and all its views (CuPy's `data.mem`): what a reference
     count must see to know that nothing uses the memory any more. `owner` is the stand-in
     module that allocated it: a kernel of another one refuses it, as a real GPU's kernels
-    would fault on an address of another CUDA context (or of no device at all)."""
-    __slots__ = ("__weakref__", "owner")
+    would fault on an address of another CUDA context (or of no device at all). Its `size`
+    counts in its pool's used bytes until the last reference goes."""
+    __slots__ = ("__weakref__", "owner", "pool", "size")
 
-    def __init__(self, owner):
-        self.owner = owner
+    def __init__(self, owner, pool=None, size=0):
+        self.owner, self.pool, self.size = owner, pool, size
+
+    def __del__(self):
+        if self.pool is not None:
+            self.pool.release(self.size)
 
 
 class Array:
@@ -126,23 +133,86 @@ class Array:
         return self.host.copy()
 
 
-def _empty(owner, n, dtype):
-    _unsafe_call()                   # a new allocation: cudaMalloc
-    return Array(guarded_empty(n, dtype), Memory(owner))
+def _empty(allocator, n, dtype):
+    dtype = np.dtype(dtype)
+    pointer = allocator[0](n * dtype.itemsize)
+    return Array(pointer.host.view(dtype), pointer.mem)
 
 
-def _zeros(owner, n, dtype):
-    array = _empty(owner, n, dtype)
+def _zeros(allocator, n, dtype):
+    array = _empty(allocator, n, dtype)
     _memset(array.data.ptr, 0, array.nbytes)
     return array
 
 
-def _asarray(owner, host):
+def _asarray(allocator, host):
     _host_sync("a host-to-device copy from pageable memory")
     host = np.asarray(host)
-    array = guarded_empty(host.size, host.dtype).reshape(host.shape)
-    array[...] = host
-    return Array(array, Memory(owner))
+    array = _empty(allocator, host.size, host.dtype)
+    array.host.reshape(host.shape)[...] = host
+    return Array(array.host.reshape(host.shape), array.mem)
+
+
+# ---- CuPy's memory pool (cupy.get_default_memory_pool) and allocator switch ---------------------
+ALLOCATION_UNIT = 512       # CuPy's pool rounds every allocation up to a multiple of this
+
+
+class OutOfMemoryError(MemoryError):
+    """cupy.cuda.memory.OutOfMemoryError, with CuPy's message."""
+
+    def __init__(self, size, total, limit=0):
+        limit_text = f", limit set to: {limit:,} bytes" if limit else ""
+        super().__init__(f"Out of memory allocating {size:,} bytes (allocated so far: "
+                         f"{total:,} bytes{limit_text}).")
+
+
+class MemoryPointer:
+    """cupy.cuda.MemoryPointer: an allocation's address, its memory and device (and here the
+    host bytes behind it, each allocation ending at a guard page)."""
+
+    def __init__(self, host, mem, device_id):
+        self.host, self.mem, self.device_id = host, mem, device_id
+        self.ptr = host.ctypes.data
+
+
+class MemoryPool:
+    """cupy.cuda.MemoryPool for the emulator: every live allocation's rounded size counts as
+    used; freed memory goes straight back (no cached free blocks, so total_bytes() equals
+    used_bytes()). set_limit makes larger requests fail with OutOfMemoryError, as CuPy's."""
+
+    def __init__(self, owner, current_device):
+        self._owner, self._device = owner, current_device
+        self._used, self._limit = 0, 0
+
+    def malloc(self, size):
+        rounded = -(-size // ALLOCATION_UNIT) * ALLOCATION_UNIT
+        if self._limit and self._used + rounded > self._limit:
+            raise OutOfMemoryError(size, self._used, self._limit)
+        _unsafe_call()                   # a new allocation: cudaMalloc
+        self._used += rounded
+        return MemoryPointer(guarded_empty(size, np.uint8), Memory(self._owner, self, rounded),
+                             self._device())
+
+    def release(self, size):
+        self._used -= size
+
+    def used_bytes(self):
+        return self._used
+
+    def total_bytes(self):
+        return self._used
+
+    def free_bytes(self):
+        return 0
+
+    def free_all_blocks(self, stream=None):
+        pass
+
+    def set_limit(self, size=None, fraction=None):
+        self._limit = size or 0
+
+    def get_limit(self):
+        return self._limit
 
 
 # ---------------------------------------------------------------------------------------------
@@ -282,7 +352,9 @@ class Module:
 CAPTURE_GLOBAL, CAPTURE_THREAD_LOCAL, CAPTURE_RELAXED = 0, 1, 2
 # the cudaError_t values a capture can end in, with the runtime's own strings
 ILLEGAL_STATE, CAPTURE_UNSUPPORTED, CAPTURE_INVALIDATED, CAPTURE_IMPLICIT = 401, 900, 901, 906
+INVALID_HANDLE = 400
 _ERRORS = {
+    INVALID_HANDLE: ("cudaErrorInvalidResourceHandle", "invalid resource handle"),
     ILLEGAL_STATE: ("cudaErrorIllegalState",
                     "the operation cannot be performed in the present state"),
     CAPTURE_UNSUPPORTED: ("cudaErrorStreamCaptureUnsupported",
@@ -344,7 +416,9 @@ class Stream:
     def record(self, event=None):
         """An event after the work queued so far (the emulator runs work as it is queued, so
         waiting on one is immediate; recording into a capture is allowed, as on a GPU)."""
-        return Event() if event is None else event
+        event = Event() if event is None else event
+        event.record(self)
+        return event
 
     def wait_event(self, event):
         pass
@@ -387,13 +461,35 @@ Stream.null = Stream(null=True)
 
 
 class Event:
-    """cupy.cuda.Event: work is done when queued here, so it is always complete."""
+    """cupy.cuda.Event: work is done when queued here, so it is always complete (`done`), and
+    its time is the host's clock when it is recorded."""
+
+    def __init__(self, block=False, disable_timing=False, interprocess=False):
+        self.disable_timing = disable_timing
+        self.time = None
+        self.ptr = next(_stream_ids)
+
+    def record(self, stream=None):
+        self.time = time.perf_counter()
 
     def synchronize(self):
         _host_sync("cudaEventSynchronize")
 
+    @property
+    def done(self):
+        return True
+
     def query(self):
         return True
+
+
+def get_elapsed_time(start_event, end_event):
+    """cupy.cuda.get_elapsed_time: milliseconds between two recorded timing events
+    (cudaErrorInvalidResourceHandle otherwise, as cudaEventElapsedTime)."""
+    if start_event.disable_timing or end_event.disable_timing or None in (start_event.time,
+                                                                          end_event.time):
+        raise CUDARuntimeError(INVALID_HANDLE)
+    return (end_event.time - start_event.time) * 1000.0
 
 
 def get_current_stream():
@@ -496,6 +592,15 @@ class Device:
         _host_sync("cudaDeviceSynchronize")
 
 
+def _device_properties(index):
+    """cudaGetDeviceProperties of an H100 SXM, the fields minitorch reads (CuPy's keys)."""
+    return {"name": b"minitorch CUDA emulator", "totalGlobalMem": TOTAL_MEMORY, "major": 9,
+            "minor": 0, "multiProcessorCount": SM_COUNT, "l2CacheSize": 52_428_800,
+            "warpSize": 32, "maxThreadsPerMultiProcessor": 2048,
+            "regsPerMultiprocessor": 65536, "integrated": 0, "isMultiGpuBoard": 0,
+            "uuid": bytes(range(16)), "pciBusID": index, "pciDeviceID": 0, "pciDomainID": 0}
+
+
 def cupy_module(device_count=1, execute=None, launches=None):
     """The stand-in module. device_count=None behaves as a machine without a driver; execute
     defaults to can_execute(); every launched instance name is appended to `launches`."""
@@ -511,20 +616,33 @@ def cupy_module(device_count=1, execute=None, launches=None):
     def set_device(index):
         current[0] = index
 
+    owner = object()        # this instance's "context": its arrays and kernels carry it
+    pool = MemoryPool(owner, lambda: current[0])
+    allocator = [pool.malloc]       # cupy.cuda.set_allocator's current allocator
+
+    def set_allocator(function=None):
+        allocator[0] = pool.malloc if function is None else function
+
     runtime = types.SimpleNamespace(
         getDeviceCount=count, getDevice=lambda: current[0], setDevice=set_device,
-        getDeviceProperties=lambda i: {"name": b"minitorch CUDA emulator"},
+        getDeviceProperties=_device_properties,
+        memGetInfo=lambda: (TOTAL_MEMORY - pool.total_bytes(), TOTAL_MEMORY),
         CUDARuntimeError=CUDARuntimeError, streamCaptureModeGlobal=CAPTURE_GLOBAL,
         streamCaptureModeThreadLocal=CAPTURE_THREAD_LOCAL,
         streamCaptureModeRelaxed=CAPTURE_RELAXED,
         threadExchangeStreamCaptureMode=_exchange_capture_mode)
-    owner = object()        # this instance's "context": its arrays and kernels carry it
     return types.SimpleNamespace(
         cuda=types.SimpleNamespace(Device=Device, runtime=runtime, Stream=Stream, Event=Event,
                                    get_current_stream=get_current_stream,
-                                   graph=types.SimpleNamespace(Graph=Graph)),
-        empty=functools.partial(_empty, owner), zeros=functools.partial(_zeros, owner),
-        asarray=functools.partial(_asarray, owner),
+                                   get_elapsed_time=get_elapsed_time,
+                                   graph=types.SimpleNamespace(Graph=Graph),
+                                   set_allocator=set_allocator, get_allocator=lambda: allocator[0],
+                                   alloc=lambda size: allocator[0](size),
+                                   memory=types.SimpleNamespace(OutOfMemoryError=OutOfMemoryError),
+                                   MemoryPool=MemoryPool),
+        get_default_memory_pool=lambda: pool,
+        empty=functools.partial(_empty, allocator), zeros=functools.partial(_zeros, allocator),
+        asarray=functools.partial(_asarray, allocator),
         RawModule=lambda code, options, name_expressions: Module(
             code, options, name_expressions, launches, execute, owner),
         launches=launches, emulated=True)
