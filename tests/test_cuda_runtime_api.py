@@ -206,3 +206,26 @@ def test_allocation_failure_raises_out_of_memory_error():
     finally:
         pool.set_limit(size=0)
     assert mt.empty(1 << 20, device="cuda").shape == (1 << 20,)
+
+
+@needs_cuda
+@pytest.mark.skipif(not _emulated(), reason="limits the emulator's memory pool")
+def test_per_process_memory_fraction():
+    mt.cuda.init()
+    assert mt.cuda.get_per_process_memory_fraction() == 1.0
+    with pytest.raises(TypeError, match="Invalid type for fraction argument, must be `float`"):
+        mt.cuda.set_per_process_memory_fraction(1)
+    with pytest.raises(ValueError, match=r"Invalid fraction value: 1.5. Allowed range: 0~1"):
+        mt.cuda.set_per_process_memory_fraction(1.5)
+    try:
+        mt.cuda.set_per_process_memory_fraction(0.25)
+        assert abs(mt.cuda.get_per_process_memory_fraction() - 0.25) < 1e-9
+        with pytest.raises(mt.cuda.OutOfMemoryError):
+            mt.empty(mt.cuda.mem_get_info()[1] // 8, device="cuda")     # half the memory
+        mt.cuda.set_per_process_memory_fraction(0.0)
+        assert mt.cuda.get_per_process_memory_fraction() == 0.0
+        with pytest.raises(mt.cuda.OutOfMemoryError):
+            mt.empty(1, device="cuda")
+    finally:
+        import cupy
+        cupy.get_default_memory_pool().set_limit(size=0)

@@ -12,6 +12,7 @@ from . import _cupy, _index, _require_cupy
 __all__ = ["empty_cache", "max_memory_allocated", "max_memory_cached", "max_memory_reserved",
            "mem_get_info", "memory_allocated", "memory_cached", "memory_reserved",
            "memory_stats", "memory_summary", "reset_accumulated_memory_stats",
+           "get_per_process_memory_fraction", "set_per_process_memory_fraction",
            "reset_max_memory_allocated", "reset_max_memory_cached", "reset_peak_memory_stats"]
 
 
@@ -121,6 +122,31 @@ def mem_get_info(device=None):
     cupy = _require_cupy()
     with cupy.cuda.Device(_index(device)):
         return tuple(cupy.cuda.runtime.memGetInfo())
+
+
+def set_per_process_memory_fraction(fraction, device=None):
+    """Cap this process's CUDA memory on the device at fraction × its total memory
+    (torch.cuda.set_per_process_memory_fraction): CuPy's pool limit, beyond which an
+    allocation raises OutOfMemoryError."""
+    cupy = _require_cupy()
+    index = _index(device)
+    if not isinstance(fraction, float):
+        raise TypeError("Invalid type for fraction argument, must be `float`")
+    if fraction < 0 or fraction > 1:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    with cupy.cuda.Device(index):
+        # CuPy reads a limit of 0 as "no limit": a 1-byte one refuses every allocation instead
+        cupy.get_default_memory_pool().set_limit(**({"fraction": fraction} if fraction else
+                                                    {"size": 1}))
+
+
+def get_per_process_memory_fraction(device=None):
+    """The fraction set by set_per_process_memory_fraction (1.0 when none was)."""
+    cupy = _require_cupy()
+    with cupy.cuda.Device(_index(device)):
+        limit = cupy.get_default_memory_pool().get_limit()
+        total = cupy.cuda.runtime.memGetInfo()[1]
+    return 1.0 if limit == 0 else 0.0 if limit == 1 else limit / total
 
 
 def memory_summary(device=None, abbreviated=False):

@@ -209,7 +209,7 @@ class MemoryPool:
         pass
 
     def set_limit(self, size=None, fraction=None):
-        self._limit = size or 0
+        self._limit = int(fraction * TOTAL_MEMORY) if fraction is not None else size or 0
 
     def get_limit(self):
         return self._limit
