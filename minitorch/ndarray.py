@@ -157,6 +157,21 @@ def broadcast_shapes(a, b):
     return tuple(out)
 
 
+def _broadcast_shape(a, b):
+    """broadcast_shapes of two NDArray shapes (tuples of ints), remembered: an op meets the same
+    pair of shapes at every step of a loop."""
+    shape = _BROADCASTS.get((a, b))
+    if shape is None:
+        shape = broadcast_shapes(a, b)
+        if len(_BROADCASTS) > 65536:
+            _BROADCASTS.clear()
+        _BROADCASTS[a, b] = shape
+    return shape
+
+
+_BROADCASTS = {}
+
+
 def _batch_views(a, b, nbatch):
     """The GEMM's batch argument and a, b as (batch, r, c) views, or (outer, inner, r, c) ones
     when their batch axes need two strides (attention's (batch, head) views of one array). An
@@ -771,7 +786,7 @@ class NDArray:
             if not other.shape:     # a 0-d operand (a scalar): broadcast by stride 0 directly
                 b = other._view(shape, (0,) * len(shape))
             else:
-                shape = broadcast_shapes(shape, other.shape)
+                shape = _broadcast_shape(shape, other.shape)
                 a, b = self._broadcast_view(shape), other._broadcast_view(shape)
         dtype = _BOOL if op in BOOL_RESULT_BINARY else self.dtype
         backend = self.backend
@@ -786,7 +801,15 @@ class NDArray:
                        self.device, backend)
 
     def _broadcast_view(self, shape):
-        return self if self.shape == shape else self.expand(shape)
+        """self viewed as `shape`, a broadcast of its shape (expand without the checks)."""
+        own = self.shape
+        if own == shape:
+            return self
+        lead = len(shape) - len(own)
+        strides = [0] * lead
+        for size, stride, n in zip(own, self.strides, shape[lead:]):
+            strides.append(stride if size == n else 0)
+        return self._view(shape, tuple(strides))
 
     def where(self, a, b):
         """a where self (bool) else b, all three broadcast together (on one device)."""
@@ -797,8 +820,8 @@ class NDArray:
         if narrow is not None:      # no 8/16/32-bit select kernel (a scalar may be held wide)
             wide = narrow.compute
             return self.where(a.astype(wide), b.astype(wide)).astype(narrow)
-        shape = broadcast_shapes(broadcast_shapes(self.shape, a.shape), b.shape)
-        c, a, b = (x._broadcast_view(shape) for x in (self, a, b))
+        shape = _broadcast_shape(_broadcast_shape(self.shape, a.shape), b.shape)
+        c, a, b = self._broadcast_view(shape), a._broadcast_view(shape), b._broadcast_view(shape)
         out = a._new(shape)
         if out.size:
             self.backend.where(c.buffer, a.buffer, b.buffer, out.buffer, shape,

@@ -1087,6 +1087,9 @@ def where(condition, input=None, other=None):
     if input is None and other is None:
         return condition.nonzero(as_tuple=True)
     _check_tensor(condition, "where", arg="condition")
+    if condition._data.dtype is dtypes.bool_ and type(input) is Tensor and \
+            type(other) is Tensor and input._data.dtype is other._data.dtype:
+        return Where.apply(condition, input, other)     # (a backward's where(c, g, zero))
     if condition.dtype is dtypes.uint8:
         warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and "
                       "will be removed in a future version of PyTorch. Use a boolean condition "

@@ -427,9 +427,7 @@ def _swapped(nd, d0, d1):
     """nd with axes d0 and d1 exchanged (an alias view when there is nothing to swap)."""
     if d0 == d1 or nd.ndim < 2:
         return nd._view(nd.shape, nd.strides)
-    order = list(range(nd.ndim))
-    order[d0], order[d1] = order[d1], order[d0]
-    return nd.permute(order)
+    return nd.transpose(d0, d1)
 
 
 def permute(input, *args, dims=None):
@@ -440,7 +438,10 @@ def permute(input, *args, dims=None):
 def transpose(input, dim0, dim1):
     """View with dims dim0 and dim1 swapped (torch.transpose)."""
     ndim = input.ndim
-    return Transpose.apply(input, normalize_dim(dim0, ndim), normalize_dim(dim1, ndim))
+    dim0, dim1 = normalize_dim(dim0, ndim), normalize_dim(dim1, ndim)
+    if not _recorded(input):
+        return view_of(input, _swapped(input._data, dim0, dim1))     # Transpose's forward
+    return Transpose.apply(input, dim0, dim1)
 
 
 def swapaxes(input, axis0, axis1):
