@@ -1172,6 +1172,19 @@ def _make_in_layout(template, fmt, dtype, device, requires_grad, fill, function)
     return wrap(nd, requires_grad)
 
 
+def _like(input, dtype, device, requires_grad, fmt, fill, function):
+    """zeros_like / ones_like / empty_like: `fill` in input's shape, dtype, device and layout
+    unless told otherwise."""
+    template = input._data
+    if dtype is None and device is None and fmt is None and \
+            template.strides == contiguous_strides(template.shape):
+        # the common call (a physics step's zeros_like(pos)): a compact input's own layout
+        return wrap(NDArray.full(template.shape, fill, template.dtype, template.device),
+                    requires_grad)
+    return _make_in_layout(template, fmt, dtype or input.dtype, device or input.device,
+                           requires_grad, fill, function)
+
+
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """torch.full: fill_value everywhere; without dtype, the dtype follows fill_value as in torch
     (bool, int64, or the default float dtype)."""
@@ -1186,23 +1199,20 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
     """torch.zeros_like: zeros with input's size, and its dtype and device unless given, laid
     out as memory_format says (default preserve_format: input's strides when it is dense)."""
-    return _make_in_layout(input._data, memory_format, dtype or input.dtype,
-                           device or input.device, requires_grad, 0, "zeros_like")
+    return _like(input, dtype, device, requires_grad, memory_format, 0, "zeros_like")
 
 
 def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
     """torch.ones_like: ones with input's size, and its dtype and device unless given, laid
     out as memory_format says (default preserve_format: input's strides when it is dense)."""
-    return _make_in_layout(input._data, memory_format, dtype or input.dtype,
-                           device or input.device, requires_grad, 1, "ones_like")
+    return _like(input, dtype, device, requires_grad, memory_format, 1, "ones_like")
 
 
 def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
     """torch.empty_like: a new tensor with input's size, dtype and device (unless given), laid
     out as memory_format says (default preserve_format); zeroed here (torch leaves it
     uninitialised)."""
-    return _make_in_layout(input._data, memory_format, dtype or input.dtype,
-                           device or input.device, requires_grad, 0, "empty_like")
+    return _like(input, dtype, device, requires_grad, memory_format, 0, "empty_like")
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False,

@@ -69,9 +69,16 @@ def result_type(*operands):
     for x in operands:
         if x is None:
             continue
-        _check_operand(x)
-        p, d = _priority(x), _dtype_of(x)
-        by_priority[p] = d if by_priority[p] is None else dtypes.promote_types(by_priority[p], d)
+        kind = type(x)
+        if kind is Tensor:      # the common operands first, without the general checks
+            p, d = 2 if x._data.shape else 1, x._data.dtype
+        elif kind is float:
+            p, d = 0, dtypes.get_default_dtype()
+        else:
+            _check_operand(x)
+            p, d = _priority(x), _dtype_of(x)
+        held = by_priority[p]
+        by_priority[p] = d if held is None or held is d else dtypes.promote_types(held, d)
     result = None
     for p in (2, 1, 0):
         d = by_priority[p]

@@ -460,6 +460,8 @@ def t(input):
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input.ndim}D")
+    if not _recorded(input):
+        return view_of(input, _swapped(input._data, 0, 1))      # T's forward
     return T.apply(input)
 
 
