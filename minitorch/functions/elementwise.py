@@ -92,8 +92,10 @@ def promote(a, b, floating=False):
     result would be integral); Python scalars become cached 0-d constants."""
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError("at least one operand must be a Tensor")
-    _check_operand(a)
-    _check_operand(b)
+    if type(a) not in _DENSE_OPERANDS:      # (a tensor or a Python number cannot be refused)
+        _check_operand(a)
+    if type(b) not in _DENSE_OPERANDS:
+        _check_operand(b)
     dtype = dtypes.result_type(_dtype_of(a), _dtype_of(b), _priority(a), _priority(b))
     if floating and not (dtype.is_floating_point or dtype.is_complex):
         dtype = dtypes.get_default_dtype()
