@@ -41,10 +41,12 @@ def measure(lib):
 
 def small_ops(lib):
     """(callable, calls) per case: the ops of torch.distributions' checks, RL and physics loops
-    on 3-12 element tensors, nothing recorded."""
+    on 3-12 element tensors, nothing recorded (the scalar, broadcast and where rows are what
+    backward rules run: sqrt's g / (out * 2), a broadcast operand's sum_to, clamp's masks)."""
     p = lib.tensor([0.2, 0.3, 0.5])
     m = lib.tensor(np.arange(12, dtype=np.float32).reshape(4, 3) / 12)
     mask, idx, host = p >= 0, lib.zeros(4, 1, dtype=lib.int64), np.ones(4, np.float32)
+    column, upper = m[:, :1], m > 0.5
     categorical = lib.distributions.Categorical(p)
     action = lib.tensor(1)
     return {"p >= 0": (lambda: p >= 0, 20000),
@@ -54,6 +56,10 @@ def small_ops(lib):
             "m.gather(-1, idx)": (lambda: m.gather(-1, idx), 20000),
             "m.logsumexp(-1)": (lambda: m.logsumexp(-1, keepdim=True), 10000),
             "m.reshape(-1, 3)": (lambda: m.reshape(-1, 3), 20000),
+            "m.t()": (lambda: m.t(), 20000),
+            "m * 2.0": (lambda: m * 2.0, 20000),
+            "m * column (bcast)": (lambda: m * column, 20000),
+            "where(upper, m, column)": (lambda: lib.where(upper, m, column), 20000),
             "p[0].item()": (lambda: p[0].item(), 20000),
             "from_numpy": (lambda: lib.from_numpy(host), 20000),
             "Categorical(p)": (lambda: lib.distributions.Categorical(p), 5000),
