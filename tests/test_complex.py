@@ -350,18 +350,227 @@ def test_mixed_real_complex_arithmetic():
     assert mt.dot(mt.tensor(u), mt.tensor(v)).item() == np.dot(u, v)
 
 
-def test_unsupported_complex_ops_raise():
+_NO = '"{}" not implemented for \'ComplexFloat\''
+_ORDERING_REFUSALS = [   # torch 2.13's exception and message for ordering ops on complex input
+    ("lt", lambda lib, z, w: z < w, NotImplementedError, _NO.format("lt_cpu")),
+    ("ge", lambda lib, z, w: lib.ge(z, 1), NotImplementedError, _NO.format("ge_cpu")),
+    ("max", lambda lib, z, w: z.max(), NotImplementedError, _NO.format("max_all")),
+    ("min", lambda lib, z, w: lib.min(z), NotImplementedError, _NO.format("min_all")),
+    ("max_dim", lambda lib, z, w: z.max(0), RuntimeError, "max(): does not support complex input"),
+    ("min_dim", lambda lib, z, w: lib.min(z, 0, keepdim=True), RuntimeError,
+     "min(): does not support complex input"),
+    ("amax", lambda lib, z, w: z.amax(), NotImplementedError, _NO.format("max_values_cpu")),
+    ("amin", lambda lib, z, w: lib.amin(z, 0), NotImplementedError, _NO.format("min_values_cpu")),
+    ("aminmax", lambda lib, z, w: lib.aminmax(z), NotImplementedError, _NO.format("aminmax_cpu")),
+    ("argmax", lambda lib, z, w: z.argmax(), RuntimeError,
+     "argmax(): does not support complex input"),
+    ("argmin", lambda lib, z, w: z.argmin(0), RuntimeError,
+     "argmin(): does not support complex input"),
+    ("sort", lambda lib, z, w: z.sort(), RuntimeError,
+     " Sort does not support complex dtypes on CPU"),
+    ("argsort", lambda lib, z, w: lib.argsort(z, descending=True), RuntimeError,
+     " Sort does not support complex dtypes on CPU"),
+    ("msort", lambda lib, z, w: lib.msort(z), RuntimeError,
+     " Sort does not support complex dtypes on CPU"),
+    ("topk", lambda lib, z, w: z.topk(1), RuntimeError,
+     " topk does not support complex dtypes on CPU"),
+    ("kthvalue", lambda lib, z, w: z.kthvalue(1), NotImplementedError,
+     _NO.format("kthvalue_cpu")),
+    ("median", lambda lib, z, w: z.median(), NotImplementedError, _NO.format("median_cpu")),
+    ("median_dim", lambda lib, z, w: z.median(0), NotImplementedError, _NO.format("median_out")),
+    ("nanmedian", lambda lib, z, w: z.nanmedian(), NotImplementedError, _NO.format("median_cpu")),
+    ("mode", lambda lib, z, w: z.mode(), NotImplementedError, _NO.format("mode_cpu")),
+    ("unique", lambda lib, z, w: lib.unique(z), NotImplementedError, _NO.format("unique")),
+    ("quantile", lambda lib, z, w: lib.quantile(z, 0.5), RuntimeError,
+     "quantile() input tensor must be either float or double dtype"),
+    ("cummax", lambda lib, z, w: z.cummax(0), NotImplementedError, _NO.format("cummax_cpu")),
+    ("cummin", lambda lib, z, w: lib.cummin(z, 0), NotImplementedError, _NO.format("cummin_cpu")),
+    ("searchsorted", lambda lib, z, w: lib.searchsorted(z, w), NotImplementedError,
+     _NO.format("searchsorted_out_cpu")),
+    ("clamp", lambda lib, z, w: z.clamp(0, 1), NotImplementedError,
+     "clamp is not supported for complex types"),
+    ("clamp_tensor", lambda lib, z, w: lib.clamp(z, max=w), NotImplementedError,
+     "clamp is not supported for complex types"),
+    ("clip", lambda lib, z, w: z.clip(min=0), NotImplementedError,
+     "clamp is not supported for complex types"),
+    ("max_other", lambda lib, z, w: lib.max(z, w), RuntimeError,
+     "maximum not implemented for complex tensors."),
+    ("fmax", lambda lib, z, w: lib.fmax(z, w), RuntimeError,
+     "fmax not implemented for complex tensors."),
+    ("fmin", lambda lib, z, w: lib.fmin(z, w), RuntimeError,
+     "fmin not implemented for complex tensors."),
+    ("heaviside", lambda lib, z, w: lib.heaviside(z, w), RuntimeError,
+     "heaviside is not yet implemented for complex tensors."),
+    ("isneginf", lambda lib, z, w: lib.isneginf(z), RuntimeError,
+     "isneginf does not support complex inputs."),
+    ("isposinf", lambda lib, z, w: z.isposinf(), RuntimeError,
+     "isposinf does not support complex inputs."),
+    ("signbit", lambda lib, z, w: lib.signbit(z), NotImplementedError,
+     "signbit is not implemented for complex tensors."),
+    ("softmax", lambda lib, z, w: lib.softmax(z, 0), NotImplementedError,
+     _NO.format("softmax_lastdim_kernel_impl")),
+    ("softmax_middle", lambda lib, z, w: z[None].softmax(0), NotImplementedError,
+     _NO.format("softmax_kernel_impl")),
+    ("log_softmax", lambda lib, z, w: z[None].log_softmax(0), NotImplementedError,
+     _NO.format("log_softmax_kernel_impl"))]
+
+
+@pytest.mark.parametrize("name, op, error, message", _ORDERING_REFUSALS,
+                         ids=[r[0] for r in _ORDERING_REFUSALS])
+def test_ordering_ops_refuse_complex_as_torch(name, op, error, message):
+    for lib in [mt] + ([torch] if torch is not None else []):
+        z, w = lib.tensor([1 + 1j, 2 - 1j]), lib.tensor([1j, 2 + 0j])
+        with pytest.raises(error) as raised:
+            op(lib, z, w)
+        assert str(raised.value).split("\n")[0] == message, lib.__name__
+
+
+def test_ops_without_complex_kernels_raise():
     z = mt.tensor([1 + 1j])
     with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
-        z < z
-    with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
-        z.log()
-    with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
-        z.max()
+        z.erf()
     with pytest.raises(NotImplementedError, match="floor is not supported for complex inputs"):
         z.floor()
     with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
         z.lerp(z, 0.5)
+
+
+# ---- elementwise math -------------------------------------------------------------------------
+_UNARY = {   # name: numpy's function (the reference away from special values)
+    "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt,
+    "rsqrt": lambda z: 1 / np.sqrt(z), "sin": np.sin, "cos": np.cos, "tan": np.tan,
+    "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "sigmoid": lambda z: 1 / (1 + np.exp(-z)),
+    "exp2": np.exp2, "expm1": np.expm1, "exp": np.exp, "square": np.square}
+_SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.5, -3.0, 1e-8, -1e-8, 0.5, 30.0, -30.0, 400.0, -400.0,
+            np.inf, -np.inf, np.nan]
+
+
+def _special_values(dtype):
+    """Every (re, im) pair of _SPECIAL, signed zeros kept (a complex literal would lose them)."""
+    re, im = np.meshgrid(_SPECIAL, _SPECIAL)
+    z = np.empty(re.size, dtype)
+    z.real, z.imag = re.ravel(), im.ravel()
+    return z
+
+
+def _assert_same_complex(ours, theirs, rtol):
+    """Equal within rtol where finite (a zero against a rounding residue within 1e-20);
+    NaN, infinities and the signs of zeros exactly."""
+    for part in ("real", "imag"):
+        x, y = getattr(ours, part), getattr(theirs, part)
+        exact = ~np.isfinite(y) | ~np.isfinite(x) | ((x == 0) & (y == 0))
+        np.testing.assert_array_equal(np.isnan(x), np.isnan(y), part)
+        both = exact & ~np.isnan(y)
+        np.testing.assert_array_equal(x[both], y[both], part)
+        np.testing.assert_array_equal(np.signbit(x[both]), np.signbit(y[both]), part)
+        np.testing.assert_allclose(x[~exact], y[~exact], rtol=rtol, atol=1e-20, err_msg=part)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("name", list(_UNARY))
+def test_unary_math_matches_torch_on_special_values(name, dtype):
+    """libm's C99 functions on the CPU: branch cuts (a negative real part with ±0 imaginary
+    part), signed zeros, overflow and infinities as torch gives them."""
+    z = _special_values(dtype)
+    with np.errstate(all="ignore"):
+        ours = getattr(mt, name)(mt.from_numpy(z)).numpy()
+    theirs = getattr(torch, name)(torch.from_numpy(z)).numpy()
+    _assert_same_complex(ours, theirs, 2e-5 if dtype is np.complex64 else 1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_unary_math_matches_numpy(device, dtype):
+    rng = np.random.default_rng(31)
+    values = _complex(rng, (3, 4), dtype) * 2
+    cut = np.array([-1.5, -2.0, -0.25], dtype)              # the negative reals, ±0 imaginary
+    cut.imag = [0.0, -0.0, -0.0]
+    rtol = 2e-5 if dtype is np.complex64 else 1e-12
+    for name, reference in _UNARY.items():
+        fn = getattr(mt, name)
+        for source in (values, values.T, values[1, 2], values[:0], cut):   # non-contiguous, 0-d
+            ours = fn(mt.tensor(source, device=device))
+            assert ours.dtype is mt.tensor(source).dtype and ours.shape == source.shape
+            with np.errstate(all="ignore"):
+                _assert_same_complex(_host(ours), np.asarray(reference(source)), rtol)
+        method = getattr(mt.tensor(values, device=device), name)()
+        np.testing.assert_allclose(_host(method), reference(values), rtol=rtol, atol=rtol)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_pow_matches_numpy(device, dtype):
+    rng = np.random.default_rng(32)
+    a, b = _complex(rng, (3, 1, 4), dtype), _complex(rng, (5, 1), dtype)
+    real = rng.random((5, 1)) + 0.5
+    ta, tb = mt.tensor(a, device=device), mt.tensor(b, device=device)
+    rtol = 1e-4 if dtype is np.complex64 else 1e-12
+    cases = [(ta ** tb, a ** b), (mt.pow(ta, tb[:4].T), a ** b[:4].T), (ta ** 2, a * a),
+             (ta ** 3, a * a * a), (ta ** -2, 1 / (a * a)), (ta ** 0.5, np.sqrt(a)),
+             (ta ** -0.5, 1 / np.sqrt(a)), (ta ** -1, 1 / a), (ta ** 0, np.ones_like(a)),
+             (ta ** 1, a), (ta ** 1.7, a ** 1.7), (ta.pow(-2.25), a ** -2.25),
+             (2 ** ta, 2 ** a), (ta ** (1 - 0.5j), a ** (1 - 0.5j)),
+             (mt.tensor(real.astype(a.real.dtype), device=device) ** tb, real ** b),
+             (ta[:, :, ::2] ** tb[1, 0], a[:, :, ::2] ** b[1, 0]), (ta[:0] ** tb, a[:0] ** b)]
+    for ours, expected in cases:
+        assert _host(ours).dtype == dtype and ours.device.type == device
+        np.testing.assert_allclose(_host(ours), expected, rtol=rtol, atol=rtol)
+    zero = mt.zeros(2, dtype=ta.dtype, device=device)
+    assert _host(zero ** mt.tensor([2.0, 0.5 + 1j], dtype=ta.dtype, device=device)).tolist() \
+        == [0j, 0j]
+
+
+def test_elementwise_math_gradcheck(device):
+    rng = np.random.default_rng(33)
+    z = mt.tensor(_complex(rng, (2, 3)) * 0.8, requires_grad=True, device=device)
+    w = mt.tensor(_complex(rng, (3,)) * 0.5, requires_grad=True, device=device)
+    r = mt.tensor(rng.random(3) + 0.5, requires_grad=True, device=device)
+    for name in _UNARY:
+        assert mt.autograd.gradcheck(getattr(mt, name), (z,)), name
+    cases = [((z, w), lambda a, b: a ** b), ((z,), lambda a: a ** 2.5),
+             ((z,), lambda a: a ** -1.5), ((z,), lambda a: a ** 3), ((z,), lambda a: a ** 0.5),
+             ((w,), lambda b: 2 ** b), ((r, w), lambda a, b: a ** b),
+             ((z,), lambda a: a ** (0.5 + 1j)), ((z,), lambda a: a.log().sin() * a.sqrt())]
+    for inputs, fn in cases:
+        assert mt.autograd.gradcheck(fn, inputs)
+    assert mt.autograd.gradgradcheck(lambda a: a.log() * a.tanh(), (z,))
+
+
+@needs_torch
+def test_elementwise_math_gradients_match_torch():
+    """Node names and gradients of a real loss through every op, with torch's zero cases of
+    pow (a zero exponent, a zero base to a real power)."""
+    values = np.array([1 + 1j, -2 - 0.5j, 0.3j, -1.5 + 0j, 0j])
+    exponents = np.array([0.5 - 1j, 2.0, -1j, 0, 1.5])
+    results = []
+    for lib in (torch, mt):
+        z = lib.tensor(values, requires_grad=True)
+        e = lib.tensor(exponents, requires_grad=True)
+        outs = [getattr(lib, name)(z[:4]) for name in _UNARY if name != "square"]
+        outs += [z ** e, z ** 2.5, z ** 0, z[:4] ** -1.5, z ** (1 + 1j), 3 ** z]
+        loss = sum((o.real * 1.3 + o.imag * 0.7).sum() for o in outs)
+        loss.backward()
+        results.append(([o.grad_fn.name() for o in outs], z.grad.numpy(), e.grad.numpy()))
+    (their_names, *theirs), (our_names, *ours) = results
+    assert our_names[:-2] == their_names[:-2]
+    for our, their in zip(ours, theirs):
+        np.testing.assert_allclose(our, their, rtol=1e-10, atol=1e-12)
+
+
+@needs_torch
+def test_predicates_and_isclose_match_torch():
+    nan, inf = float("nan"), float("inf")
+    a = [1 + 1j, 1 + 1e-9j, complex(nan, 1), complex(inf, 0), 2j, complex(0, -inf)]
+    b = [1 + 1j, 1 + 0j, complex(nan, 1), complex(inf, 0), 2.001j, complex(0, -inf)]
+    for dtype in ("complex64", "complex128"):
+        outputs = []
+        for lib in (torch, mt):
+            x, y = lib.tensor(a, dtype=getattr(lib, dtype)), lib.tensor(b, dtype=getattr(lib, dtype))
+            outputs.append([t.tolist() for t in (
+                lib.isclose(x, y), lib.isclose(x, y, equal_nan=True), lib.isclose(x, y, 1e-2),
+                lib.isclose(x, y, 0, 0), x.isnan(), x.isinf(), x.isfinite(), x == y, x != y,
+                lib.eq(x, 1 + 1j))] + [lib.allclose(x[:2], y[:2]), lib.allclose(x, y),
+                                       lib.allclose(x, y, equal_nan=True)])
+        assert outputs[1] == outputs[0]
 
 
 # ---- reductions -------------------------------------------------------------------------------
@@ -385,7 +594,11 @@ _REDUCTIONS = [   # (name, fn(lib, z)): values, dtypes and gradients compared wi
     ("prod_zero", lambda lib, z: (z * (lib.arange(4) != 2)).prod(2)),
     ("prod_empty", lambda lib, z: z[:, :0].prod(1)), ("prod_0d", lambda lib, z: z[0, 0, 0].prod()),
     ("mean_dims", lambda lib, z: z.mean((0, 2))), ("sum_dims", lambda lib, z: z.sum(-1, True)),
-    ("cumsum", lambda lib, z: z.cumsum(1)), ("cumsum_t", lambda lib, z: z.transpose(0, 2).cumsum(0))]
+    ("cumsum", lambda lib, z: z.cumsum(1)), ("cumsum_t", lambda lib, z: z.transpose(0, 2).cumsum(0)),
+    ("cumprod", lambda lib, z: z.cumprod(2)), ("cumprod_0", lambda lib, z: z[:, 1:].cumprod(0)),
+    ("cumprod_zero", lambda lib, z: (z * (lib.arange(4) != 1)).cumprod(-1)),
+    ("logsumexp", lambda lib, z: z.logsumexp(1)),
+    ("logsumexp_keepdim", lambda lib, z: lib.logsumexp(z, (0, 2), keepdim=True))]
 
 
 @needs_torch
@@ -421,7 +634,8 @@ def test_reductions_gradcheck(device):
     for fn in (lambda a: a.var(1), lambda a: a.std(), lambda a: mt.std_mean(a, 0)[0],
                lambda a: mt.var_mean(a, 1)[1], lambda a: a.norm(), lambda a: mt.norm(a, 3, 0),
                lambda a: mt.linalg.vector_norm(a, 1), lambda a: a.prod(), lambda a: a.prod(0),
-               lambda a: a.cumsum(1), lambda a: a.mean(0)):
+               lambda a: a.cumsum(1), lambda a: a.mean(0), lambda a: a.cumprod(1),
+               lambda a: a.logsumexp(0)):
         assert mt.autograd.gradcheck(fn, (z,))
 
 

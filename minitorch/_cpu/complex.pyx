@@ -3,17 +3,44 @@
 
 A complex buffer (numpy complex64 / complex128) reaches these kernels viewed as its real pairs:
 element i is a[2i] + a[2i+1]·j. Only the ops whose math mixes the two parts live here
-(multiplication, division, abs, angle, exp, sgn, polar); addition, subtraction, negation, sums
-and every data movement run the real kernels over the pairs (see minitorch/ndarray.py). The
-formulas are c10::complex's (torch's): Smith's scaled division, hypot for abs.
+(multiplication, division, pow, abs, angle, exp, sgn, polar and the transcendental functions);
+addition, subtraction, negation, sums and every data movement run the real kernels over the
+pairs (see minitorch/ndarray.py). The formulas are c10::complex's (torch's): Smith's scaled
+division, hypot for abs, and libm's C99 complex functions (clog, csqrt, csin, ctanh, cpow ...),
+which torch's CPU kernels reach through std::complex, so branch cuts, signed zeros and
+infinities are C99's; log1p and expm1 are c10's own formulas. A pair in memory is a C99
+`double complex` (`float complex`), so the libm functions read and write the buffers in place.
 """
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.math cimport atan2, atan2f, cos, cosf, exp, expf, fabs, fabsf, hypot, hypotf, sin, sinf
+from libc.math cimport (atan2, atan2f, cos, cosf, exp, expf, expm1, expm1f, fabs, fabsf, hypot,
+                        hypotf, sin, sinf)
 
 from minitorch._cpu.common cimport threads_for
 
 cnp.import_array()
+
+cdef extern from "<complex.h>" nogil:
+    double complex clog(double complex)
+    float complex clogf(float complex)
+    double complex cexp(double complex)
+    float complex cexpf(float complex)
+    double complex csqrt(double complex)
+    float complex csqrtf(float complex)
+    double complex csin(double complex)
+    float complex csinf(float complex)
+    double complex ccos(double complex)
+    float complex ccosf(float complex)
+    double complex ctan(double complex)
+    float complex ctanf(float complex)
+    double complex csinh(double complex)
+    float complex csinhf(float complex)
+    double complex ccosh(double complex)
+    float complex ccoshf(float complex)
+    double complex ctanh(double complex)
+    float complex ctanhf(float complex)
+    double complex cpow(double complex, double complex)
+    float complex cpowf(float complex, float complex)
 
 ctypedef fused real_t:
     float
@@ -23,14 +50,34 @@ ctypedef fused real_t:
 cdef enum:
     MUL = 0
     DIV = 1
+    POW = 2         # a ** b: C99's cpow
     ABS = 0         # complex -> real
     ANGLE = 1       # complex -> real
-    EXP = 2         # complex -> complex
-    SGN = 3         # complex -> complex: z / |z|, 0 at 0
-    RECIPROCAL = 4  # complex -> complex: 1 / z
+    EXP = 2         # complex -> complex from here on
+    SGN = 3         # z / |z|, 0 at 0
+    RECIPROCAL = 4  # 1 / z
+    LOG = 5
+    LOG2 = 6        # log z / log 2, as std::log2 of a complex
+    LOG10 = 7       # log z / log 10
+    LOG1P = 8
+    SQRT = 9
+    RSQRT = 10      # 1 / sqrt z
+    SIN = 11
+    COS = 12
+    TAN = 13
+    SINH = 14
+    COSH = 15
+    TANH = 16
+    SIGMOID = 17    # 1 / (1 + exp(-z))
+    EXP2 = 18       # exp(z log 2)
+    EXPM1 = 19
+    LAST_UNARY = 19
 
-COMPLEX_BINARY = {"mul": MUL, "div": DIV}
-COMPLEX_UNARY = {"abs": ABS, "angle": ANGLE, "exp": EXP, "sgn": SGN, "reciprocal": RECIPROCAL}
+COMPLEX_BINARY = {"mul": MUL, "div": DIV, "pow": POW}
+COMPLEX_UNARY = {"abs": ABS, "angle": ANGLE, "exp": EXP, "sgn": SGN, "reciprocal": RECIPROCAL,
+                 "log": LOG, "log2": LOG2, "log10": LOG10, "log1p": LOG1P, "sqrt": SQRT,
+                 "rsqrt": RSQRT, "sin": SIN, "cos": COS, "tan": TAN, "sinh": SINH, "cosh": COSH,
+                 "tanh": TANH, "sigmoid": SIGMOID, "exp2": EXP2, "expm1": EXPM1}
 
 
 cdef inline void divide(real_t a, real_t b, real_t c, real_t d, real_t* re, real_t* im) noexcept nogil:
@@ -64,7 +111,7 @@ def complex_binary(int op, real_t[::1] a, real_t[::1] b, real_t[::1] out):
     if a.shape[0] != out.shape[0] or b.shape[0] != out.shape[0] or out.shape[0] % 2:
         raise ValueError(f"complex_binary needs pair buffers of one length, got {a.shape[0]}, "
                          f"{b.shape[0]} and {out.shape[0]}")
-    if op != MUL and op != DIV:
+    if op < MUL or op > POW:
         raise ValueError(f"complex_binary: unknown op {op}")
     if n == 0:
         return
@@ -75,10 +122,13 @@ def complex_binary(int op, real_t[::1] a, real_t[::1] b, real_t[::1] out):
                 ar = pa[2 * i]; ai = pa[2 * i + 1]; br = pb[2 * i]; bi = pb[2 * i + 1]
                 po[2 * i] = ar * br - ai * bi
                 po[2 * i + 1] = ar * bi + ai * br
-        else:
+        elif op == DIV:
             for i in prange(n, schedule="static", num_threads=threads_for(2 * n)):
                 divide(a[2 * i], a[2 * i + 1], b[2 * i], b[2 * i + 1], &out[2 * i],
                        &out[2 * i + 1])
+        else:
+            for i in prange(n, schedule="static", num_threads=threads_for(2 * n)):
+                power(&a[2 * i], &b[2 * i], &out[2 * i])
 
 
 cdef inline real_t r_hypot(real_t x, real_t y) noexcept nogil:
@@ -111,13 +161,128 @@ cdef inline real_t r_sin(real_t x) noexcept nogil:
     return sin(x)
 
 
+cdef inline void power(const real_t* a, const real_t* b, real_t* out) noexcept nogil:
+    """out = a ** b (pairs), C99's cpow: exp(b log a)."""
+    if real_t is float:
+        (<float complex*>out)[0] = cpowf((<float complex*>a)[0], (<float complex*>b)[0])
+    else:
+        (<double complex*>out)[0] = cpow((<double complex*>a)[0], (<double complex*>b)[0])
+
+
+cdef inline void libm_unary(int op, const real_t* a, real_t* out) noexcept nogil:
+    """out = op(a) for the ops that are libm's C99 complex functions (pairs in place)."""
+    cdef float complex zf
+    cdef double complex zd
+    if real_t is float:
+        zf = (<float complex*>a)[0]
+        if op == LOG:
+            zf = clogf(zf)
+        elif op == SQRT:
+            zf = csqrtf(zf)
+        elif op == SIN:
+            zf = csinf(zf)
+        elif op == COS:
+            zf = ccosf(zf)
+        elif op == TAN:
+            zf = ctanf(zf)
+        elif op == SINH:
+            zf = csinhf(zf)
+        elif op == COSH:
+            zf = ccoshf(zf)
+        elif op == TANH:
+            zf = ctanhf(zf)
+        else:
+            zf = cexpf(zf)
+        (<float complex*>out)[0] = zf
+    else:
+        zd = (<double complex*>a)[0]
+        if op == LOG:
+            zd = clog(zd)
+        elif op == SQRT:
+            zd = csqrt(zd)
+        elif op == SIN:
+            zd = csin(zd)
+        elif op == COS:
+            zd = ccos(zd)
+        elif op == TAN:
+            zd = ctan(zd)
+        elif op == SINH:
+            zd = csinh(zd)
+        elif op == COSH:
+            zd = ccosh(zd)
+        elif op == TANH:
+            zd = ctanh(zd)
+        else:
+            zd = cexp(zd)
+        (<double complex*>out)[0] = zd
+
+
+cdef inline real_t r_expm1(real_t x) noexcept nogil:
+    if real_t is float:
+        return expm1f(x)
+    return expm1(x)
+
+
+cdef inline void log1p_pair(const real_t* z, real_t* out) noexcept nogil:
+    """log(1 + z) by c10's CPU formula (numpy's): log(u) · z / (u - 1) with u = 1 + z, which
+    corrects the rounding of 1 + z."""
+    cdef real_t u[2]
+    cdef real_t log_u[2]
+    cdef real_t q[2]
+    u[0] = z[0] + 1; u[1] = z[1]
+    if u[0] == 1 and u[1] == 0:
+        out[0] = z[0]; out[1] = z[1]
+        return
+    libm_unary(LOG, u, log_u)
+    if u[0] - 1 == z[0] and u[1] == z[1]:       # (false for a NaN part, as in c10)
+        out[0] = log_u[0]; out[1] = log_u[1]
+        return
+    divide(z[0], z[1], u[0] - 1, u[1], &q[0], &q[1])
+    out[0] = log_u[0] * q[0] - log_u[1] * q[1]
+    out[1] = log_u[0] * q[1] + log_u[1] * q[0]
+
+
+cdef inline void expm1_pair(real_t x, real_t y, real_t* out) noexcept nogil:
+    """exp(z) - 1 by c10's formula: expm1(x) cos y - 2 sin²(y / 2) + j e^x sin y."""
+    cdef real_t half_sin = r_sin(y / 2)
+    out[0] = r_expm1(x) * r_cos(y) - 2 * half_sin * half_sin
+    out[1] = r_exp(x) * r_sin(y)
+
+
+cdef inline void transcendental(int op, const real_t* a, real_t* out) noexcept nogil:
+    """The complex -> complex ops from LOG on (op >= LOG or op == EXP2)."""
+    cdef real_t t[2]
+    cdef real_t scale
+    if op == LOG2 or op == LOG10:
+        libm_unary(LOG, a, out)
+        scale = <real_t>(0.6931471805599453 if op == LOG2 else 2.302585092994046)
+        out[0] = out[0] / scale
+        out[1] = out[1] / scale
+    elif op == LOG1P:
+        log1p_pair(a, out)
+    elif op == EXPM1:
+        expm1_pair(a[0], a[1], out)
+    elif op == RSQRT:
+        libm_unary(SQRT, a, t)
+        divide(<real_t>1, <real_t>0, t[0], t[1], &out[0], &out[1])
+    elif op == SIGMOID:
+        t[0] = -a[0]; t[1] = -a[1]
+        libm_unary(EXP, t, t)
+        divide(<real_t>1, <real_t>0, 1 + t[0], t[1], &out[0], &out[1])
+    elif op == EXP2:
+        t[0] = a[0] * <real_t>0.6931471805599453; t[1] = a[1] * <real_t>0.6931471805599453
+        libm_unary(EXP, t, out)
+    else:
+        libm_unary(op, a, out)
+
+
 def complex_unary(int op, real_t[::1] a, real_t[::1] out):
-    """out[i] = op(a[i]) over a compact pair buffer: ABS and ANGLE write one real per pair, EXP,
-    SGN and RECIPROCAL a pair."""
+    """out[i] = op(a[i]) over a compact pair buffer: ABS and ANGLE write one real per pair, the
+    others a pair."""
     cdef Py_ssize_t n = a.shape[0] // 2, i
-    cdef real_t re, im, m, e
+    cdef real_t re, im, m
     cdef bint to_real = op == ABS or op == ANGLE
-    if op < ABS or op > RECIPROCAL:
+    if op < ABS or op > LAST_UNARY:
         raise ValueError(f"complex_unary: unknown op {op}")
     if a.shape[0] % 2 or out.shape[0] != (n if to_real else 2 * n):
         raise ValueError(f"complex_unary: buffers of {a.shape[0]} and {out.shape[0]} values")
@@ -129,13 +294,7 @@ def complex_unary(int op, real_t[::1] a, real_t[::1] out):
             elif op == ANGLE:
                 out[i] = r_atan2(im, re)
             elif op == EXP:
-                e = r_exp(re)
-                if im == 0:             # exp of a real number stays real (no 0 * inf NaN)
-                    out[2 * i] = e
-                    out[2 * i + 1] = im
-                else:
-                    out[2 * i] = e * r_cos(im)
-                    out[2 * i + 1] = e * r_sin(im)
+                libm_unary(EXP, &a[2 * i], &out[2 * i])
             elif op == SGN:
                 m = r_hypot(re, im)
                 if m == 0:
@@ -144,8 +303,10 @@ def complex_unary(int op, real_t[::1] a, real_t[::1] out):
                 else:
                     out[2 * i] = re / m
                     out[2 * i + 1] = im / m
-            else:
+            elif op == RECIPROCAL:
                 divide(<real_t>1, <real_t>0, re, im, &out[2 * i], &out[2 * i + 1])
+            else:
+                transcendental(op, &a[2 * i], &out[2 * i])
 
 
 def complex_polar(real_t[::1] r, real_t[::1] theta, real_t[::1] out):
@@ -189,7 +350,7 @@ def complex_binary_strided(int op, real_t[::1] a, real_t[::1] b, real_t[::1] out
     cdef real_t* pa
     cdef real_t* pb
     cdef real_t* po
-    if nd > STRIDED_MAX_DIMS or op != MUL and op != DIV:
+    if nd > STRIDED_MAX_DIMS or op < MUL or op > POW:
         raise ValueError(f"complex_binary_strided: {nd} dims (at most {STRIDED_MAX_DIMS}), op "
                          f"{op}")
     if nd == 0:
@@ -226,6 +387,8 @@ def complex_binary_strided(int op, real_t[::1] a, real_t[::1] b, real_t[::1] out
                 if op == MUL:
                     po[2 * (row * inner + i)] = ar * br - ai * bi
                     po[2 * (row * inner + i) + 1] = ar * bi + ai * br
-                else:
+                elif op == DIV:
                     divide(ar, ai, br, bi, &po[2 * (row * inner + i)],
                            &po[2 * (row * inner + i) + 1])
+                else:
+                    power(pa + ia, pb + ib, &po[2 * (row * inner + i)])

@@ -7,6 +7,7 @@ from .. import dtypes
 from ..ndarray import scalar_array
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import Tensor, ones_like, wrap, zeros_like
+from .complex_refusals import refuse_complex
 from .elementwise import (TORCH_NAMES, _as_operand, _check_tensor, _compare, _float_input,
                           _no_kernel, result_type)
 
@@ -58,6 +59,7 @@ def isneginf(a):
 def _infinity_test(a, infinity, name):
     _check_tensor(a, name)
     if not a._data.dtype.is_floating_point:
+        refuse_complex(name, a)
         return zeros_like(a, dtype=dtypes.bool_)
     return eq(a, infinity)
 
@@ -73,6 +75,7 @@ def signbit(a):
     _check_tensor(a, "signbit")
     data = a._data
     if not data.dtype.is_floating_point:
+        refuse_complex("signbit", a)
         return lt(a, 0)
     one, zero = (scalar_array(v, data.dtype, data.device) for v in (1, 0))
     return wrap(one.binary(B.COPYSIGN, data).binary(B.LT, zero))
@@ -213,7 +216,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     close = eq(input, other)
     if input.dtype is dtypes.bool_:
         return close
-    if equal_nan and input.dtype.is_floating_point:
+    if equal_nan and (input.dtype.is_floating_point or input.dtype.is_complex):
         close = close | (isnan(input) & isnan(other))
     if rtol == 0 and atol == 0:
         return close

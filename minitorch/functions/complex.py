@@ -289,3 +289,6 @@ def isreal(input):
     if input._data.dtype.is_complex:
         return imag(input) == 0
     return compare.isreal(input)
+
+
+from . import complex_math  # noqa: E402,F401  (registers the complex ops in elementwise.COMPLEX_OPS)

@@ -21,6 +21,7 @@ from ..opcodes import BinaryOp as B, UnaryOp as U
 from ..tensor import (Tensor, copy_in_layout, is_contiguous_as, layout_for, preserve_format,
                       wrap, zeros, zeros_like)
 from ..tensor import memory_format as _memory_format
+from .complex_refusals import refuse_complex
 from .reduce import sum_to
 
 
@@ -250,6 +251,11 @@ class _ToCopyLayout(KernelFunction):
 
 
 # ---- unary ------------------------------------------------------------------------------------
+# The complex versions of ops, keyed by the real op's Function (a callable taking the same
+# arguments): functions/complex_math.py fills it; _unary and pow look there for complex input.
+COMPLEX_OPS = {}
+
+
 class _Unary(KernelFunction):
     """out = op(a); subclasses give `op` and a backward."""
     op = None
@@ -488,7 +494,9 @@ def _unary(fn, a, integer_ok=False):
         _check_tensor(a, fn.__name__.lower())
     if not integer_ok:
         dtype = a._data.dtype
-        if not (dtype.is_floating_point or dtype.is_complex):
+        if not dtype.is_floating_point:
+            if dtype.is_complex:        # functions/complex_math.py's op, where it has one
+                return COMPLEX_OPS.get(fn, fn.apply)(a)
             a = _float_input(a)
     return fn.apply(a)
 
@@ -1007,9 +1015,12 @@ def pow(input, exponent):
         dtype = result_type(input, exponent)
         if dtype is dtypes.bool_:
             raise NotImplementedError('"pow" not implemented for \'Bool\'')
-        if not dtype.is_floating_point and exponent < 0:
-            # checked before the exponent is stored as uint8 (where -1 would wrap to 255)
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        if not dtype.is_floating_point:
+            if dtype.is_complex:
+                return COMPLEX_OPS[Pow](input, exponent)
+            if exponent < 0:
+                # checked before the exponent is stored as uint8 (where -1 would wrap to 255)
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
         input = cast(input, dtype)
         if dtype.is_floating_point:
             if exponent == 2:
@@ -1020,6 +1031,8 @@ def pow(input, exponent):
     a, b = promote(input, exponent)
     if a._data.dtype is dtypes.bool_:
         raise NotImplementedError('"pow" not implemented for \'Bool\'')
+    if a._data.dtype.is_complex:
+        return COMPLEX_OPS[PowTensor](a, b)
     return PowTensor.apply(a, b)
 
 
@@ -1129,6 +1142,8 @@ def clamp(input, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     dtype = result_type(input, min, max)
+    if dtype.is_complex:
+        refuse_complex("clamp", input, min, max)
     tensors = isinstance(min, Tensor) or isinstance(max, Tensor)
     if dtype is dtypes.bool_ and (not tensors or (min is not None and max is not None)):
         # torch has no bool clamp kernel (one tensor bound runs maximum / minimum instead)

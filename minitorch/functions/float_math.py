@@ -17,6 +17,7 @@ from .elementwise import (C_NAMES, TORCH_NAMES, Remainder, Where, _Binary, _Unar
                           _binary, _check_tensor, _copy, _float_input, _integer_division_operands,
                           _no_kernel, _unary, exp, result_type, rsqrt, sign, trunc,
                           where)
+from .complex_refusals import refuse_complex
 from .reduce import sum_to
 
 
@@ -438,6 +439,7 @@ def heaviside(input, values):
     _check_tensor(values, "heaviside", 2, "values")
     if input.dtype is not values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    refuse_complex("heaviside", input)
     return Heaviside.apply(input, values)
 
 
@@ -568,6 +570,7 @@ def fmax(input, other):
     so the gradient goes to one side as in torch (to input on ties and where other is NaN)."""
     _check_tensor(input, "fmax")
     _check_tensor(other, "fmax", 2, "other")
+    refuse_complex("fmax", input, other)
     return where((input >= other) | other.isnan(), input, other)
 
 
@@ -576,6 +579,7 @@ def fmin(input, other):
     (torch.fmin)."""
     _check_tensor(input, "fmin")
     _check_tensor(other, "fmin", 2, "other")
+    refuse_complex("fmin", input, other)
     return where((input <= other) | other.isnan(), input, other)
 
 

@@ -15,11 +15,12 @@ import warnings
 import numpy as np
 
 from .. import dtypes
-from ..autograd import KernelFunction, is_grad_enabled
+from ..autograd import KernelFunction, is_grad_enabled, no_grad
 from ..ndarray import NDArray, contiguous_strides, normalize_dim, normalize_dims, shape_numel
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import Tensor, wrap
 from . import elementwise as _E   # circular at import time: only used inside functions
+from .complex_refusals import refuse_complex
 
 
 __all__ = [
@@ -359,14 +360,18 @@ class Min(Max):
 
 def _max_min(name, all_fn, dim_fn, pair_fn, input, dim, keepdim, other):
     if other is not None or isinstance(dim, Tensor):
-        return pair_fn(input, dim if other is None else other)
+        other = dim if other is None else other
+        refuse_complex("maximum" if name == "max" else "minimum", input, other)
+        return pair_fn(input, other)
     nd = input._data
     if dim is None:
         _check_nonempty(name, nd.shape, (), full=True)
+        refuse_complex(name, input)
         return all_fn.apply(input)
     _check_int_dim(name, dim)
     d = normalize_dim(dim, nd.ndim)
     _check_nonempty(name, nd.shape, (d,) if nd.ndim else (), full=False)
+    refuse_complex(name + "_dim", input)
     return dim_fn.apply(input, d, keepdim)
 
 
@@ -412,6 +417,7 @@ def _amax_amin(name, fn, input, dim, keepdim):
         _check_nonempty(name, nd.shape, (), full=True)
     else:
         _check_nonempty(name, nd.shape, _empty_dims(nd, dim), full=False)
+    refuse_complex(name, input)
     return fn.apply(input, dim, keepdim)
 
 
@@ -439,6 +445,7 @@ def _arg_reduce(name, op, input, dim, keepdim):
     nd = input._data
     if nd.dtype is dtypes.bool_:
         raise RuntimeError(f"{name}(): does not support bool input")
+    refuse_complex(name, input)
     if dim is None:
         if nd.size == 0:
             raise IndexError(f"{name}(): Expected reduction dim to be specified for "
@@ -672,9 +679,22 @@ def logsumexp(input, dim, keepdim=False):
     default float dtype (torch.logsumexp)."""
     if dim is None:
         raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
+    if input.dtype.is_complex:
+        return _complex_logsumexp(input, _all_if_empty(dim), keepdim)
     if not input.dtype.is_floating_point:
         input = _E.cast(input, dtypes.get_default_dtype())
     return Logsumexp.apply(input, _all_if_empty(dim), keepdim)
+
+
+def _complex_logsumexp(input, dim, keepdim):
+    """torch's complex logsumexp, composed (so its gradient is g · conj(softmax)): shifted by
+    the largest real part (0 where that is infinite), log(sum(exp(z - m))) + m."""
+    dims = normalize_dims(dim, input.ndim)
+    with no_grad():
+        shift = amax(input.real, dims, keepdim=True)
+        shift = _E.where(shift.abs() == math.inf, 0.0, shift)
+    total = sum((input - shift).exp(), dims, keepdim).log()
+    return total + (shift if keepdim else shift.squeeze(dims))
 
 
 def _nd_softmax(nd, dim, log):
@@ -762,26 +782,28 @@ class LogSoftmaxBackward(SoftmaxBackward):
         return grad_g, grad_y, None
 
 
-def _softmax_input(name, kernel, input, dim, dtype):
+def _softmax_input(name, input, dim, dtype):
     if dtype is not None:
         input = _E.cast(input, dtype)
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{_torch_dtype_name(input.dtype)}'")
     _check_int_dim(name, dim)
-    return input, normalize_dim(dim, input.ndim)
+    dim = normalize_dim(dim, input.ndim)
+    if not input.dtype.is_floating_point:     # torch names the kernel it would have run
+        kernel = "lastdim_kernel_impl" if dim == builtins.max(input.ndim - 1, 0) else \
+            "kernel_impl"
+        raise NotImplementedError(f'"{name}_{kernel}" not implemented for '
+                                  f"'{_torch_dtype_name(input.dtype)}'")
+    return input, dim
 
 
 def softmax(input, dim, dtype=None):
     """Softmax exp(x) / sum(exp(x)) along dim, optionally in dtype (torch.softmax)."""
-    input, dim = _softmax_input("softmax", "softmax_kernel_impl", input, dim, dtype)
+    input, dim = _softmax_input("softmax", input, dim, dtype)
     return Softmax.apply(input, dim)
 
 
 def log_softmax(input, dim, dtype=None):
     """log(softmax(input)) along dim computed stably, optionally in dtype (torch.log_softmax)."""
-    input, dim = _softmax_input("log_softmax", "log_softmax_lastdim_kernel_impl", input, dim,
-                                dtype)
+    input, dim = _softmax_input("log_softmax", input, dim, dtype)
     return LogSoftmax.apply(input, dim)
 
 
@@ -955,14 +977,32 @@ class Cumprod(KernelFunction):
     @staticmethod
     def forward(ctx, a, dim):
         ctx.dim = dim
-        out = wrap(a._data.scan(ReduceOp.PROD, dim))
+        nd = a._data
+        out = wrap(_complex_cumprod(nd, dim) if nd.dtype.is_complex else nd.scan(ReduceOp.PROD,
+                                                                                   dim))
         ctx.save_for_backward(a, out)
         return out
 
     @staticmethod
     def backward(ctx, g):
         a, out = ctx.saved_tensors
+        if a.is_complex():      # the conjugate of the products of the others (torch's rule)
+            a, out = a.conj(), out.conj()
         return _cumprod_backward(g, a, out, ctx.dim), None
+
+
+def _complex_cumprod(nd, dim):
+    """Running products of complex numbers along dim by doubling (Hillis and Steele): after
+    the step of span s every entry holds the product of the 2s before it, through the complex
+    mul kernel."""
+    out = nd.copy()
+    n, span = (nd.shape[dim] if nd.ndim else 1), 1
+    while span < n:
+        later = out[(slice(None),) * dim + (slice(span, None),)]
+        earlier = out[(slice(None),) * dim + (slice(0, n - span),)]
+        later.assign(later.binary(B.MUL, earlier))      # binary reads both before assigning
+        span *= 2
+    return out
 
 
 def _cumprod_backward(g, x, out, dim):

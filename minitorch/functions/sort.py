@@ -17,6 +17,7 @@ from ..tensor import arange, wrap
 from . import elementwise as _E
 from .index import GatherBackward
 from .movement import _inverse
+from .complex_refusals import refuse_complex
 from .reduce import _check_int_dim, _check_nonempty, _ExtremumAll, _return_type
 
 
@@ -153,6 +154,7 @@ def sort(input, dim=-1, descending=False, *, stable=False):
     """(values, indices) of input sorted along dim. Always stable (so `stable` changes nothing);
     NaN sorts as the largest value."""
     dim = _dim("sort", input, dim)
+    refuse_complex("sort", input)
     values, indices = _sorted_along(input._data, dim, bool(descending))
     return _picked(_SortResult, input, values, indices, dim, SortPicked)
 
@@ -160,6 +162,7 @@ def sort(input, dim=-1, descending=False, *, stable=False):
 def argsort(input, dim=-1, descending=False, *, stable=False):
     """The indices that sort input along dim (stable)."""
     dim = _dim("argsort", input, dim)
+    refuse_complex("sort", input)
     return wrap(_sorted_along(input._data, dim, bool(descending))[1])
 
 
@@ -175,6 +178,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     dim = _dim("topk", input, dim)
     if input.dtype is dtypes.bool_:
         raise RuntimeError(f"topk does not support bool dtypes on {input.device.type.upper()}")
+    refuse_complex("topk", input)
     if not 0 <= k <= _size(input, dim):
         raise RuntimeError("selected index k out of range")
     if _selection_pays(k, _size(input, dim)):
@@ -191,6 +195,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     k = _check_k("kthvalue", k)
     dim = _dim("kthvalue", input, dim)
     _check_not_bool("kthvalue", input)
+    refuse_complex("kthvalue", input)
     _check_nonempty("kthvalue", input.shape, (dim,) if input.ndim else (), full=False)
     if not 1 <= k <= _size(input, dim):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
@@ -260,9 +265,11 @@ def _median(name, all_node, picked_node, result, input, dim, keepdim):
     if dim is None:
         if input.numel() == 0:
             return wrap(_empty_median(input))
+        refuse_complex("median", input)
         return all_node.apply(input)
     dim = _dim(name, input, dim)
     _check_nonempty("median", input.shape, (dim,) if input.ndim else (), full=False)
+    refuse_complex("median_dim", input)
     indices = all_node.indices_of(input._data, dim)
     values = input._data.gather(dim, indices)
     return _picked(result, input, values, indices, dim, picked_node, keepdim)
@@ -286,6 +293,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     NaN distinct as in torch, with the index of each input element among them and each one's
     count when asked. Not differentiable; the output is sorted whatever `sorted` says (torch's
     CPU does the same)."""
+    refuse_complex("unique", input)
     if dim is not None:
         rows, dim = _slices_as_rows(input, dim)
         order = _lexicographic_order(rows)
@@ -298,6 +306,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """Like unique, but only runs of equal neighbours collapse, and nothing is sorted."""
+    refuse_complex("unique", input)
     if dim is not None:
         rows, dim = _slices_as_rows(input, dim)
         order = _positions(rows.shape[0], input.device)

@@ -22,6 +22,7 @@ from . import elementwise as _E
 from . import compare as _compare
 from . import reduce as _R
 from .index import GatherBackward
+from .complex_refusals import refuse_complex
 from .joining import cat, diff, stack
 from .sort import _along, _node, _picked, _sorted_along, sort
 
@@ -69,6 +70,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
 
 def aminmax(input, *, dim=None, keepdim=False):
     """(min, max) over dim (every element when None); ties share each gradient evenly."""
+    refuse_complex("aminmax", input)
     nd = input._data
     if dim is None:
         if nd.size == 0:
@@ -180,6 +182,7 @@ def _cumulative_extreme(fn, name, input, dim):
                         f"{type(dim).__name__}")
     if input.ndim == 0 and dim not in (0, -1):
         raise IndexError(f"{name}(): Expected reduction dim -1 or 0 for scalar but got {dim}")
+    refuse_complex(name, input)
     return fn.apply(input, normalize_dim(dim, input.ndim))
 
 
@@ -346,6 +349,7 @@ def mode(input, dim=-1, keepdim=False):
     ones) and its last position."""
     _R._check_int_dim("mode", dim)
     dim = normalize_dim(dim, input.ndim)
+    refuse_complex("mode", input)
     nd = input._data
     if not nd.ndim:
         indices = NDArray.full((), 0, dtypes.int64, nd.device)
@@ -420,6 +424,7 @@ def _ranks(q, values, ignore_nan, interpolation):
 
 
 def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
+    refuse_complex("quantile", input)
     if dim is not None:
         _R._check_int_dim(name, dim)
     if interpolation not in _INTERPOLATIONS:
@@ -510,6 +515,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                            "have same device type, but got boundaries tensor device type "
                            f"{sorted_sequence.device.type} and input value tensor device type "
                            f"{input.device.type}")
+    refuse_complex("searchsorted", sorted_sequence, input)
     if sorter is not None:
         _check_sorter(sorter, sorted_sequence)
     _check_search_shapes(sorted_sequence, input)
