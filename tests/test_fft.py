@@ -54,17 +54,23 @@ def test_gradients_match_torch(shape, dim, n, norm):
     rng = np.random.default_rng(1)
     real, cplx = _inputs(rng, shape)
     for name in ("fft", "ifft", "rfft", "irfft"):
-        source = real if name == "rfft" else cplx
-        results = []
-        for lib in (torch, mt):
-            x = lib.tensor(source, requires_grad=True)
-            y = getattr(lib.fft, name)(x, n=n, dim=dim, norm=norm)
-            weight = lib.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)))
-            loss = (y.abs() * weight).sum() if y.dtype.is_complex else (y * y * weight).sum()
-            loss.backward()
-            results.append((loss.item(), x.grad.numpy()))
-        np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-10)
-        np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-9, atol=1e-12)
+        _assert_gradient_matches_torch(name, real if name == "rfft" else cplx,
+                                       {"n": n, "dim": dim, "norm": norm})
+
+
+def _assert_gradient_matches_torch(name, source, kwargs):
+    """The loss and input gradient of a weighted |transform| (its square when real) equal
+    torch's."""
+    results = []
+    for lib in (torch, mt):
+        x = lib.tensor(source, requires_grad=True)
+        y = getattr(lib.fft, name)(x, **kwargs)
+        weight = lib.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)))
+        loss = (y.abs() * weight).sum() if y.dtype.is_complex else (y * y * weight).sum()
+        loss.backward()
+        results.append((loss.item(), x.grad.numpy()))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-10)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-9, atol=1e-12)
 
 
 def test_gradcheck():
@@ -143,17 +149,7 @@ def test_nd_transforms_match_numpy(name, kwargs):
 @pytest.mark.parametrize("name, kwargs", ND_CASES)
 def test_nd_gradients_match_torch(name, kwargs):
     real, cplx = _inputs(np.random.default_rng(4), (3, 4, 6))
-    source = real if name.startswith("rfft") else cplx
-    results = []
-    for lib in (torch, mt):
-        x = lib.tensor(source, requires_grad=True)
-        y = getattr(lib.fft, name)(x, **kwargs)
-        weight = lib.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)))
-        loss = (y.abs() * weight).sum() if y.dtype.is_complex else (y * y * weight).sum()
-        loss.backward()
-        results.append((loss.item(), x.grad.numpy()))
-    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-10)
-    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-9, atol=1e-12)
+    _assert_gradient_matches_torch(name, real if name.startswith("rfft") else cplx, kwargs)
 
 
 def test_nd_gradcheck():

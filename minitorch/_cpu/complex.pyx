@@ -22,23 +22,14 @@ cnp.import_array()
 
 cdef extern from "<complex.h>" nogil:
     double complex clog(double complex)
-    float complex clogf(float complex)
     double complex cexp(double complex)
-    float complex cexpf(float complex)
     double complex csqrt(double complex)
-    float complex csqrtf(float complex)
     double complex csin(double complex)
-    float complex csinf(float complex)
     double complex ccos(double complex)
-    float complex ccosf(float complex)
     double complex ctan(double complex)
-    float complex ctanf(float complex)
     double complex csinh(double complex)
-    float complex csinhf(float complex)
     double complex ccosh(double complex)
-    float complex ccoshf(float complex)
     double complex ctanh(double complex)
-    float complex ctanhf(float complex)
     double complex cpow(double complex, double complex)
     float complex cpowf(float complex, float complex)
 
@@ -169,52 +160,37 @@ cdef inline void power(const real_t* a, const real_t* b, real_t* out) noexcept n
         (<double complex*>out)[0] = cpow((<double complex*>a)[0], (<double complex*>b)[0])
 
 
+cdef inline double complex libm_op(int op, double complex z) noexcept nogil:
+    if op == LOG:
+        return clog(z)
+    if op == SQRT:
+        return csqrt(z)
+    if op == SIN:
+        return csin(z)
+    if op == COS:
+        return ccos(z)
+    if op == TAN:
+        return ctan(z)
+    if op == SINH:
+        return csinh(z)
+    if op == COSH:
+        return ccosh(z)
+    if op == TANH:
+        return ctanh(z)
+    return cexp(z)
+
+
 cdef inline void libm_unary(int op, const real_t* a, real_t* out) noexcept nogil:
-    """out = op(a) for the ops that are libm's C99 complex functions (pairs in place)."""
-    cdef float complex zf
-    cdef double complex zd
-    if real_t is float:
-        zf = (<float complex*>a)[0]
-        if op == LOG:
-            zf = clogf(zf)
-        elif op == SQRT:
-            zf = csqrtf(zf)
-        elif op == SIN:
-            zf = csinf(zf)
-        elif op == COS:
-            zf = ccosf(zf)
-        elif op == TAN:
-            zf = ctanf(zf)
-        elif op == SINH:
-            zf = csinhf(zf)
-        elif op == COSH:
-            zf = ccoshf(zf)
-        elif op == TANH:
-            zf = ctanhf(zf)
-        else:
-            zf = cexpf(zf)
-        (<float complex*>out)[0] = zf
-    else:
-        zd = (<double complex*>a)[0]
-        if op == LOG:
-            zd = clog(zd)
-        elif op == SQRT:
-            zd = csqrt(zd)
-        elif op == SIN:
-            zd = csin(zd)
-        elif op == COS:
-            zd = ccos(zd)
-        elif op == TAN:
-            zd = ctan(zd)
-        elif op == SINH:
-            zd = csinh(zd)
-        elif op == COSH:
-            zd = ccosh(zd)
-        elif op == TANH:
-            zd = ctanh(zd)
-        else:
-            zd = cexp(zd)
-        (<double complex*>out)[0] = zd
+    """out = op(a) for the ops that are libm's C99 complex functions. The pair is copied part
+    by part into a double complex (a complex64 one widened: signed zeros, infinities and NaN
+    survive, where building it as re + im·I would not) and the result rounded back."""
+    cdef double complex z
+    cdef double* parts = <double*>&z
+    parts[0] = a[0]
+    parts[1] = a[1]
+    z = libm_op(op, z)
+    out[0] = <real_t>parts[0]
+    out[1] = <real_t>parts[1]
 
 
 cdef inline real_t r_expm1(real_t x) noexcept nogil:
