@@ -161,15 +161,20 @@ def _broadcast_shape(a, b):
     """broadcast_shapes of two NDArray shapes (tuples of ints), remembered: an op meets the same
     pair of shapes at every step of a loop."""
     shape = _BROADCASTS.get((a, b))
-    if shape is None:
-        shape = broadcast_shapes(a, b)
-        if len(_BROADCASTS) > 65536:
-            _BROADCASTS.clear()
-        _BROADCASTS[a, b] = shape
-    return shape
+    return _remember(_BROADCASTS, (a, b), broadcast_shapes(a, b)) if shape is None else shape
 
 
-_BROADCASTS = {}
+def _remember(cache, key, value):
+    """cache[key] = value, the cache emptied first when it has grown past 65536 entries (shapes
+    of a long-running program's ops are few; a shape-varying one must not grow it forever)."""
+    if len(cache) > 65536:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
+# broadcast_shapes of NDArray shape pairs; the strides of a broadcast view (shape, strides, to)
+_BROADCASTS, _BROADCAST_STRIDES = {}, {}
 
 
 def _batch_views(a, b, nbatch):
@@ -805,11 +810,15 @@ class NDArray:
         own = self.shape
         if own == shape:
             return self
-        lead = len(shape) - len(own)
-        strides = [0] * lead
-        for size, stride, n in zip(own, self.strides, shape[lead:]):
-            strides.append(stride if size == n else 0)
-        return self._view(shape, tuple(strides))
+        key = (own, self.strides, shape)
+        strides = _BROADCAST_STRIDES.get(key)
+        if strides is None:
+            lead = len(shape) - len(own)
+            strides = [0] * lead
+            for size, stride, n in zip(own, self.strides, shape[lead:]):
+                strides.append(stride if size == n else 0)
+            strides = _remember(_BROADCAST_STRIDES, key, tuple(strides))
+        return self._view(shape, strides)
 
     def where(self, a, b):
         """a where self (bool) else b, all three broadcast together (on one device)."""
