@@ -6,7 +6,8 @@ as_complex are the two views. Gradients follow torch's convention: for a real lo
 complex z = x + yj, z.grad = dL/dx + j dL/dy (the conjugate Wirtinger derivative times 2), so
 mul's backward is grad * conj(other) (elementwise.py) and the views' backwards are each other.
 Arithmetic, sums, abs and exp of complex tensors are the ordinary ops (elementwise.py,
-reduce.py), whose NDArray paths run the complex kernels (_cpu/complex.pyx).
+reduce.py), whose NDArray paths run the complex kernels (_cpu/complex.pyx); the transcendental
+functions and pow are complex_math.py's, imported at the end of this module.
 """
 from .. import dtypes
 from ..autograd import KernelFunction
