@@ -197,6 +197,12 @@ def _batch_views(a, b, nbatch):
 
 def check_shape(shape):
     """Validate a requested shape (ints, none negative) and return it as a tuple."""
+    if type(shape) is tuple:
+        for s in shape:
+            if type(s) is not int or s < 0:
+                break
+        else:
+            return shape        # an NDArray's own shape: nothing to convert or refuse
     try:
         shape = tuple(operator.index(s) for s in shape)
     except TypeError:

@@ -577,8 +577,8 @@ def _basic_region(data, key):
             if not -size <= item < size:
                 return None
             offset += (item + size if item < 0 else item) * stride
-        elif kind is slice and _int_or_none(item.start) and _int_or_none(item.stop) and \
-                _int_or_none(item.step):
+        elif kind is slice and type(item.start) in _BOUNDS and type(item.stop) in _BOUNDS and \
+                type(item.step) in _BOUNDS:
             start, stop, step = item.indices(size)
             if step <= 0:
                 return None
@@ -593,10 +593,7 @@ def _basic_region(data, key):
 
 
 _WHOLE = slice(None)
-
-
-def _int_or_none(bound):
-    return bound is None or type(bound) is int
+_BOUNDS = frozenset((int, type(None)))      # the slice bounds _basic_region reads itself
 
 
 def _leading_ints_region(data, key):
