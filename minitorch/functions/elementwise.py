@@ -257,8 +257,23 @@ COMPLEX_OPS = {}
 
 
 class _Unary(KernelFunction):
-    """out = op(a); subclasses give `op` and a backward."""
+    """out = op(a); subclasses give `op` and a backward. A subclass whose forward is one of
+    these classes' (the kernel, and what its backward saves) is `kernel_only`: unrecorded, its
+    apply is the kernel alone (-g, out * 2 ... in backward rules)."""
     op = None
+    kernel_only = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "forward" in vars(cls) and "kernel_only" not in vars(cls):
+            cls.kernel_only = False     # a forward of its own runs through apply
+
+    @classmethod
+    def apply(cls, *args):
+        if cls.kernel_only and not (args[0].requires_grad and _grad_mode.enabled or
+                                    _engine._profiling):
+            return wrap(args[0]._data.unary(cls.op))
+        return _kernel_apply(cls, *args)
 
     @classmethod
     def forward(cls, ctx, a):
@@ -274,6 +289,8 @@ class Neg(_Unary):
 
 
 class _UnarySavingInput(_Unary):
+    kernel_only = True
+
     @classmethod
     def forward(cls, ctx, a):
         ctx.save_for_backward(a)
@@ -281,6 +298,8 @@ class _UnarySavingInput(_Unary):
 
 
 class _UnarySavingOutput(_Unary):
+    kernel_only = True
+
     @classmethod
     def forward(cls, ctx, a):
         out = wrap(a._data.unary(cls.op))
@@ -758,6 +777,7 @@ class Div(_Binary):
 # dtype first, as torch does (_binary). Only the narrow floats tell the two apart. Reflected:
 # `3.3 * h` is mul(h, 3.3) in torch, `3.3 / h` a division by h of half(3.3).
 _OPMATH_SCALAR, _OPMATH_SCALAR_REFLECTED = (Add, Mul, Div), (Add, Mul)
+_kernel_apply = KernelFunction.apply.__func__     # _Unary.apply's path when it records
 # Functions whose forward on floating operands is `wrap(a._data.binary(op, b._data))` alone
 _KERNEL_ONLY = frozenset((Add, Sub, Mul, Div))
 
