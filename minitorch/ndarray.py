@@ -963,8 +963,9 @@ class NDArray:
             out = out if bias is None else out.binary(BinaryOp.ADD, bias)
             return out.unary(UnaryOp.RELU) if relu else out
         epilogue = {}
-        if bias is not None:
-            view = bias.expand((m, n))
+        if bias is not None:      # a Linear layer's (n,) bias is read as rows of stride 0
+            view = bias._view((m, n), (0,) + bias.strides) if bias.shape == (n,) else \
+                bias.expand((m, n))
             epilogue = {"bias": view.buffer, "bias_offset": view.offset,
                         "bias_strides": view.strides}
         if relu:
