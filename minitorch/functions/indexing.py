@@ -563,9 +563,8 @@ def _basic_region(data, key):
     """(shape, strides, offset) of data[key] for an int, a slice of int bounds and positive
     step, or a tuple of them no longer than the rank (after a leading Ellipsis or not); None
     for any other key or an int out of range (the checked path answers those, with torch's
-    errors). getitem's hottest keys keep
-    their special cases, _first_dim_region and _leading_ints_region: through this general
-    loop x[1:] costs 1.8 µs instead of 1.0."""
+    errors). getitem's hottest keys keep their special cases, _first_dim_region and
+    _leading_ints_region: through this general loop x[1:] costs 1.8 µs instead of 1.0."""
     items = key if type(key) is tuple else (key,)
     if items and items[0] is Ellipsis:      # x[..., :1], x[..., 0]: whole leading dims
         items = (_WHOLE,) * (len(data.shape) - len(items) + 1) + items[1:]
