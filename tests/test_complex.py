@@ -440,7 +440,9 @@ _UNARY = {   # name: numpy's function (the reference away from special values)
     "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt,
     "rsqrt": lambda z: 1 / np.sqrt(z), "sin": np.sin, "cos": np.cos, "tan": np.tan,
     "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "sigmoid": lambda z: 1 / (1 + np.exp(-z)),
-    "exp2": np.exp2, "expm1": np.expm1, "exp": np.exp, "square": np.square}
+    "exp2": np.exp2, "expm1": np.expm1, "exp": np.exp, "square": np.square, "asin": np.arcsin,
+    "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh, "acosh": np.arccosh,
+    "atanh": np.arctanh}
 _SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.5, -3.0, 1e-8, -1e-8, 0.5, 30.0, -30.0, 400.0, -400.0,
             np.inf, -np.inf, np.nan]
 

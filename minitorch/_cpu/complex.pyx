@@ -6,7 +6,8 @@ element i is a[2i] + a[2i+1]·j. Only the ops whose math mixes the two parts liv
 (multiplication, division, pow, abs, angle, exp, sgn, polar and the transcendental functions);
 addition, subtraction, negation, sums and every data movement run the real kernels over the
 pairs (see minitorch/ndarray.py). The formulas are c10::complex's (torch's): Smith's scaled
-division, hypot for abs, and libm's C99 complex functions (clog, csqrt, csin, ctanh, cpow ...),
+division, hypot for abs, and libm's C99 complex functions (clog, csqrt, csin, ctanh, casin,
+catanh, cpow ...),
 which torch's CPU kernels reach through std::complex, so branch cuts, signed zeros and
 infinities are C99's; log1p and expm1 are c10's own formulas. A pair in memory is a C99
 `double complex` (`float complex`), so the libm functions read and write the buffers in place.
@@ -30,6 +31,12 @@ cdef extern from "<complex.h>" nogil:
     double complex csinh(double complex)
     double complex ccosh(double complex)
     double complex ctanh(double complex)
+    double complex casin(double complex)
+    double complex cacos(double complex)
+    double complex catan(double complex)
+    double complex casinh(double complex)
+    double complex cacosh(double complex)
+    double complex catanh(double complex)
     double complex cpow(double complex, double complex)
     float complex cpowf(float complex, float complex)
 
@@ -62,13 +69,21 @@ cdef enum:
     SIGMOID = 17    # 1 / (1 + exp(-z))
     EXP2 = 18       # exp(z log 2)
     EXPM1 = 19
-    LAST_UNARY = 19
+    ASIN = 20
+    ACOS = 21
+    ATAN = 22
+    ASINH = 23
+    ACOSH = 24
+    ATANH = 25
+    LAST_UNARY = 25
+    ACOS_C99 = 26   # internal: complex64's acos (torch's float kernel is std::acos, C99's cacos)
 
 COMPLEX_BINARY = {"mul": MUL, "div": DIV, "pow": POW}
 COMPLEX_UNARY = {"abs": ABS, "angle": ANGLE, "exp": EXP, "sgn": SGN, "reciprocal": RECIPROCAL,
                  "log": LOG, "log2": LOG2, "log10": LOG10, "log1p": LOG1P, "sqrt": SQRT,
                  "rsqrt": RSQRT, "sin": SIN, "cos": COS, "tan": TAN, "sinh": SINH, "cosh": COSH,
-                 "tanh": TANH, "sigmoid": SIGMOID, "exp2": EXP2, "expm1": EXPM1}
+                 "tanh": TANH, "sigmoid": SIGMOID, "exp2": EXP2, "expm1": EXPM1, "asin": ASIN,
+                 "acos": ACOS, "atan": ATAN, "asinh": ASINH, "acosh": ACOSH, "atanh": ATANH}
 
 
 cdef inline void divide(real_t a, real_t b, real_t c, real_t d, real_t* re, real_t* im) noexcept nogil:
@@ -177,6 +192,23 @@ cdef inline double complex libm_op(int op, double complex z) noexcept nogil:
         return ccosh(z)
     if op == TANH:
         return ctanh(z)
+    if op == ASIN:
+        return casin(z)
+    if op == ACOS_C99:
+        return cacos(z)
+    if op == ACOS:      # torch's double kernel: π/2 - asin z (acos 0 is π/2 + 0j, C99's - 0j)
+        z = casin(z)
+        (<double*>&z)[0] = 1.5707963267948966 - (<double*>&z)[0]
+        (<double*>&z)[1] = 0.0 - (<double*>&z)[1]
+        return z
+    if op == ATAN:
+        return catan(z)
+    if op == ASINH:
+        return casinh(z)
+    if op == ACOSH:
+        return cacosh(z)
+    if op == ATANH:
+        return catanh(z)
     return cexp(z)
 
 
@@ -188,7 +220,7 @@ cdef inline void libm_unary(int op, const real_t* a, real_t* out) noexcept nogil
     cdef double* parts = <double*>&z
     parts[0] = a[0]
     parts[1] = a[1]
-    z = libm_op(op, z)
+    z = libm_op(ACOS_C99 if real_t is float and op == ACOS else op, z)
     out[0] = <real_t>parts[0]
     out[1] = <real_t>parts[1]
 

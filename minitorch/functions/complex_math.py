@@ -1,5 +1,6 @@
 """Elementwise math of complex tensors: log, log2, log10, log1p, sqrt, rsqrt, sin, cos, tan,
-sinh, cosh, tanh, sigmoid, exp2, expm1 and pow, each a kernel of _cpu/complex.pyx (libm's C99
+sinh, cosh, tanh, sigmoid, exp2, expm1, asin, acos, atan, asinh, acosh, atanh and pow, each a
+kernel of _cpu/complex.pyx (libm's C99
 functions, so branch cuts and signed zeros are torch's) and _gpu/kernels/complex.cu.
 
 The public functions stay elementwise.py's and float_math.py's (mt.log, Tensor.sqrt, ...):
@@ -19,7 +20,6 @@ from ..opcodes import BinaryOp as B
 from ..tensor import Tensor, wrap
 from . import elementwise as E
 from . import float_math as FM
-from .complex import conj, real, imag
 from .reduce import sum_to
 
 
@@ -38,7 +38,7 @@ class _ComplexUnary(KernelFunction):
     @classmethod
     def backward(cls, ctx, g):
         a, out = ctx.saved_tensors
-        return g * conj(cls.derivative(a, out))
+        return g * cls.derivative(a, out).conj()
 
 
 def _op(class_name, kernel, derivative):
@@ -64,6 +64,13 @@ Tanh = _op("Tanh", "tanh", lambda z, out: 1 - out * out)
 Sigmoid = _op("Sigmoid", "sigmoid", lambda z, out: out * (1 - out))
 Exp2 = _op("Exp2", "exp2", lambda z, out: out * LN2)
 Expm1 = _op("Expm1", "expm1", lambda z, out: out + 1)
+Asin = _op("Asin", "asin", lambda z, out: (1 - z * z).rsqrt())
+Acos = _op("Acos", "acos", lambda z, out: -(1 - z * z).rsqrt())
+Atan = _op("Atan", "atan", lambda z, out: (z * z + 1).reciprocal())
+Asinh = _op("Asinh", "asinh", lambda z, out: (z * z + 1).rsqrt())
+# 1 / (√(z + 1) √(z - 1)), not 1 / √(z² - 1), which has the wrong sign where Re z < 0
+Acosh = _op("Acosh", "acosh", lambda z, out: (z + 1).rsqrt() * (z - 1).rsqrt())
+Atanh = _op("Atanh", "atanh", lambda z, out: (1 - z * z).reciprocal())
 
 
 # ---- pow --------------------------------------------------------------------------------------
@@ -114,7 +121,7 @@ class Pow(KernelFunction):
         exponent = ctx.exponent
         if exponent == 0:
             return E.zeros_like(g), None
-        return g * conj(pow(a, exponent - 1) * exponent), None
+        return g * (pow(a, exponent - 1) * exponent).conj(), None
 
 
 class PowTensor(KernelFunction):
@@ -139,11 +146,12 @@ class PowTensor(KernelFunction):
         zero = g.new_zeros(())
         grad_a = grad_b = None
         if ctx.needs_input_grad[0]:
-            grad_a = E.where(b == 0, zero, g * conj(b * pow(a, b - 1)))
+            grad_a = E.where(b == 0, zero, g * (b * pow(a, b - 1)).conj())
             grad_a = sum_to(grad_a, ctx.shapes[0])
         if ctx.needs_input_grad[1]:
-            at_zero = (a == 0).logical_and(imag(b) == 0).logical_and(real(b) >= 0)
-            grad_b = sum_to(E.where(at_zero, zero, g * conj(out * Log.apply(a))), ctx.shapes[1])
+            at_zero = (a == 0).logical_and(b.imag == 0).logical_and(b.real >= 0)
+            grad_b = sum_to(E.where(at_zero, zero, g * (out * Log.apply(a)).conj()),
+                            ctx.shapes[1])
         return grad_a, grad_b
 
 
@@ -161,5 +169,7 @@ E.COMPLEX_OPS.update({
     E.Log: Log.apply, E.Log1p: Log1p.apply, E.Sqrt: Sqrt.apply, E.Rsqrt: Rsqrt.apply,
     E.Sin: Sin.apply, E.Cos: Cos.apply, E.Tanh: Tanh.apply, E.Sigmoid: Sigmoid.apply,
     E.Expm1: Expm1.apply, FM.Log2: Log2.apply, FM.Log10: Log10.apply, FM.Tan: Tan.apply,
-    FM.Sinh: Sinh.apply, FM.Cosh: Cosh.apply, FM.Exp2: Exp2.apply,
+    FM.Sinh: Sinh.apply, FM.Cosh: Cosh.apply, FM.Exp2: Exp2.apply, FM.Asin: Asin.apply,
+    FM.Acos: Acos.apply, FM.Atan: Atan.apply, FM.Asinh: Asinh.apply, FM.Acosh: Acosh.apply,
+    FM.Atanh: Atanh.apply,
     E.Pow: pow, E.PowTensor: pow})

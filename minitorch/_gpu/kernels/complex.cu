@@ -2,7 +2,8 @@
 // minitorch/_cpu/complex.pyx, with the same op codes. The CPU calls libm's C99 complex
 // functions; NVRTC has no <complex.h>, so the formulas are written out here, as thrust's and
 // c10's CUDA paths write them: c10::complex's scaled division, hypot for abs, log as
-// (log|z|, atan2), the half-angle square root, Kahan's tanh, and c10's CUDA log1p. Signed
+// (log|z|, atan2), the half-angle square root, Kahan's tanh, c10's CUDA log1p, and the
+// inverse functions by their logarithmic forms. Signed
 // zeros and the branch cuts on the negative real axis follow C99 (atan2 and copysign carry
 // the sign of a zero imaginary part); infinite and NaN inputs are C99's for exp, log, sqrt and
 // tanh, and otherwise whatever the formula gives. Only the ops that mix the two parts live
@@ -11,7 +12,8 @@
 #include "common.cuh"
 
 MATH1(exp) MATH1(sin) MATH1(cos) MATH1(log) MATH1(log1p) MATH1(expm1) MATH1(sqrt) MATH1(tan)
-MATH1(sinh) MATH1(cosh) MATH1(fabs)
+MATH1(sinh) MATH1(cosh) MATH1(fabs) MATH1(asin) MATH1(acos) MATH1(atan) MATH1(asinh) MATH1(acosh)
+MATH1(atanh)
 MATH2(atan2) MATH2(hypot) MATH2(copysign)
 
 #define COMPLEX_MUL 0
@@ -37,6 +39,12 @@ MATH2(atan2) MATH2(hypot) MATH2(copysign)
 #define COMPLEX_SIGMOID 17
 #define COMPLEX_EXP2 18
 #define COMPLEX_EXPM1 19
+#define COMPLEX_ASIN 20
+#define COMPLEX_ACOS 21
+#define COMPLEX_ATAN 22
+#define COMPLEX_ASINH 23
+#define COMPLEX_ACOSH 24
+#define COMPLEX_ATANH 25
 
 template <typename T> struct cpx { T re, im; };
 
@@ -161,6 +169,67 @@ __device__ __forceinline__ cpx<T> c_log1p(cpx<T> z) {
 }
 
 template <typename T>
+__device__ __forceinline__ cpx<T> c_add(cpx<T> a, cpx<T> b) { return {a.re + b.re, a.im + b.im}; }
+
+// The inverse functions, with the branch cuts and the signs of zero parts of C99: on an axis
+// (a zero part) the real function, exactly; elsewhere asinh z = log(z + sqrt(z² + 1)) on the
+// right half-plane (odd, so the left one never cancels), acosh z = log(z + sqrt(z + 1)
+// sqrt(z - 1)) (Kahan's product keeps the cut on the reals below 1), and atanh by Kahan's
+// parts: log1p(4x / ((1 - x)² + y²)) / 4 and atan2(2y, (1 - x)(1 + x) - y²) / 2. asin and atan
+// are -j asinh(jz) and -j atanh(jz); acos is π/2 - asin z, as torch's CPU kernel.
+template <typename T>
+__device__ __forceinline__ cpx<T> c_asinh(cpx<T> z) {
+    if (z.im == T(0)) return {m_asinh(z.re), z.im};
+    if (z.re == T(0) && m_fabs(z.im) <= T(1)) return {z.re, m_asin(z.im)};
+    if (z.re == T(0))       // the cut: ±(acosh |y|) on the side of x's sign, ±π/2
+        return {m_copysign(m_acosh(m_fabs(z.im)), z.re), m_copysign(T(1.5707963267948966), z.im)};
+    bool flip = z.re < T(0);
+    cpx<T> w = flip ? cpx<T>{-z.re, -z.im} : z;
+    cpx<T> r = c_log(c_add(w, c_sqrt(cpx<T>{(w.re - w.im) * (w.re + w.im) + T(1),
+                                               T(2) * w.re * w.im})));
+    return flip ? cpx<T>{-r.re, -r.im} : r;
+}
+
+template <typename T>
+__device__ __forceinline__ cpx<T> c_acosh(cpx<T> z) {
+    if (z.im == T(0) && m_fabs(z.re) <= T(1)) return {T(0), m_copysign(m_acos(z.re), z.im)};
+    if (z.im == T(0) && z.re > T(1)) return {m_acosh(z.re), z.im};
+    cpx<T> p = c_mul(c_sqrt(cpx<T>{z.re + T(1), z.im}), c_sqrt(cpx<T>{z.re - T(1), z.im}));
+    return c_log(c_add(z, p));
+}
+
+template <typename T>
+__device__ __forceinline__ cpx<T> c_atanh(cpx<T> z) {
+    T x = z.re, y = z.im;
+    if (y == T(0) && m_fabs(x) <= T(1)) return {m_atanh(x), y};
+    if (x == T(0)) return {x, m_atan(y)};
+    T d = (T(1) - x) * (T(1) - x) + y * y;      // |1 - z|²; the real part is log(|1 + z|² / d) / 4
+    T re = m_fabs(x) < T(0.5) ? m_log1p(T(4) * x / d)
+                              : m_log((T(1) + x) * (T(1) + x) + y * y) - m_log(d);
+    return {T(0.25) * re, T(0.5) * m_atan2(T(2) * y, (T(1) - x) * (T(1) + x) - y * y)};
+}
+
+// The six inverse functions, in double for complex64 too (the formulas cancel near the branch
+// points). acos z = π/2 - asin z with torch's CPU signs: 0 - Im asin for complex128, C99's
+// cacosf (-Im asin) for complex64.
+__device__ __forceinline__ cpx<double> inverse_math(int op, cpx<double> z, bool c99_acos) {
+    switch (op) {
+    case COMPLEX_ASINH: return c_asinh(z);
+    case COMPLEX_ACOSH: return c_acosh(z);
+    case COMPLEX_ATANH: return c_atanh(z);
+    case COMPLEX_ATAN: {
+        cpx<double> t = c_atanh(cpx<double>{-z.im, z.re});
+        return {t.im, -t.re};
+    }
+    default: {              // ASIN, ACOS: asin z = (t.im, -t.re) for t = asinh(jz)
+        cpx<double> t = c_asinh(cpx<double>{-z.im, z.re});
+        if (op == COMPLEX_ASIN) return {t.im, -t.re};
+        return {1.5707963267948966 - t.im, c99_acos ? t.re : 0.0 + t.re};
+    }
+    }
+}
+
+template <typename T>
 __device__ __forceinline__ cpx<T> complex_math(int op, cpx<T> z) {
     const T ln2 = T(0.6931471805599453), ln10 = T(2.302585092994046);
     switch (op) {
@@ -188,6 +257,11 @@ __device__ __forceinline__ cpx<T> complex_math(int op, cpx<T> z) {
         return c_div(cpx<T>{T(1), T(0)}, cpx<T>{T(1) + e.re, e.im});
     }
     case COMPLEX_EXP2: return c_exp(cpx<T>{z.re * ln2, z.im * ln2});
+    case COMPLEX_ASIN: case COMPLEX_ACOS: case COMPLEX_ATAN:
+    case COMPLEX_ASINH: case COMPLEX_ACOSH: case COMPLEX_ATANH: {
+        cpx<double> r = inverse_math(op, cpx<double>{double(z.re), double(z.im)}, sizeof(T) == 4);
+        return {T(r.re), T(r.im)};
+    }
     default: {              // EXPM1, c10's: expm1(x) cos y - 2 sin²(y / 2) + j e^x sin y
         T h = m_sin(z.im / T(2));
         return {m_expm1(z.re) * m_cos(z.im) - T(2) * h * h, m_exp(z.re) * m_sin(z.im)};
