@@ -7,10 +7,10 @@ element i is a[2i] + a[2i+1]·j. Only the ops whose math mixes the two parts liv
 addition, subtraction, negation, sums and every data movement run the real kernels over the
 pairs (see minitorch/ndarray.py). The formulas are c10::complex's (torch's): Smith's scaled
 division, hypot for abs, and libm's C99 complex functions (clog, csqrt, csin, ctanh, casin,
-catanh, cpow ...),
-which torch's CPU kernels reach through std::complex, so branch cuts, signed zeros and
-infinities are C99's; log1p and expm1 are c10's own formulas. A pair in memory is a C99
-`double complex` (`float complex`), so the libm functions read and write the buffers in place.
+catanh, cpow ...), which torch's CPU kernels reach through std::complex, so branch cuts,
+signed zeros and infinities are C99's; log1p and expm1 are c10's own formulas. A pair is
+copied part by part into a C99 `double complex` for libm (a complex64 one widened) and the
+result rounded back.
 """
 cimport numpy as cnp
 from cython.parallel cimport prange
