@@ -660,13 +660,26 @@ _RANDOM_SPAN = {"int64": (2 ** 63, True), "float64": (2 ** 53 + 1, True),
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    if self.dtype.is_complex:
+        return _fill_pairs(self, generator, "uniform", a, b)
     _check_float(self.dtype, "check_uniform_bounds")
     return fill_floats(self, generator, "uniform", a, b)
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    if self.dtype.is_complex:       # std / √2 per part: the complex numbers' std is `std`
+        return _fill_pairs(self, generator, "normal", mean, std / math.sqrt(2))
     _check_float(self.dtype, "normal_kernel_cpu")
     return fill_floats(self, generator, "normal", mean, std)
+
+
+def _fill_pairs(tensor, generator, kind, a, b):
+    """uniform_ / normal_ of a complex tensor as torch's: the real dtype's draws for its
+    (re, im) floats, in memory order (so the same seed gives torch's values)."""
+    tensor._check_inplace()
+    fill_floats(wrap(tensor._data.as_real()), generator, kind, a, b)
+    tensor._bump_version()
+    return tensor
 
 
 def random_(self, from_=0, to=None, *, generator=None):

@@ -575,6 +575,28 @@ def test_predicates_and_isclose_match_torch():
         assert outputs[1] == outputs[0]
 
 
+@needs_torch
+def test_random_fills_and_complex_layers_match_torch():
+    """uniform_ / normal_ of a complex tensor draw its (re, im) floats in order (normal_ with
+    std / √2 per part), so a seed gives torch's values and a complex nn.Linear is torch's."""
+    results = []
+    for lib in (torch, mt):
+        lib.manual_seed(0)
+        drawn = [lib.empty(3, dtype=lib.complex64).uniform_(-1, 2),
+                 lib.empty(20, dtype=lib.complex128).normal_(1, 2),
+                 lib.nn.init.xavier_normal_(lib.empty(3, 4, dtype=lib.complex64))]
+        layer = lib.nn.Linear(3, 2, dtype=lib.complex64)
+        x = lib.tensor(_complex(np.random.default_rng(40), (4, 3), np.complex64))
+        (layer(x).abs() ** 2).sum().backward()
+        results.append([t.detach().numpy() for t in drawn + [layer.weight, layer.bias,
+                                                            layer.weight.grad]])
+    for ours, theirs in zip(results[1], results[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    leaf = mt.zeros(2, dtype=mt.complex64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        leaf.uniform_()
+
+
 # ---- reductions -------------------------------------------------------------------------------
 _REDUCTIONS = [   # (name, fn(lib, z)): values, dtypes and gradients compared with torch
     ("var", lambda lib, z: z.var()), ("var_dim", lambda lib, z: z.var(1, keepdim=True)),

@@ -8,6 +8,7 @@ import math
 import warnings
 
 from ..autograd import no_grad
+from .. import random as _random
 from ..random import _check_float, fill_floats
 from ..random import randperm as _randperm
 from ..tensor import empty_like as _empty_like, eye as _eye, zeros as _zeros
@@ -46,17 +47,15 @@ def calculate_gain(nonlinearity, param=None):
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
-    """Values drawn from U(a, b)."""
-    _check_float(tensor.dtype, "check_uniform_bounds")
+    """Values drawn from U(a, b) (each part of a complex tensor, as Tensor.uniform_)."""
     with no_grad():
-        return fill_floats(tensor, generator, "uniform", a, b)
+        return _random.uniform_(tensor, a, b, generator=generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
-    """Values drawn from N(mean, std²)."""
-    _check_float(tensor.dtype, "normal_kernel_cpu")
+    """Values drawn from N(mean, std²) (complex: as Tensor.normal_)."""
     with no_grad():
-        return fill_floats(tensor, generator, "normal", mean, std)
+        return _random.normal_(tensor, mean, std, generator=generator)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
