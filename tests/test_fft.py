@@ -117,10 +117,23 @@ ND_CASES = [  # (name, keyword arguments); numpy names dim "axes"
     ("fft2", {"dim": (0, 2), "norm": "forward"}), ("ifft2", {"s": (3, 9)}),
     ("rfftn", {}), ("rfftn", {"dim": (0, 1), "norm": "ortho"}), ("rfft2", {"s": (3, 7)}),
     ("irfftn", {}), ("irfftn", {"s": (4, 5)}), ("irfftn", {"dim": (2, 0), "norm": "forward"}),
-    ("irfft2", {}), ("irfft2", {"s": (2, 9), "dim": (0, 1)})]
+    ("irfft2", {}), ("irfft2", {"s": (2, 9), "dim": (0, 1)}), ("hfftn", {}),
+    ("hfftn", {"s": (2, 7), "norm": "ortho"}), ("hfft2", {"dim": (0, 2), "norm": "forward"}),
+    ("ihfftn", {}), ("ihfftn", {"dim": (1, 2), "s": (3, 5)}), ("ihfft2", {"norm": "ortho"}),
+    ("hfft", {"n": 7}), ("hfft", {"dim": 0, "norm": "forward"}), ("ihfft", {"norm": "ortho"}),
+    ("ihfft", {"n": 9, "dim": 1})]
+_FLIPPED = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
 
 
 def _numpy_call(name, source, kwargs):
+    if name in ("hfftn", "hfft2", "ihfftn", "ihfft2"):      # numpy has only the 1-D ones
+        flipped = dict(kwargs, norm=_FLIPPED[kwargs.get("norm")])
+        if name.startswith("h"):
+            return _numpy_call(name.replace("h", "ir"), np.conj(source), flipped)
+        return np.conj(_numpy_call(name.replace("ih", "r"), source, flipped))
+    if name in ("hfft", "ihfft"):
+        kwargs = {"axis" if k == "dim" else k: v for k, v in kwargs.items()}
+        return getattr(np.fft, name)(source, **kwargs)
     numpy_kwargs = {"axes" if k == "dim" else k: v for k, v in kwargs.items()}
     if "axes" in numpy_kwargs and isinstance(numpy_kwargs["axes"], int):
         numpy_kwargs["axes"] = (numpy_kwargs["axes"],)
@@ -134,22 +147,24 @@ def _numpy_call(name, source, kwargs):
 @pytest.mark.parametrize("name, kwargs", ND_CASES)
 def test_nd_transforms_match_numpy(name, kwargs):
     real, cplx = _inputs(np.random.default_rng(3), (3, 4, 6))
-    source = real if name.startswith("rfft") else cplx
+    source = real if name.startswith(("rfft", "ihfft")) else cplx
     ours = getattr(mt.fft, name)(mt.tensor(source), **kwargs)
     expected = _numpy_call(name, source, kwargs)
+    real_out = name.startswith(("irfft", "hfft"))
     assert ours.shape == expected.shape
-    assert ours.dtype is (mt.float64 if name.startswith("irfft") else mt.complex128)
+    assert ours.dtype is (mt.float64 if real_out else mt.complex128)
     np.testing.assert_allclose(ours.numpy(), expected, rtol=1e-10, atol=1e-12)
-    x = mt.tensor(source.astype(np.float32 if name.startswith("rfft") else np.complex64))
-    assert getattr(mt.fft, name)(x, **kwargs).dtype is (
-        mt.float32 if name.startswith("irfft") else mt.complex64)
+    x = mt.tensor(source.astype(np.float32 if name.startswith(("rfft", "ihfft"))
+                                else np.complex64))
+    assert getattr(mt.fft, name)(x, **kwargs).dtype is (mt.float32 if real_out else mt.complex64)
 
 
 @needs_torch
 @pytest.mark.parametrize("name, kwargs", ND_CASES)
 def test_nd_gradients_match_torch(name, kwargs):
     real, cplx = _inputs(np.random.default_rng(4), (3, 4, 6))
-    _assert_gradient_matches_torch(name, real if name.startswith("rfft") else cplx, kwargs)
+    _assert_gradient_matches_torch(name, real if name.startswith(("rfft", "ihfft")) else cplx,
+                                   kwargs)
 
 
 def test_nd_gradcheck():
@@ -184,7 +199,13 @@ def test_nd_edge_cases_and_refusals():
               "irfftn must transform at least one axis"),
              (lambda: mt.fft.fftn(x, norm="bad"), RuntimeError,
               'Invalid normalization mode: "bad"'),
-             (lambda: mt.fft.fft2(mt.ones(3)), IndexError, "Dimension out of range")]
+             (lambda: mt.fft.fft2(mt.ones(3)), IndexError, "Dimension out of range"),
+             (lambda: mt.fft.ihfft(x.to(mt.complex128)), RuntimeError,
+              "ihfft expects a real input tensor, but got ComplexDouble"),
+             (lambda: mt.fft.ihfftn(x.to(mt.complex128)), RuntimeError,
+              "Only supports floating-point dtypes, but found: ComplexDouble"),
+             (lambda: mt.fft.hfftn(x, dim=()), RuntimeError,
+              "hfftn must transform at least one axis")]
     for call, error, message in cases:
         with pytest.raises(error, match=message):
             call()

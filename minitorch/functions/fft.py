@@ -2,7 +2,8 @@
 the onesided half spectrum) and irfft (its inverse), with torch's n, dim and norm arguments;
 their n-dimensional forms (fft2 / ifft2 / fftn / ifftn, rfft2 / irfft2 / rfftn / irfftn: one
 1-D transform per dim, whose scales multiply to torch's n-dimensional norm); fftfreq /
-rfftfreq and fftshift / ifftshift.
+rfftfreq and fftshift / ifftshift; and the Hermitian hfft / ihfft family, each the real
+transform of the conjugate with the opposite normalisation.
 
 One differentiable node does the work: `FftC2C`, the scaled DFT of the last dim of a complex
 tensor (the kernel `fft_rows`, _cpu/fft.pyx), whose backward is the same node in the other
@@ -24,8 +25,9 @@ from . import elementwise as _E
 from . import joining as _J
 from .movement import roll
 
-__all__ = ['fft', 'fft2', 'fftfreq', 'fftn', 'fftshift', 'ifft', 'ifft2', 'ifftn', 'ifftshift',
-           'irfft', 'irfft2', 'irfftn', 'rfft', 'rfft2', 'rfftfreq', 'rfftn']
+__all__ = ['fft', 'fft2', 'fftfreq', 'fftn', 'fftshift', 'hfft', 'hfft2', 'hfftn', 'ifft',
+           'ifft2', 'ifftn', 'ifftshift', 'ihfft', 'ihfft2', 'ihfftn', 'irfft', 'irfft2',
+           'irfftn', 'rfft', 'rfft2', 'rfftfreq', 'rfftn']
 
 _NORMS = ("backward", "forward", "ortho")
 
@@ -264,6 +266,53 @@ def rfft2(input, s=None, dim=(-2, -1), norm=None):
 def irfft2(input, s=None, dim=(-2, -1), norm=None):
     """torch.fft.irfft2: irfftn over two dims (the last two by default)."""
     return irfftn(input, s, dim, norm)
+
+
+# ---- Hermitian transforms: the real ones of the conjugate, with the opposite normalisation -----
+_FLIPPED = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+def hfft(input, n=None, dim=-1, norm=None):
+    """torch.fft.hfft: the (real) DFT of the Hermitian signal whose onesided half is input,
+    irfft of its conjugate with the opposite normalisation."""
+    _check(input, "fft_hfft", n, norm)
+    return irfft(_C.conj(_to_complex(input)), n, dim, _FLIPPED[norm])
+
+
+def ihfft(input, n=None, dim=-1, norm=None):
+    """torch.fft.ihfft: the onesided inverse DFT of real input, hfft's inverse: the conjugate
+    of rfft with the opposite normalisation."""
+    _check(input, "fft_ihfft", n, norm)
+    if input.dtype.is_complex:
+        raise RuntimeError(f"ihfft expects a real input tensor, but got {input.dtype.torch_name}")
+    return _C.conj(rfft(input, n, dim, _FLIPPED[norm]))
+
+
+def hfftn(input, s=None, dim=None, norm=None):
+    """torch.fft.hfftn: hfft over every dim of dim, irfftn of the conjugate with the opposite
+    normalisation."""
+    _real_dims(input, s, dim, norm, "hfftn")
+    return irfftn(_C.conj(_to_complex(input)), s, dim, _FLIPPED[norm])
+
+
+def ihfftn(input, s=None, dim=None, norm=None):
+    """torch.fft.ihfftn: hfftn's inverse, the conjugate of rfftn with the opposite
+    normalisation."""
+    _real_dims(input, s, dim, norm, "ihfftn")
+    if input.dtype.is_complex:
+        raise RuntimeError(f"Only supports floating-point dtypes, but found: "
+                           f"{input.dtype.torch_name}")
+    return _C.conj(rfftn(input, s, dim, _FLIPPED[norm]))
+
+
+def hfft2(input, s=None, dim=(-2, -1), norm=None):
+    """torch.fft.hfft2: hfftn over two dims (the last two by default)."""
+    return hfftn(input, s, dim, norm)
+
+
+def ihfft2(input, s=None, dim=(-2, -1), norm=None):
+    """torch.fft.ihfft2: ihfftn over two dims (the last two by default)."""
+    return ihfftn(input, s, dim, norm)
 
 
 # ---- frequencies and shifts -------------------------------------------------------------------
