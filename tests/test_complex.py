@@ -412,7 +412,11 @@ _ORDERING_REFUSALS = [   # torch 2.13's exception and message for ordering ops o
     ("softmax_middle", lambda lib, z, w: z[None].softmax(0), NotImplementedError,
      _NO.format("softmax_kernel_impl")),
     ("log_softmax", lambda lib, z, w: z[None].log_softmax(0), NotImplementedError,
-     _NO.format("log_softmax_kernel_impl"))]
+     _NO.format("log_softmax_kernel_impl")),
+    ("nansum", lambda lib, z, w: lib.nansum(z), RuntimeError,
+     "nansum on CPU does not support complex inputs"),
+    ("nanmean", lambda lib, z, w: z.nanmean(), RuntimeError,
+     "nansum on CPU does not support complex inputs")]
 
 
 @pytest.mark.parametrize("name, op, error, message", _ORDERING_REFUSALS,
@@ -675,6 +679,25 @@ def test_reductions_on_device(device):
     with pytest.raises(RuntimeError, match="dtype should be complex for complex inputs, but "
                                            "got Float"):
         mt.linalg.vector_norm(z, dtype=mt.float32)
+
+
+def test_statistics_of_complex_match_numpy(device):
+    """cov conjugates ((x - μ)(x - μ)^H), corrcoef clips each part, vander keeps the dtype,
+    dist is the norm of the difference."""
+    rng = np.random.default_rng(24)
+    a, b = _complex(rng, (3, 5)), _complex(rng, (3, 5))
+    ta, tb = mt.tensor(a, device=device), mt.tensor(b, device=device)
+    np.testing.assert_allclose(_host(mt.cov(ta)), np.cov(a), rtol=1e-12)
+    np.testing.assert_allclose(_host(mt.cov(ta, correction=0)), np.cov(a, bias=True), rtol=1e-12)
+    corr = np.corrcoef(a)
+    np.testing.assert_allclose(_host(mt.corrcoef(ta)), np.clip(corr.real, -1, 1) + 1j * np.clip(
+        corr.imag, -1, 1), rtol=1e-12, atol=1e-15)
+    assert mt.vander(ta[0]).dtype is mt.complex128
+    np.testing.assert_allclose(_host(mt.vander(ta[0], 3)), np.vander(a[0], 3), rtol=1e-12)
+    np.testing.assert_allclose(_host(mt.dist(ta, tb, 3)).item(),
+                               np.sum(np.abs(a - b) ** 3) ** (1 / 3), rtol=1e-12)
+    assert mt.autograd.gradcheck(lambda x, y: mt.dist(x, y) + mt.cov(x).abs().sum(), (
+        ta.clone().requires_grad_(), tb.clone().requires_grad_()))
 
 
 _LOSS_REFUSALS = [   # torch 2.13's exception and message for each loss given complex input

@@ -29,6 +29,7 @@ REFUSALS = {
     "median_dim": (NotImplementedError, _NO_KERNEL.replace("{kernel}", "median_out")),
     "mode": (NotImplementedError, _NO_KERNEL.replace("{kernel}", "mode_{device}")),
     "unique": (NotImplementedError, _NO_KERNEL.replace("{kernel}", "unique")),
+    "nansum": (RuntimeError, "nansum on CPU does not support complex inputs"),
     "quantile": (RuntimeError, "quantile() input tensor must be either float or double dtype"),
     "cummax": (NotImplementedError, _NO_KERNEL.replace("{kernel}", "cummax_{device}")),
     "cummin": (NotImplementedError, _NO_KERNEL.replace("{kernel}", "cummin_{device}")),

@@ -839,7 +839,10 @@ def cross(input, other, dim=None):
 
 
 def dist(input, other, p=2):
-    """The p-norm of input - other (broadcast), as one DistBackward0 node over both operands."""
+    """The p-norm of input - other (broadcast), as one DistBackward0 node over both operands
+    (complex operands: the norm of the difference, composed, so its gradient is abs's)."""
+    if input.dtype.is_complex or other.dtype.is_complex:
+        return (input - other).norm(p)
     return Dist.apply(input, other, p)
 
 
@@ -1030,10 +1033,10 @@ def vander(x, N=None, increasing=False):
     n = x.shape[0] if N is None else operator.index(N)
     if n < 0:
         raise RuntimeError("N must be non-negative.")
+    keeps = x.dtype.is_floating_point or x.dtype.is_complex     # else powers in int64
     if n == 0:
-        return x.new_zeros((x.shape[0], 0), dtype=x.dtype if x.dtype.is_floating_point
-                           else dtypes.int64)
-    powers = powers_along_last(x if x.dtype.is_floating_point else x.to(dtypes.int64), n)
+        return x.new_zeros((x.shape[0], 0), dtype=x.dtype if keeps else dtypes.int64)
+    powers = powers_along_last(x if keeps else x.to(dtypes.int64), n)
     return powers if increasing else powers.flip(-1)
 
 

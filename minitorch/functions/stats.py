@@ -20,6 +20,7 @@ from ..opcodes import BinaryOp as B, ReduceOp
 from ..tensor import Tensor, arange, linspace, wrap, zeros_like
 from . import elementwise as _E
 from . import compare as _compare
+from . import complex as _complex
 from . import reduce as _R
 from .index import GatherBackward
 from .complex_refusals import refuse_complex
@@ -56,11 +57,13 @@ def _nan_to_zero(input):
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """sum treating NaN as 0."""
+    refuse_complex("nansum", input)
     return _R.sum(_nan_to_zero(input), dim, keepdim, dtype=dtype)
 
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """mean over the non-NaN elements (NaN where there are none)."""
+    refuse_complex("nansum", input)
     if not input.dtype.is_floating_point:
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {_TORCH_NAMES[input.dtype.name]}")
@@ -589,7 +592,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
             scale = total - correction * (
                 _R.sum(weights * aweights) / total if aweights is not None else 1)
     centred = x - mean
-    product = centred @ (centred if weights is None else centred * weights).mT
+    # the conjugate transpose: a complex covariance is E[(x - μ)(x - μ)^H]
+    product = centred @ (centred if weights is None else centred * weights).mT.conj()
     return (product / _nonpositive_to_zero(scale)).squeeze()
 
 
@@ -634,7 +638,10 @@ def corrcoef(input):
     if c.ndim == 0:
         return c / c
     std = _E.sqrt(c.diagonal())
-    return _E.clamp(c / std.unsqueeze(1) / std.unsqueeze(0), -1, 1)
+    c = c / std.unsqueeze(1) / std.unsqueeze(0)
+    if c.dtype.is_complex:          # torch clips each part
+        return _complex.complex(_E.clamp(c.real, -1, 1), _E.clamp(c.imag, -1, 1))
+    return _E.clamp(c, -1, 1)
 
 
 # ---- integration ------------------------------------------------------------------------------
