@@ -1055,13 +1055,20 @@ class NDArray:
     def scatter_into(self, dim, index, src, accumulate):
         """In-place torch.scatter_ / scatter_add_: self[..., index[..., j, ...], ...] (+)= src.
         Works on a compact staging copy of the addressed block when that block isn't compact."""
-        dim = normalize_dim(dim, self.ndim)
+        shape, index_shape = self.shape, index.shape
+        dim = normalize_dim(dim, len(shape))
         _check_index_array(index, "scatter")
-        region = self[self._index_region(dim, index.shape, "scatter")]
+        if len(index_shape) == len(shape) and index_shape[:dim] == shape[:dim] and \
+                index_shape[dim + 1:] == shape[dim + 1:]:
+            region = self       # the common case (gather's backward): every other axis whole
+        else:
+            region = self[self._index_region(dim, index_shape, "scatter")]
         if index.size == 0:
             return
         target = _accumulation_target(region, accumulate)
-        values = src[tuple(slice(0, n) for n in index.shape)].compact().astype(target.dtype)
+        if src.shape != index_shape:
+            src = src[tuple(slice(0, n) for n in index_shape)]
+        values = src.compact().astype(target.dtype)
         outer, size, inner = target._index_layout(dim)
         kernel = self.backend.scatter_add if accumulate else self.backend.scatter
         try:

@@ -186,6 +186,25 @@ def test_gather_gradients():
     assert gradgradcheck(lambda x: x.gather(1, index) ** 2, (leaf,))
 
 
+def _scatter_add_reference(base, dim, index, src):
+    out = base.copy()
+    for position in np.ndindex(*index.shape):
+        target = list(position)
+        target[dim] = index[position]
+        out[tuple(target)] += src[position]
+    return out
+
+
+@pytest.mark.parametrize("index, src_shape", [(np.array([[2, 0], [1, 1], [0, 2], [2, 2]]), (4, 2)),
+                                              (np.array([[2, 0], [1, 1]]), (3, 3))],
+                         ids=["every-other-axis-whole", "a leading block, larger src"])
+def test_scatter_add_blocks(index, src_shape, device):
+    base, src = _values(4, 3), _values(*src_shape, seed=5)
+    out = mt.tensor(base, device=device).scatter_add(1, mt.tensor(index, device=device),
+                                                     mt.tensor(src, device=device))
+    np.testing.assert_allclose(out.cpu().numpy(), _scatter_add_reference(base, 1, index, src))
+
+
 def test_gather_and_index_kernel_errors_match_torch():
     x = mt.arange(12.).reshape(4, 3)
     with pytest.raises(RuntimeError, match="index 3 is out of bounds for dimension 1 with size 3"):
