@@ -853,13 +853,15 @@ class NDArray:
         if dtype.compute is not dtype and (dtype is not _UINT8 or op not in _BYTE_EXACT_REDUCE):
             return self._widened(lambda wide: wide.reduce(op, dims, keepdim),
                                  keep_wide=op in INDEX_RESULT_REDUCE)
-        if dims is None and not keepdim and self.size and self.is_compact():
-            # everything, from a compact array (sum(), loss.mean()): one kernel call, no plan
-            out = self._new((), dtypes.int64 if op in INDEX_RESULT_REDUCE else dtype)
-            self.backend.reduce_last(op, self.flat(), out.buffer, self.size, 1)
-            return out
-        dims = normalize_dims(dims, self.ndim)
-        out_dtype = dtypes.int64 if op in INDEX_RESULT_REDUCE else self.dtype
+        out_dtype = _INT64 if op in INDEX_RESULT_REDUCE else dtype
+        if dims is None and not keepdim:
+            n = self.size
+            if n and self.is_compact():
+                # everything, from a compact array (sum(), loss.mean()): one kernel call, no plan
+                out = self._new((), out_dtype)
+                self.backend.reduce_last(op, self.flat(), out.buffer, n, 1)
+                return out
+        dims = normalize_dims(dims, len(self.shape))
         if len(dims) == 1 and self.shape[dims[0]] and self.is_compact():
             # one axis of a compact array (x.sum(-1)): the middle of (outer, n, inner) as is
             d, shape, backend = dims[0], self.shape, self.backend
