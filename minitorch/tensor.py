@@ -488,14 +488,14 @@ class Tensor(TensorBase, _OpMethods):
     @property
     def H(self):
         """torch.Tensor.H: the conjugate transpose, which for real tensors is T."""
-        return self.T
+        return self.T.conj()        # conj: the identity on real tensors
 
     @property
     def mH(self):
         """torch.Tensor.mH: the conjugate transpose of the last two dims, which for real tensors is
         mT."""
         return _matrix_transpose(self, "tensor.mH", "Tensor.mH is deprecated on 0-D tensors. "
-                                 "Consider using x.conj().")
+                                 "Consider using x.conj().").conj()
 
     @property
     def itemsize(self):
@@ -911,10 +911,10 @@ class Tensor(TensorBase, _OpMethods):
         return self.reshape(-1)
 
     def adjoint(self):
-        """torch.Tensor.adjoint: the last two dims swapped (real tensors: the adjoint is the
+        """torch.Tensor.adjoint: the conjugate transpose of the last two dims (real tensors: the
         transpose)."""
         return _matrix_transpose(self, "tensor.adjoint()", "adjoint() is deprecated on 0-D "
-                                 "tensors. Consider using x.conj().")
+                                 "tensors. Consider using x.conj().").conj()
 
 
 Tensor._from_data = staticmethod(wrap)

@@ -700,6 +700,21 @@ def test_statistics_of_complex_match_numpy(device):
         ta.clone().requires_grad_(), tb.clone().requires_grad_()))
 
 
+def test_conjugate_transposes(device):
+    """H, mH and adjoint conjugate (the gradient through them too); addcdiv / addcmul keep a
+    complex value."""
+    values = np.array([[1 + 2j, 3 - 1j], [0.5j, -2 + 0j]])
+    z = mt.tensor(values, device=device, requires_grad=True)
+    for view in (z.H, z.mH, z.adjoint(), mt.adjoint(z)):
+        np.testing.assert_array_equal(_host(view), values.conj().T)
+    (z.mH.real.sum() + z.H.imag.sum()).backward()
+    np.testing.assert_array_equal(_host(z.grad), np.full((2, 2), 1 - 1j))
+    np.testing.assert_allclose(_host(mt.addcdiv(z, z, z + 1, value=0.5)),
+                               values + 0.5 * values / (values + 1), rtol=1e-14)
+    np.testing.assert_allclose(_host(mt.addcmul(z, z, z, value=0.5j)),
+                               values + 0.5j * values * values, rtol=1e-14)
+
+
 _LOSS_REFUSALS = [   # torch 2.13's exception and message for each loss given complex input
     (lambda F, z, r, i: F.mse_loss(z, r), NotImplementedError,
      '"mse_cpu" not implemented for \'ComplexFloat\''),

@@ -447,7 +447,7 @@ def _addc_operands(input, tensor1, tensor2, value):
     """The three tensors in their joint result dtype (one op in torch: a 0-d or lower-priority
     operand does not widen it step by step), and value converted to it (0.5 is 0 for int64)."""
     dtype = result_type(input, tensor1, tensor2)
-    if not dtype.is_floating_point:
+    if not (dtype.is_floating_point or dtype.is_complex):
         value = bool(value) if dtype is dtypes.bool_ else int(value)
     device = input.device
     return [_as_operand(t, dtype, device) for t in (input, tensor1, tensor2)] + [value]
@@ -463,7 +463,8 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 / tensor2, in torch's operation order."""
-    if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
+    if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point
+            or tensor1.dtype.is_complex or tensor2.dtype.is_complex):
         raise RuntimeError(
             "Integer division with addcdiv is no longer supported, and in a future  release "
             "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
