@@ -188,6 +188,21 @@ class TensorBase:
         raise NotImplementedError("Tensor provides _from_data")
 
 
+class _NeedsInputGrad:
+    """Function.needs_input_grad, torch's: per forward argument, whether it is a tensor requiring
+    grad. Read from the node's edges the first time a backward asks, then kept in the node's
+    __dict__ (which shadows this non-data descriptor), rather than built for every recorded op;
+    () until the node is recorded."""
+
+    def __get__(self, node, owner=None):
+        if node is None:
+            return self
+        needs = tuple([edge is not None for edge in node.next_edges])
+        if needs:
+            node.__dict__["needs_input_grad"] = needs
+        return needs
+
+
 class Function:
     """Base of every differentiable op. Subclasses define static `forward(ctx, *args)` and
     `backward(ctx, *grad_outputs)`; call them through `Cls.apply(*args)`.
@@ -204,6 +219,7 @@ class Function:
     _saved_outputs = ()     # (position in _saved, output number) of saved outputs
     _unpack = None          # the unpack hook of tensors packed when this node was recorded
     next_edges = ()         # (node, output_nr) or (leaf, -1) per forward argument, once recorded
+    needs_input_grad = _NeedsInputGrad()
     materialize_grads = True
     output_count = 1
     output_meta = ()
@@ -283,13 +299,6 @@ class Function:
             self._detach_saved_outputs(result)
             if _saved_hooks.stack:
                 self._pack_saved()
-
-    @property
-    def needs_input_grad(self):
-        """torch's: per forward argument, whether it is a tensor requiring grad (read from the
-        edges when a backward asks, rather than built for every recorded op); () until the
-        node is recorded."""
-        return tuple(edge is not None for edge in self.next_edges)
 
     def _detach_saved_outputs(self, outputs):
         """A saved output would point back at this node (output -> node -> output): keep an
