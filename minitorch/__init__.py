@@ -34,7 +34,8 @@ from .backends._deterministic import (are_deterministic_algorithms_enabled,
                                       use_deterministic_algorithms)
 from ._cpu.threads import get_num_threads, set_num_threads
 from .autograd import (enable_grad, inference_mode, is_anomaly_check_nan_enabled,
-                       is_anomaly_enabled, is_grad_enabled, no_grad, set_grad_enabled)
+                       is_anomaly_enabled, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                       set_grad_enabled)
 from .autograd import set_detect_anomaly as set_anomaly_enabled
 from .backend import device, get_default_device, set_default_device
 from .dtypes import can_cast, finfo, get_default_dtype, iinfo, promote_types, set_default_dtype

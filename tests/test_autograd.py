@@ -418,3 +418,23 @@ def test_assigned_grad_may_be_sparse():
     np.testing.assert_array_equal(w.detach().numpy(), [[-0.5, -0.5], [0, 0], [-0.5, -0.5]])
     with pytest.raises(RuntimeError, match=r"gradient of size '\[4, 2\]'"):
         w.grad = mt.sparse_coo_tensor([[0, 2]], mt.ones(2, 2), (4, 2))
+
+
+def test_inference_mode_flags_as_torch():
+    assert not mt.is_inference_mode_enabled()
+    with mt.inference_mode():
+        assert mt.is_inference_mode_enabled() and not mt.is_grad_enabled()
+        with mt.inference_mode(False):     # torch's guard turns recording back on
+            assert not mt.is_inference_mode_enabled() and mt.is_grad_enabled()
+        assert mt.is_inference_mode_enabled() and not mt.is_grad_enabled()
+    with mt.no_grad(), mt.inference_mode(False):
+        assert mt.is_grad_enabled()
+    assert mt.is_grad_enabled() and not mt.is_inference_mode_enabled()
+
+    @mt.inference_mode()
+    def decorated():
+        return mt.is_inference_mode_enabled()
+    assert decorated() and not mt.is_inference_mode_enabled()
+    x = mt.ones(2, requires_grad=True)
+    with mt.inference_mode():
+        assert (x * 2).grad_fn is None

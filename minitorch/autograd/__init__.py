@@ -9,5 +9,6 @@ gradgradcheck, GradcheckError and Variable on this namespace, as torch.autograd 
 from .engine import (AccumulateGrad, Function, KernelFunction, RemovableHandle, TensorBase,
                      _grad_mode, _is_tensor, backward, detect_anomaly, enable_grad, grad,
                      inference_mode, is_anomaly_check_nan_enabled, is_anomaly_enabled,
-                     is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled)
+                     is_grad_enabled, is_inference_mode_enabled, no_grad, set_detect_anomaly,
+                     set_grad_enabled)
 from . import anomaly_mode, function, grad_mode, graph  # noqa: E402,F401  (torch's submodules)

@@ -18,6 +18,7 @@ from ..ndarray import NDArray, contiguous_strides, dense_order, scalar_array
 
 class _GradMode(threading.local):
     enabled = True
+    inference = False       # inside inference_mode() (torch.is_inference_mode_enabled)
 
 
 _grad_mode = _GradMode()
@@ -69,15 +70,27 @@ class enable_grad(no_grad):
 
 
 class inference_mode(no_grad):
-    """Accepted for torch compatibility; behaves like no_grad."""
+    """torch.inference_mode: recording off inside (on inside `inference_mode(False)`, as torch's
+    guard sets grad mode to `not mode`), and is_inference_mode_enabled() answers `mode`.
+    Tensors made inside are ordinary tensors: minitorch has no inference tensors, so
+    Tensor.is_inference() is False and nothing refuses them later in autograd."""
 
     def __init__(self, mode=True):
-        self.mode = mode
+        self.mode = bool(mode)
 
     def __enter__(self):
-        self.previous = _grad_mode.enabled
-        _grad_mode.enabled = not self.mode and self.previous
+        self.previous = (_grad_mode.enabled, _grad_mode.inference)
+        _grad_mode.enabled, _grad_mode.inference = not self.mode, self.mode
         return self
+
+    def __exit__(self, *exc):
+        _grad_mode.enabled, _grad_mode.inference = self.previous
+        return False
+
+
+def is_inference_mode_enabled():
+    """Whether an inference_mode() block is active (torch.is_inference_mode_enabled)."""
+    return _grad_mode.inference
 
 
 _anomaly = {"enabled": False, "check_nan": True}
