@@ -15,6 +15,7 @@ from .functions import (compare, float_math, indexing, inplace, interop, operato
 from .functions import complex as C
 from .functions import elementwise as E
 from .functions import factor as FA
+from .functions import frexp as frexp_function
 from .functions import index as I  # noqa: E741
 from .functions import joining as J
 from .functions import linalg as L
@@ -306,6 +307,7 @@ class TensorMethods:
     logit = special_functions.logit
     sinc = special_functions.sinc
     ldexp = special_functions.ldexp
+    frexp = frexp_function.frexp
     mvlgamma = special_functions.mvlgamma
     lgamma_ = inplace.inplace(special_functions.lgamma)
     digamma_ = inplace.inplace(special_functions.digamma)

@@ -282,6 +282,8 @@ def test_frexp_recomposes_exactly(device, dtype):
     assert np.all((np.abs(m[finite]) >= 0.5) & (np.abs(m[finite]) < 1))
     np.testing.assert_array_equal(np.ldexp(m, e.astype(int)), v)
     assert np.all(e[~finite] == 0)
+    method = x.frexp()                      # Tensor.frexp is the same function
+    assert method.mantissa.equal(mantissa) and method.exponent.equal(exponent)
 
 
 @needs_torch
