@@ -601,6 +601,32 @@ def test_random_fills_and_complex_layers_match_torch():
         leaf.uniform_()
 
 
+@needs_torch
+def test_convolutions_match_torch():
+    """conv1d / conv2d of complex tensors (four real convolutions of the parts) and a complex
+    nn.Conv2d: values and gradients as torch's."""
+    rng = np.random.default_rng(41)
+    x1, w1, b1 = _complex(rng, (2, 3, 8)), _complex(rng, (4, 3, 3)), _complex(rng, (4,))
+    x2, w2 = _complex(rng, (2, 4, 5, 6)), _complex(rng, (6, 2, 2, 3))
+    results = []
+    for lib in (torch, mt):
+        lib.manual_seed(0)
+        tensors = [lib.tensor(t, requires_grad=True) for t in (x1, w1, b1, x2, w2)]
+        x, w, b, image, kernel = tensors
+        layer = lib.nn.Conv2d(4, 2, 3, padding=1, dtype=lib.complex128)
+        outs = [lib.nn.functional.conv1d(x, w, b, padding=1, stride=2),
+                lib.nn.functional.conv1d(x[0], w),
+                lib.nn.functional.conv2d(image, kernel, groups=2, dilation=(1, 2)),
+                layer(image)]
+        sum(((o.abs() ** 2).sum() + o.real.sum()) for o in outs).backward()
+        results.append([o.detach().numpy() for o in outs] +
+                       [t.grad.numpy() for t in tensors + [layer.weight, layer.bias]])
+    for ours, theirs in zip(results[1], results[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+    with pytest.raises(RuntimeError, match="expected scalar type ComplexFloat but found Float"):
+        mt.nn.functional.conv1d(mt.ones(1, 1, 4, dtype=mt.complex64), mt.ones(1, 1, 2))
+
+
 # ---- reductions -------------------------------------------------------------------------------
 _REDUCTIONS = [   # (name, fn(lib, z)): values, dtypes and gradients compared with torch
     ("var", lambda lib, z: z.var()), ("var_dim", lambda lib, z: z.var(1, keepdim=True)),

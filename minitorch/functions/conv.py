@@ -28,7 +28,9 @@ from ..autograd import KernelFunction, is_grad_enabled
 from ..ndarray import NDArray, contiguous_strides, scalar_array, shape_str
 from ..opcodes import BinaryOp, ReduceOp
 from ..tensor import wrap, zeros
+from . import complex as _complex
 from .autocast_policy import LOWER, autocast_op
+from .complex_refusals import refuse_complex
 from .elementwise import AddRelu, C_NAMES, TORCH_NAMES
 from .joining import cat
 from .movement import Squeeze, _copy_into
@@ -896,6 +898,12 @@ def _conv(name, spatial, input, weight, bias, stride, padding, dilation, groups,
     """conv1d/2d/3d (then relu, and a max pool, when asked): checks, then the convolution of
     the batched input. A 1-D convolution is a 2-D one over a height-1 image (never pooled
     here)."""
+    if input.dtype.is_complex:
+        _conv_setup(name, spatial, input, weight, bias, stride, padding, dilation, groups)
+        if relu or pool is not None:        # (the fused relu has no complex meaning)
+            refuse_complex("clamp", input)
+        return _complex_conv(lambda x, w: _conv(name, spatial, x, w, None, stride, padding,
+                                                dilation, groups), input, weight, bias, spatial)
     x, unbatched, stride, pads, dilation, _ = _conv_setup(
         name, spatial, input, weight, bias, stride, padding, dilation, groups)
     if spatial == 1:
@@ -907,6 +915,15 @@ def _conv(name, spatial, input, weight, bias, stride, padding, dilation, groups,
     else:
         out = _conv_nd(x, weight, bias, stride, pads, dilation, groups, relu, pool)
     return out.squeeze(0) if unbatched else out
+
+
+def _complex_conv(conv, input, weight, bias, spatial):
+    """A complex convolution from four real ones of the parts (torch builds it from three):
+    (a + bj) * (c + dj) = (a * c - b * d) + (a * d + b * c) j, then the bias; the gradients
+    are the compositions'."""
+    a, b, c, d = input.real, input.imag, weight.real, weight.imag
+    out = _complex.complex(conv(a, c) - conv(b, d), conv(a, d) + conv(b, c))
+    return out if bias is None else out + bias.reshape((-1,) + (1,) * spatial)
 
 
 class _Conv1dOutput(Squeeze):
