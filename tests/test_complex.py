@@ -436,7 +436,7 @@ def test_ops_without_complex_kernels_raise():
     with pytest.raises(NotImplementedError, match="floor is not supported for complex inputs"):
         z.floor()
     with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
-        z.lerp(z, 0.5)
+        mt.logaddexp(z, z)
 
 
 # ---- elementwise math -------------------------------------------------------------------------
@@ -625,6 +625,25 @@ def test_convolutions_match_torch():
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
     with pytest.raises(RuntimeError, match="expected scalar type ComplexFloat but found Float"):
         mt.nn.functional.conv1d(mt.ones(1, 1, 4, dtype=mt.complex64), mt.ones(1, 1, 2))
+
+
+@needs_torch
+def test_lerp_and_silu_match_torch():
+    rng = np.random.default_rng(42)
+    a, b, w = _complex(rng, (3, 4)), _complex(rng, (3, 4)), _complex(rng, (3, 4)) * 0.5
+    results = []
+    for lib in (torch, mt):
+        x, y, t = (lib.tensor(v, requires_grad=True) for v in (a, b, w))
+        outs = [lib.lerp(x, y, 0.3), lib.lerp(x, y, 0.7), x.lerp(y, t), lib.lerp(x, y, 0.25 + 0.5j)]
+        sum((o.real * 1.3 + o.imag * 0.7).sum() for o in outs).backward()
+        silu = lib.nn.functional.silu(lib.tensor(a))
+        results.append([o.detach().numpy() for o in outs] + [x.grad.numpy(), y.grad.numpy(),
+                                                            t.grad.numpy(), silu.numpy()])
+        with pytest.raises(RuntimeError, match="silu does not support automatic "
+                                               "differentiation for outputs with complex dtype"):
+            lib.nn.functional.silu(lib.tensor(a, requires_grad=True))
+    for ours, theirs in zip(results[1], results[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)
 
 
 # ---- reductions -------------------------------------------------------------------------------

@@ -481,7 +481,7 @@ def lerp(input, end, weight):
     _check_tensor(input, "lerp")
     _check_tensor(end, "lerp", 2, "end")
     kind = "tensor" if isinstance(weight, Tensor) else "scalar"
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise NotImplementedError(f'"lerp_kernel_{kind}" not implemented for '
                                   f"'{TORCH_NAMES[input.dtype.name]}'")
     for name, other in (("end", end), ("weight", weight)):
@@ -494,7 +494,8 @@ def lerp(input, end, weight):
 class Lerp(KernelFunction):
     """torch's lerp: input + weight * (end - input) where |weight| < 0.5, else
     end - (end - input) * (1 - weight) (exact at both ends); the gradients are torch's
-    closed forms (g * (1 - weight), g * weight, g * (end - input)), not the chosen branch's."""
+    closed forms (g * conj(1 - weight), g * conj(weight), g * conj(end - input): conj for
+    complex operands), not the chosen branch's."""
 
     @staticmethod
     def forward(ctx, input, end, weight):
@@ -505,7 +506,7 @@ class Lerp(KernelFunction):
         input, end = input.detach(), end.detach()
         diff = end - input
         if not tensor_weight:
-            out = input + diff * weight if -0.5 < weight < 0.5 else end - diff * (1 - weight)
+            out = input + diff * weight if abs(weight) < 0.5 else end - diff * (1 - weight)
         else:
             weight = weight.detach()
             out = where(abs(weight) < 0.5, input + diff * weight, end - diff * (1 - weight))
@@ -517,6 +518,9 @@ class Lerp(KernelFunction):
         if weight is None:
             weight = ctx.weight
         needs = ctx.needs_input_grad
+        if input.is_complex():
+            weight = weight.conj() if isinstance(weight, Tensor) else weight.conjugate()
+            input, end = input.conj(), end.conj()
         grad_input = sum_to(g * (1 - weight), input.shape) if needs[0] else None
         grad_end = sum_to(g * weight, end.shape) if needs[1] else None
         grad_weight = sum_to(g * (end - input), weight.shape) if needs[2] else None

@@ -86,7 +86,13 @@ def gelu(input, approximate="none"):
 
 def silu(input, inplace=False):
     """Elementwise x / (1 + e^-x) = x * sigmoid(x), a.k.a. swish, one kernel each way
-    (torch.nn.functional.silu)."""
+    (torch.nn.functional.silu); complex input composes x * sigmoid(x), without autograd as
+    torch's."""
+    if input.dtype.is_complex and not inplace:
+        if input.requires_grad and mt.is_grad_enabled():
+            raise RuntimeError("silu does not support automatic differentiation for outputs with "
+                               "complex dtype.")
+        return input * input.sigmoid()
     _floating_only(input, "silu_cpu")
     # In place, the node must not save the input it is about to overwrite: it saves a copy.
     result = Silu.apply(input.clone() if inplace else input)
