@@ -83,6 +83,11 @@ _BY_NAME = {d.name: d for d in ALL + COMPLEX}
 ALL_NAMES = frozenset(_BY_NAME)
 _BY_NUMPY = {d.numpy_dtype: d for d in ALL + COMPLEX if d.numpy_dtype is not None}
 _default_float = float32
+# the largest finite value of each narrower float dtype (bfloat16: float32's exponent, 8 bits of
+# mantissa)
+_OVERFLOW_NAMES = {"float16": "c10::Half"}     # the overflow message's name (others: c_name)
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+              "float32": float(np.finfo(np.float32).max)}
 
 
 def from_name(name):
@@ -164,12 +169,19 @@ def bfloat16_bits(value):
     return ((word + 0x7FFF + ((word >> 16) & 1)) >> 16) & 0xFFFF
 
 
-def check_scalar_fits(value, d, type_name=None):
-    """torch's checked conversion (fill, full, where, clamp and tensor() of Python data): uint8
-    takes ints in [-255, 255] (negatives wrap, so `a - b` can be read as `a + 255 * b`) and
-    floats in [0, 255]; a signed integer dtype takes what fits in it (no NaN or inf); anything
-    else is an overflow. Float and bool dtypes are not range-checked."""
-    if d.is_floating_point or d.is_complex or d is bool_ or isinstance(value, (bool, np.bool_)):
+def check_scalar_fits(value, d, type_name=None, narrow_floats=True):
+    """torch's checked conversion (fill, full, where, clamp, masked_fill, setitem and tensor() of
+    Python data): uint8 takes ints in [-255, 255] (negatives wrap, so `a - b` can be read as
+    `a + 255 * b`) and floats in [0, 255]; a signed integer dtype takes what fits in it (no NaN
+    or inf); a float dtype takes any non-finite value and finite ones within its range. Paths
+    where torch first wraps the scalar in a wider type (where, setitem), and fills of one element
+    (torch's scalar_fill converts without the check), pass `narrow_floats=False`: float16 /
+    bfloat16 then take any value (rounding to inf)."""
+    if d.is_complex or d is bool_ or isinstance(value, (bool, np.bool_)):
+        return
+    if d.is_floating_point:
+        if narrow_floats or d.compute is d:
+            _check_float_fits(value, d, type_name or _OVERFLOW_NAMES.get(d.name, d.c_name))
         return
     if isinstance(value, (complex, np.complexfloating)):
         raise RuntimeError(f"value cannot be converted to type {type_name or d.c_name} "
@@ -184,6 +196,15 @@ def check_scalar_fits(value, d, type_name=None):
     if not fits:
         raise RuntimeError(f"value cannot be converted to type {type_name or d.c_name} "
                            "without overflow")
+
+
+def _check_float_fits(value, d, type_name):
+    """c10's overflows() for a float target: a finite value beyond the type's largest one."""
+    if d is float64 or isinstance(value, (complex, np.complexfloating)):
+        return
+    value = float(value)
+    if math.isfinite(value) and abs(value) > _FLOAT_MAX[d.name]:
+        raise RuntimeError(f"value cannot be converted to type {type_name} without overflow")
 
 
 def _category(d):

@@ -285,7 +285,11 @@ class NDArray:
             return NDArray.from_numpy(array, None, device).astype(dtype)
         if dtype is _BOOL and array.dtype != np.bool_:
             array = array != 0      # truth values: a byte store would make 0.5 False
-        flat = np.array(array, dtype=dtype.storage, order="C", copy=True).reshape(-1)
+        if array.dtype.kind == "f" and array.dtype.itemsize > dtype.storage.itemsize:
+            with np.errstate(over="ignore"):    # rounding past the range is inf, as torch's
+                flat = np.array(array, dtype=dtype.storage, order="C", copy=True).reshape(-1)
+        else:
+            flat = np.array(array, dtype=dtype.storage, order="C", copy=True).reshape(-1)
         backend = get_backend(device)
         shape = tuple(array.shape)
         return NDArray(backend.from_host(flat), shape, contiguous_strides(shape), 0, dtype, device,
@@ -599,7 +603,8 @@ class NDArray:
             value = value.astype(self.dtype)
             source = value.flat()
         else:
-            dtypes.check_scalar_fits(value, self.dtype)    # torch's fill: 256 overflows uint8
+            # torch's fill: 256 overflows uint8 (one element takes any float: see dtypes)
+            dtypes.check_scalar_fits(value, self.dtype, narrow_floats=self.size != 1)
             source = self.backend.full(1, dtypes.storage_scalar(value, self.dtype),
                                        self.dtype.storage)
         self.backend.strided_set(source, self.buffer, self.shape, self.strides, self.offset)
@@ -1226,7 +1231,8 @@ def scalar_array(value, dtype, device):
         key = ("-0.0", dtype, device)       # -0.0 == 0.0: keep the sign apart in the cache
     nd = _scalar_cache.get(key)
     if nd is None:
-        nd = NDArray.full((), value, dtype, device)
+        with np.errstate(over="ignore"):    # where(c, half_x, 1e6): torch rounds to inf, silently
+            nd = NDArray.full((), value, dtype, device)
         if _graphs.active() is not None:    # its fill only runs when the graph replays
             return nd
         if len(_scalar_cache) > 4096:

@@ -1023,8 +1023,8 @@ def _warn_copy_construct(what):
 def _check_python_values(array, dtype):
     """torch.tensor range-checks Python numbers (not numpy arrays) against a uint8 dtype: ints
     in [-255, 255], floats in [0, 255] (see dtypes.check_scalar_fits)."""
-    if array.size == 0 or array.dtype.kind == "b":
-        return
+    if array.size == 0 or array.dtype.kind == "b" or dtype.is_floating_point:
+        return      # torch.tensor([1e6], dtype=float16) rounds to inf: no check for floats
     low, high = array.min(), array.max()
     for value in (low, high):           # NaN propagates through min/max and fails the check
         dtypes.check_scalar_fits(value.item(), dtype, type_name=dtype.name)
@@ -1192,8 +1192,9 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
         fill_value = fill_value.item()
     if dtypes.check_dtype_arg("full", dtype) is None:
         dtype = dtypes.scalar_dtype(fill_value)
-    dtypes.check_scalar_fits(fill_value, dtype)
-    return _make((tuple(size),), dtype, device, requires_grad, fill_value, "full")
+    size = tuple(size)
+    dtypes.check_scalar_fits(fill_value, dtype, narrow_floats=shape_numel(size) != 1)
+    return _make((size,), dtype, device, requires_grad, fill_value, "full")
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):

@@ -3,6 +3,8 @@ dtype rounded once (torch's CPU rule), gradients, numpy / pickle / checkpoint ro
 promotion, and torch's errors. Results are compared with numpy (bfloat16 with torch when it is
 installed: numpy has no bfloat16)."""
 import pickle
+import re
+import warnings
 
 import numpy as np
 import pytest
@@ -351,3 +353,43 @@ def test_integer_matmul_and_linear_keep_the_dtype_and_wrap_as_torch(device, name
                                         torch.ones(4, dtype=getattr(torch, name)))
     assert ours.dtype is dtype
     np.testing.assert_array_equal(ours.cpu().numpy(), theirs.numpy())
+
+
+# torch's checked conversion of a Python scalar into a float dtype: a finite value past the
+# dtype's range overflows in fill / full / clamp / masked_fill / index_fill (and, for float32,
+# in where and setitem, which wrap the scalar in a wider type first for float16 / bfloat16);
+# tensor() and arithmetic round to inf silently
+def _scalar_paths(dtype, device, big):
+    x = mt.zeros(2, dtype=dtype, device=device)
+    index = mt.tensor([0], device=device)
+    return {"fill_": lambda: x.clone().fill_(big), "full": lambda: mt.full((2,), big, dtype=dtype,
+                                                                          device=device),
+            "full_like": lambda: mt.full_like(x, big), "new_full": lambda: x.new_full((2,), big),
+            "clamp": lambda: x.clamp(min=big), "masked_fill": lambda: x.masked_fill(x == 0, big),
+            "index_fill": lambda: x.index_fill(0, index, big),
+            "where": lambda: mt.where(x == 0, x, big),
+            "setitem": lambda: x.clone().__setitem__(0, big),
+            "tensor": lambda: mt.tensor([big], dtype=dtype, device=device),
+            "add": lambda: x + big, "inf fill": lambda: x.clone().fill_(float("inf"))}
+
+
+@pytest.mark.parametrize("name,big", [("float16", 1e6), ("bfloat16", 1e39), ("float32", 1e39)])
+def test_scalar_overflow_into_float_dtypes(device, name, big):
+    dtype = getattr(mt, name)
+    wider_first = {"where", "setitem"} if name != "float32" else set()
+    quiet = {"tensor", "add", "inf fill"} | wider_first
+    c_name = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float"}[name]
+    for path, call in _scalar_paths(dtype, device, big).items():
+        if path in quiet:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")          # no numpy cast warning either
+                call()
+        else:
+            with pytest.raises(RuntimeError, match=f"value cannot be converted to type "
+                                                   f"{re.escape(c_name)} without overflow"):
+                call()
+    # the largest finite value itself fits
+    largest = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+               "float32": 3.4028234663852886e38}[name]
+    assert mt.full((2,), largest, dtype=dtype, device=device).float().cpu().numpy()[0] == \
+        np.float32(largest)

@@ -1141,18 +1141,18 @@ def where(condition, input=None, other=None):
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {TORCH_NAMES[condition.dtype.name]}")
     dtype = result_type(input, other)
-    _check_scalars_fit(dtype, input, other)
+    _check_scalars_fit(dtype, input, other, narrow_floats=False)
     device = condition.device
     return Where.apply(condition, _as_operand(input, dtype, device),
                        _as_operand(other, dtype, device))
 
 
-def _check_scalars_fit(dtype, *values):
+def _check_scalars_fit(dtype, *values, narrow_floats=True):
     """torch's overflow check on the Python scalars of where/clamp (arithmetic instead wraps
     them: `uint8_tensor + 300` is fine, `where(c, uint8_tensor, 300)` is not)."""
     for value in values:
         if value is not None and not isinstance(value, Tensor):
-            dtypes.check_scalar_fits(value, dtype)
+            dtypes.check_scalar_fits(value, dtype, narrow_floats=narrow_floats)
 
 
 def clamp(input, min=None, max=None):

@@ -642,7 +642,8 @@ def _setitem_fast(t, region, value):
     shape, strides, offset = region
     kind = type(value)
     if kind is float or kind is int:
-        dtypes.check_scalar_fits(value, data.dtype)     # torch: x[0] = 256 overflows uint8
+        # torch: x[0] = 256 overflows uint8 (a float16 x takes 1e6 as inf)
+        dtypes.check_scalar_fits(value, data.dtype, narrow_floats=False)
         source = scalar_array(value, data.dtype, data.device).buffer
     elif kind is Tensor:
         v = value._data
@@ -735,7 +736,7 @@ def _value_tensor(t, value):
         return cast(value.to(t.device), t.dtype)
     if isinstance(value, (numbers.Number, np.number, np.bool_)) and (
             t.dtype.is_complex or not isinstance(value, complex)):
-        dtypes.check_scalar_fits(value, t.dtype)       # torch: x[0] = 256 overflows uint8
+        dtypes.check_scalar_fits(value, t.dtype, narrow_floats=False)    # as above
         return wrap(scalar_array(value, t.dtype, t.device))
     kind = type(value)
     name = kind.__name__ if kind.__module__ == "builtins" else \
