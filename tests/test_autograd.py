@@ -438,3 +438,15 @@ def test_inference_mode_flags_as_torch():
     x = mt.ones(2, requires_grad=True)
     with mt.inference_mode():
         assert (x * 2).grad_fn is None
+
+
+@pytest.mark.parametrize("make", [lambda w: w[0:1].squeeze(0), lambda w: w[0:2][1].t(),
+                                  lambda w: w.view(6)[2:].unsqueeze(0)])
+def test_view_of_a_no_grad_view_refuses_in_place_writes(device, make):
+    # torch keeps a view's no_grad creation along a chain of views
+    w = mt.ones(3, 2, requires_grad=True, device=device)
+    with mt.no_grad():
+        v = make(w)
+    with pytest.raises(RuntimeError, match="A view was created in no_grad mode and is being "
+                                           "modified inplace with grad mode enabled"):
+        v.add_(1)

@@ -42,7 +42,9 @@ def view_of(a, data):
     if _grad_mode.enabled:      # without recording there is no graph to re-root later
         t._base = a._base if a._base is not None else a
         t._view_version = a._version[0]
-    elif a.requires_grad:       # an in-place write through it while recording is refused
+    elif a.requires_grad or getattr(a, "_no_grad_view", False):
+        # an in-place write through it while recording is refused (also through a view of such
+        # a view: torch keeps the creation mode along the chain)
         t._no_grad_view = True
     return t
 
