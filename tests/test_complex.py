@@ -436,7 +436,7 @@ def test_ops_without_complex_kernels_raise():
     with pytest.raises(NotImplementedError, match="floor is not supported for complex inputs"):
         z.floor()
     with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
-        mt.logaddexp(z, z)
+        mt.logaddexp2(z, z)
 
 
 # ---- elementwise math -------------------------------------------------------------------------
@@ -628,14 +628,21 @@ def test_convolutions_match_torch():
 
 
 @needs_torch
-def test_lerp_and_silu_match_torch():
+def test_lerp_logaddexp_and_silu_match_torch():
+    inf, nan = float("inf"), float("nan")
+    edges = ([complex(inf, 0), complex(-inf, 0), complex(nan, 0), complex(-inf, 1)],
+             [complex(inf, 1), 2 + 0j, 1 + 0j, complex(-inf, 3)])
+    np.testing.assert_array_equal(mt.logaddexp(*map(mt.tensor, edges)).numpy(),
+                                  torch.logaddexp(*map(torch.tensor, edges)).numpy())
     rng = np.random.default_rng(42)
     a, b, w = _complex(rng, (3, 4)), _complex(rng, (3, 4)), _complex(rng, (3, 4)) * 0.5
     results = []
     for lib in (torch, mt):
         x, y, t = (lib.tensor(v, requires_grad=True) for v in (a, b, w))
-        outs = [lib.lerp(x, y, 0.3), lib.lerp(x, y, 0.7), x.lerp(y, t), lib.lerp(x, y, 0.25 + 0.5j)]
+        outs = [lib.lerp(x, y, 0.3), lib.lerp(x, y, 0.7), x.lerp(y, t),
+                lib.lerp(x, y, 0.25 + 0.5j)]
         sum((o.real * 1.3 + o.imag * 0.7).sum() for o in outs).backward()
+        outs.append(lib.logaddexp(x, y) + lib.logaddexp(x, lib.ones(4, dtype=lib.float64)))
         silu = lib.nn.functional.silu(lib.tensor(a))
         results.append([o.detach().numpy() for o in outs] + [x.grad.numpy(), y.grad.numpy(),
                                                             t.grad.numpy(), silu.numpy()])

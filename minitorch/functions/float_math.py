@@ -15,7 +15,7 @@ from .compare import eq, isnan, lt
 from .elementwise import (C_NAMES, TORCH_NAMES, Remainder, Where, _Binary, _Unary,
                           _UnarySavingInput, _UnarySavingOutput, _ZeroGradUnary, _as_operand,
                           _binary, _check_tensor, _copy, _float_input, _integer_division_operands,
-                          _no_kernel, _unary, exp, result_type, rsqrt, sign, trunc,
+                          _no_kernel, _unary, exp, promote, result_type, rsqrt, sign, trunc,
                           where)
 from .complex_refusals import refuse_complex
 from .reduce import sum_to
@@ -414,7 +414,22 @@ def hypot(input, other):
 
 def logaddexp(input, other):
     """Elementwise log(exp(input) + exp(other)) computed stably (torch.logaddexp)."""
+    if isinstance(input, Tensor) and isinstance(other, Tensor) and \
+            result_type(input, other).is_complex:
+        return _complex_logaddexp(*promote(input, other))
     return _float_only_binary(Logaddexp, "logaddexp", input, other)
+
+
+def _complex_logaddexp(a, b):
+    """torch's complex logaddexp, composed (so the gradient is g · conj(exp(z - out))): the
+    operand with the larger real part plus log1p(exp(smaller - larger)); where both real parts
+    are the same infinity, the smaller operand (-inf) or log(exp(a) + exp(b)) (+inf)."""
+    a_first = a.real >= b.real
+    high, low = where(a_first, a, b), where(a_first, b, a)
+    out = high + (low - high).exp().log1p()
+    same_infinity = (high.real == low.real).logical_and(high.real.isinf())
+    at_infinity = where(low.real < 0, low, (low.exp() + high.exp()).log())
+    return where(same_infinity, at_infinity, out)
 
 
 def logaddexp2(input, other):
