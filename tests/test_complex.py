@@ -653,6 +653,34 @@ def test_lerp_logaddexp_and_silu_match_torch():
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)
 
 
+@needs_torch
+def test_solve_and_inv_match_torch():
+    """linalg.solve / inv of complex matrices (the real system of twice the size): values,
+    gradients and torch's errors."""
+    rng = np.random.default_rng(43)
+    a, b, v, batch = (_complex(rng, s) for s in ((3, 3), (3, 2), (3,), (2, 3, 3)))
+    results = []
+    for lib in (torch, mt):
+        tensors = [lib.tensor(t, requires_grad=True) for t in (a, b, v, batch)]
+        x, y, u, xs = tensors
+        outs = [lib.linalg.solve(x, y), lib.linalg.solve(x, u), lib.linalg.inv(x),
+                lib.linalg.solve(x, y.mT, left=False), lib.linalg.inv(xs),
+                lib.linalg.solve(xs, y), lib.inverse(x)]
+        sum((o.real * 1.3 + o.imag * 0.7).sum() for o in outs).backward()
+        results.append([o.detach().resolve_conj().numpy() for o in outs] +
+                       [t.grad.resolve_conj().numpy() for t in tensors])
+    for ours, theirs in zip(results[1], results[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+    singular = mt.zeros(2, 2, dtype=mt.complex64)
+    with pytest.raises(mt.linalg.LinAlgError, match="The solver failed because the input "
+                                                   "matrix is singular"):
+        mt.linalg.solve(singular, mt.ones(2, dtype=mt.complex64))
+    with pytest.raises(RuntimeError, match="Expected A and B to have the same dtype"):
+        mt.linalg.solve(mt.ones(2, 2, dtype=mt.complex64), mt.ones(2))
+    with pytest.raises(RuntimeError, match="Incompatible shapes of A and B for the equation XA"):
+        mt.linalg.solve(mt.tensor(a), mt.tensor(v), left=False)
+
+
 # ---- reductions -------------------------------------------------------------------------------
 _REDUCTIONS = [   # (name, fn(lib, z)): values, dtypes and gradients compared with torch
     ("var", lambda lib, z: z.var()), ("var_dim", lambda lib, z: z.var(1, keepdim=True)),

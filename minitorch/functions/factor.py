@@ -24,6 +24,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd import KernelFunction, is_grad_enabled
 from ..tensor import arange, eye, wrap, zeros_like
+from . import complex as _complex
 from .elementwise import TORCH_NAMES, _no_kernel, where
 from .linalg import diag_embed, matmul, tril, triu
 from .joining import broadcast_shapes, cat
@@ -352,6 +353,12 @@ class LinalgInvEx(KernelFunction):
 def inv_ex(A, *, check_errors=False):
     """(inverse, info): info is the order of U's first zero diagonal (the inverse is then inf /
     NaN), 0 for an invertible matrix."""
+    if A.dtype.is_complex:
+        _check_square_floating(A.real, "linalg.inv")
+        result, info = _complex_solve("linalg.inv", A, _identity_like(A), True)
+        if check_errors:
+            _raise_for_info(info, "linalg.inv_ex", _singular_inverse)
+        return _InvExResult(result, info)
     _check_square_floating(A, "linalg.inv")
     if A.dtype in LOW_PRECISION:
         raise RuntimeError(f"linalg.inv: Low precision dtypes not supported. Got "
@@ -404,6 +411,13 @@ def _is_vector_rhs(A, B):
 def solve_ex(A, B, *, left=True, check_errors=False):
     """(result, info) of A X = B (X A = B when not `left`); B may be a vector (batch)."""
     name = "linalg.solve"
+    if A.dtype.is_complex or B.dtype.is_complex:
+        _check_square_floating(A.real, name)
+        _check_same_dtype(name, A, B)
+        result, info = _complex_solve(name, A, B, left)
+        if check_errors:
+            _raise_for_info(info, "torch.linalg.solve", _singular_solve)
+        return _SolveExResult(result, info)
     _check_square_floating(A, name)
     if B.ndim < 1:
         _check_ndim(B, name, "B")
@@ -420,6 +434,25 @@ def solve_ex(A, B, *, left=True, check_errors=False):
     if check_errors:
         _raise_for_info(info, "torch.linalg.solve", _singular_solve)
     return _SolveExResult(result.squeeze(-1) if vector else result, info)
+
+
+def _complex_solve(name, A, B, left):
+    """(X, info) of the complex A X = B (X A = B when not `left`) as the real system of twice
+    the size [[Re A, -Im A], [Im A, Re A]] [Re X; Im X] = [Re B; Im B], singular exactly when A
+    is (its determinant is |det A|²); the gradients are the real solve's through the parts (an
+    info counts the real matrix's diagonal)."""
+    vector = _is_vector_rhs(A, B)
+    matrix = B.unsqueeze(-1) if vector else B
+    _check_rhs(name, A, matrix, left)
+    if not left:        # X A = B is A^T X^T = B^T
+        A, matrix = A.mT, matrix.mT
+    n = A.shape[-1]
+    block = cat([cat([A.real, -A.imag], -1), cat([A.imag, A.real], -1)], -2)
+    parts, info = solve_ex(block, cat([matrix.real, matrix.imag], -2))
+    result = _complex.complex(parts[..., :n, :], parts[..., n:, :])
+    if vector:
+        return result.squeeze(-1), info
+    return (result if left else result.mT), info
 
 
 def _singular_solve(order):
