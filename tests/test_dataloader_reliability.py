@@ -75,9 +75,17 @@ def _wait_gone(pids, within):
 
 
 def _our_shm_entries(pids=()):
-    """/dev/shm entries a loader or its workers could have left (others share the machine)."""
-    marks = ["minitorch", *(f"-{pid}-" for pid in pids)]
-    return sorted(name for name in os.listdir("/dev/shm") if any(m in name for m in marks))
+    """/dev/shm entries a loader or its workers could have left. Others share the machine: a
+    minitorch entry (minitorch_<creator pid>_...) counts when this process, one of `pids` or a
+    process that no longer runs made it, not while another running process holds its own."""
+    def ours(name):
+        if any(f"-{pid}-" in name for pid in pids):
+            return True
+        if not name.startswith("minitorch_"):
+            return False
+        creator = int(name.split("_")[1])
+        return creator == os.getpid() or creator in pids or not _alive(creator)
+    return sorted(name for name in os.listdir("/dev/shm") if ours(name))
 
 
 def _open_fds():
