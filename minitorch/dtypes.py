@@ -151,6 +151,8 @@ def storage_scalar(value, d):
         return complex(value)
     if d is bfloat16:
         return bfloat16_bits(float(value))
+    if d is float16 and abs(value) >= 65520.0:      # rounds to ±inf (numpy's fill would warn)
+        return math.copysign(math.inf, value)
     if d.compute is not int64 or d is int64:
         return value
     if isinstance(value, (float, np.floating)):
