@@ -239,6 +239,35 @@ def test_one_axis_reductions(dim, keepdim, device):
     assert gradcheck(lambda x: x.sum(dim, keepdim=keepdim), (leaf,))
 
 
+@pytest.mark.parametrize("dim", [None, 0, (0, 2), (), [-1]])
+def test_sum_unrecorded_equals_recorded(dim, device):
+    # sum without a node (nothing records) and Sum's node give the same values and dtype; the
+    # broadcast gradient's sum_to takes the same kernel-only path in a plain backward
+    values = _values(2, 3, 4)
+    t = _strided(values.transpose(2, 1, 0), device).permute(2, 1, 0)    # non-contiguous
+    leaf = mt.tensor(values, device=device, requires_grad=True)
+    plain, recorded = t.sum(dim), leaf.sum(dim)
+    assert plain.grad_fn is None and recorded.grad_fn is not None
+    np.testing.assert_allclose(plain.cpu().numpy(), recorded.detach().cpu().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(plain.cpu().numpy(),
+                               values.sum(None if dim is None or dim == () else tuple(dim)
+                                          if isinstance(dim, (tuple, list)) else dim),
+                               rtol=1e-12)
+    bias = mt.tensor(_values(4), device=device, requires_grad=True)
+    (leaf * 2 + bias).sum().backward()
+    np.testing.assert_array_equal(bias.grad.cpu().numpy(), np.full(4, 6.0))
+    assert gradgradcheck(lambda x, b: (x * b).sum(), (leaf.detach().requires_grad_(),
+                                                       bias.detach().requires_grad_()))
+    assert mt.tensor([True, False, True], device=device).sum().item() == 2
+
+
+def test_sum_records_for_the_profiler():
+    x = mt.randn(3, 4)
+    with mt.autograd.profiler.profile() as prof:
+        x.sum(0)
+    assert "aten::sum" in {event.name for event in prof.function_events}
+
+
 def test_one_axis_reductions_of_empty_and_integer_inputs():
     assert mt.zeros(0, 3).sum(0).tolist() == [0.0] * 3
     assert mt.zeros(3, 0).sum(-1).tolist() == [0.0] * 3
