@@ -416,7 +416,18 @@ _ORDERING_REFUSALS = [   # torch 2.13's exception and message for ordering ops o
     ("nansum", lambda lib, z, w: lib.nansum(z), RuntimeError,
      "nansum on CPU does not support complex inputs"),
     ("nanmean", lambda lib, z, w: z.nanmean(), RuntimeError,
-     "nansum on CPU does not support complex inputs")]
+     "nansum on CPU does not support complex inputs"),
+    ("maximum", lambda lib, z, w: lib.maximum(z, w), RuntimeError,
+     "maximum not implemented for complex tensors."),
+    ("minimum", lambda lib, z, w: lib.minimum(z, w.real), RuntimeError,
+     "minimum not implemented for complex tensors."),
+    ("sign", lambda lib, z, w: z.sign(), NotImplementedError,
+     "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use torch.sgn "
+     "instead."),
+    ("relu", lambda lib, z, w: lib.nn.functional.relu(z), NotImplementedError,
+     "clamp is not supported for complex types"),
+    ("relu_", lambda lib, z, w: z.relu_(), NotImplementedError,
+     "clamp is not supported for complex types")]
 
 
 @pytest.mark.parametrize("name, op, error, message", _ORDERING_REFUSALS,

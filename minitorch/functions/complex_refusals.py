@@ -39,6 +39,8 @@ REFUSALS = {
     "isneginf": (RuntimeError, "isneginf does not support complex inputs."),
     "isposinf": (RuntimeError, "isposinf does not support complex inputs."),
     "signbit": (NotImplementedError, "signbit is not implemented for complex tensors."),
+    "sign": (NotImplementedError, "Unlike NumPy, torch.sign is not intended to support complex "
+                                  "numbers. Please use torch.sgn instead."),
 }
 
 

@@ -541,7 +541,10 @@ def abs(a):
 def sign(a):
     """Elementwise sign of input: -1, 0 or 1 in input's dtype (torch.sign)."""
     _check_tensor(a, "sign")
-    return _copy(a) if a._data.dtype is dtypes.bool_ else Sign.apply(a)
+    dtype = a._data.dtype
+    if dtype.is_complex:
+        refuse_complex("sign", a)
+    return _copy(a) if dtype is dtypes.bool_ else Sign.apply(a)
 
 
 def exp(a):
@@ -597,8 +600,11 @@ def sigmoid(a):
 def relu(a):
     """Elementwise rectified linear unit max(input, 0) (torch.relu)."""
     _check_tensor(a, "relu")
-    if a._data.dtype is dtypes.bool_:
+    dtype = a._data.dtype
+    if dtype is dtypes.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
+    if dtype.is_complex:            # torch's relu is a clamp: clamp's refusal
+        refuse_complex("clamp", a)
     return Relu.apply(a)
 
 
@@ -1065,11 +1071,13 @@ def float_power(input, exponent):
 
 def maximum(input, other):
     """Elementwise maximum of input and other, propagating NaN (torch.maximum)."""
+    refuse_complex("maximum", input, other)
     return _binary(Maximum, input, other)
 
 
 def minimum(input, other):
     """Elementwise minimum of input and other, propagating NaN (torch.minimum)."""
+    refuse_complex("minimum", input, other)
     return _binary(Minimum, input, other)
 
 
