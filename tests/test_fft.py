@@ -141,6 +141,7 @@ def _numpy_call(name, source, kwargs):
         axes = numpy_kwargs.get("axes", range(source.ndim - len(numpy_kwargs["s"]), source.ndim))
         numpy_kwargs["s"] = [source.shape[a] if n == -1 else n
                              for n, a in zip(numpy_kwargs["s"], axes)]
+        numpy_kwargs["axes"] = tuple(axes)     # numpy 2 deprecates s without axes
     return getattr(np.fft, name)(source, **numpy_kwargs)
 
 
