@@ -67,18 +67,20 @@ class PeakTracker:
         self.peaks[index] = [self.pool.used_bytes(), self.pool.total_bytes()]
 
 
-_tracker = []       # the installed PeakTracker, once a GPU backend exists
+# the installed PeakTrackers by their cupy module's id (one in a program; tests swap emulated
+# modules in and out, and each keeps its own)
+_trackers = {}
 
 
 def track(cupy):
-    """Install a PeakTracker as this CuPy's allocator (once; again only for another cupy
-    module, as tests swap in)."""
-    if not _tracker or _tracker[0].cupy is not cupy:
-        tracker = PeakTracker(cupy)
-        cupy.cuda.set_allocator(tracker.malloc)
-        _tracker[:] = [tracker]
+    """Install a PeakTracker as this CuPy's allocator (once per cupy module)."""
+    if tracker(cupy) is None:
+        installed = PeakTracker(cupy)
+        cupy.cuda.set_allocator(installed.malloc)
+        _trackers[id(cupy)] = installed
 
 
 def tracker(cupy):
     """The PeakTracker installed on this cupy module, or None (no GPU backend made yet)."""
-    return _tracker[0] if _tracker and _tracker[0].cupy is cupy else None
+    installed = _trackers.get(id(cupy))
+    return installed if installed is not None and installed.cupy is cupy else None

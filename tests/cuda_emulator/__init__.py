@@ -642,7 +642,7 @@ def cupy_module(device_count=1, execute=None, launches=None):
                                    MemoryPool=MemoryPool),
         get_default_memory_pool=lambda: pool,
         empty=functools.partial(_empty, allocator), zeros=functools.partial(_zeros, allocator),
-        asarray=functools.partial(_asarray, allocator),
+        asarray=functools.partial(_asarray, allocator), ndarray=Array,   # (einops' isinstance)
         RawModule=lambda code, options, name_expressions: Module(
             code, options, name_expressions, launches, execute, owner),
         launches=launches, emulated=True)
