@@ -24,6 +24,7 @@ from .indexing import (IndexPut, MaskedSelect, Slice, Take, _Advanced, _Indexer,
                        _first_outside, _flat_nonzero, _torch_name, _unravel, _wrapped, _zero,
                        _zeros, setitem)
 from .linalg import Diagonal, _offset_diagonal_view
+from .movement import _recorded
 
 
 __all__ = [
@@ -58,15 +59,20 @@ class Gather(KernelFunction):
     def forward(ctx, a, index, dim):
         ctx.input_shape, ctx.dim = a._data.shape, dim
         ctx.save_for_backward(index)
-        try:
-            return wrap(a._data.gather(dim, index._data))
-        except IndexError:
-            raise _out_of_bounds(index._data, dim, a._data.shape[dim]) from None
+        return _gathered(a, index, dim)
 
     @staticmethod
     def backward(ctx, g):
         index, = ctx.saved_tensors
         return GatherBackward.apply(g, index, ctx.dim, ctx.input_shape), None
+
+
+def _gathered(a, index, dim):
+    """Gather's forward: the kernel, with torch's error for an index out of range."""
+    try:
+        return wrap(a._data.gather(dim, index._data))
+    except IndexError:
+        raise _out_of_bounds(index._data, dim, a._data.shape[dim]) from None
 
 
 class GatherBackward(KernelFunction):
@@ -159,7 +165,8 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
             raise RuntimeError(f"Size does not match at dimension {d} expected index "
                                f"{shape_str(i.shape)} to be no larger than self "
                                f"{shape_str(a.shape)} apart from dimension {dim}")
-    result = Gather.apply(a, i, dim)
+    # nothing records (an RL loop's per-step gather): Gather's forward alone, without its node
+    result = Gather.apply(a, i, dim) if _recorded(a) else _gathered(a, i, dim)
     if result._data.shape != index_shape:
         result = result.reshape(index_shape)
     return result if out is None else write_out(out, result, "gather")
