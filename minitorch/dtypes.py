@@ -83,9 +83,9 @@ _BY_NAME = {d.name: d for d in ALL + COMPLEX}
 ALL_NAMES = frozenset(_BY_NAME)
 _BY_NUMPY = {d.numpy_dtype: d for d in ALL + COMPLEX if d.numpy_dtype is not None}
 _default_float = float32
+_OVERFLOW_NAMES = {"float16": "c10::Half"}     # the overflow message's name (others: c_name)
 # the largest finite value of each narrower float dtype (bfloat16: float32's exponent, 8 bits of
 # mantissa)
-_OVERFLOW_NAMES = {"float16": "c10::Half"}     # the overflow message's name (others: c_name)
 _FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
               "float32": float(np.finfo(np.float32).max)}
 
