@@ -421,3 +421,28 @@ def test_gradients_flow_through_a_batched_vmap(rng):
     assert mt.autograd.gradcheck(f, (w,))
     assert mt.autograd.gradgradcheck(f, (w,))
     assert VMAP.CALLS["batched"] > before
+
+
+@pytest.mark.parametrize("join", [
+    lambda a, b, w: mt.cat([a, b]), lambda a, b, w: mt.cat((a, w), -1),
+    lambda a, b, w: mt.concat([a.unsqueeze(0), b.unsqueeze(0)], dim=1),
+    lambda a, b, w: mt.stack([a, b]), lambda a, b, w: mt.stack([w, b, a], dim=-1),
+    lambda a, b, w: mt.cat([a, b[:2]])], ids=["cat", "cat unbatched", "concat", "stack",
+                                             "stack last", "cat unequal"])
+def test_cat_and_stack(device, rng, join):
+    a, b, w = t64(rng, 4, 3, device=device), t64(rng, 4, 3, device=device), \
+        t64(rng, 3, device=device)
+    run_both(lambda x, y: join(x, y, w), a, b)
+    # and their gradients, through vjp of the batched join
+    run_both(lambda x, y: mf.grad(lambda u: (join(u, y, w) ** 2).sum())(x), a, b)
+
+
+def test_cat_and_stack_refusals_take_the_mapped_path(rng):
+    a = t64(rng, 4, 3)
+    with pytest.raises(RuntimeError, match="zero-dimensional tensor .at position 0. cannot be "
+                                           "concatenated"):
+        mf.vmap(lambda x: mt.cat([x[0], x[1]]))(a)
+    with pytest.raises(RuntimeError, match=r"stack expects each tensor to be equal size, but got "
+                                           r"\[3\] at entry 0 and \[2\] at entry 1"):
+        mf.vmap(lambda x: mt.stack([x, x[:2]]))(a)
+    run_both(lambda x: mt.cat([x, mt.zeros(0, dtype=x.dtype)]), a, expect="mapped")

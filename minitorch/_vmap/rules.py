@@ -368,6 +368,27 @@ def empty_like_example(x):
     return empty(tuple(x.shape), dtype=x.dtype, device=x.device)
 
 
+def _joined(name, new_dim):
+    """cat / stack (new_dim) of batched tensors: one join of their batches, the logical dim
+    shifted past the batch dim. Anything the join would refuse or treat as a legacy case (0-d,
+    1-d empty or mismatched examples) goes to the per-index path, which raises the op's own
+    error on one example."""
+    def rule(tensors, dim=0):
+        from ..functions import joining
+        tensors = list(tensors)
+        if not tensors or not all(isinstance(t, Tensor) for t in tensors):
+            raise Unbatchable(name)
+        shapes = [tuple(t.shape) for t in tensors]
+        ndim = len(shapes[0])
+        if ndim == 0 or (0,) in shapes or any(len(shape) != ndim for shape in shapes):
+            raise Unbatchable(name)
+        level = top_level((tensors,))
+        physical_dim = logical_dim(dim, ndim + new_dim) + 1
+        join = getattr(joining, name)
+        return wrap(join([materialize(t, level) for t in tensors], physical_dim), level)
+    return rule
+
+
 def linear(input, weight, bias=None):
     level = top_level((input, weight, bias))
     from ..nn.functional.linear_maps import linear as plain_linear
@@ -595,6 +616,8 @@ FUNCTIONS = {
     "minitorch.functions.linalg.matmul": matmul,
     "minitorch.functions.linalg.mm": matmul,
     "minitorch.functions.linalg.bmm": matmul,
+    "minitorch.functions.joining.cat": _joined("cat", 0),
+    "minitorch.functions.joining.stack": _joined("stack", 1),
     "minitorch.functions.linalg.mv": _checked_product("mv", (2, 1)),
     "minitorch.functions.linalg.dot": _checked_product("dot", (1, 1)),
     "minitorch.nn.functional.linear_maps.linear": linear,

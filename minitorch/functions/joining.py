@@ -12,6 +12,7 @@ from ..autograd import KernelFunction, _grad_mode
 from ..ndarray import NDArray, broadcast_shapes as _broadcast_pair
 from ..ndarray import normalize_dim, real_dim, shape_str
 from ..tensor import Size, Tensor, arange, tensor as make_tensor, wrap
+from .autocast_policy import batching_point
 from .movement import (Slice, _axis_key, _check_tensor_list, _common, _view_of, clone, flip,
                        narrow, reshape, view_of)
 
@@ -199,6 +200,7 @@ def _stack_fast(tensors, dim):
     return _join_fast(tensors, out, [shape] * n, strides, dim, True, 1)
 
 
+@batching_point
 def cat(tensors, dim=0):
     """Join tensors along an existing dim, promoting dtypes; (0,)-shaped tensors are skipped."""
     fast = _cat_fast(tensors, dim)
@@ -264,6 +266,7 @@ class Stack(KernelFunction):
         return tuple(p if needs else None for p, needs in zip(pieces, ctx.needs_input_grad))
 
 
+@batching_point
 def stack(tensors, dim=0):
     """Join equally-shaped tensors along a new dim, promoting dtypes."""
     fast = _stack_fast(tensors, dim)
