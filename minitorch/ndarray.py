@@ -1017,11 +1017,7 @@ class NDArray:
         shape, index_shape = self.shape, index.shape
         dim = normalize_dim(dim, len(shape))
         _check_index_array(index, "gather")
-        if len(index_shape) == len(shape) and index_shape[:dim] == shape[:dim] and \
-                index_shape[dim + 1:] == shape[dim + 1:]:
-            region = self.compact()         # the common case: every other axis whole
-        else:
-            region = self[self._index_region(dim, index_shape, "gather")].compact()
+        region = self._index_block(dim, index_shape, "gather").compact()
         outer, size, inner = region._index_layout(dim)
         out = self._new(index_shape)
         if shape_numel(index_shape):
@@ -1031,6 +1027,16 @@ class NDArray:
             except IndexError as error:
                 raise _index_error(error, dim, shape) from None
         return out
+
+    def _index_block(self, dim, index_shape, op):
+        """The block of self gather/scatter address along dim: self itself in the common case
+        (every other axis whole, gather and its backward), else the leading block the index
+        covers (see _index_region)."""
+        shape = self.shape
+        if len(index_shape) == len(shape) and index_shape[:dim] == shape[:dim] and \
+                index_shape[dim + 1:] == shape[dim + 1:]:
+            return self
+        return self[self._index_region(dim, index_shape, op)]
 
     def _index_region(self, dim, index_shape, op):
         """The key of the block gather/scatter address: index may be smaller than self on every
@@ -1065,11 +1071,7 @@ class NDArray:
         shape, index_shape = self.shape, index.shape
         dim = normalize_dim(dim, len(shape))
         _check_index_array(index, "scatter")
-        if len(index_shape) == len(shape) and index_shape[:dim] == shape[:dim] and \
-                index_shape[dim + 1:] == shape[dim + 1:]:
-            region = self       # the common case (gather's backward): every other axis whole
-        else:
-            region = self[self._index_region(dim, index_shape, "scatter")]
+        region = self._index_block(dim, index_shape, "scatter")
         if index.size == 0:
             return
         target = _accumulation_target(region, accumulate)

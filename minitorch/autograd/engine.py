@@ -102,6 +102,13 @@ _profiling = False
 _profiler = None
 
 
+def recorded(tensor):
+    """Whether a one-input op on `tensor` goes through its Function: to be recorded, or for the
+    profiler's event; otherwise an op may compute its result without a node (the unrecorded
+    fast paths of views, reductions, gather and unary ops)."""
+    return tensor.requires_grad and _grad_mode.enabled or _profiling
+
+
 class set_detect_anomaly(contextlib.ContextDecorator):
     """Anomaly mode on or off (torch.autograd.set_detect_anomaly): while on, a backward that
     returns NaN raises, and a failing backward warns with the stack of its forward call."""

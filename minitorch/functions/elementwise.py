@@ -15,6 +15,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd import KernelFunction, _grad_mode
 from ..autograd import engine as _engine
+from ..autograd.engine import recorded as _recorded
 from ..backend import device as device_of
 from ..ndarray import NDArray, scalar_array
 from ..opcodes import BinaryOp as B, UnaryOp as U
@@ -270,8 +271,7 @@ class _Unary(KernelFunction):
 
     @classmethod
     def apply(cls, *args):
-        if cls.kernel_only and not (args[0].requires_grad and _grad_mode.enabled or
-                                    _engine._profiling):
+        if cls.kernel_only and not _recorded(args[0]):
             return wrap(args[0]._data.unary(cls.op))
         return _kernel_apply(cls, *args)
 

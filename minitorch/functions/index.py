@@ -12,7 +12,8 @@ import warnings
 
 
 from .. import dtypes
-from ..autograd import KernelFunction, is_grad_enabled
+from ..autograd import KernelFunction
+from ..autograd.engine import recorded as _recorded
 from ..ndarray import (NDArray, broadcast_shapes, contiguous_strides, normalize_dim, shape_numel,
                        shape_str)
 from ..opcodes import BinaryOp as B, ReduceOp
@@ -24,7 +25,6 @@ from .indexing import (IndexPut, MaskedSelect, Slice, Take, _Advanced, _Indexer,
                        _first_outside, _flat_nonzero, _torch_name, _unravel, _wrapped, _zero,
                        _zeros, setitem)
 from .linalg import Diagonal, _offset_diagonal_view
-from .movement import _recorded
 
 
 __all__ = [
@@ -254,7 +254,7 @@ def index_add_to_zeros(shape, index, src, dim):
     """zeros(shape).index_add(dim, index, src): the backward of a lookup. Unrecorded, the
     slices go straight into the zeros (IndexAdd's out-of-place copy of a large table costs as
     much as the zeros themselves)."""
-    if is_grad_enabled() and src.requires_grad:     # create_graph: a node that differentiates
+    if _recorded(src):      # create_graph (or the profiler): a node that differentiates
         return IndexAdd.apply(_zeros(shape, src), index, src, dim)
     out = NDArray.full(shape, 0, src._data.dtype, src._data.device)
     try:

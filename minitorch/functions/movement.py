@@ -14,7 +14,7 @@ import operator
 
 from .. import dtypes
 from ..autograd import KernelFunction, _grad_mode
-from ..autograd import engine as _engine
+from ..autograd.engine import recorded as _recorded
 from .autocast_policy import batching_point
 from ..ndarray import (NDArray, _device_mismatch, _plain_ints, check_shape, contiguous_strides,
                        normalize_dim, normalize_dims, real_dim, shape_numel, shape_str)
@@ -47,12 +47,6 @@ def view_of(a, data):
         # a view: torch keeps the creation mode along the chain)
         t._no_grad_view = True
     return t
-
-
-def _recorded(a):
-    """Whether a one-input op on `a` goes through its Function: to be recorded, or for the
-    profiler's event; otherwise a view op may build its result directly."""
-    return a.requires_grad and _grad_mode.enabled or _engine._profiling
 
 
 def _view_of(a, data):

@@ -16,12 +16,12 @@ import numpy as np
 
 from .. import dtypes
 from ..autograd import KernelFunction, is_grad_enabled, no_grad
+from ..autograd.engine import recorded as _recorded
 from ..ndarray import NDArray, contiguous_strides, normalize_dim, normalize_dims, shape_numel
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import Tensor, wrap
 from . import elementwise as _E   # circular at import time: only used inside functions
 from .complex_refusals import refuse_complex
-from .movement import _recorded
 
 
 __all__ = [
