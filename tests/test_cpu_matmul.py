@@ -55,10 +55,12 @@ def test_all_remainders_exact(dtype, m):
 @pytest.mark.parametrize("b_t", [False, True])
 def test_transposed_operands(dtype, a_t, b_t):
     rng = np.random.default_rng(1)
-    # n < 32 with a much taller a: with a_t that runs as out.T = b.T @ a.T (last three sizes
-    # also split over threads)
+    # n < 32 with a much taller a: with a_t that runs as out.T = b.T @ a.T (the three sizes
+    # after (130, 1, 64) also split over threads); the last two: a column-major a whose k stride
+    # (>= 2 KiB) has it packed column by column at a narrow n, full panels and a partial one
     for m, n, k in [(5, 7, 3), (37, 29, 41), (67, 64, 65), (130, 200, 70), (61, 300, 129),
-                    (300, 5, 40), (130, 1, 64), (1000, 1, 600), (3000, 17, 100), (777, 9, 90)]:
+                    (300, 5, 40), (130, 1, 64), (1000, 1, 600), (3000, 17, 100), (777, 9, 90),
+                    (530, 100, 70), (1030, 96, 600)]:
         a, b = ints(rng, (1, m, k), dtype), ints(rng, (1, k, n), dtype)
         np.testing.assert_array_equal(run(a, b, a_t, b_t), a @ b, err_msg=f"{m} {n} {k}")
 

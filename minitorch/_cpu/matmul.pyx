@@ -53,6 +53,7 @@ cdef enum:
     MC = 96           # rows of a packed A block (multiple of MR)
     NC = 3072         # columns of a packed B block (multiple of both tile widths)
     DIRECT_A_MAX_N = 4 * NR_WIDE   # n up to this: read a column-major A in place (a_in_place)
+    DIRECT_A_MAX_STRIDE = 2048     # ... if its k stride is below this many bytes
     B_IN_PLACE_MAX_M = 32   # out rows up to this: B's panels are read in place (b_in_place)
     # Parallel tasks: when column blocks of out cost no extra packing, cut out into up to
     # TASKS_PER_THREAD blocks per thread (each at least MIN_TASK_PANELS B panels wide), handed
@@ -303,23 +304,44 @@ cdef void pack_a(floating* dst, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
     """Copy the mc x kc block at a (row stride rs, col stride cs) into panels of MR rows, each
     stored k-major (dst[p*MR + i]). Rows past mc are zero-filled: the kernel computes them
     (the edge kernel then drops them), so they must hold numbers, not leftovers."""
-    cdef Py_ssize_t ib, ir, i, p, mr
+    cdef Py_ssize_t ib, ir, i, p, mr, full = mc // MR
     cdef const floating* src
-    for ib in range(cdiv(mc, MR)):
+    if rs == 1 and full > 1:
+        pack_a_column_major(dst, a, cs, full, kc)
+        ib = full
+    else:
+        ib = 0
+    while ib < cdiv(mc, MR):
         ir = ib * MR
         mr = min(MR, mc - ir)
         src = a + ir * rs
         if mr == MR:
             for p in range(kc):
                 for i in range(MR):
-                    dst[p * MR + i] = src[i * rs + p * cs]
+                    dst[ib * MR * kc + p * MR + i] = src[i * rs + p * cs]
         else:
             for p in range(kc):
                 for i in range(mr):
-                    dst[p * MR + i] = src[i * rs + p * cs]
+                    dst[ib * MR * kc + p * MR + i] = src[i * rs + p * cs]
                 for i in range(mr, MR):
-                    dst[p * MR + i] = 0
-        dst += MR * kc
+                    dst[ib * MR * kc + p * MR + i] = 0
+        ib += 1
+
+
+cdef void pack_a_column_major(floating* dst, const floating* a, Py_ssize_t cs,
+                              Py_ssize_t panels, Py_ssize_t kc) noexcept nogil:
+    """pack_a's full panels of a column-major A (a transposed operand: every weight gradient
+    gᵀ @ x), a column of the block at a time: panel by panel, each cache line of a column is
+    fetched once per panel that reads it, and the columns, m elements apart (often a power of
+    two), evict each other in between (an LSTM's dgatesᵀ, m = 1024: packing took a quarter of
+    the product's time)."""
+    cdef Py_ssize_t ib, i, p
+    cdef const floating* src
+    for p in range(kc):
+        src = a + p * cs
+        for ib in range(panels):
+            for i in range(MR):
+                dst[ib * MR * kc + p * MR + i] = src[ib * MR + i]
 
 
 # A transposing copy of 8 x 8 floats in registers (minitorch/_kernels/transpose8.h): packing a
@@ -414,14 +436,19 @@ cdef void gemm_naive(const floating* a, Py_ssize_t ars, Py_ssize_t acs,
                     crow[j] += aip * brow[j * bcs]
 
 
-cdef inline bint a_in_place(Py_ssize_t ars, Py_ssize_t acs, Py_ssize_t n) noexcept nogil:
+cdef inline bint a_in_place(Py_ssize_t ars, Py_ssize_t acs, Py_ssize_t n,
+                            size_t itemsize) noexcept nogil:
     """Read A in place instead of packing it? The kernel only broadcasts single elements of A,
     so a row-major A (8 row streams) runs as fast as a packed one (measured at 1024^2, 2048^2)
     and costs no copy; that also makes cutting out into column blocks free (see choose_split).
     A column-major A is read in place only when n is a few panels wide: then packing would cost
     about as much as using it, while for wide products its k stride (m elements, often a power
-    of two) would make the panel's rows collide in cache."""
-    return acs == 1 or (ars == 1 and n <= DIRECT_A_MAX_N)
+    of two) would make the panel's rows collide in cache. The same collisions rule out a k
+    stride of 2 KiB or more (m >= 512 floats) at any n: an LSTM's input weight gradient
+    dgatesᵀ @ x, (1024 x 2048)ᵀ-read @ (2048 x 128), took 1.5x as long in place as packed (1 and
+    2 threads; 512 x 128 x 512 1.04-1.1x, while at m = 256, 1 KiB, in place is 7% faster)."""
+    return acs == 1 or (ars == 1 and n <= DIRECT_A_MAX_N and
+                        acs * <Py_ssize_t>itemsize < DIRECT_A_MAX_STRIDE)
 
 
 cdef inline bint b_in_place(Py_ssize_t brs, Py_ssize_t bcs, Py_ssize_t m, Py_ssize_t n,
@@ -446,7 +473,7 @@ cdef void gemm_block(const floating* a, Py_ssize_t ars, Py_ssize_t acs,
     a partial last panel is packed)."""
     cdef Py_ssize_t jb, pb, ib, jc, pc, ic, nc, kc, mc, jp, npanels, full, width = plan.nr
     cdef Py_ssize_t ldb = width, b_step, nfull
-    cdef bint direct_a = a_in_place(ars, acs, n)
+    cdef bint direct_a = a_in_place(ars, acs, n, sizeof(floating))
     cdef bint direct_b = b_in_place(brs, bcs, m, n, width)
     cdef const floating* ablk
     cdef const floating* bblk = bbuf
@@ -644,7 +671,7 @@ cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
     # product is cut into rectangles.
     by_batch = batch >= nthreads and (
         batch % nthreads == 0 or batch >= 4 * nthreads or work < 4 * PARALLEL_MIN_WORK)
-    split = choose_split(m, n, k, nr, 1 if by_batch else nthreads, a_in_place(as1, as2, n))
+    split = choose_split(m, n, k, nr, 1 if by_batch else nthreads, a_in_place(as1, as2, n, sizeof(floating)))
     ntasks = batch * split.tm * split.tn
     plan = make_plan(min(cdiv(cdiv(m, MR), split.tm) * MR, m),
                      min(cdiv(cdiv(n, nr), split.tn) * nr, n), k, nr, sizeof(floating))
