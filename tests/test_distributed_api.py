@@ -19,7 +19,11 @@ NOT_INIT = ("Default process group has not been initialized, please make sure to
 @pytest.mark.parametrize("call", [
     lambda: dist.all_reduce(mt.ones(2)), lambda: dist.get_rank(), lambda: dist.get_world_size(),
     lambda: dist.barrier(), lambda: dist.broadcast(mt.ones(2), src=0), lambda: dist.new_group(),
-    lambda: dist.all_gather_object([None], 1), lambda: dist.get_backend()])
+    lambda: dist.all_gather_object([None], 1), lambda: dist.get_backend(),
+    lambda: dist.all_to_all([mt.ones(1)], [mt.ones(1)]),
+    lambda: dist.reduce_scatter(mt.ones(1), [mt.ones(1)]), lambda: dist.monitored_barrier(),
+    lambda: dist.P2POp(dist.isend, mt.ones(1), 1), lambda: dist.send_object_list([1], dst=1),
+    lambda: dist.scatter_object_list([None], [1], src=0), lambda: dist.new_subgroups(1)])
 def test_using_a_collective_before_init_is_torchs_value_error(call):
     with pytest.raises(ValueError, match="^" + NOT_INIT.replace(".", r"\.") + "$"):
         call()
@@ -46,6 +50,43 @@ def test_nccl_without_cupy_nccl_says_so():
     with pytest.raises(RuntimeError, match="doesn't have NCCL built in"):
         dist.init_process_group("nccl")
     assert not dist.is_initialized()
+
+
+def test_launch_environment_backend_queries_and_error_types(monkeypatch):
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    with pytest.raises(RuntimeError, match="^LOCAL_RANK is not in the environment. Consider"):
+        dist.get_node_local_rank()
+    assert dist.get_node_local_rank(fallback_rank=2) == 2
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert dist.get_node_local_rank(fallback_rank=2) == 1
+    monkeypatch.delenv("TORCHELASTIC_RUN_ID", raising=False)
+    assert not dist.is_torchelastic_launched()
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "none")
+    assert dist.is_torchelastic_launched()
+    assert dist.is_backend_available("mpi") == dist.is_mpi_available()
+    assert dist.is_backend_available("NCCL") == dist.is_nccl_available()
+    assert not (dist.is_gloo_available() or dist.is_backend_available("gloo")
+                or dist.is_ucc_available() or dist.is_xccl_available())
+    assert dist.get_default_backend_for_device("cpu") == "mpi"
+    assert dist.get_default_backend_for_device(mt.device("cuda", 1)) == "nccl"
+    with pytest.raises(ValueError, match="^Default backend not registered for device : xpu$"):
+        dist.get_default_backend_for_device("xpu")
+    assert issubclass(dist.QueueEmptyError, dist.DistStoreError)
+    for kind in (dist.DistBackendError, dist.DistNetworkError, dist.DistStoreError):
+        assert issubclass(kind, dist.DistError) and issubclass(kind, RuntimeError)
+    assert [op.name for op in dist.ReduceOp if dist.supports_complex(op)] == ["SUM", "AVG"]
+
+
+def test_launcher_marks_its_ranks_as_torchrun_does(monkeypatch):
+    """torchrun's TORCHELASTIC_RUN_ID (its --rdzv-id, "none" by default) reaches the ranks
+    through mpiexec's environment: is_torchelastic_launched() is True in them."""
+    seen = []
+    monkeypatch.setattr(run, "find_mpiexec", lambda: "mpiexec")
+    monkeypatch.setattr(run.subprocess, "run", lambda command, env: seen.append(env) or
+                        subprocess.CompletedProcess(command, 0))
+    assert run.main(["--nproc-per-node", "2", "train.py"]) == 0
+    assert run.main(["--nproc-per-node", "2", "--rdzv-id", "job7", "train.py"]) == 0
+    assert [env["TORCHELASTIC_RUN_ID"] for env in seen] == ["none", "job7"]
 
 
 def test_reduce_op_names_and_timeout_type():

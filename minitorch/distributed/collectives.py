@@ -1,14 +1,18 @@
 """The tensor collectives and point-to-point calls of torch.distributed: argument checks with
 torch's errors, then the engine call on the tensors' own memory."""
+import datetime
 import os
+import time
+import warnings
 
 from ..autograd import no_grad
 from .buffers import FlatBuffer, check_tensor, check_tensor_list, describe
 from .. import dtypes
-from ..tensor import Tensor
+from ..tensor import Tensor, zeros
+from .errors import DistBackendError
 from .group import _state, resolve
-from .reduce_op import ReduceOp, check_op, for_bool
-from .work import Work
+from .reduce_op import ReduceOp, check_op, for_bool, supports_complex
+from .work import Work, _seconds
 
 
 # ---- shared steps ---------------------------------------------------------------------------
@@ -126,7 +130,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         engine = pg.engine
         if op in engine.direct_ops and data.device.type == "cpu" == engine.device_type \
                 and data.dtype is not _BOOL and data.dtype not in engine.widened \
-                and data.is_compact():
+                and data.is_compact() and (op is ReduceOp.SUM or not data.dtype.is_complex):
             engine.allreduce(data.flat(), op, False)
             tensor._version[0] += 1
             return None
@@ -135,6 +139,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     if pg is None:
         return None
     engine_op = _engine_op(op, tensor)
+    if tensor.dtype.is_complex and not supports_complex(engine_op):
+        raise ValueError(f"all_reduce does not support {op} on complex tensors")
     _check_device(pg, "allreduce", tensor)
     _verify_same_call(pg, "allreduce", tensor)
     buffer = _reduced(pg, tensor)
@@ -247,6 +253,50 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
                      _averager(pg, engine_op, output))
 
 
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduces input_list[i] across ranks with op into rank i's output; a Work when async_op
+    (torch.distributed.reduce_scatter). Every input holds output's number of elements."""
+    check_tensor(output, "output")
+    check_tensor_list(input_list, "input_list")
+    _ensure_same_dtype(output, *input_list)
+    pg = resolve(group)
+    if pg is None:
+        return None
+    name = f"ProcessGroup{pg.engine.name.upper()}::reduce_scatter"
+    _check_list_length(name, "input", input_list, pg.size())
+    for i, t in enumerate(input_list):
+        if t.numel() != output.numel():
+            raise ValueError(f"{name}: input_list[{i}] is {describe(t)}, but every input must "
+                             f"have the elements of output, {describe(output)}")
+    return reduce_scatter_tensor(output, _concatenated(input_list), op, group, async_op)
+
+
+def _concatenated(tensors):
+    """The tensors' elements one after another in a new 1-d tensor (bytes moved, no math)."""
+    from ..functions.joining import cat
+    with no_grad():
+        return cat([t.reshape(-1) for t in tensors])
+
+
+def _ensure_same_dtype(*tensors):
+    """torch's check that collective arguments share one dtype (torch also lets complex64 meet
+    float32, through views as (re, im) pairs of twice the size; here counts are elements of
+    each tensor's own dtype, so that mix is refused too)."""
+    first = None
+    for t in tensors:
+        if first is None:
+            first = t.dtype
+        elif t.dtype is not first:
+            raise ValueError(f"Invalid usage of tensors with different dtypesFound {first} and  "
+                             f"{t.dtype}")
+
+
+def _check_list_length(name, argument, tensors, world):
+    if len(tensors) != world:
+        raise RuntimeError(f"{name}: the {argument} list has {len(tensors)} tensors, one per "
+                           f"rank of the group ({world}) is needed")
+
+
 def _check_sized(pg, operation, big, small, factor):
     """`big` holds `factor` times `small`'s elements, of the same dtype."""
     if big.dtype is not small.dtype:
@@ -351,6 +401,30 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     return _complete(pg, "all_to_all_single", pending, async_op, result.write_back)
 
 
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+    """Sends input_tensor_list[i] to rank i and receives rank i's tensor for this rank into
+    output_tensor_list[i]; sizes may differ from rank to rank; a Work when async_op
+    (torch.distributed.all_to_all)."""
+    check_tensor_list(output_tensor_list, "output_tensor_list")
+    check_tensor_list(input_tensor_list, "input_tensor_list")
+    _ensure_same_dtype(*output_tensor_list, *input_tensor_list)
+    pg = resolve(group)
+    if pg is None:
+        return None
+    name = f"ProcessGroup{pg.engine.name.upper()}::alltoall"
+    _check_list_length(name, "input", input_tensor_list, pg.size())
+    _check_list_length(name, "output", output_tensor_list, pg.size())
+    _check_device(pg, "alltoall", *output_tensor_list, *input_tensor_list)
+    source = _concatenated(input_tensor_list)
+    received = source._data.backend.empty(sum(t.numel() for t in output_tensor_list),
+                                          FlatBuffer(source).array.dtype)
+    pending = pg.engine.alltoall(FlatBuffer(source).array,
+                                 [t.numel() for t in input_tensor_list], received,
+                                 [t.numel() for t in output_tensor_list], async_op)
+    return _complete(pg, "all_to_all", pending, async_op,
+                     lambda: _split_into(received, output_tensor_list))
+
+
 def _split_counts(tensor, split_sizes, world):
     """Elements sent to (or received from) each rank: dim-0 splits times the row size."""
     rows = tensor.shape[0] if tensor.ndim else 1
@@ -410,16 +484,66 @@ def _p2p(tensor, peer, group, group_peer, role):
     pg = resolve(group)
     if pg is None:
         return None, None, None
-    operation = "send" if role == "destination" else "recv"
-    if peer is None and group_peer is None and role == "source":
-        rank = None                       # recv from any source
-    else:
-        rank = _root(pg, peer, group_peer, operation, "dst" if role == "destination" else "src")
-        if rank == pg.rank():
-            raise ValueError(f"Invalid {role} rank: {role} rank should not be the same as the "
-                             "rank of the current process.")
-    _check_device(pg, operation, tensor)
+    rank = peer_rank(pg, peer, group_peer, role)
+    _check_device(pg, "send" if role == "destination" else "recv", tensor)
     return pg, rank, FlatBuffer(tensor)
+
+
+def peer_rank(pg, peer, group_peer, role):
+    """The rank in pg of a send's destination or a receive's source (role), from a global
+    (peer) or group rank; None for a receive from any rank."""
+    if peer is None and group_peer is None and role == "source":
+        return None
+    operation, argument = ("send", "dst") if role == "destination" else ("recv", "src")
+    rank = _root(pg, peer, group_peer, operation, argument)
+    if rank == pg.rank():
+        raise ValueError(f"Invalid {role} rank: {role} rank should not be the same as the "
+                         "rank of the current process.")
+    return rank
+
+
+class P2POp:
+    """One send or receive for batch_isend_irecv: op is isend or irecv, peer a global rank
+    (or group_peer a rank in group) (torch.distributed.P2POp)."""
+
+    def __init__(self, op, tensor, peer=None, group=None, tag=0, group_peer=None):
+        if op is not isend and op is not irecv:
+            raise ValueError("Invalid ``op``. Expected ``op`` to be of type "
+                             "``torch.distributed.isend`` or ``torch.distributed.irecv``.")
+        check_tensor(tensor)
+        self.op, self.tensor, self.group, self.tag = op, tensor, group, tag
+        pg = resolve(group)
+        self.group_peer = None if pg is None else _root(
+            pg, peer, group_peer, "send" if op is isend else "recv",
+            "dst" if op is isend else "src")
+        self.peer = None if pg is None else pg.ranks[self.group_peer]
+
+    def __repr__(self):
+        pg = resolve(self.group)
+        me = pg.rank() if pg is not None else -1
+        src, dst = (me, self.group_peer) if self.op is isend else (self.group_peer, me)
+        return (f"P2POp({self.op.__name__} pg={pg.name if pg else None}, group_src={src}, "
+                f"group_dst={dst},  {self.tensor.shape}, {self.tensor.dtype})")
+
+
+def batch_isend_irecv(p2p_op_list):
+    """Starts every send and receive of the list (P2POps of one group) and returns their Works
+    to wait on (torch.distributed.batch_isend_irecv). NCCL issues them as one group, so that
+    pairs of ranks sending to each other do not wait on one another."""
+    if not isinstance(p2p_op_list, list) or not all(isinstance(p, P2POp) for p in p2p_op_list):
+        raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type "
+                         "``torch.distributed.P2POp``.")
+    group = p2p_op_list[0].group
+    if not all(p.group is group for p in p2p_op_list):
+        raise ValueError("All ops need to use the same group.")
+    pg = resolve(group)
+    if pg is None:
+        return []
+    with pg.engine.batched():
+        works = [p.op(p.tensor, group=group, tag=p.tag,
+                      **{"group_dst" if p.op is isend else "group_src": p.group_peer})
+                 for p in p2p_op_list]
+    return [work for work in works if work is not None]
 
 
 def barrier(group=None, async_op=False, device_ids=None, timeout=None):
@@ -429,6 +553,41 @@ def barrier(group=None, async_op=False, device_ids=None, timeout=None):
     if pg is None:
         return None
     return _complete(pg, "barrier", pg.engine.barrier(async_op), async_op)
+
+
+def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    """A barrier that names who did not come: rank 0 waits up to `timeout` for a token from
+    every other rank, then releases them; a rank missing raises DistBackendError on rank 0
+    naming it (the first one, or every late one with wait_all_ranks), and the others raise when
+    rank 0's release does not come in time (torch.distributed.monitored_barrier, which torch
+    runs on gloo only)."""
+    pg = resolve(group)
+    if pg is None or pg.size() == 1:
+        return None
+    if isinstance(timeout, float):
+        warnings.warn("Please specify timeout arg as a timedelta. Converting current value of "
+                      f"{timeout} assuming it represents seconds", stacklevel=2)
+        timeout = datetime.timedelta(seconds=timeout)
+    timeout_s = pg.timeout_s if timeout is None else _seconds(timeout)
+    deadline = time.monotonic() + timeout_s
+    token = zeros(1, dtype=dtypes.int32, device=pg.engine.device_type)
+    if pg.rank() != 0:
+        isend(token, group=group, group_dst=0).wait()
+        if not irecv(token, group=group, group_src=0).wait_until(deadline):
+            raise DistBackendError(f"[Rank {pg.ranks[pg.rank()]}]: Rank 0 did not release "
+                                   f"monitoredBarrier in {int(timeout_s * 1000)} ms")
+        return None
+    arrivals = {r: irecv(zeros(1, dtype=dtypes.int32, device=token.device), group=group,
+                         group_src=r) for r in range(1, pg.size())}
+    late = [pg.ranks[r] for r, work in arrivals.items() if not work.wait_until(deadline)]
+    if late:
+        shown = late if wait_all_ranks else late[:1]
+        who = f"Ranks {', '.join(map(str, shown))}" if len(shown) > 1 else f"Rank {shown[0]}"
+        raise DistBackendError(f"{who} failed to pass monitoredBarrier in "
+                               f"{int(timeout_s * 1000)} ms")
+    for r in arrivals:
+        isend(token, group=group, group_dst=r).wait()
+    return None
 
 
 # ---- ranks ----------------------------------------------------------------------------------

@@ -27,6 +27,9 @@ class Backend(str):
         return str.__new__(cls, value)
 
 
+DEFAULT_DEVICE_BACKENDS = {"cpu": Backend.MPI, "cuda": Backend.NCCL}
+
+
 class ProcessGroup:
     """A set of ranks and the engine communicator joining them (torch's ProcessGroup)."""
 
@@ -68,6 +71,7 @@ class _State:
         self.groups = []              # every live group, the default first
         self.watchdog = None
         self.previous_excepthook = None
+        self.created = 0              # groups made since init, this rank a member or not
 
 
 _state = _State()
@@ -178,6 +182,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     pg = ProcessGroup(engine, range(engine.size), timeout_s, group_name or "default_pg")
     _state.default = pg
     _state.groups = [pg]
+    _state.created = 1
     GroupMember.WORLD = pg
     if engine.size > 1:
         _install_excepthook(engine)
@@ -247,11 +252,78 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
         ranks = sorted(ranks)
     timeout_s = default.timeout_s if timeout is None else _timeout_seconds(timeout)
     engine = default.engine.subgroup(ranks, timeout_s)
+    _state.created += 1
     if engine is None:
         return GroupMember.NON_GROUP_MEMBER
     pg = ProcessGroup(engine, ranks, timeout_s, group_desc or f"group_{len(_state.groups)}")
     _state.groups.append(pg)
     return pg
+
+
+def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_options=None,
+                  group_desc=None):
+    """Consecutive groups of group_size ranks of group (the default one): (this rank's
+    subgroup, all of them) (torch.distributed.new_subgroups). torch's default size is the GPU
+    count; here, without GPUs, pass group_size."""
+    if group_size is None:
+        from .. import cuda
+        if not cuda.is_available():
+            raise ValueError("Default group size only takes effect when CUDA is available.If "
+                             "your subgroup using a backend that does not depend on CUDA,please "
+                             "pass in 'group_size' correctly.")
+        group_size = cuda.device_count()
+    if group_size <= 0:
+        raise ValueError(f"The arg 'group_size' ({group_size}) must be positive")
+    world_size = get_world_size(group)
+    if world_size < group_size:
+        raise ValueError(f"The arg 'group_size' ({group_size}) must not exceed the world size "
+                         f"({world_size})")
+    if world_size % group_size:
+        raise ValueError(f"The world size ({world_size}) must be divisible by "
+                         f"'group_size={group_size}'")
+    ranks = get_process_group_ranks(resolve(group))
+    return new_subgroups_by_enumeration(
+        [ranks[i:i + group_size] for i in range(0, len(ranks), group_size)], timeout=timeout,
+        backend=backend, pg_options=pg_options, group_desc=group_desc)
+
+
+def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=None,
+                                 pg_options=None, group_desc=None):
+    """One group per list of ranks (every rank takes part in creating each, as new_group
+    requires): (this rank's subgroup or None, all of them)
+    (torch.distributed.new_subgroups_by_enumeration)."""
+    if not ranks_per_subgroup_list:
+        raise ValueError("The arg 'ranks_per_subgroup_list' cannot be empty")
+    subgroups, current, owner = [], None, {}
+    me = get_rank()
+    for ranks in ranks_per_subgroup_list:
+        subgroup = new_group(ranks=ranks, timeout=timeout, backend=backend,
+                             pg_options=pg_options, group_desc=group_desc)
+        subgroups.append(subgroup)
+        for rank in ranks:
+            if rank in owner:
+                raise ValueError(f"Rank {rank} has appeared in both subgroup {owner[rank]} and "
+                                 f"{ranks}")
+            owner[rank] = ranks
+            if rank == me:
+                current = subgroup
+    return current, subgroups
+
+
+def get_pg_count():
+    """How many process groups were made since init_process_group, the default one and those
+    this rank is not in included (torch.distributed.get_pg_count)."""
+    return _state.created
+
+
+def get_default_backend_for_device(device):
+    """The backend collectives on this device type use: "mpi" for cpu (torch's gloo),
+    "nccl" for cuda (torch.distributed.get_default_backend_for_device)."""
+    kind = device if isinstance(device, str) else device.type
+    kind = kind.split(":")[0]
+    if kind not in DEFAULT_DEVICE_BACKENDS:
+        raise ValueError(f"Default backend not registered for device : {device}")
+    return DEFAULT_DEVICE_BACKENDS[kind]
 
 
 def destroy_process_group(group=None):
@@ -262,7 +334,7 @@ def destroy_process_group(group=None):
     if group is None or group is _state.default:
         for pg in reversed(_state.groups):
             pg.engine.destroy()
-        _state.groups, _state.default = [], None
+        _state.groups, _state.default, _state.created = [], None, 0
         GroupMember.WORLD = None
         if _state.previous_excepthook is not None:
             sys.excepthook = _state.previous_excepthook

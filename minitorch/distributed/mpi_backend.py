@@ -1,5 +1,6 @@
 """The MPI engine (mpi4py) behind backend="mpi": collectives on flat numpy buffers, in place,
 blocking ones under the watchdog, non-blocking ones as MPI requests."""
+import contextlib
 import os
 import sys
 import time
@@ -76,6 +77,10 @@ def tune_environment():
     # waits do (a peer that lost its core otherwise makes every step wait a scheduling slice).
     os.environ.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
     _prefer_ring_allreduce()
+
+
+# send_object_list's messages: a tag of their own, so they never match a tensor's recv
+OBJECT_TAG = 0x7A11
 
 
 class Requests:
@@ -195,6 +200,11 @@ class MPIBackend:
         comm = self.comm
         return self._run("barrier", async_op, comm.Barrier, comm.Ibarrier)
 
+    def batched(self):
+        """Where batch_isend_irecv issues its sends and receives: MPI's non-blocking ones need
+        no grouping."""
+        return contextlib.nullcontext()
+
     # ---- Python objects (pickled: only between ranks of one job) --------------------------
     def broadcast_object(self, obj, root):
         return self._watched("broadcast_object_list", self.comm.bcast, obj, root)
@@ -204,6 +214,20 @@ class MPIBackend:
 
     def gather_object(self, obj, root):
         return self._watched("gather_object", self.comm.gather, obj, root)
+
+    def scatter_object(self, objects, root):
+        return self._watched("scatter_object_list", self.comm.scatter, objects, root)
+
+    def send_object(self, obj, peer):
+        self._watched("send_object_list", self.comm.send, obj, peer, OBJECT_TAG)
+
+    def recv_object(self, peer):
+        """(object, sender's rank); peer None receives from any rank."""
+        status = self.MPI.Status()
+        source = self.MPI.ANY_SOURCE if peer is None else peer
+        obj = self._watched("recv_object_list", self.comm.recv, None, source, OBJECT_TAG,
+                            status)
+        return obj, status.Get_source()
 
     def _watched(self, operation, call, *args):
         self.watchdog.begin(operation, self.timeout_s)

@@ -1,6 +1,7 @@
 """The NCCL engine (CuPy's cupy.cuda.nccl) behind backend="nccl": collectives on flat cupy
 buffers of cuda tensors, queued on the current stream like our kernels, so they are ordered
 with the computation without a host synchronization (as torch's NCCL process group)."""
+import contextlib
 import os
 import pickle
 import time
@@ -73,9 +74,10 @@ def _rendezvous_address(init_method):
 class StreamEvent:
     """The `pending` of an async NCCL Work: an event recorded after the queued operation."""
 
-    def __init__(self, cupy):
+    def __init__(self, cupy, record=True):
         self.event = cupy.cuda.Event(block=False, disable_timing=True)
-        self.event.record()
+        if record:
+            self.event.record()
 
     def test(self):
         return self.event.done
@@ -98,6 +100,7 @@ class NCCLBackend:
         self.cupy, self.nccl, self.comm = cupy, nccl, communicator
         self.rank, self.size, self.timeout_s = rank, size, timeout_s
         self.device_index = communicator.device_id()     # the GPU current at creation
+        self._batch = None          # the events of a batch_isend_irecv being issued
         self._dtypes = {np.dtype(np.float32): nccl.NCCL_FLOAT32,
                         np.dtype(np.float64): nccl.NCCL_FLOAT64,
                         np.dtype(np.float16): nccl.NCCL_FLOAT16,
@@ -122,7 +125,28 @@ class NCCLBackend:
         return self.cupy.cuda.get_current_stream().ptr
 
     def _done(self, async_op):
-        return StreamEvent(self.cupy) if async_op else None
+        if not async_op:
+            return None
+        if self._batch is None:
+            return StreamEvent(self.cupy)
+        event = StreamEvent(self.cupy, record=False)   # recorded once the group is queued
+        self._batch.append(event)
+        return event
+
+    @contextlib.contextmanager
+    def batched(self):
+        """batch_isend_irecv's sends and receives as one NCCL group (two ranks sending to
+        each other would otherwise wait on one another); their events are recorded after the
+        group is queued, which happens at groupEnd."""
+        self.nccl.groupStart()
+        self._batch = []
+        try:
+            yield
+        finally:
+            events, self._batch = self._batch, None
+            self.nccl.groupEnd()
+            for event in events:
+                event.event.record()
 
     def _type(self, array):
         kind = self._dtypes.get(array.dtype)
@@ -251,6 +275,25 @@ class NCCLBackend:
     def gather_object(self, obj, root):
         everyone = self.allgather_object(obj)
         return everyone if self.rank == root else None
+
+    def scatter_object(self, objects, root):
+        """Every rank receives the whole list and keeps its own item (objects are small)."""
+        return self.broadcast_object(objects, root)[self.rank]
+
+    def send_object(self, obj, peer):
+        payload = self._to_device(obj)
+        self.send(self.cupy.asarray(np.array([payload.size], np.int64)), peer, 0, False)
+        self.send(payload, peer, 0, False)
+
+    def recv_object(self, peer):
+        if peer is None:
+            raise RuntimeError("ProcessGroupNCCL::recv: receiving from any source is not "
+                               "supported by NCCL; pass src")
+        length = self.cupy.empty(1, np.int64)
+        self.recv(length, peer, 0, False)
+        payload = self.cupy.empty(int(length.get()[0]), np.uint8)
+        self.recv(payload, peer, 0, False)
+        return pickle.loads(payload.get().tobytes()), peer
 
     def _to_device(self, obj):
         data = np.frombuffer(pickle.dumps(obj), dtype=np.uint8)

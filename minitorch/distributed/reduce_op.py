@@ -26,6 +26,13 @@ def check_op(op):
     return op
 
 
+def supports_complex(reduceOp):
+    """Whether reduceOp means the same on complex tensors as on their (re, im) pairs, which is
+    how engines reduce them: sums and averages do, max, min and product do not
+    (torch.distributed.supports_complex)."""
+    return reduceOp not in (ReduceOp.MAX, ReduceOp.MIN, ReduceOp.PRODUCT)
+
+
 def for_bool(op):
     """Bools are stored as 0/1 bytes: a sum or a product must stay 0/1 (torch's logical or/and),
     which the byte max/min give."""

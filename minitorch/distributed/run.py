@@ -1,6 +1,7 @@
 """The launcher: `python -m minitorch.distributed.run --nproc-per-node N script.py args`
 (torchrun's flags and environment) starts N ranks with mpiexec; each rank sees RANK,
-LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT as under torchrun."""
+LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT and TORCHELASTIC_RUN_ID as
+under torchrun (whose elastic restarts it does not offer)."""
 import argparse
 import os
 import runpy
@@ -89,7 +90,10 @@ def main(argv=None):
     if argv and argv[0] == WORKER_FLAG:
         return run_rank(argv[1:])
     args = parse_args(argv)
-    completed = subprocess.run(mpiexec_command(args))
+    # torchrun's run id (its --rdzv-id, "none" by default): what is_torchelastic_launched reads
+    env = dict(os.environ, TORCHELASTIC_RUN_ID=args.rdzv_id or "none",
+               TORCHELASTIC_RESTART_COUNT="0", TORCHELASTIC_MAX_RESTARTS="0")
+    completed = subprocess.run(mpiexec_command(args), env=env)
     return completed.returncode
 
 

@@ -1,6 +1,7 @@
 """Work: the handle an `async_op=True` collective returns (torch's Work: wait, is_completed)."""
 import time
 
+from .errors import DistBackendError
 from .watchdog import timeout_message
 
 
@@ -23,13 +24,20 @@ class Work:
         return self._done
 
     def wait(self, timeout=None):
-        """Block until done; a RuntimeError naming the operation once the timeout passes."""
+        """Block until done; a DistBackendError (a RuntimeError) naming the operation once the
+        timeout passes."""
+        limit = self._timeout_s if timeout is None else _seconds(timeout)
+        if not self.wait_until(self._started + limit):
+            raise DistBackendError(timeout_message(self._rank, self._operation,
+                                                   time.monotonic() - self._started, limit))
+        return True
+
+    def wait_until(self, deadline):
+        """Block until done (True) or until time.monotonic() passes deadline (False)."""
         if self._done:
             return True
-        limit = self._timeout_s if timeout is None else _seconds(timeout)
-        if not self._pending.wait(self._started + limit):
-            raise RuntimeError(timeout_message(self._rank, self._operation,
-                                               time.monotonic() - self._started, limit))
+        if not self._pending.wait(deadline):
+            return False
         self._complete()
         return True
 
