@@ -433,3 +433,83 @@ def test_half_leaf_gradients_accumulate():
     for _ in range(3):
         (leaf * 0.5).sum().backward()
     assert leaf.grad.dtype is mt.float16 and leaf.grad.tolist() == [1.5] * 3
+
+
+# ---- recorded setitem over a basic region, and skipped gradients of binary ops ----------------
+def _parsed(key):
+    """The same key with numpy int bounds, which the unparsed region paths leave to the checked
+    (parsing) path: the reference for the fast one."""
+    def bound(b):
+        return b if b is None else np.int64(b)
+    items = key if isinstance(key, tuple) else (key,)
+    items = tuple(slice(bound(k.start), bound(k.stop), bound(k.step)) if isinstance(k, slice)
+                  else np.int64(k) for k in items)
+    return items if isinstance(key, tuple) else items[0]
+
+
+_SETITEM_KEYS = [slice(1, None), slice(2, 2), 1, -1, (slice(None), 1),
+                 (slice(0, 4, 2), slice(1, 3)), (2, slice(None, 2))]
+
+
+@pytest.mark.parametrize("key", _SETITEM_KEYS, ids=str)
+@pytest.mark.parametrize("target", ["fresh", "result"])
+def test_recorded_setitem_matches_the_checked_path(key, target, device):
+    weights = mt.tensor(_values(4, 3, seed=1), device=device)
+    runs = []
+    for k in (key, _parsed(key)):
+        leaf = mt.tensor(_values(4, 3), device=device, requires_grad=True)
+        source = mt.tensor(_values(4, 3, seed=2), device=device, requires_grad=True)
+        f = mt.zeros(4, 3, device=device) if target == "fresh" else leaf * 3
+        value = (source * 2)[k]
+        f[k] = value
+        assert f.grad_fn.name() == "CopySlices" and f.requires_grad
+        assert f._version_counter == 1
+        (f * weights).sum().backward()
+        runs.append((f.detach().cpu().numpy(), source.grad.cpu().numpy(),
+                     None if leaf.grad is None else leaf.grad.cpu().numpy()))
+    for fast, checked in zip(*runs):
+        np.testing.assert_array_equal(fast, checked)
+
+
+def test_recorded_setitem_gradients_and_refusals():
+    leaf = mt.tensor(_values(4, 3), requires_grad=True)
+    value = mt.tensor(_values(3, 3, seed=1), requires_grad=True)
+
+    def write(x, v):
+        y = x * 1
+        y[1:] = v
+        return y
+    assert gradcheck(write, (leaf, value)) and gradgradcheck(write, (leaf, value))
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used"):
+        leaf[1:] = value
+    # a gradient arriving as a view into a larger buffer (stack's backward hands out slices)
+    pieces = []
+    for _ in range(2):
+        f = mt.zeros(4, 3)
+        f[1:] = value
+        pieces.append(f)
+    (mt.stack(pieces) * mt.arange(24.).reshape(2, 4, 3)).sum().backward()
+    expected = np.arange(24.).reshape(2, 4, 3)[:, 1:].sum(0)
+    np.testing.assert_array_equal(value.grad.numpy(), expected)
+
+
+def test_in_place_through_a_view_is_torch_copyslices():
+    x = mt.tensor(_values(4), requires_grad=True) * 1
+    x[1:].mul_(2)
+    assert x.grad_fn.name() == "CopySlices"
+
+
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_binary_backward_skips_operands_without_grad(op, device):
+    fn = {"add": mt.add, "sub": mt.sub}[op]
+    x = mt.tensor(_values(3, 1), device=device, requires_grad=True)
+    other = mt.tensor(_values(3, 4, seed=1), device=device)
+    for a, b in ((x, other), (other, x), (x, 1.5), (x, mt.tensor(2.0, device=device))):
+        x.grad = None
+        out = fn(a, b)
+        out.sum().backward()
+        sign = -1.0 if op == "sub" and b is x else 1.0
+        np.testing.assert_array_equal(x.grad.cpu().numpy(),
+                                      np.full((3, 1), sign * out.shape[-1]))
+    assert gradcheck(lambda a, b: fn(a, b), (mt.tensor(_values(3, 1), requires_grad=True),
+                                             mt.tensor(_values(3, 4, seed=1))))

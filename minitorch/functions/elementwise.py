@@ -676,6 +676,13 @@ class _Binary(KernelFunction):
         return wrap(a._data.binary(cls.op, b._data))
 
 
+def _needs_both(ctx):
+    """needs_input_grad of a two-input node, read from its edges: a backward skips the sum_to
+    (or negation) of an operand that takes no gradient, such as the scalar of `x - 1.0`."""
+    edges = ctx.next_edges
+    return edges[0] is not None, edges[1] is not None
+
+
 class Add(_Binary):
     op = B.ADD
 
@@ -685,7 +692,9 @@ class Add(_Binary):
         shape = g._data.shape
         if a_shape == shape and b_shape == shape:
             return g, g         # nothing was broadcast: sum_to would return g twice
-        return sum_to(g, a_shape), sum_to(g, b_shape)
+        needs_a, needs_b = _needs_both(ctx)
+        return (sum_to(g, a_shape) if needs_a else None,
+                sum_to(g, b_shape) if needs_b else None)
 
 
 class AddRelu(_Binary):
@@ -721,8 +730,9 @@ class Sub(_Binary):
     def backward(ctx, g):
         a_shape, b_shape = ctx.shapes
         shape = g._data.shape     # sum_to's own test inline: most operands are not broadcast
-        return (g if a_shape == shape else sum_to(g, a_shape),
-                -g if b_shape == shape else sum_to(-g, b_shape))
+        needs_a, needs_b = _needs_both(ctx)
+        return (None if not needs_a else g if a_shape == shape else sum_to(g, a_shape),
+                None if not needs_b else -g if b_shape == shape else sum_to(-g, b_shape))
 
 
 class Mul(_Binary):

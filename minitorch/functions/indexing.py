@@ -20,7 +20,7 @@ from ..ndarray import NDArray, broadcast_shapes, contiguous_strides, shape_numel
 from ..opcodes import BinaryOp as B, ReduceOp
 from ..tensor import Tensor, tensor as _make_tensor, wrap
 from .elementwise import cast, scalar_array
-from .movement import rebase_view_write, view_of
+from .movement import rebase_view_write, record_region_write, view_of
 from .reduce import sum_to
 
 __all__ = ['index_put', 'index_put_', 'put']
@@ -658,6 +658,28 @@ def _setitem_fast(t, region, value):
     return True
 
 
+def _setitem_recorded(t, region, value):
+    """t[ints and slices] (their `region` of t) = a Tensor as _setitem_fast takes it, while
+    recording, t compact and owning its memory (not a view, nor a leaf requiring grad): one
+    strided_set and the CopySlices node over the region, without parsing the key (the checked
+    path's node and gradients). False, having changed nothing, otherwise."""
+    if type(value) is not Tensor or not _grad_mode.enabled:
+        return False
+    data, v = t._data, value._data
+    if not (t.requires_grad or value.requires_grad) or t._base is not None or \
+            (t.requires_grad and t.grad_fn is None) or not data.is_compact():
+        return False
+    shape, strides, offset = region
+    if v.shape != shape or v.dtype is not data.dtype or v.device is not data.device or \
+            v.buffer is data.buffer or not v.is_compact():
+        return False
+    data.backend.strided_set(v.flat(), data.buffer, shape, strides, offset)
+    record_region_write(t, (shape, strides, offset - data.offset), value)
+    t._bump_version()
+    t._view_version = t._version[0]
+    return True
+
+
 def setitem(t, key, value):
     """t[key] = value (Tensor.__setitem__). Inside a recorded graph t becomes the output of a
     CopySlices / IndexPut node, so gradients see the overwrite as torch's do."""
@@ -665,7 +687,8 @@ def setitem(t, key, value):
         raise _no_grad_view_write(key)
     region = _basic_region(t._data, key)
     if region is not None and (_setitem_fast(t, region, value) or
-                               _writes_itself_back(t, region, value)):
+                               _writes_itself_back(t, region, value) or
+                               _setitem_recorded(t, region, value)):
         return
     indexer = _parse(t, key)
     shape = indexer.result_shape(t._data)

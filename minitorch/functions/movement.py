@@ -17,7 +17,8 @@ from ..autograd import KernelFunction, _grad_mode
 from ..autograd.engine import recorded as _recorded
 from .autocast_policy import batching_point
 from ..ndarray import (NDArray, _device_mismatch, _plain_ints, check_shape, contiguous_strides,
-                       normalize_dim, normalize_dims, real_dim, shape_numel, shape_str)
+                       normalize_dim, normalize_dims, real_dim, scalar_array, shape_numel,
+                       shape_str)
 from ..opcodes import BinaryOp
 from ..tensor import (Tensor, channels_last, channels_last_3d, check_memory_format,
                       contiguous_format, copy_in_layout, is_contiguous_as, layout_for,
@@ -57,6 +58,7 @@ def _view_of(a, data):
 class CopySlices(KernelFunction):
     """The storage owner after an in-place write through one of its views: gradient in the
     view's region goes to the written value, the rest to the owner's previous history."""
+    node_name = "CopySlices"    # torch's
 
     @staticmethod
     def forward(ctx, old_base, value, region):
@@ -66,14 +68,22 @@ class CopySlices(KernelFunction):
     @staticmethod
     def backward(ctx, g):
         shape, strides, offset = ctx.region
-        g = g.contiguous()
-        grad_value = g.as_strided(shape, strides, offset) if ctx.needs_input_grad[1] else None
+        g = g.contiguous()      # compact, but maybe a view into a larger buffer: offset by its own
+        needs_base, needs_value = ctx.next_edges[0] is not None, ctx.next_edges[1] is not None
+        if not _grad_mode.enabled:      # nothing recorded: the views and the zeroing unchecked
+            data = g._data
+            grad_value = view_of(g, data._view(shape, strides, data.offset + offset)) \
+                if needs_value else None
+            if not needs_base:
+                return None, grad_value, None
+            outside = data.copy()           # g with the region zeroed
+            zero = scalar_array(0, outside.dtype, outside.device)
+            outside.backend.strided_set(zero.buffer, outside.buffer, shape, strides, offset)
+            return wrap(outside), grad_value, None
+        grad_value = g.as_strided(shape, strides, g._data.offset + offset) \
+            if needs_value else None
         grad_base = None
-        if ctx.needs_input_grad[0] and not _grad_mode.enabled:
-            outside = g._data.copy()        # nothing recorded: g with the region zeroed
-            outside.as_strided(shape, strides, offset).assign(0)
-            grad_base = wrap(outside)
-        elif ctx.needs_input_grad[0]:       # create_graph: the same as ops
+        if needs_base:                  # create_graph: the same as ops
             outside = NDArray.full(g._data.shape, 1, g.dtype, g.device)
             outside.as_strided(shape, strides, offset).assign(0)
             grad_base = g * wrap(outside)
@@ -86,10 +96,16 @@ def rebase_view_write(base, view, value):
     if not base._data.is_compact():
         raise RuntimeError("in-place writes through a view of a non-contiguous tensor that is "
                            "part of an autograd graph are not supported")
+    data = view._data
+    record_region_write(base, (data.shape, data.strides, data.offset - base._data.offset), value)
+
+
+def record_region_write(base, region, value):
+    """Record that `value` was written into `region` (shape, strides, offset from base's own)
+    of compact `base`'s memory: base becomes the output of a CopySlices node."""
     old = wrap(base._data, version=base._version)
     if base.requires_grad:
         old.requires_grad, old.grad_fn, old._output_nr = True, base.grad_fn, base._output_nr
-    region = (view._data.shape, view._data.strides, view._data.offset - base._data.offset)
     new = CopySlices.apply(old, value, region)
     base.requires_grad, base.grad_fn, base._output_nr = True, new.grad_fn, 0
 
