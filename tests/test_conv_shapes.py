@@ -184,3 +184,41 @@ def test_im2col_rows_in_several_chunks_match_torch(monkeypatch, transposed, x_sh
         results.append([t.detach().numpy() for t in (y, *grads, *second)])
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("transposed, needs", [(True, "xw"), (True, "w"), (False, "w")])
+@pytest.mark.parametrize("chunk_images", [1, 2])
+def test_im2col_weight_grad_builds_rows_once(device, monkeypatch, transposed, needs,
+                                             chunk_images):
+    """A transposed convolution's backward (no graph) makes the product of its output gradient
+    and the weight gradient from one pass over im2col rows, g read by channel in place
+    (one-image chunks) or copied (uneven chunks of two), as does a first layer's weight
+    gradient: torch's values, and no second pass over the rows for the weight gradient."""
+    import minitorch.functions.conv as conv
+    # rows of one image: 16 positions x 48 (K = 4·4·3) float64 values for the convolution of
+    # conv_transpose's output (5, 3, 8, 8), 64 (PER_IMAGE_MIN_POSITIONS) for a first layer's
+    # input (5, 3, 16, 16)
+    positions = 16 if transposed else 64
+    monkeypatch.setattr(conv, "CHUNK_BYTES",
+                        chunk_images * positions * 48 * 8 // mt.get_num_threads())
+    if transposed and "x" in needs:
+        backward = conv._im2col_backward
+
+        def input_grad_only(gd, wd, x_shape, geometry, padded, needs):
+            assert not needs[1], "the weight gradient took a second pass over the rows"
+            return backward(gd, wd, x_shape, geometry, padded, needs)
+        monkeypatch.setattr(conv, "_im2col_backward", input_grad_only)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((5, 6, 4, 4) if transposed else (5, 3, 16, 16))
+    w = rng.standard_normal((6, 3, 4, 4))
+    results = []
+    for lib, where in ((mt, device), (torch, "cpu")):
+        op = lib.nn.functional.conv_transpose2d if transposed else lib.nn.functional.conv2d
+        xt = lib.tensor(x, requires_grad="x" in needs, device=where)
+        wt = lib.tensor(w, requires_grad=True, device=where)
+        y = op(xt, wt, stride=2, padding=1)
+        g = lib.tensor(np.random.default_rng(6).standard_normal(tuple(y.shape)), device=where)
+        grads = lib.autograd.grad(y, [t for t in (xt, wt) if t.requires_grad], g)
+        results.append([t.detach().cpu().numpy() for t in (y, *grads)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-10)

@@ -26,7 +26,7 @@ from collections import namedtuple
 
 from ..autograd import KernelFunction, is_grad_enabled
 from ..ndarray import NDArray, contiguous_strides, scalar_array, shape_str
-from ..opcodes import BinaryOp, ReduceOp
+from ..opcodes import ReduceOp
 from ..tensor import wrap, zeros
 from . import complex as _complex
 from .autocast_policy import LOWER, autocast_op
@@ -184,10 +184,10 @@ DIRECT_NCHW_MAX_K = 16
 # scaled (its 2-thread step, same process, alternating: 11.84 / 12.30 ms at 256 KiB per chunk,
 # 10.94 / 11.32 ms at 256 KiB per thread; 1 thread unchanged).
 CHUNK_BYTES = 256 << 10
-# Output positions per image from which a first layer's weight gradient is one product per image,
-# g (OC, OH·OW) read as it is, summed over images, rather than one GEMM over the chunk with g
-# transposed into rows: per-image products as shallow as dcgan's (1 or 16 positions) ran at
-# 5-30 GFLOP/s (measured).
+# Output positions per image from which a first layer's weight gradient reads g by channel,
+# (OC, B·OH·OW) per chunk of B images (g itself for one-image chunks, else a copy moving runs of
+# OH·OW values; see _channel_major_g), rather than one transposing copy of g into rows: products
+# per image as shallow as dcgan's (1 or 16 positions) ran at 5-30 GFLOP/s (measured).
 PER_IMAGE_MIN_POSITIONS = 64
 
 
@@ -195,6 +195,8 @@ PER_IMAGE_MIN_POSITIONS = 64
 _Direct = namedtuple("_Direct", "padded")
 # what an im2col forward of one chunk keeps: its compact rows (N, OH, OW, kh, kw, C)
 _Im2colRows = namedtuple("_Im2colRows", "rows")
+# the weight gradient itself, made along with the product (_im2col_product_and_weight_grad)
+_WeightGrad = namedtuple("_WeightGrad", "grad")
 
 
 def _row_windows(padded, geometry):
@@ -526,8 +528,8 @@ def _shifted_input_grad(gd, wd, geometry):
 
 def _im2col_backward(gd, wd, x_shape, geometry, padded, needs):
     """ConvProductBackward's gradients through im2col rows, chunk by chunk like the forward: the
-    weight gradient sums rowsᵀ·g over chunks (per image, reading g as it is, when the input
-    needs no gradient: a first layer), from `padded` (x padded channels-last); the input
+    weight gradient sums gᵀ·rows over chunks (g read by channel when the input needs no
+    gradient: a first layer), from `padded` (x padded channels-last); the input
     gradient is g·w, folded (col2im, strided_add) into a channels-last padded buffer in runs
     of kw·C values. NDArrays (None where not needed)."""
     out_channels, k = wd.shape
@@ -541,49 +543,36 @@ def _im2col_backward(gd, wd, x_shape, geometry, padded, needs):
                                     gd.dtype, gd.device)
         grad_windows = _row_windows(grad_padded, geometry)
     grad_w = None
-    # per image, reading g as it is, only where each product's depth (its positions) is worth
-    # a GEMM of its own
-    per_image = positions >= PER_IMAGE_MIN_POSITIONS
     chunks = _chunks(gd, positions, k)
     n = gd.shape[0]
-    # g as rows (N·OH·OW, OC), one transposing copy for the whole batch
-    g_rows_all = (gd.reshape((n, out_channels, positions)).permute((0, 2, 1)).compact()
-                  if needs[0] or not per_image else None)
+    if needs[0] or positions < PER_IMAGE_MIN_POSITIONS:
+        # g as rows (N·OH·OW, OC), one transposing copy for the whole batch, for g·w; the
+        # weight gradient reads it transposed, gᵀ·rows, (OC, K) as it is wanted (rowsᵀ·g read
+        # the rows' columns 2 KiB apart in place and was 5-10% slower, then needed a
+        # transposing copy: measured)
+        g_rows = gd.reshape((n, out_channels, positions)).permute((0, 2, 1)).compact()
+        g_left, a_strides, image_stride = g_rows, (0, 1, out_channels), positions * out_channels
+    else:
+        # the weight gradient alone, each image's product deep enough: g read by channel
+        g_left, row_stride, image_stride = _channel_major_g(gd, chunks)
+        a_strides = (0, row_stride, 1)
     # buffers every chunk reuses: its rebuilt rows and its g·w columns
     rows_scratch = (_scratch(chunks, positions * k, gd)
                     if needs[1] and not isinstance(padded, _Im2colRows) else None)
     cols_scratch = _scratch(chunks, positions * k, gd) if needs[0] else None
     for i0, i1 in chunks:
         count = i1 - i0
-        g_rows = (None if g_rows_all is None else
-                  g_rows_all._view((count * positions, out_channels), (out_channels, 1),
-                                   i0 * positions * out_channels))
         if needs[1]:
             rows = (_images(windows, i0, i1) if rows_scratch is None else
                     _chunk_rows(windows, i0, i1, rows_scratch)).reshape((count * positions, k))
-            if g_rows is not None:
-                # gᵀ·rows, (OC, K) as it is wanted (rowsᵀ·g read the rows' columns 2 KiB apart
-                # in place and was 5-10% slower, then needed a transposing copy: measured),
-                # summed over chunks in place
-                part = NDArray.empty((out_channels, k), gd.dtype, gd.device)
-                gd.backend.matmul(g_rows.buffer, rows.buffer, part.buffer, 1, out_channels, k,
-                                  count * positions, (0, 1, out_channels), g_rows.offset,
-                                  (0, k, 1), rows.offset)
-            else:
-                g_chunk = _images(gd, i0, i1).reshape((count, out_channels, positions))
-                part = g_chunk.matmul(rows.reshape((count, positions, k))) \
-                    .reduce(ReduceOp.SUM, (0,))
-            if grad_w is None:
-                grad_w = part
-            else:
-                gd.backend.binary(BinaryOp.ADD, grad_w.buffer, part.buffer, grad_w.buffer,
-                                  grad_w.shape, grad_w.strides, 0, part.strides, 0)
+            grad_w = _add_weight_grad_part(g_left, a_strides, g_left.offset + i0 * image_stride,
+                                           out_channels, rows, count * positions, k, grad_w)
         if needs[0]:
             target = _images(grad_windows, i0, i1)
             size = count * positions * k
             gd.backend.matmul(g_rows.buffer, wd.buffer, cols_scratch.buffer[:size], 1,
                               count * positions, k, out_channels, (0, out_channels, 1),
-                              g_rows.offset, (0, k, 1), wd.offset)
+                              i0 * image_stride, (0, k, 1), wd.offset)
             gd.backend.strided_add(cols_scratch.buffer[:size], grad_padded.buffer, target.shape,
                                    target.strides, target.offset)
     grad_x = None
@@ -666,10 +655,12 @@ def _weight_grad_source(xd, geometry, out_channels):
     return _padded_channels_last(xd, geometry)
 
 
-def _conv_product(xd, wd, geometry, compact, keep):
+def _conv_product(xd, wd, geometry, compact, keep, gd=None):
     """ConvProduct's result (an NDArray) and, when `keep`, the source its weight gradient is
     built from (see ConvProduct; None otherwise): the forward and a backward that convolves an
-    incoming gradient and then needs the weight gradient from the same input share it."""
+    incoming gradient and then needs the weight gradient from the same input share it. Given
+    the output gradient `gd` as well, the im2col route returns that weight gradient itself
+    (_WeightGrad), both products made from each chunk's rows at once."""
     if _columns_first_ok(geometry, xd.shape[1], wd.shape[0]):
         source = _weight_grad_source(xd, geometry, wd.shape[0]) if keep else None
         return _columns_first_product(xd, wd, geometry), source
@@ -685,32 +676,99 @@ def _conv_product(xd, wd, geometry, compact, keep):
         out = _shifted_product(rows, _to_shifted_order(wd, geometry.kernel), xd.shape[0],
                                geometry.blocks)
         return out.compact() if compact else out, source
+    if keep and gd is not None:
+        return _im2col_product_and_weight_grad(xd, wd, gd, geometry, compact)
     padded = _padded_channels_last(xd, geometry)
     # the rows are rebuilt from it for the weight gradient only
     source = padded if keep else None
-    n, out_channels, k = xd.shape[0], wd.shape[0], wd.shape[1]
     windows = _row_windows(padded, geometry)
-    positions = math.prod(geometry.blocks)
-    direct = k <= DIRECT_NCHW_MAX_K
-    out = NDArray.empty((n, out_channels) + geometry.blocks if direct else
-                        (n,) + geometry.blocks + (out_channels,), xd.dtype, xd.device)
-    chunks = _chunks(xd, positions, k)
-    scratch = _scratch(chunks, positions * k, xd)
+    chunks = _chunks(xd, math.prod(geometry.blocks), wd.shape[1])
+    scratch = _scratch(chunks, math.prod(geometry.blocks) * wd.shape[1], xd)
+    out = _rows_product_out(xd, wd, geometry)
     for i0, i1 in chunks:
         rows = _chunk_rows(windows, i0, i1, scratch)  # (B, OH, OW, kh, kw, C), compact
         if len(chunks) == 1 and keep:
             # the whole batch's rows fit one chunk: the weight gradient reuses them
             source = _Im2colRows(rows)
-        offset = i0 * positions * out_channels
-        if direct:      # per image: (OC, K) @ (K, OH·OW)
-            _matmul_into(wd, rows, out, offset, i1 - i0, out_channels, positions, k,
-                         (0, k, 1), wd.offset, (positions * k, 1, k), 0)
-        else:           # one tall product: ((i1 - i0)·OH·OW, K) @ (K, OC)
-            _matmul_into(rows, wd, out, offset, 1, (i1 - i0) * positions, out_channels, k,
-                         (0, k, 1), 0, (0, 1, k), wd.offset)
-    channels_first = (0, xd.ndim - 1) + tuple(range(1, xd.ndim - 1))
-    return (out if direct else out.permute(channels_first).compact() if compact else
-            out.permute(channels_first)), source
+        _rows_product(rows, wd, out, i0, i1, math.prod(geometry.blocks))
+    return _rows_product_result(out, wd.shape[1], compact), source
+
+
+def _rows_product_out(xd, wd, geometry):
+    """The buffer im2col's products write: NCHW for narrow windows (K ≤ DIRECT_NCHW_MAX_K,
+    formed per image), else NHWC (one tall product per chunk)."""
+    n, out_channels = xd.shape[0], wd.shape[0]
+    return NDArray.empty((n, out_channels) + geometry.blocks if wd.shape[1] <= DIRECT_NCHW_MAX_K
+                         else (n,) + geometry.blocks + (out_channels,), xd.dtype, xd.device)
+
+
+def _rows_product(rows, wd, out, i0, i1, positions):
+    """Images i0 to i1 - 1 of the product, from their compact rows (B, OH, OW, kh, kw, C)."""
+    out_channels, k = wd.shape
+    offset = i0 * positions * out_channels
+    if k <= DIRECT_NCHW_MAX_K:      # per image: (OC, K) @ (K, OH·OW)
+        _matmul_into(wd, rows, out, offset, i1 - i0, out_channels, positions, k,
+                     (0, k, 1), wd.offset, (positions * k, 1, k), 0)
+    else:                           # one tall product: ((i1 - i0)·OH·OW, K) @ (K, OC)
+        _matmul_into(rows, wd, out, offset, 1, (i1 - i0) * positions, out_channels, k,
+                     (0, k, 1), 0, (0, 1, k), wd.offset)
+
+
+def _rows_product_result(out, k, compact):
+    """(N, OC, *blocks) from _rows_product_out's buffer for windows k wide: NCHW as it is, or
+    the NCHW view of NHWC (compacted when `compact`)."""
+    if k <= DIRECT_NCHW_MAX_K:
+        return out
+    channels_first = (0, out.ndim - 1) + tuple(range(1, out.ndim - 1))
+    return out.permute(channels_first).compact() if compact else out.permute(channels_first)
+
+
+def _im2col_product_and_weight_grad(xd, wd, gd, geometry, compact):
+    """The im2col product (as _conv_product's) and, as the source, the finished weight
+    gradient Σ gᵀ·rows for the output gradient g (N, OC, *blocks), compact: a transposed
+    convolution's backward wants both. Each chunk's rows, built once, serve the two products
+    while they are in cache (built once per product, in two passes, they were the largest cost
+    after the GEMMs: ConvTranspose2d(32→16, 4, 2, 1) on 32 16x16 images, backward 3.7 → 2.8 ms
+    at one thread; measured)."""
+    out_channels, k = wd.shape
+    positions = math.prod(geometry.blocks)
+    windows = _row_windows(_padded_channels_last(xd, geometry), geometry)
+    chunks = _chunks(xd, positions, k)
+    scratch = _scratch(chunks, positions * k, xd)
+    out = _rows_product_out(xd, wd, geometry)
+    g_cols, row_stride, image_stride = _channel_major_g(gd, chunks)
+    grad_w = NDArray.full((out_channels, k), 0, xd.dtype, xd.device) if not chunks else None
+    for i0, i1 in chunks:
+        rows = _chunk_rows(windows, i0, i1, scratch)
+        _rows_product(rows, wd, out, i0, i1, positions)
+        grad_w = _add_weight_grad_part(g_cols, (0, row_stride, 1),
+                                       g_cols.offset + i0 * image_stride, out_channels, rows,
+                                       (i1 - i0) * positions, k, grad_w)
+    return _rows_product_result(out, k, compact), _WeightGrad(grad_w)
+
+
+def _channel_major_g(gd, chunks):
+    """g (N, OC, *blocks), compact, as the weight gradient's left operand, (OC, B·OH·OW) for a
+    chunk of B images: (array, row stride, offset per image). g itself where every chunk is
+    one image, else a copy (OC, N, *blocks), which moves runs of OH·OW values."""
+    n, out_channels = gd.shape[:2]
+    positions = math.prod(gd.shape[2:])
+    if all(i1 - i0 == 1 for i0, i1 in chunks):
+        return gd, positions, out_channels * positions
+    by_channel = gd.permute((1, 0) + tuple(range(2, gd.ndim))).compact()
+    return by_channel, n * positions, positions
+
+
+def _add_weight_grad_part(a, a_strides, a_offset, out_channels, rows, depth, k, total):
+    """total + a·rows, (OC, K), for a chunk's compact rows (depth, K) and a (OC, depth) read
+    through a_strides: the running sum is the GEMM's bias, added as each block is stored,
+    rather than by a pass of its own (total None: the first chunk)."""
+    part = NDArray.empty((out_channels, k), rows.dtype, rows.device)
+    bias = {} if total is None else {"bias": total.buffer, "bias_offset": total.offset,
+                                     "bias_strides": (k, 1)}
+    rows.backend.matmul(a.buffer, rows.buffer, part.buffer, 1, out_channels, k, depth,
+                        a_strides, a_offset, (0, k, 1), rows.offset, **bias)
+    return part
 
 
 class ConvProduct(KernelFunction):
@@ -757,10 +815,12 @@ class ConvProductBackward(KernelFunction):
         ctx.geometry = geometry
         gd, wd = g._data.compact(), w._data.compact()
         grad_x = grad_w = None
-        # the weight gradient from the rows the forward kept (shifted rows or a padded copy)
-        shifted_w = needs[1] and isinstance(padded, (_ShiftedRows, _Direct))
+        # the weight gradient from the rows the forward kept (shifted rows or a padded copy),
+        # or already made along with a product of the same input
+        shifted_w = needs[1] and isinstance(padded, (_ShiftedRows, _Direct, _WeightGrad))
         if shifted_w:
-            grad_w = (_direct_weight_grad(padded.padded, gd, geometry)
+            grad_w = (padded.grad if isinstance(padded, _WeightGrad) else
+                      _direct_weight_grad(padded.padded, gd, geometry)
                       if isinstance(padded, _Direct) else
                       _shifted_weight_grad(padded, gd, geometry.kernel))
         shifted_x = needs[0] and (_direct_input_grad_ok(gd, geometry) or
@@ -787,7 +847,7 @@ class ConvProductBackward(KernelFunction):
                 # set of im2col rows) of it serves both (a transposed convolution's backward;
                 # without a graph to record, the product needs no node of its own)
                 out, source = _conv_product(gg_x._data, w._data.compact(), geometry, True,
-                                            True)
+                                            True, g._data.compact())
                 grad_g = wrap(out)
             else:
                 grad_g = ConvProduct.apply(gg_x, w, geometry, True)
