@@ -14,6 +14,7 @@ from .collectives import (P2POp, all_gather, all_gather_into_tensor, all_reduce,
                           reduce_scatter_tensor, scatter, send)
 from .errors import (DistBackendError, DistError, DistNetworkError, DistStoreError,
                      QueueEmptyError)
+from .grad_bucket import GradBucket
 from .group import (Backend, GroupMember, ProcessGroup, default_pg_timeout,
                     destroy_process_group, get_backend, get_default_backend_for_device,
                     get_global_rank, get_group_rank, get_pg_count, get_process_group_ranks,
@@ -24,6 +25,7 @@ from .objects import (all_gather_object, broadcast_object_list, gather_object,
                       recv_object_list, scatter_object_list, send_object_list)
 from .reduce_op import ReduceOp, supports_complex
 from .work import Work
+from . import algorithms
 
 group = GroupMember   # torch.distributed.group.WORLD
 
@@ -74,8 +76,8 @@ def is_available():
 
 
 __all__ = ["Backend", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError",
-           "GroupMember", "P2POp", "ProcessGroup", "QueueEmptyError", "ReduceOp", "Work",
-           "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce",
+           "GradBucket", "GroupMember", "P2POp", "ProcessGroup", "QueueEmptyError", "ReduceOp", "Work",
+           "algorithms", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce",
            "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast",
            "broadcast_object_list", "default_pg_timeout", "destroy_process_group", "gather",
            "gather_object", "get_backend", "get_default_backend_for_device", "get_global_rank",

@@ -80,11 +80,12 @@ def _averager(pg, op, tensor):
     return divide
 
 
-def _complete(pg, operation, pending, async_op, *finish):
-    """Run the finishing steps now (blocking) or when the Work completes (async)."""
+def _complete(pg, operation, pending, async_op, *finish, result=None):
+    """Run the finishing steps now (blocking) or when the Work completes (async); `result`:
+    the tensors the Work's result() and future give."""
     finish = tuple(step for step in finish if step is not None)
     if async_op:
-        return Work(pending, operation, pg.ranks[pg.rank()], pg.timeout_s, finish)
+        return Work(pending, operation, pg.ranks[pg.rank()], pg.timeout_s, finish, result)
     for step in finish:
         step()
     return None
@@ -146,7 +147,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     buffer = _reduced(pg, tensor)
     pending = pg.engine.allreduce(buffer.array, _sent_op(pg, engine_op, tensor), async_op)
     return _complete(pg, "all_reduce", pending, async_op, buffer.write_back,
-                     _averager(pg, engine_op, tensor))
+                     _averager(pg, engine_op, tensor), result=[tensor])
 
 
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
@@ -161,7 +162,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
     _verify_same_call(pg, "broadcast", tensor)
     buffer = FlatBuffer(tensor)
     pending = pg.engine.broadcast(buffer.array, root, async_op)
-    return _complete(pg, "broadcast", pending, async_op, buffer.write_back)
+    return _complete(pg, "broadcast", pending, async_op, buffer.write_back, result=[tensor])
 
 
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):

@@ -1,6 +1,7 @@
 """Work: the handle an `async_op=True` collective returns (torch's Work: wait, is_completed)."""
 import time
 
+from ..futures import Future
 from .errors import DistBackendError
 from .watchdog import timeout_message
 
@@ -40,6 +41,24 @@ class Work:
             return False
         self._complete()
         return True
+
+    def get_future(self):
+        """A Future completed with result() (the collective's tensors) when this completes,
+        or holding the error if it times out (torch's Work.get_future)."""
+        future = Future()
+
+        def drive(block):
+            try:
+                finished = self.wait() if block else self.is_completed()
+            except DistBackendError as error:
+                future.set_exception(error)
+                return
+            if finished and not future._event.is_set():
+                future.set_result(self.result())
+        future._source = drive
+        if self._done:
+            future.set_result(self.result())
+        return future
 
     def result(self):
         self.wait()

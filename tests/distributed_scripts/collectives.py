@@ -181,6 +181,12 @@ assert_close(z, np.full(3, total + world * 1j, np.complex64), "all_reduce comple
 expect(ValueError, "all_reduce does not support RedOpType.MAX on complex tensors",
        lambda: dist.all_reduce(z, op=dist.ReduceOp.MAX))
 
+# Work.get_future: completes with the collective's tensors; then() chains on it
+t = mt.full((2,), float(rank))
+future = dist.all_reduce(t, async_op=True).get_future()
+halved = future.then(lambda fut: fut.value()[0] / 2)
+assert halved.wait().tolist() == [total / 2] * 2 and future.value()[0] is t
+
 # batch_isend_irecv: every rank sends to both neighbours and receives from both at once
 to_left, to_right = mt.full((2,), 100.0 + rank), mt.full((2,), 200.0 + rank)
 from_left, from_right = mt.zeros(2), mt.zeros(2)

@@ -9,7 +9,8 @@ import minitorch as mt
 import minitorch.distributed as dist
 import minitorch.nn as nn
 import minitorch.nn.functional as F
-from common import assert_close
+from common import assert_close, expect
+from minitorch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from minitorch.nn.parallel.buckets import SoloBucket
 
 dist.init_process_group("mpi")
@@ -40,12 +41,14 @@ def shard(t):
     return t[rank * PER_RANK:(rank + 1) * PER_RANK]
 
 
-def train(build, distributed, bucket_cap_mb=None, as_views=False):
+def train(build, distributed, bucket_cap_mb=None, as_views=False, hook=None, state=None):
     mt.manual_seed(rank if distributed else 0)     # DDP must broadcast rank 0's weights
     model = build()
     net = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=bucket_cap_mb,
                                               gradient_as_bucket_view=as_views) \
         if distributed else model
+    if hook is not None:
+        net.register_comm_hook(state, hook)
     optimizer = mt.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
     for step in range(STEPS):
         images, labels = global_batch(step)
@@ -66,6 +69,56 @@ for build in (mlp, cnn):
                 assert_close(got, want, f"DDP {build.__name__} bucket_cap_mb={cap} "
                              f"gradient_as_bucket_view={as_views}", rtol=1e-4, atol=1e-5)
             checks += 1
+
+# communication hooks: torch's allreduce_hook trains as DDP's own average; a hook returning a
+# new tensor (copied into the bucket) sees each bucket once per backward, in order
+def blocking_average(seen, bucket):
+    seen.append((bucket.index(), bucket.is_last(), [g.shape for g in bucket.gradients()],
+                 [p.shape for p in bucket.parameters()]))
+    averaged = bucket.buffer() / world
+    dist.all_reduce(averaged)
+    future = mt.futures.Future()
+    future.set_result(averaged)
+    return future
+
+
+for build in (mlp, cnn):
+    reference = train(build, False)
+    for cap in (None, 0.0005):             # one shared bucket; every parameter in its own
+        for got, want in zip(train(build, True, cap, hook=default_hooks.allreduce_hook),
+                             reference):
+            assert_close(got, want, f"allreduce_hook {build.__name__} bucket_cap_mb={cap}",
+                         rtol=1e-4, atol=1e-5)
+        seen = []
+        for got, want in zip(train(build, True, cap, hook=blocking_average, state=seen),
+                             reference):
+            assert_close(got, want, f"custom hook {build.__name__} bucket_cap_mb={cap}",
+                         rtol=1e-4, atol=1e-5)
+        per_step = len(seen) // STEPS
+        assert [index for index, *_ in seen] == list(range(per_step)) * STEPS, seen
+        assert [last for _, last, *_ in seen] == ([False] * (per_step - 1) + [True]) * STEPS
+        assert all(grads == params for *_, grads, params in seen)
+        checks += 2
+
+mt.manual_seed(0)
+layer = nn.Linear(30, 4)
+ddp = nn.parallel.DistributedDataParallel(layer)
+ddp(mt.full((2, 30), float(rank + 1))).sum().backward()
+expected = [layer.weight.grad.clone(), layer.bias.grad.clone()]
+for hook in (default_hooks.fp16_compress_hook, default_hooks.bf16_compress_hook):
+    mt.manual_seed(0)
+    layer = nn.Linear(30, 4)
+    ddp = nn.parallel.DistributedDataParallel(layer)
+    ddp.register_comm_hook(None, hook)
+    ddp(mt.full((2, 30), float(rank + 1))).sum().backward()
+    for got, want in zip((layer.weight.grad, layer.bias.grad), expected):
+        assert got.dtype is mt.float32
+        assert_close(got, want.numpy(), hook.__name__, rtol=1e-2, atol=1e-2)
+    expect(RuntimeError, "can only be called once",
+           lambda: ddp.register_comm_hook(None, default_hooks.allreduce_hook))
+    expect(TypeError, "must be callable", lambda: nn.parallel.DistributedDataParallel(
+        nn.Linear(2, 2)).register_comm_hook(None, 3))
+    checks += 1
 
 # gradient_as_bucket_view: each .grad is its bucket's memory, holding the average, also when
 # gradients accumulate across backwards without zero_grad

@@ -106,6 +106,13 @@ class SoloBucket:
         self.tensor = None
 
 
+def set_factor(buckets, factor):
+    """Every gradient entering these buckets is multiplied by factor from now on (1 once a
+    communication hook, which averages itself, takes over)."""
+    for bucket in buckets:
+        bucket.factor = _scalar(factor, bucket.params[0]._data)
+
+
 def _scalar(value, like):
     """A 0-d array of `like`'s dtype and device holding value (a kernel's broadcast operand);
     None for 1, which needs no multiplication."""

@@ -6,7 +6,7 @@ from ... import distributed as dist
 from ...autograd import is_grad_enabled, no_grad
 from ...distributed.group import resolve
 from ..module import Module
-from .buckets import FIRST_BUCKET_BYTES, assign_buckets
+from .buckets import FIRST_BUCKET_BYTES, assign_buckets, set_factor
 from .data_parallel import move_to
 from .reducer import Reducer
 
@@ -128,6 +128,20 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.require_backward_grad_sync = previous
+
+    def register_comm_hook(self, state, hook):
+        """hook(state, bucket) reduces each bucket from now on instead of DDP's average: it
+        gets a dist.GradBucket of this rank's summed gradients (not divided by the world
+        size: the hook does that) and returns a Future of the reduced flat buffer. Hooks
+        are in minitorch.distributed.algorithms.ddp_comm_hooks (torch's names); one per
+        model."""
+        if not callable(hook):
+            raise TypeError("Communication hook must be callable.")
+        if self._reducer.comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be "
+                               "called once.")
+        set_factor(self._buckets, 1.0)
+        self._reducer.comm_hook = (state, hook)
 
     def extra_repr(self):
         return ""

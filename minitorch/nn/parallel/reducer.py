@@ -8,6 +8,9 @@ a Module (checked for parameters and submodules) or a dict lookup per call would
 small model's step."""
 from ... import distributed as dist
 from ..._pytree import leaves
+from ...autograd import no_grad
+from ...distributed.grad_bucket import GradBucket
+from ...futures import Future
 from ...dtypes import uint8
 from ...tensor import Tensor, tensor, zeros_like
 
@@ -38,6 +41,7 @@ class Reducer:
         self.touched = False        # some gradient arrived in this reduction
         self.next_bucket = 0        # buckets start in index order on every rank (MPI's rule)
         self.used = None            # id(param) -> used on this rank (find_unused_parameters)
+        self.comm_hook = None       # (state, hook) of register_comm_hook: reduces each bucket
         self._all_ids = frozenset(id(p) for p in params)
         self._slot = {id(p): (bucket, i) for bucket in buckets
                       for i, p in enumerate(bucket.params)}
@@ -112,7 +116,10 @@ class Reducer:
         i = start
         while i < len(buckets) and buckets[i].waiting == 0:
             bucket = buckets[i]
-            bucket.work = dist.all_reduce(bucket.tensor, group=self.group, async_op=overlap)
+            if self.comm_hook is None:
+                bucket.work = dist.all_reduce(bucket.tensor, group=self.group, async_op=overlap)
+            else:
+                bucket.work = HookedReduction(self.comm_hook, i, bucket, i == len(buckets) - 1)
             i += 1
         self.next_bucket = i
         if i == len(buckets):
@@ -145,6 +152,36 @@ class Reducer:
                             device=self.params[0].device)   # NCCL reduces cuda tensors only
         dist.all_reduce(flags, op=dist.ReduceOp.MAX, group=self.group)
         return {id(p): bool(flag) for p, flag in zip(self.params, flags.tolist())}
+
+
+class HookedReduction:
+    """A bucket reduced by a communication hook: the hook gets the bucket's gradients as a
+    GradBucket and returns a Future of the reduced flat buffer, which lands in the bucket (a
+    copy only when the hook's result is another tensor)."""
+    __slots__ = ("future", "buffer")
+
+    def __init__(self, comm_hook, index, bucket, is_last):
+        state, hook = comm_hook
+        self.buffer = bucket.tensor.view(-1)
+        self.future = hook(state, GradBucket(index, self.buffer, bucket.params, is_last))
+        if not isinstance(self.future, Future):
+            raise RuntimeError(f"A communication hook must return a torch.futures.Future, got "
+                               f"{type(self.future).__name__}")
+
+    def is_completed(self):
+        return self.future.done()
+
+    def wait(self):
+        result = self.future.wait()
+        if isinstance(result, (list, tuple)) and len(result) == 1:
+            result = result[0]
+        if result is not self.buffer:
+            if not isinstance(result, Tensor) or result.numel() != self.buffer.numel():
+                raise RuntimeError(f"A communication hook's Future must hold the reduced "
+                                   f"bucket, {self.buffer.numel()} elements: got {result!r}")
+            with no_grad():
+                self.buffer.copy_(result.reshape(-1))
+        return True
 
 
 def _write_grad(param, averaged):
