@@ -37,7 +37,8 @@ class TensorMethods:
     __add__ = operators.fast_operator(E.Add, E.add, np.add)
     __sub__ = operators.fast_operator(E.Sub, E.sub, np.subtract)
     __mul__ = operators.fast_operator(E.Mul, E.mul, np.multiply)
-    __truediv__ = operators.binary_operator(E.div, ufunc=np.true_divide)
+    __truediv__ = operators.number_operator(
+        E.Div, operators.binary_operator(E.div, ufunc=np.true_divide))
     __floordiv__ = operators.binary_operator(E.floor_divide, ufunc=np.floor_divide)
     __mod__ = operators.binary_operator(float_math.remainder, ufunc=np.remainder)
     __pow__ = operators.binary_operator(E.pow, ufunc=np.power)
@@ -50,11 +51,13 @@ class TensorMethods:
     __rshift__ = operators.binary_operator(compare.bitwise_right_shift,
                                            ufunc=np.right_shift)
     # `2 * t` is t * 2, as in torch: the same values, and the graph's edges in torch's order
-    __radd__ = operators.binary_operator(E.add)
-    __rsub__ = operators.binary_operator(E.sub, reflected=True)
-    __rmul__ = operators.binary_operator(E.mul)
-    __rtruediv__ = operators.binary_operator(E.div, reflected=True,
-                                             ndarray=interop.reflected_divide)
+    __radd__ = operators.number_operator(E.Add, operators.binary_operator(E.add))
+    __rsub__ = operators.number_operator(
+        E.Sub, operators.binary_operator(E.sub, reflected=True), reflected=True)
+    __rmul__ = operators.number_operator(E.Mul, operators.binary_operator(E.mul))
+    __rtruediv__ = operators.number_operator(
+        E.Div, operators.binary_operator(E.div, reflected=True, ndarray=interop.reflected_divide),
+        reflected=True)
     __rfloordiv__ = operators.binary_operator(E.floor_divide, reflected=True)
     __rmod__ = operators.binary_operator(float_math.remainder, reflected=True)
     __rpow__ = operators.binary_operator(E.pow, reflected=True)

@@ -513,3 +513,40 @@ def test_binary_backward_skips_operands_without_grad(op, device):
                                       np.full((3, 1), sign * out.shape[-1]))
     assert gradcheck(lambda a, b: fn(a, b), (mt.tensor(_values(3, 1), requires_grad=True),
                                              mt.tensor(_values(3, 4, seed=1))))
+
+
+# ---- a Python number with a floating tensor, straight from the operator ---------------------
+_NUMBER_OPERATORS = {
+    "x + n": (lambda x, n: x + n, lambda x, n: mt.add(x, n)),
+    "n + x": (lambda x, n: n + x, lambda x, n: mt.add(x, n)),
+    "x - n": (lambda x, n: x - n, lambda x, n: mt.sub(x, n)),
+    "n - x": (lambda x, n: n - x, lambda x, n: mt.sub(n, x)),
+    "x * n": (lambda x, n: x * n, lambda x, n: mt.mul(x, n)),
+    "n * x": (lambda x, n: n * x, lambda x, n: mt.mul(x, n)),
+    "x / n": (lambda x, n: x / n, lambda x, n: mt.div(x, n)),
+    "n / x": (lambda x, n: n / x, lambda x, n: mt.div(n, x)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NUMBER_OPERATORS))
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int64"])
+@pytest.mark.parametrize("number", [3.3, 2, -0.5])
+def test_number_operators_match_the_functions(name, dtype, number, device):
+    fast, reference = _NUMBER_OPERATORS[name]
+    x = mt.tensor(_values(3, 4) + 2, device=device).to(getattr(mt, dtype))
+    out, expected = fast(x, number), reference(x, number)
+    assert out.dtype is expected.dtype and out.shape == expected.shape
+    np.testing.assert_array_equal(out.float().cpu().numpy(), expected.float().cpu().numpy())
+    if dtype in ("float32", "float64"):
+        leaf = x.detach().requires_grad_()
+        out = fast(leaf, number)
+        assert out.requires_grad and out.grad_fn.name() == reference(leaf, number).grad_fn.name()
+        assert gradcheck(lambda t: fast(t, number), (leaf.double().detach().requires_grad_(),))
+
+
+def test_number_operators_record_for_the_profiler():
+    x = mt.randn(3)
+    with mt.autograd.profiler.profile() as prof:
+        (((x * 2.0) / 3.0 + 1.0) - 0.5, 2.0 / x, 1.0 - x)
+    assert [event.name for event in prof.function_events] == [
+        "aten::mul", "aten::div", "aten::add", "aten::sub", "aten::div", "aten::sub"]

@@ -935,14 +935,28 @@ def _binary(fn, a, b, floating=False):
             if b._data.dtype is dtype and (not floating or dtype.is_floating_point):
                 return _float_apply(fn, a, b) if dtype.is_floating_point else fn.apply(a, b)
         elif type(b) in _FAST_SCALARS and dtype.is_floating_point:
-            held = dtype.compute if fn in _OPMATH_SCALAR else dtype
-            return _float_apply(fn, a, wrap(scalar_array(b, held, a._data.device)))
+            return number_apply(fn, a, b)
     elif type(a) in _FAST_SCALARS and isinstance(b, Tensor) and b._data.dtype.is_floating_point:
-        dtype = b._data.dtype
-        held = dtype.compute if fn in _OPMATH_SCALAR_REFLECTED else dtype
-        return _float_apply(fn, wrap(scalar_array(a, held, b._data.device)), b)
+        return number_apply(fn, b, a, reflected=True)
     a, b = promote(a, b, floating)
     return fn.apply(a, b)
+
+
+def number_apply(fn, tensor, number, reflected=False):
+    """fn(tensor, number), or fn(number, tensor) when reflected, for a floating tensor and a
+    Python int / float (no promotion can happen): the number is held in the tensor's dtype, or
+    in its compute dtype for the ops that read it so (_OPMATH_SCALAR); add / sub / mul / div
+    that nothing records are the kernel alone, without wrapping the constant."""
+    data = tensor._data
+    dtype = data.dtype
+    held = dtype.compute if fn in (_OPMATH_SCALAR_REFLECTED if reflected else
+                                   _OPMATH_SCALAR) else dtype
+    scalar = scalar_array(number, held, data.device)
+    if fn in _KERNEL_ONLY and not (_grad_mode.enabled and tensor.requires_grad or
+                                   _engine._profiling):
+        return wrap(scalar.binary(fn.op, data) if reflected else data.binary(fn.op, scalar))
+    scalar = wrap(scalar)
+    return fn.apply(scalar, tensor) if reflected else fn.apply(tensor, scalar)
 
 
 def _float_apply(fn, a, b):

@@ -11,9 +11,10 @@ import numpy as np
 from .. import dtypes
 from ..autograd import _grad_mode
 from ..tensor import Tensor, wrap
-from . import compare, interop
+from . import compare, elementwise, interop
 
 _OPERAND_TYPES = (Tensor, numbers.Number, np.number, np.bool_)
+_NUMBERS = (float, int)     # Python numbers (bool aside) that a floating tensor never promotes
 _BOOL = dtypes.bool_
 _profiling = False      # set by autograd/profiler.py while a profile records
 
@@ -74,9 +75,22 @@ def fast_operator(function_class, slow_path, ufunc=None):
                 if data.dtype is _BOOL or _profiling:   # (the profiler records apply)
                     return function_class.apply(self, other)
                 return wrap(data.binary(op, other_data))
+        elif type(other) in _NUMBERS and self._data.dtype.is_floating_point:
+            return elementwise.number_apply(function_class, self, other)
         if isinstance(other, _OPERAND_TYPES):
             return slow_path(self, other)
         return _foreign(self, other, on_ndarray)
+    return method
+
+
+def number_operator(function_class, general, reflected=False):
+    """A dunder whose Python int / float operand, with a floating tensor, goes straight to
+    `function_class` (elementwise.number_apply: `x / 2.0`, `0.5 * x`, `1.0 - x`); any other
+    operand takes `general`, the binary_operator of the op's function."""
+    def method(self, other):
+        if type(other) in _NUMBERS and self._data.dtype.is_floating_point:
+            return elementwise.number_apply(function_class, self, other, reflected)
+        return general(self, other)
     return method
 
 
