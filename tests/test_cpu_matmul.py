@@ -7,7 +7,7 @@ exact. Normal-distributed data checks the tolerance-scaled case separately.
 import numpy as np
 import pytest
 
-from minitorch._cpu.matmul import matmul
+from minitorch._cpu.matmul import matmul, pack_panels
 
 DTYPES = [np.float32, np.float64]
 # Sizes hitting every remainder class of the register tiles (8 x 16 for n <= 16, 8 x 32 above:
@@ -196,6 +196,45 @@ def test_k_zero_gives_zeros(dtype, shape):
     batch, m, n = shape
     out = np.full(batch * m * n, np.nan, dtype)
     matmul(np.empty(0, dtype), np.empty(0, dtype), out, batch, m, n, 0)
+    np.testing.assert_array_equal(out, 0.0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("b_t", [False, True])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (3, 5, 7), (1, 64, 8), (16, 204, 51),
+                                   (32, 1024, 256), (32, 256, 1024), (130, 40, 600),
+                                   (40, 3170, 1100), (9, 16, 5000)])
+def test_prepacked_b(dtype, b_t, shape):
+    """b packed once by pack_panels (an RNN's W_hh over its time steps): tiny products that
+    would take the plain loop, partial last panels, several k and n blocks, thread splits and k
+    slices; a broadcast to every batch item, a transposed a and the bias epilogue."""
+    m, n, k = shape
+    rng = np.random.default_rng(9)
+    a, b = ints(rng, (1, m, k), dtype), ints(rng, (1, k, n), dtype)
+    bbuf, sb = layout(b, b_t)
+    packed = pack_panels(bbuf, k, n, sb[1:])
+    out = np.full(2 * m * n, np.nan, dtype)
+    matmul(np.concatenate([a.ravel()] * 2), packed, out, 2, m, n, k, b_panels=True)
+    np.testing.assert_array_equal(out.reshape(2, m, n), np.concatenate([a @ b] * 2))
+    abuf, sa = layout(a, True)
+    bias = ints(rng, (n,), dtype)
+    matmul(abuf, packed, out, 1, m, n, k, sa, 0, None, 0, bias, b_panels=True)
+    np.testing.assert_array_equal(out[:m * n].reshape(1, m, n), a @ b + bias)
+
+
+def test_prepacked_b_checks():
+    b = np.arange(12, dtype=np.float32)
+    with pytest.raises(ValueError, match="outside"):
+        pack_panels(b, 3, 5)
+    with pytest.raises(TypeError, match="int64"):
+        pack_panels(np.zeros(4, np.int64), 2, 2)
+    packed = pack_panels(b, 3, 4)                   # one narrow panel (16 wide) of 3 rows
+    assert packed.shape == (3 * 16,) and not packed.reshape(3, 16)[:, 4:].any()
+    with pytest.raises(ValueError, match="too few"):
+        matmul(np.zeros(6, np.float32), packed, np.zeros(80, np.float32), 1, 2, 40, 3,
+               b_panels=True)
+    out = np.full(4, np.nan, np.float32)
+    matmul(np.zeros(0, np.float32), pack_panels(b, 0, 2), out, 1, 2, 2, 0, b_panels=True)
     np.testing.assert_array_equal(out, 0.0)
 
 

@@ -74,6 +74,7 @@ cdef enum:
 cdef struct Plan:
     Py_ssize_t mc, kc, nc      # block sizes actually used (balanced so the last block is not tiny)
     Py_ssize_t nr              # panel width: NR_WIDE or NR_NARROW
+    Py_ssize_t b_panels        # B packed beforehand (pack_panels): its panels' stride; else 0
 
 
 cdef inline Py_ssize_t cdiv(Py_ssize_t a, Py_ssize_t b) noexcept nogil:
@@ -95,6 +96,12 @@ cdef inline Py_ssize_t panel_width(Py_ssize_t n) noexcept nogil:
     return NR_NARROW if n <= NR_NARROW else NR_WIDE
 
 
+cdef inline Py_ssize_t tile_width(Py_ssize_t n, size_t itemsize) noexcept nogil:
+    """The register tile's width for a product n columns wide of this element size: double
+    products always take the narrow tile (see MR)."""
+    return NR_NARROW if itemsize == sizeof(double) else panel_width(n)
+
+
 cdef Plan make_plan(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, Py_ssize_t nr,
                     size_t itemsize) noexcept nogil:
     """Block sizes for one thread's m x n x k product, evened out so that the last block is not
@@ -102,6 +109,7 @@ cdef Plan make_plan(Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, Py_ssize_t nr,
     cdef Plan plan
     cdef Py_ssize_t nblocks = cdiv(k, KC_BYTES // itemsize)
     plan.nr = nr
+    plan.b_panels = 0
     plan.kc = cdiv(k, nblocks)
     nblocks = cdiv(n, NC)
     plan.nc = round_up(cdiv(n, nblocks), nr)
@@ -470,11 +478,13 @@ cdef void gemm_block(const floating* a, Py_ssize_t ars, Py_ssize_t acs,
     """c[:m, :n] (strides rsc, csc) = a @ b on one thread, through the packed loop nest.
     A is read in place when `a_in_place` says so; only its last partial panel is then packed,
     for the zero padding. B's full panels are read in place when `b_in_place` says so (only
-    a partial last panel is packed)."""
+    a partial last panel is packed), and all of them when B was packed beforehand
+    (plan.b_panels: pack_panels' panels, rows brs = nr apart, zero-padded)."""
     cdef Py_ssize_t jb, pb, ib, jc, pc, ic, nc, kc, mc, jp, npanels, full, width = plan.nr
     cdef Py_ssize_t ldb = width, b_step, nfull
     cdef bint direct_a = a_in_place(ars, acs, n, sizeof(floating))
-    cdef bint direct_b = b_in_place(brs, bcs, m, n, width)
+    cdef bint packed_b = plan.b_panels != 0
+    cdef bint direct_b = packed_b or b_in_place(brs, bcs, m, n, width)
     cdef const floating* ablk
     cdef const floating* bblk = bbuf
     cdef const floating* b_last
@@ -489,15 +499,18 @@ cdef void gemm_block(const floating* a, Py_ssize_t ars, Py_ssize_t acs,
             pc = pb * plan.kc
             kc = min(plan.kc, k - pc)
             b_step = width * kc
-            if direct_b:
+            if packed_b:
+                bblk = b + pc * brs + jc // width * plan.b_panels
+                b_step = plan.b_panels
+            elif direct_b:
                 bblk = b + pc * brs + jc
                 b_step = width
             else:
                 for jp in range(nfull):
                     pack_b_panel(bbuf + jp * width * kc, b + pc * brs + (jc + jp * width) * bcs,
                                  brs, bcs, kc, width, width)
-            b_last = bbuf + nfull * width * kc
-            if nfull < npanels:
+            b_last = bblk + nfull * b_step if packed_b else bbuf + nfull * width * kc
+            if nfull < npanels and not packed_b:
                 pack_b_panel(<floating*>b_last, b + pc * brs + (jc + nfull * width) * bcs,
                              brs, bcs, kc, nc - nfull * width, width)
             for ib in range(cdiv(m, plan.mc)):
@@ -576,9 +589,10 @@ cdef void run_task(Py_ssize_t t, Split split, Plan plan, Batch bt,
     cdef Py_ssize_t ti = r // split.tn, tj = r % split.tn
     cdef Py_ssize_t i0 = ti * mp // split.tm * MR, i1 = min(m, (ti + 1) * mp // split.tm * MR)
     cdef Py_ssize_t j0 = tj * np_ // split.tn * nr, j1 = min(n, (tj + 1) * np_ // split.tn * nr)
+    cdef Py_ssize_t b_j0 = j0 // nr * plan.b_panels if plan.b_panels else j0 * bs2
     if i0 < i1 and j0 < j1:
         gemm_block(a + item(bi, bt.inner, bt.a_outer, as0) + i0 * as1, as1, as2,
-                   b + item(bi, bt.inner, bt.b_outer, bs0) + j0 * bs2, bs1, bs2,
+                   b + item(bi, bt.inner, bt.b_outer, bs0) + b_j0, bs1, bs2,
                    c + bi * m * n + i0 * rsc + j0 * csc, rsc, csc, i1 - i0, j1 - j0, k, plan,
                    abuf, bbuf)
         if ep.bias != NULL or ep.relu:
@@ -589,7 +603,7 @@ cdef void run_task(Py_ssize_t t, Split split, Plan plan, Batch bt,
 cdef int run_k_slices(const floating* a, Py_ssize_t as1, Py_ssize_t as2, const floating* b,
                       Py_ssize_t bs1, Py_ssize_t bs2, floating* c, Py_ssize_t rsc,
                       Py_ssize_t csc, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, Py_ssize_t nr,
-                      int nthreads, Epilogue ep) noexcept nogil:
+                      Py_ssize_t b_panels, int nthreads, Epilogue ep) noexcept nogil:
     """out = the sum over threads t of a[:, K_t] @ b[K_t, :], K_t the t-th slice of k. For
     products whose out is a tile or two but whose k is long (a conv layer's weight gradient:
     9 x 16 from k = 100352), where cutting out would leave threads idle or re-reading all of
@@ -599,6 +613,7 @@ cdef int run_k_slices(const floating* a, Py_ssize_t as1, Py_ssize_t as2, const f
     cdef floating total
     cdef Scratch scratch
     cdef floating* partial = <floating*>malloc(nthreads * m * n * sizeof(floating))
+    plan.b_panels = b_panels
     if partial == NULL or scratch_alloc(&scratch, plan, nthreads, sizeof(floating)) < 0:
         free(partial)
         return -1
@@ -624,9 +639,11 @@ cdef int run_k_slices(const floating* a, Py_ssize_t as1, Py_ssize_t as2, const f
 cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
              const floating* b, Py_ssize_t bs0, Py_ssize_t bs1, Py_ssize_t bs2, floating* c,
              Py_ssize_t batch, Batch bt, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
-             Epilogue ep) noexcept nogil:
+             Py_ssize_t b_panels, Epilogue ep) noexcept nogil:
     """Pick the orientation and the tasks (whole batch items, or rectangles of each product),
-    then run them on one thread or hand them out to all; returns -1 when out of memory."""
+    then run them on one thread or hand them out to all; returns -1 when out of memory.
+    b_panels: b is pack_panels' output, panels b_panels apart (0: b is read through its
+    strides); it is then the right operand as packed, whatever the sizes."""
     cdef Py_ssize_t work = m * n * k, bi, t, ntasks, rsc = n, csc = 1, nr
     cdef int nthreads = omp_get_max_threads()
     cdef bint by_batch
@@ -635,7 +652,8 @@ cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
     cdef Scratch scratch
     if batch * work < PARALLEL_MIN_WORK:
         nthreads = 1
-    if work < SMALL_WORK:      # tiny products, maybe many of them, or k = 0: not worth packing
+    # tiny products, maybe many of them, or k = 0: not worth packing
+    if work < SMALL_WORK and (b_panels == 0 or k == 0):
         if nthreads == 1:
             for bi in range(batch):
                 gemm_naive(a + item(bi, bt.inner, bt.a_outer, as0), as1, as2,
@@ -656,25 +674,27 @@ cdef int run(const floating* a, Py_ssize_t as0, Py_ssize_t as1, Py_ssize_t as2,
     # 8x instead of 16x the useful work. Only done when a is stored column-major (a.T of a
     # compact array), so that a.T, now the packed-B operand, is copied row by row; a
     # transposing copy of a row-major a costs about what the swap saves (measured).
-    if n < NR_WIDE and as1 == 1 and round_up(n, MR) * round_up(m, panel_width(m)) < \
-            round_up(m, MR) * round_up(n, panel_width(n)):
+    if n < NR_WIDE and as1 == 1 and b_panels == 0 and round_up(n, MR) * round_up(
+            m, panel_width(m)) < round_up(m, MR) * round_up(n, panel_width(n)):
         a, as0, as1, as2, b, bs0, bs1, bs2 = b, bs0, bs2, bs1, a, as0, as2, as1
         bt.a_outer, bt.b_outer = bt.b_outer, bt.a_outer
         m, n, rsc, csc = n, m, 1, n
         ep.rs, ep.cs = ep.cs, ep.rs
-    nr = NR_NARROW if floating is double else panel_width(n)
+    nr = tile_width(n, sizeof(floating))
     if batch == 1 and nthreads > 1 and cdiv(m, MR) * cdiv(n, nr) < 2 * nthreads and \
             k >= nthreads * K_SLICE_MIN:
-        return run_k_slices(a, as1, as2, b, bs1, bs2, c, rsc, csc, m, n, k, nr, nthreads,
-                            ep)
+        return run_k_slices(a, as1, as2, b, bs1, bs2, c, rsc, csc, m, n, k, nr, b_panels,
+                            nthreads, ep)
     # Whole batch items are tasks when there are enough to share evenly; otherwise each
     # product is cut into rectangles.
     by_batch = batch >= nthreads and (
         batch % nthreads == 0 or batch >= 4 * nthreads or work < 4 * PARALLEL_MIN_WORK)
-    split = choose_split(m, n, k, nr, 1 if by_batch else nthreads, a_in_place(as1, as2, n, sizeof(floating)))
+    split = choose_split(m, n, k, nr, 1 if by_batch else nthreads,
+                         a_in_place(as1, as2, n, sizeof(floating)))
     ntasks = batch * split.tm * split.tn
     plan = make_plan(min(cdiv(cdiv(m, MR), split.tm) * MR, m),
                      min(cdiv(cdiv(n, nr), split.tn) * nr, n), k, nr, sizeof(floating))
+    plan.b_panels = b_panels
     if scratch_alloc(&scratch, plan, nthreads, sizeof(floating)) < 0:
         return -1
     if nthreads == 1:
@@ -723,7 +743,7 @@ def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not N
            batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
            a_strides=None, Py_ssize_t a_offset=0, b_strides=None, Py_ssize_t b_offset=0,
            cnp.ndarray bias=None, Py_ssize_t bias_offset=0, bias_strides=(0, 1),
-           bint relu=False):
+           bint relu=False, bint b_panels=False):
     """out (compact batch x m x n, overwritten) = a (batch x m x k) @ b (batch x k x n), then
     the epilogue: out[bi, i, j] += bias[bias_offset + i*bias_strides[0] + j*bias_strides[1]]
     (when bias is given: (0, 1) is a Linear layer's bias, (1, 0) a conv's per-channel one),
@@ -734,9 +754,13 @@ def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not N
     buffers are 1-D C-contiguous float32 or float64 of one dtype.
 
     `batch` is the number of products, or a pair (outer, inner) of batch axes: then the
-    strides are 4-tuples (outer, inner, row, col) and out is compact (outer·inner, m, n)."""
+    strides are 4-tuples (outer, inner, row, col) and out is compact (outer·inner, m, n).
+
+    b_panels: b is `pack_panels(b', k, n)` of a k x n b', which every batch item uses
+    (b_strides and b_offset do not apply)."""
     cdef int dtype = cnp.PyArray_TYPE(a)
     cdef Py_ssize_t outer, count, as0 = m * k, as1 = k, as2 = 1, bs0 = k * n, bs1 = n, bs2 = 1
+    cdef Py_ssize_t width, panel = 0
     cdef int status
     cdef Epilogue ep
     cdef Batch bt
@@ -774,7 +798,15 @@ def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not N
     if b_strides is not None:
         bs0, bs1, bs2 = b_strides
     check_view(a, "a", a_offset, outer, bt.a_outer, bt.inner, as0, m, as1, k, as2)
-    check_view(b, "b", b_offset, outer, bt.b_outer, bt.inner, bs0, k, bs1, n, bs2)
+    if b_panels:
+        width = tile_width(n, cnp.PyArray_ITEMSIZE(b))
+        panel = k * width
+        if cnp.PyArray_SIZE(b) < cdiv(n, width) * panel:
+            raise ValueError(f"matmul: b has {cnp.PyArray_SIZE(b)} elements, too few for the "
+                             f"panels of a ({k}, {n}) operand")
+        b_offset, bt.b_outer, bs0, bs1, bs2 = 0, 0, 0, width, 1
+    else:
+        check_view(b, "b", b_offset, outer, bt.b_outer, bt.inner, bs0, k, bs1, n, bs2)
     ep.bias = NULL
     ep.rs, ep.cs = bias_strides
     ep.relu = relu
@@ -788,13 +820,47 @@ def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not N
         if dtype == cnp.NPY_FLOAT32:
             status = run((<const float*>cnp.PyArray_DATA(a)) + a_offset, as0, as1, as2,
                          (<const float*>cnp.PyArray_DATA(b)) + b_offset, bs0, bs1, bs2,
-                         <float*>cnp.PyArray_DATA(out), count, bt, m, n, k, ep)
+                         <float*>cnp.PyArray_DATA(out), count, bt, m, n, k, panel, ep)
         else:
             status = run((<const double*>cnp.PyArray_DATA(a)) + a_offset, as0, as1, as2,
                          (<const double*>cnp.PyArray_DATA(b)) + b_offset, bs0, bs1, bs2,
-                         <double*>cnp.PyArray_DATA(out), count, bt, m, n, k, ep)
+                         <double*>cnp.PyArray_DATA(out), count, bt, m, n, k, panel, ep)
     if status < 0:
         raise MemoryError("matmul: cannot allocate packing buffers")
+
+
+def pack_panels(cnp.ndarray b not None, Py_ssize_t k, Py_ssize_t n, b_strides=None,
+                Py_ssize_t b_offset=0):
+    """The k x n matrix b[b_offset + p*b_strides[0] + j*b_strides[1]] (None: compact) packed
+    as the GEMM packs its right operand, for `matmul(..., b_panels=True)`: an operand that
+    many products share is packed once instead of by each (an RNN's W_hh, every time step;
+    read in place, its rows a power of two apart collide in L1: (32 x 256) @ (256 x 1024)
+    took 1.3x as long). Panels of the tile's width side by side, each k-major and
+    zero-padded."""
+    cdef int dtype = cnp.PyArray_TYPE(b)
+    cdef Py_ssize_t rs = n, cs = 1, width, jp
+    if dtype != cnp.NPY_FLOAT32 and dtype != cnp.NPY_FLOAT64:
+        raise TypeError(f"pack_panels: unsupported dtype {b.dtype} (expected float32 or "
+                        "float64)")
+    if k < 0 or n < 0:
+        raise ValueError(f"pack_panels: negative size (k={k}, n={n})")
+    check_buffer(b, "b")
+    if b_strides is not None:
+        rs, cs = b_strides
+    check_view(b, "b", b_offset, 1, 0, 1, 0, k, rs, n, cs)
+    width = tile_width(n, cnp.PyArray_ITEMSIZE(b))
+    cdef cnp.ndarray packed = cnp.PyArray_EMPTY(1, [cdiv(n, width) * width * k], dtype, 0)
+    with nogil:
+        for jp in range(cdiv(n, width) if k else 0):
+            if dtype == cnp.NPY_FLOAT32:
+                pack_b_panel((<float*>cnp.PyArray_DATA(packed)) + jp * width * k,
+                             (<const float*>cnp.PyArray_DATA(b)) + b_offset + jp * width * cs,
+                             rs, cs, k, min(width, n - jp * width), width)
+            else:
+                pack_b_panel((<double*>cnp.PyArray_DATA(packed)) + jp * width * k,
+                             (<const double*>cnp.PyArray_DATA(b)) + b_offset + jp * width * cs,
+                             rs, cs, k, min(width, n - jp * width), width)
+    return packed
 
 
 # ---- conv_matmul: the convolution as a GEMM whose right operand is the image itself ------------
