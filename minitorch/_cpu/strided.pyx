@@ -352,38 +352,50 @@ cdef Py_ssize_t fill_table(int nd, const Py_ssize_t* shape, int t, const Py_ssiz
 
 cdef void copy_blocks(move_t* dst, const Py_ssize_t* sd, const move_t* src, const Py_ssize_t* ss,
                       int t, const Py_ssize_t* shape, const Py_ssize_t* td,
-                      const Py_ssize_t* ts, Py_ssize_t size, Py_ssize_t b0,
+                      const Py_ssize_t* ts, Py_ssize_t size, Py_ssize_t run, Py_ssize_t b0,
                       Py_ssize_t b1) noexcept nogil:
     """Blocks [b0, b1) of the odometer over axes < t, each block copied through the offset
-    tables: C order, with one odometer step per block instead of per short row."""
+    tables (`size` entries, each the start of a contiguous run of `run` elements): C order,
+    with one odometer step per block instead of per short row."""
     cdef Py_ssize_t idx[MAX_DIMS]
     cdef Py_ssize_t pd = start_odometer(b0, t, shape, sd, idx)
-    cdef Py_ssize_t ps = unravel_offset(b0, t, shape, ss), b, q
+    cdef Py_ssize_t ps = unravel_offset(b0, t, shape, ss), b, q, j
     cdef move_t* d
     cdef const move_t* s
     for b in range(b0, b1):
         d = dst + pd
         s = src + ps
-        for q in range(size):
-            d[td[q]] = s[ts[q]]
+        if run == 1:
+            for q in range(size):
+                d[td[q]] = s[ts[q]]
+        else:
+            for q in range(size):
+                for j in range(run):
+                    d[td[q] + j] = s[ts[q] + j]
         carry(idx, t - 1, shape, sd, ss, &pd, &ps)
 
 
 cdef void add_blocks(value_t* dst, const Py_ssize_t* sd, const value_t* src,
                      const Py_ssize_t* ss, int t, const Py_ssize_t* shape, const Py_ssize_t* td,
-                     const Py_ssize_t* ts, Py_ssize_t size, Py_ssize_t b0,
+                     const Py_ssize_t* ts, Py_ssize_t size, Py_ssize_t run, Py_ssize_t b0,
                      Py_ssize_t b1) noexcept nogil:
-    """As copy_blocks, accumulating (strictly in C order, so overlaps sum exactly serially)."""
+    """As copy_blocks, accumulating (strictly in C order, so overlaps sum exactly serially; a
+    run's elements are distinct, so it may add them as one vector)."""
     cdef Py_ssize_t idx[MAX_DIMS]
     cdef Py_ssize_t pd = start_odometer(b0, t, shape, sd, idx)
-    cdef Py_ssize_t ps = unravel_offset(b0, t, shape, ss), b, q
+    cdef Py_ssize_t ps = unravel_offset(b0, t, shape, ss), b, q, j
     cdef value_t* d
     cdef const value_t* s
     for b in range(b0, b1):
         d = dst + pd
         s = src + ps
-        for q in range(size):
-            d[td[q]] = combine(d[td[q]], s[ts[q]])
+        if run == 1:
+            for q in range(size):
+                d[td[q]] = combine(d[td[q]], s[ts[q]])
+        else:
+            for q in range(size):
+                for j in range(run):
+                    d[td[q] + j] = combine(d[td[q] + j], s[ts[q] + j])
         carry(idx, t - 1, shape, sd, ss, &pd, &ps)
 
 
@@ -542,12 +554,20 @@ cdef int plan(int nd, Py_ssize_t* shape, Py_ssize_t* sd, Py_ssize_t* ss, Py_ssiz
 
 cdef int prepare_blocks(int nd, Py_ssize_t* shape, Py_ssize_t* sd, Py_ssize_t* ss,
                         Py_ssize_t* view, Py_ssize_t* packed, bint reorder, Py_ssize_t unit,
-                        Py_ssize_t* td, Py_ssize_t* ts, Py_ssize_t* block) noexcept nogil:
-    """Short rows: offset tables for a block of inner axes (returns its first axis), or, when
-    the walk order is free, a longer row moved innermost (returns -1, block 1)."""
+                        Py_ssize_t* td, Py_ssize_t* ts, Py_ssize_t* block,
+                        Py_ssize_t* run) noexcept nogil:
+    """Short rows: offset tables for a block of inner axes (returns its first axis; `block`
+    elements, table entries of `run` elements each), or, when the walk order is free, a longer
+    row moved innermost (returns -1, block 1). Rows contiguous on both sides (an im2col
+    window's kw·C values of a channels-last image) are table entries whole, copied as runs:
+    conv(3→32, 5x5, stride 2)'s rows of 15 floats, element by element, moved 5 GB/s."""
     cdef int t = block_axis(nd, shape)
-    block[0] = 1
-    if t >= 0:
+    block[0] = run[0] = 1
+    if t >= 0 and sd[nd - 1] == 1 and ss[nd - 1] == 1:
+        run[0] = shape[nd - 1]
+        block[0] = fill_table(nd - 1, shape, t, sd, td) * run[0]
+        fill_table(nd - 1, shape, t, ss, ts)
+    elif t >= 0:
         block[0] = fill_table(nd, shape, t, sd, td)
         fill_table(nd, shape, t, ss, ts)
     elif reorder:
@@ -563,7 +583,7 @@ cdef void copy_driver(move_t* dst, Py_ssize_t* sd, const move_t* src, Py_ssize_t
     cdef Py_ssize_t td[TABLE_MAX]
     cdef Py_ssize_t ts[TABLE_MAX]
     cdef int chunks = chunk_count(size), c, t
-    cdef Py_ssize_t unit, block, total, units
+    cdef Py_ssize_t unit, block, run, total, units
     if dst_injective:
         t = tile_axis(nd, shape, sd, ss)
         if t >= 0:
@@ -571,28 +591,30 @@ cdef void copy_driver(move_t* dst, Py_ssize_t* sd, const move_t* src, Py_ssize_t
             return
     plan(nd, shape, sd, ss, size, dst_injective, &chunks, &unit)
     if view_is_dst:
-        t = prepare_blocks(nd, shape, sd, ss, sd, ss, dst_injective, unit, td, ts, &block)
+        t = prepare_blocks(nd, shape, sd, ss, sd, ss, dst_injective, unit, td, ts, &block,
+                           &run)
     else:
-        t = prepare_blocks(nd, shape, sd, ss, ss, sd, dst_injective, unit, td, ts, &block)
+        t = prepare_blocks(nd, shape, sd, ss, ss, sd, dst_injective, unit, td, ts, &block,
+                           &run)
     total = size // block
     unit = max(1, unit // block)    # a slice of axis 0 holds whole blocks (t >= 1)
     units = total // unit
     chunks = <int>min(<Py_ssize_t>chunks, units)
     if chunks > 1:
         for c in prange(chunks, schedule="dynamic"):
-            copy_part(dst, sd, src, ss, nd, shape, t, td, ts, block,
+            copy_part(dst, sd, src, ss, nd, shape, t, td, ts, block, run,
                       units * c // chunks * unit, units * (c + 1) // chunks * unit)
     else:
-        copy_part(dst, sd, src, ss, nd, shape, t, td, ts, block, 0, total)
+        copy_part(dst, sd, src, ss, nd, shape, t, td, ts, block, run, 0, total)
 
 
 cdef inline void copy_part(move_t* dst, const Py_ssize_t* sd, const move_t* src,
                            const Py_ssize_t* ss, int nd, const Py_ssize_t* shape, int t,
                            const Py_ssize_t* td, const Py_ssize_t* ts, Py_ssize_t block,
-                           Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
+                           Py_ssize_t run, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
     """Work items [start, stop): blocks when there is a block table (t >= 0), else elements."""
     if t >= 0:
-        copy_blocks(dst, sd, src, ss, t, shape, td, ts, block, start, stop)
+        copy_blocks(dst, sd, src, ss, t, shape, td, ts, block // run, run, start, stop)
     else:
         copy_range(dst, sd, src, ss, nd, shape, start, stop)
 
@@ -605,27 +627,27 @@ cdef void add_driver(value_t* dst, Py_ssize_t* sd, const value_t* src, Py_ssize_
     cdef Py_ssize_t td[TABLE_MAX]
     cdef Py_ssize_t ts[TABLE_MAX]
     cdef int chunks = chunk_count(size), c, t
-    cdef Py_ssize_t unit, block, total, units
+    cdef Py_ssize_t unit, block, run, total, units
     plan(nd, shape, sd, ss, size, chunks > 1 and is_injective(nd, shape, sd), &chunks, &unit)
-    t = prepare_blocks(nd, shape, sd, ss, sd, ss, True, unit, td, ts, &block)
+    t = prepare_blocks(nd, shape, sd, ss, sd, ss, True, unit, td, ts, &block, &run)
     total = size // block
     unit = max(1, unit // block)
     units = total // unit
     chunks = <int>min(<Py_ssize_t>chunks, units)
     if chunks > 1:
         for c in prange(chunks, schedule="dynamic"):
-            add_part(dst, sd, src, ss, nd, shape, t, td, ts, block,
+            add_part(dst, sd, src, ss, nd, shape, t, td, ts, block, run,
                      units * c // chunks * unit, units * (c + 1) // chunks * unit)
     else:
-        add_part(dst, sd, src, ss, nd, shape, t, td, ts, block, 0, total)
+        add_part(dst, sd, src, ss, nd, shape, t, td, ts, block, run, 0, total)
 
 
 cdef inline void add_part(value_t* dst, const Py_ssize_t* sd, const value_t* src,
                           const Py_ssize_t* ss, int nd, const Py_ssize_t* shape, int t,
                           const Py_ssize_t* td, const Py_ssize_t* ts, Py_ssize_t block,
-                          Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
+                          Py_ssize_t run, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
     if t >= 0:
-        add_blocks(dst, sd, src, ss, t, shape, td, ts, block, start, stop)
+        add_blocks(dst, sd, src, ss, t, shape, td, ts, block // run, run, start, stop)
     else:
         add_range(dst, sd, src, ss, nd, shape, start, stop)
 
