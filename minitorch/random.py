@@ -344,6 +344,8 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **
     """torch.rand: uniform draws in [0, 1) in the default float dtype (or dtype): torch's CPU
     values for the same seed (on a GPU too: drawn on the host)."""
     size = _keyword_size(size, kwargs, "rand")
+    if dtype is not None and dtype.is_complex:      # both parts uniform in [0, 1)
+        return _drawn_complex(size, dtype, device, requires_grad, generator, uniform_)
     _check_float(dtype, "check_uniform_bounds")
     return _draw_floats(size, dtype, device, requires_grad, generator, "uniform", 0.0, 1.0)
 
@@ -354,8 +356,20 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, *
     it differs in the last bits; float16/bfloat16 are float32 normals rounded, which torch's
     are not)."""
     size = _keyword_size(size, kwargs, "randn")
+    if dtype is not None and dtype.is_complex:      # unit variance: each part's is 1/2
+        return _drawn_complex(size, dtype, device, requires_grad, generator, normal_)
     _check_float(dtype, "normal_kernel_cpu")
     return _draw_floats(size, dtype, device, requires_grad, generator, "normal", 0.0, 1.0)
+
+
+def _drawn_complex(size, dtype, device, requires_grad, generator, fill):
+    """A complex rand / randn: torch's draws for the (re, im) floats in memory order, so the
+    same seed gives torch's values."""
+    shape = check_shape(_shape_args(size))
+    out = wrap(NDArray.empty(shape, dtype, target_device(device)))
+    if out.device.type != "meta":
+        fill(out, generator=generator)
+    return out.requires_grad_(requires_grad)
 
 
 def randint(*args, generator=None, dtype=None, device=None, requires_grad=False, **kwargs):

@@ -599,6 +599,9 @@ def test_random_fills_and_complex_layers_match_torch():
         lib.manual_seed(0)
         drawn = [lib.empty(3, dtype=lib.complex64).uniform_(-1, 2),
                  lib.empty(20, dtype=lib.complex128).normal_(1, 2),
+                 lib.rand(2, 3, dtype=lib.complex64), lib.randn(5, dtype=lib.complex128),
+                 lib.randn_like(lib.zeros(2, 2, dtype=lib.cfloat)),
+                 lib.rand_like(lib.zeros(3, dtype=lib.cdouble)),
                  lib.nn.init.xavier_normal_(lib.empty(3, 4, dtype=lib.complex64))]
         layer = lib.nn.Linear(3, 2, dtype=lib.complex64)
         x = lib.tensor(_complex(np.random.default_rng(40), (4, 3), np.complex64))
@@ -610,6 +613,8 @@ def test_random_fills_and_complex_layers_match_torch():
     leaf = mt.zeros(2, dtype=mt.complex64, requires_grad=True)
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
         leaf.uniform_()
+    drawn = mt.randn(3, dtype=mt.complex64, requires_grad=True)
+    assert drawn.is_leaf and drawn.requires_grad and drawn.dtype is mt.complex64
 
 
 @needs_torch
