@@ -54,6 +54,7 @@ from .functions.reduce import *  # noqa: F401,F403
 from .functions.sort import *  # noqa: F401,F403
 from .functions.spectral import *  # noqa: F401,F403
 from .functions.signal import *  # noqa: F401,F403
+from .functions.stft import *  # noqa: F401,F403
 from .functions.spellings import *  # noqa: F401,F403
 from .functions.stats import *  # noqa: F401,F403
 from .functions.complex import *  # noqa: F401,F403  (after float_math: angle, sgn, isreal)

@@ -25,6 +25,7 @@ from .functions import reduce as R
 from .functions import sort as S
 from .functions import spectral as SP
 from .functions import stats as ST
+from .functions import stft as STFT
 from . import random
 from .opcodes import BinaryOp
 from .tensor import Tensor
@@ -476,6 +477,10 @@ class TensorMethods:
     svd = SP.svd
     qr = SP.qr
     pinverse = SP.pinverse
+
+    # ---- short-time Fourier transforms (functions/stft.py) -------------------------------------
+    stft = STFT.stft
+    istft = STFT.istft
 
     # ---- index ops (functions/index.py) ---------------------------------------------------------
     gather = I.gather

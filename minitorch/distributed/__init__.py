@@ -76,9 +76,9 @@ def is_available():
 
 
 __all__ = ["Backend", "DistBackendError", "DistError", "DistNetworkError", "DistStoreError",
-           "GradBucket", "GroupMember", "P2POp", "ProcessGroup", "QueueEmptyError", "ReduceOp", "Work",
-           "algorithms", "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce",
-           "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast",
+           "GradBucket", "GroupMember", "P2POp", "ProcessGroup", "QueueEmptyError", "ReduceOp",
+           "Work", "algorithms", "all_gather", "all_gather_into_tensor", "all_gather_object",
+           "all_reduce", "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast",
            "broadcast_object_list", "default_pg_timeout", "destroy_process_group", "gather",
            "gather_object", "get_backend", "get_default_backend_for_device", "get_global_rank",
            "get_group_rank", "get_node_local_rank", "get_pg_count", "get_process_group_ranks",

@@ -70,6 +70,8 @@ def _pad_by_index(x, pad, mode):
         dim = x.ndim - 1 - axis_from_end
         before, after = pad[2 * axis_from_end], pad[2 * axis_from_end + 1]
         tables.insert(0, _pad_index(mode, x.shape[dim], before, after, dim, x.shape))
+    if x.dtype.is_complex:      # the gather kernel moves real elements: each part gathered
+        return mt.complex(grid_gather(x.real, tables), grid_gather(x.imag, tables))
     return grid_gather(x, tables)
 
 
