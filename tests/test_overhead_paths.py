@@ -550,3 +550,48 @@ def test_number_operators_record_for_the_profiler():
         (((x * 2.0) / 3.0 + 1.0) - 0.5, 2.0 / x, 1.0 - x)
     assert [event.name for event in prof.function_events] == [
         "aten::mul", "aten::div", "aten::add", "aten::sub", "aten::div", "aten::sub"]
+
+
+# ---- mean, where and clamp without their nodes when nothing records -------------------------
+_UNRECORDED_OPS = {
+    "mean": lambda t: t.mean(),
+    "mean(0)": lambda t: t.mean(0),
+    "mean((0, 1), keepdim)": lambda t: t.mean((0, 1), keepdim=True),
+    "where": lambda t: mt.where(t > 0, t, t * 2),
+    "clamp": lambda t: t.clamp(-0.5, 0.5),
+    "clamp(min)": lambda t: t.clamp(min=0),
+    "clamp(max)": lambda t: mt.clamp(t, max=0.25),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_UNRECORDED_OPS))
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_unrecorded_ops_equal_recorded(name, dtype, device):
+    op = _UNRECORDED_OPS[name]
+    values = mt.tensor(_values(3, 4), device=device).to(getattr(mt, dtype))
+    plain = op(values.t().contiguous().t())        # non-contiguous, nothing requires grad
+    recorded = op(values.detach().requires_grad_())
+    assert plain.grad_fn is None and recorded.grad_fn is not None
+    assert plain.dtype is recorded.dtype and plain.shape == recorded.shape
+    np.testing.assert_array_equal(plain.float().cpu().numpy(),
+                                  recorded.detach().float().cpu().numpy())
+    with mt.no_grad():
+        assert op(values.detach().requires_grad_()).grad_fn is None
+    if dtype == "float64":
+        assert gradcheck(op, (values.detach().requires_grad_(),))
+
+
+def test_unrecorded_ops_keep_their_errors_and_profiler_events():
+    x = mt.randn(3, 4)
+    with pytest.raises(RuntimeError, match="mean\\(\\): could not infer output dtype"):
+        mt.ones(3, dtype=mt.int64).mean()
+    with pytest.raises(RuntimeError, match="value cannot be converted to type c10::Half"):
+        x.half().clamp(max=1e6)
+    assert mt.empty(0).mean().isnan().item()
+    with mt.autograd.profiler.profile() as prof:
+        x.mean()
+        mt.where(x > 0, x, x)
+        x.clamp(0, 1)
+    names = {event.name for event in prof.function_events}
+    assert {"aten::mean", "aten::where"} <= names
+    assert any(name.startswith("aten::clamp") for name in names)

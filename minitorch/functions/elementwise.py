@@ -1163,7 +1163,11 @@ def where(condition, input=None, other=None):
     _check_tensor(condition, "where", arg="condition")
     if condition._data.dtype is dtypes.bool_ and type(input) is Tensor and \
             type(other) is Tensor and input._data.dtype is other._data.dtype:
-        return Where.apply(condition, input, other)     # (a backward's where(c, g, zero))
+        if (input.requires_grad or other.requires_grad) and _grad_mode.enabled or \
+                _engine._profiling:
+            return Where.apply(condition, input, other)
+        # nothing records (a backward's where(c, g, zero)): Where's kernel, without its node
+        return wrap(condition._data.where(input._data, other._data))
     if condition.dtype is dtypes.uint8:
         warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and "
                       "will be removed in a future version of PyTorch. Use a boolean condition "
@@ -1187,13 +1191,19 @@ def _check_scalars_fit(dtype, *values, narrow_floats=True):
             dtypes.check_scalar_fits(value, dtype, narrow_floats=narrow_floats)
 
 
+_NUMBER_BOUNDS = (float, int, type(None))
+
+
 def clamp(input, min=None, max=None):
     """Limit to [min, max] (scalars or tensors, broadcast); NaN stays NaN. The result dtype
     promotes over all three, as in torch (an int tensor clamped to 0.5 is float)."""
     _check_tensor(input, "clamp")
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    dtype = result_type(input, min, max)
+    dtype = input._data.dtype
+    if not (dtype.is_floating_point and type(min) in _NUMBER_BOUNDS and
+            type(max) in _NUMBER_BOUNDS):       # (Python numbers never promote a float tensor)
+        dtype = result_type(input, min, max)
     if dtype.is_complex:
         refuse_complex("clamp", input, min, max)
     tensors = isinstance(min, Tensor) or isinstance(max, Tensor)
@@ -1204,9 +1214,22 @@ def clamp(input, min=None, max=None):
         raise _no_bool_kernel(kind if tensors else kind + "_scalar", input.device)
     _check_scalars_fit(dtype, min, max)
     device = input.device
-    return (Clamp if tensors else ClampScalars).apply(cast(input, dtype),
-                       None if min is None else _as_operand(min, dtype, device),
-                       None if max is None else _as_operand(max, dtype, device))
+    input = cast(input, dtype)
+    low = None if min is None else _as_operand(min, dtype, device)
+    high = None if max is None else _as_operand(max, dtype, device)
+    if not tensors and not _recorded(input):    # number bounds, nothing records: the kernels
+        return wrap(_clamped(input, low, high))
+    return (Clamp if tensors else ClampScalars).apply(input, low, high)
+
+
+def _clamped(x, low, high):
+    """Clamp's forward on the NDArrays: min(max(x, low), high)."""
+    out = x._data
+    if low is not None:
+        out = out.binary(B.MAXIMUM, low._data)
+    if high is not None:
+        out = out.binary(B.MINIMUM, high._data)
+    return out
 
 
 class Clamp(KernelFunction):
@@ -1216,12 +1239,7 @@ class Clamp(KernelFunction):
     @staticmethod
     def forward(ctx, x, low, high):
         ctx.save_for_backward(x, low, high)
-        out = x._data
-        if low is not None:
-            out = out.binary(B.MAXIMUM, low._data)
-        if high is not None:
-            out = out.binary(B.MINIMUM, high._data)
-        return wrap(out)
+        return wrap(_clamped(x, low, high))
 
     @staticmethod
     def backward(ctx, g):

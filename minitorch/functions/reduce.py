@@ -156,16 +156,24 @@ class Mean(KernelFunction):
         nd = a._data
         ctx.input_shape, ctx.keepdim = nd.shape, keepdim
         ctx.dims = normalize_dims(dims, nd.ndim)
-        ctx.count = _count(nd.shape, ctx.dims)
         if dims is not None:
             ctx.node_name = "MeanBackward1"     # torch's mean over dims
-        total = nd.reduce(ReduceOp.SUM, ctx.dims, keepdim)
-        return wrap(total.binary(B.DIV, _scalar(ctx.count, nd)))   # 0/0 = nan when empty
+        mean, ctx.count = _mean_of(nd, None if dims is None else ctx.dims, keepdim)
+        return wrap(mean)
 
     @staticmethod
     def backward(ctx, g):
         g = _kept(g, ctx.dims, ctx.keepdim, len(ctx.input_shape))
         return (g / builtins.max(ctx.count, 1)).expand(ctx.input_shape), None, None
+
+
+def _mean_of(nd, dims, keepdim):
+    """(mean, count): Mean's forward on an NDArray, the sum over normalized `dims` (None:
+    all, which sums a compact array with one kernel call) divided by the count of elements
+    each output reduces (0/0 = nan when empty)."""
+    count = nd.size if dims is None else _count(nd.shape, dims)
+    total = nd.reduce(ReduceOp.SUM, dims, keepdim)
+    return total.binary(B.DIV, _scalar(count, nd)), count
 
 
 def mean(input, dim=None, keepdim=False, dtype=None):
@@ -181,7 +189,12 @@ def mean(input, dim=None, keepdim=False, dtype=None):
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
                            "floating point or complex dtype. Got: "
                            f"{_torch_dtype_name(input.dtype)}")
-    return Mean.apply(input, _all_if_empty(dim), keepdim)
+    dims = _all_if_empty(dim)
+    if not _recorded(input):        # nothing records: Mean's forward alone, without its node
+        nd = input._data
+        return wrap(_mean_of(nd, None if dims is None else normalize_dims(dims, nd.ndim),
+                             keepdim)[0])
+    return Mean.apply(input, dims, keepdim)
 
 
 # ---- prod -------------------------------------------------------------------------------------
