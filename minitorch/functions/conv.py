@@ -594,8 +594,11 @@ FILL_BELOW_WIDTH = 16     # see _pad_zeros
 def _pad_zeros(xd, padding, order):
     """_pad(xd, padding, 0, order) with one zero fill and one strided write for a compact xd
     (the per-call cost of every conv: _pad's general view handling cost more than its kernels
-    on dcgan's small images; measured), else _pad itself."""
-    if not xd.is_compact():
+    on dcgan's small images; measured) or a broadcast scalar (the gradient of a sum, written
+    as a fill: _pad compacted it, into a buffer it had zero-filled, 0.33 → 0.10 ms for
+    ConvTranspose2d(32→16, 4, 2, 1)'s 32 32x32 outputs; measured), else _pad itself."""
+    scalar = xd.size > 0 and not any(xd.strides)
+    if not (xd.is_compact() or scalar):
         return _pad(xd, padding, 0, order)
     ident = tuple(range(xd.ndim))
     order = ident if order is None else order
@@ -614,7 +617,8 @@ def _pad_zeros(xd, padding, order):
     out = buffer.permute(tuple(order.index(d) for d in range(len(order))))
     if xd.size:
         interior = _interior(out, padding, xd.shape)
-        xd.backend.strided_set(xd.flat(), out.buffer, xd.shape, interior.strides,
+        source = xd.buffer[xd.offset:xd.offset + 1] if scalar else xd.flat()
+        xd.backend.strided_set(source, out.buffer, xd.shape, interior.strides,
                                interior.offset)
     if not fill:
         _zero_border(out, padding)
