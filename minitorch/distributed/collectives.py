@@ -288,8 +288,8 @@ def _ensure_same_dtype(*tensors):
         if first is None:
             first = t.dtype
         elif t.dtype is not first:
-            raise ValueError(f"Invalid usage of tensors with different dtypesFound {first} and  "
-                             f"{t.dtype}")
+            raise ValueError(f"Invalid usage of tensors with different dtypesFound "
+                             f"torch.{first.name} and  torch.{t.dtype.name}")
 
 
 def _check_list_length(name, argument, tensors, world):
