@@ -152,8 +152,14 @@ def fake_cupy():
     runtime = types.SimpleNamespace(
         getDeviceCount=lambda: 1, getDevice=lambda: 0, setDevice=lambda index: None,
         getDeviceProperties=lambda index: {"name": b"no-op CuPy stand-in"})
+    # the memory statistics' pool and allocator hook (minitorch/_gpu/memory.py): the stand-in's
+    # empty() does not go through them, as CuPy's does not when its pool has a free block
+    pool = types.SimpleNamespace(used_bytes=lambda: 0, total_bytes=lambda: 0)
     return types.SimpleNamespace(
-        cuda=types.SimpleNamespace(Device=FakeDevice, runtime=runtime),
+        cuda=types.SimpleNamespace(Device=FakeDevice, runtime=runtime,
+                                   get_allocator=lambda: None,
+                                   set_allocator=lambda allocate: None),
+        get_default_memory_pool=lambda: pool,
         empty=empty, zeros=empty,
         asarray=asarray,
         RawModule=lambda code, options, name_expressions: FakeModule(launches),
