@@ -595,3 +595,20 @@ def test_unrecorded_ops_keep_their_errors_and_profiler_events():
     names = {event.name for event in prof.function_events}
     assert {"aten::mean", "aten::where"} <= names
     assert any(name.startswith("aten::clamp") for name in names)
+
+
+@pytest.mark.parametrize("key", [slice(1, None), 1, (slice(None), 1), (None, 1), (1, None),
+                                 (slice(0, 4, 2), slice(1, 3)), (Ellipsis, 0)], ids=str)
+@pytest.mark.parametrize("layout", ["compact", "transposed"])
+def test_basic_view_gradients_written_into_zeros(key, layout, device):
+    # a recorded view's backward writes g into zeros through the region the forward saw (a
+    # compact input) or parsed again (any other layout): numpy's scatter of the weights
+    leaf = mt.tensor(_values(4, 3), device=device, requires_grad=True)
+    base = leaf * 1 if layout == "compact" else (leaf.t() * 1).t()
+    view = base[key]
+    weights = mt.arange(float(view.numel()), device=device).reshape(view.shape)
+    (view * weights).sum().backward()
+    expected = np.zeros((4, 3))
+    expected[key] = weights.cpu().numpy()
+    np.testing.assert_array_equal(leaf.grad.cpu().numpy(), expected)
+    assert gradgradcheck(lambda t: t[key] ** 2, (leaf.detach().double().requires_grad_(),))

@@ -410,19 +410,26 @@ class _View(KernelFunction):
     """t[ints, slices, None]: a view sharing t's storage and version counter. Subclasses only
     name the node like torch's (by the last view op applied)."""
 
+    region = None   # the view's (shape, strides, offset) in a compact array of a's shape
+
     @staticmethod
     def forward(ctx, a, key, view=None):
         """`view`: a._data[key] when the caller has it already (getitem's one-int path)."""
-        ctx.input_shape, ctx.key = a._data.shape, key
-        return view_of(a, a._data[key] if view is None else view)
+        data = a._data
+        ctx.input_shape, ctx.key = data.shape, key
+        if view is None:
+            view = data[key]
+        if data.is_compact():       # the region backward writes g into, known now
+            ctx.region = (view.shape, view.strides, view.offset - data.offset)
+        return view_of(a, view)
 
     @classmethod
     def backward(cls, ctx, g):
         if not _grad_mode.enabled:      # nothing recorded: g written into zeros directly
             grad = NDArray.full(ctx.input_shape, 0, g.dtype, g.device)
-            region = _basic_region(grad, ctx.key)
+            region = ctx.region if ctx.region is not None else _basic_region(grad, ctx.key)
             if region is not None and region[0] == g._data.shape:
-                grad._view(*region).assign(g._data)
+                _write_region(grad, region, g._data)
                 return wrap(grad), None
         indexer = _Indexer(ctx.key, cls, None)
         return IndexPut.apply(_zeros(ctx.input_shape, g), g, indexer, False, True), None
@@ -658,11 +665,20 @@ def _setitem_fast(t, region, value):
     return True
 
 
+def _write_region(data, region, values):
+    """data's `region` (shape, strides, offset) := `values`, an NDArray of the region's shape,
+    dtype and device that shares no memory with data: one strided_set from its memory."""
+    if not values.is_compact():
+        values = values.copy()
+    data.backend.strided_set(values.flat(), data.buffer, *region)
+
+
 def _setitem_recorded(t, region, value):
-    """t[ints and slices] (their `region` of t) = a Tensor as _setitem_fast takes it, while
-    recording, t compact and owning its memory (not a view, nor a leaf requiring grad): one
-    strided_set and the CopySlices node over the region, without parsing the key (the checked
-    path's node and gradients). False, having changed nothing, otherwise."""
+    """t[ints and slices] (their `region` of t) = a Tensor of t's dtype, device and the indexed
+    shape, not sharing t's memory, while recording, t compact and owning its memory (not a
+    view, nor a leaf requiring grad): one strided_set and the CopySlices node over the region,
+    without parsing the key (the checked path's node and gradients). False, having changed
+    nothing, otherwise."""
     if type(value) is not Tensor or not _grad_mode.enabled:
         return False
     data, v = t._data, value._data
@@ -671,9 +687,9 @@ def _setitem_recorded(t, region, value):
         return False
     shape, strides, offset = region
     if v.shape != shape or v.dtype is not data.dtype or v.device is not data.device or \
-            v.buffer is data.buffer or not v.is_compact():
+            v.buffer is data.buffer:
         return False
-    data.backend.strided_set(v.flat(), data.buffer, shape, strides, offset)
+    _write_region(data, region, v)
     record_region_write(t, (shape, strides, offset - data.offset), value)
     t._bump_version()
     t._view_version = t._version[0]

@@ -163,7 +163,8 @@ class Mean(KernelFunction):
 
     @staticmethod
     def backward(ctx, g):
-        g = _kept(g, ctx.dims, ctx.keepdim, len(ctx.input_shape))
+        if g._data.shape:           # a full mean's 0-d gradient expands as it is
+            g = _kept(g, ctx.dims, ctx.keepdim, len(ctx.input_shape))
         return (g / builtins.max(ctx.count, 1)).expand(ctx.input_shape), None, None
 
 
