@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import minitorch as mt
-from minitorch.functions.recurrent import GATES, RecurrentLayer, composed_layer
+from minitorch.functions.recurrent import GATES, RecurrentCell, RecurrentLayer, composed_layer
 
 MODES = ["RNN_TANH", "RNN_RELU", "LSTM", "GRU"]
 
@@ -142,3 +142,74 @@ def test_layers_match_torch_float32(cls, kwargs):
     for name, p in theirs.named_parameters():
         np.testing.assert_allclose(getattr(ours, name).grad.numpy(), p.grad.numpy(),
                                    atol=5e-5, err_msg=name)
+
+
+# ---- one cell step as one node (RecurrentCell) -------------------------------------------------
+CELLS = {"RNN_TANH": ("RNNCell", {}), "RNN_RELU": ("RNNCell", {"nonlinearity": "relu"}),
+         "LSTM": ("LSTMCell", {}), "GRU": ("GRUCell", {})}
+
+
+def _cell_inputs(mode, device, batch=3, size=2, hidden=4, bias=True, seed=0):
+    """x, h0, c0 (LSTM), W_ih, W_hh, b_ih, b_hh as float64 leaves."""
+    rng = np.random.default_rng(seed)
+    width = GATES[mode] * hidden
+
+    def leaf(*shape):
+        return mt.tensor(rng.normal(size=shape), dtype=mt.float64, device=device,
+                         requires_grad=True)
+    return (leaf(batch, size), leaf(batch, hidden), leaf(batch, hidden) if mode == "LSTM" else None,
+            leaf(width, size), leaf(width, hidden), leaf(width) if bias else None,
+            leaf(width) if bias else None)
+
+
+def _cell_composed(mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh):
+    state = (h0,) if c0 is None else (h0, c0)
+    gi = mt.nn.functional.linear(x, w_ih, b_ih).unsqueeze(0)
+    return list(composed_layer(mode, gi, state, w_hh, b_hh)[1])
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("batch", [3, 0])
+def test_cell_matches_composed(device, mode, bias, batch):
+    inputs = _cell_inputs(mode, device, batch=batch, bias=bias)
+    fused = list(RecurrentCell.apply(mode, *inputs))
+    composed = _cell_composed(mode, *inputs)
+    rng = np.random.default_rng(1)
+    seeds = [mt.tensor(rng.normal(size=f.shape), dtype=mt.float64, device=device)
+             for f in fused]
+    for f, c in zip(fused, composed):
+        np.testing.assert_allclose(f.detach().cpu().numpy(), c.detach().cpu().numpy(), atol=1e-12)
+    for gf, gc in zip(_grads(fused, inputs, seeds), _grads(composed, inputs, seeds)):
+        np.testing.assert_allclose(gf.cpu().numpy(), gc.cpu().numpy(), rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cell_gradcheck_and_gradgradcheck(device, mode):
+    inputs = _cell_inputs(mode, device, batch=2, size=2, hidden=2)
+    x = inputs[0].detach().t().contiguous().t().requires_grad_()     # a transposed input
+    tensors = tuple(t for t in (x,) + inputs[1:] if t is not None)
+
+    def run(*args):
+        it = iter(args)
+        x, h0 = next(it), next(it)
+        c0 = next(it) if mode == "LSTM" else None
+        return RecurrentCell.apply(mode, x, h0, c0, *it)
+    assert mt.autograd.gradcheck(run, tensors)
+    assert mt.autograd.gradgradcheck(run, tensors)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cells_step_as_one_node(device, mode):
+    """nn's cells take the fused node (only the weights need a gradient here; mixed dtypes keep
+    the composed path and its error)."""
+    name, kwargs = CELLS[mode]
+    cell = getattr(mt.nn, name)(2, 3, **kwargs).double().to(device)
+    x = mt.randn(4, 2, dtype=mt.float64, device=device)
+    out = cell(x)
+    h = out[0] if isinstance(out, tuple) else out
+    assert type(h.grad_fn) is RecurrentCell
+    h.sum().backward()
+    assert all(p.grad is not None and p.grad.shape == p.shape for p in cell.parameters())
+    with pytest.raises(RuntimeError):
+        cell(x.float())

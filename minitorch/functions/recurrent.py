@@ -254,24 +254,123 @@ class RecurrentBackward(KernelFunction):
         """Second derivatives: the first derivatives recomputed as Tensor ops from the composed
         reference (on detached copies), their product with the incoming gradients
         differentiated once more. Not differentiable again."""
-        saved = ctx.saved_tensors
         mode, batch_sizes, reverse = ctx.layout
-        leaves = [None if t is None else t.detach().requires_grad_() for t in saved]
-        dout, dh_n, dc_n, gi, h0, c0, w_hh, b_hh = leaves
-        with enable_grad():
+
+        def replay(gi, h0, c0, w_hh, b_hh):
             state = (h0,) if c0 is None else (h0, c0)
             out, final = composed_layer(mode, gi, state, w_hh, b_hh, batch_sizes, reverse)
-            outputs = [out, final[0]] + ([final[1]] if c0 is not None else [])
-            seeds = [dout, dh_n] + ([dc_n] if c0 is not None else [])
-            wrt = [t for t in (gi, h0, c0, w_hh, b_hh) if t is not None]
-            first = grad(outputs, wrt, seeds, create_graph=True, allow_unused=True)
-            incoming = [gg for gg, t in zip((gg_gi, gg_h0, gg_c0, gg_w, gg_b),
-                                            (gi, h0, c0, w_hh, b_hh)) if t is not None]
-            total = sum((f * gg).sum() for f, gg in zip(first, incoming)
-                        if f is not None and gg is not None)
-        if not isinstance(total, type(gi)):       # no incoming gradient met a first derivative
-            return (None,) * 11
-        inputs = [t for t in leaves if t is not None]
-        found = iter(grad(total, inputs, allow_unused=True))
-        result = [None if t is None else next(found) for t in leaves]
-        return tuple(result) + (None, None, None)
+            return (out,) + final
+        return _second_derivatives(ctx.saved_tensors, (gg_gi, gg_h0, gg_c0, gg_w, gg_b),
+                                   replay) + (None, None, None)
+
+
+def _second_derivatives(saved, incoming, replay):
+    """A fused backward node's own backward, from the composed reference: `saved` are the
+    node's tensor inputs, the seeds of the first derivatives (one per output of `replay`, None
+    where absent) and then replay's arguments; `incoming` the gradients of the node's outputs,
+    the first derivatives with respect to replay's arguments. Those are recomputed as Tensor
+    ops on detached copies and their product with `incoming` differentiated once more."""
+    leaves = [None if t is None else t.detach().requires_grad_() for t in saved]
+    args = leaves[len(saved) - len(incoming):]
+    with enable_grad():
+        outputs = replay(*args)
+        seeds = leaves[:len(outputs)]
+        pairs = [(o, g) for o, g in zip(outputs, seeds) if o is not None and g is not None]
+        wrt = [t for t in args if t is not None]
+        first = grad([o for o, _ in pairs], wrt, [g for _, g in pairs], create_graph=True,
+                     allow_unused=True)
+        gathered = [gg for gg, t in zip(incoming, args) if t is not None]
+        total = sum((f * gg).sum() for f, gg in zip(first, gathered)
+                    if f is not None and gg is not None)
+    if not isinstance(total, type(args[0])):       # no incoming gradient met a first derivative
+        return (None,) * len(saved)
+    inputs = [t for t in leaves if t is not None]
+    found = iter(grad(total, inputs, allow_unused=True))
+    return tuple(None if t is None else next(found) for t in leaves)
+
+
+# ---- one time step of a cell ------------------------------------------------------------------
+class RecurrentCell(KernelFunction):
+    """nn's RNNCell / LSTMCell / GRUCell step as one node: the input projection x W_ihᵀ + b_ih
+    (b_ih in the GEMM's epilogue), h W_hhᵀ and the fused step kernel; its backward is one node
+    too, RecurrentCellBackward. Cells are stepped from Python once per time step
+    (time_sequence_prediction), where the Python per node is most of the cost: a Linear node
+    and a one-step RecurrentLayer were twice the calls. Returns (h',) or, for the LSTM,
+    (h', c')."""
+
+    @staticmethod
+    def forward(ctx, mode, x, h0, c0, w_ih, w_hh, b_ih, b_hh):
+        hd = h0._data
+        (rows, hidden), saved = hd.shape, _SAVED[mode]
+        gi = x._data.matmul(w_ih._data.transpose(0, 1),
+                            bias=None if b_ih is None else b_ih._data)
+        gh = hd.matmul(w_hh._data.transpose(0, 1))
+        h = hd.copy()
+        c = None if c0 is None else c0._data.copy()
+        act = gi._new((rows, saved * hidden))
+        # the kernel's copies of h0, c0 and h', which the cell has already
+        spare, n = gi._new((3 * rows * hidden,)).buffer, rows * hidden
+        gi.backend.recurrent_forward(MODES[mode], gi.buffer, gh.buffer, _buffer(
+            None if b_hh is None else b_hh._data), h.buffer, None if c is None else c.buffer,
+            act.buffer, spare[:n], None if c is None else spare[n:2 * n], spare[2 * n:], 0, rows,
+            hidden)
+        ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh)
+        ctx.act, ctx.mode = act, mode
+        return (wrap(h),) if c is None else (wrap(h), wrap(c))
+
+    @staticmethod
+    def backward(ctx, dh, dc=None):
+        grads = RecurrentCellBackward.apply(dh, dc, *ctx.saved_tensors, ctx.act, ctx.mode,
+                                            tuple(ctx.needs_input_grad[1:8]))
+        return (None,) + grads
+
+
+class RecurrentCellBackward(KernelFunction):
+    """RecurrentCell's gradients (x, h0, c0, W_ih, W_hh, b_ih, b_hh) as one node: the step
+    kernel's gate gradients, then one GEMM or sum per gradient asked for. Its backward
+    differentiates the composed reference, like RecurrentBackward's."""
+
+    @staticmethod
+    def forward(ctx, dh, dc, x, h0, c0, w_ih, w_hh, b_ih, b_hh, act, mode, needs):
+        ctx.save_for_backward(dh, dc, x, h0, c0, w_ih, w_hh, b_ih, b_hh)
+        ctx.mode = mode
+        hd = h0._data
+        (rows, hidden), gru = hd.shape, mode == "GRU"
+        zeros = NDArray.full(hd.shape, 0, hd.dtype, hd.device)     # no later steps' dh
+        carry = dc._data.copy() if mode == "LSTM" else (
+            NDArray.full(hd.shape, 0, hd.dtype, hd.device) if gru else None)
+        dgi = act._new((rows, GATES[mode] * hidden))
+        dgh = act._new(dgi.shape) if gru else dgi
+        act.backend.recurrent_backward(
+            MODES[mode], _buffer(dh._data), zeros.buffer, None if carry is None else carry.buffer,
+            act.buffer, _buffer(hd), _buffer(None if c0 is None else c0._data), dgi.buffer,
+            dgh.buffer if gru else None, 0, rows, hidden)
+        grad_x = wrap(dgi.matmul(w_ih._data)) if needs[0] else None
+        grad_h0 = grad_c0 = grad_w_ih = grad_w_hh = grad_b_ih = grad_b_hh = None
+        if needs[1]:
+            grad_h0 = dgh.matmul(w_hh._data)
+            grad_h0 = wrap(grad_h0.binary(BinaryOp.ADD, carry) if gru else grad_h0)
+        if needs[2] and carry is not None:
+            grad_c0 = wrap(carry)
+        if needs[3]:
+            grad_w_ih = wrap(dgi.transpose(0, 1).matmul(x._data))
+        if needs[4]:
+            grad_w_hh = wrap(dgh.transpose(0, 1).matmul(hd))
+        db_ih = dgi.reduce(ReduceOp.SUM, (0,)) if b_ih is not None and needs[5] else None
+        if b_hh is not None and needs[6]:
+            db_hh = db_ih.copy() if db_ih is not None and not gru else \
+                dgh.reduce(ReduceOp.SUM, (0,))
+            grad_b_hh = wrap(db_hh)
+        grad_b_ih = None if db_ih is None else wrap(db_ih)
+        return grad_x, grad_h0, grad_c0, grad_w_ih, grad_w_hh, grad_b_ih, grad_b_hh
+
+    @staticmethod
+    def backward(ctx, *incoming):
+        mode = ctx.mode
+
+        def replay(x, h0, c0, w_ih, w_hh, b_ih, b_hh):
+            state = (h0,) if c0 is None else (h0, c0)
+            _, final = composed_layer(mode, _linear(x, w_ih, b_ih).unsqueeze(0), state, w_hh,
+                                      b_hh)
+            return final
+        return _second_derivatives(ctx.saved_tensors, incoming, replay) + (None, None, None)

@@ -18,7 +18,8 @@ import warnings
 
 import minitorch as mt
 from ..functions.autocast_policy import cast_in_region, lower_dtype
-from ..functions.recurrent import GATES, MODES, RecurrentLayer, composed_layer
+from ..functions.recurrent import (GATES, MODES, RecurrentCell, RecurrentLayer,
+                                   composed_layer)
 from . import functional as F, init
 from .module import Module
 from .parameter import Parameter
@@ -426,8 +427,14 @@ class RNNCellBase(Module):
                              device=input.device)
             hx = (zeros,) * self._states
         self._check_cell_sizes(input, hx)
+        autocast = _autocast_route(input)
+        if autocast is None and self._fusable(input, hx):
+            state = RecurrentCell.apply(mode, input, hx[0], hx[1] if len(hx) > 1 else None,
+                                        self.weight_ih, self.weight_hh, self.bias_ih,
+                                        self.bias_hh)
+            return state if batched else tuple(h.squeeze(0) for h in state)
         gi = F.linear(input, self.weight_ih, self.bias_ih).unsqueeze(0)     # one time step
-        w_hh, b_hh, autocast = self.weight_hh, self.bias_hh, _autocast_route(input)
+        w_hh, b_hh = self.weight_hh, self.bias_hh
         if autocast and autocast[1]:
             hx = tuple(cast_in_region(h, autocast[0]) for h in hx)
             w_hh, b_hh = (cast_in_region(t, autocast[0]) for t in (w_hh, b_hh))
@@ -437,6 +444,13 @@ class RNNCellBase(Module):
         _, *state = RecurrentLayer.apply(mode, gi, hx[0], hx[1] if len(hx) > 1 else None,
                                          w_hh, b_hh, None, False)
         return tuple(state) if batched else tuple(h.squeeze(0) for h in state)
+
+    def _fusable(self, input, hx):
+        """Can the step run as one RecurrentCell node: one dtype and device throughout (else
+        F.linear and the step raise torch's errors)."""
+        dtype, device = input.dtype, input.device
+        return all(t.dtype is dtype and t.device == device
+                   for t in (*hx, *self._parameters.values()) if t is not None)
 
     def _check_cell_sizes(self, input, hx):
         """ATen's check_rnn_cell_forward_input / _hidden messages."""
