@@ -17,7 +17,8 @@ import numpy as np
 from .. import dtypes
 from ..autograd import KernelFunction, is_grad_enabled, no_grad
 from ..autograd.engine import recorded as _recorded
-from ..ndarray import NDArray, contiguous_strides, normalize_dim, normalize_dims, shape_numel
+from ..ndarray import (NDArray, _remember, contiguous_strides, normalize_dim, normalize_dims,
+                       shape_numel)
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import Tensor, wrap
 from . import elementwise as _E   # circular at import time: only used inside functions
@@ -136,18 +137,27 @@ def sum(input, dim=None, keepdim=False, dtype=None):
 
 def sum_to(g, shape):
     """Sum a broadcast gradient back to `shape` (leading axes and size-1 axes)."""
-    if g._data.shape == shape:
+    g_shape = g._data.shape
+    if g_shape == shape:
         return g
-    lead = g.ndim - len(shape)
-    dims = tuple(range(lead)) + tuple(lead + i for i, size in enumerate(shape)
-                                      if size == 1 and g._data.shape[lead + i] != 1)
-    if not dims:
-        result = g
-    elif _recorded(g):
-        result = Sum.apply(g, dims, True)
-    else:           # a backward without create_graph: the kernel alone
-        result = wrap(g._data.reduce(ReduceOp.SUM, dims, True))
+    dims = _SUM_TO_DIMS.get((g_shape, shape))
+    if dims is None:
+        dims = _remember(_SUM_TO_DIMS, (g_shape, shape), _broadcast_dims(g_shape, shape))
+    if dims and not _recorded(g):   # a backward without create_graph: the kernel alone
+        total = g._data.reduce(ReduceOp.SUM, dims, True)
+        return wrap(total if total.shape == shape else total.reshape(shape))
+    result = Sum.apply(g, dims, True) if dims else g
     return result.reshape(shape) if result._data.shape != shape else result
+
+
+def _broadcast_dims(broadcast, shape):
+    """The axes of `broadcast` that broadcasting `shape` to it added or stretched."""
+    lead = len(broadcast) - len(shape)
+    return tuple(range(lead)) + tuple(lead + i for i, size in enumerate(shape)
+                                      if size == 1 and broadcast[lead + i] != 1)
+
+
+_SUM_TO_DIMS = {}   # (gradient shape, operand shape) -> _broadcast_dims: backward's sum_to
 
 
 class Mean(KernelFunction):
