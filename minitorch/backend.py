@@ -183,6 +183,13 @@ class KernelBackend(Protocol):
         (orthonormal columns, completed where s is 0), s the singular values (descending), v
         (n x n) V, so that A = U diag(s) V^T."""
 
+    def eig_general(self, a, values, vectors, info, batch, n):
+        """Eigenvalues (values, batch x n) and unit eigenvectors (the columns of vectors, batch
+        x n x n; None: values only) of each general n x n complex128 matrix of a (overwritten):
+        Hessenberg reduction and shifted QR to the Schur form; info (int64) 0, or the order of
+        an eigenvalue that did not converge. The GPU backend runs the CPU kernel on a host
+        copy."""
+
     def qr_householder(self, a, tau, batch, m, n):
         """LAPACK geqrf, in place: R on and above the diagonal, the reflectors below it, tau
         (min(m, n) per matrix) their factors (dlarfg's signs, so Q and R equal LAPACK's)."""

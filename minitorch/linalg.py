@@ -10,7 +10,7 @@ import operator
 
 
 from .functions import elementwise as _E, factor as _factor, linalg as _L, reduce as _R
-from .functions import norms as _norms, spectral as _spectral
+from .functions import eig as _eig, norms as _norms, spectral as _spectral
 from .functions.autocast_policy import LOWER, autocast_op
 from .ndarray import normalize_dim
 
@@ -58,6 +58,7 @@ def vander(x, *, N=None):
 # ---- everything the factorization modules list under torch.linalg's names --------------------
 globals().update(_factor.LINALG)
 globals().update(_spectral.LINALG)
+globals().update(_eig.LINALG)
 
 
 def tensorinv(A, ind=2):

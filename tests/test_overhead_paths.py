@@ -612,3 +612,45 @@ def test_basic_view_gradients_written_into_zeros(key, layout, device):
     expected[key] = weights.cpu().numpy()
     np.testing.assert_array_equal(leaf.grad.cpu().numpy(), expected)
     assert gradgradcheck(lambda t: t[key] ** 2, (leaf.detach().double().requires_grad_(),))
+
+
+# ---- smooth_l1_loss as one node ------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("beta", [1.0, 0.7, 2.5])
+def test_smooth_l1_node_is_torchs_formula(dtype, beta, device):
+    F = mt.nn.functional
+    np_dtype = np.dtype(dtype).type
+    x = (_values(6, 5) * 2).astype(np_dtype)
+    t = _values(6, 5, seed=1).astype(np_dtype)
+    g = _values(6, 5, seed=2).astype(np_dtype)
+    a = mt.tensor(x, device=device, requires_grad=True)
+    b = mt.tensor(t, device=device, requires_grad=True)
+    loss = F.smooth_l1_loss(a, b, beta=beta, reduction="none")
+    assert loss.grad_fn.name() == "SmoothL1LossBackward0"
+    d = x - t
+    z, beta_ = np.abs(d), np_dtype(beta)
+    expected = np.where(z < beta_, np_dtype(0.5) * z * z / beta_, z - np_dtype(0.5 * beta))
+    np.testing.assert_array_equal(loss.detach().cpu().numpy(), expected)
+    loss.backward(mt.tensor(g, device=device))
+    grad = np.where(d <= -beta_, -g, np.where(d >= beta_, g, d * g / beta_))
+    np.testing.assert_array_equal(a.grad.cpu().numpy(), grad)
+    np.testing.assert_array_equal(b.grad.cpu().numpy(), -grad)
+    for reduction in ("mean", "sum"):
+        reduced = F.smooth_l1_loss(a, b, beta=beta, reduction=reduction)
+        whole = getattr(F.smooth_l1_loss(a, b, beta=beta, reduction="none"), reduction)()
+        np.testing.assert_array_equal(reduced.detach().cpu().numpy(), whole.detach().cpu().numpy())
+
+
+def test_smooth_l1_node_gradients_and_other_cases():
+    F = mt.nn.functional
+    a = mt.tensor(_values(4, 3), requires_grad=True)
+    b = mt.tensor(_values(4, 3, seed=1), requires_grad=True)
+    for beta in (0.7, 1.0):
+        assert gradcheck(lambda x, y: F.smooth_l1_loss(x, y, beta=beta), (a, b))
+        assert gradgradcheck(lambda x, y: F.smooth_l1_loss(x, y, beta=beta), (a, b))
+    # the composed path still takes beta = 0, narrow floats and broadcast operands
+    assert F.smooth_l1_loss(a, b, beta=0.0).item() == pytest.approx(float((a - b).abs().mean()))
+    half = F.smooth_l1_loss(a.half(), b.half(), reduction="none")
+    assert half.dtype is mt.float16 and half.grad_fn.name() != "SmoothL1LossBackward0"
+    with pytest.warns(UserWarning, match="target size"):
+        assert F.smooth_l1_loss(a, b[:1]).shape == ()

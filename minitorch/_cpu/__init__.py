@@ -1,6 +1,7 @@
 """The CPU backend: Cython kernels (see minitorch.backend.KernelBackend) and numpy buffers."""
 from .attention import attention_backward, attention_forward
 from .binary import binary, where
+from .eig import eig_general
 from .factor import cholesky_factor, lu_factor, lu_permutation, triangular_solve
 from .fused import (adam_step, cross_entropy_rows, cross_entropy_rows_backward,
                     softmax_backward_last, softmax_last)

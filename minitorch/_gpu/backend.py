@@ -1751,6 +1751,20 @@ class GpuBackend:
             self._spectral_run("qr_form_q_kernel", name, batch, cols, (a, tau, q),
                                (I64(batch), I64(m), I64(n), I64(cols)))
 
+    def eig_general(self, a, values, vectors, info, batch, n):
+        """The CPU kernel (_cpu/eig.pyx) on host copies, its results copied back: there is no
+        GPU kernel for the non-symmetric eigenproblem (torch's cuda eig runs on the host too,
+        in MAGMA's geev)."""
+        from .._cpu.eig import eig_general as on_host
+        outputs = [x for x in (values, vectors, info) if x is not None]
+        host = {id(x): self.to_host(x) for x in [a] + outputs}
+        on_host(host[id(a)], host[id(values)],
+                None if vectors is None else host[id(vectors)], host[id(info)], batch, n)
+        for x in outputs:       # uploaded, then copied into place (complex as float pairs)
+            target = x.view(np.float64) if x.dtype.kind == "c" else x
+            source = self.from_host(host[id(x)].view(target.dtype))
+            self.strided_set(source, target, (target.size,), (1,), 0)
+
     def _spectral_run(self, kernel, name, batch, work_per_matrix, buffers, sizes):
         """One block per matrix, each with its row of work_per_matrix scratch elements."""
         work = self.cupy.empty(batch * work_per_matrix, np.dtype(name))

@@ -1,17 +1,19 @@
 """The activations that are nodes of their own, computed on NDArrays: Hardtanh (a clamp whose
 gradient is torch's, zero at the bounds), LogSigmoid (overflow-free, exact gradient), the
 exact GELU and SiLU (one kernel each way instead of five and two), LeakyRelu (one kernel
-forward and two backward, instead of three and two) and BinaryCrossEntropyWithLogits (its
-elementwise loss: one node instead of five). The rest of torch.nn.functional's activations
+forward and two backward, instead of three and two), BinaryCrossEntropyWithLogits (its
+elementwise loss: one node instead of five) and SmoothL1 (smooth_l1_loss's, instead of eight
+ops). The rest of torch.nn.functional's activations
 compose other ops (nn/functional/activation.py)."""
 import math
 
 from ..autograd import KernelFunction
 from ..opcodes import BinaryOp, UnaryOp
 from ..tensor import wrap
-from .elementwise import scalar_array
+from .elementwise import scalar_array, where
 
-# nn/functional's hardtanh, logsigmoid, gelu, silu, leaky_relu and BCE-with-logits run these
+# nn/functional's hardtanh, logsigmoid, gelu, silu, leaky_relu, BCE-with-logits and smooth_l1
+# run these
 __all__ = []
 
 
@@ -33,6 +35,38 @@ class BinaryCrossEntropyWithLogits(KernelFunction):
         x, t = ctx.saved_tensors
         return (g * (x.sigmoid() - t) if ctx.needs_input_grad[0] else None,
                 -(g * x) if ctx.needs_input_grad[1] else None)
+
+
+class SmoothL1(KernelFunction):
+    """smooth_l1_loss's elementwise loss with reduction 'none' (input and target float32 or
+    float64 of one shape, beta > 0) as one node instead of eight ops: forward torch's kernel's
+    operations, z = |input - target|, z < beta ? 0.5·z·z / beta : z - 0.5·beta (its bits);
+    backward the formula of torch's smooth_l1_loss_backward, ±g outside (-beta, beta) and
+    x·g / beta inside (x = input - target), in Tensor ops (double backward differentiates
+    them)."""
+    node_name = "SmoothL1LossBackward0"
+
+    @staticmethod
+    def forward(ctx, input, target, beta):
+        a = input._data
+        dtype, device = a.dtype, a.device
+        ctx.save_for_backward(input, target)
+        ctx.beta = beta
+        diff = a.binary(BinaryOp.SUB, target._data).unary(UnaryOp.ABS)
+        inside = diff.binary(BinaryOp.LT, scalar_array(beta, dtype, device))
+        square = diff.binary(BinaryOp.MUL, scalar_array(0.5, dtype, device)).binary(
+            BinaryOp.MUL, diff).binary(BinaryOp.DIV, scalar_array(beta, dtype, device))
+        return wrap(inside.where(square, diff.binary(BinaryOp.SUB,
+                                                     scalar_array(0.5 * beta, dtype, device))))
+
+    @staticmethod
+    def backward(ctx, g):
+        input, target = ctx.saved_tensors
+        beta = ctx.beta
+        x = input - target
+        grad = where(x <= -beta, -g, where(x >= beta, g, x * g / beta))
+        return (grad if ctx.needs_input_grad[0] else None,
+                -grad if ctx.needs_input_grad[1] else None, None)
 
 
 class LeakyRelu(KernelFunction):

@@ -11,7 +11,7 @@ import warnings
 import minitorch as mt
 from ... import dtypes
 from ...functions.autocast_policy import FP32, autocast_op
-from ...functions.activation import BinaryCrossEntropyWithLogits, LogSigmoid
+from ...functions.activation import BinaryCrossEntropyWithLogits, LogSigmoid, SmoothL1
 from ...functions.elementwise import TORCH_NAMES
 from ...functions.loss import BinaryCrossEntropy, cross_entropy_rows, ctc_nll, nll_rows
 from ...functions.reduce import log_softmax as _log_softmax
@@ -120,11 +120,19 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _refuse_complex("smooth_l1_{device}", input, target)
+    if beta > 0 and type(input) is mt.Tensor and type(target) is mt.Tensor and \
+            input.dtype in _SMOOTH_L1_NODE_DTYPES and target.dtype is input.dtype and \
+            input._data.shape == target._data.shape and input.device == target.device:
+        return _reduce(SmoothL1.apply(input, target, float(beta)), reduction)
     diff = (input - target).abs()
     if beta == 0:
         return _reduce(diff, reduction)
     loss = mt.where(diff < beta, diff * diff * (0.5 / beta), diff - 0.5 * beta)
     return _reduce(loss, reduction)
+
+
+# smooth_l1_loss's dtypes for the one-node loss (the narrow floats' scalars round differently)
+_SMOOTH_L1_NODE_DTYPES = (dtypes.float32, dtypes.float64)
 
 
 @autocast_op(FP32)
