@@ -28,8 +28,9 @@ from .nn.utils.stateless import func_functional_call as functional_call
 from .tensor import Tensor, eye, zeros_like
 from .vmap import BATCHED as _BATCHED, check_randomness, run_batched as _run_batched, vmap
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
-           "linearize", "stack_module_state", "vjp", "vmap"]
+__all__ = ["debug_unwrap", "functional_call", "functionalize", "grad", "grad_and_value",
+           "hessian", "jacfwd", "jacrev", "jvp", "linearize", "replace_all_batch_norm_modules_",
+           "stack_module_state", "vjp", "vmap"]
 
 
 def _check_tensors(tree, what):
@@ -434,3 +435,49 @@ def _stacked_leaf(tensors, name):
         raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
     result = stack(tensors)
     return result.detach().requires_grad_() if all(requires) else result
+
+
+def functionalize(func, *, remove="mutations"):
+    """torch.func.functionalize, which rewrites in-place ops on intermediates as out-of-place
+    ones for tracers and compilers that cannot represent mutation. Here it returns a function
+    that runs func unchanged: minitorch executes eagerly and has no tracer, and in eager
+    execution that rewrite changes no value and no input mutation (torch keeps those too)."""
+    if remove not in ("mutations", "mutations_and_views"):
+        raise RuntimeError(f"functionalize(f, remove='mutations'): received invalid argument "
+                             f"for remove={remove}. Valid options are:\n"
+                             "     remove='mutations': all inplace and out= operators will be "
+                             "removed from the program, and replaced with their out-of-place "
+                             "equivalents.\n"
+                             "     remove='mutations_and_views': In addition to the above, all "
+                             "aliasing operators {view} will be replaced with their "
+                             "non-aliasing counterparts, {view}_copy.\n")
+
+    def functionalized(*args, **kwargs):
+        return func(*args, **kwargs)
+    functionalized.__wrapped__ = func
+    return functionalized
+
+
+def replace_all_batch_norm_modules_(root):
+    """Every BatchNorm module under root stops tracking running statistics (running_mean,
+    running_var and num_batches_tracked become None, track_running_stats False), so that
+    vmap over it normalizes with each example's batch statistics; root, updated in place."""
+    from .nn.normalization import _BatchNorm
+    for module in root.modules():
+        if isinstance(module, _BatchNorm):
+            module.running_mean = None
+            module.running_var = None
+            module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root
+
+
+def debug_unwrap(tensor, *, recurse=True):
+    """The tensor a vmap's BatchedTensor stands for (its whole batch; with recurse, through
+    every nested level): for looking at values in a debugger, not for use inside the
+    transformed function (torch.func.debug_unwrap)."""
+    while isinstance(tensor, _batched.BatchedTensor):
+        tensor = tensor._value
+        if not recurse:
+            break
+    return tensor

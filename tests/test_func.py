@@ -120,3 +120,31 @@ def test_transform_errors_match_torch(call):
     with pytest.raises(Exception) as ours:
         call(mt, mf)
     assert type(ours.value) is type(theirs.value) and str(ours.value) == str(theirs.value)
+
+
+def test_functionalize_batch_norm_replacement_and_debug_unwrap(device):
+    """functionalize runs the function as it is (eager execution: same values, same input
+    mutations); replace_all_batch_norm_modules_ drops running statistics, so vmap over the
+    module normalizes per example; debug_unwrap shows a batched tensor's whole batch."""
+    def scale_in_place(x):
+        x.mul_(2)
+        return x + 1
+    x = mt.ones(3, device=device)
+    assert mt.func.functionalize(scale_in_place)(x).tolist() == [3.0, 3.0, 3.0]
+    assert x.tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(RuntimeError, match="received invalid argument for remove=views"):
+        mt.func.functionalize(scale_in_place, remove="views")
+    model = mt.nn.Sequential(mt.nn.BatchNorm1d(3), mt.nn.Linear(3, 2)).to(device)
+    assert mt.func.replace_all_batch_norm_modules_(model) is model
+    norm = model[0]
+    assert norm.running_mean is None and norm.running_var is None
+    assert norm.num_batches_tracked is None and not norm.track_running_stats
+    assert list(norm.state_dict()) == ["weight", "bias"]
+    batch = mt.randn(4, 5, 3, device=device)
+    per_example = mt.func.vmap(model)(batch)
+    expected = mt.stack([model(batch[i]) for i in range(4)])
+    assert mt.allclose(per_example, expected, atol=1e-5)
+    seen = []
+    mt.func.vmap(lambda t: seen.append(mt.func.debug_unwrap(t).shape) or t.sum())(
+        mt.randn(5, 2, device=device))
+    assert seen == [(5, 2)]
