@@ -237,6 +237,9 @@ _BYTE_EXACT_REDUCE = frozenset({ReduceOp.MAX, ReduceOp.MIN})
 _SPLITTABLE_REDUCE = frozenset({ReduceOp.SUM, ReduceOp.PROD, ReduceOp.MAX, ReduceOp.MIN})
 
 
+_NO_EPILOGUE = {}   # matmul's keyword arguments for a plain product (never written)
+
+
 class NDArray:
     """A strided view of a flat buffer; see the module docstring."""
     __slots__ = ("buffer", "shape", "strides", "offset", "dtype", "device", "backend")
@@ -969,14 +972,13 @@ class NDArray:
             out = self._widened(lambda wide: wide.matmul(other.astype(wide.dtype)))
             out = out if bias is None else out.binary(BinaryOp.ADD, bias)
             return out.unary(UnaryOp.RELU) if relu else out
-        epilogue = {}
+        epilogue = _NO_EPILOGUE
         if bias is not None:      # a Linear layer's (n,) bias is read as rows of stride 0
-            view = bias._view((m, n), (0,) + bias.strides) if bias.shape == (n,) else \
-                bias.expand((m, n))
-            epilogue = {"bias": view.buffer, "bias_offset": view.offset,
-                        "bias_strides": view.strides}
+            strides = (0,) + bias.strides if bias.shape == (n,) else \
+                bias.expand((m, n)).strides
+            epilogue = {"bias": bias.buffer, "bias_offset": bias.offset, "bias_strides": strides}
         if relu:
-            epilogue["relu"] = True
+            epilogue = dict(epilogue, relu=True)
         if self.ndim == 2 and other.ndim == 2:     # the common case, without batch bookkeeping
             out = self._new((m, n))
             if out.size:
