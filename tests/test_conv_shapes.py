@@ -191,9 +191,10 @@ def test_im2col_rows_in_several_chunks_match_torch(monkeypatch, transposed, x_sh
 def test_im2col_weight_grad_builds_rows_once(device, monkeypatch, transposed, needs,
                                              chunk_images):
     """A transposed convolution's backward (no graph) makes the product of its output gradient
-    and the weight gradient from one pass over im2col rows, g read by channel in place
-    (one-image chunks) or copied (uneven chunks of two), as does a first layer's weight
-    gradient: torch's values, and no second pass over the rows for the weight gradient."""
+    and the weight gradient from one pass over im2col rows, the weight gradient per image with
+    g read as it is: one GEMM accumulating into the running sum (one-image chunks) or a batched
+    one summed (uneven chunks of two), as a first layer's weight gradient is. torch's values,
+    and no second pass over the rows for the weight gradient."""
     import minitorch.functions.conv as conv
     # rows of one image: 16 positions x 48 (K = 4·4·3) float64 values for the convolution of
     # conv_transpose's output (5, 3, 8, 8), 64 (PER_IMAGE_MIN_POSITIONS) for a first layer's
