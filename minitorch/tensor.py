@@ -636,8 +636,7 @@ class Tensor(TensorBase, _OpMethods):
             return format(self.item(), spec)
         return object.__format__(self, spec) if spec else repr(self)
 
-    def __hash__(self):
-        return id(self)
+    __hash__ = object.__hash__      # identity (as torch's), in C: optimizer state is keyed by it
 
     def __reduce_ex__(self, protocol):
         if self._data.device.type == "meta":    # no values: shape, strides and dtype (deepcopy)
