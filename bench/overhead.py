@@ -1,7 +1,7 @@
 """Per-op overhead: minitorch vs PyTorch (when installed) on tiny tensors, in one run.
 
 Times a 10-element add with and without requires_grad, forward+backward of a 3-op graph
-((a * b).exp().sum()), and the small ops tiny-op programs are made of (comparisons, reductions
+((a * b).exp().sum()), a slice write and smooth_l1_loss recorded, and the small ops tiny-op programs are made of (comparisons, reductions
 over an axis, gather, logsumexp, indexing, from_numpy, a Categorical's checks and log_prob:
 docs/benchmarks.md, "Tiny-op programs"). Uses process CPU time (best of several repeats),
 which other processes on a busy machine disturb far less than wall time.
@@ -32,9 +32,16 @@ def measure(lib):
     def graph():
         (ag * bg).exp().sum().backward()
 
+    def slice_write():
+        f = lib.zeros(10)
+        f[1:] = rows
+
+    rows = ag[1:] * 2.0
     cases = {"add (10 elements)": (lambda: a + b, 20000),
              "add, requires_grad": (lambda: ag + bg, 20000),
-             "3-op graph fwd+bwd": (graph, 2000)}
+             "3-op graph fwd+bwd": (graph, 2000),
+             "zeros; f[1:] = v (grad)": (slice_write, 20000),
+             "smooth_l1_loss (grad)": (lambda: lib.nn.functional.smooth_l1_loss(ag, b), 10000)}
     cases.update(small_ops(lib))
     return {name: cpu_time_per_call(fn, number) for name, (fn, number) in cases.items()}
 
