@@ -4,7 +4,9 @@ with torch's parameter names, shapes, gate order (LSTM i, f, g, o; GRU r, z, n) 
 A layer projects the whole input sequence with one F.linear (one GEMM for every time step); the
 recurrence of each (layer, direction) is then one node, functions/recurrent.py's RecurrentLayer
 (per step one GEMM and one fused gate kernel), or its composed reference for an LSTM with
-proj_size. A cell is the same node over one time step.
+proj_size. A cell's step is one node too, RecurrentCell (input projection, hidden GEMM and the
+fused gate kernel), but for mixed dtypes or devices and in autocast regions, which take the
+Linear and a one-step RecurrentLayer (or the composed reference).
 
 A PackedSequence input (sequences sorted by decreasing length, step t holding the first
 batch_sizes[t] of them) runs step t on the first batch_sizes[t] rows of the state only, so
