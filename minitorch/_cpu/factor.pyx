@@ -1,7 +1,8 @@
 # cython: cdivision=True
 """Matrix factorisation CPU kernels, in place on compact batches of row-major matrices (float32 /
-float64): LU with partial pivoting (LAPACK getrf), the permutation its pivots describe, the
-triangular solve A X = B, and Cholesky (lower). Matrices of a batch are shared out among threads.
+float64 / complex64 / complex128): LU with partial pivoting (LAPACK getrf), the permutation its
+pivots describe, the triangular solve A X = B, and Cholesky (lower, L L^H = A). Matrices of a
+batch are shared out among threads. Complex pivots are chosen by |re| + |im| (LAPACK's cabs1).
 
 Errors the arithmetic finds are reported per matrix in an int64 `info`, as LAPACK does: the
 order of the first exactly-zero pivot (LU, which still completes) or of the first leading minor
@@ -10,7 +11,7 @@ The GPU kernels (minitorch/_gpu/kernels/factor.cu) run the same steps in the sam
 """
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.math cimport sqrt
+from libc.math cimport fabs, sqrt
 from libc.stdint cimport int64_t
 
 from minitorch._cpu.common cimport (buffer_dtype, DT_F32, DT_F64, DT_I64, omp_get_max_threads,
@@ -18,15 +19,33 @@ from minitorch._cpu.common cimport (buffer_dtype, DT_F32, DT_F64, DT_I64, omp_ge
 
 cnp.import_array()
 
-DTYPE_NAMES = ("float32", "float64", "int64", "bool")
+DTYPE_NAMES = ("float32", "float64", "int64", "bool", "complex64", "complex128")
+
+
+cdef enum:                      # beside common.pxd's codes: the complex storage types
+    DT_C64 = 4
+    DT_C128 = 5
 
 ctypedef fused floating:
     float
     double
+    float complex
+    double complex
 
 
-cdef inline floating magnitude(floating x) noexcept nogil:
-    return -x if x < 0 else x
+cdef inline double magnitude(floating x) noexcept nogil:
+    """|x| for real x; |re| + |im| for complex x (the pivot order LAPACK's izamax uses)."""
+    if floating is float or floating is double:
+        return fabs(x)
+    else:
+        return fabs(x.real) + fabs(x.imag)
+
+
+cdef inline floating conjugate(floating x) noexcept nogil:
+    if floating is float or floating is double:
+        return x
+    else:
+        return x.conjugate()
 
 
 cdef int threads_for(Py_ssize_t batch, Py_ssize_t work) noexcept:
@@ -38,8 +57,15 @@ cdef int threads_for(Py_ssize_t batch, Py_ssize_t work) noexcept:
 
 # ---- argument checks (the GPU backend raises the same types with the same words) --------------
 cdef int float_buffer(cnp.ndarray a, str name, str label) except -1:
+    """The dtype code of a writable compact float or complex buffer."""
+    cdef int t = cnp.PyArray_TYPE(a)
+    if t == cnp.NPY_CFLOAT or t == cnp.NPY_CDOUBLE:
+        if not cnp.PyArray_IS_C_CONTIGUOUS(a) or not cnp.PyArray_ISWRITEABLE(a):
+            raise ValueError(f"{name}: {label} must be a writable C-contiguous buffer")
+        return DT_C64 if t == cnp.NPY_CFLOAT else DT_C128
     cdef int dt = buffer_dtype(a, name, True)
     if dt != DT_F32 and dt != DT_F64:
+        # the GPU backend's words (its complex buffers go to these kernels on the host)
         raise TypeError(f"{name}: {label} must be float32 or float64, got {DTYPE_NAMES[dt]}")
     return dt
 
@@ -80,7 +106,8 @@ cdef void lu_one(floating* a, int64_t* piv, int64_t* info, Py_ssize_t m,
     the column below is divided by it, and the trailing block takes the rank-1 update. A zero
     pivot is recorded (LAPACK's info) and skipped: its column below is zero already."""
     cdef Py_ssize_t k = m if m < n else n, i, j, c, p
-    cdef floating best, v, pivot, l
+    cdef double best, v
+    cdef floating pivot, l
     info[0] = 0
     for j in range(k):
         p = j
@@ -130,8 +157,12 @@ def lu_factor(cnp.ndarray a, cnp.ndarray pivots, cnp.ndarray info, Py_ssize_t m,
     with nogil:
         if dt == DT_F32:
             lu_batch(<float*>pa, pp, pi, batch, m, n, nt)
-        else:
+        elif dt == DT_F64:
             lu_batch(<double*>pa, pp, pi, batch, m, n, nt)
+        elif dt == DT_C64:
+            lu_batch(<float complex*>pa, pp, pi, batch, m, n, nt)
+        else:
+            lu_batch(<double complex*>pa, pp, pi, batch, m, n, nt)
 
 
 def lu_permutation(cnp.ndarray pivots, cnp.ndarray perm, Py_ssize_t m, Py_ssize_t k):
@@ -198,7 +229,7 @@ def triangular_solve(cnp.ndarray a, cnp.ndarray b, Py_ssize_t n, Py_ssize_t k, b
     triangular matrices a (lower, or upper when `upper`; only that triangle is read, and not
     the diagonal when `unitriangular`). A zero diagonal gives inf / NaN, as LAPACK's trtrs."""
     cdef int dt = float_buffer(a, "triangular_solve", "a")
-    if buffer_dtype(b, "triangular_solve", True) != dt:
+    if float_buffer(b, "triangular_solve", "b") != dt:
         raise TypeError(f"triangular_solve: b must have the dtype of a ({DTYPE_NAMES[dt]})")
     check_sizes("triangular_solve", n, k)
     cdef Py_ssize_t batch = matrix_count("triangular_solve", cnp.PyArray_SIZE(a), n)
@@ -209,24 +240,36 @@ def triangular_solve(cnp.ndarray a, cnp.ndarray b, Py_ssize_t n, Py_ssize_t k, b
     with nogil:
         if dt == DT_F32:
             solve_batch(<const float*>pa, <float*>pb, batch, n, k, upper, unitriangular, nt)
-        else:
+        elif dt == DT_F64:
             solve_batch(<const double*>pa, <double*>pb, batch, n, k, upper, unitriangular, nt)
+        elif dt == DT_C64:
+            solve_batch(<const float complex*>pa, <float complex*>pb, batch, n, k, upper,
+                        unitriangular, nt)
+        else:
+            solve_batch(<const double complex*>pa, <double complex*>pb, batch, n, k, upper,
+                        unitriangular, nt)
 
 
 # ---- Cholesky -----------------------------------------------------------------------------------
 cdef void cholesky_one(floating* a, int64_t* info, Py_ssize_t n) noexcept nogil:
     """Right-looking Cholesky of the lower triangle: column j is the square root of its
     diagonal and the entries below divided by it, then the trailing lower triangle takes the
-    rank-1 update. Stops at the first diagonal that is not positive (or NaN), as potrf does,
-    leaving the partly updated matrix. The strict upper triangle is zeroed first."""
+    rank-1 update (with the conjugate for complex A: L L^H = A). Stops at the first diagonal
+    whose real part is not positive (or NaN), as potrf does, leaving the partly updated
+    matrix; a complex diagonal's imaginary part is not read (A is taken as Hermitian). The
+    strict upper triangle is zeroed first."""
     cdef Py_ssize_t i, j, c
-    cdef floating d, l
+    cdef double d
+    cdef floating l
     info[0] = 0
     for i in range(n):
         for c in range(i + 1, n):
             a[i * n + c] = 0
     for j in range(n):
-        d = a[j * n + j]
+        if floating is float or floating is double:
+            d = a[j * n + j]
+        else:
+            d = a[j * n + j].real
         if not d > 0:
             info[0] = j + 1
             return
@@ -237,7 +280,7 @@ cdef void cholesky_one(floating* a, int64_t* info, Py_ssize_t n) noexcept nogil:
         for i in range(j + 1, n):
             l = a[i * n + j]
             for c in range(j + 1, i + 1):
-                a[i * n + c] -= l * a[c * n + j]
+                a[i * n + c] -= l * conjugate(a[c * n + j])
 
 
 cdef void cholesky_batch(floating* a, int64_t* info, Py_ssize_t batch, Py_ssize_t n,
@@ -249,7 +292,7 @@ cdef void cholesky_batch(floating* a, int64_t* info, Py_ssize_t batch, Py_ssize_
 
 def cholesky_factor(cnp.ndarray a, cnp.ndarray info, Py_ssize_t n):
     """In place on a batch of compact n x n matrices (one per element of `info`): L (lower, the
-    strict upper triangle zeroed) with L L^T = A, from A's lower triangle; info (int64) = the
+    strict upper triangle zeroed) with L L^H = A, from A's lower triangle; info (int64) = the
     order of the first leading minor that is not positive definite, or 0."""
     cdef int dt = float_buffer(a, "cholesky_factor", "a")
     int64_buffer(info, "cholesky_factor", "info")
@@ -262,5 +305,9 @@ def cholesky_factor(cnp.ndarray a, cnp.ndarray info, Py_ssize_t n):
     with nogil:
         if dt == DT_F32:
             cholesky_batch(<float*>pa, pi, batch, n, nt)
-        else:
+        elif dt == DT_F64:
             cholesky_batch(<double*>pa, pi, batch, n, nt)
+        elif dt == DT_C64:
+            cholesky_batch(<float complex*>pa, pi, batch, n, nt)
+        else:
+            cholesky_batch(<double complex*>pa, pi, batch, n, nt)

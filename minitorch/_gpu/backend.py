@@ -14,6 +14,9 @@ import numpy as np
 
 from ..opcodes import FLOAT, BinaryOp, ReduceOp, UnaryOp
 from . import buffers, checks as C, compile, graphs, join_fallback, launch as L
+# complex factorizations (and the general eigenproblem) have no GPU kernel: the CPU's run on
+# host copies (see _on_host), as torch's cuda eig runs on the host in MAGMA
+from .._cpu import eig as CPU_EIG, factor as CPU_FACTOR
 from .checks import DTYPE_NAMES  # noqa: F401  (tests read the storage dtype names here)
 
 I64, I32 = np.int64, np.int32
@@ -1640,6 +1643,9 @@ class GpuBackend:
     def lu_factor(self, a, pivots, info, m, n):
         """In place on compact m x n matrices (one per element of info): getrf's L and U with
         partial pivoting, its 1-based pivots (int64) and info (first zero pivot's order or 0)."""
+        if a.dtype.kind == "c":     # no complex GPU kernel: the CPU's on a host copy
+            return self._on_host(CPU_FACTOR.lu_factor, (a, pivots, info), (a, pivots, info),
+                                 m, n)
         name = C.float_buffer(a, "lu_factor", "a")
         C.int64_buffer(pivots, "lu_factor", "pivots")
         C.int64_buffer(info, "lu_factor", "info")
@@ -1671,6 +1677,9 @@ class GpuBackend:
     def triangular_solve(self, a, b, n, k, upper=False, unitriangular=False):
         """b (compact n x k matrices) = A^-1 b in place for the compact triangular n x n
         matrices a (lower, or upper; the diagonal is not read when unitriangular)."""
+        if a.dtype.kind == "c" or b.dtype.kind == "c":
+            return self._on_host(CPU_FACTOR.triangular_solve, (a, b), (b,), n, k, upper,
+                                 unitriangular)
         name = C.float_buffer(a, "triangular_solve", "a")
         if C.dtype_name(b, "triangular_solve") != name:
             raise TypeError(f"triangular_solve: b must have the dtype of a ({C.SHOWN[name]})")
@@ -1686,6 +1695,8 @@ class GpuBackend:
     def cholesky_factor(self, a, info, n):
         """In place on compact n x n matrices (one per element of info): L (strict upper
         triangle zeroed) from the lower triangle; info = first non-positive minor's order."""
+        if a.dtype.kind == "c":
+            return self._on_host(CPU_FACTOR.cholesky_factor, (a, info), (a, info), n)
         name = C.float_buffer(a, "cholesky_factor", "a")
         C.int64_buffer(info, "cholesky_factor", "info")
         C.factor_sizes("cholesky_factor", n, n)
@@ -1752,16 +1763,22 @@ class GpuBackend:
                                (I64(batch), I64(m), I64(n), I64(cols)))
 
     def eig_general(self, a, values, vectors, info, batch, n):
-        """The CPU kernel (_cpu/eig.pyx) on host copies, its results copied back: there is no
-        GPU kernel for the non-symmetric eigenproblem (torch's cuda eig runs on the host too,
-        in MAGMA's geev)."""
-        from .._cpu.eig import eig_general as on_host
-        outputs = [x for x in (values, vectors, info) if x is not None]
-        host = {id(x): self.to_host(x) for x in [a] + outputs}
-        on_host(host[id(a)], host[id(values)],
-                None if vectors is None else host[id(vectors)], host[id(info)], batch, n)
-        for x in outputs:       # uploaded, then copied into place (complex as float pairs)
-            target = x.view(np.float64) if x.dtype.kind == "c" else x
+        """The CPU kernel (_cpu/eig.pyx) on host copies: there is no GPU kernel for the
+        non-symmetric eigenproblem (torch's cuda eig runs on the host too, in MAGMA's geev)."""
+        self._on_host(CPU_EIG.eig_general, (a, values, vectors, info), (values, vectors, info),
+                      batch, n)
+
+    def _on_host(self, kernel, buffers, written, *sizes):
+        """kernel(*host copies of buffers, *sizes) with a CPU kernel, then the `written`
+        buffers copied back into place (complex ones as their float pairs); None passes
+        through. For the factorizations minitorch has no GPU kernel of (complex matrices)."""
+        host = {id(x): self.to_host(x) for x in buffers if x is not None}
+        kernel(*(None if x is None else host[id(x)] for x in buffers), *sizes)
+        for x in written:
+            if x is None:
+                continue
+            target = x.view(np.float64 if x.dtype.itemsize == 16 else np.float32) \
+                if x.dtype.kind == "c" else x
             source = self.from_host(host[id(x)].view(target.dtype))
             self.strided_set(source, target, (target.size,), (1,), 0)
 

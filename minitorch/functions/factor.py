@@ -77,7 +77,7 @@ def _check_square(A, name):
 
 
 def _check_floating(A, name):
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{TORCH_NAMES[A.dtype.name]}")
 
@@ -89,7 +89,7 @@ def _check_square_floating(A, name):
 
 def _check_kernel_dtype(t, kernel):
     """The ops torch sends straight to a typed kernel refuse integers with its dispatch error."""
-    if not t.dtype.is_floating_point:
+    if not (t.dtype.is_floating_point or t.dtype.is_complex):
         raise NotImplementedError(f'"{kernel}_{t.device.type}" not implemented for '
                                   f"'{TORCH_NAMES[t.dtype.name]}'")
 
@@ -227,13 +227,13 @@ def _broadcast_batch(*tensors):
 
 
 def _lu_solve_with(lu, perm, B, adjoint):
-    """X with A X = B (A^T X = B when `adjoint`) from A's LU and row order, one batch shape."""
+    """X with A X = B (A^H X = B when `adjoint`) from A's LU and row order, one batch shape."""
     if B.numel() == 0:
         return B.clone()
     rows = perm.unsqueeze(-1).expand(*B.shape)
     if not adjoint:     # L U X = B[perm]
         return _triangular(lu, _triangular(lu, B.gather(-2, rows), False, True), True)
-    lu_t = lu.mT        # U^T L^T (P^T X) = B, so X = P Z: row perm[i] of X is row i of Z
+    lu_t = lu.mH        # U^H L^H (P^T X) = B, so X = P Z: row perm[i] of X is row i of Z
     z = _triangular(lu_t, _triangular(lu_t, B, False), True, True)
     return zeros_like(z).scatter(-2, rows, z)
 
@@ -260,14 +260,14 @@ def _lu_parts(A):
 
 
 def _grad_through_inverse(ctx, A, scale):
-    """scale * A^-T (scale: one value per matrix), torch's det / slogdet gradient: recomputed
+    """scale * A^-H (scale: one value per matrix), torch's det / slogdet gradient: recomputed
     through solve when a further derivative is wanted, else from the forward's LU, whose exact
     zero pivots become eps so a singular A gives finite values."""
     d = _diagonal_matrices(scale, A.shape[-1])
     if is_grad_enabled():
-        return solve(A.mT, d)
+        return solve(A.mH, d)
     diagonal = ctx.lu.diagonal(0, -2, -1)
-    eps = float(np.finfo(A.dtype.numpy_dtype).eps)
+    eps = float(np.finfo((A.dtype.real_dtype or A.dtype).numpy_dtype).eps)
     lu = ctx.lu + diag_embed(where(diagonal == 0, eps, 0.0).to(A.dtype))
     return _lu_solve_with(lu, ctx.perm, d, adjoint=True)
 
@@ -286,23 +286,31 @@ class LinalgDet(KernelFunction):
     @staticmethod
     def backward(ctx, g):
         A, result = ctx.saved_tensors
-        return _grad_through_inverse(ctx, A, g * result)
+        return _grad_through_inverse(ctx, A, g * result.conj())
 
 
 class LinalgSlogdet(KernelFunction):
-    """(sign, log|det|) from the LU's diagonal; only log|det| has a (real) gradient."""
+    """(sign, log|det|) from the LU's diagonal. A real matrix's sign has no gradient; a
+    complex one's (a phase) does: gA = (g_logabsdet - i Im(conj(g_sign) sign)) A^-H."""
 
     @staticmethod
     def forward(ctx, A):
         lu, perm, diagonal, sign = _lu_parts(A)
         ctx.lu, ctx.perm = lu, perm
-        ctx.save_for_backward(A)
-        return sign * diagonal.sign().prod(-1), diagonal.abs().log().sum(-1)
+        phases = diagonal.sgn() if A.dtype.is_complex else diagonal.sign()
+        result = sign * phases.prod(-1)
+        ctx.save_for_backward(A, result)
+        return result, diagonal.abs().log().sum(-1)
 
     @staticmethod
     def backward(ctx, g_sign, g_logabsdet):
-        A, = ctx.saved_tensors
-        return _grad_through_inverse(ctx, A, g_logabsdet)
+        A, sign = ctx.saved_tensors
+        scale = g_logabsdet if g_logabsdet is not None else zeros_like(sign.abs())
+        if A.dtype.is_complex:
+            scale = scale.to(A.dtype)
+            if g_sign is not None:
+                scale = scale - 1j * (g_sign.conj() * sign).imag
+        return _grad_through_inverse(ctx, A, scale)
 
 
 def det(A):
@@ -327,9 +335,12 @@ def linalg_slogdet(A):
 
 
 def logdet(A):
-    """log det A: NaN where det < 0, -inf where it is 0 (torch's real rule)."""
+    """log det A: for real A NaN where det < 0, -inf where it is 0 (torch's rule); for
+    complex A the complex logarithm log|det| + i arg(det)."""
     _check_square_floating(A, "logdet")
     sign, logabsdet = LinalgSlogdet.apply(A)
+    if A.dtype.is_complex:
+        return _complex.complex(logabsdet, sign.angle())
     return where(sign == -1, math.nan, logabsdet)
 
 
@@ -502,23 +513,23 @@ class LinalgLuFactorEx(KernelFunction):
 
 
 def _lu_backward(P, L, U, gL, gU):
-    """gA for A = P L U (torch's linalg_lu_backward, real case): square, wide (m < n) and tall
-    (m > n) matrices."""
+    """gA for A = P L U (torch's linalg_lu_backward; conjugate transposes, which are the
+    transposes of real matrices): square, wide (m < n) and tall (m > n) matrices."""
     m, n = L.shape[-2], U.shape[-1]
     k = min(m, n)
     if m == n:
-        phi = tril(L.mT @ gL, -1) + triu(gU @ U.mT)
-        inner = solve_triangular(U.mT, phi, upper=False, left=False)
-        return P @ solve_triangular(L.mT, inner, upper=True, unitriangular=True)
+        phi = tril(L.mH @ gL, -1) + triu(gU @ U.mH)
+        inner = solve_triangular(U.mH, phi, upper=False, left=False)
+        return P @ solve_triangular(L.mH, inner, upper=True, unitriangular=True)
     if m < n:       # wide: U = [U1 U2] with U1 square
-        phi = tril(L.mT @ gL - triu(gU) @ U.mT, -1)
-        first = solve_triangular(U[..., :k].mT, phi, upper=False, left=False)
+        phi = tril(L.mH @ gL - triu(gU) @ U.mH, -1)
+        first = solve_triangular(U[..., :k].mH, phi, upper=False, left=False)
         grad = cat([first + triu(gU[..., :k]), gU[..., k:]], -1)
-        return P @ solve_triangular(L.mT, grad, upper=True, unitriangular=True)
-    phi = triu(gU @ U.mT - L.mT @ tril(gL, -1))     # tall: L = [L1; L2] with L1 square
-    first = solve_triangular(L[..., :k, :].mT, phi, upper=True, unitriangular=True)
+        return P @ solve_triangular(L.mH, grad, upper=True, unitriangular=True)
+    phi = triu(gU @ U.mH - L.mH @ tril(gL, -1))     # tall: L = [L1; L2] with L1 square
+    first = solve_triangular(L[..., :k, :].mH, phi, upper=True, unitriangular=True)
     grad = cat([first + tril(gL[..., :k, :], -1), gL[..., k:, :]], -2)
-    return P @ solve_triangular(U.mT, grad, upper=False, left=False)
+    return P @ solve_triangular(U.mH, grad, upper=False, left=False)
 
 
 def lu_factor_ex(A, *, pivot=True, check_errors=False):
@@ -582,7 +593,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
 
 
 class LinalgLuSolve(KernelFunction):
-    """X from an LU: A X = B, A^T X = B (adjoint), X A = B or X A^T = B (not left), for an LU
+    """X from an LU: A X = B, A^H X = B (adjoint), X A = B or X A^H = B (not left), for an LU
     that needs no gradient (see _lu_solve_through_a): gB solves the adjoint system with g."""
 
     @staticmethod
@@ -591,8 +602,8 @@ class LinalgLuSolve(KernelFunction):
         perm = _permutation(pivots_.squeeze(-1), LU.shape[-1])
         if left:
             result = _lu_solve_with(lu, perm, B_, adjoint)
-        else:       # X A = B is A^T X^T = B^T
-            result = _lu_solve_with(lu, perm, B_.mT, not adjoint).mT
+        else:       # X A = B is A^H X^H = B^H
+            result = _lu_solve_with(lu, perm, B_.mH, not adjoint).mH
         ctx.args = LU, pivots, left, adjoint
         ctx.b_shape = B.shape
         return result
@@ -632,7 +643,7 @@ def _lu_solve_through_a(LU, pivots, B, left, adjoint):
     LU's triangles, so the gradient reaches LU through that product (pivots are constants)."""
     P, L, U = lu_unpack(LU, pivots)
     A = P @ L @ U
-    return solve(A.mT if adjoint else A, B, left=left)
+    return solve(A.mH if adjoint else A, B, left=left)
 
 
 def lu_solve(b, LU_data, LU_pivots):
@@ -662,10 +673,10 @@ class LinalgSolveTriangular(KernelFunction):
         A, result = ctx.saved_tensors
         upper, left, unit = ctx.flags
         a_shape, b_shape = ctx.shapes
-        grad_b = solve_triangular(A.mT, g, upper=not upper, left=left, unitriangular=unit)
+        grad_b = solve_triangular(A.mH, g, upper=not upper, left=left, unitriangular=unit)
         grad_a = None
         if ctx.needs_input_grad[0]:
-            grad_a = -matmul(grad_b, result.mT) if left else -matmul(result.mT, grad_b)
+            grad_a = -matmul(grad_b, result.mH) if left else -matmul(result.mH, grad_b)
             grad_a = triu(grad_a, int(unit)) if upper else tril(grad_a, -int(unit))
             grad_a = sum_to(grad_a, a_shape)
         return (grad_a, sum_to(grad_b, b_shape) if ctx.needs_input_grad[1] else None,
@@ -704,8 +715,9 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
 
 # ---- Cholesky -----------------------------------------------------------------------------------
 class LinalgCholeskyEx(KernelFunction):
-    """(L, info) with L L^T = A from A's lower triangle (U^T U = A from the upper one when
-    `upper`); torch's gradient L^-T Phi(L^T gL) L^-1 (Murray 2016)."""
+    """(L, info) with L L^H = A from A's lower triangle (U^H U = A from the upper one when
+    `upper`: the lower one of A^T, whose factor is conj(L) for a Hermitian A); torch's
+    gradient L^-H Phi(L^H gL) L^-1 (Murray 2016)."""
 
     @staticmethod
     def forward(ctx, A, upper):
@@ -719,10 +731,10 @@ class LinalgCholeskyEx(KernelFunction):
     @staticmethod
     def backward(ctx, g, g_info=None):
         result, = ctx.saved_tensors
-        L, gL = (result.mT, g.mT) if ctx.upper else (result, g)
-        grad = tril(matmul(L.mT, gL))
-        grad = 0.5 * (grad + tril(grad, -1).mT)
-        grad = solve_triangular(L.mT, grad, upper=True)
+        L, gL = (result.mH, g.mH) if ctx.upper else (result, g)
+        grad = tril(matmul(L.mH, gL))
+        grad = 0.5 * (grad + tril(grad, -1).mH)
+        grad = solve_triangular(L.mH, grad, upper=True)
         return solve_triangular(L, grad, upper=False, left=False), None
 
 
@@ -756,12 +768,12 @@ def cholesky(input, upper=False):
 
 
 class CholeskySolve(KernelFunction):
-    """X with A X = B for A = L L^T (U^T U when upper), batch dims broadcast; torch's gradient."""
+    """X with A X = B for A = L L^H (U^H U when upper), batch dims broadcast; torch's gradient."""
 
     @staticmethod
     def forward(ctx, B, L, upper):
         B_, L_ = _broadcast_batch(B, L)
-        first, second = (L_.mT, L_) if upper else (L_, L_.mT)
+        first, second = (L_.mH, L_) if upper else (L_, L_.mH)
         result = _triangular(second, _triangular(first, B_, False), True)
         ctx.upper = upper
         ctx.shapes = B.shape, L.shape
@@ -775,8 +787,8 @@ class CholeskySolve(KernelFunction):
         grad_b = cholesky_solve(g, L, ctx.upper)
         grad_l = None
         if ctx.needs_input_grad[1]:
-            common = matmul(grad_b, result.mT)
-            common = common + common.mT
+            common = matmul(grad_b, result.mH)
+            common = common + common.mH
             grad_l = sum_to(-(matmul(L, common) if ctx.upper else matmul(common, L)), l_shape)
         return (sum_to(grad_b, b_shape) if ctx.needs_input_grad[0] else None), grad_l, None
 

@@ -52,7 +52,18 @@ def _check_matrix(name, A, label="A"):
         raise RuntimeError(f"{name}: The input tensor {label} must have at least 2 dimensions.")
 
 
+def refuse_complex(name, A):
+    """These decompositions' kernels (Jacobi, Householder) are real: a complex matrix is
+    refused as not implemented, not as a wrong type (torch takes it)."""
+    if A.dtype.is_complex:
+        raise NotImplementedError(
+            f"{name}: complex matrices are not implemented in minitorch (its eigh, SVD and QR "
+            "kernels are real; eig, eigvals, det, slogdet, solve, inv, the LU and Cholesky "
+            f"functions take them), got {TORCH_NAMES[A.dtype.name]}")
+
+
 def _check_float(name, A):
+    refuse_complex(name, A)
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{TORCH_NAMES[A.dtype.name]}")
@@ -73,6 +84,7 @@ def _check_uplo(UPLO):
 def _check_eigh_input(A):
     _check_matrix("linalg.eigh", A)
     _check_square("linalg.eigh", A)
+    refuse_complex("linalg.eigh", A)
     if not A.dtype.is_floating_point:
         raise NotImplementedError(f'"linalg_eigh_{A.device.type}" not implemented for '
                                   f"'{TORCH_NAMES[A.dtype.name]}'")
@@ -526,6 +538,7 @@ def _spectrum(A, hermitian):
 
 
 def _check_pinv_input(A):
+    refuse_complex("linalg.pinv", A)
     if not A.dtype.is_floating_point or A.ndim < 2:
         shape = "[" + ", ".join(str(s) for s in A.shape) + "]"
         raise RuntimeError(f"linalg.pinv({TORCH_NAMES[A.dtype.name]}{{{shape}}}): expected a "
@@ -567,6 +580,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
     if A.ndim < 2:
         raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least "
                            "2 dimensions.")
+    refuse_complex("linalg.matrix_rank", A)
     if not A.dtype.is_floating_point:
         raise RuntimeError("This function doesn't handle types other than float and double")
     if tol is not None:
@@ -592,6 +606,7 @@ def _check_lstsq(A, B, driver):
         raise RuntimeError("torch.linalg.lstsq: Expected input and other to have the same "
                            f"dtype, but got input's dtype {TORCH_NAMES[A.dtype.name]} and "
                            f"other's dtype {TORCH_NAMES[B.dtype.name]}")
+    refuse_complex("linalg.lstsq", A)
     if not A.dtype.is_floating_point:
         raise RuntimeError("This function doesn't handle types other than float and double")
     if A.ndim - B.ndim not in (0, 1):
