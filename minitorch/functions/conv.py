@@ -551,7 +551,6 @@ def _im2col_backward(gd, wd, x_shape, geometry, padded, needs):
         # the rows' columns 2 KiB apart in place and was 5-10% slower, then needed a
         # transposing copy: measured)
         g_rows = gd.reshape((n, out_channels, positions)).permute((0, 2, 1)).compact()
-
     else:
         g_rows = None           # the weight gradient alone, each image's product deep enough
     # buffers every chunk reuses: its rebuilt rows and its g·w columns
@@ -563,7 +562,7 @@ def _im2col_backward(gd, wd, x_shape, geometry, padded, needs):
         if needs[1]:
             rows = (_images(windows, i0, i1) if rows_scratch is None else
                     _chunk_rows(windows, i0, i1, rows_scratch)).reshape((count * positions, k))
-            grad_w = (_add_weight_grad_by_image(gd, rows, i0, i1, grad_w) if g_rows is None
+            grad_w = (_add_weight_grad_by_image(gd, rows, i0, i1, k, grad_w) if g_rows is None
                       else _add_weight_grad_part(g_rows, (0, 1, out_channels),
                                                  i0 * positions * out_channels, out_channels,
                                                  rows, count * positions, k, grad_w))
@@ -686,16 +685,17 @@ def _conv_product(xd, wd, geometry, compact, keep, gd=None):
     # the rows are rebuilt from it for the weight gradient only
     source = padded if keep else None
     windows = _row_windows(padded, geometry)
-    chunks = _chunks(xd, math.prod(geometry.blocks), wd.shape[1])
-    scratch = _scratch(chunks, math.prod(geometry.blocks) * wd.shape[1], xd)
+    positions, k = math.prod(geometry.blocks), wd.shape[1]
+    chunks = _chunks(xd, positions, k)
+    scratch = _scratch(chunks, positions * k, xd)
     out = _rows_product_out(xd, wd, geometry)
     for i0, i1 in chunks:
         rows = _chunk_rows(windows, i0, i1, scratch)  # (B, OH, OW, kh, kw, C), compact
         if len(chunks) == 1 and keep:
             # the whole batch's rows fit one chunk: the weight gradient reuses them
             source = _Im2colRows(rows)
-        _rows_product(rows, wd, out, i0, i1, math.prod(geometry.blocks))
-    return _rows_product_result(out, wd.shape[1], compact), source
+        _rows_product(rows, wd, out, i0, i1, positions)
+    return _rows_product_result(out, k, compact), source
 
 
 def _rows_product_out(xd, wd, geometry):
@@ -744,11 +744,11 @@ def _im2col_product_and_weight_grad(xd, wd, gd, geometry, compact):
     for i0, i1 in chunks:
         rows = _chunk_rows(windows, i0, i1, scratch)
         _rows_product(rows, wd, out, i0, i1, positions)
-        grad_w = _add_weight_grad_by_image(gd, rows, i0, i1, grad_w)
+        grad_w = _add_weight_grad_by_image(gd, rows, i0, i1, k, grad_w)
     return _rows_product_result(out, k, compact), _WeightGrad(grad_w)
 
 
-def _add_weight_grad_by_image(gd, rows, i0, i1, total):
+def _add_weight_grad_by_image(gd, rows, i0, i1, k, total):
     """total + Σ over images i0 to i1 - 1 of g[n] (OC, OH·OW) · rows[n] (OH·OW, K), g (N, OC,
     *blocks) compact and read as it is: for one image one GEMM, the running sum its bias (see
     _add_weight_grad_part); for more a batched GEMM, summed over the images, then added (a
@@ -756,7 +756,6 @@ def _add_weight_grad_by_image(gd, rows, i0, i1, total):
     4x4, stride 2) on 128 MNIST images, backward 1.02 → 1.10 ms; measured)."""
     count, out_channels = i1 - i0, gd.shape[1]
     positions = math.prod(gd.shape[2:])
-    k = rows.size // (count * positions) if rows.size else 0
     if count == 1:
         return _add_weight_grad_part(gd, (0, positions, 1), gd.offset + i0 * out_channels *
                                      positions, out_channels, rows, positions, k, total)
