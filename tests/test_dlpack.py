@@ -73,6 +73,25 @@ def test_a_tensor_that_requires_grad_is_refused():
     np.from_dlpack(mt.ones(2, requires_grad=True).detach())
 
 
+# ---- capsules (torch.utils.dlpack) -------------------------------------------------------------
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_capsules_share_memory_and_are_consumed_once(view):
+    from minitorch.utils.dlpack import DLDeviceType, from_dlpack, to_dlpack
+    base = _base()
+    t = VIEWS[view](base)
+    capsule = to_dlpack(t)
+    shared = from_dlpack(capsule)
+    assert shared.tolist() == t.tolist() and shared.stride() == t.stride()
+    assert shared.data_ptr() == t.data_ptr()
+    if t.ndim and view != "expanded":          # numpy marks it read-only; torch does not
+        shared[(0,) * t.ndim] = -1.0
+        assert t[(0,) * t.ndim].item() == -1.0
+    with pytest.raises(RuntimeError, match="DLTensor capsules can be consumed only once"):
+        from_dlpack(capsule)
+    assert mt.from_dlpack(to_dlpack(mt.tensor([True, False]))).tolist() == [True, False]
+    assert DLDeviceType.kDLCUDA == 2
+
+
 # ---- torch ------------------------------------------------------------------------------------
 @pytest.fixture
 def torch():
@@ -95,6 +114,18 @@ def test_we_share_torch_memory(torch):
     assert source[0, 0].item() == 42.0 and t.stride() == source.stride()
     flags = mt.from_dlpack(torch.tensor([True, False]))
     assert flags.dtype is mt.bool and flags.tolist() == [True, False]
+
+
+def test_capsules_cross_with_torch(torch):
+    from minitorch.utils.dlpack import from_dlpack, to_dlpack
+    source = torch.arange(12.0).reshape(3, 4).t()
+    ours = from_dlpack(torch.utils.dlpack.to_dlpack(source))
+    ours[1, 2] = 42.0
+    assert source[1, 2].item() == 42.0 and ours.stride() == source.stride()
+    base = _base()
+    theirs = torch.utils.dlpack.from_dlpack(to_dlpack(base))
+    theirs[0, 0] = 7.0
+    assert base[0, 0].item() == 7.0
 
 
 def test_torch_refuses_ours_like_its_own(torch):

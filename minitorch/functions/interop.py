@@ -6,6 +6,8 @@ torch reaches numpy through `__array__`/`__array_wrap__`: `t + ndarray` is numpy
 own dtype resolution, bool results as uint8, torch's refusal of a tensor that requires grad),
 but our kernels do the math.
 """
+import ctypes
+
 import numpy as np
 
 from .. import dtypes
@@ -86,12 +88,59 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
 def _shared(ext_tensor):
     if isinstance(ext_tensor, Tensor):
         return ext_tensor.detach()
+    capsule = type(ext_tensor).__name__ == "PyCapsule"     # from an older to_dlpack
+    if capsule:
+        ext_tensor = _CapsuleProducer(ext_tensor)
     device_type, index = ext_tensor.__dlpack_device__()
     if device_type == _DL_CPU:
-        return from_numpy(np.from_dlpack(ext_tensor))
+        array = np.from_dlpack(ext_tensor)
+        return from_numpy(_writable(array) if capsule else array)
     if device_type == _DL_CUDA:
         return _from_cupy(ext_tensor, Device("cuda", index))
     raise BufferError(f"from_dlpack: unsupported DLPack device type {int(device_type)}")
+
+
+class _CapsuleProducer:
+    """A DLPack capsule ("dltensor", as torch.utils.dlpack.to_dlpack makes) as the producer
+    object numpy and CuPy consume: its device read from the DLTensor the capsule holds."""
+
+    def __init__(self, capsule):
+        get_name = ctypes.pythonapi.PyCapsule_GetName
+        get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
+        name = get_name(capsule)
+        if name != b"dltensor":
+            raise RuntimeError("from_dlpack received an invalid capsule. Note that DLTensor "
+                               "capsules can be consumed only once, so you might have already "
+                               "constructed a tensor from it once.")
+        get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+        get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object,
+                                                                        ctypes.c_char_p]
+        # DLTensor: void* data, then DLDevice {int32 device_type, int32 device_id}
+        address = get_pointer(capsule, name) + ctypes.sizeof(ctypes.c_void_p)
+        self._device = tuple(ctypes.cast(address, ctypes.POINTER(ctypes.c_int32))[i]
+                             for i in range(2))
+        self._capsule = capsule
+
+    def __dlpack_device__(self):
+        return self._device
+
+    def __dlpack__(self, stream=None):      # no max_version: consumers see a legacy producer
+        return self._capsule
+
+
+def _writable(array):
+    """np.from_dlpack marks an array from an unversioned capsule read-only (such a capsule
+    cannot say whether its producer allows writes); torch shares that memory writable, so it is
+    viewed again writable, the view keeping numpy's import (and so the capsule) alive."""
+    if array.flags.writeable or array.size == 0:
+        return array
+    low = sum((n - 1) * s for n, s in zip(array.shape, array.strides) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(array.shape, array.strides) if s > 0)
+    memory = (ctypes.c_char * (high - low + array.itemsize)).from_address(
+        array.ctypes.data + low)
+    memory.keep_alive = array
+    return np.ndarray(array.shape, array.dtype, buffer=memory, offset=-low,
+                      strides=array.strides)
 
 
 def _from_cupy(ext_tensor, device):
