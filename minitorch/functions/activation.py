@@ -41,9 +41,7 @@ class SmoothL1(KernelFunction):
     """smooth_l1_loss's elementwise loss with reduction 'none' (input and target float32 or
     float64 of one shape, beta > 0) as one node instead of eight ops: forward torch's kernel's
     operations, z = |input - target|, z < beta ? 0.5·z·z / beta : z - 0.5·beta (its bits);
-    backward the formula of torch's smooth_l1_loss_backward, ±g outside (-beta, beta) and
-    x·g / beta inside (x = input - target), in Tensor ops (double backward differentiates
-    them)."""
+    backward SmoothL1Backward."""
     node_name = "SmoothL1LossBackward0"
 
     @staticmethod
@@ -62,11 +60,43 @@ class SmoothL1(KernelFunction):
     @staticmethod
     def backward(ctx, g):
         input, target = ctx.saved_tensors
+        grad = SmoothL1Backward.apply(g, input, target, ctx.beta)
+        needs = ctx.needs_input_grad
+        return grad if needs[0] else None, -grad if needs[1] else None, None
+
+
+class SmoothL1Backward(KernelFunction):
+    """SmoothL1's input gradient by the formula of torch's smooth_l1_loss_backward, on the
+    NDArrays: -g where x <= -beta, g where x >= beta, x·g / beta between (x = input - target).
+    Linear in g; its own backward, in Tensor ops, keeps double backward."""
+
+    @staticmethod
+    def forward(ctx, g, input, target, beta):
+        ctx.save_for_backward(g, input, target)
+        ctx.beta = beta
+        x, grad = input._data.binary(BinaryOp.SUB, target._data), g._data
+        dtype, device = x.dtype, x.device
+        inner = x.binary(BinaryOp.MUL, grad).binary(BinaryOp.DIV,
+                                                     scalar_array(beta, dtype, device))
+        above = x.binary(BinaryOp.GE, scalar_array(beta, dtype, device)).where(grad, inner)
+        below = x.binary(BinaryOp.LE, scalar_array(-beta, dtype, device))
+        return wrap(below.where(grad.unary(UnaryOp.NEG), above))
+
+    @staticmethod
+    def backward(ctx, gg):
+        g, input, target = ctx.saved_tensors
         beta = ctx.beta
-        x = input - target
-        grad = where(x <= -beta, -g, where(x >= beta, g, x * g / beta))
-        return (grad if ctx.needs_input_grad[0] else None,
-                -grad if ctx.needs_input_grad[1] else None, None)
+        needs = ctx.needs_input_grad
+        grad_g = SmoothL1Backward.apply(gg, input, target, beta) if needs[0] else None
+        grad_input = grad_target = None
+        if needs[1] or needs[2]:      # x·g / beta inside: g / beta per unit of x, else 0
+            x = input - target
+            inside = (x > -beta) & (x < beta)
+            zero = wrap(scalar_array(0, gg.dtype, gg.device))
+            grad_x = where(inside, gg * g / beta, zero)
+            grad_input = grad_x if needs[1] else None
+            grad_target = -grad_x if needs[2] else None
+        return grad_g, grad_input, grad_target, None
 
 
 class LeakyRelu(KernelFunction):
