@@ -1248,10 +1248,8 @@ class Clamp(KernelFunction):
         needs = ctx.needs_input_grad
         grad_x = grad_low = grad_high = None
         if needs[0]:
-            inside = x >= low if low is not None else None
-            if high is not None:
-                inside = x <= high if inside is None else inside & (x <= high)
-            grad_x = sum_to(where(inside, g, zero), x.shape)
+            inside = wrap(_clamp_inside(x, low, high))
+            grad_x = sum_to(where(inside, g, zero), x._data.shape)
         if needs[1]:
             below = x < low if high is None else (x < low) & (low < high)
             grad_low = sum_to(where(below, g, zero), low.shape)
@@ -1262,8 +1260,41 @@ class Clamp(KernelFunction):
 
 
 class ClampScalars(Clamp):
-    """clamp with number bounds: torch's clamp.Scalar overload, so its node's name."""
+    """clamp with number bounds: torch's clamp.Scalar overload, so its node's name. Only x
+    takes a gradient: ClampScalarsBackward's."""
     node_name = "ClampBackward1"
+
+    @staticmethod
+    def backward(ctx, g):
+        x, low, high = ctx.saved_tensors
+        return ClampScalarsBackward.apply(g, x, low, high), None, None
+
+
+class ClampScalarsBackward(KernelFunction):
+    """ClampScalars' input gradient on the NDArrays: g where x lies within the bounds, else 0
+    (Clamp's rule). Linear in g: its own backward is itself applied to gg."""
+
+    @staticmethod
+    def forward(ctx, g, x, low, high):
+        ctx.save_for_backward(x, low, high)
+        grad = g._data
+        return wrap(_clamp_inside(x, low, high).where(
+            grad, scalar_array(0, grad.dtype, grad.device)))
+
+    @staticmethod
+    def backward(ctx, gg):
+        x, low, high = ctx.saved_tensors
+        return ClampScalarsBackward.apply(gg, x, low, high), None, None, None
+
+
+def _clamp_inside(x, low, high):
+    """Where x lies within [low, high] (a None bound: unbounded), as a bool NDArray: the mask of
+    clamp's gradient for x (NaN in x is outside)."""
+    inside = None if low is None else x._data.binary(B.GE, low._data)
+    if high is not None:
+        below_high = x._data.binary(B.LE, high._data)
+        inside = below_high if inside is None else inside.binary(B.LOGICAL_AND, below_high)
+    return inside
 
 
 clip = clamp
