@@ -25,6 +25,7 @@ from .functions import reduce as R
 from .functions import sort as S
 from .functions import spectral as SP
 from .functions import stats as ST
+from .functions import spellings as SPELL
 from .functions import stft as STFT
 from . import random
 from .opcodes import BinaryOp
@@ -586,6 +587,25 @@ class TensorMethods:
 
     def split_with_sizes(self, split_sizes, dim=0):
         return J.split(self, list(split_sizes), dim)
+
+    unsafe_chunk = SPELL.unsafe_chunk
+    unsafe_split = SPELL.unsafe_split
+    unsafe_split_with_sizes = SPELL.unsafe_split_with_sizes
+    narrow_copy = SPELL.narrow_copy
+
+    def nonzero_static(self, *, size, fill_value=-1):
+        return SPELL.nonzero_static(self, size=size, fill_value=fill_value)
+
+    def dim_order(self):
+        """The dims from outermost to innermost in memory: by decreasing stride, ties in dim
+        order (torch.Tensor.dim_order)."""
+        strides = self.stride()
+        return tuple(sorted(range(self.ndim), key=lambda d: -strides[d]))
+
+    def is_set_to(self, tensor):
+        """Whether both tensors view the same memory with one offset, size and stride."""
+        return (self.data_ptr() == tensor.data_ptr() and self.shape == tensor.shape and
+                self.stride() == tensor.stride() and self.device == tensor.device)
 
     # ---- shared memory for multiprocessing (_cpu/shared.py) -----------------------------------
     def share_memory_(self):

@@ -74,6 +74,29 @@ def test_rsub_fill_row_stack_and_result_type_match_torch():
 SPECIAL = [-1.0, 0.0, 2.0, math.nan, math.inf, -math.inf, -0.0]
 
 
+def test_unsafe_splits_narrow_copy_nonzero_static_and_layout_queries(device):
+    t = mt.arange(6.0, device=device)
+    assert [c.tolist() for c in mt.unsafe_chunk(t, 4)] == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
+    assert [c.tolist() for c in t.unsafe_split(4)] == [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0]]
+    assert [c.tolist() for c in mt.unsafe_split_with_sizes(t, [1, 5])] == \
+        [[0.0], [1.0, 2.0, 3.0, 4.0, 5.0]]
+    copy = mt.narrow_copy(t.view(2, 3), 1, 1, 2)
+    assert copy.tolist() == [[1.0, 2.0], [4.0, 5.0]] and copy.is_contiguous()
+    copy[0, 0] = 9.0
+    assert t[1].item() == 1.0                       # a copy, not a view
+    values = mt.tensor([0, 3, 0, 5], device=device)
+    assert mt.nonzero_static(values, size=3).tolist() == [[1], [3], [-1]]
+    assert values.nonzero_static(size=1, fill_value=9).tolist() == [[1]]
+    assert mt.nonzero_static(values.view(2, 2), size=3, fill_value=7).tolist() == \
+        [[0, 1], [1, 1], [7, 7]]
+    with pytest.raises(RuntimeError, match="'size' must be an non-negative integer"):
+        mt.nonzero_static(values, size=-1)
+    cube = mt.ones(2, 3, 4, device=device)
+    assert cube.permute(2, 0, 1).dim_order() == (1, 2, 0) and cube.dim_order() == (0, 1, 2)
+    assert cube.is_set_to(cube) and cube.is_set_to(cube[:, :])
+    assert not cube.is_set_to(cube.view(6, 4)) and not cube.is_set_to(cube.clone())
+
+
 def test_angle_isposinf_isneginf_isreal(device):
     x = mt.tensor(SPECIAL, dtype=mt.float64, device=device)
     angle = mt.angle(x).cpu().numpy()

@@ -3,9 +3,9 @@
 argument order (`torch.rsub`, `torch.fill`) or another name (`torch.row_stack`, `torch.ravel`).
 Each is the Tensor method itself: no op is defined twice."""
 from .. import dtypes
-from ..tensor import Tensor
+from ..tensor import Tensor, full
 from .elementwise import result_type as _operands_result_type, sub
-from .joining import vstack
+from .joining import cat, vstack
 
 _METHODS = (
     # in-place math
@@ -66,4 +66,40 @@ def result_type(tensor1, tensor2):
     return _operands_result_type(tensor1, tensor2)
 
 
-__all__ = _METHODS.split() + ["fill", "result_type", "row_stack", "rsub"]
+def unsafe_chunk(input, chunks, dim=0):
+    """torch.unsafe_chunk: chunk without torch's view checks on in-place writes to the parts;
+    the same parts (views) here."""
+    return input.chunk(chunks, dim)
+
+
+def unsafe_split(tensor, split_size_or_sections, dim=0):
+    """torch.unsafe_split: split without torch's view checks; the same parts here."""
+    return tensor.split(split_size_or_sections, dim)
+
+
+def unsafe_split_with_sizes(input, split_sizes, dim=0):
+    """torch.unsafe_split_with_sizes: split_with_sizes without torch's view checks."""
+    return input.split_with_sizes(split_sizes, dim)
+
+
+def narrow_copy(input, dim, start, length):
+    """A contiguous copy of input.narrow(dim, start, length) (torch.narrow_copy)."""
+    return input.narrow(dim, start, length).contiguous().clone()
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """nonzero's (count, ndim) indices cut or padded with fill_value to exactly `size` rows,
+    a shape known before the values are (torch.nonzero_static)."""
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
+    found = input.nonzero()
+    if found.shape[0] >= size:
+        return found[:size]
+    padding = full((size - found.shape[0], found.shape[1]), fill_value, dtype=dtypes.int64,
+                   device=input.device)
+    return cat([found, padding])
+
+
+__all__ = _METHODS.split() + ["fill", "narrow_copy", "nonzero_static", "result_type",
+                              "row_stack", "rsub", "unsafe_chunk", "unsafe_split",
+                              "unsafe_split_with_sizes"]
