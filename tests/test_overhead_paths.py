@@ -654,3 +654,25 @@ def test_smooth_l1_node_gradients_and_other_cases():
     assert half.dtype is mt.float16 and half.grad_fn.name() != "SmoothL1LossBackward0"
     with pytest.warns(UserWarning, match="target size"):
         assert F.smooth_l1_loss(a, b[:1]).shape == ()
+
+
+# ---- Categorical: checks without nodes, log_prob without a broadcast it does not need ---------
+@pytest.mark.parametrize("value_shape", [(3,), (), (2, 1), (2, 3)], ids=str)
+def test_categorical_log_prob_with_and_without_broadcasting(value_shape, device):
+    probs = mt.tensor(np.abs(_values(3, 4)) + 0.1, device=device, requires_grad=True)
+    dist = mt.distributions.Categorical(probs)
+    value = mt.tensor(np.random.default_rng(1).integers(0, 4, value_shape), device=device)
+    out = dist.log_prob(value)
+    normalized = (probs / probs.sum(-1, keepdim=True)).detach().cpu().numpy()
+    logits = np.log(np.clip(normalized, np.finfo(np.float64).eps, 1 - np.finfo(np.float64).eps))
+    index = np.broadcast_to(value.cpu().numpy(), np.broadcast_shapes(value_shape, (3,)))
+    expected = np.take_along_axis(np.broadcast_to(logits, index.shape + (4,)),
+                                  index[..., None], -1)[..., 0]
+    np.testing.assert_allclose(out.detach().cpu().numpy(), expected, rtol=1e-12)
+    assert out.grad_fn.name() == "SqueezeBackward1"
+    out.sum().backward()
+    assert probs.grad is not None and probs.grad.shape == (3, 4)
+    with pytest.raises(ValueError, match="to be within the support"):
+        dist.log_prob(mt.tensor([4, 0, 1], device=device))
+    with pytest.raises(ValueError, match="to satisfy the constraint"):
+        mt.distributions.Categorical(probs=-probs)

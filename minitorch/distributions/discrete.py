@@ -158,9 +158,12 @@ class Categorical(_ProbsOrLogits):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        value = value.long().unsqueeze(-1)
-        value, log_pmf = broadcast_tensors(value, self.logits)
-        return log_pmf.gather(-1, value[..., :1]).squeeze(-1)
+        value, log_pmf = value.long().unsqueeze(-1), self.logits
+        if value._data.shape[:-1] != log_pmf._data.shape[:-1]:
+            # torch's broadcast; with one batch shape already it would change nothing
+            value, log_pmf = broadcast_tensors(value, log_pmf)
+            value = value[..., :1]
+        return log_pmf.gather(-1, value).squeeze(-1)
 
     def entropy(self):
         # -inf logits (zero probabilities) contribute 0, not NaN

@@ -10,6 +10,14 @@ from .utils import as_size, format_value, lazy_property
 __all__ = ["Distribution", "ExponentialFamily"]
 
 
+def _satisfies(constraint, value):
+    """Whether every element of value satisfies constraint. Checked without recording: the
+    answer is a bool, so the nodes of the check's arithmetic (a simplex's sum, say) would only
+    be garbage."""
+    with no_grad():
+        return bool(constraint.check(value).all())
+
+
 class Distribution:
     """A batch of probability distributions: parameters broadcast to `batch_shape`, and each
     sample (one event) has `event_shape`. Subclasses list the tensors that carry the batch in
@@ -50,7 +58,7 @@ class Distribution:
                                                          lazy_property):
                 continue    # the other parametrisation was given; this one is derived
             value = getattr(self, param)
-            if not bool(constraint.check(value).all()):
+            if not _satisfies(constraint, value):
                 raise ValueError(
                     f"Expected parameter {param} ({type(value).__name__} of shape "
                     f"{tuple(value.shape)}) of distribution {self!r} to satisfy the constraint "
@@ -166,7 +174,7 @@ class Distribution:
                           "validation. Please initialize the distribution with "
                           "`validate_args=False` to turn off validation.", stacklevel=3)
             return
-        if not bool(support.check(value).all()):
+        if not _satisfies(support, value):
             raise ValueError(
                 f"Expected value argument ({type(value).__name__} of shape "
                 f"{tuple(value.shape)}) to be within the support ({support!r}) of the "
