@@ -12,6 +12,9 @@ backward (second derivatives) differentiates the composed reference.
 of each mode is written out below); it also runs what the fused kernels do not cover (an LSTM
 with a projection, proj_size > 0). Packed sequences (step t holding the first batch_sizes[t]
 sequences) use the first rows of the state only, in both.
+
+`RecurrentCell` is one step of nn's cells, the input projection included, with its gradients
+as one node, `RecurrentCellBackward`.
 """
 from .. import dtypes
 from ..autograd import KernelFunction, enable_grad, grad
