@@ -675,4 +675,4 @@ def test_categorical_log_prob_with_and_without_broadcasting(value_shape, device)
     with pytest.raises(ValueError, match="to be within the support"):
         dist.log_prob(mt.tensor([4, 0, 1], device=device))
     with pytest.raises(ValueError, match="to satisfy the constraint"):
-        mt.distributions.Categorical(probs=-probs)
+        mt.distributions.Categorical(probs=mt.tensor([1.0, -1.0, 0.5, 0.5], device=device))
