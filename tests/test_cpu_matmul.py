@@ -7,7 +7,7 @@ exact. Normal-distributed data checks the tolerance-scaled case separately.
 import numpy as np
 import pytest
 
-from minitorch._cpu.matmul import matmul, pack_panels
+from minitorch._cpu.matmul import matmul, pack_panels, panel_matmul
 
 DTYPES = [np.float32, np.float64]
 # Sizes hitting every remainder class of the register tiles (8 x 16 for n <= 16, 8 x 32 above:
@@ -214,11 +214,11 @@ def test_prepacked_b(dtype, b_t, shape):
     bbuf, sb = layout(b, b_t)
     packed = pack_panels(bbuf, k, n, sb[1:])
     out = np.full(2 * m * n, np.nan, dtype)
-    matmul(np.concatenate([a.ravel()] * 2), packed, out, 2, m, n, k, b_panels=True)
+    panel_matmul(np.concatenate([a.ravel()] * 2), packed, out, 2, m, n, k)
     np.testing.assert_array_equal(out.reshape(2, m, n), np.concatenate([a @ b] * 2))
     abuf, sa = layout(a, True)
     bias = ints(rng, (n,), dtype)
-    matmul(abuf, packed, out, 1, m, n, k, sa, 0, None, 0, bias, b_panels=True)
+    panel_matmul(abuf, packed, out, 1, m, n, k, sa, 0, bias)
     np.testing.assert_array_equal(out[:m * n].reshape(1, m, n), a @ b + bias)
 
 
@@ -231,10 +231,9 @@ def test_prepacked_b_checks():
     packed = pack_panels(b, 3, 4)                   # one narrow panel (16 wide) of 3 rows
     assert packed.shape == (3 * 16,) and not packed.reshape(3, 16)[:, 4:].any()
     with pytest.raises(ValueError, match="too few"):
-        matmul(np.zeros(6, np.float32), packed, np.zeros(80, np.float32), 1, 2, 40, 3,
-               b_panels=True)
+        panel_matmul(np.zeros(6, np.float32), packed, np.zeros(80, np.float32), 1, 2, 40, 3)
     out = np.full(4, np.nan, np.float32)
-    matmul(np.zeros(0, np.float32), pack_panels(b, 0, 2), out, 1, 2, 2, 0, b_panels=True)
+    panel_matmul(np.zeros(0, np.float32), pack_panels(b, 0, 2), out, 1, 2, 2, 0)
     np.testing.assert_array_equal(out, 0.0)
 
 

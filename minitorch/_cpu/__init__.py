@@ -10,7 +10,7 @@ from .grid import grid_gather, grid_scatter_add
 from .grid_sample import grid_sample_backward, grid_sample_forward
 from .index import (gather, index_add, index_select, put, scatter, scatter_add, scatter_reduce,
                     take)
-from .matmul import matmul, pack_panels   # pack_panels: a right operand many products share
+from .matmul import matmul, pack_panels, panel_matmul   # a right operand many products share
 from .matmul import conv_matmul, conv_weight_matmul   # convolution GEMMs reading the image in place
 from .norm import norm_rows, norm_rows_backward
 from .pool import max_pool_backward, max_pool_forward

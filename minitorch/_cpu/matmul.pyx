@@ -313,14 +313,12 @@ cdef void pack_a(floating* dst, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
     """Copy the mc x kc block at a (row stride rs, col stride cs) into panels of MR rows, each
     stored k-major (dst[p*MR + i]). Rows past mc are zero-filled: the kernel computes them
     (the edge kernel then drops them), so they must hold numbers, not leftovers."""
-    cdef Py_ssize_t ib, ir, i, p, mr, full = mc // MR
+    cdef Py_ssize_t ib, ir, i, p, mr, first = 0
     cdef const floating* src
-    if rs == 1 and full > 1:
-        pack_a_column_major(dst, a, cs, full, kc)
-        ib = full
-    else:
-        ib = 0
-    while ib < cdiv(mc, MR):
+    if rs == 1 and mc // MR > 1:
+        first = mc // MR
+        pack_a_column_major(dst, a, cs, first, kc)
+    for ib in range(first, cdiv(mc, MR)):
         ir = ib * MR
         mr = min(MR, mc - ir)
         src = a + ir * rs
@@ -334,7 +332,6 @@ cdef void pack_a(floating* dst, const floating* a, Py_ssize_t rs, Py_ssize_t cs,
                     dst[ib * MR * kc + p * MR + i] = src[i * rs + p * cs]
                 for i in range(mr, MR):
                     dst[ib * MR * kc + p * MR + i] = 0
-        ib += 1
 
 
 cdef void pack_a_column_major(floating* dst, const floating* a, Py_ssize_t cs,
@@ -754,7 +751,7 @@ def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not N
            batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k,
            a_strides=None, Py_ssize_t a_offset=0, b_strides=None, Py_ssize_t b_offset=0,
            cnp.ndarray bias=None, Py_ssize_t bias_offset=0, bias_strides=(0, 1),
-           bint relu=False, bint b_panels=False):
+           bint relu=False):
     """out (compact batch x m x n, overwritten) = a (batch x m x k) @ b (batch x k x n), then
     the epilogue: out[bi, i, j] += bias[bias_offset + i*bias_strides[0] + j*bias_strides[1]]
     (when bias is given: (0, 1) is a Linear layer's bias, (1, 0) a conv's per-channel one),
@@ -765,10 +762,26 @@ def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not N
     buffers are 1-D C-contiguous float32 or float64 of one dtype.
 
     `batch` is the number of products, or a pair (outer, inner) of batch axes: then the
-    strides are 4-tuples (outer, inner, row, col) and out is compact (outer·inner, m, n).
+    strides are 4-tuples (outer, inner, row, col) and out is compact (outer·inner, m, n)."""
+    product(a, b, out, batch, m, n, k, a_strides, a_offset, b_strides, b_offset, bias,
+            bias_offset, bias_strides, relu, False)
 
-    b_panels: b is `pack_panels(b', k, n)` of a k x n b', which every batch item uses
-    (b_strides and b_offset do not apply)."""
+
+def panel_matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not None,
+                 batch, Py_ssize_t m, Py_ssize_t n, Py_ssize_t k, a_strides=None,
+                 Py_ssize_t a_offset=0, cnp.ndarray bias=None, Py_ssize_t bias_offset=0,
+                 bias_strides=(0, 1), bint relu=False):
+    """matmul with b = `pack_panels(b', k, n)` of a k x n b', which every batch item uses (CPU
+    only, not a KernelBackend method)."""
+    product(a, b, out, batch, m, n, k, a_strides, a_offset, None, 0, bias, bias_offset,
+            bias_strides, relu, True)
+
+
+cdef product(cnp.ndarray a, cnp.ndarray b, cnp.ndarray out, batch, Py_ssize_t m, Py_ssize_t n,
+             Py_ssize_t k, a_strides, Py_ssize_t a_offset, b_strides, Py_ssize_t b_offset,
+             cnp.ndarray bias, Py_ssize_t bias_offset, bias_strides, bint relu,
+             bint b_panels):
+    """matmul's and panel_matmul's checks and call (b_panels: b is pack_panels' output)."""
     cdef int dtype = cnp.PyArray_TYPE(a)
     cdef Py_ssize_t outer, count, as0 = m * k, as1 = k, as2 = 1, bs0 = k * n, bs1 = n, bs2 = 1
     cdef Py_ssize_t width, panel = 0
@@ -843,7 +856,7 @@ def matmul(cnp.ndarray a not None, cnp.ndarray b not None, cnp.ndarray out not N
 def pack_panels(cnp.ndarray b not None, Py_ssize_t k, Py_ssize_t n, b_strides=None,
                 Py_ssize_t b_offset=0):
     """The k x n matrix b[b_offset + p*b_strides[0] + j*b_strides[1]] (None: compact) packed
-    as the GEMM packs its right operand, for `matmul(..., b_panels=True)`: an operand that
+    as the GEMM packs its right operand, for `panel_matmul`: an operand that
     many products share is packed once instead of by each (an RNN's W_hh, every time step;
     read in place, its rows a power of two apart collide in L1: (32 x 256) @ (256 x 1024)
     took 1.3x as long). Panels of the tile's width side by side, each k-major and

@@ -158,8 +158,8 @@ class _HiddenProduct:
     def __call__(self, a, a_row0, out, rows):
         k = self.k
         if self.panels:
-            self.backend.matmul(a, self.b, out, 1, rows, self.n, k, (0, k, 1), a_row0 * k,
-                                b_panels=True)
+            self.backend.panel_matmul(a, self.b, out, 1, rows, self.n, k, (0, k, 1),
+                                      a_row0 * k)
         else:
             self.backend.matmul(a, self.b, out, 1, rows, self.n, k, (0, k, 1), a_row0 * k,
                                 *self.b_view)
