@@ -223,3 +223,20 @@ def test_im2col_weight_grad_builds_rows_once(device, monkeypatch, transposed, ne
         results.append([t.detach().cpu().numpy() for t in (y, *grads)])
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("stride, padding", [(2, 1), (3, 0)])
+def test_conv_transpose2d_backward_of_a_sum(device, stride, padding):
+    """The gradient of .sum() reaching a transposed convolution is a broadcast scalar: its
+    backward pads it for the im2col rows as one fill (_pad_zeros). torch's gradients."""
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal((3, 4, 5, 5)), rng.standard_normal((4, 2, 4, 4))
+    results = []
+    for lib, where in ((mt, device), (torch, "cpu")):
+        xt = lib.tensor(x, requires_grad=True, device=where)
+        wt = lib.tensor(w, requires_grad=True, device=where)
+        lib.nn.functional.conv_transpose2d(xt, wt, stride=stride, padding=padding).sum() \
+            .backward()
+        results.append([t.grad.cpu().numpy() for t in (xt, wt)])
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-10)
