@@ -1,6 +1,6 @@
 """A separable gather over the last one to three axes as one node: out[..., a, b, c] =
 input[..., rows_d[a], rows_h[b], rows_w[c]] for given source tables. Reflect / replicate /
-circular padding (nn/functional/padding.py) and nearest / nearest-exact interpolation
+circular padding (functions/padding.py) and nearest / nearest-exact interpolation
 (nn/functional/vision.py) are this with their own tables: one kernel pass forward and one
 backward, where one index_select per axis (and one index_add per axis backward) were.
 """

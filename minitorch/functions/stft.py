@@ -6,8 +6,12 @@ differentiates them through those ops; the transforms are the CPU fft module's."
 import warnings
 
 from ..tensor import ones, zeros
+from . import fft as _fft
 from .complex import complex as _complex, view_as_real
 from .elementwise import TORCH_NAMES
+from .joining import cat
+from .padding import pad
+from .window import fold
 
 __all__ = ["istft", "stft"]
 
@@ -60,9 +64,9 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if frames.dtype.is_complex:
         if onesided:
             raise RuntimeError("Cannot have onesided output if window or input is complex")
-        spectrum = _fft().fft(frames, dim=-1, norm=norm)
+        spectrum = _fft.fft(frames, dim=-1, norm=norm)
     else:
-        transform = _fft().rfft if onesided else _fft().fft
+        transform = _fft.rfft if onesided else _fft.fft
         spectrum = transform(frames, dim=-1, norm=norm)
     spectrum = spectrum.transpose(1, 2)
     if input.ndim == 1:
@@ -101,14 +105,14 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if return_complex:
         if onesided:
             raise RuntimeError("Cannot have onesided output if window or input is complex")
-        frames = _fft().ifft(spectra, dim=-1, norm=norm)
+        frames = _fft.ifft(spectra, dim=-1, norm=norm)
     else:
         if window is not None and window.dtype.is_complex:
             raise RuntimeError(prefix + ": Complex windows are incompatible with "
                                "return_complex=False")
         if not onesided:
             spectra = spectra.narrow(-1, 0, n_fft // 2 + 1)
-        frames = _fft().irfft(spectra, n=n_fft, dim=-1, norm=norm)
+        frames = _fft.irfft(spectra, n=n_fft, dim=-1, norm=norm)
     expected = n_fft + hop_length * (n_frames - 1)
     signal = _overlap_add(frames * full_window, expected, n_fft, hop_length)
     envelope = _overlap_add((full_window * full_window).expand(1, n_frames, n_fft), expected,
@@ -174,15 +178,9 @@ def _check_istft(prefix, input, n_fft, hop_length, win_length, window, fft_size,
 
 
 # ---- pieces -------------------------------------------------------------------------------------
-def _fft():
-    from .. import fft       # the fft module sits above functions: reached at call time
-    return fft
-
-
 def _centre_padded(input, n_fft, pad_mode):
     """n_fft // 2 samples of pad_mode padding at both ends, as torch.stft's Python part pads
     (through a 3-d view, where reflect and replicate padding are defined)."""
-    from ..nn.functional import pad
     signal_dim = input.ndim
     extended = [1] * (3 - signal_dim) + list(input.shape)
     padded = pad(input.view(extended), [n_fft // 2, n_fft // 2], pad_mode)
@@ -205,7 +203,6 @@ def _padded_window(window, n_fft, win_length, like):
 
 def _zero_padded(t, before, after):
     """t with `before` and `after` zeros along its last dim."""
-    from .joining import cat
     shape = list(t.shape[:-1])
     return cat([zeros(*shape, before, dtype=t.dtype, device=t.device), t,
                 zeros(*shape, after, dtype=t.dtype, device=t.device)], -1)
@@ -217,7 +214,6 @@ def _overlap_add(frames, length, n_fft, hop_length):
     if frames.dtype.is_complex:
         return _complex(_overlap_add(frames.real, length, n_fft, hop_length),
                         _overlap_add(frames.imag, length, n_fft, hop_length))
-    from ..nn.functional import fold
     added = fold(frames.transpose(1, 2), output_size=(1, length), kernel_size=(1, n_fft),
                  stride=(1, hop_length))
     return added.reshape(frames.shape[0], length)
