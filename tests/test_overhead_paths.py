@@ -676,3 +676,21 @@ def test_categorical_log_prob_with_and_without_broadcasting(value_shape, device)
         dist.log_prob(mt.tensor([4, 0, 1], device=device))
     with pytest.raises(ValueError, match="to satisfy the constraint"):
         mt.distributions.Categorical(probs=mt.tensor([1.0, -1.0, 0.5, 0.5], device=device))
+
+
+@pytest.mark.parametrize("shapes", [((9, 2), (9, 1)), ((9, 2), (9, 2)), ((3,), (2, 3)), ((4,), ())],
+                         ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_div_gradients_on_the_arrays_equal_the_tensor_ops(shapes, dtype, device):
+    # a plain backward computes Div's gradients on the NDArrays; create_graph takes the Tensor
+    # ops: the same kernels, so the same bits
+    a_shape, b_shape = shapes
+    kind = getattr(mt, dtype)
+    a = mt.tensor(_values(*a_shape), device=device).to(kind).requires_grad_()
+    b = (mt.tensor(_values(*b_shape, seed=1), device=device) + 3).to(kind).requires_grad_()
+    g = mt.tensor(_values(*np.broadcast_shapes(a_shape, b_shape), seed=2), device=device).to(kind)
+    plain = mt.autograd.grad(a / b, (a, b), g)
+    graphed = mt.autograd.grad(a / b, (a, b), g, create_graph=True)
+    for p, q in zip(plain, graphed):
+        assert p.dtype is q.dtype and p.shape == q.shape
+        np.testing.assert_array_equal(p.float().cpu().numpy(), q.detach().float().cpu().numpy())

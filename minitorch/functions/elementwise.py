@@ -775,6 +775,11 @@ class Div(_Binary):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         a_shape, b_shape = ctx.shapes
+        dtype = g._data.dtype
+        if not _grad_mode.enabled and dtype.compute is dtype and not dtype.is_complex and \
+                b._data.dtype is dtype and (a is None or a._data.dtype is dtype):
+            return _div_grads_unrecorded(g._data, a, b._data, ctx.next_edges[0] is not None,
+                                         a_shape, b_shape)
         grad_a = grad_b = None
         if ctx.needs_input_grad[0]:
             grad_a = g / _conj(b)       # conj: the identity on real tensors
@@ -785,6 +790,20 @@ class Div(_Binary):
             if grad_b._data.shape != b_shape:
                 grad_b = sum_to(grad_b, b_shape)
         return grad_a, grad_b
+
+
+def _div_grads_unrecorded(g, a, b, needs_a, a_shape, b_shape):
+    """Div's gradients with nothing recorded, for NDArrays of one float32 / float64 dtype: the
+    kernels of the Tensor ops above (g / b, -g * a / (b * b), each summed to its operand's
+    shape), without a Tensor per intermediate."""
+    grad_a = grad_b = None
+    if needs_a:
+        grad_a = sum_to(wrap(g.binary(B.DIV, b)), a_shape)
+    if a is not None:
+        square = b.binary(B.MUL, b)
+        grad_b = sum_to(wrap(g.unary(U.NEG).binary(B.MUL, a._data).binary(B.DIV, square)),
+                        b_shape)
+    return grad_a, grad_b
 
 
 # The ops whose torch CPU kernels read a Python scalar second operand in their float math type
