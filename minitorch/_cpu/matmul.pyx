@@ -21,6 +21,9 @@ Register tiles are MR rows by a panel width of NR_WIDE or NR_NARROW columns, cho
 
 Threads: tasks are whole batch items, or rectangles of out (see choose_split); every task packs
 what it needs into its thread's buffers, so threads share nothing and never wait on each other.
+
+A right operand that many products share (an RNN's W_hh, every time step) can be packed once
+(pack_panels) and passed to panel_matmul, which reads its panels as they are.
 """
 from cython cimport floating
 from cython.parallel cimport prange, threadid
