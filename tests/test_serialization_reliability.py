@@ -12,6 +12,7 @@ import signal
 import struct
 import time
 import tracemalloc
+import zipfile
 
 import numpy as np
 import pytest
@@ -426,13 +427,14 @@ def test_files_from_the_safetensors_package(tmp_path):
         np.testing.assert_array_equal(loaded[name].numpy(), array)
 
 
-def test_torch_checkpoints_are_refused_with_a_conversion_hint(tmp_path):
+def test_torch_zip_checkpoints_load_and_legacy_ones_are_refused_with_a_hint(tmp_path):
+    """torch.save's zip format is read (tests/test_torch_checkpoints.py has the details); its
+    pre-1.6 format, a bare pickle stream, is refused with a way to convert it."""
     torch = pytest.importorskip("torch", reason="torch is not installed")
     torch.save({"w": torch.ones(2)}, tmp_path / "new.pt")
     torch.save({"w": torch.ones(2)}, tmp_path / "old.pt", _use_new_zipfile_serialization=False)
-    with pytest.raises(CheckpointError, match=r"PyTorch checkpoint .*never unpickles.*save_file"):
-        load(tmp_path / "new.pt")
-    with pytest.raises(CheckpointError, match=r"legacy format.*never unpickles"):
+    assert load(tmp_path / "new.pt")["w"].tolist() == [1.0, 1.0]
+    with pytest.raises(CheckpointError, match=r"legacy format.*reads torch.save's zip format"):
         load(tmp_path / "old.pt")
 
 
@@ -447,6 +449,13 @@ def test_pickles_are_never_unpickled(tmp_path, monkeypatch):
     for protocol in (2, 4, 5):
         with pytest.raises(CheckpointError, match="pickle"):
             load(io.BytesIO(pickle.dumps(_Payload(), protocol=protocol)))
+        archive = io.BytesIO()         # the same pickle as a torch zip checkpoint's data.pkl
+        with zipfile.ZipFile(archive, "w") as z:
+            z.writestr("archive/data.pkl", pickle.dumps(_Payload(), protocol=protocol))
+        with pytest.raises(pickle.UnpicklingError, match="GLOBAL io.open"):
+            load(io.BytesIO(archive.getvalue()))
+        with pytest.raises(pickle.UnpicklingError, match="GLOBAL io.open"):
+            load(io.BytesIO(archive.getvalue()), weights_only=True)
     assert not sentinel.exists()
 
 

@@ -1,4 +1,6 @@
-"""mt.save / mt.load: checkpoints in the safetensors layout, never pickle.
+"""mt.save / mt.load: checkpoints in the safetensors layout, never pickle. mt.load also reads
+torch.save's zip checkpoints (_torch_zip: their pickle through an unpickler that resolves
+only allow-listed names, so nothing in the file is imported or run).
 
 File: 8-byte little-endian header length, a JSON header (space-padded to a multiple of 8) with
 one {"dtype", "shape", "data_offsets"} entry per stored tensor and a "__metadata__" of strings,
@@ -19,7 +21,7 @@ imports them; either way it builds objects with cls.__new__ and __setstate__, ne
 and runs no code the file carries. Every way a file can be malformed raises CheckpointError.
 Module map: _format (the container and its checks), _save, _load, _objects (whole objects, both
 ways), _safe_globals (the allow-list and the weights_only rules), _atomic (replacing a file
-safely), _foreign (other producers' files).
+safely), _foreign (other producers' safetensors files), _torch_zip (torch.save's format).
 """
 from ._format import FORMAT, CheckpointError, _digest  # noqa: F401  (tests reseal files)
 from ._load import load

@@ -11,7 +11,7 @@ import io
 import json
 import math
 import os
-import pickle            # only for torch's exception type: nothing is ever unpickled
+import pickle            # torch's exception type, and torch's zip checkpoints (_torch_zip)
 import struct
 
 import numpy as np
@@ -27,6 +27,7 @@ from ._format import (CHECKPOINT_LITTLE, DTYPE, FOREIGN_DTYPE, FOREIGN_LITTLE, F
                       carried, check_table, fail, is_int, start_digest)
 from ._objects import ObjectDecoding
 from ._safe_globals import AllowList, Importer, resolve_weights_only, weights_only_message
+from ._torch_zip import ZIP_MAGIC, load_torch_zip
 
 _TAGS = {"$tensor", "$tuple", "$dict", "$float", "$dtype", "$device", "$size", "$ndarray",
          "$npscalar", "$set", "$frozenset", "$bytes", "$bytearray", "$global", "$object",
@@ -38,8 +39,8 @@ _PARSE_ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError, Rec
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
          **pickle_load_args):
-    """Read a checkpoint written by save(), or a plain safetensors file (torch.load's
-    signature; nothing is ever unpickled).
+    """Read a checkpoint written by save(), a plain safetensors file, or torch.save's zip
+    checkpoint (torch.load's signature; its pickle resolves only allow-listed names).
     `map_location`: None (each tensor's saved device), "cpu"/"cuda"/a device (everything there),
     a dict {saved device: target device}, or a function (storage, location) -> None or a
     storage, called once per stored storage with it on the CPU (a 1-D tensor) and its saved
@@ -74,6 +75,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
 
 
 def _load(reader, place, mmap, policy):
+    if reader.size >= 4 and reader.read(4) == ZIP_MAGIC:      # torch.save's zip format
+        return load_torch_zip(reader, place, mmap, policy, _Storage)
+    reader.file.seek(reader.start)
     if reader.size < 8:
         refuse_pickles(reader.read(reader.size), False)
         fail(f"file is {reader.size} bytes, too short for a header")
