@@ -24,7 +24,7 @@ from . import distributed  # mt.distributed: loads no engine until init_process_
 from . import multiprocessing  # torch.multiprocessing; registers the tensor reducers
 from . import accelerator, backends, jit, onnx, profiler, serialization, sparse, types, xpu
 from . import amp
-from . import compiler, cpu, futures, signal
+from . import compiler, cpu, futures, hub, signal
 from .cuda import OutOfMemoryError
 from .amp.autocast_mode import (autocast, clear_autocast_cache, get_autocast_dtype,
                                 is_autocast_available, is_autocast_enabled,
