@@ -37,9 +37,13 @@ def test_download_once_check_the_hash_and_load(tmp_path, hub_dir, capsys):
     path.unlink()                                  # a second call reads the cache
     assert mt.hub.load_state_dict_from_url(url)["weight"].tolist() == [0.0, 1.0, 2.0, 3.0]
     assert "Downloading" not in capsys.readouterr().out
-    state = load_url(url, model_dir=str(tmp_path / "zoo"), file_name="x.pt") \
-        if path.exists() else None
-    assert state is None
+
+
+def test_model_zoo_load_url_into_its_own_directory(tmp_path, hub_dir):
+    path, _ = _published(tmp_path, "weights-{}.pt")
+    state = load_url(path.as_uri(), model_dir=str(tmp_path / "zoo"), file_name="renamed.pt")
+    assert state["weight"].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert os.listdir(tmp_path / "zoo") == ["renamed.pt"]
 
 
 def test_a_wrong_hash_leaves_nothing_behind(tmp_path, hub_dir):
