@@ -39,8 +39,7 @@ class TensorMethods:
     __add__ = operators.fast_operator(E.Add, E.add, np.add)
     __sub__ = operators.fast_operator(E.Sub, E.sub, np.subtract)
     __mul__ = operators.fast_operator(E.Mul, E.mul, np.multiply)
-    __truediv__ = operators.number_operator(
-        E.Div, operators.binary_operator(E.div, ufunc=np.true_divide))
+    __truediv__ = operators.fast_operator(E.Div, E.div, np.true_divide, floating=True)
     __floordiv__ = operators.binary_operator(E.floor_divide, ufunc=np.floor_divide)
     __mod__ = operators.binary_operator(float_math.remainder, ufunc=np.remainder)
     __pow__ = operators.binary_operator(E.pow, ufunc=np.power)

@@ -694,3 +694,16 @@ def test_div_gradients_on_the_arrays_equal_the_tensor_ops(shapes, dtype, device)
     for p, q in zip(plain, graphed):
         assert p.dtype is q.dtype and p.shape == q.shape
         np.testing.assert_array_equal(p.float().cpu().numpy(), q.detach().float().cpu().numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64", "bool"])
+def test_tensor_division_operator_matches_div(dtype, device):
+    kind = getattr(mt, dtype)
+    a = mt.tensor(_values(3, 4) * 4 + 1, device=device).to(kind)
+    b = mt.tensor(np.abs(_values(3, 4, seed=1)) + 1, device=device).to(kind)
+    out, expected = a / b, mt.div(a, b)
+    assert out.dtype is expected.dtype
+    np.testing.assert_array_equal(out.float().cpu().numpy(), expected.float().cpu().numpy())
+    if dtype == "float32":
+        leaf = a.detach().requires_grad_()
+        assert (leaf / b).grad_fn.name() == "DivBackward0"

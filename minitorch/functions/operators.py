@@ -56,12 +56,13 @@ def comparison_operator(fn):
         fn, self, array))
 
 
-def fast_operator(function_class, slow_path, ufunc=None):
+def fast_operator(function_class, slow_path, ufunc=None, floating=False):
     """`a op b` for two tensors of one dtype goes straight to the op's Function (the most
     common call in any model), or straight to the kernel when nothing is recorded (neither
     needs a gradient, or grad mode is off, as inside a backward); everything else takes the
     general promoting path. bool tensors always take the Function, which raises torch's
-    error for `-` on them."""
+    error for `-` on them. `floating`: only floating dtypes go straight (true division
+    promotes integers)."""
     op = function_class.op
     record = function_class.apply_recording
     on_ndarray = _ndarray_rule(slow_path, ufunc, None)
@@ -69,7 +70,8 @@ def fast_operator(function_class, slow_path, ufunc=None):
     def method(self, other):
         if isinstance(other, Tensor):
             data, other_data = self._data, other._data
-            if other_data.dtype is data.dtype:
+            if other_data.dtype is data.dtype and (not floating or
+                                                    data.dtype.is_floating_point):
                 if (self.requires_grad or other.requires_grad) and _grad_mode.enabled:
                     return record(self, other)
                 if data.dtype is _BOOL or _profiling:   # (the profiler records apply)
