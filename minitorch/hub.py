@@ -3,21 +3,18 @@ checked against the sha256 prefix a file name may carry, then mt.load, which rea
 zip checkpoints), download_url_to_file, get_dir and set_dir. Loading models from a GitHub repo's
 hubconf.py (torch.hub.load, list, help) runs that repo's code, written against torch: those
 raise NotImplementedError."""
-import hashlib
 import os
 import re
-import shutil
 import sys
-import tempfile
 import warnings
 from urllib.parse import urlparse
-from urllib.request import Request, urlopen
+
+from .datasets._download import download_url
 
 ENV_TORCH_HOME = "TORCH_HOME"
 ENV_XDG_CACHE_HOME = "XDG_CACHE_HOME"
 DEFAULT_CACHE_DIR = "~/.cache"
 HASH_REGEX = re.compile(r"-([a-f0-9]*)\.")
-READ_DATA_CHUNK = 128 * 1024
 _hub_dir = None
 
 
@@ -42,27 +39,12 @@ def set_dir(d):
 
 def download_url_to_file(url, dst, hash_prefix=None, progress=True):
     """Download url to the file dst (through a temporary file beside it, moved into place when
-    complete); with hash_prefix, the file's sha256 must start with it. `progress` is accepted:
-    no progress bar is drawn."""
-    with urlopen(Request(url, headers={"User-Agent": "minitorch.hub"})) as response:
-        directory = os.path.dirname(os.path.abspath(os.path.expanduser(dst)))
-        partial = tempfile.NamedTemporaryFile(delete=False, dir=directory)
-        try:
-            digest = hashlib.sha256()
-            with partial:
-                while True:
-                    chunk = response.read(READ_DATA_CHUNK)
-                    if not chunk:
-                        break
-                    partial.write(chunk)
-                    digest.update(chunk)
-            if hash_prefix is not None and not digest.hexdigest().startswith(hash_prefix):
-                raise RuntimeError(f'invalid hash value (expected "{hash_prefix}", got '
-                                   f'"{digest.hexdigest()}")')
-            shutil.move(partial.name, dst)
-        finally:
-            if os.path.exists(partial.name):
-                os.remove(partial.name)
+    complete, with a progress line on stderr when `progress`); with hash_prefix, the file's
+    sha256 must start with it."""
+    def verify(digest):
+        if hash_prefix is not None and not digest.startswith(hash_prefix):
+            raise RuntimeError(f'invalid hash value (expected "{hash_prefix}", got "{digest}")')
+    download_url(url, os.path.abspath(os.path.expanduser(dst)), verify, progress)
 
 
 def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=True,
