@@ -8,6 +8,7 @@ import pytest
 
 from minitorch._cpu.strided import compact, strided_add, strided_set
 from minitorch._cpu.threads import get_num_threads, set_num_threads
+from test_cpu_strided import offsets as flat_offsets
 
 DTYPES = [np.float32, np.float64, np.int64, np.uint8, np.float16]
 
@@ -31,15 +32,6 @@ def im2col_view(images, side, channels, kernel, stride):
     row = side * channels
     return ((images, out, out, kernel, kernel * channels),
             (side * row, stride * row, stride * channels, row, 1))
-
-
-def flat_offsets(shape, strides, offset=0):
-    flat = np.full(shape, offset, dtype=np.int64)
-    for d, (n, s) in enumerate(zip(shape, strides)):
-        axis = [1] * len(shape)
-        axis[d] = n
-        flat = flat + (np.arange(n, dtype=np.int64) * s).reshape(axis)
-    return flat.ravel()
 
 
 @pytest.fixture(params=[1, 2], ids=["1 thread", "2 threads"])
@@ -90,4 +82,4 @@ def test_large_batch_of_runs_in_parallel_chunks(threads):
     image = values(64 * 36 * 36 * 3, np.float32, 3)
     rows = np.empty(int(np.prod(shape)), np.float32)
     compact(image, rows, shape, strides, 0)
-    np.testing.assert_array_equal(rows, image[flat_offsets(shape, strides)])
+    np.testing.assert_array_equal(rows, image[flat_offsets(shape, strides, 0)])
