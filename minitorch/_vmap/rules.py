@@ -13,6 +13,7 @@ undecorated function's module and name, see functions/autocast_policy.BATCHING).
 """
 from .batched import (BatchedTensor, Unbatchable, logical_dim, materialize, unwrap_level,
                       wrap)
+from ..functions import elementwise
 from ..tensor import Tensor
 
 
@@ -612,7 +613,24 @@ def install():
             setattr(BatchedTensor, name, rule)
 
 
+def _unary_function(fn, a, integer_ok=False):
+    """elementwise._unary, the path of every one-input elementwise function (mt.exp(x),
+    mt.sigmoid(x), …): the op on the batch, which it maps element by element."""
+    return wrap(elementwise._unary(fn, a._value, integer_ok), a._level)
+
+
+def _binary_function(fn, a, b, floating=False):
+    """elementwise._binary (mt.add(x, y), mt.maximum(x, y), …): both operands aligned at the
+    top level, as the method rules align them."""
+    level = top_level((a, b))
+    rank = max(_logical_rank(t) for t in (a, b) if isinstance(t, Tensor))
+    a, b = _aligned((a, b), level, rank)
+    return wrap(elementwise._binary(fn, a, b, floating), level)
+
+
 FUNCTIONS = {
+    "minitorch.functions.elementwise._unary": _unary_function,
+    "minitorch.functions.elementwise._binary": _binary_function,
     "minitorch.functions.linalg.matmul": matmul,
     "minitorch.functions.linalg.mm": matmul,
     "minitorch.functions.linalg.bmm": matmul,

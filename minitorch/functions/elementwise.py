@@ -22,6 +22,7 @@ from ..opcodes import BinaryOp as B, UnaryOp as U
 from ..tensor import (Tensor, copy_in_layout, is_contiguous_as, layout_for, preserve_format,
                       wrap, zeros, zeros_like)
 from ..tensor import memory_format as _memory_format
+from .autocast_policy import BATCHING
 from .complex_refusals import refuse_complex
 from .reduce import sum_to
 
@@ -509,8 +510,13 @@ class ReluBackward(KernelFunction):
 
 
 def _unary(fn, a, integer_ok=False):
-    if not isinstance(a, Tensor):       # (the op's name is only spelled for the error)
-        _check_tensor(a, fn.__name__.lower())
+    if type(a) is not Tensor:
+        if not isinstance(a, Tensor):       # (the op's name is only spelled for the error)
+            _check_tensor(a, fn.__name__.lower())
+        if BATCHING.handler is not None:    # inside vmap: mt.exp(x) as batched as x.exp()
+            result = BATCHING.handler(_unary, (fn, a, integer_ok), {})
+            if result is not NotImplemented:
+                return result
     if not integer_ok:
         dtype = a._data.dtype
         if not dtype.is_floating_point:
@@ -948,6 +954,10 @@ class Remainder(_Binary):
 def _binary(fn, a, b, floating=False):
     """Apply a binary Function: same-dtype tensors and float tensor ⊕ Python int/float go
     straight to the kernel; anything else is promoted first."""
+    if BATCHING.handler is not None and (type(a) is not Tensor or type(b) is not Tensor):
+        result = BATCHING.handler(_binary, (fn, a, b, floating), {})   # inside vmap
+        if result is not NotImplemented:
+            return result
     if isinstance(a, Tensor):
         dtype = a._data.dtype
         if isinstance(b, Tensor):
