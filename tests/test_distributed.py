@@ -98,6 +98,10 @@ def test_ddp_equals_single_process_training_through_the_launcher():
         del os.environ["LAUNCHED_BY_RUN"]
 
 
+def test_ddp_join_with_uneven_inputs_on_three_ranks():
+    assert_every_rank_ok(launch(mpi(3, "join.py"), timeout=90), 3)
+
+
 def test_sync_batch_norm_and_differentiable_collectives_on_three_ranks():
     """Ranks holding 1, 2 and 3 samples: SyncBatchNorm and mt.distributed.nn's collectives give
     the global batch's values and gradients; DDP over convert_sync_batchnorm trains as one

@@ -89,6 +89,16 @@ def test_launcher_marks_its_ranks_as_torchrun_does(monkeypatch):
     assert [env["TORCHELASTIC_RUN_ID"] for env in seen] == ["none", "job7"]
 
 
+def test_join_needs_joinables_and_a_joinable_names_its_hooks():
+    from minitorch.distributed.algorithms import Join, Joinable, JoinHook
+    with pytest.raises(ValueError, match="requires at least one joinable"):
+        Join([])
+    with pytest.raises(TypeError):
+        Joinable()                  # join_hook, join_device and join_process_group are abstract
+    hook = JoinHook()
+    assert hook.main_hook() is None and hook.post_hook(True) is None
+
+
 def test_reduce_op_names_and_timeout_type():
     assert [op.name for op in dist.ReduceOp] == ["SUM", "PRODUCT", "MIN", "MAX", "AVG"]
     assert str(dist.ReduceOp.SUM) == "RedOpType.SUM"

@@ -1,4 +1,6 @@
-"""torch.distributed.algorithms: DDP communication hooks (ddp_comm_hooks)."""
-from . import ddp_comm_hooks
+"""torch.distributed.algorithms: DDP communication hooks (ddp_comm_hooks) and the join context
+manager for uneven inputs (join)."""
+from . import ddp_comm_hooks, join
+from .join import Join, Joinable, JoinHook
 
-__all__ = ["ddp_comm_hooks"]
+__all__ = ["Join", "JoinHook", "Joinable", "ddp_comm_hooks", "join"]

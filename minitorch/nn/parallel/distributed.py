@@ -4,14 +4,17 @@ import contextlib
 
 from ... import distributed as dist
 from ...autograd import is_grad_enabled, no_grad
+from ...distributed.algorithms.join import _DISABLED, Join, Joinable, JoinHook
 from ...distributed.group import resolve
+from ...dtypes import uint8
+from ...tensor import ones, tensor as new_tensor, zeros
 from ..module import Module
 from .buckets import FIRST_BUCKET_BYTES, assign_buckets, set_factor
 from .data_parallel import move_to
 from .reducer import Reducer
 
 
-class DistributedDataParallel(Module):
+class DistributedDataParallel(Module, Joinable):
     """torch.nn.parallel.DistributedDataParallel over mt.distributed (MPI or NCCL).
 
     At construction rank 0's parameters and buffers are broadcast to every rank. Each forward
@@ -44,6 +47,8 @@ class DistributedDataParallel(Module):
         self.find_unused_parameters = find_unused_parameters
         self.gradient_as_bucket_view, self.static_graph = gradient_as_bucket_view, static_graph
         self.require_backward_grad_sync = True
+        self._join_config = _DISABLED       # Joinable's state (join(): uneven inputs)
+        self._divide_by_initial_world_size = True
         self._params = [p for p in module.parameters() if p.requires_grad]
         if not self._params:
             raise RuntimeError("DistributedDataParallel is not needed when a module doesn't have "
@@ -85,12 +90,17 @@ class DistributedDataParallel(Module):
                                        f"has parameter {i} of shape {list(a[0])} {a[1]}, while "
                                        f"rank {rank} has {list(b[0])} {b[1]}.")
 
-    def _sync_module_states(self):
-        """Rank 0's parameters and buffers everywhere (in place: optimizers keep their refs)."""
-        root = self.process_group.ranks[0]
+    def _sync_module_states(self, root=None):
+        """Rank root's (the group's first by default) parameters and buffers everywhere (in
+        place: optimizers keep their refs)."""
+        root = self.process_group.ranks[0] if root is None else root
         with no_grad():
             for tensor in list(self.module.parameters()) + list(self.module.buffers()):
                 dist.broadcast(tensor.detach(), src=root, group=self.process_group)
+
+    def _syncs_buffers(self):
+        """Whether a training forward broadcasts the buffers (rank 0's win)."""
+        return self.broadcast_buffers and bool(self._buffers_to_sync) and self._world > 1
 
     def _sync_buffers(self):
         root = self.process_group.ranks[0]
@@ -103,8 +113,11 @@ class DistributedDataParallel(Module):
         syncing = is_grad_enabled() and self.require_backward_grad_sync
         if syncing:
             self._reducer.check_prior_reduction_finished()
-        if self.broadcast_buffers and self._buffers_to_sync and self._world > 1 \
-                and is_grad_enabled():
+        joining = is_grad_enabled() and self._join_config.enable
+        self._reducer.blocking = joining
+        if joining:
+            self._join_iteration_start()
+        if self._syncs_buffers() and is_grad_enabled():
             self._sync_buffers()
         if self.device_ids:         # torch moves the inputs to the replica's device
             device = self.device_ids[0]
@@ -143,5 +156,75 @@ class DistributedDataParallel(Module):
         set_factor(self._buckets, 1.0)
         self._reducer.comm_hook = (state, hook)
 
+    # ---- uneven inputs (Join) -----------------------------------------------------------------
+    def join(self, divide_by_initial_world_size=True, enable=True,
+             throw_on_early_termination=False):
+        """A context manager for training loops whose ranks see different numbers of inputs:
+        a rank out of inputs shadows the others' all-reduces with zeros until all are done,
+        then every rank takes the last joiner's model. Gradients are averaged over the initial
+        world size (a joined rank contributes zeros), or over the ranks still training when
+        divide_by_initial_world_size=False."""
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, **kwargs):
+        return _DDPJoinHook(self, kwargs.get("divide_by_initial_world_size", True))
+
+    @property
+    def join_device(self):
+        return self._params[0].device
+
+    @property
+    def join_process_group(self):
+        return self.process_group
+
+    def _join_iteration_start(self):
+        """A rank still training, in join mode: the count of ranks training and whether this
+        iteration syncs gradients (a joined rank matches both with zeros), then the averaging
+        factor for the ranks training."""
+        count = Join.notify_join_context(self)
+        flag = (ones if self.require_backward_grad_sync else zeros)(1, device=self.join_device)
+        dist.all_reduce(flag, group=self.process_group)
+        if count and not self._divide_by_initial_world_size and \
+                self._reducer.comm_hook is None:
+            set_factor(self._buckets, 1.0 / count)
+
     def extra_repr(self):
         return ""
+
+
+class _DDPJoinHook(JoinHook):
+    """A joined rank's part in DDP's iterations: the sync flag, the buffer broadcast and, when
+    the others sync, one all-reduce of zeros per bucket in bucket order (and the unused-
+    parameter flags); at the end every rank takes the last joiner's parameters and buffers."""
+
+    def __init__(self, ddp, divide_by_initial_world_size):
+        ddp._divide_by_initial_world_size = divide_by_initial_world_size
+        self.ddp = ddp
+
+    def main_hook(self):
+        ddp = self.ddp
+        group, device = ddp.process_group, ddp.join_device
+        flag = zeros(1, device=device)
+        dist.all_reduce(flag, group=group)
+        if ddp._syncs_buffers():
+            ddp._sync_buffers()
+        if not flag.item():
+            return
+        for bucket in ddp._buckets:
+            first = bucket.params[0]
+            dist.all_reduce(zeros(sum(p.numel() for p in bucket.params), dtype=first.dtype,
+                                  device=device), group=group)
+        if ddp.find_unused_parameters:
+            dist.all_reduce(zeros(len(ddp._params), dtype=uint8, device=device),
+                            op=dist.ReduceOp.MAX, group=group)
+
+    def post_hook(self, is_last_joiner):
+        ddp = self.ddp
+        group = ddp.process_group
+        rank = new_tensor([dist.get_rank(group) if is_last_joiner else -1],
+                          device=ddp.join_device)
+        dist.all_reduce(rank, op=dist.ReduceOp.MAX, group=group)
+        ddp._sync_module_states(root=int(rank.item()))
+        if ddp._reducer.comm_hook is None:
+            set_factor(ddp._buckets, 1.0 / ddp._world)

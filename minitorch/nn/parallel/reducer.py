@@ -42,6 +42,7 @@ class Reducer:
         self.next_bucket = 0        # buckets start in index order on every rank (MPI's rule)
         self.used = None            # id(param) -> used on this rank (find_unused_parameters)
         self.comm_hook = None       # (state, hook) of register_comm_hook: reduces each bucket
+        self.blocking = False       # every all-reduce blocking (join mode: see Join)
         self._all_ids = frozenset(id(p) for p in params)
         self._slot = {id(p): (bucket, i) for bucket in buckets
                       for i, p in enumerate(bucket.params)}
@@ -112,7 +113,7 @@ class Reducer:
         # Once every remaining bucket is ready, backward has nothing left to overlap them
         # with: they are all-reduced blocking (a blocking all-reduce, with MPI's tuned
         # algorithms, beats a non-blocking one plus its wait); earlier ones start async.
-        overlap = any(b.waiting for b in buckets[start:])
+        overlap = not self.blocking and any(b.waiting for b in buckets[start:])
         i = start
         while i < len(buckets) and buckets[i].waiting == 0:
             bucket = buckets[i]
