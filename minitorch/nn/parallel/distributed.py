@@ -30,7 +30,9 @@ class DistributedDataParallel(Module, Joinable):
     gradient_as_bucket_view=True). With gradient_as_bucket_view=True every .grad becomes a view
     of its bucket at its first synced backward (as in torch), so the averages need no copy
     back. static_graph is accepted and has no effect: each forward plans its reduction from the
-    graph it built, which already covers what torch's static-graph mode optimizes for."""
+    graph it built, which already covers what torch's static-graph mode optimizes for.
+    register_comm_hook swaps the averaging for a hook; join() trains ranks with uneven inputs
+    (distributed/algorithms/join.py)."""
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
                  init_sync=True, process_group=None, bucket_cap_mb=None,
