@@ -202,6 +202,38 @@ for got, p in zip(grads, cpu_model.parameters()):
     assert_close(got, p.grad.numpy(), "DDP on nccl", rtol=1e-4, atol=1e-6)
 checks += 3
 
+# this session's additions at world size 1: list collectives, futures, object scatter, the
+# monitored barrier, communication hooks and join
+parts = [mt.zeros(2, 3, device="cuda")]
+dist.all_to_all(parts, [t])
+assert_close(parts[0].cpu(), t.cpu().numpy(), "all_to_all")
+single = mt.zeros(2, 3, device="cuda")
+dist.reduce_scatter(single, [t])
+assert_close(single.cpu(), t.cpu().numpy(), "reduce_scatter")
+future = dist.all_reduce(t.clone(), async_op=True).get_future().then(lambda f: f.value()[0] * 2)
+assert_close(future.wait().cpu(), t.cpu().numpy() * 2, "get_future")
+mine = [None]
+dist.scatter_object_list(mine, [{"only": 0}], src=0)
+assert mine == [{"only": 0}]
+dist.monitored_barrier()
+expect(ValueError, "all_reduce does not support RedOpType.MAX on complex tensors",
+       lambda: dist.all_reduce(mt.ones(2, dtype=mt.complex64, device="cuda"),
+                               op=dist.ReduceOp.MAX))
+from minitorch.distributed.algorithms.ddp_comm_hooks import default_hooks  # noqa: E402
+for hook in (default_hooks.allreduce_hook, default_hooks.fp16_compress_hook):
+    mt.manual_seed(0)
+    hooked = nn.Linear(4, 2).to("cuda")
+    ddp = nn.parallel.DistributedDataParallel(hooked)
+    ddp.register_comm_hook(None, hook)
+    with ddp.join():
+        ddp(x.to("cuda")).sum().backward()
+    mt.manual_seed(0)
+    plain = nn.Linear(4, 2)
+    plain(x).sum().backward()
+    assert_close(hooked.weight.grad.cpu(), plain.weight.grad.numpy(), hook.__name__,
+                 rtol=1e-3, atol=1e-3)
+checks += 8
+
 check_scaled_bucket_takes("cuda")
 checks += 1
 dist.destroy_process_group()
