@@ -285,12 +285,14 @@ def test_nested_vmap_and_pytrees(rng):
 
 
 def test_elementwise_function_forms_run_batched(rng):
-    """mt.exp(x), mt.add(x, y), … go through elementwise's _unary / _binary, whose dispatch
-    point runs them on the batch as the method forms run (the functions that check their
-    operands' dtypes first, such as mt.sub or mt.maximum, still map index by index)."""
+    """mt.exp(x), mt.add(x, y), mt.abs(x), … reach the batching hook in elementwise's _unary
+    / _binary and in _Unary.apply, so they run on the batch as the method forms do; their
+    argument checks read the example's dtype from the batched tensor's metadata."""
     x, y, row = t64(rng, 4, 5), t64(rng, 4, 5), t64(rng, 5)
     run_both(lambda a: mt.exp(a) + mt.sigmoid(a) * mt.tanh(a) - mt.log1p(a.abs()), x)
     run_both(lambda a, b: mt.atan2(a, b) + mt.mul(a, 2.0) - mt.add(3, b), x, y)
+    run_both(lambda a, b: mt.sub(mt.maximum(a, b), mt.minimum(a, b)) * mt.hypot(a, b), x, y)
+    run_both(lambda a: mt.abs(a) + mt.relu(a) - mt.neg(mt.square(a)) + mt.floor(a), x)
     run_both(lambda a: mt.add(a, row) * mt.div(row, 2), x)          # an unbatched operand
     run_both(lambda a, b: mt.atan2(a, b.unsqueeze(0)), x, y[:, :1], in_dims=(0, 0))
     run_both(mf.vmap(lambda a, b: mt.mul(mt.exp(a), b)), x.view(2, 2, 5), y.view(2, 2, 5))

@@ -8,9 +8,10 @@ be a BatchedTensor of a lower level, never of a higher one.
 
 Ops reach batching rules (rules.py) through the wrapper's methods and through the functions
 layer's dispatch point (functions/autocast_policy.BATCHING). Everything else eventually reads
-`_data`, which a BatchedTensor does not have: reading it raises `Unbatchable`, and vmap reruns
-the whole call index by index (vmap.py). So an op without a rule is never computed on the
-batched storage as if it were one example.
+`_data`, which a BatchedTensor does not have: its `_data` answers the example's dtype, device
+and shape (argument checks read them) and raises `Unbatchable` for anything else, and vmap
+then reruns the whole call index by index (vmap.py). So an op without a rule is never
+computed on the batched storage as if it were one example.
 
 Autograd needs nothing of its own: rules compute with ordinary tensor ops on the `_value`s, so
 the tape records the batched computation and the transforms in func.py differentiate the
@@ -54,11 +55,32 @@ def _unbatchable(self):
     raise Unbatchable("no batching rule")
 
 
+class _Metadata:
+    """A BatchedTensor's `_data`: one example's dtype, device, shape, rank and size, which
+    argument checks read (`x._data.dtype is bool`); any other attribute (the storage, a
+    kernel, a view) raises Unbatchable, so no op ever computes on the batch's storage as if it
+    were one example."""
+    __slots__ = ("_tensor",)
+
+    def __init__(self, tensor):
+        self._tensor = tensor
+
+    dtype = property(lambda self: self._tensor.dtype)
+    device = property(lambda self: self._tensor.device)
+    shape = property(lambda self: tuple(self._tensor.shape))
+    ndim = property(lambda self: self._tensor.ndim)
+    size = property(lambda self: self._tensor.numel())
+
+    def __getattr__(self, name):
+        raise Unbatchable(f"no batching rule (reads {name})")
+
+
 class BatchedTensor(Tensor):
     """One example's view of a batch: `_value` holds the batch at dim 0 for level `_level`."""
 
-    # No storage of its own: code without a batching rule stops here (see the module doc).
-    _data = property(_unbatchable)
+    # No storage of its own: code without a batching rule stops at anything but the example's
+    # metadata (see the module doc and _Metadata).
+    _data = property(_Metadata)
     _version = property(_unbatchable)
 
     @property

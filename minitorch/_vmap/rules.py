@@ -619,6 +619,11 @@ def _unary_function(fn, a, integer_ok=False):
     return wrap(elementwise._unary(fn, a._value, integer_ok), a._level)
 
 
+def _unary_apply(cls, a):
+    """A _Unary node applied directly (mt.abs, mt.relu, mt.neg, …): the node on the batch."""
+    return wrap(cls.apply(a._value), a._level)
+
+
 def _binary_function(fn, a, b, floating=False):
     """elementwise._binary (mt.add(x, y), mt.maximum(x, y), …): both operands aligned at the
     top level, as the method rules align them."""
@@ -631,6 +636,7 @@ def _binary_function(fn, a, b, floating=False):
 FUNCTIONS = {
     "minitorch.functions.elementwise._unary": _unary_function,
     "minitorch.functions.elementwise._binary": _binary_function,
+    "minitorch.functions.elementwise.apply_unary": _unary_apply,
     "minitorch.functions.linalg.matmul": matmul,
     "minitorch.functions.linalg.mm": matmul,
     "minitorch.functions.linalg.bmm": matmul,

@@ -272,6 +272,10 @@ class _Unary(KernelFunction):
 
     @classmethod
     def apply(cls, *args):
+        if type(args[0]) is not Tensor and BATCHING.handler is not None:
+            result = BATCHING.handler(apply_unary, (cls, args[0]), {})     # inside vmap
+            if result is not NotImplemented:
+                return result
         if cls.kernel_only and not _recorded(args[0]):
             return wrap(args[0]._data.unary(cls.op))
         return _kernel_apply(cls, *args)
@@ -279,6 +283,12 @@ class _Unary(KernelFunction):
     @classmethod
     def forward(cls, ctx, a):
         return wrap(a._data.unary(cls.op))
+
+
+def apply_unary(cls, a):
+    """cls.apply(a) for a _Unary class: the name vmap's rule for direct applies answers to
+    (mt.abs, mt.relu, mt.square, … call their node's apply after their own checks)."""
+    return cls.apply(a)
 
 
 class Neg(_Unary):
