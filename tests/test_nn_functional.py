@@ -1596,3 +1596,24 @@ def test_scaled_dot_product_attention_matches_torch(device, rng):
                   lambda *a: sdpa(*a[:3], a[3]), arrays + [rng.standard_normal((4, 6))], device)
     torch_compare(lambda *a: F.scaled_dot_product_attention(*a, is_causal=True, scale=0.7),
                   lambda *a: sdpa(*a, is_causal=True, scale=0.7), arrays, device)
+
+
+@pytest.mark.parametrize("loss, options", [
+    ("cross_entropy", {}), ("cross_entropy", {"weight": [1.0, 2.0, 0.5]}),
+    ("cross_entropy", {"ignore_index": 1}), ("nll_loss", {}),
+    ("nll_loss", {"ignore_index": 2})])
+def test_class_losses_refuse_a_target_written_in_place_before_backward(device, loss, options):
+    """torch saves the target for backward: writing it in place between forward and backward
+    is its version-counter error, not a gradient of the new targets."""
+    scores = mt.randn(4, 3, device=device, requires_grad=True)
+    target = mt.tensor([0, 1, 2, 0], device=device)
+    kwargs = {k: mt.tensor(v, device=device) if isinstance(v, list) else v
+              for k, v in options.items()}
+    inputs = scores.log_softmax(1) if loss == "nll_loss" else scores
+    result = getattr(F, loss)(inputs, target, **kwargs)
+    target[0] = 2
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        result.backward()
+    result = getattr(F, loss)(inputs, target, **kwargs)       # untouched: the usual gradient
+    result.backward()
+    assert scores.grad is not None and scores.grad.shape == (4, 3)

@@ -29,19 +29,22 @@ from .reduce import log_softmax
 __all__ = ["ctc_nll", "cross_entropy_rows", "nll_rows"]
 
 
-def nll_rows(scores, target, w, reduction):
+def nll_rows(scores, target, w, reduction, source=None):
     """-scores[i, target[i]] · w[i], reduced by `reduction` ('mean' divides by Σw, torch's
     weighted mean). scores: (M, C) Tensor; target: (M,) int64 NDArray of in-range classes;
-    w: (M,) NDArray of scores' dtype, or None for all ones."""
-    return NllLoss.apply(scores, target, w, reduction)
+    w: (M,) NDArray of scores' dtype, or None for all ones; source: the target Tensor the
+    classes came from, saved so that backward refuses it once written in place (torch's
+    error), as torch saves its target."""
+    return NllLoss.apply(scores, target, w, reduction, source)
 
 
-def cross_entropy_rows(scores, target, w, reduction):
+def cross_entropy_rows(scores, target, w, reduction, source=None):
     """nll_rows(log_softmax(scores, 1), target, w, reduction) as one node over (M, C) float
     scores: the kernel reads each row's log_softmax at its target without writing the (M, C)
     log_softmax, and the backward is one kernel too. Same values as the composed path, bit for
-    bit. target: (M,) int64 NDArray (out-of-range classes raise IndexError before any write)."""
-    return CrossEntropyRows.apply(scores, target, w, reduction)
+    bit. target: (M,) int64 NDArray (out-of-range classes raise IndexError before any write);
+    source: as nll_rows'."""
+    return CrossEntropyRows.apply(scores, target, w, reduction, source)
 
 
 def _reduced_loss(picked, w, reduction, denominator_like):
@@ -85,16 +88,18 @@ def _negative_count(rows, like):
 
 class NllLoss(KernelFunction):
     @staticmethod
-    def forward(ctx, scores, target, w, reduction):
+    def forward(ctx, scores, target, w, reduction, source=None):
         nd = scores._data
+        ctx.save_for_backward(source)
         ctx.target, ctx.w, ctx.reduction, ctx.classes = target, w, reduction, nd.shape[1]
         picked = nd.gather(1, target.reshape((-1, 1))).reshape((-1,))
         return wrap(_reduced_loss(picked, w, reduction, nd))
 
     @staticmethod
     def backward(ctx, g):
+        ctx.saved_tensors               # the target unchanged since forward (a version check)
         return NllLossBackward.apply(g, ctx.target, ctx.w, ctx.reduction, ctx.classes), \
-            None, None, None
+            None, None, None, None
 
 
 class CrossEntropyRows(KernelFunction):
@@ -104,7 +109,7 @@ class CrossEntropyRows(KernelFunction):
     backward works."""
 
     @staticmethod
-    def forward(ctx, scores, target, w, reduction):
+    def forward(ctx, scores, target, w, reduction, source=None):
         nd = scores._data.compact()
         picked = nd._new((nd.shape[0],))
         # each row's max and log-sum-exp, in the compute dtype (16-bit scores keep them exact)
@@ -112,15 +117,15 @@ class CrossEntropyRows(KernelFunction):
         if picked.size:
             nd.backend.cross_entropy_rows(nd.flat(), target.compact().flat(), picked.buffer,
                                           stats.buffer, nd.shape[1])
-        ctx.save_for_backward(scores)
+        ctx.save_for_backward(scores, source)      # source: see nll_rows
         ctx.target, ctx.w, ctx.reduction, ctx.stats = target, w, reduction, stats
         return wrap(_reduced_loss(picked, w, reduction, nd))
 
     @staticmethod
     def backward(ctx, g):
-        (scores,) = ctx.saved_tensors
+        scores, _ = ctx.saved_tensors
         if _grad_mode.enabled:          # create_graph: the composed path, differentiable
-            return _composed_cross_entropy_grad(scores, ctx, g), None, None, None
+            return _composed_cross_entropy_grad(scores, ctx, g), None, None, None, None
         nd = scores._data.compact()
         coef = _row_coefficients(g._data, ctx.target, ctx.w, ctx.reduction)
         grad = nd._new(nd.shape)
@@ -128,7 +133,7 @@ class CrossEntropyRows(KernelFunction):
             nd.backend.cross_entropy_rows_backward(coef.compact().flat(), nd.flat(),
                                                    ctx.target.compact().flat(),
                                                    ctx.stats.buffer, grad.buffer, nd.shape[1])
-        return wrap(grad), None, None, None
+        return wrap(grad), None, None, None, None
 
 
 def _composed_cross_entropy_grad(scores, ctx, g):

@@ -250,12 +250,12 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         # check (made before anything is read; on a GPU, on the host) finds a target outside
         # [0, C): then ignore_index rows or a bad target, sorted out by the checked path.
         try:
-            loss = nll_rows(scores, rows, None, reduction)
+            loss = nll_rows(scores, rows, None, reduction, target)
         except IndexError:
             pass
     if loss is None:
         target_rows, w = _nll_rows_and_weights(rows, weight, ignore_index, classes, scores.dtype)
-        loss = nll_rows(scores, target_rows, w, reduction)
+        loss = nll_rows(scores, target_rows, w, reduction, target)
     if reduction == "none" and loss.shape != target.shape:
         loss = loss.reshape(target.shape)
     return loss
@@ -270,11 +270,11 @@ def _cross_entropy_rows(input, target, weight, ignore_index, reduction):
     rows, classes = target._data.reshape((-1,)), input.shape[1]
     if weight is None and not 0 <= ignore_index < classes:
         try:
-            return cross_entropy_rows(input, rows, None, reduction)
+            return cross_entropy_rows(input, rows, None, reduction, target)
         except IndexError:
             pass
     target_rows, w = _nll_rows_and_weights(rows, weight, ignore_index, classes, input.dtype)
-    return cross_entropy_rows(input, target_rows, w, reduction)
+    return cross_entropy_rows(input, target_rows, w, reduction, target)
 
 
 def _nll_rows_and_weights(target, weight, ignore_index, classes, dtype):
