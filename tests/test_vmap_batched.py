@@ -293,6 +293,8 @@ def test_elementwise_function_forms_run_batched(rng):
     run_both(lambda a, b: mt.atan2(a, b) + mt.mul(a, 2.0) - mt.add(3, b), x, y)
     run_both(lambda a, b: mt.sub(mt.maximum(a, b), mt.minimum(a, b)) * mt.hypot(a, b), x, y)
     run_both(lambda a: mt.abs(a) + mt.relu(a) - mt.neg(mt.square(a)) + mt.floor(a), x)
+    run_both(lambda a: mt.sum(a) + mt.mean(a, 0, keepdim=True) + mt.sum(a > 0, dtype=mt.float64),
+             x)
     run_both(lambda a: mt.add(a, row) * mt.div(row, 2), x)          # an unbatched operand
     run_both(lambda a, b: mt.atan2(a, b.unsqueeze(0)), x, y[:, :1], in_dims=(0, 0))
     run_both(mf.vmap(lambda a, b: mt.mul(mt.exp(a), b)), x.view(2, 2, 5), y.view(2, 2, 5))
@@ -309,7 +311,7 @@ def test_ops_without_a_rule_fall_back_to_mapping(rng):
     x = t64(rng, 4, 5)
     run_both(lambda a: a.sort(-1).values * 2, x, expect="mapped")
     run_both(lambda a: F.silu(a) + a, x, expect="mapped")
-    run_both(lambda a: mt.sum(a), x, expect="mapped")       # function forms of reductions
+    run_both(lambda a: mt.prod(a), x, expect="mapped")      # a reduction's function form
 
     def in_place(a):
         b = a.clone()

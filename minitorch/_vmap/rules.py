@@ -637,6 +637,10 @@ FUNCTIONS = {
     "minitorch.functions.elementwise._unary": _unary_function,
     "minitorch.functions.elementwise._binary": _binary_function,
     "minitorch.functions.elementwise.apply_unary": _unary_apply,
+    "minitorch.functions.reduce.sum":
+        lambda input, dim=None, keepdim=False, dtype=None: input.sum(dim, keepdim, dtype=dtype),
+    "minitorch.functions.reduce.mean":
+        lambda input, dim=None, keepdim=False, dtype=None: input.mean(dim, keepdim, dtype=dtype),
     "minitorch.functions.linalg.matmul": matmul,
     "minitorch.functions.linalg.mm": matmul,
     "minitorch.functions.linalg.bmm": matmul,

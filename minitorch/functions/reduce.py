@@ -22,6 +22,7 @@ from ..ndarray import (NDArray, _remember, contiguous_strides, normalize_dim, no
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import Tensor, wrap
 from . import elementwise as _E   # circular at import time: only used inside functions
+from .autocast_policy import BATCHING
 from .complex_refusals import refuse_complex
 
 
@@ -121,6 +122,10 @@ class Sum(KernelFunction):
 def sum(input, dim=None, keepdim=False, dtype=None):
     """Sum of all elements, or over dim (int or tuple) with keepdim; bool and integer inputs
     sum to int64 (torch.sum)."""
+    if type(input) is not Tensor and BATCHING.handler is not None:   # inside vmap: mt.sum(x)
+        result = BATCHING.handler(sum, (input, dim, keepdim, dtype), {})
+        if result is not NotImplemented:
+            return result
     if getattr(input, "is_sparse", False):
         return input.sum(dim, keepdim, dtype)
     if dtype is dtypes.bool_:               # a sum in bool saturates: any() of the truths
@@ -190,6 +195,10 @@ def _mean_of(nd, dims, keepdim):
 def mean(input, dim=None, keepdim=False, dtype=None):
     """Mean of all elements, or over dim with keepdim; floating inputs or a floating dtype only
     (torch.mean)."""
+    if type(input) is not Tensor and BATCHING.handler is not None:   # inside vmap: mt.mean(x)
+        result = BATCHING.handler(mean, (input, dim, keepdim, dtype), {})
+        if result is not NotImplemented:
+            return result
     if dtype is not None:
         if not (dtype.is_floating_point or dtype.is_complex):
             raise RuntimeError("mean(): could not infer output dtype. Optional dtype must be "
