@@ -72,10 +72,12 @@ class KernelBackend(Protocol):
         int64 targets checked in [0, n) first: IndexError, nothing written); stats[2r] and
         stats[2r + 1] get the row's max and log Σ exp(x − max)."""
 
-    def cross_entropy_rows_backward(self, coef, a, target, stats, out, n):
+    def cross_entropy_rows_backward(self, coef, a, target, stats, out, n, targets_checked=False):
         """out[r, j] = coef[r]·[j = target[r]] − softmax(row r of a)[j]·coef[r]: the input
         gradient of cross_entropy_rows for a gradient coef[r] at each picked value, the
-        softmax from the forward's stats."""
+        softmax from the forward's stats. targets_checked: the forward checked these very
+        targets and the caller guards them against writes since (a saved tensor's version),
+        so the GPU skips its range check, a device-to-host copy; the CPU checks anyway."""
 
     def norm_rows(self, x, weight, bias, y, mean, rstd, n, inner=1, groups=1, eps=1e-5,
                   rms=False, segments=1):

@@ -114,3 +114,24 @@ def test_16_bit_scores_match_the_composed_path(device, dtype):
     (fused_loss, fused_grad), (loss, grad) = results
     assert abs(fused_loss - loss) <= 1e-2 * abs(loss)
     np.testing.assert_allclose(fused_grad, grad, rtol=2e-2, atol=1e-3)
+
+
+def test_the_gpu_checks_the_targets_once_per_step(device, monkeypatch):
+    """The forward checks the targets' range (on a GPU, a device-to-host copy); the backward's
+    targets are the same saved, version-guarded tensor, so the GPU does not check them again.
+    (The CPU's check is a pass over host memory: it stays in both.)"""
+    if device != "cuda":
+        pytest.skip("the range check that is skipped is the GPU backend's")
+    from minitorch._gpu.backend import GpuBackend
+    checks = []
+    original = GpuBackend._check_index
+    monkeypatch.setattr(GpuBackend, "_check_index",
+                        lambda self, *args: checks.append(args) or original(self, *args))
+    scores = mt.randn(5, 4, device=device, requires_grad=True)
+    target = mt.tensor([0, 3, 1, 2, 3], device=device)
+    loss = F.cross_entropy(scores, target)
+    assert len(checks) == 1
+    loss.backward()
+    assert len(checks) == 1 and scores.grad.shape == (5, 4)
+    with pytest.raises(IndexError):
+        F.cross_entropy(scores, mt.tensor([0, 4, 1, 2, 3], device=device))

@@ -355,10 +355,12 @@ def cross_entropy_rows(cnp.ndarray a, cnp.ndarray target, cnp.ndarray picked,
 
 
 def cross_entropy_rows_backward(cnp.ndarray coef, cnp.ndarray a, cnp.ndarray target,
-                                cnp.ndarray stats, cnp.ndarray out, Py_ssize_t n):
+                                cnp.ndarray stats, cnp.ndarray out, Py_ssize_t n,
+                                bint targets_checked=False):
     """out[r, j] = coef[r]·[j = target[r]] − softmax(row r of a)[j]·coef[r]: the gradient at the
     scores of cross_entropy_rows for a gradient coef[r] at each picked value, from the forward's
-    stats."""
+    stats. The targets are checked even when targets_checked (the GPU skips its check then: a
+    device-to-host copy; here it is a pass over host memory)."""
     cdef int dt = check_rows(a, out, n, "cross_entropy_rows_backward")
     cdef Py_ssize_t m = cnp.PyArray_SIZE(a) // n, t
     if buffer_dtype(coef, "cross_entropy_rows_backward") != dt or cnp.PyArray_SIZE(coef) != m:

@@ -118,6 +118,7 @@ class CrossEntropyRows(KernelFunction):
             nd.backend.cross_entropy_rows(nd.flat(), target.compact().flat(), picked.buffer,
                                           stats.buffer, nd.shape[1])
         ctx.save_for_backward(scores, source)      # source: see nll_rows
+        ctx.guarded = source is not None           # backward's targets: checked, unchanged
         ctx.target, ctx.w, ctx.reduction, ctx.stats = target, w, reduction, stats
         return wrap(_reduced_loss(picked, w, reduction, nd))
 
@@ -132,7 +133,8 @@ class CrossEntropyRows(KernelFunction):
         if grad.size:
             nd.backend.cross_entropy_rows_backward(coef.compact().flat(), nd.flat(),
                                                    ctx.target.compact().flat(),
-                                                   ctx.stats.buffer, grad.buffer, nd.shape[1])
+                                                   ctx.stats.buffer, grad.buffer, nd.shape[1],
+                                                   targets_checked=ctx.guarded)
         return wrap(grad), None, None, None, None
 
 
