@@ -99,12 +99,12 @@ def batching_point(fn):
     """vmap's dispatch point alone, for an op on none of autocast's lists (see BATCHING)."""
     @functools.wraps(fn)
     def call(*args, **kwargs):
-        result = _batched(fn, args, kwargs)
+        result = batched_result(fn, args, kwargs)
         return fn(*args, **kwargs) if result is NotImplemented else result
     return call
 
 
-def _batched(fn, args, kwargs):
+def batched_result(fn, args, kwargs):
     """vmap's handler's result for fn, or NotImplemented when no vmap is running or it has
     no rule for this call."""
     handler = BATCHING.handler
@@ -117,7 +117,7 @@ def autocast_op(policy, devices=("cpu", "cuda"), banned=()):
     def decorate(fn):
         @functools.wraps(fn)
         def call(*args, **kwargs):
-            result = _batched(fn, args, kwargs)
+            result = batched_result(fn, args, kwargs)
             if result is not NotImplemented:
                 return result
             if not STATE.active:

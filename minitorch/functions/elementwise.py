@@ -22,7 +22,7 @@ from ..opcodes import BinaryOp as B, UnaryOp as U
 from ..tensor import (Tensor, copy_in_layout, is_contiguous_as, layout_for, preserve_format,
                       wrap, zeros, zeros_like)
 from ..tensor import memory_format as _memory_format
-from .autocast_policy import BATCHING
+from .autocast_policy import batched_result
 from .complex_refusals import refuse_complex
 from .reduce import sum_to
 
@@ -272,8 +272,8 @@ class _Unary(KernelFunction):
 
     @classmethod
     def apply(cls, *args):
-        if type(args[0]) is not Tensor and BATCHING.handler is not None:
-            result = BATCHING.handler(apply_unary, (cls, args[0]), {})     # inside vmap
+        if type(args[0]) is not Tensor:
+            result = batched_result(apply_unary, (cls, args[0]), {})     # inside vmap
             if result is not NotImplemented:
                 return result
         if cls.kernel_only and not _recorded(args[0]):
@@ -523,10 +523,9 @@ def _unary(fn, a, integer_ok=False):
     if type(a) is not Tensor:
         if not isinstance(a, Tensor):       # (the op's name is only spelled for the error)
             _check_tensor(a, fn.__name__.lower())
-        if BATCHING.handler is not None:    # inside vmap: mt.exp(x) as batched as x.exp()
-            result = BATCHING.handler(_unary, (fn, a, integer_ok), {})
-            if result is not NotImplemented:
-                return result
+        result = batched_result(_unary, (fn, a, integer_ok), {})    # inside vmap: mt.exp(x)
+        if result is not NotImplemented:
+            return result
     if not integer_ok:
         dtype = a._data.dtype
         if not dtype.is_floating_point:
@@ -964,8 +963,8 @@ class Remainder(_Binary):
 def _binary(fn, a, b, floating=False):
     """Apply a binary Function: same-dtype tensors and float tensor ⊕ Python int/float go
     straight to the kernel; anything else is promoted first."""
-    if BATCHING.handler is not None and (type(a) is not Tensor or type(b) is not Tensor):
-        result = BATCHING.handler(_binary, (fn, a, b, floating), {})   # inside vmap
+    if type(a) is not Tensor or type(b) is not Tensor:
+        result = batched_result(_binary, (fn, a, b, floating), {})   # inside vmap
         if result is not NotImplemented:
             return result
     if isinstance(a, Tensor):

@@ -22,7 +22,7 @@ from ..ndarray import (NDArray, _remember, contiguous_strides, normalize_dim, no
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import Tensor, wrap
 from . import elementwise as _E   # circular at import time: only used inside functions
-from .autocast_policy import BATCHING
+from .autocast_policy import batched_result
 from .complex_refusals import refuse_complex
 
 
@@ -122,8 +122,8 @@ class Sum(KernelFunction):
 def sum(input, dim=None, keepdim=False, dtype=None):
     """Sum of all elements, or over dim (int or tuple) with keepdim; bool and integer inputs
     sum to int64 (torch.sum)."""
-    if type(input) is not Tensor and BATCHING.handler is not None:   # inside vmap: mt.sum(x)
-        result = BATCHING.handler(sum, (input, dim, keepdim, dtype), {})
+    if type(input) is not Tensor:       # inside vmap: mt.sum(x)
+        result = batched_result(sum, (input, dim, keepdim, dtype), {})
         if result is not NotImplemented:
             return result
     if getattr(input, "is_sparse", False):
@@ -195,8 +195,8 @@ def _mean_of(nd, dims, keepdim):
 def mean(input, dim=None, keepdim=False, dtype=None):
     """Mean of all elements, or over dim with keepdim; floating inputs or a floating dtype only
     (torch.mean)."""
-    if type(input) is not Tensor and BATCHING.handler is not None:   # inside vmap: mt.mean(x)
-        result = BATCHING.handler(mean, (input, dim, keepdim, dtype), {})
+    if type(input) is not Tensor:       # inside vmap: mt.mean(x)
+        result = batched_result(mean, (input, dim, keepdim, dtype), {})
         if result is not NotImplemented:
             return result
     if dtype is not None:
