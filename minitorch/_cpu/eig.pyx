@@ -49,6 +49,20 @@ cdef inline cplx csqrt(cplx z) noexcept nogil:
 
 
 # ---- Hessenberg reduction -----------------------------------------------------------------------
+cdef void reflect_from_right(cplx* m, const cplx* v, double vv, Py_ssize_t n,
+                             Py_ssize_t k) noexcept nogil:
+    """m = m (I - 2 v v^H / vv) on columns k + 1 … n - 1 (v's entries there, vv = v^H v)."""
+    cdef Py_ssize_t i, j
+    cdef cplx s
+    for i in range(n):
+        s = 0
+        for j in range(k + 1, n):
+            s = s + m[i * n + j] * v[j]
+        s = 2 * s / vv
+        for j in range(k + 1, n):
+            m[i * n + j] = m[i * n + j] - s * conj(v[j])
+
+
 cdef void hessenberg(cplx* a, cplx* z, cplx* v, Py_ssize_t n) noexcept nogil:
     """a = Z H Z^H with H upper Hessenberg (in a) and Z unitary (z starts as the identity):
     for each column k, a Householder reflection I - 2 v v^H / (v^H v) zeros it below k + 1."""
@@ -78,19 +92,8 @@ cdef void hessenberg(cplx* a, cplx* z, cplx* v, Py_ssize_t n) noexcept nogil:
             s = 2 * s / vv
             for i in range(k + 1, n):
                 a[i * n + j] = a[i * n + j] - v[i] * s
-        for i in range(n):                      # from the right: columns k + 1 … n - 1
-            s = 0
-            for j in range(k + 1, n):
-                s = s + a[i * n + j] * v[j]
-            s = 2 * s / vv
-            for j in range(k + 1, n):
-                a[i * n + j] = a[i * n + j] - s * conj(v[j])
-            s = 0
-            for j in range(k + 1, n):
-                s = s + z[i * n + j] * v[j]
-            s = 2 * s / vv
-            for j in range(k + 1, n):
-                z[i * n + j] = z[i * n + j] - s * conj(v[j])
+        reflect_from_right(a, v, vv, n, k)      # columns k + 1 … n - 1 of H and of Z
+        reflect_from_right(z, v, vv, n, k)
         a[(k + 1) * n + k] = beta
         for i in range(k + 2, n):
             a[i * n + k] = 0
