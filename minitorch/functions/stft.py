@@ -95,11 +95,9 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     n_frames, fft_size = input.shape[-1], input.shape[-2]
     onesided = fft_size != n_fft if onesided is None else onesided
     _check_istft(prefix, input, n_fft, hop_length, win_length, window, fft_size, onesided)
-    full_window = _padded_window(window, n_fft, win_length, input) if window is not None \
-        else None
-    if full_window is None:
-        full_window = _padded_window(ones(win_length, dtype=input.dtype.real_dtype,
-                                          device=input.device), n_fft, win_length, input)
+    if window is None:      # a tensor even so: the envelope divides by its overlap-added square
+        window = ones(win_length, dtype=input.dtype.real_dtype, device=input.device)
+    full_window = _padded_window(window, n_fft, win_length, input)
     spectra = (input if input.ndim == 3 else input.unsqueeze(0)).transpose(1, 2)
     norm = "ortho" if normalized else "backward"
     if return_complex:
