@@ -12,7 +12,10 @@
      --torch, the same for torch's own DistributedDataParallel on its gloo backend (CPU), in the
      same job, as a reference. With --host-only, a third contender takes DDP steps with the
      engine's all-reduce skipped (the buckets, hooks and scaling still run): its ratio to the
-     plain step is DDP's host work alone.
+     plain step is DDP's host work alone. With --floor, a contender takes the plain step plus
+     what a data-parallel step must add when nothing overlaps its communication: every
+     gradient divided by the world size (our kernel) and all-reduced in place by raw mpi4py,
+     one blocking call per parameter, with none of DDP's buckets, hooks or copies.
 
 Run: python bench/distributed.py [--ranks 2] [--steps 20]   (starts itself under mpiexec)
 The figures are the best of several alternating rounds, the slowest rank counted.
@@ -44,6 +47,8 @@ def main():
                         help="also time torch's DDP (gloo) on the same models")
     parser.add_argument("--host-only", action="store_true",
                         help="also time DDP steps with the all-reduce skipped (in turns)")
+    parser.add_argument("--floor", action="store_true",
+                        help="also time the plain step plus a bare all-reduce of the gradients")
     args = parser.parse_args()
     if "OMPI_COMM_WORLD_SIZE" not in os.environ and "PMIX_RANK" not in os.environ:
         from minitorch.distributed.run import find_mpiexec
@@ -98,6 +103,8 @@ def bench_ddp(args, lib, comm, say, title="model (per-rank batch 128)"):
         best = alternate(comm, steps, loops, args.rounds)
         if getattr(args, "host_only", False) and lib.__name__ == "minitorch":
             steps["host only"] = without_all_reduce(training_step(lib, kind, ddp=True))
+        if getattr(args, "floor", False) and lib.__name__ == "minitorch":
+            steps["floor"] = training_step(lib, kind, ddp=False, comm=comm)
         turns = in_turns(comm, steps, loops * args.rounds)
         say(f"{kind:<28} {best['no DDP'] * 1e3:10.2f} {best['DDP'] * 1e3:8.2f} "
             f"{best['DDP'] / best['no DDP']:10.2f}x "
@@ -106,6 +113,9 @@ def bench_ddp(args, lib, comm, say, title="model (per-rank batch 128)"):
         if "host only" in turns:
             say(f"{'  DDP, all-reduce skipped':<28} in turns {turns['host only'] * 1e3:.2f} ms, "
                 f"{turns['host only'] / turns['no DDP']:.2f}x the step without DDP")
+        if "floor" in turns:
+            say(f"{'  no DDP + bare all-reduce':<28} in turns {turns['floor'] * 1e3:.2f} ms, "
+                f"{turns['floor'] / turns['no DDP']:.2f}x the step without DDP")
 
 
 def without_all_reduce(step):
@@ -183,8 +193,10 @@ def in_turns(comm, contenders, steps):
     return {name: float(np.median(slowest[:, j])) for j, name in enumerate(contenders)}
 
 
-def training_step(mt, kind, ddp):
-    """One step of the model on `mt`: minitorch, or torch itself (the same names)."""
+def training_step(mt, kind, ddp, comm=None):
+    """One step of the model on `mt`: minitorch, or torch itself (the same names). With an MPI
+    communicator `comm` (and no DDP), the step ends with the gradients averaged over the ranks
+    by bare mpi4py calls: DDP's communication without DDP."""
     nn, F = mt.nn, mt.nn.functional
     mt.manual_seed(0)
     if kind == "mlp":
@@ -198,11 +210,29 @@ def training_step(mt, kind, ddp):
     net = nn.parallel.DistributedDataParallel(model) if ddp else model
     images, labels = mt.randn(128, 1, 28, 28), mt.randint(0, 10, (128,))
 
+    finish = (lambda: None) if comm is None else bare_all_reduce(mt, model, comm)
+
     def step():
         optimizer.zero_grad()
         F.cross_entropy(net(images), labels).backward()
+        finish()
         optimizer.step()
     return step
+
+
+def bare_all_reduce(mt, model, comm):
+    """After backward: each .grad divided by the world size and all-reduced in place, one
+    blocking mpi4py call per parameter on its numpy buffer (no buckets, hooks or copies)."""
+    from mpi4py import MPI
+    params = list(model.parameters())
+    scale = 1.0 / comm.Get_size()
+
+    def finish():
+        with mt.no_grad():
+            for p in params:
+                p.grad.mul_(scale)
+                comm.Allreduce(MPI.IN_PLACE, p.grad._data.flat())
+    return finish
 
 
 def bus_bytes(nbytes, world):
