@@ -10,6 +10,10 @@ class ReduceOp(enum.Enum):
     MAX = 3
     AVG = 4
 
+    # Members are singletons: hashed by identity in C rather than Enum's hash of the name in
+    # Python, which every all-reduce paid twice (the engine's op table, its set of direct ops).
+    __hash__ = object.__hash__
+
     def __repr__(self):
         return f"<RedOpType.{self.name}: {self.value}>"
 
