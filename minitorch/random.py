@@ -31,9 +31,10 @@ def torch_twister(seed):
 
 
 def twister_draws(twister, count):
-    """The next `count` raw 32-bit outputs of the twister, as uint32 (RandomState's randint over
-    the whole uint32 range returns the raw outputs: its rejection mask accepts every one)."""
-    return twister.randint(0, 2 ** 32, size=count, dtype=np.uint32)
+    """The next `count` raw 32-bit outputs of the twister, as uint32: its MT19937's raw draws
+    (the values randint over the whole uint32 range returns, without its ~4 us of argument
+    handling, which a one-element draw paid every call)."""
+    return twister._bit_generator.random_raw(count).astype(np.uint32)
 
 
 def _seed_value(seed):
@@ -569,14 +570,19 @@ def _with_replacement(weights, num_samples, generator):
 def _check_distribution(probs, with_replacement):
     """torch's checks of multinomial's rows of weights (NaN fails the `>= 0` test first). Its
     sampler without replacement (and for one sample) words the first two checks as one."""
-    if not with_replacement and not ((probs >= 0) & np.isfinite(probs)).all():
-        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    if not (probs >= 0).all():
-        raise RuntimeError("invalid multinomial distribution (encountering probability entry < 0)")
-    if not np.isfinite(probs).all():
-        raise RuntimeError("invalid multinomial distribution (encountering probability entry = "
-                           "infinity or NaN)")
-    if (probs.sum(axis=-1) <= 0).any():
+    totals = probs.sum(axis=-1)
+    # the common case in two reductions: no weight below 0 or NaN (the minimum), none infinite
+    # (every total finite); a total that overflowed only leads to the full checks, which pass
+    if not ((probs.min() >= 0 if probs.size else True) and np.isfinite(totals).all()):
+        if not with_replacement and not ((probs >= 0) & np.isfinite(probs)).all():
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if not (probs >= 0).all():
+            raise RuntimeError("invalid multinomial distribution (encountering probability "
+                               "entry < 0)")
+        if not np.isfinite(probs).all():
+            raise RuntimeError("invalid multinomial distribution (encountering probability "
+                               "entry = infinity or NaN)")
+    if (totals <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
 
 

@@ -76,7 +76,7 @@ cdef Grid make_grid(cnp.ndarray index, tuple in_size, tuple out_size, str op) ex
     g.od, g.oh, g.ow = out_size
     if min(g.d, g.h, g.w, g.od, g.oh, g.ow) < 0:
         raise ValueError(f"{op}: negative size in {in_size} / {out_size}")
-    if index.dtype != "int64" or not cnp.PyArray_IS_C_CONTIGUOUS(index):
+    if cnp.PyArray_TYPE(index) != cnp.NPY_INT64 or not cnp.PyArray_IS_C_CONTIGUOUS(index):
         raise TypeError(f"{op}: index must be a C-contiguous int64 buffer")
     if cnp.PyArray_SIZE(index) < g.od + g.oh + g.ow:
         raise ValueError(f"{op}: index has {cnp.PyArray_SIZE(index)} entries, needs "

@@ -141,7 +141,7 @@ cdef int load_axes(Axis* axes, cnp.ndarray index, cnp.ndarray weights, tuple in_
         if axes[axis].taps not in (1, 2):
             raise ValueError(f"{op}: taps must be 1 or 2, got {taps}")
         total += 2 * axes[axis].out
-    if index.dtype != "int64" or not cnp.PyArray_IS_C_CONTIGUOUS(index):
+    if cnp.PyArray_TYPE(index) != cnp.NPY_INT64 or not cnp.PyArray_IS_C_CONTIGUOUS(index):
         raise TypeError(f"{op}: index must be a C-contiguous int64 buffer")
     if not cnp.PyArray_IS_C_CONTIGUOUS(weights):
         raise ValueError(f"{op}: weights must be C-contiguous")
