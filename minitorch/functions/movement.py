@@ -405,7 +405,7 @@ def _inverse(order):
 class Permute(KernelFunction):
     @staticmethod
     def forward(ctx, a, dims):
-        ctx.dims = tuple(normalize_dim(d, a._data.ndim) for d in dims)
+        ctx.dims = _normalized_dims(dims, a._data.ndim)
         return _view_of(a, a._data.permute(ctx.dims))
 
     @staticmethod
@@ -444,7 +444,14 @@ def _swapped(nd, d0, d1):
 
 def permute(input, *args, dims=None):
     """View with the dims reordered as dims (torch.permute)."""
-    return Permute.apply(input, _sizes(args, dims))
+    dims = _sizes(args, dims)
+    if not _recorded(input):
+        return view_of(input, input._data.permute(_normalized_dims(dims, input.ndim)))
+    return Permute.apply(input, dims)
+
+
+def _normalized_dims(dims, ndim):
+    return tuple(normalize_dim(d, ndim) for d in dims)
 
 
 def transpose(input, dim0, dim1):
