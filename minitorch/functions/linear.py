@@ -17,6 +17,11 @@ def _row_shape(shape):
     return (math.prod(shape[:-1]), shape[-1])
 
 
+def _as_rows(data):
+    """An NDArray as the matrix _row_shape describes (itself when it is one already)."""
+    return data if data.ndim == 2 else data.reshape(_row_shape(data.shape))
+
+
 # torch's F.linear is addmm / mm on a matrix, a matmul reshaped back otherwise
 _TORCH_NODES = {(True, True): "AddmmBackward0", (True, False): "MmBackward0",
                 (False, True): "ViewBackward0", (False, False): "UnsafeViewBackward0"}
@@ -31,15 +36,15 @@ class Linear(KernelFunction):
 
     @staticmethod
     def forward(ctx, input, weight, bias, relu=False):
-        rows = input._data.reshape(_row_shape(input.shape))
-        out = wrap(rows.matmul(weight._data.transpose(0, 1),
-                               bias=None if bias is None else bias._data, relu=relu)
-                   .reshape(input._data.shape[:-1] + (weight._data.shape[0],)))
+        data = input._data
+        matrix = data.ndim == 2         # the usual (batch, features): no reshape either way
+        out = _as_rows(data).matmul(weight._data.transpose(0, 1),
+                                    bias=None if bias is None else bias._data, relu=relu)
+        out = wrap(out if matrix else out.reshape(data.shape[:-1] + (weight._data.shape[0],)))
         ctx.save_for_backward(input if weight.requires_grad else None,
                               weight if input.requires_grad else None, out if relu else None)
-        ctx.input_shape = input._data.shape
-        ctx.node_name = "ReluBackward0" if relu else _TORCH_NODES[input._data.ndim == 2,
-                                                                  bias is not None]
+        ctx.input_shape = data.shape
+        ctx.node_name = "ReluBackward0" if relu else _TORCH_NODES[matrix, bias is not None]
         return out
 
     @staticmethod
@@ -61,13 +66,14 @@ class LinearBackward(KernelFunction):
     def forward(ctx, g, input, weight, needs, input_shape):
         ctx.save_for_backward(g, input, weight)
         ctx.input_shape = input_shape
-        rows = g._data.reshape(_row_shape(g.shape))
+        rows = _as_rows(g._data)
         grad_input = grad_weight = grad_bias = None
         if needs[0]:
-            grad_input = wrap(rows.matmul(weight._data).reshape(input_shape))
+            grad_input = rows.matmul(weight._data)
+            grad_input = wrap(grad_input if len(input_shape) == 2 else
+                              grad_input.reshape(input_shape))
         if needs[1]:
-            x = input._data.reshape(_row_shape(input.shape))
-            grad_weight = wrap(rows.transpose(0, 1).matmul(x))
+            grad_weight = wrap(rows.transpose(0, 1).matmul(_as_rows(input._data)))
         if needs[2]:
             grad_bias = wrap(rows.reduce(ReduceOp.SUM, (0,)))
         return grad_input, grad_weight, grad_bias
