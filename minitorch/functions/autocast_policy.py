@@ -99,6 +99,8 @@ def batching_point(fn):
     """vmap's dispatch point alone, for an op on none of autocast's lists (see BATCHING)."""
     @functools.wraps(fn)
     def call(*args, **kwargs):
+        if BATCHING.handler is None:        # outside vmap
+            return fn(*args, **kwargs)
         result = batched_result(fn, args, kwargs)
         return fn(*args, **kwargs) if result is NotImplemented else result
     return call
@@ -117,6 +119,8 @@ def autocast_op(policy, devices=("cpu", "cuda"), banned=()):
     def decorate(fn):
         @functools.wraps(fn)
         def call(*args, **kwargs):
+            if BATCHING.handler is None and not STATE.active:   # neither vmap nor autocast
+                return fn(*args, **kwargs)
             result = batched_result(fn, args, kwargs)
             if result is not NotImplemented:
                 return result
