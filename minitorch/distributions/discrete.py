@@ -152,7 +152,10 @@ class Categorical(_ProbsOrLogits):
     def sample(self, sample_shape=Size()):
         sample_shape = as_size(sample_shape)
         probs_2d = self.probs.detach().reshape(-1, self._num_events)
-        samples_2d = multinomial(probs_2d, sample_shape.numel(), True).T
+        count = sample_shape.numel()
+        samples_2d = multinomial(probs_2d, count, True)
+        if count != 1:      # one sample per row: (rows, 1) holds them in the order .T would
+            samples_2d = samples_2d.T
         return samples_2d.reshape(tuple(self._extended_shape(sample_shape)))
 
     def log_prob(self, value):
