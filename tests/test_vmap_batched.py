@@ -307,6 +307,43 @@ def test_elementwise_function_forms_run_batched(rng):
     np.testing.assert_allclose(grads.detach().numpy(), expected.detach().numpy(), rtol=1e-12)
 
 
+def test_function_forms_of_methods_run_batched(device, rng):
+    """mt.prod(x, 1), mt.clamp(x, ...), mt.where(c, x, y), mt.norm(x), … are the Tensor
+    methods' functions: their batching point reaches the method's rule, so the function form
+    runs on the batch as `x.prod(1)` does (reductions shift the logical dims, elementwise ones
+    align their operands; 0-d examples reduce over an added size-1 dim)."""
+    x, y, s = t64(rng, 4, 3, 5, device=device), t64(rng, 3, 5, device=device), \
+        t64(rng, 4, device=device)
+    run_both(lambda a: (mt.prod(a, 1), mt.amax(a, 0), mt.amin(a, (0, 1)), mt.logsumexp(a, -1),
+                        mt.std(a, 0), mt.var(a, 1, correction=0), mt.nansum(a, 1)), x)
+    run_both(lambda a: (mt.max(a, 1).values, mt.min(a, 0)[1], mt.argmax(a, -1), mt.max(a),
+                        mt.min(a), mt.argmin(a)), x)
+    run_both(lambda a: (mt.softmax(a, -1), mt.log_softmax(a, 0), mt.cumsum(a, 1),
+                        mt.cumprod(a, 0)), x)
+    run_both(lambda a: (mt.clamp(a, -0.5, 0.5), mt.clamp(a, y, y + 1), mt.clip(a, min=0.1),
+                        mt.clamp_min(a, 0.2), mt.clamp_max(a, 0.3)), x)
+    run_both(lambda a: (mt.where(a > 0, a, 0.0), mt.where(y > 0, y, a),
+                        mt.masked_fill(a, y < 0, 2.0)), x)
+    run_both(lambda a: (mt.fmod(a, 0.3), mt.remainder(a, y), mt.fmax(a, y), mt.fmin(y, a),
+                        mt.sinc(a), mt.lerp(a, y, 0.25), mt.nan_to_num(a / 0.0),
+                        mt.logit(a.sigmoid(), 1e-6)), x)
+    run_both(lambda a: (mt.isnan(a), mt.isfinite(a), mt.logical_and(a > 0, y > 0),
+                        mt.logical_not(a > 0), mt.all(a > -9, 1), mt.any(a > 0)), x)
+    run_both(lambda a: (mt.norm(a), mt.norm(a, 1, dim=(0, 1)),
+                        mt.linalg.vector_norm(a, float("inf"), dim=-1, keepdim=True)), x)
+    # 0-d examples
+    run_both(lambda a: (mt.max(a), mt.norm(a), mt.clamp(a, 0), mt.softmax(a, 0),
+                        mt.where(a > 0, a, -a), mt.linalg.vector_norm(a, dim=0, keepdim=True)),
+             s)
+    # per-example gradients through them
+    w = t64(rng, 5, device=device).requires_grad_()
+    loss = lambda w, a: mt.logsumexp(mt.clamp(a * w, -1, 1), -1).sum() + mt.norm(a * w)
+    grads = mf.vmap(mf.grad(loss), in_dims=(None, 0))(w, x)
+    expected = mt.stack([mf.grad(loss)(w, x[i]) for i in range(4)])
+    np.testing.assert_allclose(grads.detach().cpu().numpy(), expected.detach().cpu().numpy(),
+                               rtol=1e-12)
+
+
 def test_ops_without_a_rule_fall_back_to_mapping(rng):
     x = t64(rng, 4, 5)
     run_both(lambda a: a.sort(-1).values * 2, x, expect="mapped")

@@ -13,7 +13,7 @@ undecorated function's module and name, see functions/autocast_policy.BATCHING).
 """
 from .batched import (BatchedTensor, Unbatchable, logical_dim, materialize, unwrap_level,
                       wrap)
-from ..functions import elementwise
+from ..functions import elementwise, reduce
 from ..tensor import Tensor
 
 
@@ -80,16 +80,32 @@ def _wrap_tree(result, level):
 def _elementwise(name):
     """x.name(*args): every tensor argument batched at the top level aligned to the largest
     logical rank among them, so the batch dims meet each other and nothing else."""
+    def method(first, *rest, **kwargs):
+        return getattr(first, name)(*rest, **kwargs)
+
     def rule(self, *args, **kwargs):
-        level = top_level((self,) + args, kwargs)
-        tensors = [a for a in (self,) + args + tuple(kwargs.values()) if isinstance(a, Tensor)]
-        rank = max(_logical_rank(t) for t in tensors)
-        first, *rest = _aligned((self,) + args, level, rank)
-        keys = list(kwargs)
-        values = _aligned([kwargs[k] for k in keys], level, rank)
-        return wrap(getattr(first, name)(*rest, **dict(zip(keys, values))), level)
+        return _aligned_call(method, (self,) + args, kwargs)
     rule.__name__ = name
     return rule
+
+
+def _aligned_call(fn, args, kwargs):
+    """fn on the values of the tensor arguments batched at the top level, aligned to the
+    largest logical rank among all tensor arguments; the result batched at that level."""
+    level = top_level(args, kwargs)
+    tensors = [a for a in args + tuple(kwargs.values()) if isinstance(a, Tensor)]
+    rank = max(_logical_rank(t) for t in tensors)
+    keys = list(kwargs)
+    values = _aligned([kwargs[k] for k in keys], level, rank)
+    return wrap(fn(*_aligned(args, level, rank), **dict(zip(keys, values))), level)
+
+
+def _where_function(condition, input=None, other=None):
+    """mt.where(condition, input, other) elementwise; the one-argument form (the indices of
+    the true elements) has a data-dependent shape, so it maps."""
+    if input is None or other is None:
+        raise Unbatchable("where(condition)")
+    return _aligned_call(elementwise.where, (condition, input, other), {})
 
 
 ELEMENTWISE = """
@@ -143,6 +159,23 @@ def _reduction(name, all_dims_name=None):
                           self._level)
     rule.__name__ = name
     return rule
+
+
+def _p_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """torch.norm and linalg.vector_norm (reduce.p_norm): the logical dims shifted, all of them
+    when dim is None ('fro' then being the 2-norm, as for any number of dims)."""
+    if out is not None or type(input) is not BatchedTensor or top_level((p, dim)):
+        raise Unbatchable("norm")
+    value = input._value
+    if dim is None and (p is None or p == "fro"):
+        p = 2.0
+    if input.ndim == 0:                 # a 0-d example: a size-1 dim, reduced
+        value, dims, keepdim = value.unsqueeze(1), (1,), False
+    elif dim is None:
+        dims = tuple(range(1, value.ndim))
+    else:
+        dims = _shift_dims(dim if isinstance(dim, (tuple, list)) else (dim,), input.ndim)
+    return wrap(reduce.p_norm(value, p, dims, keepdim, None, dtype), input._level)
 
 
 def _max_min(name):
@@ -606,9 +639,7 @@ def _flip_dims(self, *dims):
 
 def install():
     """Put the method rules on BatchedTensor (once, on import)."""
-    table = _methods()
-    table["flip"] = _flip_dims
-    for name, rule in table.items():
+    for name, rule in METHODS.items():
         if hasattr(Tensor, name):
             setattr(BatchedTensor, name, rule)
 
@@ -673,6 +704,21 @@ def _key(fn):
     if key is None:
         key = _KEYS[fn] = f"{fn.__module__}.{fn.__qualname__}"
     return key
+
+
+METHODS = _methods()
+METHODS["flip"] = _flip_dims
+
+# Function forms that are their Tensor method (mt.prod is Tensor.prod, mt.fmod is Tensor.fmod):
+# their batching_point reaches the method's rule, with the input as self.
+SHARED_WITH_METHODS = """
+prod max min amax amin argmax argmin var std logsumexp softmax log_softmax cumsum cumprod all
+any nansum floor_divide clamp clamp_min clamp_max nan_to_num lerp fmax fmin remainder fmod logit
+sinc isnan isinf isfinite logical_not logical_and logical_or logical_xor masked_fill
+""".split()
+FUNCTIONS.update((_key(getattr(Tensor, name)), METHODS[name]) for name in SHARED_WITH_METHODS)
+FUNCTIONS["minitorch.functions.elementwise.where"] = _where_function
+FUNCTIONS["minitorch.functions.reduce.p_norm"] = _p_norm
 
 
 def handle(fn, args, kwargs):

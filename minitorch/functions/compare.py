@@ -7,6 +7,7 @@ from .. import dtypes
 from ..ndarray import scalar_array
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import Tensor, ones_like, wrap, zeros_like
+from .autocast_policy import batching_point
 from .complex_refusals import refuse_complex
 from .elementwise import (TORCH_NAMES, _as_operand, _check_tensor, _compare, _float_input,
                           _no_kernel, result_type)
@@ -26,21 +27,25 @@ def _predicate(op, a, name):
     return wrap(a._data.unary(op))
 
 
+@batching_point
 def isnan(a):
     """Boolean tensor, True where input is NaN (torch.isnan)."""
     return _predicate(U.ISNAN, a, "isnan")
 
 
+@batching_point
 def isinf(a):
     """Boolean tensor, True where input is +inf or -inf (torch.isinf)."""
     return _predicate(U.ISINF, a, "isinf")
 
 
+@batching_point
 def isfinite(a):
     """Boolean tensor, True where input is neither NaN nor infinite (torch.isfinite)."""
     return _predicate(U.ISFINITE, a, "isfinite")
 
 
+@batching_point
 def logical_not(a):
     """Boolean tensor, True where input is zero (torch.logical_not)."""
     return _predicate(U.LOGICAL_NOT, a, "logical_not")
@@ -114,16 +119,19 @@ def ge(input, other):
     return _compare(B.GE, input, other)
 
 
+@batching_point
 def logical_and(input, other):
     """Elementwise logical AND of the truth values of input and other (torch.logical_and)."""
     return _compare(B.LOGICAL_AND, input, other)
 
 
+@batching_point
 def logical_or(input, other):
     """Elementwise logical OR of the truth values of input and other (torch.logical_or)."""
     return _compare(B.LOGICAL_OR, input, other)
 
 
+@batching_point
 def logical_xor(input, other):
     """Elementwise logical XOR of the truth values of input and other (torch.logical_xor)."""
     return _compare(B.LOGICAL_XOR, input, other)

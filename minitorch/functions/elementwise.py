@@ -22,7 +22,7 @@ from ..opcodes import BinaryOp as B, UnaryOp as U
 from ..tensor import (Tensor, copy_in_layout, is_contiguous_as, layout_for, preserve_format,
                       wrap, zeros, zeros_like)
 from ..tensor import memory_format as _memory_format
-from .autocast_policy import batched_result
+from .autocast_policy import batched_result, batching_point
 from .complex_refusals import refuse_complex
 from .reduce import sum_to
 
@@ -1155,16 +1155,19 @@ def _compare(op, a, b):
     return wrap(a._data.binary(op, b._data))
 
 
+@batching_point
 def floor_divide(input, other):
     """Elementwise input / other rounded down to an integer value (torch.floor_divide)."""
     return FloorDivide.apply(*_integer_division_operands(input, other, "div_floor"))
 
 
+@batching_point
 def clamp_min(input, min):
     """Elementwise max(input, min) (torch.clamp_min)."""
     return clamp(input, min=min)
 
 
+@batching_point
 def clamp_max(input, max):
     """Elementwise min(input, max) (torch.clamp_max)."""
     return clamp(input, max=max)
@@ -1194,6 +1197,7 @@ class Where(KernelFunction):
         return None, grad_a, grad_b
 
 
+@batching_point
 def where(condition, input=None, other=None):
     """input where condition else other (broadcast together); where(condition) = nonzero."""
     if input is None and other is None:
@@ -1232,6 +1236,7 @@ def _check_scalars_fit(dtype, *values, narrow_floats=True):
 _NUMBER_BOUNDS = (float, int, type(None))
 
 
+@batching_point
 def clamp(input, min=None, max=None):
     """Limit to [min, max] (scalars or tensors, broadcast); NaN stays NaN. The result dtype
     promotes over all three, as in torch (an int tensor clamped to 0.5 is float)."""

@@ -11,6 +11,7 @@ from ..autograd import KernelFunction
 from ..ndarray import scalar_array
 from ..opcodes import BinaryOp as B, UnaryOp as U
 from ..tensor import Tensor, wrap, zeros
+from .autocast_policy import batching_point
 from .compare import eq, isnan, lt
 from .elementwise import (C_NAMES, TORCH_NAMES, Remainder, Where, _Binary, _Unary,
                           _UnarySavingInput, _UnarySavingOutput, _ZeroGradUnary, _as_operand,
@@ -264,6 +265,7 @@ def rad2deg(a):
     return _float_input(a) * (180 / math.pi)
 
 
+@batching_point
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     """NaN, +inf and -inf replaced (by default with 0 and the dtype's largest and lowest finite
     values); integer and bool tensors are returned as copies."""
@@ -491,6 +493,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     return input + (tensor1 * value if value != 1 else tensor1) / tensor2
 
 
+@batching_point
 def lerp(input, end, weight):
     """input + weight * (end - input), in torch's two-sided form (exact at weight 0 and 1)."""
     _check_tensor(input, "lerp")
@@ -585,6 +588,7 @@ class Fmod(_Binary):
         return sum_to(g, a_shape), sum_to(-g * trunc(a / b), b_shape)
 
 
+@batching_point
 def fmax(input, other):
     """maximum that ignores NaN: the other operand wins where one side is NaN. One select,
     so the gradient goes to one side as in torch (to input on ties and where other is NaN)."""
@@ -594,6 +598,7 @@ def fmax(input, other):
     return where((input >= other) | other.isnan(), input, other)
 
 
+@batching_point
 def fmin(input, other):
     """Elementwise minimum that ignores NaN: where one side is NaN the other is returned
     (torch.fmin)."""
@@ -603,11 +608,13 @@ def fmin(input, other):
     return where((input <= other) | other.isnan(), input, other)
 
 
+@batching_point
 def remainder(input, other):
     """Python's modulo: the result takes the divisor's sign."""
     return Remainder.apply(*_integer_division_operands(input, other, "remainder"))
 
 
+@batching_point
 def fmod(input, other):
     """C's fmod: the result takes the dividend's sign."""
     return Fmod.apply(*_integer_division_operands(input, other, "fmod"))

@@ -18,6 +18,7 @@ from ..ndarray import (NDArray, broadcast_shapes, contiguous_strides, normalize_
                        shape_str)
 from ..opcodes import BinaryOp as B, ReduceOp
 from ..tensor import Tensor, arange, tensor as _make_tensor, wrap, write_out
+from .autocast_policy import batching_point
 from . import reduce as _reduce
 from .elementwise import cast, scalar_array, where
 from .reduce import sum_to
@@ -352,6 +353,7 @@ class MaskedFill(KernelFunction):
         return grad_a, None, grad_value
 
 
+@batching_point
 def masked_fill(input, mask, value):
     """torch.masked_fill: value where mask is True (mask broadcasts; value a scalar or 0-d)."""
     if mask.dtype is not dtypes.bool_:

@@ -22,7 +22,7 @@ from ..ndarray import (NDArray, _remember, contiguous_strides, normalize_dim, no
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
 from ..tensor import Tensor, wrap
 from . import elementwise as _E   # circular at import time: only used inside functions
-from .autocast_policy import batched_result
+from .autocast_policy import batched_result, batching_point
 from .complex_refusals import refuse_complex
 
 
@@ -301,6 +301,7 @@ def _product_of_others(g, x, out, dim):
     return grad
 
 
+@batching_point
 def prod(input, dim=None, keepdim=False, dtype=None):
     """Product of all elements, or over one dim with keepdim; bool and integer inputs multiply
     in int64 (torch.prod)."""
@@ -419,11 +420,13 @@ def _max_min(name, all_fn, dim_fn, pair_fn, input, dim, keepdim, other):
     return dim_fn.apply(input, d, keepdim)
 
 
+@batching_point
 def max(input, dim=None, keepdim=False, *, other=None):
     """max(input) -> 0-d; max(input, dim, keepdim) -> (values, indices); max(input, other)."""
     return _max_min("max", MaxAll, Max, _E.maximum, input, dim, keepdim, other)
 
 
+@batching_point
 def min(input, dim=None, keepdim=False, *, other=None):
     """min(input) -> 0-d; min(input, dim, keepdim) -> (values, indices); min(input, other)."""
     return _max_min("min", MinAll, Min, _E.minimum, input, dim, keepdim, other)
@@ -472,12 +475,14 @@ def _empty_dims(nd, dim):
     return [d for d in dims if nd.ndim and nd.shape[normalize_dim(d, nd.ndim)] == 0]
 
 
+@batching_point
 def amax(input, dim=(), keepdim=False):
     """Maximum over dim (all dims by default) with keepdim; the gradient is shared evenly among
     tied maxima (torch.amax)."""
     return _amax_amin("amax", Amax, input, dim, keepdim)
 
 
+@batching_point
 def amin(input, dim=(), keepdim=False):
     """Minimum over dim (all dims by default) with keepdim; the gradient is shared evenly among
     tied minima (torch.amin)."""
@@ -502,11 +507,13 @@ def _arg_reduce(name, op, input, dim, keepdim):
     return wrap(nd.reduce(op, d, keepdim))
 
 
+@batching_point
 def argmax(input, dim=None, keepdim=False):
     """Index of the maximum over the flattened input, or along dim with keepdim (torch.argmax)."""
     return _arg_reduce("argmax", ReduceOp.ARGMAX, input, dim, keepdim)
 
 
+@batching_point
 def argmin(input, dim=None, keepdim=False):
     """Index of the minimum over the flattened input, or along dim with keepdim (torch.argmin)."""
     return _arg_reduce("argmin", ReduceOp.ARGMIN, input, dim, keepdim)
@@ -655,6 +662,7 @@ class _StdOfVar(KernelFunction):
         return _std_grad(g, out)
 
 
+@batching_point
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Variance over dim (all by default) with Bessel's correction (unbiased / correction);
     real for complex input (torch.var)."""
@@ -664,6 +672,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return Var.apply(input, dim, correction, keepdim)
 
 
+@batching_point
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Standard deviation over dim (all by default) with Bessel's correction (unbiased /
     correction); real for complex input (torch.std)."""
@@ -718,6 +727,7 @@ class Logsumexp(KernelFunction):
         return g * _E.exp(a - out), None, None
 
 
+@batching_point
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(input))) over dim, computed stably; integer inputs are computed in the
     default float dtype (torch.logsumexp)."""
@@ -839,12 +849,14 @@ def _softmax_input(name, input, dim, dtype):
     return input, dim
 
 
+@batching_point
 def softmax(input, dim, dtype=None):
     """Softmax exp(x) / sum(exp(x)) along dim, optionally in dtype (torch.softmax)."""
     input, dim = _softmax_input("softmax", input, dim, dtype)
     return Softmax.apply(input, dim)
 
 
+@batching_point
 def log_softmax(input, dim, dtype=None):
     """log(softmax(input)) along dim computed stably, optionally in dtype (torch.log_softmax)."""
     input, dim = _softmax_input("log_softmax", input, dim, dtype)
@@ -942,6 +954,7 @@ def check_norm_arguments(input, p, out, dtype):
                         f"{type(p).__name__}")
 
 
+@batching_point
 def p_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     """torch.norm for every p but 'nuc' (functions/norms.py adds that one): the p-norm of the
     elements over dim, 'fro' and None meaning 2."""
@@ -1068,12 +1081,14 @@ def _cumprod_backward(g, x, out, dim):
     return grad
 
 
+@batching_point
 def cumsum(input, dim, *, dtype=None):
     """Cumulative sum along dim; bool and integer inputs accumulate in int64 (torch.cumsum)."""
     input = _integral_to_long(input, dtype)
     return Cumsum.apply(input, normalize_dim(dim, input.ndim), False)
 
 
+@batching_point
 def cumprod(input, dim, *, dtype=None):
     """Cumulative product along dim; bool and integer inputs accumulate in int64
     (torch.cumprod)."""
@@ -1108,11 +1123,13 @@ def _truth_reduce(op, empty_value, nd, dim, keepdim):
     return _truth(nd).reduce(op, dims, keepdim)
 
 
+@batching_point
 def all(input, dim=None, keepdim=False):
     """True if every element (or every element along dim) is nonzero (torch.all)."""
     return _logical_reduce(ReduceOp.MIN, True, input, dim, keepdim)
 
 
+@batching_point
 def any(input, dim=None, keepdim=False):
     """True if any element (or any element along dim) is nonzero (torch.any)."""
     return _logical_reduce(ReduceOp.MAX, False, input, dim, keepdim)

@@ -12,6 +12,7 @@ from ..autograd import KernelFunction
 from ..ndarray import NDArray, scalar_array
 from ..opcodes import BinaryOp as B, UnaryOp as U
 from ..tensor import wrap, zeros
+from .autocast_policy import batching_point
 from .elementwise import (_Binary, _Unary, _UnarySavingInput, _UnarySavingOutput, _as_operand,
                           _binary, _check_tensor, _float_input, _no_kernel, _unary, cos, exp, log,
                           mul, result_type, sign, sin, where)
@@ -402,6 +403,7 @@ class Logit(KernelFunction):
         return where((a < low) | (a > high), fill, g / (a * (1 - a))), None
 
 
+@batching_point
 def logit(input, eps=None):
     """Elementwise log(p / (1 - p)), with input clamped to [eps, 1 - eps] when eps is given
     (torch.logit)."""
@@ -428,6 +430,7 @@ class Sinc(KernelFunction):
         return where(a == 0, zero, slope) * g
 
 
+@batching_point
 def sinc(input):
     """Elementwise normalized sinc sin(pi x) / (pi x), 1 at x = 0 (torch.sinc)."""
     _check_tensor(input, "sinc")

@@ -18,6 +18,7 @@ from ..autograd import KernelFunction, no_grad
 from ..ndarray import NDArray, normalize_dim, shape_str
 from ..opcodes import BinaryOp as B, ReduceOp
 from ..tensor import Tensor, arange, linspace, wrap, zeros_like
+from .autocast_policy import batching_point
 from . import elementwise as _E
 from . import compare as _compare
 from . import complex as _complex
@@ -55,6 +56,7 @@ def _nan_to_zero(input):
     return _E.where(_compare.isnan(input), _R._zero_like(input), input)
 
 
+@batching_point
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """sum treating NaN as 0."""
     refuse_complex("nansum", input)
