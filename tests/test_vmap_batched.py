@@ -348,7 +348,7 @@ def test_ops_without_a_rule_fall_back_to_mapping(rng):
     x = t64(rng, 4, 5)
     run_both(lambda a: a.sort(-1).values * 2, x, expect="mapped")
     run_both(lambda a: F.silu(a) + a, x, expect="mapped")
-    run_both(lambda a: mt.prod(a), x, expect="mapped")      # a reduction's function form
+    run_both(lambda a: mt.prod(a), x, expect="mapped")      # every dim: prod takes one dim
 
     def in_place(a):
         b = a.clone()
