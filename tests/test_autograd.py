@@ -450,3 +450,23 @@ def test_view_of_a_no_grad_view_refuses_in_place_writes(device, make):
     with pytest.raises(RuntimeError, match="A view was created in no_grad mode and is being "
                                            "modified inplace with grad mode enabled"):
         v.add_(1)
+
+
+@pytest.mark.parametrize("make", [lambda v: v[:1], lambda v: v[0], lambda v: v.t(),
+                                  lambda v: v.view(6), lambda v: v.unsqueeze(0).permute(1, 0, 2),
+                                  lambda v: v.diagonal()])
+def test_view_made_later_of_a_no_grad_view_refuses_in_place_writes(device, make):
+    """torch keeps the no_grad creation for views made afterwards with grad mode on too (its
+    message then says "Output 0 of <view op> is a view of a view which was created in no_grad
+    mode"); writing through one would change w's values behind autograd's back. A detached
+    copy and no_grad writes stay allowed."""
+    w = mt.ones(3, 2, requires_grad=True, device=device)
+    with mt.no_grad():
+        v = w.view(3, 2)
+    view = make(v)
+    with pytest.raises(RuntimeError, match="created in no_grad mode and is being modified "
+                                           "inplace with grad mode enabled"):
+        view.mul_(2)
+    v.detach().mul_(2)
+    with mt.no_grad():
+        view.mul_(2)

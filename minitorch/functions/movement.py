@@ -40,12 +40,13 @@ def view_of(a, data):
     writes are seen by saved-tensor checks) and remembers the tensor owning the storage, so an
     in-place write through the view can update that tensor's graph (CopySlices)."""
     t = wrap(data, version=a._version)
+    no_grad_view = getattr(a, "_no_grad_view", False)
     if _grad_mode.enabled:      # without recording there is no graph to re-root later
         t._base = a._base if a._base is not None else a
         t._view_version = a._version[0]
-    elif a.requires_grad or getattr(a, "_no_grad_view", False):
+    if no_grad_view or (a.requires_grad and not _grad_mode.enabled):
         # an in-place write through it while recording is refused (also through a view of such
-        # a view: torch keeps the creation mode along the chain)
+        # a view, whenever made: torch keeps the creation mode along the chain)
         t._no_grad_view = True
     return t
 
