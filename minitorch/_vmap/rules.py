@@ -13,7 +13,8 @@ undecorated function's module and name, see functions/autocast_policy.BATCHING).
 """
 from .batched import (BatchedTensor, Unbatchable, logical_dim, materialize, unwrap_level,
                       wrap)
-from ..functions import elementwise, reduce
+from ..functions import elementwise
+from ..functions.reduce import p_norm
 from ..tensor import Tensor
 
 
@@ -175,7 +176,7 @@ def _p_norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         dims = tuple(range(1, value.ndim))
     else:
         dims = _shift_dims(dim if isinstance(dim, (tuple, list)) else (dim,), input.ndim)
-    return wrap(reduce.p_norm(value, p, dims, keepdim, None, dtype), input._level)
+    return wrap(p_norm(value, p, dims, keepdim, None, dtype), input._level)
 
 
 def _max_min(name):
@@ -718,7 +719,7 @@ sinc isnan isinf isfinite logical_not logical_and logical_or logical_xor masked_
 """.split()
 FUNCTIONS.update((_key(getattr(Tensor, name)), METHODS[name]) for name in SHARED_WITH_METHODS)
 FUNCTIONS["minitorch.functions.elementwise.where"] = _where_function
-FUNCTIONS["minitorch.functions.reduce.p_norm"] = _p_norm
+FUNCTIONS[_key(p_norm)] = _p_norm
 
 
 def handle(fn, args, kwargs):
