@@ -279,6 +279,9 @@ def _adaptive_avg_pool(input, output_size, spatial):
         raise RuntimeError(f"{name}: output_size must be {spatial}")
     _check_adaptive_input(input, name, spatial)
     size = tuple(input.shape[-spatial:])
+    if all(o == 1 for o in output_size) and input.dtype.is_floating_point:
+        # global pooling: one mean over the spatial axes, without a window view to sum
+        return input.mean(tuple(range(-spatial, 0)), keepdim=True)
     if all(output_size) and all(s % o == 0 for s, o in zip(size, output_size)):
         return _avg_pool(f"avg_pool{spatial}d", input,
                          tuple(s // o for s, o in zip(size, output_size)), None, 0, False, True,
