@@ -1,5 +1,5 @@
-"""Adamax, NAdam, RAdam, Adadelta, Rprop and ASGD: trajectories against torch (float64 and
-float32), state_dict layout and resumption, defaults and argument validation."""
+"""Adamax, NAdam, RAdam, Adadelta, Rprop, ASGD and Adafactor: trajectories against torch
+(float64 and float32), state_dict layout and resumption, defaults and argument validation."""
 import copy
 
 import numpy as np
@@ -32,6 +32,9 @@ CONFIGS = [
     ("ASGD", {}),
     ("ASGD", {"lr": 0.05, "lambd": 0.01, "alpha": 0.5, "t0": 5, "weight_decay": 0.1}),
     ("ASGD", {"lr": 0.05, "t0": 3, "maximize": True}),
+    ("Adafactor", {}),
+    ("Adafactor", {"lr": 0.05, "weight_decay": 0.1, "beta2_decay": -0.5}),
+    ("Adafactor", {"maximize": True, "d": 2.0, "eps": (1e-20, 1e-2)}),
 ]
 IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in kw.items())}" for name, kw in CONFIGS]
 
@@ -66,7 +69,8 @@ def test_trajectory_matches_torch(name, kwargs, device):
     np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["Adamax", "NAdam", "RAdam", "Adadelta", "Rprop", "ASGD"])
+@pytest.mark.parametrize("name", ["Adamax", "NAdam", "RAdam", "Adadelta", "Rprop", "ASGD",
+                                  "Adafactor"])
 def test_float32_trajectory_and_state_match_torch(name):
     kwargs = {"t0": 2} if name == "ASGD" else {}
     ours, our_opt = _trajectory(mt, name, kwargs, dtype="float32")
@@ -162,3 +166,41 @@ def test_argument_validation_matches_torch(name, kwargs):
 def test_tensor_lr_must_have_one_element():
     with pytest.raises(ValueError, match="^Tensor lr must be 1-element$"):
         optim.RAdam([nn.Parameter(mt.ones(1))], lr=mt.tensor([0.1, 0.2]))
+
+
+def test_adafactor_factors_the_last_two_dims_and_checks_its_arguments():
+    """A (2, 3, 4) parameter keeps (2, 3, 1) row and (2, 1, 4) column factors, a vector one
+    variance, as torch's; the steps agree. torch's messages for bad arguments, complex
+    parameters refused."""
+    rng = np.random.default_rng(2)
+    w0, v0, g0 = rng.standard_normal((2, 3, 4)), rng.standard_normal(5), rng.standard_normal(5)
+    results = []
+    for lib in (mt, torch):
+        w, v = lib.nn.Parameter(lib.tensor(w0)), lib.nn.Parameter(lib.tensor(v0))
+        opt = lib.optim.Adafactor([w, v], lr=0.03)
+        for _ in range(5):
+            opt.zero_grad()
+            ((w * w).sum(0).sin().sum() + (v * lib.tensor(g0)).exp().sum()).backward()
+            opt.step()
+        results.append((w.detach().numpy(), v.detach().numpy(),
+                        {k: tuple(t.shape) for k, t in opt.state[w].items()},
+                        list(opt.state[v])))
+    (w1, v1, shapes1, keys1), (w2, v2, shapes2, keys2) = results
+    np.testing.assert_allclose(w1, w2, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(v1, v2, rtol=1e-12, atol=1e-14)
+    assert shapes1 == shapes2 == {"step": (), "row_var": (2, 3, 1), "col_var": (2, 1, 4)}
+    assert keys1 == keys2 == ["step", "variance"]
+    p = [nn.Parameter(mt.ones(2))]
+    for kwargs, message in (({"lr": -1.0}, "Learning rate should be >= 0 but is: -1.0"),
+                            ({"beta2_decay": 0.5}, "beta2_decay should be <= 0 but is: 0.5"),
+                            ({"eps": (-1.0, 1e-3)}, "epsilon1 should be >= 0 but is: -1.0"),
+                            ({"eps": (None, -1.0)}, "epsilon2 should be >= 0 but is: -1.0"),
+                            ({"d": 0.5}, "Clipping threshold d should be >= 1 but is: 0.5"),
+                            ({"weight_decay": -0.1},
+                             "weight_decay should be >= 0 but is: -0.1")):
+        with pytest.raises(ValueError, match=message):
+            optim.Adafactor(p, **kwargs)
+    z = nn.Parameter(mt.ones(2, dtype=mt.complex64))
+    z.grad = mt.ones(2, dtype=mt.complex64)
+    with pytest.raises(RuntimeError, match="Adafactor does not support complex parameters"):
+        optim.Adafactor([z]).step()
