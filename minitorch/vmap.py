@@ -19,14 +19,16 @@ from ._pytree import leaves as _leaves, rebuild as _rebuild, structure as _struc
 from ._vmap import rules as _rules
 from ._vmap.batched import Unbatchable, close_level, open_level, wrap as _wrap_batched
 from .functions.autocast_policy import BATCHING as _BATCHING
-from .functions.joining import stack
+from .functions.joining import cat, stack
 from .tensor import Tensor
 
 __all__ = ["vmap"]
 
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
-    """func mapped over dimension in_dims of its inputs; outputs stacked at out_dims."""
+    """func mapped over dimension in_dims of its inputs; outputs stacked at out_dims. With
+    chunk_size, the examples run in slices of at most that many (less memory at once), joined
+    afterwards."""
     check_randomness(randomness)
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
         raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got "
@@ -45,6 +47,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         size = _batch_size(args, dims, name)
         if size == 0:
             return _empty_outputs(func, args, kwargs, dims, out_dims, fname)
+        if chunk_size is not None and chunk_size < size:
+            return _in_chunks(vmap(func, in_dims, out_dims, randomness), args, kwargs, dims,
+                              size, chunk_size, out_dims, fname, randomness == "same")
         if BATCHED[0]:
             try:
                 return run_batched(func, args, kwargs, dims, size, out_dims, randomness, fname)
@@ -243,6 +248,28 @@ def _stack_outputs(results, out_dims, fname):
         _check_output(leaf, fname)
         stacked.append(_stack_column(list(column), dim, fname))
     return _rebuild(first, iter(stacked))
+
+
+def _in_chunks(run, args, kwargs, dims, size, chunk_size, out_dims, fname, same_draws):
+    """vmap's chunk_size: `run` (the same vmap without it) on consecutive slices of at most
+    chunk_size examples, the outputs joined along their out_dims; an output with out_dim None
+    is the first chunk's (it must not depend on the examples). With same_draws (randomness=
+    'same') every chunk starts from the same generator state, as every example does."""
+    leaves = _leaves(tuple(args))
+    results = []
+    state = _random.capture_state()
+    for start in range(0, size, chunk_size):
+        if same_draws:
+            _random.restore_state(state)
+        length = min(chunk_size, size - start)
+        sliced = [leaf if dim is None else leaf.narrow(dim, start, length)
+                  for leaf, dim in zip(leaves, dims)]
+        results.append(run(*_rebuild(tuple(args), iter(sliced)), **kwargs))
+    first = results[0]
+    columns = zip(*[_leaves(result) for result in results])     # one per output leaf
+    joined = [column[0] if dim is None else cat(column, _out_dim(dim, column[0].ndim))
+              for column, (_, dim) in zip(columns, _out_pairs(out_dims, first, fname))]
+    return _rebuild(first, iter(joined))
 
 
 def _check_output(leaf, fname):

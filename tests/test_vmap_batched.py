@@ -506,3 +506,34 @@ def test_cat_and_stack_refusals_take_the_mapped_path(rng):
                                            r"\[3\] at entry 0 and \[2\] at entry 1"):
         mf.vmap(lambda x: mt.stack([x, x[:2]]))(a)
     run_both(lambda x: mt.cat([x, mt.zeros(0, dtype=x.dtype)]), a, expect="mapped")
+
+
+@pytest.mark.parametrize("chunk_size", [1, 2, 3, 7, 50])
+def test_chunk_size_runs_the_batch_in_slices(device, rng, chunk_size):
+    """chunk_size splits the mapped examples into runs of at most chunk_size (each run batched)
+    and joins the outputs along their out_dims: the same values as one run; an out_dim None
+    output is the first chunk's; randomness='same' gives every chunk the same draws."""
+    x, w = t64(rng, 7, 3, 4, device=device), t64(rng, 3, 4, device=device)
+    before = dict(VMAP.CALLS)
+    f = lambda a, b: (a.sin() * b, a.sum(0), b)        # noqa: E731
+    options = dict(in_dims=(0, None), out_dims=(0, 1, None))
+    chunked = mf.vmap(f, chunk_size=chunk_size, **options)(x, w)
+    whole = mf.vmap(f, **options)(x, w)
+    assert VMAP.CALLS["mapped"] == before["mapped"]
+    assert VMAP.CALLS["batched"] - before["batched"] == -(-7 // chunk_size) + 1
+    for a, b in zip(chunked, whole, strict=True):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a.cpu().numpy(), b.cpu().numpy(), rtol=1e-12)
+    moved = mf.vmap(lambda a: a.exp(), in_dims=1, out_dims=-1, chunk_size=chunk_size)(x)
+    np.testing.assert_allclose(moved.cpu().numpy(), np.moveaxis(x.exp().cpu().numpy(), 1, -1),
+                               rtol=1e-12)
+    mt.manual_seed(0)
+    same = mf.vmap(lambda a: a + mt.rand(4, dtype=mt.float64, device=device),
+                   randomness="same", chunk_size=chunk_size)(mt.zeros(7, 4, dtype=mt.float64,
+                                                                      device=device))
+    np.testing.assert_array_equal(same.cpu().numpy(), np.broadcast_to(same[0].cpu().numpy(),
+                                                                       (7, 4)))
+    grads = mf.vmap(mf.grad(lambda w, a: (a * w).sin().sum()), in_dims=(None, 0),
+                    chunk_size=chunk_size)(w, x)
+    expected = mt.stack([mf.grad(lambda w, a: (a * w).sin().sum())(w, x[i]) for i in range(7)])
+    np.testing.assert_allclose(grads.cpu().numpy(), expected.cpu().numpy(), rtol=1e-12)
