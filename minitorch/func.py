@@ -23,7 +23,7 @@ from ._pytree import leaves as _leaves, rebuild as _rebuild, structure as _struc
 from ._pytree import tree_map as _map
 from ._vmap import batched as _batched
 from .autograd import enable_grad, grad as _autograd_grad
-from .functions.joining import stack
+from .functions.joining import cat, stack
 from .nn.utils.stateless import func_functional_call as functional_call
 from .tensor import Tensor, eye, zeros_like
 from .vmap import BATCHED as _BATCHED, check_randomness, run_batched as _run_batched, vmap
@@ -196,7 +196,11 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     output leaf (pytree outputs keep their structure), a tensor of shape output.shape +
     input.shape, or a tuple over the selected arguments. As torch's, a vmap of the vjp over
     the output's basis vectors (one batched pass); one reverse pass per output element where
-    the function has ops without batching rules."""
+    the function has ops without batching rules. chunk_size: at most that many rows per
+    batched pass (less memory at once; chunk_size=1 is one pass per row)."""
+    if chunk_size is not None and not chunk_size > 0:
+        raise ValueError("jacrev: `chunk_size` should be greater than 0.")
+
     def transformed(*args):
         single, positions = _argnums(argnums, len(args))
         with enable_grad():
@@ -205,7 +209,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
             _check_tensors(output, "output")
             inputs = _leaves(variables)
             jacobians = _batched_jacobians(func, args, positions, has_aux, output, variables,
-                                           single)
+                                           single, chunk_size)
             if jacobians is None:
                 jacobians = [_jacobian_rows(out, inputs, variables, single) for out in
                              _leaves(output)]
@@ -214,10 +218,12 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     return transformed
 
 
-def _batched_jacobians(func, args, positions, has_aux, output, variables, single):
+def _batched_jacobians(func, args, positions, has_aux, output, variables, single,
+                       chunk_size=None):
     """torch's jacrev: one vmapped vjp over the rows of the identity (every output element's
-    basis cotangent), the function rerun on the batched variables; None where that cannot run
-    batched (an op without a batching rule, random draws): then one backward per row."""
+    basis cotangent; at most chunk_size rows a pass), the function rerun on the batched
+    variables; None where that cannot run batched (an op without a batching rule, random
+    draws): then one backward per row."""
     outs = _leaves(output)
     sizes = [o.numel() for o in outs]
     total = sum(sizes)
@@ -234,12 +240,15 @@ def _batched_jacobians(func, args, positions, has_aux, output, variables, single
             fresh_args, fresh_variables, _ = _variables(args, positions)
             out, _ = _split_aux(func(*fresh_args), has_aux, "jacrev")
             return tuple(_leaves(_gradients(out, fresh_variables, list(cotangents))))
+    chunk = total if chunk_size is None else min(chunk_size, total)
     try:
         # 'same': a function that draws is rerun row by row below (its draws restored here).
-        per_input = _run_batched(rows, bases, {}, [0] * len(bases), total, 0, "same",
-                                 "jacrev")
+        parts = [_run_batched(rows, [b[start:start + chunk] for b in bases], {},
+                              [0] * len(bases), min(chunk, total - start), 0, "same", "jacrev")
+                 for start in range(0, total, chunk)]
     except _batched.Unbatchable:
         return None
+    per_input = parts[0] if len(parts) == 1 else [cat(rows_k) for rows_k in zip(*parts)]
     jacobians, start = [], 0
     for o, n in zip(outs, sizes):
         blocks = [rows_k[start:start + n].reshape(tuple(o.shape) + tuple(v.shape))

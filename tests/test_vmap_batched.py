@@ -537,3 +537,15 @@ def test_chunk_size_runs_the_batch_in_slices(device, rng, chunk_size):
                     chunk_size=chunk_size)(w, x)
     expected = mt.stack([mf.grad(lambda w, a: (a * w).sin().sum())(w, x[i]) for i in range(7)])
     np.testing.assert_allclose(grads.cpu().numpy(), expected.cpu().numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("chunk_size", [1, 2, 5, 100])
+def test_jacrev_chunk_size_gives_the_same_jacobian(rng, chunk_size):
+    a = t64(rng, 3, 4)
+    f = lambda x: (x.sin() @ x.mT, x.sum(0))      # noqa: E731
+    whole, chunked = mf.jacrev(f)(a), mf.jacrev(f, chunk_size=chunk_size)(a)
+    for w, c in zip(whole, chunked, strict=True):
+        assert w.shape == c.shape
+        np.testing.assert_allclose(c.numpy(), w.numpy(), rtol=1e-12)
+    with pytest.raises(ValueError, match="jacrev: `chunk_size` should be greater than 0."):
+        mf.jacrev(f, chunk_size=0)
