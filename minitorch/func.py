@@ -111,8 +111,13 @@ def _batched_gradients(output, variables, grad_outputs, levels):
 
 def _gradients(output, variables, grad_outputs=None):
     """d output / d variables (pytrees of the variables' structure), zeros where output does
-    not depend on a variable; the graph is kept for an outer level."""
-    if _batched.ACTIVE:
+    not depend on a variable; the graph is kept for an outer level. Inside a batched vmap, a
+    graph recorded there is differentiated through its physical tensors; one recorded outside
+    it (vmap(vjp_fn) of a vjp made before the vmap) takes the batched cotangents straight into
+    the engine, whose nodes then run their ops through the batching rules (or, without one,
+    the vmap maps)."""
+    if _batched.ACTIVE and any(type(t) is _batched.BatchedTensor
+                               for t in _leaves(variables) + _leaves(output)):
         return _batched_gradients(output, variables, grad_outputs, _levels())
     flat = _leaves(variables)
     outputs = _leaves(output)

@@ -208,6 +208,30 @@ def test_autograd_grad_and_unused():
     assert gy is None
 
 
+def test_autograd_grad_is_grads_batched(device):
+    """is_grads_batched: the first dim of each grad_output holds cotangents, one
+    vector-Jacobian product each; torch's shape error; without retain_graph the graph is
+    freed afterwards; only_inputs=False warns as torch does."""
+    x = mt.tensor([0.3, -1.2, 2.0], dtype=mt.float64, device=device, requires_grad=True)
+    a, b = x.sin() * x, x.exp()
+    cotangents = mt.tensor(np.arange(12.0).reshape(4, 3) - 5, dtype=mt.float64, device=device)
+    batched, = mt.autograd.grad((a, b), x, (cotangents, cotangents.flip(0)),
+                                is_grads_batched=True, retain_graph=True)
+    loop = [mt.autograd.grad((a, b), x, (cotangents[i], cotangents[3 - i]),
+                             retain_graph=True)[0] for i in range(4)]
+    np.testing.assert_allclose(batched.cpu().numpy(), mt.stack(loop).cpu().numpy(),
+                               rtol=1e-12)
+    with pytest.raises(RuntimeError, match=r"grad_output\[0\] has a shape of "
+                                           r"torch.Size\(\[\]\) and output\[0\] has a shape "
+                                           r"of torch.Size\(\[3\]\)"):
+        mt.autograd.grad(a, x, cotangents[0], is_grads_batched=True)
+    mt.autograd.grad(a, x, cotangents, is_grads_batched=True)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        a.sum().backward()
+    with pytest.warns(UserWarning, match="only_inputs argument is deprecated"):
+        mt.autograd.grad(b.sum(), x, only_inputs=False)
+
+
 @pytest.mark.parametrize("fn,second", [
     (lambda x: x.tanh(), lambda v: -2 * np.tanh(v) * (1 - np.tanh(v) ** 2)),
     (lambda x: x.sigmoid(), lambda v: (s := 1 / (1 + np.exp(-v))) * (1 - s) * (1 - 2 * s)),

@@ -549,3 +549,27 @@ def test_jacrev_chunk_size_gives_the_same_jacobian(rng, chunk_size):
         np.testing.assert_allclose(c.numpy(), w.numpy(), rtol=1e-12)
     with pytest.raises(ValueError, match="jacrev: `chunk_size` should be greater than 0."):
         mf.jacrev(f, chunk_size=0)
+
+
+def test_vmap_of_a_vjp_made_outside_the_vmap(device, rng):
+    """torch.func's Jacobian recipe, vmap(vjp_fn)(basis), with the vjp (and its graph) made
+    before the vmap: the batched cotangents go through that graph's backward (it returned
+    zeros: the cotangents were differentiated against copies of the variables made inside the
+    vmap). A model whose backward has an op without a rule maps, with the same values."""
+    x = t64(rng, 3, device=device)
+    f = lambda a: (a.sin() * a).exp()       # noqa: E731
+    _, vjp_fn = mf.vjp(f, x)
+    basis = mt.eye(3, dtype=mt.float64, device=device)
+    jacobian = run_both(vjp_fn, basis)[0]
+    np.testing.assert_allclose(jacobian.cpu().numpy(), mf.jacrev(f)(x).cpu().numpy(),
+                               rtol=1e-12)
+    cotangents = t64(rng, 4, 3, device=device)
+    loop = mt.stack([vjp_fn(cotangents[i])[0] for i in range(4)])
+    np.testing.assert_allclose(run_both(vjp_fn, cotangents)[0].cpu().numpy(),
+                               loop.cpu().numpy(), rtol=1e-12)
+    model = mt.nn.Sequential(mt.nn.Linear(3, 4), mt.nn.Tanh(),
+                             mt.nn.Linear(4, 2)).double().to(device)
+    _, vjp_fn = mf.vjp(model, x)
+    rows = mf.vmap(vjp_fn)(mt.eye(2, dtype=mt.float64, device=device))[0]
+    np.testing.assert_allclose(rows.cpu().numpy(), mf.jacrev(model)(x).detach().cpu().numpy(),
+                               rtol=1e-12)
