@@ -18,6 +18,7 @@ from . import random as _random
 from ._pytree import leaves as _leaves, rebuild as _rebuild, structure as _structure
 from ._vmap import rules as _rules
 from ._vmap.batched import Unbatchable, close_level, open_level, wrap as _wrap_batched
+from .autograd import engine as _engine
 from .functions.autocast_policy import BATCHING as _BATCHING
 from .functions.joining import cat, stack
 from .tensor import Tensor
@@ -310,3 +311,36 @@ def _stack_column(column, dim, fname):
 
 def _same_value(a, b):
     return a is b or (a.shape == b.shape and a.dtype == b.dtype and bool((a == b).all()))
+
+
+# ---- autograd.grad(..., is_grads_batched=True) ----------------------------------------------
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):
+    """torch's shape check, then a vmap of grad over the cotangents' first dim (the graph kept
+    while it runs: a vmap that falls back to mapping walks it once per cotangent, then freed
+    unless retain_graph)."""
+    outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
+    grad_outputs = (grad_outputs,) if isinstance(grad_outputs, Tensor) else \
+        tuple(grad_outputs or ())
+    for i, (g, out) in enumerate(zip(grad_outputs, outputs)):
+        if g is not None and tuple(g.shape[1:]) != tuple(out.shape):
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each "
+                "grad_output as the batch dimension. The sizes of the remaining dimensions are "
+                "expected to match the shape of corresponding output, but a mismatch was "
+                f"detected: grad_output[{i}] has a shape of torch.Size({list(g.shape[1:])}) and "
+                f"output[{i}] has a shape of torch.Size({list(out.shape)}). If you only want "
+                "some tensors in `grad_output` to be considered batched, consider using vmap.")
+
+    def one(*cotangents):
+        return _engine.grad(outputs, inputs, cotangents, retain_graph=True,
+                            create_graph=create_graph, allow_unused=allow_unused,
+                            materialize_grads=materialize_grads)
+    results = vmap(one, in_dims=tuple(None if g is None else 0 for g in grad_outputs))(
+        *grad_outputs)
+    if not (create_graph if retain_graph is None else retain_graph):
+        _engine.release(outputs)
+    return results
+
+
+_engine.BATCHED_GRAD[0] = _batched_grad

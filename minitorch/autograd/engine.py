@@ -575,8 +575,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                       "True). To accumulate gradient for other parts of the graph, please use "
                       "torch.autograd.backward.", stacklevel=2)
     if is_grads_batched:
-        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
-                             allow_unused, materialize_grads)
+        return BATCHED_GRAD[0](outputs, inputs, grad_outputs, retain_graph, create_graph,
+                               allow_unused, materialize_grads)
     single = _is_tensor(inputs)
     inputs = (inputs,) if single else tuple(inputs)
     for t in inputs:
@@ -600,35 +600,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(results)
 
 
-def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
-                  materialize_grads):
-    """grad(..., is_grads_batched=True): torch's shape check, then a vmap of grad over the
-    cotangents' first dim (the graph kept while it runs: a vmap that falls back to mapping
-    walks it once per cotangent)."""
-    from ..vmap import vmap     # a transform above this layer, as torch's _vmap_internals
-    outputs = (outputs,) if _is_tensor(outputs) else tuple(outputs)
-    grad_outputs = (grad_outputs,) if _is_tensor(grad_outputs) else tuple(grad_outputs or ())
-    for i, (g, out) in enumerate(zip(grad_outputs, outputs)):
-        if g is not None and tuple(g.shape[1:]) != tuple(out.shape):
-            raise RuntimeError(
-                "If `is_grads_batched=True`, we interpret the first dimension of each "
-                "grad_output as the batch dimension. The sizes of the remaining dimensions are "
-                "expected to match the shape of corresponding output, but a mismatch was "
-                f"detected: grad_output[{i}] has a shape of torch.Size({list(g.shape[1:])}) and "
-                f"output[{i}] has a shape of torch.Size({list(out.shape)}). If you only want "
-                "some tensors in `grad_output` to be considered batched, consider using vmap.")
-
-    def one(*cotangents):
-        return grad(outputs, inputs, cotangents, retain_graph=True, create_graph=create_graph,
-                    allow_unused=allow_unused, materialize_grads=materialize_grads)
-    results = vmap(one, in_dims=tuple(None if g is None else 0 for g in grad_outputs))(
-        *grad_outputs)
-    if not (create_graph if retain_graph is None else retain_graph):
-        _release(outputs)
-    return results
+# grad(..., is_grads_batched=True) is a vmap of grad over the cotangents, and vmap is a
+# transform above this layer: minitorch.vmap puts its implementation here when it is imported
+# (always, by `import minitorch`), as torch's autograd calls its _vmap_internals.
+BATCHED_GRAD = [None]
 
 
-def _release(outputs):
+def release(outputs):
     """Free what every node behind `outputs` saved, as a backward without retain_graph does."""
     stack = [t.grad_fn for t in outputs if _is_tensor(t) and t.grad_fn is not None]
     seen = set()
