@@ -296,6 +296,42 @@ def test_gradcheck_detects_wrong_gradient():
     assert gradcheck(lambda t: t * 2, (x,))
 
 
+def test_gradcheck_options_are_checks_not_ignored(device):
+    """torch's gradcheck options: check_forward_ad compares func.jvp's Jacobian, check_batched_
+    grad a vmap of the vector-Jacobian product, check_grad_dtypes the gradients' dtypes;
+    gradgradcheck's check_fwd_over_rev / check_rev_over_rev and non-contiguous output
+    gradients; masked=True is refused rather than ignored."""
+    class Wrong(mt.autograd.Function):         # backward off by a factor of 2
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return t * t
+
+        @staticmethod
+        def backward(ctx, g):
+            t, = ctx.saved_tensors
+            return g * t
+
+    x = mt.tensor(np.linspace(-1, 1, 6).reshape(2, 3), dtype=mt.float64, device=device,
+                  requires_grad=True)
+    w = mt.tensor(np.linspace(0.5, 2, 6).reshape(3, 2), dtype=mt.float64, device=device,
+                  requires_grad=True)
+    f = lambda a, b: (a @ b).tanh() * a.sum()       # noqa: E731
+    assert gradcheck(f, (x, w), check_forward_ad=True, check_batched_grad=True,
+                     check_grad_dtypes=True, fast_mode=True)
+    assert gradgradcheck(f, (x, w), check_fwd_over_rev=True, check_batched_grad=True,
+                         gen_non_contig_grad_outputs=True)
+    with pytest.raises(mt.autograd.GradcheckError, match="forward AD Jacobian mismatch"):
+        gradcheck(Wrong.apply, (x,), check_backward_ad=False, check_forward_ad=True)
+    assert not gradcheck(Wrong.apply, (x,), raise_exception=False)
+    z = mt.tensor([0.5 + 1j, -0.25 + 0.5j], dtype=mt.complex128, device=device,
+                  requires_grad=True)
+    assert gradcheck(lambda a: (a * a.conj()).real * a, (z,), check_forward_ad=True,
+                     check_batched_grad=True)
+    with pytest.raises(NotImplementedError, match="masked=True"):
+        gradcheck(f, (x, w), masked=True)
+
+
 def test_custom_function_with_saved_tensors():
     class Cube(mt.autograd.Function):
         @staticmethod

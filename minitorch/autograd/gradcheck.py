@@ -12,7 +12,7 @@ from builtins import sum as builtins_sum
 import numpy as np
 
 from .engine import _is_tensor, grad
-from ..tensor import tensor as make_tensor, wrap
+from ..tensor import ones_like, tensor as make_tensor, wrap, zeros_like
 
 
 def _as_tuple(x):
@@ -109,29 +109,136 @@ def _analytical_jacobian(fn, inputs):
     return jacobians
 
 
-def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, **_ignored):
-    """Compare autograd's Jacobian with central finite differences (inputs should be float64)."""
+def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, *,
+              nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
+              check_batched_grad=False, check_batched_forward_grad=False,
+              check_forward_ad=False, check_backward_ad=True, fast_mode=False, masked=None):
+    """Compare autograd's Jacobian with central finite differences (inputs should be float64).
+    As torch's options: check_backward_ad, the engine's Jacobian row by row;
+    check_forward_ad, func.jvp's column by column; check_batched_grad, a vmap of the
+    vector-Jacobian product over several cotangents against one product each;
+    check_grad_dtypes, every gradient in its input's dtype. Taken but changing nothing:
+    fast_mode (the whole Jacobians are always compared, which is stricter), nondet_tol (every
+    evaluation here is deterministic), check_batched_forward_grad (the forward products are
+    checked one at a time) and check_undefined_grad (torch feeds undefined output gradients,
+    which minitorch's engine does not have: not checked). masked=True is refused."""
+    if masked:
+        raise NotImplementedError("gradcheck(masked=True) is not supported by minitorch")
     inputs = _as_tuple(inputs)
     numerical = [j for j in _numerical_jacobian(fn, inputs, eps) if j is not None]
-    analytical = _analytical_jacobian(fn, inputs)
-    for i, (a, n) in enumerate(zip(analytical, numerical)):
-        if a.shape != n.shape or not np.allclose(a, n, atol=atol, rtol=rtol):
-            if raise_exception:
-                raise GradcheckError(f"Jacobian mismatch for output 0 with respect to input {i},\n"
-                                     f"numerical:{n}\nanalytical:{a}\n")
-            return False
+    checks = []
+    if check_backward_ad:
+        checks.append(("", _analytical_jacobian(fn, inputs)))
+    if check_forward_ad:
+        checks.append(("forward AD ", _forward_jacobian(fn, inputs)))
+    for kind, jacobians in checks:
+        for i, (a, n) in enumerate(zip(jacobians, numerical)):
+            if a.shape != n.shape or not np.allclose(a, n, atol=atol, rtol=rtol):
+                return _failed(raise_exception, f"{kind}Jacobian mismatch for output 0 with "
+                               f"respect to input {i},\nnumerical:{n}\nanalytical:{a}\n")
+    problems = []
+    if check_backward_ad and check_grad_dtypes:
+        problems += _gradient_dtype_problems(fn, inputs)
+    if check_backward_ad and check_batched_grad:
+        problems += _batched_grad_problems(fn, inputs, atol, rtol)
+    if problems:
+        return _failed(raise_exception, problems[0])
     return True
 
 
+def _failed(raise_exception, message):
+    if raise_exception:
+        raise GradcheckError(message)
+    return False
+
+
+def _differentiable(inputs):
+    return [i for i, t in enumerate(inputs) if _is_tensor(t) and t.requires_grad]
+
+
+def _forward_jacobian(fn, inputs):
+    """Column by column, func.jvp along each real coordinate of each differentiable input (a
+    complex element's imaginary coordinate along 1j), rows laid out as the numerical ones."""
+    from ..func import jvp      # a transform above this layer (torch's gradcheck calls fwAD)
+    positions = _differentiable(inputs)
+
+    def of_differentiable(*values):
+        args = list(inputs)
+        for p, v in zip(positions, values):
+            args[p] = v
+        return fn(*args)
+    primals = tuple(inputs[p].detach() for p in positions)
+    jacobians = []
+    for k, primal in enumerate(primals):
+        columns = []
+        for coordinate in range(_coordinate_count(primal)):
+            tangents = [zeros_like(p) for p in primals]
+            flat = tangents[k].view(-1)
+            if primal.dtype.is_complex:
+                flat[coordinate // 2] = 1j if coordinate % 2 else 1.0
+            else:
+                flat[coordinate] = 1.0
+            _, product = jvp(of_differentiable, primals, tuple(tangents))
+            columns.append(np.concatenate(_flat_values(product)))
+        jacobians.append(np.stack(columns, axis=1) if columns else
+                         np.zeros((builtins_sum(_coordinate_count(o) for o in
+                                                _as_tuple(fn(*inputs))), 0)))
+    return jacobians
+
+
+def _gradient_dtype_problems(fn, inputs):
+    outputs = [o for o in _as_tuple(fn(*inputs)) if o.requires_grad]
+    diff = [inputs[i] for i in _differentiable(inputs)]
+    if not outputs:
+        return []
+    grads = grad(outputs, diff, [ones_like(o) for o in outputs], allow_unused=True)
+    return [f"Gradient has dtype mismatch: input {k} is {t.dtype}, its gradient {g.dtype}"
+            for k, (t, g) in enumerate(zip(diff, grads)) if g is not None and g.dtype != t.dtype]
+
+
+def _batched_grad_problems(fn, inputs, atol, rtol, batch=3):
+    """vmap of the vector-Jacobian product over `batch` random cotangents (through the graph
+    recorded before the vmap) against one product each."""
+    from ..func import vjp, vmap    # transforms above this layer
+    positions = _differentiable(inputs)
+
+    def of_differentiable(*values):
+        args = list(inputs)
+        for p, v in zip(positions, values):
+            args[p] = v
+        return _as_tuple(fn(*args))
+    outputs, vjp_fn = vjp(of_differentiable, *(inputs[p] for p in positions))
+    rng = np.random.default_rng(0)
+    cotangents = tuple(make_tensor(rng.standard_normal((batch,) + tuple(o.shape)), dtype=o.dtype,
+                                   device=o.device) for o in outputs)
+    batched = vmap(vjp_fn)(cotangents)
+    problems = []
+    for index in range(batch):
+        single = vjp_fn(tuple(c[index] for c in cotangents))
+        for k, (b, s) in enumerate(zip(batched, single)):
+            if not np.allclose(_real_coordinates(b[index]), _real_coordinates(s), atol=atol,
+                               rtol=rtol):
+                problems.append(f"Batched grad mismatch for input {k}, cotangent {index}: "
+                                f"batched {_real_coordinates(b[index])}, one at a time "
+                                f"{_real_coordinates(s)}")
+    return problems
+
+
 def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
-                  raise_exception=True, **_ignored):
-    """gradcheck of the first derivative: checks the backward of backward (create_graph)."""
+                  gen_non_contig_grad_outputs=False, raise_exception=True, *, nondet_tol=0.0,
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
+                  masked=False):
+    """gradcheck of the first derivative: checks the backward of backward (create_graph),
+    with random output gradients (non-contiguous ones with gen_non_contig_grad_outputs) unless
+    given. check_rev_over_rev / check_fwd_over_rev are gradcheck's check_backward_ad /
+    check_forward_ad on the first derivative; the other options are gradcheck's."""
     inputs = _as_tuple(inputs)
     outputs = _as_tuple(fn(*inputs))
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = tuple(make_tensor(rng.standard_normal(o.shape), dtype=o.dtype,
-                                         device=o.device, requires_grad=True) for o in outputs)
+        grad_outputs = tuple(_random_like(o, rng, gen_non_contig_grad_outputs)
+                             for o in outputs)
     grad_outputs = _as_tuple(grad_outputs)
 
     def first_derivative(*args):
@@ -142,7 +249,22 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(first_derivative, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+                     raise_exception=raise_exception, nondet_tol=nondet_tol,
+                     check_undefined_grad=check_undefined_grad,
+                     check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad,
+                     check_forward_ad=check_fwd_over_rev, check_backward_ad=check_rev_over_rev,
+                     fast_mode=fast_mode, masked=masked)
+
+
+def _random_like(t, rng, non_contiguous):
+    """A standard normal tensor shaped like t that requires grad; with non_contiguous, every
+    other element of a buffer twice as long (a strided view)."""
+    if not non_contiguous:
+        return make_tensor(rng.standard_normal(t.shape), dtype=t.dtype, device=t.device,
+                           requires_grad=True)
+    wide = make_tensor(rng.standard_normal(tuple(t.shape) + (2,)), dtype=t.dtype,
+                       device=t.device)
+    return wide[..., 0].detach().requires_grad_()
 
 
 class GradcheckError(RuntimeError):
