@@ -1228,9 +1228,12 @@ def where(condition, input=None, other=None):
 def _check_scalars_fit(dtype, *values, narrow_floats=True):
     """torch's overflow check on the Python scalars of where/clamp (arithmetic instead wraps
     them: `uint8_tensor + 300` is fine, `where(c, uint8_tensor, 300)` is not)."""
+    floating = dtype.is_floating_point
     for value in values:
-        if value is not None and not isinstance(value, Tensor):
-            dtypes.check_scalar_fits(value, dtype, narrow_floats=narrow_floats)
+        if value is None or isinstance(value, Tensor) or (
+                floating and type(value) is float and -65504.0 <= value <= 65504.0):
+            continue    # (within float16's range: every float dtype holds it)
+        dtypes.check_scalar_fits(value, dtype, narrow_floats=narrow_floats)
 
 
 _NUMBER_BOUNDS = (float, int, type(None))
