@@ -1,5 +1,5 @@
 """Pytrees as torch.func and vmap take them: leaves (tensors, numbers, anything) inside nested
-tuples, lists and dicts."""
+tuples (named ones too), lists and dicts."""
 
 
 def leaves(tree):
@@ -14,7 +14,10 @@ def leaves(tree):
 def rebuild(tree, new_leaves):
     """tree's structure with its leaves replaced, in order, from the iterator `new_leaves`."""
     if isinstance(tree, (tuple, list)):
-        return type(tree)(rebuild(item, new_leaves) for item in tree)
+        items = [rebuild(item, new_leaves) for item in tree]
+        if hasattr(tree, "_fields"):        # a namedtuple (torch.return_types.max, ...)
+            return type(tree)(*items)
+        return type(tree)(items)
     if isinstance(tree, dict):
         return {key: rebuild(value, new_leaves) for key, value in tree.items()}
     return next(new_leaves)

@@ -573,3 +573,15 @@ def test_vmap_of_a_vjp_made_outside_the_vmap(device, rng):
     rows = mf.vmap(vjp_fn)(mt.eye(2, dtype=mt.float64, device=device))[0]
     np.testing.assert_allclose(rows.cpu().numpy(), mf.jacrev(model)(x).detach().cpu().numpy(),
                                rtol=1e-12)
+
+
+def test_named_tuple_outputs_keep_their_type(rng):
+    """A function returning torch.return_types (max, sort, topk) vmaps to the same named tuple
+    of stacked fields, batched and mapped (rebuilding it failed: namedtuples take fields, not an
+    iterable)."""
+    x = t64(rng, 4, 3, 5)
+    for f in (lambda a: a.max(0), lambda a: mt.max(a, -1, keepdim=True), lambda a: a.sort(0),
+              lambda a: mt.topk(a, 2)):
+        result = run_both(f, x)
+        assert type(result) is type(f(x[0]))
+        assert result.values.shape == (4,) + tuple(f(x[0]).values.shape)
