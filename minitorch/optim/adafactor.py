@@ -4,7 +4,6 @@ column factor, a relative step size min(lr, 1/√t) scaled by the parameter's RM
 update clipped to RMS ≤ d."""
 import math
 
-from ..autograd import no_grad
 from ..dtypes import finfo
 from ..functions.norms import norm
 from ..tensor import zeros_like
@@ -41,23 +40,17 @@ class Adafactor(Optimizer):
                     "weight_decay": weight_decay, "foreach": foreach, "maximize": maximize}
         super().__init__(params, defaults)
 
-    def step(self, closure=None):
-        """One update of every parameter that has a .grad; returns the closure's loss."""
-        loss = self._evaluate(closure)
-        with no_grad():
-            for group in self.param_groups:
-                params = [p for p in group["params"] if p.grad is not None]
-                self._check_sparse_grads(params)
-                if any(p.is_complex() for p in params):
-                    raise RuntimeError("Adafactor does not support complex parameters")
-                # eps1=None is the machine epsilon of the group's first parameter with a
-                # gradient, kept for the rest of the group (torch's loop assigns it once)
-                eps1 = group["eps"][0]
-                for param in params:
-                    if eps1 is None:
-                        eps1 = finfo(param.dtype).eps
-                    _update(param, self._state_of(param, group), group, eps1)
-        return loss
+    def _step_group(self, params, group):
+        self._check_sparse_grads(params)
+        if any(p.is_complex() for p in params):
+            raise RuntimeError("Adafactor does not support complex parameters")
+        # eps1=None is the machine epsilon of the group's first parameter with a gradient,
+        # kept for the rest of the group (torch's loop assigns it once)
+        eps1 = group["eps"][0]
+        for param in params:
+            if eps1 is None:
+                eps1 = finfo(param.dtype).eps
+            _update(param, self._state_of(param, group), group, eps1)
 
     def _state_of(self, param, group):
         state = self.state[param]

@@ -281,17 +281,21 @@ class Optimizer:
     def step(self, closure=None):
         """One update of every parameter that has a .grad; returns the closure's loss.
         Subclasses give `_state_of` (the parameter's state, created on first use) and
-        `_update` (torch's single-tensor rule)."""
+        `_update` (torch's single-tensor rule), or a `_step_group` of their own."""
         loss = self._evaluate(closure)
         with no_grad():
             for group in self.param_groups:
-                params = [p for p in group["params"] if p.grad is not None]
-                self._check_sparse_grads(params)
-                if group.get("foreach") is not False:
-                    params = self._foreach_update(params, group)
-                for param in params:
-                    self._update(param, self._state_of(param, group), group)
+                self._step_group([p for p in group["params"] if p.grad is not None], group)
         return loss
+
+    def _step_group(self, params, group):
+        """One group's update of `params` (those with a .grad): the foreach kernel where the
+        optimizer has one, else the single-tensor rule parameter by parameter."""
+        self._check_sparse_grads(params)
+        if group.get("foreach") is not False:
+            params = self._foreach_update(params, group)
+        for param in params:
+            self._update(param, self._state_of(param, group), group)
 
     # torch's refusal of sparse gradients (nn.Embedding(sparse=True)): "<Name> does not
     # support sparse gradients", checked for a group before any of its parameters changes.

@@ -1,7 +1,6 @@
 """SGD with momentum, dampening, Nesterov, weight decay and maximize (torch's update rule).
 Sparse gradients follow torch's single-tensor rule too: the momentum buffer is sparse (its
 entries grow by concatenation), weight decay is torch's add(sparse, dense) error."""
-from ..autograd import no_grad
 from ..functions.sparse_coo import add_sparse_into_
 from ..tensor import empty_like
 from ._checks import check_lr, check_non_negative, check_not_differentiable, to_scalar
@@ -26,20 +25,14 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
 
-    def step(self, closure=None):
-        """One update of every parameter that has a .grad; returns the closure's loss."""
-        loss = self._evaluate(closure)
-        with no_grad():
-            for group in self.param_groups:
-                params = [p for p in group["params"] if p.grad is not None]
-                if group["foreach"] is not False:
-                    # sparse gradients take the per-parameter rule (as in torch's foreach SGD)
-                    sparse = [p for p in params if p.grad.is_sparse]
-                    params = self._foreach_update([p for p in params if not p.grad.is_sparse],
-                                                  group) + sparse
-                for param in params:
-                    self._update(param, group)
-        return loss
+    def _step_group(self, params, group):
+        if group["foreach"] is not False:
+            # sparse gradients take the per-parameter rule (as in torch's foreach SGD)
+            sparse = [p for p in params if p.grad.is_sparse]
+            params = self._foreach_update([p for p in params if not p.grad.is_sparse],
+                                          group) + sparse
+        for param in params:
+            self._update(param, group)
 
     def _foreach_update(self, params, group):
         """Every compact parameter of one dtype and device in one foreach_sgd call per bucket

@@ -4,7 +4,6 @@ runs on the gradient's values and on the moment and parameter rows they name (in
 index_add: our kernels), never on the whole parameter."""
 import math
 
-from ..autograd import no_grad
 from ..functions.sparse_coo import add_sparse_into_, sparse_mask_values
 from ..tensor import Tensor, zeros_like
 from ._checks import check_betas, to_scalar
@@ -27,18 +26,12 @@ class SparseAdam(Optimizer):
         defaults = {"lr": lr, "betas": betas, "eps": eps, "maximize": maximize}
         super().__init__(params, defaults)
 
-    def step(self, closure=None):
-        """One update of every parameter that has a .grad; returns the closure's loss."""
-        loss = self._evaluate(closure)
-        with no_grad():
-            for group in self.param_groups:
-                params = [p for p in group["params"] if p.grad is not None]
-                if any(not p.grad.is_sparse for p in params):   # before the group changes
-                    raise RuntimeError("SparseAdam does not support dense gradients, please "
-                                       "consider Adam instead")
-                for param in params:
-                    self._update(param, self._state_of(param), group)
-        return loss
+    def _step_group(self, params, group):
+        if any(not p.grad.is_sparse for p in params):   # before the group changes
+            raise RuntimeError("SparseAdam does not support dense gradients, please "
+                               "consider Adam instead")
+        for param in params:
+            self._update(param, self._state_of(param), group)
 
     def _state_of(self, param):
         state = self.state[param]
