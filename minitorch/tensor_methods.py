@@ -477,6 +477,8 @@ class TensorMethods:
     svd = SP.svd
     qr = SP.qr
     pinverse = SP.pinverse
+    geqrf = SP.geqrf
+    orgqr = SP.orgqr
 
     # ---- short-time Fourier transforms (functions/stft.py) -------------------------------------
     stft = STFT.stft

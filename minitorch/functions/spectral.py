@@ -17,7 +17,7 @@ from .. import dtypes
 from ..autograd import KernelFunction, is_grad_enabled
 from ..ndarray import NDArray
 from ..opcodes import BinaryOp as B, ReduceOp, UnaryOp as U
-from ..tensor import Tensor, eye, wrap, write_out
+from ..tensor import Tensor, eye, tensor, wrap, write_out
 from .elementwise import TORCH_NAMES, maximum, where
 from .factor import LinAlgError, refuse_low_precision, solve_triangular
 from .linalg import diag_embed, triu
@@ -25,7 +25,7 @@ from .joining import cat
 from .reduce import _return_type
 
 
-__all__ = ['geqrf', 'pinverse', 'qr', 'svd']
+__all__ = ['geqrf', 'orgqr', 'pinverse', 'qr', 'svd']
 
 
 def _result_type(name, fields):
@@ -721,6 +721,46 @@ def matrix_norm_spectral(A, ord, dim=(-2, -1), keepdim=False):
     return result
 
 
+def householder_product(A, tau, *, out=None):
+    """The first n columns of H_1 ⋯ H_k with H_i = I - τ_i v_i v_iᴴ, v_i being column i of A
+    below the diagonal after a 1 (LAPACK's orgqr: geqrf's Q from its reflectors); batched,
+    real or complex, differentiable in A and tau through the products."""
+    name = "torch.linalg.householder_product"
+    if A.ndim < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if tau.ndim < 1:
+        raise RuntimeError(f"{name}: tau must have at least 1 dimension.")
+    m, n = A.shape[-2:]
+    if m < n:
+        raise RuntimeError(f"{name}: input.shape[-2] must be greater than or equal to "
+                           "input.shape[-1]")
+    k = tau.shape[-1]
+    if n < k:
+        raise RuntimeError(f"{name}: input.shape[-1] must be greater than or equal to "
+                           "tau.shape[-1]")
+    if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise RuntimeError(f"{name}: Expected batch dimensions of tau to be equal to "
+                           f"input.shape[:-2], but got {list(tau.shape[:-1])}")
+    if tau.dtype is not A.dtype:
+        raise RuntimeError(f"{name}: tau dtype {TORCH_NAMES[tau.dtype.name]} does not match "
+                           f"input dtype {TORCH_NAMES[A.dtype.name]}")
+    batch = tuple(A.shape[:-2])
+    Q = eye(m, n, dtype=A.dtype, device=A.device).expand(batch + (m, n))
+    for i in reversed(range(k)):     # Q = H_1 (H_2 (⋯ (H_k I))): the last reflector first
+        head = tensor([0.0] * i + [1.0], dtype=A.dtype, device=A.device).expand(
+            batch + (i + 1,))
+        v = cat([head, A[..., i + 1:, i]], -1).unsqueeze(-1)          # (..., m, 1)
+        w = v.mT.conj() @ Q                                                     # (..., 1, n)
+        Q = Q - (tau[..., i].unsqueeze(-1).unsqueeze(-1) * v) @ w
+    return Q if out is None else write_out(out, Q, "linalg.householder_product")
+
+
+
+def orgqr(input, tau):
+    """torch.orgqr: linalg.householder_product."""
+    return householder_product(input, tau)
+
+
 LINALG = {"eigh": eigh, "eigvalsh": eigvalsh, "svd": linalg_svd, "svdvals": svdvals,
           "qr": linalg_qr, "pinv": pinv, "matrix_rank": matrix_rank, "lstsq": lstsq,
-          "cond": cond}
+          "cond": cond, "householder_product": householder_product}
