@@ -242,13 +242,19 @@ def _empty_outputs(func, args, kwargs, dims, out_dims, fname):
 
 
 def _stack_outputs(results, out_dims, fname):
+    return _join_outputs(results, out_dims, fname,
+                         lambda column, dim: _stack_column(column, dim, fname))
+
+
+def _join_outputs(results, out_dims, fname, join):
+    """results[0]'s structure, each output leaf being join(its values over results, out_dim)."""
     first = results[0]
     columns = zip(*[_leaves(result) for result in results])     # one per output leaf
-    stacked = []
+    joined = []
     for column, (leaf, dim) in zip(columns, _out_pairs(out_dims, first, fname)):
         _check_output(leaf, fname)
-        stacked.append(_stack_column(list(column), dim, fname))
-    return _rebuild(first, iter(stacked))
+        joined.append(join(list(column), dim))
+    return _rebuild(first, iter(joined))
 
 
 def _in_chunks(run, args, kwargs, dims, size, chunk_size, out_dims, fname, same_draws):
@@ -266,11 +272,8 @@ def _in_chunks(run, args, kwargs, dims, size, chunk_size, out_dims, fname, same_
         sliced = [leaf if dim is None else leaf.narrow(dim, start, length)
                   for leaf, dim in zip(leaves, dims)]
         results.append(run(*_rebuild(tuple(args), iter(sliced)), **kwargs))
-    first = results[0]
-    columns = zip(*[_leaves(result) for result in results])     # one per output leaf
-    joined = [column[0] if dim is None else cat(column, _out_dim(dim, column[0].ndim))
-              for column, (_, dim) in zip(columns, _out_pairs(out_dims, first, fname))]
-    return _rebuild(first, iter(joined))
+    return _join_outputs(results, out_dims, fname, lambda column, dim: column[0] if dim is None
+                         else cat(column, _out_dim(dim, column[0].ndim)))
 
 
 def _check_output(leaf, fname):

@@ -659,10 +659,7 @@ def _unary_apply(cls, a):
 def _binary_function(fn, a, b, floating=False):
     """elementwise._binary (mt.add(x, y), mt.maximum(x, y), …): both operands aligned at the
     top level, as the method rules align them."""
-    level = top_level((a, b))
-    rank = max(_logical_rank(t) for t in (a, b) if isinstance(t, Tensor))
-    a, b = _aligned((a, b), level, rank)
-    return wrap(elementwise._binary(fn, a, b, floating), level)
+    return _aligned_call(lambda x, y: elementwise._binary(fn, x, y, floating), (a, b), {})
 
 
 FUNCTIONS = {

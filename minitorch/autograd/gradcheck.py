@@ -156,17 +156,22 @@ def _differentiable(inputs):
     return [i for i, t in enumerate(inputs) if _is_tensor(t) and t.requires_grad]
 
 
+def _of_differentiable(fn, inputs, positions):
+    """fn as a function of the inputs at `positions` alone, the other inputs held fixed."""
+    def call(*values):
+        args = list(inputs)
+        for p, v in zip(positions, values):
+            args[p] = v
+        return fn(*args)
+    return call
+
+
 def _forward_jacobian(fn, inputs):
     """Column by column, func.jvp along each real coordinate of each differentiable input (a
     complex element's imaginary coordinate along 1j), rows laid out as the numerical ones."""
     from ..func import jvp      # a transform above this layer (torch's gradcheck calls fwAD)
     positions = _differentiable(inputs)
-
-    def of_differentiable(*values):
-        args = list(inputs)
-        for p, v in zip(positions, values):
-            args[p] = v
-        return fn(*args)
+    of_differentiable = _of_differentiable(fn, inputs, positions)
     primals = tuple(inputs[p].detach() for p in positions)
     jacobians = []
     for k, primal in enumerate(primals):
@@ -201,13 +206,9 @@ def _batched_grad_problems(fn, inputs, atol, rtol, batch=3):
     recorded before the vmap) against one product each."""
     from ..func import vjp, vmap    # transforms above this layer
     positions = _differentiable(inputs)
-
-    def of_differentiable(*values):
-        args = list(inputs)
-        for p, v in zip(positions, values):
-            args[p] = v
-        return _as_tuple(fn(*args))
-    outputs, vjp_fn = vjp(of_differentiable, *(inputs[p] for p in positions))
+    of_differentiable = _of_differentiable(fn, inputs, positions)
+    outputs, vjp_fn = vjp(lambda *values: _as_tuple(of_differentiable(*values)),
+                          *(inputs[p] for p in positions))
     rng = np.random.default_rng(0)
     cotangents = tuple(make_tensor(rng.standard_normal((batch,) + tuple(o.shape)), dtype=o.dtype,
                                    device=o.device) for o in outputs)
